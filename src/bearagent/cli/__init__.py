@@ -1,0 +1,3 @@
+from bearagent.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,39 @@
+"""The `bearagent` command group. Subcommands load lazily so `bearagent --help` stays fast."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from bearagent import __version__
+
+# command name -> "module:attribute" of a click command; imported only when that command runs.
+LAZY_COMMANDS: dict[str, str] = {}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module_name, attr = target.split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(
+    cls=LazyGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.version_option(__version__, "-V", "--version", prog_name="bearagent")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """BearAgent: agents as markdown files, every run an auditable event log."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())

@@ -1,0 +1,63 @@
+"""The five run budgets and the usage counters checked against them."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from bearagent.domain._base import DomainModel
+
+BUDGET_FIELDS: tuple[str, ...] = (
+    "max_model_iterations",
+    "max_tool_calls",
+    "max_tokens",
+    "max_cost_microusd",
+    "max_wall_time_ms",
+)
+
+
+class BudgetLimits(DomainModel):
+    """Hard limits for one run, checked before any new model or tool activity is admitted."""
+
+    max_model_iterations: int = Field(default=50, ge=0, le=100_000)
+    max_tool_calls: int = Field(default=200, ge=0, le=1_000_000)
+    max_tokens: int = Field(default=2_000_000, ge=0, le=10_000_000_000)
+    max_cost_microusd: int = Field(default=5_000_000, ge=0, le=10_000_000_000_000)
+    max_wall_time_ms: int = Field(default=1_800_000, ge=0, le=7 * 24 * 3_600_000)
+
+    def intersect(self, other: BudgetLimits) -> BudgetLimits:
+        """The tighter of two limits, field by field (a child never gets more than its parent)."""
+        return BudgetLimits(
+            max_model_iterations=min(self.max_model_iterations, other.max_model_iterations),
+            max_tool_calls=min(self.max_tool_calls, other.max_tool_calls),
+            max_tokens=min(self.max_tokens, other.max_tokens),
+            max_cost_microusd=min(self.max_cost_microusd, other.max_cost_microusd),
+            max_wall_time_ms=min(self.max_wall_time_ms, other.max_wall_time_ms),
+        )
+
+
+class TokenUsage(DomainModel):
+    """Tokens one model call consumed, as the provider reported them."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cache_read_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class BudgetUsage(DomainModel):
+    """What a run has consumed so far; `total_tokens` is what `max_tokens` limits."""
+
+    model_iterations: int = Field(default=0, ge=0)
+    tool_calls: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cost_microusd: int = Field(default=0, ge=0)
+    wall_time_ms: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens

@@ -1,0 +1,147 @@
+"""Typed UUID4 identifiers. A `RunId` is not an `EventId`: the type checker and model validation both say so."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar, Protocol, Self, TypeVar
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
+
+
+class TypedId(uuid.UUID):
+    """Base of every typed id: a version-4 UUID that only equals ids of its own kind."""
+
+    kind: ClassVar[str] = "id"
+
+    def __init__(self, value: str | uuid.UUID) -> None:
+        if isinstance(value, TypedId) and type(value) is not type(self):
+            raise TypeError(f"expected {type(self).__name__}, got {type(value).__name__}")
+        text = str(value) if isinstance(value, uuid.UUID) else value
+        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"{type(self).__name__} takes a UUID string, got {type(text).__name__}")
+        try:
+            super().__init__(text)
+        except ValueError:
+            raise ValueError(f"{type(self).__name__}: {text!r} is not a UUID") from None
+        if self.version != 4 or self.variant != uuid.RFC_4122:
+            raise ValueError(f"{type(self).__name__}: {text!r} is not a version-4 UUID")
+
+    @classmethod
+    def new(cls) -> Self:
+        return cls(str(uuid.uuid4()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TypedId):
+            return type(other) is type(self) and self.int == other.int
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.int))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}('{self}')"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls._validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="always"),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {"type": "string", "format": "uuid", "description": f"{cls.__name__} (UUID version 4)"}
+
+    @classmethod
+    def _validate(cls, value: object) -> Self:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, TypedId):
+            raise ValueError(f"expected {cls.__name__}, got {type(value).__name__}")
+        if isinstance(value, (str, uuid.UUID)):
+            return cls(value)
+        raise ValueError(f"{cls.__name__} must be a UUID string, got {type(value).__name__}")
+
+
+class RunId(TypedId):
+    kind = "run"
+
+
+class EventId(TypedId):
+    kind = "event"
+
+
+class SessionId(TypedId):
+    kind = "session"
+
+
+class ActivityId(TypedId):
+    kind = "activity"
+
+
+class ModelCallId(TypedId):
+    kind = "model_call"
+
+
+class ToolCallId(TypedId):
+    kind = "tool_call"
+
+
+class ArtifactId(TypedId):
+    kind = "artifact"
+
+
+class CausationId(TypedId):
+    kind = "causation"
+
+
+class CorrelationId(TypedId):
+    kind = "correlation"
+
+
+class WorkspaceId(TypedId):
+    kind = "workspace"
+
+
+IdT = TypeVar("IdT", bound=TypedId)
+
+
+class IdGenerator(Protocol):
+    """Port: where new ids come from (random in production, ordered in tests)."""
+
+    def new(self, kind: type[IdT]) -> IdT: ...
+
+
+class Uuid4IdGenerator:
+    """Production generator: random UUID4."""
+
+    def new(self, kind: type[IdT]) -> IdT:
+        return kind(str(uuid.uuid4()))
+
+
+class DeterministicIdGenerator:
+    """Test generator: `<prefix>-0000-4000-8000-<counter>`, one counter per id kind, so ids are predictable."""
+
+    _PREFIXES: ClassVar[dict[str, int]] = {
+        "run": 0x10000000,
+        "session": 0x20000000,
+        "activity": 0x30000000,
+        "model_call": 0x40000000,
+        "tool_call": 0x50000000,
+        "artifact": 0x70000000,
+        "event": 0x90000000,
+        "causation": 0xA0000000,
+        "correlation": 0xB0000000,
+        "workspace": 0xC0000000,
+    }
+
+    def __init__(self) -> None:
+        self._counters: dict[str, int] = {}
+
+    def new(self, kind: type[IdT]) -> IdT:
+        count = self._counters.get(kind.kind, 0) + 1
+        self._counters[kind.kind] = count
+        prefix = self._PREFIXES.get(kind.kind, 0xF0000000)
+        return kind(f"{prefix:08x}-0000-4000-8000-{count:012x}")

@@ -1,0 +1,307 @@
+"""Typed payloads of run events, keyed by `(event_type, schema_version)`.
+
+`parse_run_event_payload` finds the exact payload model for a pair and fails closed on anything unknown. A v1
+payload never changes meaning: new facts go into a new version (v2 adds what the agent loop must record to audit and
+replay a run). Facts that do not move a state machine (agent switches, hook executions, to-do lists, child runs)
+are versioned the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal, TypeAlias
+
+from pydantic import Field, ValidationError
+
+from bearagent.domain._base import DomainModel, JsonObject, JsonValue
+from bearagent.domain.budgets import BudgetLimits, TokenUsage
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
+from bearagent.domain.models import StopReason
+from bearagent.domain.tools import ToolResult
+
+TriggerType: TypeAlias = Literal["message", "manual_action", "api_action", "hook", "system", "subagent"]
+
+
+class RunEventPayload(DomainModel):
+    """Base of every run event payload."""
+
+
+# ---- run lifecycle -------------------------------------------------------------------------------------------
+
+
+class RunCreatedV1(RunEventPayload):
+    session_id: SessionId | None = None
+    budget_limits: BudgetLimits
+
+
+class RunCreatedV2(RunEventPayload):
+    """Adds what is needed to audit and replay: the goal, who ran it, with which prompt and tool versions."""
+
+    session_id: SessionId | None = None
+    budget_limits: BudgetLimits
+    goal: str = Field(max_length=1_048_576)
+    agent_name: str = Field(min_length=1, max_length=64)
+    prompt_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tool_spec_versions: Mapping[str, str] = Field(default_factory=dict[str, str])
+    model_ref: str | None = Field(default=None, max_length=256)
+    parent_run_id: RunId | None = None
+    trigger_type: TriggerType = "message"
+    trigger_ref: str | None = Field(default=None, max_length=256)
+    depth: int = Field(default=0, ge=0, le=16)
+
+
+class RunStartedV1(RunEventPayload):
+    pass
+
+
+class RunSucceededV1(RunEventPayload):
+    pass
+
+
+class RunSucceededV2(RunEventPayload):
+    final_text: str = Field(default="", max_length=1_048_576)
+    stop_reason: StopReason = "end_turn"
+
+
+class RunFailedV1(RunEventPayload):
+    pass
+
+
+class RunFailedV2(RunEventPayload):
+    """A failed run; a budget stop is a failure whose error category is `budget`."""
+
+    error: ErrorInfo
+    partial_text: str = Field(default="", max_length=1_048_576)
+
+
+class RunCancelledV1(RunEventPayload):
+    reason: str = Field(default="cancelled", max_length=2_000)
+
+
+# ---- model activity ------------------------------------------------------------------------------------------
+
+
+class ModelCallRequestedV1(RunEventPayload):
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+
+
+class ModelCallRequestedV2(RunEventPayload):
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+    model_ref: str = Field(min_length=1, max_length=256)
+    attempt: int = Field(default=1, ge=1, le=100)
+
+
+class ModelCallStartedV1(RunEventPayload):
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+
+
+class ModelCallCompletedV1(RunEventPayload):
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_microusd: int = Field(default=0, ge=0)
+
+
+class RecordedToolCall(DomainModel):
+    tool_call_id: ToolCallId
+    provider_call_id: str | None = Field(default=None, max_length=256)
+    name: str = Field(min_length=1, max_length=256)
+    arguments: JsonObject
+    invalid_arguments: str | None = Field(default=None, max_length=2_000)
+
+
+class ModelCallCompletedV2(RunEventPayload):
+    """Adds the model's text and tool calls, the provider request id, the actual model and the stop reason."""
+
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_microusd: int = Field(default=0, ge=0)
+    text: str = Field(default="", max_length=1_048_576)
+    tool_calls: tuple[RecordedToolCall, ...] = Field(default=(), max_length=512)
+    provider_request_id: str | None = Field(default=None, max_length=256)
+    model: str | None = Field(default=None, max_length=256)
+    stop_reason: StopReason = "end_turn"
+    refusal: str | None = Field(default=None, max_length=16_384)
+
+
+class ModelCallFailedV1(RunEventPayload):
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_microusd: int = Field(default=0, ge=0)
+
+
+class ModelCallFailedV2(RunEventPayload):
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_microusd: int = Field(default=0, ge=0)
+    error: ErrorInfo
+    partial_text: str = Field(default="", max_length=1_048_576)
+    will_retry: bool = False
+
+
+# ---- tool activity -------------------------------------------------------------------------------------------
+
+
+class ToolCallRequestedV1(RunEventPayload):
+    activity_id: ActivityId
+    tool_call_id: ToolCallId
+    tool_name: str = Field(min_length=1, max_length=256)
+
+
+class ToolCallRequestedV2(RunEventPayload):
+    activity_id: ActivityId
+    tool_call_id: ToolCallId
+    tool_name: str = Field(min_length=1, max_length=256)
+    arguments: JsonObject
+    provider_call_id: str | None = Field(default=None, max_length=256)
+    source: str = Field(default="native", max_length=32)
+
+
+class ToolCallStartedV1(RunEventPayload):
+    activity_id: ActivityId
+    tool_call_id: ToolCallId
+
+
+class ToolCallCompletedV1(RunEventPayload):
+    activity_id: ActivityId
+    tool_call_id: ToolCallId
+
+
+class ToolCallCompletedV2(RunEventPayload):
+    activity_id: ActivityId
+    tool_call_id: ToolCallId
+    result: ToolResult
+
+
+class ToolCallFailedV1(RunEventPayload):
+    activity_id: ActivityId
+    tool_call_id: ToolCallId
+
+
+class ToolCallFailedV2(RunEventPayload):
+    activity_id: ActivityId
+    tool_call_id: ToolCallId
+    result: ToolResult
+
+
+# ---- facts that do not move a state machine ------------------------------------------------------------------
+
+
+class AgentSwitchedV1(RunEventPayload):
+    from_agent: str = Field(min_length=1, max_length=64)
+    to_agent: str = Field(min_length=1, max_length=64)
+    switch_count: int = Field(ge=1)
+    reason: str = Field(default="", max_length=2_000)
+
+
+class HookExecutedV1(RunEventPayload):
+    hook_event: str = Field(min_length=1, max_length=64)
+    handler: str = Field(min_length=1, max_length=512)
+    handler_type: str = Field(min_length=1, max_length=32)
+    duration_ms: int = Field(ge=0)
+    decision: Literal["none", "allow", "deny", "ask", "block", "rewrite", "context", "error"] = "none"
+    reason: str | None = Field(default=None, max_length=4_000)
+    error: ErrorInfo | None = None
+    output: JsonObject | None = None
+
+
+class TodosUpdatedV1(RunEventPayload):
+    todos: tuple[JsonObject, ...] = Field(default=(), max_length=500)
+
+
+class ChildRunStartedV1(RunEventPayload):
+    child_run_id: RunId
+    agent_name: str = Field(min_length=1, max_length=64)
+    tool_call_id: ToolCallId | None = None
+
+
+class ChildRunFinishedV1(RunEventPayload):
+    child_run_id: RunId
+    status: Literal["succeeded", "failed", "cancelled"]
+
+
+RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
+    ("RunCreated", 1): RunCreatedV1,
+    ("RunCreated", 2): RunCreatedV2,
+    ("RunStarted", 1): RunStartedV1,
+    ("RunSucceeded", 1): RunSucceededV1,
+    ("RunSucceeded", 2): RunSucceededV2,
+    ("RunFailed", 1): RunFailedV1,
+    ("RunFailed", 2): RunFailedV2,
+    ("RunCancelled", 1): RunCancelledV1,
+    ("ModelCallRequested", 1): ModelCallRequestedV1,
+    ("ModelCallRequested", 2): ModelCallRequestedV2,
+    ("ModelCallStarted", 1): ModelCallStartedV1,
+    ("ModelCallCompleted", 1): ModelCallCompletedV1,
+    ("ModelCallCompleted", 2): ModelCallCompletedV2,
+    ("ModelCallFailed", 1): ModelCallFailedV1,
+    ("ModelCallFailed", 2): ModelCallFailedV2,
+    ("ToolCallRequested", 1): ToolCallRequestedV1,
+    ("ToolCallRequested", 2): ToolCallRequestedV2,
+    ("ToolCallStarted", 1): ToolCallStartedV1,
+    ("ToolCallCompleted", 1): ToolCallCompletedV1,
+    ("ToolCallCompleted", 2): ToolCallCompletedV2,
+    ("ToolCallFailed", 1): ToolCallFailedV1,
+    ("ToolCallFailed", 2): ToolCallFailedV2,
+    ("AgentSwitched", 1): AgentSwitchedV1,
+    ("HookExecuted", 1): HookExecutedV1,
+    ("TodosUpdated", 1): TodosUpdatedV1,
+    ("ChildRunStarted", 1): ChildRunStartedV1,
+    ("ChildRunFinished", 1): ChildRunFinishedV1,
+}
+
+LATEST_VERSIONS: Mapping[str, int] = {
+    event_type: max(v for (t, v) in RUN_EVENT_PAYLOADS if t == event_type)
+    for (event_type, _version) in RUN_EVENT_PAYLOADS
+}
+
+
+def payload_type_for(event_type: str, schema_version: int) -> type[RunEventPayload]:
+    """The payload model for a pair; `BearAgentError(validation.unknown_event)` when there is none."""
+    model = RUN_EVENT_PAYLOADS.get((event_type, schema_version))
+    if model is None:
+        known = sorted(v for (t, v) in RUN_EVENT_PAYLOADS if t == event_type)
+        hint = f"known versions of {event_type}: {known}" if known else "no such event type is known"
+        raise BearAgentError(
+            ErrorInfo.of(
+                "validation",
+                "unknown_event",
+                f"unknown run event {event_type!r} v{schema_version} ({hint}); upgrade BearAgent to read this log",
+            )
+        )
+    return model
+
+
+def parse_run_event_payload(event_type: str, schema_version: int, payload: Mapping[str, JsonValue]) -> RunEventPayload:
+    """Validate `payload` against the exact model for `(event_type, schema_version)`; fail closed otherwise."""
+    model = payload_type_for(event_type, schema_version)
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "payload"
+        raise BearAgentError(
+            ErrorInfo.of(
+                "validation",
+                "invalid_event_payload",
+                f"{event_type} v{schema_version}: {where}: {first['msg']}",
+            )
+        ) from exc
+
+
+_PAIR_OF_MODEL: Mapping[type[RunEventPayload], tuple[str, int]] = {m: k for k, m in RUN_EVENT_PAYLOADS.items()}
+
+
+def event_type_of(payload: RunEventPayload) -> tuple[str, int]:
+    """The `(event_type, schema_version)` pair a payload instance is stored under."""
+    pair = _PAIR_OF_MODEL.get(type(payload))
+    if pair is None:
+        raise KeyError(f"{type(payload).__name__} is not a registered run event payload")
+    return pair

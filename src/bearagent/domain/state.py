@@ -1,0 +1,56 @@
+"""Read models of the event log: the Run and Activity projections the reducer computes and the store keeps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, TypeAlias
+
+from pydantic import Field
+
+from bearagent.domain._base import DomainModel
+from bearagent.domain.budgets import BudgetLimits, BudgetUsage
+from bearagent.domain.errors import ErrorInfo
+from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
+
+RunStatus: TypeAlias = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+ActivityStatus: TypeAlias = Literal["pending", "running", "succeeded", "failed"]
+ActivityKind: TypeAlias = Literal["model_call", "tool_call"]
+TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+ACTIVE_ACTIVITY_STATUSES: frozenset[str] = frozenset({"pending", "running"})
+
+
+class ActivityProjection(DomainModel):
+    run_id: RunId
+    activity_id: ActivityId
+    kind: ActivityKind
+    status: ActivityStatus
+    model_call_id: ModelCallId | None = None
+    tool_call_id: ToolCallId | None = None
+    name: str | None = Field(default=None, max_length=256)
+    requested_sequence: int = Field(ge=1)
+    last_sequence: int = Field(ge=1)
+    requested_at: datetime
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    error: ErrorInfo | None = None
+
+
+class RunProjection(DomainModel):
+    run_id: RunId
+    session_id: SessionId | None = None
+    parent_run_id: RunId | None = None
+    status: RunStatus
+    budget_limits: BudgetLimits
+    usage: BudgetUsage = Field(default_factory=BudgetUsage)
+    last_sequence: int = Field(ge=1)
+    active_activity_id: ActivityId | None = None
+    agent_name: str | None = None
+    effective_agent_name: str | None = None
+    switch_count: int = Field(default=0, ge=0)
+    trigger_type: str = "message"
+    goal: str | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    error: ErrorInfo | None = None
+    final_text: str | None = None

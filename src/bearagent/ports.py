@@ -1,0 +1,96 @@
+"""Ports: the protocols the runtime depends on. Adapters (store, providers, tools, hooks, mcp) implement them;
+only `app.py` knows the concrete classes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from bearagent.domain._base import JsonMapping, JsonValue
+from bearagent.domain.events import Event
+from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
+from bearagent.domain.models import ModelEvent, ModelRequest
+from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
+from bearagent.domain.tools import ToolResult, ToolSpec
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """Wall-clock time, timezone-aware UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin, for durations."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class EventStore(Protocol):
+    """Append-only run logs plus their Run/Activity projections, kept consistent in one transaction.
+
+    `append` checks that `event.sequence` is the run's last sequence + 1 (optimistic concurrency), runs the
+    reducer (state machines and budgets) and commits event and projections together, or nothing.
+    """
+
+    def append(self, event: Event) -> RunProjection: ...
+
+    def read_events(self, run_id: RunId, from_sequence: int = 1) -> Sequence[Event]: ...
+
+    def get_run(self, run_id: RunId) -> RunProjection | None: ...
+
+    def list_runs(
+        self,
+        *,
+        session_id: SessionId | None = None,
+        status: RunStatus | None = None,
+        parent_run_id: RunId | None = None,
+        limit: int = 50,
+    ) -> Sequence[RunProjection]: ...
+
+    def list_activities(self, run_id: RunId) -> Sequence[ActivityProjection]: ...
+
+    def close(self) -> None: ...
+
+
+class ModelProvider(Protocol):
+    """Turns a `ModelRequest` into a stream of `ModelEvent`s. Raises `BearAgentError` (with `ErrorInfo`) on failure;
+    never retries; SDK objects never leave the adapter. Closing the iterator closes the HTTP stream."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool executor may know about the call it serves."""
+
+    workspace_root: Path
+    run_id: RunId | None = None
+    session_id: SessionId | None = None
+    tool_call_id: ToolCallId | None = None
+    agent_name: str | None = None
+    ids: IdGenerator = field(default_factory=Uuid4IdGenerator)
+    settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """One executable tool. `prepare` validates and normalises arguments (raising `BearAgentError` with category
+    `validation`); `execute` does the work within the spec's limits and returns a `ToolResult`."""
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    def prepare(self, arguments: JsonMapping, context: ToolContext) -> JsonMapping: ...
+
+    async def execute(self, arguments: JsonMapping, context: ToolContext) -> ToolResult: ...
