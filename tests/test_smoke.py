@@ -11,6 +11,6 @@ def test_version_prints_the_package_version() -> None:
 
 
 def test_help_lists_usage() -> None:
-    result = CliRunner().invoke(main, ["--help"])
+    result = CliRunner().invoke(main, ["--help"], prog_name="bearagent")
     assert result.exit_code == 0
     assert "Usage: bearagent" in result.output
