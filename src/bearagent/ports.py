@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.models import ModelEvent, ModelRequest
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
-from bearagent.domain.tools import ToolResult, ToolSpec
+from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 
 
 class Clock(Protocol):
@@ -94,3 +94,36 @@ class Tool(Protocol):
     def prepare(self, arguments: JsonMapping, context: ToolContext) -> JsonMapping: ...
 
     async def execute(self, arguments: JsonMapping, context: ToolContext) -> ToolResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PreToolDecision:
+    """What the PreToolUse hooks decided about one call. `permission=None` means no hook had an opinion.
+
+    `block=True` (exit code 2 or `decision: block`) refuses the call with `reason` fed back to the model.
+    `updated_arguments` replaces the arguments and is re-validated by the tool's `prepare`.
+    """
+
+    permission: Literal["allow", "deny", "ask"] | None = None
+    reason: str | None = None
+    block: bool = False
+    updated_arguments: JsonMapping | None = None
+    additional_context: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PostToolDecision:
+    """What the PostToolUse / PostToolUseFailure hooks added: context for the model, or a block reason."""
+
+    block_reason: str | None = None
+    additional_context: str | None = None
+
+
+class ToolInterceptor(Protocol):
+    """The hook side of the tool gate (implemented by `bearagent.hooks`)."""
+
+    async def before_tool(self, request: ToolRequest, spec: ToolSpec, context: ToolContext) -> PreToolDecision: ...
+
+    async def after_tool(
+        self, request: ToolRequest, spec: ToolSpec, result: ToolResult, context: ToolContext
+    ) -> PostToolDecision: ...

@@ -1,0 +1,67 @@
+"""Capability definitions loaded from files and plugins. They hold configuration, never run state."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal, TypeAlias
+
+from pydantic import Field, field_validator
+
+from bearagent.domain._base import DomainModel
+
+Level: TypeAlias = Literal["workspace", "platform"]
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+MCP_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+class ModelPrice(DomainModel):
+    input_usd_per_mtok: float = Field(default=0.0, ge=0)
+    output_usd_per_mtok: float = Field(default=0.0, ge=0)
+
+
+class ModelEntry(DomainModel):
+    """One `models:` entry: which provider and model, where, and with which key variable (never the key)."""
+
+    name: str = Field(min_length=1, max_length=64)
+    level: Level = "workspace"
+    provider: str = Field(min_length=1, max_length=64)
+    api: str | None = Field(default=None, max_length=32)
+    model: str | None = Field(default=None, max_length=256)
+    base_url: str | None = Field(default=None, max_length=2_048)
+    api_key_env: str | None = Field(default=None, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout_s: float = Field(default=120.0, gt=0, le=3_600)
+    price: ModelPrice | None = None
+    script: str | None = Field(default=None, max_length=4_096)
+    headers: Mapping[str, str] = Field(default_factory=dict[str, str])
+    source: str = Field(default="", max_length=4_096)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.level}/{self.name}"
+
+
+class McpServerSpec(DomainModel):
+    """One MCP server entry (from `mcp_servers:` in config.yaml, `.mcp.json`, or a plugin)."""
+
+    name: str = Field(min_length=1, max_length=64)
+    transport: Literal["stdio", "http"]
+    command: str | None = Field(default=None, max_length=4_096)
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = Field(default_factory=dict[str, str])
+    cwd: str | None = Field(default=None, max_length=4_096)
+    url: str | None = Field(default=None, max_length=2_048)
+    headers: Mapping[str, str] = Field(default_factory=dict[str, str])
+    startup_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    call_timeout_s: float = Field(default=60.0, gt=0, le=3_600)
+    source: str = Field(default="", max_length=4_096)
+    level: Level = "workspace"
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not MCP_SERVER_NAME_RE.match(value):
+            raise ValueError(f"MCP server name {value!r} must match {MCP_SERVER_NAME_RE.pattern}")
+        return value
