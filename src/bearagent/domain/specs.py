@@ -65,3 +65,53 @@ class McpServerSpec(DomainModel):
         if not MCP_SERVER_NAME_RE.match(value):
             raise ValueError(f"MCP server name {value!r} must match {MCP_SERVER_NAME_RE.pattern}")
         return value
+
+
+HookEventName: TypeAlias = Literal[
+    "SessionStart",
+    "SessionEnd",
+    "UserPromptSubmit",
+    "PreModelRequest",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+]
+HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
+ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})
+
+
+class HookHandlerSpec(DomainModel):
+    """One handler of a hook entry (Claude Code's shape plus `on_failure` and `capabilities`).
+
+    `command` alone is a shell string; `command` + `args` is the exec form (no shell). `timeout` is in seconds, as
+    in Claude Code. Capabilities default to all three so existing Claude Code scripts work unchanged; declaring them
+    narrows what the handler's output may do.
+    """
+
+    type: Literal["command", "http", "prompt", "agent", "python"]
+    command: str | None = Field(default=None, max_length=8_192)
+    args: tuple[str, ...] | None = None
+    url: str | None = Field(default=None, max_length=2_048)
+    headers: Mapping[str, str] = Field(default_factory=dict[str, str])
+    prompt: str | None = Field(default=None, max_length=65_536)
+    model: str | None = Field(default=None, max_length=256)
+    agent: str | None = Field(default=None, max_length=64)
+    handler: str | None = Field(default=None, max_length=256)
+    timeout_s: float = Field(default=60.0, gt=0, le=3_600)
+    on_failure: Literal["allow", "block"] = "allow"
+    capabilities: frozenset[HookCapability] = ALL_HOOK_CAPABILITIES
+
+
+class HookMatcherSpec(DomainModel):
+    """`<event>: [{matcher, hooks: [...]}]` — one matcher group. `matcher` None or "" or "*" matches everything;
+    otherwise exact name, `A|B` list, or a regular expression (tested against the projected tool name)."""
+
+    event: HookEventName
+    matcher: str | None = Field(default=None, max_length=1_024)
+    hooks: tuple[HookHandlerSpec, ...] = Field(min_length=1)
+    source: str = Field(default="", max_length=4_096)
+    level: Level = "workspace"
+    agent: str | None = Field(default=None, max_length=64)
