@@ -1,0 +1,121 @@
+"""Terminal rendering of a live run: streamed text, one compact line per tool call and outcome, a summary line.
+
+Colour only on a TTY and never with `NO_COLOR`; everything the user sees goes through a rich `Console`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from bearagent.domain._base import JsonMapping, thaw_json_mapping
+from bearagent.domain.errors import ErrorInfo
+from bearagent.domain.ids import RunId
+
+MAX_ARG_PREVIEW = 80
+MAX_RESULT_PREVIEW = 100
+
+
+def make_console(file: TextIO | None = None, *, stderr: bool = False) -> Console:
+    """A console that respects NO_COLOR and non-TTY output (no colour, no cursor tricks, no wrapping)."""
+    target = file if file is not None else (sys.stderr if stderr else sys.stdout)
+    no_color = bool(os.environ.get("NO_COLOR"))
+    is_tty = target.isatty()
+    return Console(
+        file=target,
+        no_color=no_color or not is_tty,
+        force_terminal=is_tty and not no_color,
+        highlight=False,
+        soft_wrap=True,
+        emoji=False,
+    )
+
+
+def preview_arguments(arguments: JsonMapping) -> str:
+    """`Read(docs/project.md)`-style preview: the first string argument, else compact JSON, cut to a line."""
+    plain = thaw_json_mapping(arguments)
+    for key in ("file_path", "command", "pattern", "url", "path", "prompt", "name", "subagent_type", "agent"):
+        value = plain.get(key)
+        if isinstance(value, str) and value:
+            return _cut(value.replace("\n", " "), MAX_ARG_PREVIEW)
+    return _cut(json.dumps(plain, ensure_ascii=False), MAX_ARG_PREVIEW)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class TerminalObserver:
+    """Prints a run as it happens. Tokens stream to stdout; tool lines and notices too, dimmed when colour is on."""
+
+    def __init__(self, console: Console, *, show_tokens: bool = True) -> None:
+        self._console = console
+        self._show_tokens = show_tokens
+        self._mid_line = False
+        self._tool_names: dict[str, str] = {}
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            self._console.print()
+            self._mid_line = False
+
+    def run_started(self, run_id: RunId, agent: str) -> None:
+        return None
+
+    def step(self, run_id: RunId, index: int, kind: str) -> None:
+        return None
+
+    def token(self, run_id: RunId, text: str) -> None:
+        if not self._show_tokens:
+            return
+        self._console.print(text, end="", markup=False, highlight=False)
+        self._mid_line = not text.endswith("\n")
+
+    def tool_call(self, run_id: RunId, call_id: str, name: str, arguments: JsonMapping) -> None:
+        self._end_line()
+        self._tool_names[call_id] = name
+        line = Text("● ", style="cyan")
+        line.append(f"{name}", style="bold")
+        line.append(f"({preview_arguments(arguments)})")
+        self._console.print(line)
+
+    def tool_result(self, run_id: RunId, call_id: str, name: str, result: str, is_error: bool) -> None:
+        first = result.strip().splitlines()[0] if result.strip() else ("error" if is_error else "done")
+        lines = result.count("\n") + 1 if result else 0
+        summary = _cut(first, MAX_RESULT_PREVIEW)
+        if not is_error and lines > 1:
+            summary = f"{summary} (+{lines - 1} lines)"
+        line = Text("  └ ", style="dim")
+        line.append(("failed: " if is_error else "") + summary, style="red" if is_error else "dim")
+        self._console.print(line)
+
+    def final(self, run_id: RunId, content: str) -> None:
+        if not self._show_tokens:
+            self._console.print(content, markup=False, highlight=False)
+        self._end_line()
+
+    def run_succeeded(self, run_id: RunId, steps: int) -> None:
+        self._end_line()
+
+    def run_failed(self, run_id: RunId, error: ErrorInfo) -> None:
+        self._end_line()
+
+    def agent_switched(self, run_id: RunId, from_agent: str, to_agent: str) -> None:
+        self._end_line()
+        self._console.print(Text(f"↪ switched agent: {from_agent} → {to_agent}", style="magenta"))
+
+    def subagent_started(self, run_id: RunId, parent_run_id: RunId, agent: str) -> None:
+        self._end_line()
+        self._console.print(Text(f"  ↳ subagent {agent} started ({str(run_id)[:8]})", style="dim"))
+
+    def subagent_finished(self, run_id: RunId, parent_run_id: RunId, agent: str, status: str) -> None:
+        self._console.print(Text(f"  ↳ subagent {agent} {status}", style="dim"))
+
+    def notice(self, run_id: RunId, text: str) -> None:
+        self._end_line()
+        self._console.print(Text(f"! {text}", style="yellow"))

@@ -1,0 +1,77 @@
+"""ContextBuilder: the system prompt of a run, built from its parts in a fixed order, and its hash.
+
+Order: agent body, project instructions (AGENTS.md / CLAUDE.md), skill catalog, environment facts, unavailable
+tool servers. The agent's `system_reminder` is not part of the system prompt: it is re-injected as a short
+`<system-reminder>` user message at the end of every model request (and never stored in the history).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from bearagent.domain.messages import Message
+
+MAX_TOOL_RESULT_CHARS_FOR_MODEL = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class ContextParts:
+    agent_name: str
+    agent_prompt: str
+    workspace_root: Path
+    today: date
+    project_instructions: str | None = None
+    project_instructions_source: str | None = None
+    skill_catalog: str | None = None
+    system_reminder: str | None = None
+    unavailable_servers: Sequence[str] = field(default_factory=tuple[str, ...])
+    platform_name: str = field(default_factory=lambda: f"{platform.system()} {platform.release()}")
+
+
+class ContextBuilder:
+    """Builds the bounded inputs of a model request for one agent."""
+
+    def system_prompt(self, parts: ContextParts) -> str:
+        sections: list[str] = [parts.agent_prompt.strip() or f"You are the {parts.agent_name} agent."]
+        if parts.project_instructions and parts.project_instructions.strip():
+            source = parts.project_instructions_source or "project instructions"
+            sections.append(f"# Project instructions ({source})\n\n{parts.project_instructions.strip()}")
+        if parts.skill_catalog and parts.skill_catalog.strip():
+            sections.append(
+                "# Skills\n\nLoad a skill with the Skill tool when the task matches its description.\n\n"
+                + parts.skill_catalog.strip()
+            )
+        sections.append(
+            "# Environment\n\n"
+            f"- Workspace root: {parts.workspace_root}\n"
+            f"- Today's date: {parts.today.isoformat()}\n"
+            f"- Platform: {parts.platform_name}\n"
+            "- File paths in tool calls are relative to the workspace root."
+        )
+        if parts.unavailable_servers:
+            listed = "\n".join(f"- {line}" for line in parts.unavailable_servers)
+            sections.append(f"# Unavailable tool servers\n\nThese MCP servers could not be reached:\n{listed}")
+        return "\n\n".join(sections)
+
+    @staticmethod
+    def prompt_hash(system_prompt: str) -> str:
+        return hashlib.sha256(system_prompt.encode("utf-8")).hexdigest()
+
+    @staticmethod
+    def reminder_message(system_reminder: str | None) -> Message | None:
+        if not system_reminder or not system_reminder.strip():
+            return None
+        return Message.user(f"<system-reminder>\n{system_reminder.strip()}\n</system-reminder>")
+
+
+def bound_for_model(content: str, limit: int = MAX_TOOL_RESULT_CHARS_FOR_MODEL) -> str:
+    """Cut a tool result for the model's context, saying what was cut; the full result stays in the run log."""
+    if len(content) <= limit:
+        return content
+    head = content[: limit - 200]
+    return f"{head}\n\n[... {len(content) - len(head)} more characters cut for the model; the full result is in the run log]"

@@ -1,0 +1,97 @@
+"""Rebuild a session's conversation from the event log: the log is the only source of truth for history.
+
+Per run: the user's goal, then each completed model call as an assistant message (text + tool calls), then each
+tool result. A tool call whose result never became a fact (the run was cancelled or crashed mid-call) gets a
+synthetic failed result, so the history stays valid for every provider (each call answered once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from bearagent.domain.events import Event
+from bearagent.domain.ids import ToolCallId
+from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from bearagent.domain.run_events import (
+    ModelCallCompletedV2,
+    RunCreatedV2,
+    ToolCallCompletedV2,
+    ToolCallFailedV2,
+    parse_run_event_payload,
+)
+from bearagent.runtime.context import bound_for_model
+
+_INTERRUPTED = "[no result: the run ended before this tool call finished]"
+
+
+def history_from_events(runs: Iterable[Sequence[Event]]) -> list[Message]:
+    """Messages of several runs, oldest run first, each given as its ordered events."""
+    messages: list[Message] = []
+    for events in runs:
+        messages.extend(_run_messages(events))
+    return messages
+
+
+def _run_messages(events: Sequence[Event]) -> list[Message]:
+    out: list[Message] = []
+    pending: dict[ToolCallId, ToolCallPart] = {}
+
+    def flush_pending() -> None:
+        for call in pending.values():
+            out.append(
+                Message.tool(
+                    ToolResultPart(
+                        tool_call_id=call.tool_call_id,
+                        provider_call_id=call.provider_call_id,
+                        name=call.name,
+                        content=_INTERRUPTED,
+                        is_error=True,
+                    )
+                )
+            )
+        pending.clear()
+
+    for event in events:
+        if event.event_type not in _INTERESTING:
+            continue
+        payload = parse_run_event_payload(event.event_type, event.schema_version, event.payload)
+        if isinstance(payload, RunCreatedV2):
+            if payload.goal.strip():
+                out.append(Message.user(payload.goal))
+        elif isinstance(payload, ModelCallCompletedV2):
+            flush_pending()
+            parts: list[TextPart | ToolCallPart] = []
+            if payload.text:
+                parts.append(TextPart(text=payload.text))
+            for call in payload.tool_calls:
+                part = ToolCallPart(
+                    tool_call_id=call.tool_call_id,
+                    provider_call_id=call.provider_call_id,
+                    name=call.name,
+                    arguments=call.arguments,
+                )
+                parts.append(part)
+                pending[call.tool_call_id] = part
+            if parts:
+                out.append(Message(role="assistant", parts=tuple(parts)))
+        elif isinstance(payload, (ToolCallCompletedV2, ToolCallFailedV2)):
+            call = pending.pop(payload.tool_call_id, None)
+            if call is None:
+                continue
+            result = payload.result
+            out.append(
+                Message.tool(
+                    ToolResultPart(
+                        tool_call_id=call.tool_call_id,
+                        provider_call_id=call.provider_call_id,
+                        name=call.name,
+                        content=bound_for_model(result.content or ("error" if result.is_error else "ok")),
+                        is_error=result.is_error,
+                    )
+                )
+            )
+    flush_pending()
+    return out
+
+
+_INTERESTING = frozenset({"RunCreated", "ModelCallCompleted", "ToolCallCompleted", "ToolCallFailed"})

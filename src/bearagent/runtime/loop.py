@@ -1,0 +1,549 @@
+"""AgentLoop: the trusted scheduler of one run, from the user's goal to success, failure, cancel or budget stop.
+
+goal -> bounded ModelRequest -> ModelCallRequested (budget check) -> provider stream -> ModelCallCompleted ->
+each tool call through the gate -> ToolCallCompleted/Failed -> bounded result into the next messages -> ... ->
+RunSucceeded | RunFailed | RunCancelled. Every step is a fact appended through the reducer before the next starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bearagent.domain.budgets import BudgetUsage, TokenUsage
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId, ToolCallId
+from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall, StopReason, TextDelta
+from bearagent.domain.run_events import (
+    AgentSwitchedV1,
+    ModelCallCompletedV2,
+    ModelCallFailedV2,
+    ModelCallRequestedV2,
+    ModelCallStartedV1,
+    RecordedToolCall,
+    RunCancelledV1,
+    RunCreatedV2,
+    RunFailedV2,
+    RunStartedV1,
+    RunSucceededV2,
+    TodosUpdatedV1,
+    ToolCallCompletedV2,
+    ToolCallFailedV2,
+    ToolCallRequestedV2,
+    ToolCallStartedV1,
+)
+from bearagent.domain.tools import ToolRequest, ToolResult
+from bearagent.ports import Clock, EventStore, ToolContext
+from bearagent.runtime.context import ContextBuilder, bound_for_model
+from bearagent.runtime.cost import cost_microusd
+from bearagent.runtime.observer import NullObserver, RunObserver
+from bearagent.runtime.plan import AgentPlan, LoopHooks, Planner, RunSpec
+from bearagent.runtime.recorder import RunRecorder
+from bearagent.runtime.retry import RetryPolicy
+from bearagent.runtime.run_context import CurrentRun, current_run
+
+SWITCH_TOOL = "SwitchAgent"
+TODO_TOOL = "TodoWrite"
+DEFAULT_STOP_HOOK_CAP = 8
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    run_id: RunId
+    status: str
+    agent_name: str
+    final_text: str
+    usage: BudgetUsage
+    steps: int
+    error: ErrorInfo | None = None
+    stop_reason: StopReason | None = None
+    new_messages: tuple[Message, ...] = field(default=())
+
+
+class _RunFailure(Exception):
+    def __init__(self, error: ErrorInfo, partial_text: str = "") -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.partial_text = partial_text
+
+
+@dataclass(slots=True)
+class _Active:
+    kind: str
+    activity_id: ActivityId
+    model_call_id: ModelCallId | None = None
+    tool_call_id: ToolCallId | None = None
+    tool_name: str = ""
+    partial_text: str = ""
+
+
+@dataclass(slots=True)
+class _ModelTurn:
+    text: str
+    tool_calls: list[ModelToolCall]
+    completed: ModelCompleted
+
+
+class AgentLoop:
+    def __init__(
+        self,
+        *,
+        store: EventStore,
+        clock: Clock,
+        ids: IdGenerator,
+        retry: RetryPolicy | None = None,
+        hooks: LoopHooks | None = None,
+        observer: RunObserver | None = None,
+        stop_hook_cap: int = DEFAULT_STOP_HOOK_CAP,
+        context_builder: ContextBuilder | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._ids = ids
+        self._retry = retry or RetryPolicy()
+        self._hooks = hooks
+        self._observer: RunObserver = observer or NullObserver()
+        self._stop_hook_cap = stop_hook_cap
+        self._context = context_builder or ContextBuilder()
+
+    async def run(self, spec: RunSpec, plan: AgentPlan, planner: Planner | None = None) -> RunOutcome:
+        """Run to a terminal state. Cancellation is recorded (RunCancelled) and then re-raised."""
+        run_id = spec.run_id or self._ids.new(RunId)
+        recorder = RunRecorder(store=self._store, clock=self._clock, ids=self._ids, run_id=run_id)
+        state = _LoopState(plan=plan)
+        recorder.append(
+            RunCreatedV2(
+                session_id=spec.session_id,
+                budget_limits=spec.budgets,
+                goal=spec.goal,
+                agent_name=plan.agent_name,
+                prompt_hash=self._context.prompt_hash(plan.system_prompt),
+                tool_spec_versions=plan.tool_spec_versions,
+                model_ref=plan.model_ref,
+                parent_run_id=spec.parent_run_id,
+                trigger_type=spec.trigger_type,
+                trigger_ref=spec.trigger_ref,
+                depth=spec.depth,
+            )
+        )
+        recorder.append(RunStartedV1())
+        self._observer.run_started(run_id, plan.agent_name)
+        token = current_run.set(
+            CurrentRun(recorder=recorder, spec=spec, observer=self._observer, agent_name=lambda: state.plan.agent_name)
+        )
+        scope = asyncio.timeout(spec.budgets.max_wall_time_ms / 1000.0)
+        try:
+            async with scope:
+                return await self._drive(spec, recorder, state, planner)
+        except TimeoutError:
+            if not scope.expired():
+                error = ErrorInfo.of("timeout", "unexpected", "an operation of the run timed out")
+                return self._fail(recorder, state, error, state.partial_text)
+            error = ErrorInfo.of(
+                "budget",
+                "max_wall_time_ms",
+                f"the run exceeded its wall-time budget of {spec.budgets.max_wall_time_ms} ms",
+                limit=spec.budgets.max_wall_time_ms,
+            )
+            return self._fail(recorder, state, error, state.partial_text)
+        except _RunFailure as failure:
+            return self._fail(recorder, state, failure.error, failure.partial_text)
+        except asyncio.CancelledError:
+            self._close_active(recorder, state, ErrorInfo.of("cancelled", "by_caller", "the run was cancelled"))
+            with contextlib.suppress(BearAgentError):
+                recorder.append(RunCancelledV1(reason="cancelled by the caller"))
+            self._observer.run_failed(run_id, ErrorInfo.of("cancelled", "by_caller", "the run was cancelled"))
+            raise
+        finally:
+            current_run.reset(token)
+
+    # ---- the loop --------------------------------------------------------------------------------------------
+
+    async def _drive(
+        self, spec: RunSpec, recorder: RunRecorder, state: _LoopState, planner: Planner | None
+    ) -> RunOutcome:
+        run_id = recorder.run_id
+        goal = spec.goal
+        if self._hooks is not None:
+            decision = await self._hooks.user_prompt_submit(run_id, state.plan.agent_name, goal)
+            if decision.block_reason is not None:
+                raise _RunFailure(
+                    ErrorInfo.of(
+                        "hook", "prompt_blocked", f"a UserPromptSubmit hook blocked the prompt: {decision.block_reason}"
+                    )
+                )
+            if decision.additional_context:
+                goal = f"{goal}\n\n{decision.additional_context}"
+        messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, Message.user(goal)]
+        first_new = len(messages) - 1
+        stop_blocks = 0
+        while True:
+            turn = await self._model_turn(recorder, state, messages)
+            assistant = _assistant_message(turn)
+            if assistant is not None:
+                messages.append(assistant)
+            if not turn.tool_calls:
+                final_text = turn.text
+                if turn.completed.stop_reason == "refusal" and turn.completed.refusal:
+                    final_text = turn.completed.refusal
+                if self._hooks is not None and turn.completed.stop_reason != "refusal":
+                    decision = await self._hooks.stop(run_id, state.plan.agent_name, final_text, stop_blocks > 0)
+                    if decision.block_reason is not None and stop_blocks < self._stop_hook_cap:
+                        stop_blocks += 1
+                        self._observer.notice(run_id, f"Stop hook asked to continue: {decision.block_reason}")
+                        messages.append(Message.user(f"Stop hook feedback: {decision.block_reason}"))
+                        continue
+                    if decision.block_reason is not None:
+                        self._observer.notice(
+                            run_id,
+                            f"Stop hook blocked {self._stop_hook_cap} times in a row; finishing the run anyway",
+                        )
+                stop_blocks = 0
+                state.steps += 1
+                self._observer.step(run_id, state.steps - 1, "final")
+                self._observer.final(run_id, final_text)
+                projection = recorder.append(
+                    RunSucceededV2(final_text=final_text, stop_reason=turn.completed.stop_reason)
+                )
+                self._observer.run_succeeded(run_id, state.steps)
+                return RunOutcome(
+                    run_id=run_id,
+                    status="succeeded",
+                    agent_name=state.plan.agent_name,
+                    final_text=final_text,
+                    usage=projection.usage,
+                    steps=state.steps,
+                    stop_reason=turn.completed.stop_reason,
+                    new_messages=tuple(messages[first_new:]),
+                )
+            stop_blocks = 0
+            state.steps += 1
+            self._observer.step(run_id, state.steps - 1, "tool_call")
+            switch_to: str | None = None
+            for call in turn.tool_calls:
+                result = await self._tool_call(spec, recorder, state, call)
+                messages.append(
+                    Message.tool(
+                        ToolResultPart(
+                            tool_call_id=call.tool_call_id,
+                            provider_call_id=call.provider_call_id,
+                            name=call.name,
+                            content=bound_for_model(result.content or ("ok" if not result.is_error else "error")),
+                            is_error=result.is_error,
+                        )
+                    )
+                )
+                if not result.is_error and result.tool_name == SWITCH_TOOL and result.data is not None:
+                    target = result.data.get("agent")
+                    if isinstance(target, str):
+                        switch_to = target
+            if switch_to is not None and switch_to != state.plan.agent_name:
+                if planner is None:
+                    raise _RunFailure(
+                        ErrorInfo.of("configuration", "switch_unavailable", "agent switching is not wired for this run")
+                    )
+                previous = state.plan.agent_name
+                state.plan = await planner(switch_to)
+                state.switch_count += 1
+                recorder.append(
+                    AgentSwitchedV1(from_agent=previous, to_agent=switch_to, switch_count=state.switch_count)
+                )
+                messages[0] = Message.system(state.plan.system_prompt)
+                self._observer.agent_switched(run_id, previous, switch_to)
+
+    async def _model_turn(self, recorder: RunRecorder, state: _LoopState, messages: list[Message]) -> _ModelTurn:
+        attempt = 1
+        while True:
+            plan = state.plan
+            request_messages: Sequence[Message] = messages
+            reminder = self._context.reminder_message(plan.system_reminder)
+            if reminder is not None:
+                request_messages = [*messages, reminder]
+            request = ModelRequest(
+                model=plan.model_name,
+                messages=tuple(request_messages),
+                tools=plan.descriptors,
+                max_output_tokens=plan.max_output_tokens,
+                temperature=plan.temperature,
+                timeout_ms=plan.timeout_ms,
+            )
+            if self._hooks is not None:
+                decision = await self._hooks.pre_model_request(recorder.run_id, plan.agent_name, request)
+                if decision.block_reason is not None:
+                    raise _RunFailure(
+                        ErrorInfo.of(
+                            "hook",
+                            "model_request_blocked",
+                            f"a PreModelRequest hook blocked the call: {decision.block_reason}",
+                        )
+                    )
+                request = decision.request
+            activity = _Active(
+                kind="model", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
+            )
+            assert activity.model_call_id is not None
+            self._admit(
+                recorder,
+                ModelCallRequestedV2(
+                    activity_id=activity.activity_id,
+                    model_call_id=activity.model_call_id,
+                    model_ref=plan.model_ref,
+                    attempt=attempt,
+                ),
+            )
+            state.active = activity
+            recorder.append(ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id))
+            try:
+                turn = await self._stream(recorder.run_id, plan, request, activity)
+            except BearAgentError as exc:
+                usage = _usage_of(exc)
+                partial = activity.partial_text
+                delay = self._retry.delay_for(exc.info, attempt)
+                recorder.append(
+                    ModelCallFailedV2(
+                        activity_id=activity.activity_id,
+                        model_call_id=activity.model_call_id,
+                        usage=usage,
+                        cost_microusd=cost_microusd(usage, plan.price),
+                        error=exc.info,
+                        partial_text=partial,
+                        will_retry=delay is not None,
+                    )
+                )
+                state.active = None
+                if delay is None:
+                    state.partial_text = partial
+                    raise _RunFailure(exc.info, partial) from exc
+                self._observer.notice(
+                    recorder.run_id,
+                    f"model call failed ({exc.info.code}); retrying in {delay:.1f}s (attempt {attempt + 1})",
+                )
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
+            completed = turn.completed
+            recorder.append(
+                ModelCallCompletedV2(
+                    activity_id=activity.activity_id,
+                    model_call_id=activity.model_call_id,
+                    usage=completed.usage,
+                    cost_microusd=cost_microusd(completed.usage, plan.price),
+                    text=turn.text,
+                    tool_calls=tuple(
+                        RecordedToolCall(
+                            tool_call_id=call.tool_call_id,
+                            provider_call_id=call.provider_call_id,
+                            name=call.name,
+                            arguments=call.arguments,
+                            invalid_arguments=call.invalid_arguments,
+                        )
+                        for call in turn.tool_calls
+                    ),
+                    provider_request_id=completed.provider_request_id,
+                    model=completed.model,
+                    stop_reason=completed.stop_reason,
+                    refusal=completed.refusal,
+                )
+            )
+            state.active = None
+            return turn
+
+    async def _stream(self, run_id: RunId, plan: AgentPlan, request: ModelRequest, activity: _Active) -> _ModelTurn:
+        text_parts: list[str] = []
+        tool_calls: list[ModelToolCall] = []
+        completed: ModelCompleted | None = None
+        stream = plan.provider.stream(request)
+        try:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    if event.text:
+                        text_parts.append(event.text)
+                        activity.partial_text += event.text
+                        self._observer.token(run_id, event.text)
+                elif isinstance(event, ModelToolCall):
+                    tool_calls.append(event)
+                else:
+                    completed = event
+        except BearAgentError:
+            raise
+        except (asyncio.CancelledError, TimeoutError):
+            raise
+        except Exception as exc:
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "internal", "provider_crashed", f"the model provider failed unexpectedly: {type(exc).__name__}"
+                )
+            ) from exc
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+        if completed is None:
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "truncated_stream",
+                    "no_completion",
+                    "the model stream ended without a completion event",
+                    retryable=True,
+                )
+            )
+        return _ModelTurn(text="".join(text_parts), tool_calls=tool_calls, completed=completed)
+
+    async def _tool_call(
+        self, spec: RunSpec, recorder: RunRecorder, state: _LoopState, call: ModelToolCall
+    ) -> ToolResult:
+        plan = state.plan
+        bound = plan.tools.get(call.name)
+        internal = bound.internal_name if bound is not None else call.name
+        activity = _Active(
+            kind="tool", activity_id=self._ids.new(ActivityId), tool_call_id=call.tool_call_id, tool_name=internal
+        )
+        self._admit(
+            recorder,
+            ToolCallRequestedV2(
+                activity_id=activity.activity_id,
+                tool_call_id=call.tool_call_id,
+                tool_name=internal,
+                arguments=call.arguments,
+                provider_call_id=call.provider_call_id,
+                source=bound.source if bound is not None else "unknown",
+            ),
+        )
+        state.active = activity
+        recorder.append(ToolCallStartedV1(activity_id=activity.activity_id, tool_call_id=call.tool_call_id))
+        self._observer.tool_call(recorder.run_id, str(call.tool_call_id), call.name, call.arguments)
+        request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
+        if call.invalid_arguments is not None:
+            result = ToolResult.failure(
+                request,
+                ErrorInfo.of(
+                    "validation",
+                    "invalid_tool_arguments",
+                    f"the arguments for {call.name} were not a JSON object: {call.invalid_arguments}. "
+                    "Call the tool again with a valid JSON object.",
+                ),
+            )
+        elif bound is None:
+            available = ", ".join(sorted(plan.tools)) or "none"
+            result = ToolResult.failure(
+                request,
+                ErrorInfo.of(
+                    "tool",
+                    "unknown_tool",
+                    f"there is no tool named {call.name!r} for agent {plan.agent_name}; available tools: {available}",
+                ),
+            )
+        else:
+            context = ToolContext(
+                workspace_root=spec.workspace_root,
+                run_id=recorder.run_id,
+                session_id=spec.session_id,
+                tool_call_id=call.tool_call_id,
+                agent_name=plan.agent_name,
+                ids=self._ids,
+                settings=plan.tool_settings,
+            )
+            result = await plan.gate.call(request, context)
+        if result.is_error:
+            recorder.append(
+                ToolCallFailedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
+            )
+        else:
+            recorder.append(
+                ToolCallCompletedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
+            )
+        state.active = None
+        if not result.is_error and internal == TODO_TOOL and result.data is not None:
+            todos = result.data.get("todos")
+            if isinstance(todos, (list, tuple)):
+                recorder.append(TodosUpdatedV1.model_validate({"todos": todos}))
+        self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, result.content, result.is_error)
+        return result
+
+    # ---- bookkeeping -----------------------------------------------------------------------------------------
+
+    def _admit(self, recorder: RunRecorder, payload: ModelCallRequestedV2 | ToolCallRequestedV2) -> None:
+        """Append a Requested fact; a budget refusal ends the run as a budget stop."""
+        try:
+            recorder.append(payload)
+        except BearAgentError as exc:
+            if exc.info.category == "budget":
+                raise _RunFailure(exc.info) from exc
+            raise
+
+    def _close_active(self, recorder: RunRecorder, state: _LoopState, error: ErrorInfo) -> None:
+        active = state.active
+        if active is None:
+            return
+        state.active = None
+        with contextlib.suppress(BearAgentError):
+            if active.kind == "model" and active.model_call_id is not None:
+                recorder.append(
+                    ModelCallFailedV2(
+                        activity_id=active.activity_id,
+                        model_call_id=active.model_call_id,
+                        error=error,
+                        partial_text=active.partial_text,
+                    )
+                )
+            elif active.tool_call_id is not None:
+                request = ToolRequest(
+                    tool_call_id=active.tool_call_id, name=active.tool_name or "unknown", arguments={}
+                )
+                recorder.append(
+                    ToolCallFailedV2(
+                        activity_id=active.activity_id,
+                        tool_call_id=active.tool_call_id,
+                        result=ToolResult.failure(request, error),
+                    )
+                )
+
+    def _fail(self, recorder: RunRecorder, state: _LoopState, error: ErrorInfo, partial_text: str) -> RunOutcome:
+        self._close_active(recorder, state, error)
+        projection = recorder.append(RunFailedV2(error=error, partial_text=partial_text))
+        self._observer.run_failed(recorder.run_id, error)
+        return RunOutcome(
+            run_id=recorder.run_id,
+            status="failed",
+            agent_name=state.plan.agent_name,
+            final_text="",
+            usage=projection.usage,
+            steps=state.steps,
+            error=error,
+        )
+
+
+@dataclass(slots=True)
+class _LoopState:
+    plan: AgentPlan
+    active: _Active | None = None
+    switch_count: int = 0
+    partial_text: str = ""
+    steps: int = 0
+
+
+def _assistant_message(turn: _ModelTurn) -> Message | None:
+    parts: list[TextPart | ToolCallPart] = []
+    if turn.text:
+        parts.append(TextPart(text=turn.text))
+    parts.extend(
+        ToolCallPart(
+            tool_call_id=call.tool_call_id,
+            provider_call_id=call.provider_call_id,
+            name=call.name,
+            arguments=call.arguments,
+        )
+        for call in turn.tool_calls
+    )
+    if not parts:
+        return None
+    return Message(role="assistant", parts=tuple(parts))
+
+
+def _usage_of(exc: BaseException) -> TokenUsage:
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, TokenUsage) else TokenUsage()

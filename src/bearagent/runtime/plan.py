@@ -1,0 +1,110 @@
+"""What one run needs to know about its current agent, resolved before the loop starts (and again on a switch)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.budgets import BudgetLimits
+from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.messages import Message
+from bearagent.domain.models import ModelRequest, ToolDescriptor
+from bearagent.domain.run_events import TriggerType
+from bearagent.domain.specs import ModelPrice
+from bearagent.domain.tools import ToolRequest, ToolResult
+from bearagent.ports import ModelProvider, ToolContext
+
+
+class ToolCaller(Protocol):
+    """The tool gate, as the loop sees it: every call goes through `call`, which never raises for tool failures."""
+
+    async def call(self, request: ToolRequest, context: ToolContext) -> ToolResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BoundTool:
+    """One tool offered to the model: the name the model sees, the gate's internal name and where it came from."""
+
+    projected_name: str
+    internal_name: str
+    source: str
+    descriptor: ToolDescriptor
+    spec_version: str = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPlan:
+    """The resolved agent for the loop: prompt, model and the projected tools with their gate."""
+
+    agent_name: str
+    system_prompt: str
+    model_ref: str
+    model_name: str
+    provider: ModelProvider
+    gate: ToolCaller
+    tools: Mapping[str, BoundTool] = field(default_factory=dict[str, BoundTool])
+    system_reminder: str | None = None
+    price: ModelPrice | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    timeout_ms: int = 120_000
+    permission_mode: str = "default"
+    tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+
+    @property
+    def descriptors(self) -> tuple[ToolDescriptor, ...]:
+        return tuple(tool.descriptor for tool in self.tools.values())
+
+    @property
+    def tool_spec_versions(self) -> dict[str, str]:
+        return {tool.internal_name: tool.spec_version for tool in self.tools.values()}
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """The caller's side of a run: the goal and where it belongs."""
+
+    goal: str
+    workspace_root: Path
+    budgets: BudgetLimits
+    session_id: SessionId | None = None
+    run_id: RunId | None = None
+    parent_run_id: RunId | None = None
+    depth: int = 0
+    trigger_type: TriggerType = "message"
+    trigger_ref: str | None = None
+    history: Sequence[Message] = ()
+
+
+# An agent switch re-plans the run for the new agent.
+Planner = Callable[[str], Awaitable[AgentPlan]]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptDecision:
+    block_reason: str | None = None
+    additional_context: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequestDecision:
+    request: ModelRequest
+    block_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StopDecision:
+    block_reason: str | None = None
+
+
+class LoopHooks(Protocol):
+    """The hook points of the loop (PreToolUse/PostToolUse live in the tool gate)."""
+
+    async def user_prompt_submit(self, run_id: RunId, agent: str, prompt: str) -> PromptDecision: ...
+
+    async def pre_model_request(self, run_id: RunId, agent: str, request: ModelRequest) -> ModelRequestDecision: ...
+
+    async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision: ...

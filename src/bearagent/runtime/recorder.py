@@ -1,0 +1,57 @@
+"""`RunRecorder`: turns typed payloads into envelopes with the next sequence and appends them to the store."""
+
+from __future__ import annotations
+
+from bearagent.domain.events import Event
+from bearagent.domain.ids import CausationId, CorrelationId, EventId, IdGenerator, RunId
+from bearagent.domain.run_events import RunEventPayload, event_type_of
+from bearagent.domain.state import RunProjection
+from bearagent.ports import Clock, EventStore
+
+
+class RunRecorder:
+    """Appends the facts of one run in order. The store's reducer decides whether each fact may happen; a refusal
+    (budget, invalid transition, sequence conflict) propagates as a `BearAgentError` and nothing is written."""
+
+    def __init__(
+        self,
+        *,
+        store: EventStore,
+        clock: Clock,
+        ids: IdGenerator,
+        run_id: RunId,
+        correlation_id: CorrelationId | None = None,
+        last_sequence: int = 0,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._ids = ids
+        self.run_id = run_id
+        self.correlation_id = correlation_id or ids.new(CorrelationId)
+        self._sequence = last_sequence
+        self._last_event_id: EventId | None = None
+        self.projection: RunProjection | None = None
+
+    @property
+    def sequence(self) -> int:
+        return self._sequence
+
+    def append(self, payload: RunEventPayload) -> RunProjection:
+        event_type, version = event_type_of(payload)
+        causation = CausationId(str(self._last_event_id)) if self._last_event_id is not None else None
+        event = Event(
+            event_id=self._ids.new(EventId),
+            run_id=self.run_id,
+            sequence=self._sequence + 1,
+            event_type=event_type,
+            schema_version=version,
+            occurred_at=self._clock.now(),
+            causation_id=causation,
+            correlation_id=self.correlation_id,
+            payload=payload.model_dump(mode="json"),
+        )
+        projection = self._store.append(event)
+        self._sequence = event.sequence
+        self._last_event_id = event.event_id
+        self.projection = projection
+        return projection

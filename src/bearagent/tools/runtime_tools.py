@@ -1,0 +1,106 @@
+"""Runtime tools: `Skill`, `Task`, `SwitchAgent` and action tools. They pass the same gate as native tools; their
+specs come from the invocation projection (which knows the agent's allowlists) and their work is done by callbacks
+the app wires in (loading a skill body, running a child run)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bearagent.domain._base import JsonMapping, JsonValue
+from bearagent.domain.tools import ToolResult, ToolSpec
+from bearagent.ports import ToolContext
+from bearagent.tools.base import NativeTool, str_arg, tool_error
+
+
+@dataclass(frozen=True, slots=True)
+class SkillContent:
+    name: str
+    body: str
+    directory: str
+    files: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ChildRunResult:
+    run_id: str
+    status: str
+    final_text: str
+    error_message: str | None = None
+
+
+SkillLoader = Callable[[str], SkillContent]
+ChildRunner = Callable[[str, str, ToolContext], Awaitable[ChildRunResult]]
+
+
+class SkillTool(NativeTool):
+    """Returns a skill's instructions and the list (not the content) of its bundled files."""
+
+    def __init__(self, spec: ToolSpec, load: SkillLoader) -> None:
+        super().__init__(spec)
+        self._load = load
+
+    async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        name = str_arg(arguments, "name")
+        skill = self._load(name)
+        listing = "\n".join(f"- {path}" for path in skill.files) or "(none)"
+        content = (
+            f"# Skill: {skill.name}\n\n{skill.body.strip()}\n\n"
+            f"Bundled files (open them with Read, relative to the workspace root):\n{listing}"
+        )
+        data: Mapping[str, object] = {"name": skill.name, "directory": skill.directory, "files": list(skill.files)}
+        return self.ok(context, content, data)
+
+
+class TaskTool(NativeTool):
+    """Delegates a task to a subagent as a child run; the child's final answer is the tool result."""
+
+    def __init__(self, spec: ToolSpec, run_child: ChildRunner) -> None:
+        super().__init__(spec)
+        self._run_child = run_child
+
+    async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        agent = str_arg(arguments, "subagent_type")
+        prompt = str_arg(arguments, "prompt")
+        child = await self._run_child(agent, prompt, context)
+        data: dict[str, object] = {"child_run_id": child.run_id, "agent": agent, "status": child.status}
+        if child.status != "succeeded":
+            raise tool_error(
+                "tool",
+                "subagent_failed",
+                f"subagent {agent} ({child.run_id}) {child.status}: {child.error_message or 'no answer'}",
+            )
+        return self.ok(context, child.final_text or "(the subagent gave an empty answer)", data)
+
+
+class SwitchAgentTool(NativeTool):
+    """Hands the session to another primary agent; the loop performs the switch after this call succeeds."""
+
+    async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        agent = str_arg(arguments, "agent")
+        reason = str_arg(arguments, "reason")
+        data: dict[str, JsonValue] = {"agent": agent, "reason": reason}
+        return self.ok(context, f"Switching to agent {agent}.", data)
+
+
+ActionRunner = Callable[[str, Mapping[str, JsonValue], ToolContext], Awaitable[ChildRunResult]]
+
+
+class ActionTool(NativeTool):
+    """Runs a named action (its template rendered with the arguments) as a child run with the action's agent."""
+
+    def __init__(self, spec: ToolSpec, action_name: str, run_action: ActionRunner) -> None:
+        super().__init__(spec)
+        self._action = action_name
+        self._run_action = run_action
+
+    async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        child = await self._run_action(self._action, arguments, context)
+        data: dict[str, object] = {"child_run_id": child.run_id, "action": self._action, "status": child.status}
+        if child.status != "succeeded":
+            raise tool_error(
+                "tool",
+                "action_failed",
+                f"action {self._action} ({child.run_id}) {child.status}: {child.error_message or 'no answer'}",
+            )
+        return self.ok(context, child.final_text or "(the action gave an empty answer)", data)
