@@ -11,12 +11,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Annotated, TypeAlias, Union, cast
+from typing import TYPE_CHECKING, Annotated, TypeAlias, Union, cast
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, WithJsonSchema
+from typing_extensions import TypeAliasType
 
 JsonScalar: TypeAlias = Union[None, bool, int, float, str]
-JsonValue: TypeAlias = Union[JsonScalar, Sequence["JsonValue"], Mapping[str, "JsonValue"]]
+if TYPE_CHECKING:
+    JsonValue: TypeAlias = Union[JsonScalar, Sequence["JsonValue"], Mapping[str, "JsonValue"]]
+else:
+    # At runtime a named (TypeAliasType) recursive alias: pydantic resolves it as one recursive definition wherever
+    # it is used. A plain `TypeAlias` with string forward refs made every model holding a `JsonObject` fail to build
+    # (unresolved "JsonValue" in the using module, or infinite recursion while generating the schema).
+    JsonValue = TypeAliasType("JsonValue", Union[JsonScalar, Sequence["JsonValue"], Mapping[str, "JsonValue"]])
 JsonMapping: TypeAlias = Mapping[str, JsonValue]
 
 MAX_JSON_DEPTH = 32
@@ -31,9 +38,13 @@ class JsonBoundsError(ValueError):
 
 
 class DomainModel(BaseModel):
-    """Base of every boundary type: no unknown fields, immutable, defaults validated."""
+    """Base of every boundary type: no unknown fields, immutable, defaults validated.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    Validation errors name the field and the rule but never echo the rejected input (`hide_input_in_errors`): what
+    is rejected at the boundary is often what must not leak (a token in error details, a secret in tool arguments).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, hide_input_in_errors=True)
 
 
 def validate_json_object(value: object, *, where: str = "value") -> dict[str, JsonValue]:

@@ -35,6 +35,10 @@ class TypedId(uuid.UUID):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, TypedId):
             return type(other) is type(self) and self.int == other.int
+        if isinstance(other, uuid.UUID):
+            # A bare UUID is no kind of id. Returning NotImplemented here let `UUID.__eq__` answer True, which made
+            # RunId(x) == UUID(x) == EventId(x) while the hashes differ (breaking sets and dicts).
+            return False
         return NotImplemented
 
     def __hash__(self) -> int:

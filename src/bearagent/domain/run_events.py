@@ -9,9 +9,10 @@ are versioned the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, TypeAlias
+from types import MappingProxyType
+from typing import Annotated, Literal, TypeAlias
 
-from pydantic import Field, ValidationError
+from pydantic import AfterValidator, Field, PlainSerializer, ValidationError
 
 from bearagent.domain._base import DomainModel, JsonObject, JsonValue
 from bearagent.domain.budgets import BudgetLimits, TokenUsage
@@ -21,6 +22,14 @@ from bearagent.domain.models import StopReason
 from bearagent.domain.tools import ToolResult
 
 TriggerType: TypeAlias = Literal["message", "manual_action", "api_action", "hook", "system", "subagent"]
+
+
+def _freeze_str_map(value: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(value))
+
+
+FrozenStrMap = Annotated[Mapping[str, str], AfterValidator(_freeze_str_map), PlainSerializer(dict[str, str])]
+"""A string-to-string mapping copied into a read-only view (a plain `Mapping` field would stay a mutable dict)."""
 
 
 class RunEventPayload(DomainModel):
@@ -43,7 +52,7 @@ class RunCreatedV2(RunEventPayload):
     goal: str = Field(max_length=1_048_576)
     agent_name: str = Field(min_length=1, max_length=64)
     prompt_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
-    tool_spec_versions: Mapping[str, str] = Field(default_factory=dict[str, str])
+    tool_spec_versions: FrozenStrMap = Field(default_factory=dict[str, str])
     model_ref: str | None = Field(default=None, max_length=256)
     parent_run_id: RunId | None = None
     trigger_type: TriggerType = "message"

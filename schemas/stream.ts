@@ -1,0 +1,190 @@
+// BearAgent live stream protocol (SPEC §14, seed 004): the TypeScript twin of src/bearagent/domain/stream.py.
+//
+// One JSON object per event (a `--stream-json` line or an SSE `data:` payload), discriminated by `type`.
+// tests/contract/test_stream_protocol.py type-checks the shared samples in schemas/samples/ against these types
+// (`tsc --noEmit --strict`) and runs `decode` on them, so the two definitions cannot drift silently.
+//
+// Erasable syntax only (no enum, namespace or parameter properties): strip the types and it is plain JavaScript.
+// Compatibility: a `type` is never renamed or removed; fields are only added as optional; `decode` ignores fields it
+// does not know, so this file keeps working against a newer BearAgent.
+
+export interface StreamError {
+  category: string;
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+export type AgentEvent =
+  | { type: "run.started"; run_id: string }
+  | { type: "step"; index: number; kind: "tool_call" | "final" }
+  | { type: "token"; text: string }
+  | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown> }
+  | { type: "tool_result"; id: string; name: string; result: string; is_error: boolean }
+  | { type: "final"; content: string }
+  | { type: "run.succeeded"; run_id: string; steps: number }
+  | { type: "run.failed"; run_id: string; error: StreamError }
+  | { type: "agent.switched"; run_id: string; from_agent: string; to_agent: string }
+  | { type: "subagent.started"; run_id: string; parent_run_id: string; agent: string }
+  | {
+      type: "subagent.finished";
+      run_id: string;
+      parent_run_id: string;
+      agent: string;
+      status: "succeeded" | "failed" | "cancelled";
+    };
+
+export type AgentEventType = AgentEvent["type"];
+
+export const AGENT_EVENT_TYPES: readonly AgentEventType[] = [
+  "run.started",
+  "step",
+  "token",
+  "tool_call",
+  "tool_result",
+  "final",
+  "run.succeeded",
+  "run.failed",
+  "agent.switched",
+  "subagent.started",
+  "subagent.finished",
+];
+
+type Raw = Record<string, unknown>;
+
+function fail(type: string, field: string, expected: string): never {
+  throw new Error(`invalid ${JSON.stringify(type)} stream event: field ${field}: expected ${expected}`);
+}
+
+// `at` names the field in errors when it is nested (e.g. "error.code").
+function str(raw: Raw, type: string, field: string, at: string = field): string {
+  const value = raw[field];
+  return typeof value === "string" ? value : fail(type, at, "a string");
+}
+
+function int(raw: Raw, type: string, field: string): number {
+  const value = raw[field];
+  return typeof value === "number" && Number.isInteger(value) && value >= 0
+    ? value
+    : fail(type, field, "a non-negative integer");
+}
+
+function bool(raw: Raw, type: string, field: string, at: string = field): boolean {
+  const value = raw[field];
+  return typeof value === "boolean" ? value : fail(type, at, "a boolean");
+}
+
+function obj(raw: Raw, type: string, field: string): Raw {
+  const value = raw[field];
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Raw)
+    : fail(type, field, "a JSON object");
+}
+
+function oneOf<T extends string>(raw: Raw, type: string, field: string, allowed: readonly T[]): T {
+  const value = raw[field];
+  return typeof value === "string" && (allowed as readonly string[]).includes(value)
+    ? (value as T)
+    : fail(type, field, `one of ${allowed.join(", ")}`);
+}
+
+// The trust boundary: untrusted JSON text in, a checked AgentEvent out. Every field is read and checked explicitly
+// (no `{...raw} as AgentEvent`), so unknown fields are dropped and a wrong shape fails with the field's name.
+export function decode(line: string): AgentEvent {
+  const parsed: unknown = JSON.parse(line);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new Error("a stream event must be a JSON object");
+  }
+  const raw = parsed as Raw;
+  const type = raw["type"];
+  switch (type) {
+    case "run.started":
+      return { type, run_id: str(raw, type, "run_id") };
+    case "step":
+      return { type, index: int(raw, type, "index"), kind: oneOf(raw, type, "kind", ["tool_call", "final"] as const) };
+    case "token":
+      return { type, text: str(raw, type, "text") };
+    case "tool_call":
+      return { type, id: str(raw, type, "id"), name: str(raw, type, "name"), arguments: obj(raw, type, "arguments") };
+    case "tool_result":
+      return {
+        type,
+        id: str(raw, type, "id"),
+        name: str(raw, type, "name"),
+        result: str(raw, type, "result"),
+        is_error: bool(raw, type, "is_error"),
+      };
+    case "final":
+      return { type, content: str(raw, type, "content") };
+    case "run.succeeded":
+      return { type, run_id: str(raw, type, "run_id"), steps: int(raw, type, "steps") };
+    case "run.failed": {
+      const error = obj(raw, type, "error");
+      return {
+        type,
+        run_id: str(raw, type, "run_id"),
+        error: {
+          category: str(error, type, "category", "error.category"),
+          code: str(error, type, "code", "error.code"),
+          message: str(error, type, "message", "error.message"),
+          retryable: bool(error, type, "retryable", "error.retryable"),
+        },
+      };
+    }
+    case "agent.switched":
+      return {
+        type,
+        run_id: str(raw, type, "run_id"),
+        from_agent: str(raw, type, "from_agent"),
+        to_agent: str(raw, type, "to_agent"),
+      };
+    case "subagent.started":
+      return {
+        type,
+        run_id: str(raw, type, "run_id"),
+        parent_run_id: str(raw, type, "parent_run_id"),
+        agent: str(raw, type, "agent"),
+      };
+    case "subagent.finished":
+      return {
+        type,
+        run_id: str(raw, type, "run_id"),
+        parent_run_id: str(raw, type, "parent_run_id"),
+        agent: str(raw, type, "agent"),
+        status: oneOf(raw, type, "status", ["succeeded", "failed", "cancelled"] as const),
+      };
+    default:
+      throw new Error(
+        `unknown stream event type ${JSON.stringify(type)}; known types: ${AGENT_EVENT_TYPES.join(", ")}`,
+      );
+  }
+}
+
+// Exhaustive without a `default`: add an event type and forget a branch here, and `tsc --strict` reports that the
+// function may return undefined.
+export function describe(ev: AgentEvent): string {
+  switch (ev.type) {
+    case "run.started":
+      return `run.started run_id=${ev.run_id}`;
+    case "step":
+      return `step index=${ev.index} kind=${ev.kind}`;
+    case "token":
+      return `token ${JSON.stringify(ev.text)}`;
+    case "tool_call":
+      return `tool_call ${ev.name}(${JSON.stringify(ev.arguments)})`;
+    case "tool_result":
+      return `tool_result ${ev.name}${ev.is_error ? " [error]" : ""} -> ${ev.result}`;
+    case "final":
+      return `final ${JSON.stringify(ev.content)}`;
+    case "run.succeeded":
+      return `run.succeeded steps=${ev.steps}`;
+    case "run.failed":
+      return `run.failed ${ev.error.code}: ${ev.error.message}`;
+    case "agent.switched":
+      return `agent.switched ${ev.from_agent} -> ${ev.to_agent}`;
+    case "subagent.started":
+      return `subagent.started ${ev.agent} run_id=${ev.run_id}`;
+    case "subagent.finished":
+      return `subagent.finished ${ev.agent} ${ev.status}`;
+  }
+}

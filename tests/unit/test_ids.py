@@ -1,0 +1,190 @@
+"""Typed UUID4 ids: creation, JSON round trip, kinds not interchangeable, bad text rejected at the entry."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from bearagent.domain.ids import (
+    ActivityId,
+    ArtifactId,
+    CausationId,
+    CorrelationId,
+    DeterministicIdGenerator,
+    EventId,
+    IdGenerator,
+    ModelCallId,
+    RunId,
+    SessionId,
+    ToolCallId,
+    TypedId,
+    Uuid4IdGenerator,
+    WorkspaceId,
+)
+
+ALL_KINDS: tuple[type[TypedId], ...] = (
+    RunId,
+    EventId,
+    SessionId,
+    ActivityId,
+    ModelCallId,
+    ToolCallId,
+    ArtifactId,
+    CausationId,
+    CorrelationId,
+    WorkspaceId,
+)
+
+
+class HoldsRun(BaseModel):
+    run_id: RunId
+
+
+class HoldsOptionalEvent(BaseModel):
+    event_id: EventId | None = None
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS, ids=lambda k: k.__name__)
+def test_new_is_a_fresh_uuid4_of_its_kind(kind: type[TypedId]) -> None:
+    first, second = kind.new(), kind.new()
+    assert type(first) is kind
+    assert first.version == 4
+    assert first.variant == uuid.RFC_4122
+    assert first != second
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS, ids=lambda k: k.__name__)
+def test_text_round_trip(kind: type[TypedId]) -> None:
+    value = kind.new()
+    again = kind(str(value))
+    assert again == value
+    assert hash(again) == hash(value)
+    assert repr(value) == f"{kind.__name__}('{value}')"
+
+
+def test_json_round_trip_through_a_model() -> None:
+    run_id = RunId.new()
+    model = HoldsRun(run_id=run_id)
+    dumped = model.model_dump_json()
+    assert json.loads(dumped) == {"run_id": str(run_id)}
+    back = HoldsRun.model_validate_json(dumped)
+    assert back.run_id == run_id
+    assert type(back.run_id) is RunId
+    assert model.model_dump(mode="python")["run_id"] == str(run_id)
+
+
+def test_model_accepts_a_plain_uuid4_or_its_text() -> None:
+    raw = uuid.uuid4()
+    assert HoldsRun(run_id=raw).run_id == RunId(str(raw))  # pyright: ignore[reportArgumentType]
+    assert HoldsRun.model_validate({"run_id": str(raw)}).run_id == RunId(str(raw))
+
+
+def test_model_validation_rejects_an_event_id_for_a_run_id() -> None:
+    event_id = EventId.new()
+    with pytest.raises(ValidationError, match="expected RunId, got EventId"):
+        HoldsRun(run_id=event_id)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ValidationError, match="expected EventId, got RunId"):
+        HoldsOptionalEvent(event_id=RunId.new())  # pyright: ignore[reportArgumentType]
+
+
+def test_constructor_rejects_another_kind() -> None:
+    with pytest.raises(TypeError, match="expected RunId, got EventId"):
+        RunId(EventId.new())
+
+
+def test_kinds_with_the_same_uuid_are_not_equal() -> None:
+    text = str(uuid.uuid4())
+    run_id, event_id = RunId(text), EventId(text)
+    assert run_id != event_id
+    assert run_id == RunId(text)
+    assert len({run_id, event_id}) == 2
+    # Not equal to the bare UUID or string either: an id always says what it identifies.
+    assert run_id != uuid.UUID(text)
+    assert run_id != text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not-a-uuid",
+        "",
+        "12345678-1234-1234-1234-1234567890",  # too short
+        "zzzzzzzz-zzzz-4zzz-8zzz-zzzzzzzzzzzz",
+    ],
+)
+def test_invalid_text_fails_at_the_entry(text: str) -> None:
+    with pytest.raises(ValueError, match=r"RunId: .* is not a UUID"):
+        RunId(text)
+    with pytest.raises(ValidationError, match="is not a UUID"):
+        HoldsRun.model_validate({"run_id": text})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [uuid.uuid1(), uuid.uuid3(uuid.NAMESPACE_DNS, "bearagent"), uuid.uuid5(uuid.NAMESPACE_DNS, "bearagent")],
+    ids=["uuid1", "uuid3", "uuid5"],
+)
+def test_non_uuid4_fails_at_the_entry(value: uuid.UUID) -> None:
+    with pytest.raises(ValueError, match="is not a version-4 UUID"):
+        RunId(str(value))
+    with pytest.raises(ValueError, match="is not a version-4 UUID"):
+        RunId(value)
+    with pytest.raises(ValidationError, match="is not a version-4 UUID"):
+        HoldsRun.model_validate({"run_id": str(value)})
+
+
+def test_wrong_variant_is_rejected() -> None:
+    # version nibble 4 but the variant bits of a Microsoft GUID (0b110x), not RFC 4122
+    with pytest.raises(ValueError, match="is not a version-4 UUID"):
+        RunId("12345678-1234-4234-c234-123456789abc")
+
+
+@pytest.mark.parametrize("value", [123, 1.5, None, b"\x00" * 16, ["x"]])
+def test_non_text_is_rejected_by_model_validation(value: object) -> None:
+    with pytest.raises(ValidationError, match="RunId must be a UUID string"):
+        HoldsRun.model_validate({"run_id": value})
+
+
+def test_json_schema_is_a_uuid_string() -> None:
+    schema = HoldsRun.model_json_schema()["properties"]["run_id"]
+    assert schema["type"] == "string"
+    assert schema["format"] == "uuid"
+    assert "RunId" in schema["description"]
+
+
+def test_uuid4_generator_gives_random_ids_of_the_requested_kind() -> None:
+    generator: IdGenerator = Uuid4IdGenerator()
+    ids = [generator.new(ToolCallId) for _ in range(50)]
+    assert all(type(i) is ToolCallId and i.version == 4 for i in ids)
+    assert len(set(ids)) == 50
+
+
+def test_deterministic_generator_orders_each_kind_independently() -> None:
+    generator: IdGenerator = DeterministicIdGenerator()
+    runs = [generator.new(RunId) for _ in range(3)]
+    event = generator.new(EventId)
+    runs.append(generator.new(RunId))
+    assert [str(r) for r in runs] == [
+        "10000000-0000-4000-8000-000000000001",
+        "10000000-0000-4000-8000-000000000002",
+        "10000000-0000-4000-8000-000000000003",
+        "10000000-0000-4000-8000-000000000004",
+    ]
+    assert str(event) == "90000000-0000-4000-8000-000000000001"
+    assert runs == sorted(runs, key=lambda r: r.int)
+    assert all(type(r) is RunId and r.version == 4 for r in runs)
+
+
+def test_deterministic_generators_repeat_the_same_sequence() -> None:
+    first, second = DeterministicIdGenerator(), DeterministicIdGenerator()
+    kinds = [RunId, ToolCallId, RunId, ActivityId, ToolCallId]
+    assert [first.new(k) for k in kinds] == [second.new(k) for k in kinds]
+
+
+def test_deterministic_ids_of_different_kinds_never_collide() -> None:
+    generator = DeterministicIdGenerator()
+    ids = [generator.new(kind) for kind in ALL_KINDS]
+    assert len({i.int for i in ids}) == len(ALL_KINDS)
