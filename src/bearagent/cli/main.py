@@ -9,7 +9,24 @@ import click
 from bearagent import __version__
 
 # command name -> "module:attribute" of a click command; imported only when that command runs.
-LAZY_COMMANDS: dict[str, str] = {}
+LAZY_COMMANDS: dict[str, str] = {
+    "agents": "bearagent.cli.agents:agents",
+    "skills": "bearagent.cli.skills:skills",
+    "actions": "bearagent.cli.actions:actions",
+    "models": "bearagent.cli.models:models",
+    "tools": "bearagent.cli.tools:tools",
+    "plugins": "bearagent.cli.plugins:plugins",
+    "doctor": "bearagent.cli.doctor:doctor",
+    "init": "bearagent.cli.init:init",
+    "mcp": "bearagent.cli.mcp:mcp",
+    "hooks": "bearagent.cli.hooks:hooks",
+    "trust": "bearagent.cli.trust:trust",
+    "run": "bearagent.cli.run:run",
+    "runs": "bearagent.cli.runs:runs",
+    "inspect": "bearagent.cli.runs:inspect",
+    "events": "bearagent.cli.runs:events",
+    "action": "bearagent.cli.action:action",
+}
 
 
 class LazyGroup(click.Group):

@@ -132,7 +132,13 @@ class AgentLoop:
         recorder.append(RunStartedV1())
         self._observer.run_started(run_id, plan.agent_name)
         token = current_run.set(
-            CurrentRun(recorder=recorder, spec=spec, observer=self._observer, agent_name=lambda: state.plan.agent_name)
+            CurrentRun(
+                recorder=recorder,
+                spec=spec,
+                observer=self._observer,
+                agent_name=lambda: state.plan.agent_name,
+                tool_names=lambda: frozenset(state.plan.tools),
+            )
         )
         scope = asyncio.timeout(spec.budgets.max_wall_time_ms / 1000.0)
         try:

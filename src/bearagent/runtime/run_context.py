@@ -17,6 +17,7 @@ class CurrentRun:
     spec: RunSpec
     observer: RunObserver
     agent_name: Callable[[], str]
+    tool_names: Callable[[], frozenset[str]]
 
 
 current_run: ContextVar[CurrentRun | None] = ContextVar("bearagent_current_run", default=None)

@@ -1,0 +1,109 @@
+"""Shared pieces of the commands that start runs (`run`, `action run`, interactive): budget flags, exit codes,
+error output (one line of what, one line of how to fix; a traceback only with --debug) and the summary line."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.runner import RunResult
+
+F = TypeVar("F", bound=Callable[..., object])
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_USAGE = 2
+EXIT_BUDGET = 3
+
+BUDGET_FLAGS: tuple[tuple[str, str], ...] = (
+    ("max_model_iterations", "Most model calls in the run."),
+    ("max_tool_calls", "Most tool calls in the run."),
+    ("max_tokens", "Most input + output tokens in the run."),
+    ("max_cost_microusd", "Most cost in micro-USD (needs `price:` on the model entry)."),
+    ("max_wall_time_ms", "Most wall-clock time in milliseconds."),
+)
+
+
+def budget_options(func: F) -> F:
+    for field, text in reversed(BUDGET_FLAGS):
+        flag = "--" + field.replace("_", "-")
+        func = click.option(flag, field, type=click.IntRange(min=0), default=None, help=text)(func)
+    return func
+
+
+def collect_budgets(values: dict[str, object]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for field, _ in BUDGET_FLAGS:
+        value = values.get(field)
+        if isinstance(value, int):
+            out[field] = value
+    return out
+
+
+def exit_code_for(result: RunResult) -> int:
+    if result.status == "succeeded":
+        return EXIT_OK
+    if result.error is not None and result.error.category == "budget":
+        return EXIT_BUDGET
+    return EXIT_RUN_FAILED
+
+
+def die(what: str, fix: str | None, code: int = EXIT_USAGE, *, debug: bool = False) -> NoReturn:
+    if debug:
+        traceback.print_exc()
+    click.echo(f"error: {what}", err=True)
+    if fix:
+        click.echo(f"fix: {fix}", err=True)
+    sys.exit(code)
+
+
+FIXES: dict[str, str] = {
+    "authentication": "check the API key variable named by `api_key_env` in the model entry",
+    "permission": "check the permission rules in .bearagent/config.yaml",
+    "rate_limit": "wait a moment and run again, or lower the request rate",
+    "quota": "check the billing / quota of the provider account",
+    "overloaded": "the provider is overloaded: run again later",
+    "server": "the provider failed: run again later",
+    "network": "check the network connection and `base_url` of the model entry",
+    "timeout": "raise `timeout_s` on the model entry, or try again",
+    "context_overflow": "start a new session (omit --continue) or shorten the prompt; compaction is not available yet",
+    "budget": "raise the budget with the matching --max-* flag or `budgets:` in .bearagent/config.yaml",
+    "content_filter": "rephrase the request",
+    "max_output_tokens": "raise `max_output_tokens` on the model entry or the agent",
+    "truncated_stream": "the connection to the provider broke: run again",
+}
+
+
+def die_from(exc: BearAgentError, *, debug: bool, code: int | None = None) -> NoReturn:
+    category = exc.info.category
+    fix = exc.hint or FIXES.get(category) or "see `bearagent doctor` for configuration problems"
+    if code is None:
+        code = EXIT_BUDGET if category == "budget" else EXIT_USAGE
+    die(exc.info.message, fix, code, debug=debug)
+
+
+def summary_line(result: RunResult, steps: int | None = None) -> str:
+    usage = result.usage
+    parts = [result.status]
+    if steps is not None:
+        parts.append(f"{steps} step{'s' if steps != 1 else ''}")
+    parts.append(f"{usage.model_iterations} model call{'s' if usage.model_iterations != 1 else ''}")
+    parts.append(f"{usage.tool_calls} tool call{'s' if usage.tool_calls != 1 else ''}")
+    parts.append(f"{usage.input_tokens + usage.output_tokens:,} tokens")
+    parts.append(f"${usage.cost_microusd / 1_000_000:.4f}")
+    parts.append(f"{usage.wall_time_ms / 1000:.1f}s")
+    parts.append(f"run {str(result.run_id)[:8]}")
+    return " · ".join(parts)
+
+
+def failure_lines(result: RunResult) -> tuple[str, str] | None:
+    if result.error is None:
+        return None
+    fix = FIXES.get(result.error.category, f"`bearagent inspect {str(result.run_id)[:8]}` shows the run")
+    return (f"error: {result.error.message}", f"fix: {fix}")

@@ -1,0 +1,94 @@
+"""`bearagent action run NAME [k=v...]`: run a named action with its agent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from bearagent.cli._config_common import workspace_option
+from bearagent.cli._run_common import (
+    EXIT_RUN_FAILED,
+    budget_options,
+    collect_budgets,
+    die,
+    die_from,
+    exit_code_for,
+    failure_lines,
+    summary_line,
+)
+
+
+def parse_inputs(pairs: tuple[str, ...]) -> dict[str, object]:
+    """`k=v` pairs; a value that parses as JSON (numbers, true/false, lists, objects, "quoted") is taken as JSON,
+    anything else as a plain string."""
+    out: dict[str, object] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            die(f"argument {pair!r} is not key=value", "pass action inputs as key=value, e.g. doc=docs/project.md")
+        key, _, value = pair.partition("=")
+        key = key.strip()
+        if not key:
+            die(f"argument {pair!r} has an empty key", "pass action inputs as key=value")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+@click.group("action")
+def action() -> None:
+    """Run named actions (`actions/<name>.md`)."""
+
+
+@action.command("run")
+@click.argument("name")
+@click.argument("inputs", nargs=-1)
+@workspace_option
+@click.option("--json", "as_json", is_flag=True, help="Print only the final record as one JSON object.")
+@budget_options
+@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+def run_action(
+    name: str, inputs: tuple[str, ...], workspace: Path | None, as_json: bool, debug: bool, **budget_flags: object
+) -> None:
+    """Render action NAME with INPUTS (key=value ...) and run it with the action's agent."""
+    from bearagent.cli._config_common import load
+    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.domain._base import JsonValue
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.runner import RunResult, WorkspaceRuntime
+    from bearagent.runtime.observer import NullObserver
+
+    values = parse_inputs(inputs)
+    err = make_console(stderr=True)
+    loaded = load(workspace)
+    runtime = WorkspaceRuntime(loaded)
+    observer = NullObserver() if as_json else TerminalObserver(make_console())
+
+    async def main() -> RunResult:
+        try:
+            plain: dict[str, JsonValue] = {k: v for k, v in values.items()}  # pyright: ignore[reportAssignmentType]
+            return await runtime.run_action(name, plain, observer=observer, budgets=collect_budgets(budget_flags))
+        finally:
+            await runtime.aclose()
+
+    try:
+        result = asyncio.run(main())
+    except KeyboardInterrupt:
+        err.print("cancelled")
+        sys.exit(EXIT_RUN_FAILED)
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        lines = failure_lines(result)
+        if lines is not None:
+            err.print(lines[0], markup=False)
+            err.print(lines[1], markup=False)
+        err.print(summary_line(result), style="dim", markup=False)
+    sys.exit(exit_code_for(result))

@@ -1,0 +1,121 @@
+"""`bearagent run PROMPT`: one run, streamed to the terminal (or as JSON / JSONL), with the SPEC §15 exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from bearagent.cli._config_common import workspace_option
+from bearagent.cli._run_common import (
+    EXIT_RUN_FAILED,
+    budget_options,
+    collect_budgets,
+    die,
+    die_from,
+    exit_code_for,
+    failure_lines,
+    summary_line,
+)
+
+
+def read_prompt(prompt: str) -> str:
+    if prompt != "-":
+        return prompt
+    if sys.stdin.isatty():
+        die("PROMPT is '-' but nothing is piped on stdin", 'pipe the prompt in (echo "..." | bearagent run -)')
+    return sys.stdin.read()
+
+
+@click.command("run")
+@click.argument("prompt")
+@click.option("-a", "--agent", default=None, help="Agent to run (default: the session's agent, else default_agent).")
+@click.option("-m", "--model", default=None, help="Model ref to use instead of the agent's (workspace/x, platform/x).")
+@workspace_option
+@click.option("--continue", "continue_", is_flag=True, help="Continue the latest session of this workspace.")
+@click.option("--session", default=None, help="Continue the session with this id.")
+@click.option("--json", "as_json", is_flag=True, help="Print only the final record as one JSON object.")
+@click.option("--stream-json", is_flag=True, help="Print the live stream protocol as JSON lines.")
+@budget_options
+@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+def run(
+    prompt: str,
+    agent: str | None,
+    model: str | None,
+    workspace: Path | None,
+    continue_: bool,
+    session: str | None,
+    as_json: bool,
+    stream_json: bool,
+    debug: bool,
+    **budget_flags: object,
+) -> None:
+    """Run PROMPT once (`-` reads it from stdin) and exit: 0 success, 1 run failed or cancelled, 2 usage or
+    configuration error, 3 a budget stopped the run."""
+    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.domain.stream import StreamEventModel, encode_stream_event
+    from bearagent.runner import RunOptions, WorkspaceRuntime
+    from bearagent.runtime.observer import NullObserver, RunObserver
+    from bearagent.runtime.streaming import StreamingObserver
+
+    if as_json and stream_json:
+        die("--json and --stream-json exclude each other", "pick one output format")
+    if continue_ and session:
+        die("--continue and --session exclude each other", "use --session ID, or --continue for the latest session")
+    text = read_prompt(prompt)
+    err = make_console(stderr=True)
+    try:
+        from bearagent.cli._config_common import load
+
+        loaded = load(workspace)
+        runtime = WorkspaceRuntime(loaded)
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+
+    def emit(event: StreamEventModel) -> None:
+        click.echo(encode_stream_event(event))
+
+    observer: RunObserver
+    if stream_json:
+        observer = StreamingObserver(emit)
+    elif as_json:
+        observer = NullObserver()
+    else:
+        observer = TerminalObserver(make_console())
+
+    options = RunOptions(
+        agent=agent,
+        model=model,
+        session="continue" if continue_ else session,
+        budgets=collect_budgets(budget_flags),
+    )
+
+    async def main() -> object:
+        try:
+            return await runtime.run(text, options, observer)
+        finally:
+            await runtime.aclose()
+
+    try:
+        result = asyncio.run(main())
+    except KeyboardInterrupt:
+        err.print("cancelled: the run was stopped (its log ends with RunCancelled)")
+        sys.exit(EXIT_RUN_FAILED)
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    from bearagent.runner import RunResult
+
+    assert isinstance(result, RunResult)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    elif not stream_json:
+        lines = failure_lines(result)
+        if lines is not None:
+            err.print(lines[0], markup=False)
+            err.print(lines[1], markup=False)
+        err.print(summary_line(result), style="dim", markup=False)
+    sys.exit(exit_code_for(result))

@@ -1,0 +1,239 @@
+"""`bearagent runs list`, `inspect RUN` and `events RUN [--json] [--follow]`: reading the event log."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from bearagent.cli._config_common import emit_json, fail, json_option, print_table, short, workspace_option
+
+if TYPE_CHECKING:
+    from bearagent.domain.events import Event
+    from bearagent.domain.ids import RunId
+    from bearagent.domain.state import RunProjection
+    from bearagent.store.sqlite import SqliteEventStore
+
+FOLLOW_POLL_S = 0.2
+
+
+def _open(workspace: Path | None) -> SqliteEventStore:
+    from bearagent.cli._config_common import load
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.runner import open_store
+
+    loaded = load(workspace)
+    try:
+        return open_store(loaded, create=False)
+    except BearAgentError as exc:
+        fail(exc.info.message, exc.hint)
+
+
+def _resolve(store: SqliteEventStore, ref: str) -> RunId:
+    from bearagent.domain.errors import BearAgentError
+
+    try:
+        return store.resolve_run_ref(ref)
+    except BearAgentError as exc:
+        fail(exc.info.message, exc.hint or "list the runs with `bearagent runs list`")
+
+
+def _when(value: datetime | None) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value is not None else "-"
+
+
+@click.group("runs")
+def runs() -> None:
+    """List the runs stored in this workspace's event log."""
+
+
+@runs.command("list")
+@workspace_option
+@json_option
+@click.option("--session", "session", default=None, help="Only runs of this session id.")
+@click.option(
+    "--status",
+    type=click.Choice(["queued", "running", "succeeded", "failed", "cancelled"]),
+    default=None,
+    help="Only runs in this state.",
+)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="How many runs.")
+def list_runs(workspace: Path | None, as_json: bool, session: str | None, status: str | None, limit: int) -> None:
+    """Newest runs first: id, status, agent, trigger, usage and goal."""
+    from bearagent.domain.ids import SessionId
+
+    store = _open(workspace)
+    session_id = None
+    if session is not None:
+        try:
+            session_id = SessionId(session)
+        except ValueError:
+            fail(f"--session {session!r} is not a session id", "copy a session id from `bearagent runs list --json`")
+    found = store.list_runs(session_id=session_id, status=status, limit=limit)  # pyright: ignore[reportArgumentType]
+    if as_json:
+        emit_json([run.model_dump(mode="json") for run in found])
+        return
+    if not found:
+        click.echo('no runs yet: start one with `bearagent run "..."`')
+        return
+    rows = [
+        [
+            str(run.run_id)[:8] + ("  (child)" if run.parent_run_id else ""),
+            run.status,
+            run.effective_agent_name or run.agent_name or "-",
+            run.trigger_type,
+            _when(run.created_at),
+            str(run.usage.model_iterations),
+            str(run.usage.tool_calls),
+            str(run.usage.total_tokens),
+            short(run.goal or "", 50),
+        ]
+        for run in found
+    ]
+    print_table(["RUN", "STATUS", "AGENT", "TRIGGER", "CREATED", "MODEL", "TOOLS", "TOKENS", "GOAL"], rows)
+
+
+def _budget_rows(run: RunProjection) -> list[list[str]]:
+    limits = run.budget_limits
+    usage = run.usage
+    pairs = [
+        ("model iterations", usage.model_iterations, limits.max_model_iterations),
+        ("tool calls", usage.tool_calls, limits.max_tool_calls),
+        ("tokens", usage.total_tokens, limits.max_tokens),
+        ("cost (micro-USD)", usage.cost_microusd, limits.max_cost_microusd),
+        ("wall time (ms)", usage.wall_time_ms, limits.max_wall_time_ms),
+    ]
+    return [
+        [name, str(used), str(limit), f"{(100 * used / limit):.0f}%" if limit else "-"] for name, used, limit in pairs
+    ]
+
+
+@click.command("inspect")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+@json_option
+def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
+    """Show one run: status, agent, usage against every budget, activities, errors and child runs.
+
+    RUN is a full run id, a unique prefix of one, or `last`.
+    """
+    store = _open(workspace)
+    run_id = _resolve(store, run_ref)
+    run = store.get_run(run_id)
+    if run is None:
+        fail(f"run {run_id} has no projection", "rebuild projections or check the store file")
+    activities = store.list_activities(run_id)
+    children = store.list_runs(parent_run_id=run_id, limit=1_000)
+    events = store.read_events(run_id)
+    switches = [e for e in events if e.event_type == "AgentSwitched"]
+    hooks = [e for e in events if e.event_type == "HookExecuted"]
+    if as_json:
+        emit_json(
+            {
+                "run": run.model_dump(mode="json"),
+                "activities": [a.model_dump(mode="json") for a in activities],
+                "children": [c.model_dump(mode="json") for c in children],
+                "agent_switches": [dict(e.model_dump(mode="json")["payload"]) for e in switches],
+                "hook_executions": len(hooks),
+            }
+        )
+        return
+    click.echo(f"run       {run.run_id}")
+    click.echo(f"status    {run.status}")
+    agent = run.agent_name or "-"
+    if run.effective_agent_name and run.effective_agent_name != run.agent_name:
+        agent = f"{agent} -> {run.effective_agent_name} ({run.switch_count} switch(es))"
+    click.echo(f"agent     {agent}")
+    click.echo(f"session   {run.session_id or '-'}")
+    if run.parent_run_id:
+        click.echo(f"parent    {run.parent_run_id}")
+    click.echo(f"trigger   {run.trigger_type}")
+    click.echo(f"goal      {short(run.goal or '', 100)}")
+    click.echo(f"created   {_when(run.created_at)}   ended {_when(run.ended_at)}")
+    if run.error is not None:
+        click.echo(f"error     [{run.error.code}] {run.error.message}")
+    if run.final_text:
+        click.echo(f"final     {short(run.final_text, 100)}")
+    click.echo("")
+    print_table(["BUDGET", "USED", "LIMIT", "%"], _budget_rows(run), title="usage")
+    click.echo("")
+    rows: list[list[str]] = []
+    for act in activities:
+        took = "-"
+        if act.started_at is not None and act.ended_at is not None:
+            took = f"{(act.ended_at - act.started_at).total_seconds() * 1000:.0f} ms"
+        outcome = act.status
+        if act.error is not None:
+            outcome = f"{act.status}: {short(act.error.message, 60)}"
+        kind = "model" if act.kind == "model_call" else "tool"
+        rows.append([str(act.requested_sequence), kind, act.name or "-", took, outcome])
+    print_table(["SEQ", "KIND", "NAME", "TOOK", "OUTCOME"], rows, title="activities")
+    if children:
+        click.echo("")
+        print_table(
+            ["CHILD RUN", "AGENT", "STATUS"],
+            [[str(c.run_id), c.agent_name or "-", c.status] for c in children],
+            title="child runs",
+        )
+    if switches or hooks:
+        click.echo("")
+        click.echo(f"agent switches: {len(switches)}   hook executions: {len(hooks)}")
+
+
+def _summary(event: Event) -> str:
+    payload = event.payload
+    for key in ("tool_name", "goal", "final_text", "text", "model_ref", "to_agent", "hook_event"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return short(f"{key}={value}", 80)
+    error = payload.get("error")
+    if isinstance(error, Mapping):
+        message = error.get("message")
+        if isinstance(message, str):
+            return short(f"error={message}", 80)
+    result = payload.get("result")
+    if isinstance(result, Mapping):
+        status = result.get("status")
+        if isinstance(status, str):
+            return f"result={status}"
+    return ""
+
+
+@click.command("events")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON envelope per line (JSONL).")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events until the run ends.")
+def events(run_ref: str, workspace: Path | None, as_json: bool, follow: bool) -> None:
+    """Print the stored events of a run, in sequence order.
+
+    RUN is a full run id, a unique prefix of one, or `last`.
+    """
+    from bearagent.domain.state import TERMINAL_RUN_STATUSES
+
+    store = _open(workspace)
+    run_id = _resolve(store, run_ref)
+    next_sequence = 1
+    while True:
+        for event in store.read_events(run_id, next_sequence):
+            if as_json:
+                click.echo(json.dumps(event.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")))
+            else:
+                stamp = event.occurred_at.astimezone().strftime("%H:%M:%S.%f")[:-3]
+                click.echo(
+                    f"#{event.sequence:<4} {stamp}  {event.event_type}.v{event.schema_version}  {_summary(event)}"
+                )
+            next_sequence = event.sequence + 1
+        if not follow:
+            return
+        run = store.get_run(run_id)
+        if run is None or run.status in TERMINAL_RUN_STATUSES:
+            if run is not None and store.read_events(run_id, next_sequence):
+                continue
+            return
+        time.sleep(FOLLOW_POLL_S)

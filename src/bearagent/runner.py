@@ -1,0 +1,867 @@
+"""Run wiring: from a loaded workspace to running agents in sessions.
+
+`app.py` loads a workspace (config, registries, plugins); this module is the other half of the wiring: it opens the
+event store, resolves an agent into an `AgentPlan` (projection, model provider, tool gate with hooks and runtime
+tools), runs it in a session with the `AgentLoop`, and spawns child runs for `Task` and action tools. It is the
+only place besides `app.py` that knows concrete adapter classes; the CLI and the Python API (`bearagent.api`) are thin
+layers over `WorkspaceRuntime`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bearagent.app import LoadedWorkspace
+from bearagent.domain._base import JsonValue
+from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits, BudgetUsage
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import IdGenerator, RunId, SessionId, Uuid4IdGenerator
+from bearagent.domain.messages import Message
+from bearagent.domain.models import ModelRequest
+from bearagent.domain.run_events import ChildRunFinishedV1, ChildRunStartedV1, HookExecutedV1, TriggerType
+from bearagent.domain.specs import AgentSpec, HookHandlerSpec, HookMatcherSpec, ModelEntry
+from bearagent.domain.tools import ToolSpec
+from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
+from bearagent.hooks.interceptor import HookToolInterceptor
+from bearagent.hooks.runners import PythonHookFunction
+from bearagent.hooks.transcript import TranscriptWriter
+from bearagent.plugins.contributions import PythonHookHandler
+from bearagent.ports import Clock, ModelProvider, SystemClock, Tool, ToolContext
+from bearagent.providers.factory import create_provider
+from bearagent.registries.actions import render_action
+from bearagent.runtime.context import ContextBuilder, ContextParts
+from bearagent.runtime.history import history_from_events
+from bearagent.runtime.loop import AgentLoop, RunOutcome
+from bearagent.runtime.observer import NullObserver, RunObserver
+from bearagent.runtime.plan import (
+    AgentPlan,
+    BoundTool,
+    ModelRequestDecision,
+    PromptDecision,
+    RunSpec,
+    StopDecision,
+)
+from bearagent.runtime.projection import InvocationProjection
+from bearagent.runtime.retry import RetryPolicy
+from bearagent.runtime.run_context import current_run
+from bearagent.runtime.session_lock import SessionLock
+from bearagent.store.sqlite import SessionRecord, SqliteEventStore
+from bearagent.tools.gate import Asker, ToolGate
+from bearagent.tools.permissions import PermissionRules
+from bearagent.tools.policy import ToolPolicy, parse_permission_mode
+from bearagent.tools.runtime_tools import (
+    ActionTool,
+    ChildRunResult,
+    SkillContent,
+    SkillTool,
+    SwitchAgentTool,
+    TaskTool,
+)
+
+MAX_SUBAGENT_DEPTH = 3
+SKILL_CATALOG_CHARS = 8_000
+STATE_DB = "state.db"
+
+
+# ---- where state lives ---------------------------------------------------------------------------------------
+
+
+def state_dir(loaded: LoadedWorkspace) -> Path:
+    """`<ws>/.bearagent/` for project workspaces; for chat workspaces (no local history) a directory under the
+    user's BearAgent home keyed by the workspace path."""
+    if loaded.config.kind == "chat":
+        key = hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
+        return loaded.user_dir / "chat-state" / key
+    return loaded.state_dir
+
+
+def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
+    """The workspace's event store. With `create=False` a missing database is a clear error (nothing has run)."""
+    path = state_dir(loaded) / STATE_DB
+    if not create and not path.exists():
+        raise BearAgentError(
+            ErrorInfo.of("not_found", "no_state", f"no runs have been stored in {loaded.root} yet ({path} is missing)"),
+            hint='start a run with `bearagent run "..."` in this workspace first',
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteEventStore(path)
+
+
+# ---- results -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """The final record of a run (`bearagent run --json` prints `to_json()`)."""
+
+    run_id: RunId
+    session_id: SessionId | None
+    agent: str
+    status: str
+    final: str
+    usage: BudgetUsage
+    error: ErrorInfo | None = None
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "run_id": str(self.run_id),
+            "session_id": str(self.session_id) if self.session_id is not None else None,
+            "agent": self.agent,
+            "status": self.status,
+            "final": self.final,
+            "usage": {
+                "model_iterations": self.usage.model_iterations,
+                "tool_calls": self.usage.tool_calls,
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+                "cost_microusd": self.usage.cost_microusd,
+                "wall_time_ms": self.usage.wall_time_ms,
+            },
+            "error": None
+            if self.error is None
+            else {
+                "category": self.error.category,
+                "code": self.error.code,
+                "message": self.error.message,
+                "retryable": self.error.retryable,
+            },
+        }
+
+
+@dataclass
+class RunOptions:
+    agent: str | None = None
+    model: str | None = None
+    session: str | None = None  # None = a new session; "continue" = the latest one; else a session id
+    budgets: Mapping[str, int] = field(default_factory=dict[str, int])
+    wait_for_session: bool = True
+    trigger_type: TriggerType = "message"
+    trigger_ref: str | None = None
+
+
+# ---- the runtime ---------------------------------------------------------------------------------------------
+
+
+class WorkspaceRuntime:
+    """Runs agents in one loaded workspace. Create with `WorkspaceRuntime(loaded)`; close with `aclose()`."""
+
+    def __init__(
+        self,
+        loaded: LoadedWorkspace,
+        *,
+        store: SqliteEventStore | None = None,
+        clock: Clock | None = None,
+        ids: IdGenerator | None = None,
+        retry: RetryPolicy | None = None,
+        ask: Asker | None = None,
+        caller: str = "local",
+        in_process_mcp: Mapping[str, object] | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self._store = store
+        self.clock: Clock = clock or SystemClock()
+        self.ids: IdGenerator = ids or Uuid4IdGenerator()
+        self.retry = retry or RetryPolicy()
+        self.ask = ask
+        self.caller = caller
+        self._providers: dict[tuple[str, str], ModelProvider] = {}
+        self._in_process_mcp = in_process_mcp
+        self._mcp: object | None = None
+        self._context = ContextBuilder()
+        self._transcripts: dict[str, TranscriptWriter] = {}
+        self._started_sessions: set[str] = set()
+
+    # ---- resources ---------------------------------------------------------------------------------------------
+
+    @property
+    def store(self) -> SqliteEventStore:
+        if self._store is None:
+            self._store = open_store(self.loaded)
+        return self._store
+
+    @property
+    def root(self) -> Path:
+        return self.loaded.root
+
+    def check_trust(self) -> None:
+        """Refuse to run hooks, MCP servers or shell-executing config of a workspace the user has not trusted."""
+        from bearagent.hooks.trust import TrustSurface, require_trust
+
+        surface = TrustSurface.of(
+            hooks=[g for g in self._all_hook_groups() if g.level == "workspace"], mcp_servers=self.loaded.mcp.all()
+        )
+        if surface.is_empty:
+            return
+        require_trust(self.root, surface, env=self.loaded.env)
+
+    def _all_hook_groups(self) -> list[HookMatcherSpec]:
+        """Config hooks, agent-scoped hooks (active only while that agent runs) and plugin Python handlers."""
+        groups: list[HookMatcherSpec] = list(self.loaded.hooks.all())
+        for agent in self.loaded.agents.all():
+            groups.extend(h if h.agent is not None else h.model_copy(update={"agent": agent.name}) for h in agent.hooks)
+        for handler in self.loaded.plugins.contributions().hook_handlers:
+            groups.append(
+                HookMatcherSpec(
+                    event=handler.event,
+                    matcher=handler.matcher,
+                    hooks=(
+                        HookHandlerSpec(
+                            type="python",
+                            handler=_python_handler_key(handler),
+                            timeout_s=handler.timeout_s,
+                            on_failure=handler.on_failure,
+                            capabilities=handler.capabilities,
+                        ),
+                    ),
+                    source=f"plugin:{handler.plugin}",
+                    level="platform",
+                )
+            )
+        return groups
+
+    def _python_hook_functions(self) -> dict[str, PythonHookFunction]:
+        return {
+            _python_handler_key(h): h.callback  # pyright: ignore[reportAssignmentType]
+            for h in self.loaded.plugins.contributions().hook_handlers
+        }
+
+    async def _mcp_manager(self) -> object | None:
+        from bearagent.mcp.manager import McpConnectionManager
+
+        if self.loaded.config.kind == "chat":
+            return None
+        if self._mcp is None:
+            specs = self.loaded.mcp.all()
+            if not specs and not self._in_process_mcp:
+                return None
+            manager = McpConnectionManager(specs, self.loaded.env, self.root, in_process=self._in_process_mcp)
+            await manager.start_all()
+            self._mcp = manager
+        return self._mcp
+
+    async def aclose(self) -> None:
+        from bearagent.mcp.manager import McpConnectionManager
+
+        for session_id in list(self._started_sessions):
+            await self._fire_session_hook("SessionEnd", session_id, {"reason": "other"})
+        self._started_sessions.clear()
+        if isinstance(self._mcp, McpConnectionManager):
+            await self._mcp.aclose()
+        self._mcp = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # ---- sessions ----------------------------------------------------------------------------------------------
+
+    def resolve_session(self, ref: str | None, agent: str) -> tuple[SessionRecord, bool]:
+        """(session, created). `None` = a new session, `continue` = the latest of this workspace, else an id."""
+        now = self.clock.now()
+        if ref is None:
+            record = SessionRecord(
+                session_id=self.ids.new(SessionId),
+                created_at=now,
+                updated_at=now,
+                agent_name=agent,
+                active_agent_name=agent,
+                title=None,
+                caller=self.caller,
+            )
+            return self.store.create_session(record), True
+        if ref == "continue":
+            latest = self.store.latest_session(caller=self.caller)
+            if latest is None:
+                return self.resolve_session(None, agent)
+            return latest, False
+        try:
+            session_id = SessionId(ref)
+        except (ValueError, TypeError):
+            raise BearAgentError(
+                ErrorInfo.of("invalid_request", "bad_session_id", f"--session {ref!r} is not a session id"),
+                hint="copy a session id from `bearagent runs list --json`, or use --continue",
+            ) from None
+        found = self.store.get_session(session_id)
+        if found is None:
+            raise BearAgentError(
+                ErrorInfo.of("not_found", "session", f"session {ref} does not exist in this workspace"),
+                hint="start a new session (omit --session) or use --continue for the latest one",
+            )
+        return found, False
+
+    def session_history(self, session_id: SessionId) -> list[Message]:
+        runs = [r for r in self.store.list_runs(session_id=session_id, limit=10_000) if r.parent_run_id is None]
+        runs.reverse()  # oldest first
+        return history_from_events(self.store.read_events(r.run_id) for r in runs)
+
+    def _transcript(self, session_id: str) -> TranscriptWriter:
+        writer = self._transcripts.get(session_id)
+        if writer is None:
+            writer = TranscriptWriter.for_session(state_dir(self.loaded) / "transcripts", session_id, cwd=self.root)
+            self._transcripts[session_id] = writer
+        return writer
+
+    # ---- planning ----------------------------------------------------------------------------------------------
+
+    def _require_agent(self, name: str) -> AgentSpec:
+        agent = self.loaded.agents.get(name)
+        if agent is None:
+            available = ", ".join(a.name for a in self.loaded.agents.all()) or "none"
+            raise BearAgentError(
+                ErrorInfo.of("not_found", "agent", f"there is no agent named {name!r}"),
+                hint=f"available agents: {available} (`bearagent agents list` shows where each comes from)",
+            )
+        return agent
+
+    def _provider(self, entry: ModelEntry, session_key: str) -> ModelProvider:
+        key = (session_key, entry.ref)
+        provider = self._providers.get(key)
+        if provider is None:
+            config_dir = state_dir(self.loaded) if entry.level == "workspace" else self.loaded.user_dir
+            if entry.source:
+                config_dir = Path(entry.source).parent
+            provider = create_provider(
+                entry,
+                env=self.loaded.env,
+                base_dir=config_dir,
+                registry=self.loaded.provider_factories(),
+                ids=self.ids,
+            )
+            self._providers[key] = provider
+        return provider
+
+    async def plan(
+        self,
+        agent_name: str,
+        *,
+        session_key: str,
+        model_override: str | None = None,
+        hooks: _SessionHooks | None = None,
+        parent_tools: frozenset[str] | None = None,
+        parent_model: ModelEntry | None = None,
+        depth: int = 0,
+    ) -> AgentPlan:
+        agent = self._require_agent(agent_name)
+        manager = await self._mcp_manager()
+        mcp_tools: list[Tool] = []
+        unavailable: list[str] = []
+        if manager is not None:
+            from bearagent.mcp.manager import McpConnectionManager
+
+            assert isinstance(manager, McpConnectionManager)
+            mcp_tools = list(manager.tools())
+            summary = manager.unavailable_summary()
+            unavailable = [line.lstrip("- ") for line in summary.splitlines() if line.strip()]
+        projection = self.loaded.project(
+            agent.name,
+            mcp_tools=[(_mcp_server_of(t.spec.name), _mcp_local_spec(t)) for t in mcp_tools],
+            parent_model=parent_model,
+        )
+        entry = projection.model
+        if model_override is not None:
+            entry = self.loaded.models.resolve(model_override, where="--model")
+        if entry is None:
+            raise BearAgentError(
+                ErrorInfo.of("configuration", "no_model", f"agent {agent.name!r} has no model"),
+                hint="set `default_model:` in .bearagent/config.yaml or `model:` in the agent file",
+            )
+        entry = self.loaded.models.for_use(entry, self.loaded.env)
+        provider = self._provider(entry, session_key)
+        executors = self._runtime_executors(projection, session_key=session_key, depth=depth, model=entry)
+        mcp_by_name = {t.spec.name: t for t in mcp_tools}
+        gate_tools: dict[str, Tool] = {}
+        bound: dict[str, BoundTool] = {}
+        for projected in projection.tools:
+            if parent_tools is not None and projected.name not in parent_tools:
+                continue  # a subagent never gets a tool its parent does not have
+            tool = executors.get(projected.name) or projected.tool
+            if projected.source == "mcp":
+                tool = mcp_by_name.get(projected.name, tool)
+            if tool is None:
+                continue
+            gate_tools[projected.name] = tool
+            bound[projected.name] = BoundTool(
+                projected_name=projected.name,
+                internal_name=projected.name,
+                source=projected.source,
+                descriptor=projected.descriptor,
+                spec_version=projected.spec.version,
+            )
+        config = self.loaded.config
+        mode_text = agent.policy.permission_mode
+        mode = parse_permission_mode(mode_text) if mode_text else None
+        policy_kwargs: dict[str, object] = {"root": self.root, "workspace_kind": config.kind}
+        if mode is not None:
+            policy_kwargs["mode"] = mode
+        policy = ToolPolicy(
+            rules=PermissionRules.parse(
+                allow=config.permissions.allow, ask=config.permissions.ask, deny=config.permissions.deny, root=self.root
+            ),
+            **policy_kwargs,  # pyright: ignore[reportArgumentType]
+        )
+        interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
+        gate = ToolGate(gate_tools, policy=policy, interceptor=interceptor, ask=self.ask)
+        skills = [self.loaded.skills.get(name) for name in projection.skills]
+        catalog = self.loaded.skills.catalog(
+            [s.name for s in skills if s is not None], budget_chars=config.skill_catalog_chars
+        )
+        instructions = self.loaded.instructions if agent.is_primary and depth == 0 else None
+        parts = ContextParts(
+            agent_name=agent.name,
+            agent_prompt=agent.prompt,
+            workspace_root=self.root,
+            today=self.clock.now().date(),
+            project_instructions=instructions.text if instructions is not None else None,
+            project_instructions_source=instructions.path.name if instructions is not None else None,
+            skill_catalog=catalog.text if projection.skills else None,
+            system_reminder=agent.system_reminder,
+            unavailable_servers=unavailable,
+        )
+        settings: dict[str, JsonValue] = {"allow_private_network": bool(config.web_fetch.allow_private_network)}
+        return AgentPlan(
+            agent_name=agent.name,
+            system_prompt=self._context.system_prompt(parts),
+            model_ref=entry.ref,
+            model_name=entry.model or entry.name,
+            provider=provider,
+            gate=gate,
+            tools=bound,
+            system_reminder=agent.system_reminder,
+            price=entry.price,
+            max_output_tokens=agent.max_output_tokens or entry.max_output_tokens,
+            temperature=agent.temperature if agent.temperature is not None else entry.temperature,
+            timeout_ms=int(entry.timeout_s * 1000),
+            permission_mode=str(mode or "default"),
+            tool_settings=settings,
+        )
+
+    def _runtime_executors(
+        self, projection: InvocationProjection, *, session_key: str, depth: int, model: ModelEntry
+    ) -> dict[str, Tool]:
+        out: dict[str, Tool] = {}
+        for projected in projection.tools:
+            if projected.tool is not None and projected.source != "runtime" and projected.source != "action":
+                continue
+            if projected.internal_name == "Skill":
+                out[projected.name] = SkillTool(projected.spec, self._load_skill)
+            elif projected.internal_name == "Task":
+                out[projected.name] = TaskTool(projected.spec, self._child_runner(session_key, depth, model))
+            elif projected.internal_name == "SwitchAgent":
+                out[projected.name] = SwitchAgentTool(projected.spec)
+            elif projected.source == "action":
+                out[projected.name] = ActionTool(
+                    projected.spec, projected.internal_name, self._action_runner(session_key, depth, model)
+                )
+        return out
+
+    def _load_skill(self, name: str) -> SkillContent:
+        skill = self.loaded.skills.get(name)
+        if skill is None:
+            raise BearAgentError(ErrorInfo.of("tool", "unknown_skill", f"there is no skill named {name!r}"))
+        directory = Path(skill.directory)
+        try:
+            shown_dir = str(directory.relative_to(self.root))
+        except ValueError:
+            shown_dir = str(directory)
+        files = [str(Path(shown_dir) / f) for f in skill.files]
+        return SkillContent(name=skill.name, body=skill.body, directory=shown_dir, files=files)
+
+    # ---- budgets -----------------------------------------------------------------------------------------------
+
+    def budgets_for(self, agent: AgentSpec, overrides: Mapping[str, int]) -> BudgetLimits:
+        """config.yaml `budgets:` < command-line flags; then intersected with the agent's own policy."""
+        values = BudgetLimits().model_dump()
+        values.update({k: v for k, v in self.loaded.config.budgets.model_dump().items() if v is not None})
+        unknown = sorted(set(overrides) - set(BUDGET_FIELDS))
+        if unknown:
+            raise BearAgentError(
+                ErrorInfo.of("invalid_request", "unknown_budget", f"unknown budget field(s): {', '.join(unknown)}"),
+                hint=f"budget fields are: {', '.join(BUDGET_FIELDS)}",
+            )
+        values.update(overrides)
+        limits = BudgetLimits.model_validate(values)
+        policy_values = limits.model_dump()
+        policy_values.update({k: v for k, v in agent.policy.budgets.items() if k in BUDGET_FIELDS})
+        if agent.policy.max_turns is not None:
+            policy_values["max_model_iterations"] = agent.policy.max_turns
+        return limits.intersect(BudgetLimits.model_validate(policy_values))
+
+    # ---- hooks -------------------------------------------------------------------------------------------------
+
+    def _session_hooks(self, session_id: str, permission_mode: str) -> _SessionHooks:
+        groups = [g for g in self._all_hook_groups()]
+        enabled = self.loaded.config.kind != "chat" and bool(groups)
+        settings = HookSettings(
+            workspace_root=self.root,
+            session_id=session_id,
+            permission_mode=permission_mode,
+            env=self.loaded.env,
+        )
+        dispatcher = HookDispatcher(
+            groups,  # pyright: ignore[reportArgumentType]
+            python_handlers=self._python_hook_functions(),
+            judge=self._judge,
+            agent_judge=self._agent_judge,
+            record=_record_hook,
+            transcript=self._transcript(session_id),
+            settings=settings,
+        )
+        return _SessionHooks(dispatcher=dispatcher, enabled=enabled)
+
+    async def _judge(self, prompt: str, model: str | None) -> str:
+        """A `prompt` hook: the handler's model (else the default model) answers `{ok, reason}` (no tools)."""
+        ref = model or self.loaded.config.default_model or ""
+        entry = self.loaded.models.for_use(self.loaded.models.resolve(ref, where="prompt hook"), self.loaded.env)
+        provider = self._provider(entry, f"judge:{self.ids.new(SessionId)}")
+        request = ModelRequest(model=entry.model or entry.name, messages=(Message.user(prompt),))
+        chunks: list[str] = []
+        async for event in provider.stream(request):
+            if event.kind == "text_delta":
+                chunks.append(event.text)
+        return "".join(chunks)
+
+    async def _agent_judge(self, prompt: str, agent_name: str | None) -> str:
+        """An `agent` hook: a run of the named agent (default `explore`, read-only) answers `{ok, reason}`."""
+        options = RunOptions(agent=agent_name or "explore", trigger_type="hook", trigger_ref="agent-hook")
+        result = await self.run(prompt, options)
+        return result.final
+
+    async def _fire_session_hook(self, event: str, session_id: str, payload: Mapping[str, JsonValue]) -> None:
+        hooks = self._session_hooks(session_id, "default")
+        if hooks.enabled:
+            await hooks.dispatcher.fire(event, payload)  # pyright: ignore[reportArgumentType]
+
+    # ---- running -----------------------------------------------------------------------------------------------
+
+    async def run(
+        self, prompt: str, options: RunOptions | None = None, observer: RunObserver | None = None
+    ) -> RunResult:
+        """Run `prompt` to a terminal state in a session (new by default) and return its final record."""
+        options = options or RunOptions()
+        if not prompt.strip():
+            raise BearAgentError(
+                ErrorInfo.of("invalid_request", "empty_prompt", "the prompt is empty"),
+                hint='pass the task as an argument: bearagent run "..." (or `-` to read it from stdin)',
+            )
+        self.check_trust()
+        config = self.loaded.config
+        agent_name = options.agent
+        session: SessionRecord | None = None
+        created = False
+        if options.trigger_type in ("message",):
+            session, created = self.resolve_session(options.session, options.agent or config.default_agent)
+            agent_name = agent_name or session.active_agent_name or config.default_agent
+        agent_name = agent_name or config.default_agent
+        agent = self._require_agent(agent_name)
+        if options.trigger_type == "message" and not agent.is_primary:
+            raise BearAgentError(
+                ErrorInfo.of("invalid_request", "not_primary", f"agent {agent.name!r} is a subagent (mode: subagent)"),
+                hint="run a primary agent (`bearagent agents list` shows the modes), or delegate to it with Task",
+            )
+        budgets = self.budgets_for(agent, options.budgets)
+        session_key = str(session.session_id) if session is not None else f"detached:{self.ids.new(SessionId)}"
+        lock_dir = state_dir(self.loaded) / "locks"
+        history: list[Message] = []
+
+        async def go() -> RunResult:
+            nonlocal history
+            hooks = self._session_hooks(session_key, "default")
+            if session is not None:
+                history = self.session_history(session.session_id)
+                if session_key not in self._started_sessions and hooks.enabled:
+                    await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
+                self._started_sessions.add(session_key)
+            plan = await self.plan(agent.name, session_key=session_key, model_override=options.model, hooks=hooks)
+            spec = RunSpec(
+                goal=prompt,
+                workspace_root=self.root,
+                budgets=budgets,
+                session_id=session.session_id if session is not None else None,
+                trigger_type=options.trigger_type,
+                trigger_ref=options.trigger_ref,
+                history=tuple(history),
+            )
+
+            async def planner(name: str) -> AgentPlan:
+                return await self.plan(name, session_key=session_key, model_override=options.model, hooks=hooks)
+
+            loop = AgentLoop(
+                store=self.store,
+                clock=self.clock,
+                ids=self.ids,
+                retry=self.retry,
+                hooks=_LoopHookAdapter(hooks, self._transcript(session_key)) if hooks.enabled else None,
+                observer=observer or NullObserver(),
+            )
+            outcome = await loop.run(spec, plan, planner)
+            if session is not None:
+                self.store.update_session(
+                    session.model_copy(
+                        update={
+                            "updated_at": self.clock.now(),
+                            "active_agent_name": outcome.agent_name,
+                            "title": session.title or prompt.strip().splitlines()[0][:200],
+                        }
+                    )
+                )
+            return self._result(outcome, session.session_id if session is not None else None)
+
+        if session is None:
+            return await go()
+        async with SessionLock(lock_dir, session.session_id, wait=options.wait_for_session):
+            return await go()
+
+    def _result(self, outcome: RunOutcome, session_id: SessionId | None) -> RunResult:
+        return RunResult(
+            run_id=outcome.run_id,
+            session_id=session_id,
+            agent=outcome.agent_name,
+            status=outcome.status,
+            final=outcome.final_text,
+            usage=outcome.usage,
+            error=outcome.error,
+        )
+
+    async def run_action(
+        self,
+        name: str,
+        inputs: Mapping[str, JsonValue],
+        *,
+        trigger_type: TriggerType = "manual_action",
+        observer: RunObserver | None = None,
+        budgets: Mapping[str, int] | None = None,
+    ) -> RunResult:
+        """Render action `name` with `inputs` and run it with the action's agent (a detached run)."""
+        action = self.loaded.actions.get(name)
+        if action is None:
+            available = ", ".join(a.name for a in self.loaded.actions.all()) or "none"
+            raise BearAgentError(
+                ErrorInfo.of("not_found", "action", f"there is no action named {name!r}"),
+                hint=f"available actions: {available}",
+            )
+        prompt = render_action(action, inputs)
+        options = RunOptions(
+            agent=action.agent or self.loaded.config.default_agent,
+            model=action.model,
+            trigger_type=trigger_type,
+            trigger_ref=name,
+            budgets=dict(budgets or {}),
+        )
+        return await self.run(prompt, options, observer)
+
+    # ---- child runs --------------------------------------------------------------------------------------------
+
+    def _child_runner(
+        self, session_key: str, depth: int, model: ModelEntry
+    ) -> Callable[[str, str, ToolContext], Awaitable[ChildRunResult]]:
+        async def run_child(agent_name: str, prompt: str, context: ToolContext) -> ChildRunResult:
+            return await self._run_child(agent_name, prompt, context, session_key, depth, model, "subagent", None)
+
+        return run_child
+
+    def _action_runner(
+        self, session_key: str, depth: int, model: ModelEntry
+    ) -> Callable[[str, Mapping[str, JsonValue], ToolContext], Awaitable[ChildRunResult]]:
+        async def run_action(name: str, inputs: Mapping[str, JsonValue], context: ToolContext) -> ChildRunResult:
+            action = self.loaded.actions.get(name)
+            if action is None:
+                raise BearAgentError(ErrorInfo.of("tool", "unknown_action", f"there is no action named {name!r}"))
+            prompt = render_action(action, inputs)
+            agent_name = action.agent or (context.agent_name or self.loaded.config.default_agent)
+            return await self._run_child(agent_name, prompt, context, session_key, depth, model, "subagent", name)
+
+        return run_action
+
+    async def _run_child(
+        self,
+        agent_name: str,
+        prompt: str,
+        context: ToolContext,
+        session_key: str,
+        depth: int,
+        parent_model: ModelEntry,
+        trigger: TriggerType,
+        trigger_ref: str | None,
+    ) -> ChildRunResult:
+        parent = current_run.get()
+        if parent is None:
+            raise BearAgentError(ErrorInfo.of("internal", "no_parent_run", "a child run needs a parent run"))
+        if depth + 1 > MAX_SUBAGENT_DEPTH:
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "permission",
+                    "subagent_depth",
+                    f"subagents may nest at most {MAX_SUBAGENT_DEPTH} deep; this call would be level {depth + 1}",
+                )
+            )
+        agent = self._require_agent(agent_name)
+        parent_projection = self.store.get_run(parent.recorder.run_id)
+        assert parent_projection is not None
+        remaining = _remaining(parent_projection.budget_limits, parent_projection.usage)
+        budgets = remaining.intersect(self.budgets_for(agent, {}))
+        parent_plan_tools = parent.tool_names()
+        hooks = self._session_hooks(session_key, "default")
+        plan = await self.plan(
+            agent.name,
+            session_key=f"{session_key}/child:{self.ids.new(SessionId)}",
+            hooks=hooks,
+            parent_tools=parent_plan_tools | {"Skill"},
+            parent_model=parent_model,
+            depth=depth + 1,
+        )
+        child_id = self.ids.new(RunId)
+        parent.recorder.append(
+            ChildRunStartedV1(child_run_id=child_id, agent_name=agent.name, tool_call_id=context.tool_call_id)
+        )
+        parent.observer.subagent_started(child_id, parent.recorder.run_id, agent.name)
+        if hooks.enabled:
+            await hooks.dispatcher.fire(
+                "SubagentStart",
+                {"agent_id": str(child_id), "agent_type": agent.name},
+                run_id=str(parent.recorder.run_id),
+                agent_name=agent.name,
+            )
+        spec = RunSpec(
+            goal=prompt,
+            workspace_root=self.root,
+            budgets=budgets,
+            session_id=parent.spec.session_id,
+            run_id=child_id,
+            parent_run_id=parent.recorder.run_id,
+            depth=depth + 1,
+            trigger_type=trigger,
+            trigger_ref=trigger_ref,
+        )
+        loop = AgentLoop(
+            store=self.store,
+            clock=self.clock,
+            ids=self.ids,
+            retry=self.retry,
+            hooks=_LoopHookAdapter(hooks, self._transcript(session_key), stop_event="SubagentStop")
+            if hooks.enabled
+            else None,
+        )
+        status = "failed"
+        try:
+            outcome = await loop.run(spec, plan)
+            status = outcome.status
+        except asyncio.CancelledError:
+            status = "cancelled"
+            raise
+        finally:
+            final_status = status if status in ("succeeded", "failed", "cancelled") else "failed"
+            parent.recorder.append(ChildRunFinishedV1(child_run_id=child_id, status=final_status))  # pyright: ignore[reportArgumentType]
+            parent.observer.subagent_finished(child_id, parent.recorder.run_id, agent.name, final_status)
+        return ChildRunResult(
+            run_id=str(child_id),
+            status=outcome.status,
+            final_text=outcome.final_text,
+            error_message=outcome.error.message if outcome.error is not None else None,
+        )
+
+
+def _remaining(limits: BudgetLimits, usage: BudgetUsage) -> BudgetLimits:
+    return BudgetLimits(
+        max_model_iterations=max(0, limits.max_model_iterations - usage.model_iterations),
+        max_tool_calls=max(0, limits.max_tool_calls - usage.tool_calls),
+        max_tokens=max(0, limits.max_tokens - usage.total_tokens),
+        max_cost_microusd=max(0, limits.max_cost_microusd - usage.cost_microusd),
+        max_wall_time_ms=max(1, limits.max_wall_time_ms - usage.wall_time_ms),
+    )
+
+
+def _mcp_server_of(name: str) -> str:
+    parts = name.split("__")
+    return parts[1] if len(parts) >= 3 else name
+
+
+def _mcp_local_spec(tool: Tool) -> ToolSpec:
+    parts = tool.spec.name.split("__", 2)
+    local = parts[2] if len(parts) == 3 else tool.spec.name
+    return tool.spec.model_copy(update={"name": local}) if local else tool.spec
+
+
+async def _record_hook(payload: HookExecutedV1) -> None:
+    """Hook executions become facts of the run they happen in (session-level hooks have no run to go into)."""
+    run = current_run.get()
+    if run is None:
+        return
+    try:
+        run.recorder.append(payload)
+    except BearAgentError:
+        return
+
+
+@dataclass(frozen=True, slots=True)
+class _SessionHooks:
+    dispatcher: HookDispatcher
+    enabled: bool
+
+
+class _LoopHookAdapter:
+    """Maps the loop's hook points onto the Claude Code events and keeps the session transcript up to date."""
+
+    def __init__(self, hooks: _SessionHooks, transcript: TranscriptWriter, *, stop_event: str = "Stop") -> None:
+        self._dispatcher = hooks.dispatcher
+        self._transcript = transcript
+        self._stop_event = stop_event
+
+    async def user_prompt_submit(self, run_id: RunId, agent: str, prompt: str) -> PromptDecision:
+        self._transcript.append_user_text(prompt, run_id=str(run_id), agent_name=agent)
+        outcome = await self._dispatcher.fire(
+            "UserPromptSubmit", {"prompt": prompt}, run_id=str(run_id), agent_name=agent
+        )
+        return PromptDecision(block_reason=_block_reason(outcome), additional_context=outcome.additional_context)
+
+    async def pre_model_request(self, run_id: RunId, agent: str, request: ModelRequest) -> ModelRequestDecision:
+        outcome = await self._dispatcher.fire(
+            "PreModelRequest",
+            {"model_request": request.model_dump(mode="json")},
+            run_id=str(run_id),
+            agent_name=agent,
+        )
+        if outcome.updated_request is not None:
+            merged = request.model_dump(mode="json")
+            merged.update(outcome.updated_request)
+            try:
+                request = ModelRequest.model_validate(merged)
+            except ValueError as exc:
+                return ModelRequestDecision(
+                    request=request, block_reason=f"a PreModelRequest hook returned an invalid request: {exc}"
+                )
+        return ModelRequestDecision(request=request, block_reason=_block_reason(outcome))
+
+    async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
+        if final_text:
+            self._transcript.append_message(Message.assistant(final_text), run_id=str(run_id), agent_name=agent)
+        outcome = await self._dispatcher.fire(
+            self._stop_event,  # pyright: ignore[reportArgumentType]
+            {"stop_hook_active": stop_hook_active, "last_assistant_message": final_text},
+            run_id=str(run_id),
+            agent_name=agent,
+        )
+        return StopDecision(block_reason=_block_reason(outcome))
+
+
+def _block_reason(outcome: HookOutcome) -> str | None:
+    if not outcome.continue_:
+        return outcome.stop_reason or "a hook stopped the run (continue: false)"
+    if outcome.blocked:
+        return outcome.block_reason or "blocked by a hook"
+    return None
+
+
+__all__ = [
+    "RunOptions",
+    "RunResult",
+    "WorkspaceRuntime",
+    "open_store",
+    "state_dir",
+]
+
+
+def _python_handler_key(handler: PythonHookHandler) -> str:
+    return f"{handler.plugin}:{handler.name}" if handler.plugin else handler.name
