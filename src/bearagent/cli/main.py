@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import click
 
@@ -49,8 +50,32 @@ class LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(__version__, "-V", "--version", prog_name="bearagent")
+@click.option("-a", "--agent", default=None, help="Interactive session: the agent to start with.")
+@click.option("-m", "--model", default=None, help="Interactive session: model ref instead of the agent's.")
+@click.option(
+    "-w",
+    "--workspace",
+    "workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Workspace directory (default: the nearest directory holding .bearagent/, else the current directory).",
+)
+@click.option("--continue", "continue_", is_flag=True, help="Interactive session: continue the latest session.")
+@click.option("--session", default=None, help="Interactive session: continue the session with this id.")
 @click.pass_context
-def main(ctx: click.Context) -> None:
-    """BearAgent: agents as markdown files, every run an auditable event log."""
+def main(
+    ctx: click.Context,
+    agent: str | None,
+    model: str | None,
+    workspace: Path | None,
+    continue_: bool,
+    session: str | None,
+) -> None:
+    """BearAgent: agents as markdown files, every run an auditable event log.
+
+    Without a command, starts an interactive session in the workspace (/help inside lists its commands).
+    """
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+        from bearagent.cli.interactive import interactive_command
+
+        interactive_command(ctx)

@@ -11,6 +11,8 @@ import sys
 from typing import TextIO
 
 from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
 from rich.text import Text
 
 from bearagent.domain._base import JsonMapping, thaw_json_mapping
@@ -119,3 +121,40 @@ class TerminalObserver:
     def notice(self, run_id: RunId, text: str) -> None:
         self._end_line()
         self._console.print(Text(f"! {text}", style="yellow"))
+
+
+class MarkdownStreamObserver(TerminalObserver):
+    """Like `TerminalObserver`, but on a terminal the model's text is rendered as Markdown while it streams (a rich
+    `Live` view that re-renders the growing text); off a terminal it streams plain text."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(console)
+        self._live_enabled = console.is_terminal
+        self._buffer = ""
+        self._live: Live | None = None
+
+    def token(self, run_id: RunId, text: str) -> None:
+        if not self._live_enabled:
+            super().token(run_id, text)
+            return
+        self._buffer += text
+        if self._live is None:
+            self._live = Live(console=self._console, refresh_per_second=12, transient=False)
+            self._live.start()
+        self._live.update(Markdown(self._buffer))
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.update(Markdown(self._buffer))
+            self._live.stop()
+            self._live = None
+        self._buffer = ""
+        self._end_line()
+
+    def _end_line(self) -> None:
+        if self._live is not None:
+            live = self._live
+            self._live = None
+            live.stop()
+            self._buffer = ""
+        super()._end_line()

@@ -1,0 +1,208 @@
+"""`bearagent` with no arguments: an interactive session in the workspace.
+
+One event loop lives for the whole session (`asyncio.Runner`), so providers, MCP connections and the session lock
+behave as in one long conversation. Ctrl-C during a run cancels that run (its log ends with RunCancelled) and
+returns to the prompt; Ctrl-C at the prompt clears the line; Ctrl-D or `/exit` leaves. `ask` permission decisions
+are asked here: allow once, always (for this session), or deny.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from bearagent.cli._run_common import failure_lines, summary_line
+from bearagent.cli.render import MarkdownStreamObserver, make_console, preview_arguments
+from bearagent.domain.errors import BearAgentError
+from bearagent.runner import RunOptions, WorkspaceRuntime
+from bearagent.tools.gate import Asker, AskAnswer, AskRequest
+
+HELP = """commands:
+  /agent NAME   switch the session's primary agent
+  /agents       list agents        /skills   list skills        /tools   tools of the current agent
+  /clear        start a new session                            /exit    leave (or Ctrl-D)
+Ctrl-C cancels a running answer."""
+
+
+@dataclass
+class InteractiveState:
+    agent: str
+    session: str | None = None
+    approved_rules: set[str] = field(default_factory=lambda: set[str]())
+
+
+def _history_file(runtime: WorkspaceRuntime) -> Path:
+    return runtime.loaded.user_dir / "history"
+
+
+def _setup_readline(path: Path) -> Callable[[], None]:
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - platforms without readline
+        return lambda: None
+    with contextlib.suppress(OSError):
+        readline.read_history_file(path)
+    readline.set_history_length(1_000)
+
+    def save() -> None:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(path)
+
+    return save
+
+
+def make_asker(console: Console, state: InteractiveState, read: Callable[[str], str]) -> Asker:
+    async def ask(request: AskRequest) -> AskAnswer:
+        rule = request.suggested_rule
+        if rule is not None and rule in state.approved_rules:
+            return "allow_once"
+        console.print(
+            Text(f"? {request.tool_name}({preview_arguments(request.arguments)}) needs approval", style="yellow")
+        )
+        console.print(Text(f"  {request.reason}", style="dim"))
+        while True:
+            answer = (
+                (await asyncio.to_thread(read, "  allow [y]es once, [a]lways this session, [n]o? ")).strip().lower()
+            )
+            if answer in ("y", "yes"):
+                return "allow_once"
+            if answer in ("a", "always"):
+                if rule is not None:
+                    state.approved_rules.add(rule)
+                return "allow_always"
+            if answer in ("n", "no", ""):
+                return "deny"
+
+    return ask
+
+
+def interactive(
+    workspace: Path | None,
+    *,
+    agent: str | None,
+    model: str | None,
+    session: str | None,
+    read: Callable[[str], str] = input,
+) -> None:
+    from bearagent.cli._config_common import load
+
+    console = make_console()
+    loaded = load(workspace)
+    state = InteractiveState(agent=agent or loaded.config.default_agent, session=session)
+    runtime = WorkspaceRuntime(loaded)
+    runtime.ask = make_asker(console, state, read)
+    save_history = _setup_readline(_history_file(runtime))
+    console.print(Text(f"BearAgent · {loaded.root} · agent {state.agent} · /help for commands", style="bold"))
+    with asyncio.Runner() as runner:
+        try:
+            while True:
+                try:
+                    line = read(f"{state.agent}> ")
+                except KeyboardInterrupt:
+                    console.print()
+                    continue
+                except EOFError:
+                    console.print()
+                    break
+                text = line.strip()
+                if not text:
+                    continue
+                if text.startswith("/"):
+                    if not _command(text, runtime, state, console):
+                        break
+                    continue
+                observer = MarkdownStreamObserver(console)
+                options = RunOptions(agent=state.agent, model=model, session=state.session)
+                try:
+                    result = runner.run(runtime.run(text, options, observer))
+                except KeyboardInterrupt:
+                    observer.close()
+                    console.print(Text("cancelled", style="yellow"))
+                    continue
+                except BearAgentError as exc:
+                    observer.close()
+                    console.print(Text(f"error: {exc.info.message}", style="red"))
+                    if exc.hint:
+                        console.print(Text(f"fix: {exc.hint}", style="red"))
+                    continue
+                observer.close()
+                state.session = str(result.session_id) if result.session_id is not None else state.session
+                if result.agent != state.agent:
+                    state.agent = result.agent
+                lines = failure_lines(result)
+                if lines is not None:
+                    console.print(Text(lines[0], style="red"))
+                    console.print(Text(lines[1], style="red"))
+                console.print(Text(summary_line(result), style="dim"))
+        finally:
+            save_history()
+            with contextlib.suppress(BaseException):
+                runner.run(runtime.aclose())
+
+
+def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, console: Console) -> bool:
+    """Handle a slash command; False means leave."""
+    name, _, arg = text[1:].partition(" ")
+    arg = arg.strip()
+    loaded = runtime.loaded
+    if name in ("exit", "quit"):
+        return False
+    if name == "help":
+        console.print(HELP, markup=False)
+    elif name == "agent":
+        if not arg:
+            console.print(f"current agent: {state.agent}", markup=False)
+        else:
+            spec = loaded.agents.get(arg)
+            if spec is None:
+                names = ", ".join(a.name for a in loaded.agents.all() if a.is_primary)
+                console.print(Text(f"no agent named {arg!r}; primary agents: {names}", style="red"))
+            elif not spec.is_primary:
+                console.print(Text(f"{arg} is a subagent; switch to a primary agent", style="red"))
+            else:
+                state.agent = arg
+                console.print(Text(f"agent: {arg}", style="magenta"))
+    elif name == "agents":
+        for spec in loaded.agents.all():
+            marker = "*" if spec.name == state.agent else " "
+            console.print(
+                f"{marker} {spec.name:<16} {spec.mode:<9} {spec.description.splitlines()[0][:70]}", markup=False
+            )
+    elif name == "skills":
+        skills = loaded.skills.all()
+        if not skills:
+            console.print("no skills", markup=False)
+        for skill in skills:
+            console.print(f"  {skill.name:<20} {skill.description.splitlines()[0][:70]}", markup=False)
+    elif name == "tools":
+        try:
+            projection = loaded.project(state.agent, require_model=False)
+        except BearAgentError as exc:
+            console.print(Text(f"error: {exc.info.message}", style="red"))
+        else:
+            for tool in projection.tools:
+                console.print(f"  {tool.name:<24} {tool.source:<8} {tool.origin}", markup=False)
+    elif name == "clear":
+        state.session = None
+        console.print(Text("new session", style="magenta"))
+    else:
+        console.print(Text(f"unknown command /{name}; /help lists the commands", style="red"))
+    return True
+
+
+def interactive_command(ctx: click.Context) -> None:
+    params = ctx.params
+    interactive(
+        params.get("workspace"),
+        agent=params.get("agent"),
+        model=params.get("model"),
+        session="continue" if params.get("continue_") else params.get("session"),
+    )

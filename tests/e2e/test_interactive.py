@@ -1,0 +1,97 @@
+"""The interactive session in a real pseudo-terminal: prompt, streamed answer, agent switch, Ctrl-C, exit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+SCRIPT = """
+turns:
+  - text: "Hello from the scripted model."
+  - text: "This answer comes too late."
+    delay_ms: 30000
+  - text: "Planning is done."
+"""
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    shutil.copytree(
+        REPO / "examples" / "quickstart",
+        ws,
+        ignore=shutil.ignore_patterns("state.db*", "outputs", "locks", "transcripts"),
+    )
+    (ws / ".bearagent" / "scripts" / "intro.yaml").write_text(SCRIPT, encoding="utf-8")
+    return ws
+
+
+def _spawn(ws: Path, home: Path) -> pexpect.spawn:
+    env = dict(os.environ)
+    env.update({"BEARAGENT_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "bearagent", "-w", str(ws)],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 160),
+    )
+
+
+def test_prompt_stream_switch_cancel_and_exit(workspace: Path, tmp_path: Path) -> None:
+    child = _spawn(workspace, tmp_path / "home")
+    try:
+        child.expect("writer> ")
+        child.sendline("say hello")
+        child.expect("Hello from the scripted model.")
+        child.expect("succeeded")
+        child.expect("writer> ")
+
+        child.sendline("/agents")
+        child.expect("plan")
+        child.expect("writer> ")
+        child.sendline("/agent plan")
+        child.expect("agent: plan")
+        child.expect("plan> ")
+
+        child.sendline("take your time")
+        child.expect(r"\r\n")  # the prompt line is echoed; the run is now waiting on the slow turn
+        child.sendcontrol("c")
+        child.expect("cancelled")
+        child.expect("plan> ")
+
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+    from bearagent.store.sqlite import SqliteEventStore
+
+    store = SqliteEventStore(workspace / ".bearagent" / "state.db")
+    runs = store.list_runs(limit=10)
+    assert [r.status for r in runs] == ["cancelled", "succeeded"]
+    assert runs[0].agent_name == "plan"
+    assert runs[0].session_id == runs[1].session_id  # one session across prompts
+
+
+def test_unknown_slash_command_and_unknown_agent_are_explained(workspace: Path, tmp_path: Path) -> None:
+    child = _spawn(workspace, tmp_path / "home")
+    try:
+        child.expect("writer> ")
+        child.sendline("/frobnicate")
+        child.expect("unknown command /frobnicate; /help lists the commands")
+        child.sendline("/agent nobody")
+        child.expect("no agent named 'nobody'; primary agents: ")
+        child.expect("writer> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
