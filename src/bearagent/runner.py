@@ -706,7 +706,7 @@ class WorkspaceRuntime:
         hooks = self._session_hooks(session_key, "default")
         plan = await self.plan(
             agent.name,
-            session_key=f"{session_key}/child:{self.ids.new(SessionId)}",
+            session_key=session_key,  # one provider per session: a scripted model's turns run on in order
             hooks=hooks,
             parent_tools=parent_plan_tools | {"Skill"},
             parent_model=parent_model,

@@ -1,0 +1,166 @@
+"""The Python API: open a workspace, run prompts (async or sync), stream live events, read the log.
+
+    from bearagent import open_workspace
+
+    with open_workspace("examples/quickstart") as ws:
+        result = ws.run_sync("Read docs/project.md and write a summary to outputs/intro.md")
+        print(result.status, result.final)
+
+The CLI and the HTTP server are thin layers over this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from bearagent.app import load_workspace
+from bearagent.domain._base import JsonValue
+from bearagent.domain.events import Event
+from bearagent.domain.state import ActivityProjection, RunProjection
+from bearagent.domain.stream import StreamEventModel
+from bearagent.plugins.manager import PluginHost
+from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
+from bearagent.runtime.observer import RunObserver
+from bearagent.runtime.streaming import StreamingObserver
+from bearagent.tools.gate import Asker
+
+
+class Workspace:
+    """One opened workspace. Use as a context manager (sync or async) or call `close()` / `aclose()`."""
+
+    def __init__(self, runtime: WorkspaceRuntime) -> None:
+        self._runtime = runtime
+
+    @property
+    def root(self) -> Path:
+        return self._runtime.root
+
+    @property
+    def runtime(self) -> WorkspaceRuntime:
+        return self._runtime
+
+    # ---- running ----
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        session: str | None = None,
+        budgets: Mapping[str, int] | None = None,
+        observer: RunObserver | None = None,
+    ) -> RunResult:
+        """Run `prompt` to the end. `session=None` starts a new session, `"continue"` continues the latest one,
+        a session id continues that one. `budgets` overrides budget fields (`max_tool_calls=...`)."""
+        options = RunOptions(agent=agent, model=model, session=session, budgets=dict(budgets or {}))
+        return await self._runtime.run(prompt, options, observer)
+
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        session: str | None = None,
+        budgets: Mapping[str, int] | None = None,
+    ) -> RunResult:
+        """`run` for synchronous code (runs its own event loop; do not call it from inside one)."""
+        return asyncio.run(self.run(prompt, agent=agent, model=model, session=session, budgets=budgets))
+
+    async def stream(
+        self,
+        prompt: str,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        session: str | None = None,
+        budgets: Mapping[str, int] | None = None,
+    ) -> AsyncIterator[StreamEventModel]:
+        """Yield the live stream events (SPEC §14) of a run as they happen; the run's final record is not yielded
+        (read it with `runs()` / `inspect`, or use `run` with an observer)."""
+        queue: asyncio.Queue[StreamEventModel | None] = asyncio.Queue()
+        observer = StreamingObserver(queue.put_nowait)
+        task = asyncio.create_task(
+            self.run(prompt, agent=agent, model=model, session=session, budgets=budgets, observer=observer)
+        )
+        task.add_done_callback(lambda _t: queue.put_nowait(None))
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    break
+                yield event
+            task.result()  # re-raise a configuration error that stopped the run before it started
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def run_action(self, name: str, inputs: Mapping[str, JsonValue] | None = None) -> RunResult:
+        """Run action `name` with `inputs` (trigger type `api_action`)."""
+        return await self._runtime.run_action(name, dict(inputs or {}), trigger_type="api_action")
+
+    # ---- reading the log ----
+
+    def runs(self, *, limit: int = 20) -> Sequence[RunProjection]:
+        return self._runtime.store.list_runs(limit=limit)
+
+    def run_info(self, run_ref: str) -> RunProjection:
+        """A run by full id, unique prefix or `last`."""
+        store = self._runtime.store
+        found = store.get_run(store.resolve_run_ref(run_ref))
+        assert found is not None
+        return found
+
+    def events(self, run_ref: str) -> Sequence[Event]:
+        store = self._runtime.store
+        return store.read_events(store.resolve_run_ref(run_ref))
+
+    def activities(self, run_ref: str) -> Sequence[ActivityProjection]:
+        store = self._runtime.store
+        return store.list_activities(store.resolve_run_ref(run_ref))
+
+    # ---- lifecycle ----
+
+    async def aclose(self) -> None:
+        await self._runtime.aclose()
+
+    def close(self) -> None:
+        asyncio.run(self.aclose())
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+def open_workspace(
+    path: str | Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    plugins: PluginHost | None = None,
+    ask: Asker | None = None,
+    in_process_mcp: Mapping[str, object] | None = None,
+) -> Workspace:
+    """Open the workspace at `path` (default: discovered from the current directory, like the CLI)."""
+    root = Path(path) if path is not None else None
+    loaded = load_workspace(root, env=env, plugins=plugins)
+    return Workspace(WorkspaceRuntime(loaded, ask=ask, in_process_mcp=in_process_mcp))
