@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field
@@ -24,14 +25,27 @@ class ToolDescriptor(DomainModel):
     input_schema: JsonObject
 
 
+MAX_REQUEST_MESSAGES = 100_000
+
+
 class ModelRequest(DomainModel):
     model: str = Field(min_length=1, max_length=256)
-    messages: tuple[Message, ...] = Field(min_length=1, max_length=100_000)
+    messages: tuple[Message, ...] = Field(min_length=1, max_length=MAX_REQUEST_MESSAGES)
     tools: tuple[ToolDescriptor, ...] = Field(default=(), max_length=512)
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout_ms: int = Field(default=120_000, ge=1, le=3_600_000)
     prompt_version: str | None = Field(default=None, max_length=128)
+
+    def with_messages(self, messages: Sequence[Message]) -> ModelRequest:
+        """A copy with `messages` replaced. The messages are already validated `Message` models, so only the list
+        bounds are checked: building the next request costs nothing per message of history."""
+        if not 1 <= len(messages) <= MAX_REQUEST_MESSAGES:
+            raise ValueError(f"a model request needs 1 to {MAX_REQUEST_MESSAGES} messages, got {len(messages)}")
+        for message in messages:
+            if not isinstance(message, Message):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(f"messages must be Message models, got {type(message).__name__}")
+        return self.model_copy(update={"messages": tuple(messages)})
 
 
 class TextDelta(DomainModel):

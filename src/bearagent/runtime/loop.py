@@ -268,14 +268,17 @@ class AgentLoop:
             reminder = self._context.reminder_message(plan.system_reminder)
             if reminder is not None:
                 request_messages = [*messages, reminder]
-            request = ModelRequest(
-                model=plan.model_name,
-                messages=tuple(request_messages),
-                tools=plan.descriptors,
-                max_output_tokens=plan.max_output_tokens,
-                temperature=plan.temperature,
-                timeout_ms=plan.timeout_ms,
-            )
+            if state.template is None or state.template_plan is not plan:
+                state.template = ModelRequest(
+                    model=plan.model_name,
+                    messages=(messages[0],),
+                    tools=plan.descriptors,
+                    max_output_tokens=plan.max_output_tokens,
+                    temperature=plan.temperature,
+                    timeout_ms=plan.timeout_ms,
+                )
+                state.template_plan = plan
+            request = state.template.with_messages(request_messages)
             if self._hooks is not None:
                 decision = await self._hooks.pre_model_request(recorder.run_id, plan.agent_name, request)
                 if decision.block_reason is not None:
@@ -530,6 +533,8 @@ class _LoopState:
     switch_count: int = 0
     partial_text: str = ""
     steps: int = 0
+    template: ModelRequest | None = None
+    template_plan: AgentPlan | None = None
 
 
 def _assistant_message(turn: _ModelTurn) -> Message | None:
