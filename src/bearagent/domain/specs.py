@@ -8,7 +8,7 @@ from typing import Literal, TypeAlias
 
 from pydantic import Field, field_validator
 
-from bearagent.domain._base import DomainModel
+from bearagent.domain._base import DomainModel, JsonObject
 
 Level: TypeAlias = Literal["workspace", "platform"]
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -35,6 +35,8 @@ class ModelEntry(DomainModel):
     timeout_s: float = Field(default=120.0, gt=0, le=3_600)
     price: ModelPrice | None = None
     script: str | None = Field(default=None, max_length=4_096)
+    stream: bool = True
+    """Stream the answer (default). `false` makes one plain request per call, for servers that cannot stream."""
     headers: Mapping[str, str] = Field(default_factory=dict[str, str])
     source: str = Field(default="", max_length=4_096)
 
@@ -115,3 +117,85 @@ class HookMatcherSpec(DomainModel):
     source: str = Field(default="", max_length=4_096)
     level: Level = "workspace"
     agent: str | None = Field(default=None, max_length=64)
+
+
+AgentMode: TypeAlias = Literal["primary", "subagent", "all"]
+PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"]
+MAX_PROMPT_CHARS = 262_144
+
+
+class AgentPolicy(DomainModel):
+    """`policy:` of an agent. A subagent never gets more than its parent (the runtime intersects them)."""
+
+    max_turns: int | None = Field(default=None, ge=1, le=100_000)
+    budgets: Mapping[str, int] = Field(default_factory=dict[str, int])
+    permission_mode: PermissionMode | None = None
+
+
+class AgentSpec(DomainModel):
+    """One agent: `agents/<name>.md` (frontmatter + Markdown body as the system prompt).
+
+    Allowlists: `None` means "the key was omitted" (see docs/config.md for each default), `()` means "none".
+    """
+
+    name: str = Field(min_length=1, max_length=64, pattern=NAME_RE.pattern)
+    description: str = Field(min_length=1, max_length=4_096)
+    prompt: str = Field(default="", max_length=MAX_PROMPT_CHARS)
+    mode: AgentMode = "all"
+    model: str | None = Field(default=None, max_length=256)
+    tools: tuple[str, ...] | None = None
+    disallowed_tools: tuple[str, ...] = ()
+    skills: tuple[str, ...] | None = None
+    actions: tuple[str, ...] | None = None
+    mcp: tuple[str, ...] | None = None
+    switch: tuple[str, ...] = ()
+    subagents: tuple[str, ...] = ()
+    system_reminder: str | None = Field(default=None, max_length=8_192)
+    policy: AgentPolicy = Field(default_factory=AgentPolicy)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    hooks: tuple[HookMatcherSpec, ...] = ()
+    source: str = Field(default="", max_length=4_096)
+    level: Level = "workspace"
+    origin: str = Field(default="", max_length=256)
+
+    @property
+    def is_primary(self) -> bool:
+        return self.mode in ("primary", "all")
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.mode in ("subagent", "all")
+
+
+class SkillSpec(DomainModel):
+    """One Agent Skills folder: `skills/<name>/SKILL.md`. Only `name` + `description` enter the catalog; the body
+    and the list of bundled `files` (paths relative to `directory`) are returned by the `Skill` tool."""
+
+    name: str = Field(min_length=1, max_length=64)
+    description: str = Field(min_length=1, max_length=4_096)
+    body: str = Field(default="", max_length=MAX_PROMPT_CHARS)
+    license: str | None = Field(default=None, max_length=1_024)
+    compatibility: str | None = Field(default=None, max_length=1_024)
+    metadata: Mapping[str, str] = Field(default_factory=dict[str, str])
+    allowed_tools: tuple[str, ...] = ()
+    directory: str = Field(default="", max_length=4_096)
+    files: tuple[str, ...] = ()
+    source: str = Field(default="", max_length=4_096)
+    level: Level = "workspace"
+    origin: str = Field(default="", max_length=256)
+
+
+class ActionSpec(DomainModel):
+    """One action: `actions/<name>.md`. `inputs` is the JSON Schema of its arguments; `template` the body with
+    `$ARGUMENTS` and `$<input-name>` placeholders (rendered by `bearagent.registries.actions.render_action`)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=NAME_RE.pattern)
+    description: str = Field(min_length=1, max_length=4_096)
+    agent: str | None = Field(default=None, max_length=64)
+    model: str | None = Field(default=None, max_length=256)
+    inputs: JsonObject
+    template: str = Field(default="", max_length=MAX_PROMPT_CHARS)
+    source: str = Field(default="", max_length=4_096)
+    level: Level = "workspace"
+    origin: str = Field(default="", max_length=256)

@@ -1,0 +1,368 @@
+"""Wiring for one workspace: config files, every registry, plugins and project instructions. This is the single
+place that knows the concrete registry classes; the CLI and the runtime call `load_workspace` and use the
+`LoadedWorkspace` it returns."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bearagent.builtin import builtin_agents_dir, builtin_skills_dir
+from bearagent.config.files import read_text
+from bearagent.config.model import BearConfig, ConfigFile, load_config_file, merge_config
+from bearagent.config.workspace import (
+    CONFIG_FILE,
+    RANK_COMPAT_CLAUDE,
+    WORKSPACE_DIR,
+    Source,
+    action_sources,
+    agent_sources,
+    builtin_source,
+    discover_workspace,
+    plugin_source,
+    skill_sources,
+    user_config_dir,
+)
+from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.specs import AgentSpec, HookMatcherSpec, McpServerSpec, ModelEntry
+from bearagent.plugins.contributions import ProviderFactory
+from bearagent.plugins.manager import PluginHost
+from bearagent.registries.actions import ActionRegistry, load_actions
+from bearagent.registries.agents import AgentRegistry, agent_files, load_agents
+from bearagent.registries.hooks import HookRegistry, parse_hooks
+from bearagent.registries.mcp import McpRegistry, build_mcp_registry, load_mcp_json, parse_mcp_servers
+from bearagent.registries.models import BUILTIN_PROVIDERS, ModelRegistry, build_model_registry, parse_model_entries
+from bearagent.registries.skills import SkillRegistry, load_skills
+
+if TYPE_CHECKING:
+    from bearagent.domain.tools import ToolSpec
+    from bearagent.registries.tools import NativeToolRegistry
+    from bearagent.runtime.projection import Capabilities, InvocationProjection
+
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectInstructions:
+    """`AGENTS.md` (else `CLAUDE.md`) at the workspace root; added to every primary agent's context."""
+
+    path: Path
+    text: str
+
+
+@dataclass
+class LoadedWorkspace:
+    root: Path
+    user_dir: Path
+    env: Mapping[str, str]
+    config: BearConfig
+    config_files: list[ConfigFile]
+    agents: AgentRegistry
+    models: ModelRegistry
+    skills: SkillRegistry
+    actions: ActionRegistry
+    mcp: McpRegistry
+    hooks: HookRegistry
+    plugins: PluginHost
+    instructions: ProjectInstructions | None
+    load_diagnostics: list[Diagnostic] = field(default_factory=lambda: [])
+    _tools: NativeToolRegistry | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / WORKSPACE_DIR
+
+    @property
+    def tools(self) -> NativeToolRegistry:
+        """Native + plugin tools (built on first use: `agents list` never imports the tool modules)."""
+        if self._tools is None:
+            from bearagent.registries.tools import NativeToolRegistry
+
+            diags: list[Diagnostic] = []
+            try:
+                from bearagent.tools.builtin import native_tools
+                from bearagent.tools.web_search import WebSearchBackend
+
+                backend = self.plugins.web_search_provider()
+                natives = native_tools(web_search=backend if isinstance(backend, WebSearchBackend) else None)
+                if backend is not None and not isinstance(backend, WebSearchBackend):
+                    diags.append(
+                        Diagnostic(
+                            severity="error",
+                            code="plugin.bad_contribution",
+                            message=f"web_search_provider returned a {type(backend).__name__}, not a WebSearchBackend; WebSearch is disabled",
+                            source="plugins",
+                            fix="return an object with an async `search` method (see bearagent.tools.web_search)",
+                        )
+                    )
+            except ImportError as exc:  # pragma: no cover - only in a broken install
+                natives = []
+                diags.append(
+                    Diagnostic(
+                        severity="error",
+                        code="tools.unavailable",
+                        message=f"native tools could not be loaded: {exc}",
+                        fix="reinstall bearagent",
+                    )
+                )
+            self._tools = NativeToolRegistry(natives, self.plugins.contributions().tools, diags)
+        return self._tools
+
+    def provider_factories(self) -> dict[str, ProviderFactory]:
+        """Plugin provider id -> factory, for `bearagent.providers.factory.create_provider(registry=...)`."""
+        return {p.id: p.factory for p in self.plugins.contributions().providers if p.id not in BUILTIN_PROVIDERS}
+
+    def capabilities(self) -> Capabilities:
+        from bearagent.runtime.projection import AvailableTool, Capabilities
+
+        tools = self.tools
+        return Capabilities(
+            tools={e.name: AvailableTool(e.tool, e.origin) for e in tools.entries()},
+            default_tools=frozenset(tools.native_names()),
+            skills={s.name: s for s in self.skills.all()},
+            actions={a.name: a for a in self.actions.all()},
+            agents={a.name: a for a in self.agents.all()},
+            mcp_servers=self.mcp.names(),
+            workspace_kind=self.config.kind,
+        )
+
+    def project(
+        self,
+        agent_name: str | None = None,
+        *,
+        mcp_tools: Sequence[tuple[str, ToolSpec]] | None = None,
+        parent_model: ModelEntry | None = None,
+        require_model: bool = True,
+    ) -> InvocationProjection:
+        """The invocation projection of `agent_name` (default: `default_agent`). Raises `BearAgentError` for an
+        unknown agent, an unresolvable model (when `require_model`) or a tool-name collision."""
+        from bearagent.runtime.projection import project_invocation
+
+        agent = self.agents.require(agent_name or self.config.default_agent)
+        return project_invocation(
+            agent,
+            self.capabilities(),
+            self.models,
+            default_model=self.config.default_model,
+            parent_model=parent_model,
+            mcp_tools=mcp_tools,
+            require_model=require_model,
+        )
+
+    def model_for(self, agent: AgentSpec, *, parent_model: ModelEntry | None = None) -> ModelEntry:
+        """The agent's model entry with `${VAR}` expanded (point of use)."""
+        from bearagent.runtime.projection import resolve_agent_model
+
+        entry, _ = resolve_agent_model(
+            agent, self.models, default_model=self.config.default_model, parent_model=parent_model
+        )
+        return self.models.for_use(entry, self.env)
+
+    def diagnostics(self, *, include_tools: bool = True) -> list[Diagnostic]:
+        """Every diagnostic: config files, plugins, each registry, and (with `include_tools`) tools."""
+        out = [
+            *self.load_diagnostics,
+            *self.plugins.diagnostics,
+            *self.models.diagnostics,
+            *self.agents.diagnostics,
+            *self.skills.diagnostics,
+            *self.actions.diagnostics,
+            *self.mcp.diagnostics,
+            *self.hooks.diagnostics,
+        ]
+        if include_tools:
+            out.extend(self.tools.diagnostics)
+        seen: set[Diagnostic] = set()
+        unique: list[Diagnostic] = []
+        for d in out:
+            if d not in seen:
+                seen.add(d)
+                unique.append(d)
+        return unique
+
+    def has_errors(self) -> bool:
+        return any(d.severity == "error" for d in self.diagnostics())
+
+
+def _instructions(root: Path, diags: list[Diagnostic]) -> ProjectInstructions | None:
+    for name in INSTRUCTION_FILES:
+        path = root / name
+        if path.is_file():
+            text = read_text(path, diags)
+            if text is not None:
+                return ProjectInstructions(path, text)
+    return None
+
+
+def load_workspace(
+    root: Path | None = None,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    plugins: PluginHost | None = None,
+) -> LoadedWorkspace:
+    """Load everything for one workspace. `root` is `-w` (None = discover from `cwd`); `env` defaults to the process
+    environment; `plugins` defaults to the installed entry points filtered by `BEARAGENT_LOAD_PLUGINS`. Never raises
+    for a broken file: every problem is a diagnostic."""
+    environ: Mapping[str, str] = dict(os.environ) if env is None else env
+    ws_root = discover_workspace(cwd or Path.cwd(), root)
+    user_dir = user_config_dir(environ)
+    host = plugins if plugins is not None else PluginHost.from_entry_points(environ)
+    contrib = host.contributions()
+    diags: list[Diagnostic] = []
+
+    user_cf = load_config_file(user_dir / CONFIG_FILE, "platform", diags)
+    ws_cf = load_config_file(ws_root / WORKSPACE_DIR / CONFIG_FILE, "workspace", diags)
+    files = [cf for cf in (user_cf, ws_cf) if cf is not None]
+    config = merge_config(files)
+    compat = config.compat
+
+    plugin_names = sorted({p for p, _ in contrib.agent_dirs} | {p for p, _ in contrib.skill_dirs})
+    order = {name: i for i, name in enumerate(plugin_names)}
+    for plugin, directory in (*contrib.agent_dirs, *contrib.skill_dirs):
+        if not Path(directory).is_dir():
+            diags.append(
+                Diagnostic(
+                    severity="warning",
+                    code="plugin.missing_dir",
+                    message=f"plugin {plugin!r} registered the directory {directory}, which does not exist; nothing was loaded from it",
+                    source=f"plugin:{plugin}",
+                    subject=plugin,
+                    fix=f"reinstall the plugin; if it persists, report it to the author of {plugin!r} (package data missing?)",
+                )
+            )
+
+    # models
+    model_diags: list[Diagnostic] = []
+    providers: list[str] = []
+    for reg in contrib.providers:
+        if reg.id in BUILTIN_PROVIDERS:
+            model_diags.append(
+                Diagnostic(
+                    severity="error",
+                    code="plugin.provider_shadowed",
+                    message=f"plugin {reg.plugin!r} registers provider id {reg.id!r}, which is built in and cannot be replaced; it was ignored",
+                    source=f"plugin:{reg.plugin}",
+                    subject=reg.id,
+                    fix=f"ask the author of {reg.plugin!r} to use another provider id",
+                )
+            )
+        else:
+            providers.append(reg.id)
+    model_entries: list[tuple[ModelEntry, Source]] = []
+    for cf, source in ((ws_cf, Source("workspace", "workspace", 10_000)), (user_cf, Source("user", "user", 20_000))):
+        if cf is not None and cf.models:
+            entries, d = parse_model_entries(
+                cf.models, path=cf.path, level=source.level, doc=cf.doc, providers=providers
+            )
+            model_diags.extend(d)
+            model_entries.extend((e, source) for e in entries)
+    for plugin, entry in contrib.models:
+        model_entries.append((entry, plugin_source(plugin, None, 0)))
+    models = build_model_registry(model_entries, model_diags, providers)
+
+    # agents
+    agent_pairs = [(s, agent_files(s.directory)) for s in agent_sources(ws_root, user_dir, compat=compat)]
+    for plugin, directory in contrib.agent_dirs:
+        source = plugin_source(plugin, Path(directory), order[plugin])
+        agent_pairs.append((source, agent_files(Path(directory))))
+    builtin_agents = builtin_source(builtin_agents_dir())
+    agent_pairs.append((builtin_agents, agent_files(builtin_agents.directory)))
+    agents = load_agents(agent_pairs, ws_root, environ)
+
+    # skills
+    skill_srcs = skill_sources(ws_root, user_dir, compat=compat)
+    extra = [(plugin_source(plugin, Path(d), order[plugin]), Path(d)) for plugin, d in contrib.skill_dirs]
+    extra.append((builtin_source(builtin_skills_dir()), builtin_skills_dir()))
+    skills = load_skills(skill_srcs, extra_dirs=extra)
+
+    actions = load_actions(action_sources(ws_root, user_dir))
+
+    # MCP servers
+    mcp_diags: list[Diagnostic] = []
+    mcp_entries: list[tuple[McpServerSpec, Source]] = []
+    if ws_cf is not None and ws_cf.mcp_servers:
+        src = Source("workspace", "workspace", 10_000)
+        specs, d = parse_mcp_servers(ws_cf.mcp_servers, path=ws_cf.path, source=src, doc=ws_cf.doc)
+        mcp_diags.extend(d)
+        mcp_entries.extend((s, src) for s in specs)
+    if compat:
+        src = Source("compat:.mcp.json", "compat", RANK_COMPAT_CLAUDE, ws_root)
+        mcp_entries.extend((s, src) for s in load_mcp_json(ws_root / ".mcp.json", src, mcp_diags))
+    if user_cf is not None and user_cf.mcp_servers:
+        src = Source("user", "user", 20_000)
+        specs, d = parse_mcp_servers(user_cf.mcp_servers, path=user_cf.path, source=src, doc=user_cf.doc)
+        mcp_diags.extend(d)
+        mcp_entries.extend((s, src) for s in specs)
+    for plugin, spec in contrib.mcp_servers:
+        mcp_entries.append((spec, plugin_source(plugin, None, 0)))
+    mcp = build_mcp_registry(mcp_entries, mcp_diags)
+
+    # hooks (additive: workspace first, then user)
+    hook_diags: list[Diagnostic] = []
+    matchers: list[HookMatcherSpec] = []
+    for cf in (ws_cf, user_cf):
+        if cf is not None and cf.hooks:
+            if config.kind == "chat":
+                hook_diags.append(
+                    Diagnostic(
+                        severity="warning",
+                        code="hooks.ignored_in_chat",
+                        message="hooks are ignored in a chat workspace (kind: chat)",
+                        source=str(cf.path),
+                        line=cf.line_of("hooks"),
+                        fix="remove `hooks:` or set `kind: project`",
+                    )
+                )
+                continue
+            found, d = parse_hooks(cf.hooks, path=cf.path, level=cf.level, root=ws_root, env=environ, doc=cf.doc)
+            matchers.extend(found)
+            hook_diags.extend(d)
+    hooks = HookRegistry(matchers, contrib.hook_handlers, hook_diags)
+
+    if config.default_agent and agents.get(config.default_agent) is None:
+        where = ws_cf or user_cf
+        diags.append(
+            Diagnostic(
+                severity="error",
+                code="config.unknown_default_agent",
+                message=f"default_agent {config.default_agent!r} is not a known agent",
+                source=str(where.path) if where else "",
+                line=where.line_of("default_agent") if where else None,
+                field="default_agent",
+                fix=f"use one of: {', '.join(agents.names()) or 'none'}",
+            )
+        )
+    if config.default_model and models.get(config.default_model) is None:
+        where = ws_cf or user_cf
+        diags.append(
+            Diagnostic(
+                severity="error",
+                code="config.unknown_default_model",
+                message=f"default_model {config.default_model!r} is not a configured model entry",
+                source=str(where.path) if where else "",
+                line=where.line_of("default_model") if where else None,
+                field="default_model",
+                fix=f"use one of: {', '.join(models.refs()) or 'none (add an entry under models:)'}",
+            )
+        )
+
+    return LoadedWorkspace(
+        root=ws_root,
+        user_dir=user_dir,
+        env=environ,
+        config=config,
+        config_files=files,
+        agents=agents,
+        models=models,
+        skills=skills,
+        actions=actions,
+        mcp=mcp,
+        hooks=hooks,
+        plugins=host,
+        instructions=_instructions(ws_root, diags),
+        load_diagnostics=diags,
+    )

@@ -1,0 +1,96 @@
+"""`bearagent doctor`: every diagnostic of the workspace; exit 2 (configuration error) when there is an error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from bearagent.cli._config_common import EXIT_CONFIG, diag_json, emit_json, json_option, load, workspace_option
+
+if TYPE_CHECKING:
+    from bearagent.domain.diagnostics import Diagnostic
+
+
+@click.command("doctor")
+@workspace_option
+@json_option
+@click.option("--quiet", "-q", is_flag=True, help="Only errors and warnings (hide shadowing and other notes).")
+def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
+    """Check the workspace: config files, agents, skills, actions, models, MCP servers, hooks, plugins and every
+    agent's tool projection. Exits 0 when there is no error, 2 when there is (warnings do not fail)."""
+    from bearagent.domain.diagnostics import Diagnostic
+    from bearagent.domain.errors import BearAgentError
+
+    ws = load(workspace)
+    diags: list[Diagnostic] = list(ws.diagnostics())
+    seen = set(diags)
+    no_model_reported = False
+    for agent in ws.agents.all():
+        try:
+            projection = ws.project(agent.name, require_model=False)
+            found = list(projection.diagnostics)
+        except BearAgentError as exc:
+            found = [
+                Diagnostic(
+                    severity="error",
+                    code=f"{exc.info.category}.{exc.info.code.split('.')[-1]}",
+                    message=exc.info.message,
+                    source=agent.source,
+                    subject=agent.name,
+                    fix=exc.hint,
+                )
+            ]
+        for d in found:
+            if d.code == "agent.model_unresolved" and agent.model is None:
+                # One workspace-level error instead of one per agent that inherits the default model.
+                if no_model_reported:
+                    continue
+                no_model_reported = True
+                d = Diagnostic(
+                    severity="error",
+                    code="config.no_model",
+                    message="no model for agents that inherit one: config.yaml sets no default_model (and there is not exactly one model entry)",
+                    source=str(ws.config_files[-1].path) if ws.config_files else "",
+                    fix=d.fix,
+                )
+            if d not in seen and d.code != "projection.chat":
+                seen.add(d)
+                diags.append(d)
+    if quiet:
+        diags = [d for d in diags if d.severity != "info"]
+    errors = sum(d.severity == "error" for d in diags)
+    warnings = sum(d.severity == "warning" for d in diags)
+    if as_json:
+        emit_json(
+            {
+                "workspace": str(ws.root),
+                "user_dir": str(ws.user_dir),
+                "config_files": [str(cf.path) for cf in ws.config_files],
+                "compat": ws.config.compat,
+                "instructions": str(ws.instructions.path) if ws.instructions else None,
+                "plugins": sorted(ws.plugins.plugins),
+                "errors": errors,
+                "warnings": warnings,
+                "diagnostics": [diag_json(d) for d in diags],
+            }
+        )
+    else:
+        click.echo(f"workspace     {ws.root}")
+        click.echo(f"user config   {ws.user_dir}")
+        click.echo(f"config files  {', '.join(str(cf.path) for cf in ws.config_files) or 'none'}")
+        click.echo(f"compat        {'on (.claude/, .agents/, .mcp.json)' if ws.config.compat else 'off'}")
+        click.echo(f"instructions  {ws.instructions.path.name if ws.instructions else 'none (AGENTS.md / CLAUDE.md)'}")
+        click.echo(
+            f"loaded        {len(ws.agents.names())} agents, {len(ws.skills.names())} skills, {len(ws.actions.names())} actions, "
+            f"{len(ws.models.refs())} models, {len(ws.mcp.names())} MCP servers, {len(ws.hooks.all())} hook groups, {len(ws.plugins.plugins)} plugins"
+        )
+        click.echo("")
+        order = {"error": 0, "warning": 1, "info": 2}
+        for d in sorted(diags, key=lambda d: order[d.severity]):
+            click.echo(d.render())
+        click.echo(f"\n{errors} error(s), {warnings} warning(s)" + ("" if errors else " — OK"))
+    if errors:
+        sys.exit(EXIT_CONFIG)

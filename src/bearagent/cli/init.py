@@ -1,0 +1,130 @@
+"""`bearagent init`: scaffold `.bearagent/` with a config that works offline (a scripted model), an example agent,
+an example action and a .gitignore for the state database. Refuses to overwrite anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bearagent.cli._config_common import emit_json, fail, json_option
+
+CONFIG_YAML = """\
+# BearAgent workspace config. Every key: docs/config.md
+kind: project
+default_agent: helper
+default_model: demo
+
+models:
+  # A scripted model replays .bearagent/scripts/hello.yaml: it works offline, for demos and tests.
+  demo:
+    provider: scripted
+    script: scripts/hello.yaml
+  # A real model: uncomment, export OPENAI_API_KEY, and set `default_model: gpt`.
+  # gpt:
+  #   provider: openai
+  #   api: responses
+  #   model: gpt-5-mini
+  #   api_key_env: OPENAI_API_KEY
+
+budgets:
+  max_model_iterations: 50
+  max_tool_calls: 200
+"""
+
+HELLO_SCRIPT = """\
+# Turns of the scripted model `demo`, one per model call (see docs/config.md#models).
+turns:
+  - text: "Let me look at what is in this workspace."
+    tool_calls:
+      - {name: Glob, arguments: {pattern: "*"}}
+  - text: "Hello from BearAgent! This answer comes from the scripted model in .bearagent/scripts/hello.yaml. Point `default_model` in .bearagent/config.yaml at a real provider to talk to an LLM."
+"""
+
+HELPER_AGENT = """\
+---
+description: A careful read-only helper that answers questions about the files in this workspace. Use it to explore and explain.
+mode: primary
+tools: [Read, Glob, Grep]
+subagents: [explore]
+---
+You are a helpful assistant for this workspace. Answer the user's question using the files in the workspace:
+find them with Glob and Grep, read the relevant parts with Read, and cite what you used as `path:line`.
+If the answer is not in the workspace, say so plainly instead of guessing.
+"""
+
+SUMMARIZE_ACTION = """\
+---
+description: Summarize one file of the workspace in a few bullet points.
+agent: helper
+inputs:
+  type: object
+  properties:
+    path: {type: string, description: "the file to summarize, relative to the workspace root"}
+  required: [path]
+---
+Read $path and summarize it in at most five bullet points, most important first.
+"""
+
+GITIGNORE = """\
+# BearAgent's local state (run logs); never commit it.
+state.db
+state.db-*
+state.db*
+"""
+
+FILES = {
+    "config.yaml": CONFIG_YAML,
+    "scripts/hello.yaml": HELLO_SCRIPT,
+    "agents/helper.md": HELPER_AGENT,
+    "actions/summarize.md": SUMMARIZE_ACTION,
+    ".gitignore": GITIGNORE,
+}
+
+
+def scaffold(root: Path) -> list[Path]:
+    """Write the scaffold under `root/.bearagent/`; raises FileExistsError naming the first file that exists."""
+    base = root / ".bearagent"
+    targets = [base / rel for rel in FILES]
+    for target in targets:
+        if target.exists():
+            raise FileExistsError(str(target))
+    for rel, content in FILES.items():
+        target = base / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    # Trust: the scaffold defines no hooks, MCP servers or shell-executing config, so there is nothing to trust
+    # yet. If it ever does, trust what it created here (SPEC §15: `init` trusts what it creates).
+    return targets
+
+
+@click.command("init")
+@click.option(
+    "-w",
+    "--workspace",
+    "workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory to initialise (default: the current directory).",
+)
+@json_option
+def init(workspace: Path | None, as_json: bool) -> None:
+    """Create .bearagent/ here: config.yaml (a scripted model that works offline), an example agent and action, and
+    a .gitignore for the state database. Never overwrites existing files."""
+    root = (workspace or Path.cwd()).resolve()
+    if not root.is_dir():
+        fail(f"{root} is not a directory", "create it first, or pass an existing directory to -w")
+    try:
+        created = scaffold(root)
+    except FileExistsError as exc:
+        fail(
+            f"{exc.args[0]} already exists; init never overwrites files",
+            "remove the existing file, or edit .bearagent/ by hand (see docs/config.md)",
+        )
+    if as_json:
+        emit_json({"workspace": str(root), "created": [str(p) for p in created]})
+        return
+    click.echo(f"Initialised BearAgent workspace in {root}")
+    for path in created:
+        click.echo(f"  created {path.relative_to(root)}")
+    click.echo('\nTry: bearagent run "hello"   (then `bearagent agents list`, `bearagent doctor`)')

@@ -1,0 +1,102 @@
+"""`bearagent models list|show`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bearagent.cli._config_common import (
+    diag_json,
+    emit_json,
+    fail,
+    json_option,
+    load,
+    print_diagnostics,
+    print_table,
+    workspace_option,
+)
+
+
+@click.group("models")
+def models() -> None:
+    """List and inspect model entries (workspace/<name> and platform/<name>)."""
+
+
+@models.command("list")
+@workspace_option
+@json_option
+def list_models(workspace: Path | None, as_json: bool) -> None:
+    """Every model entry with its ref, provider and source; the default model is marked."""
+    ws = load(workspace)
+    registry = ws.models
+    default = registry.get(ws.config.default_model) if ws.config.default_model else None
+    problems = [d for d in registry.diagnostics if d.severity != "info"]
+    if as_json:
+        emit_json(
+            {
+                "default_model": default.ref if default else None,
+                "providers": list(registry.providers),
+                "models": [
+                    {
+                        "ref": r.item.ref,
+                        "provider": r.item.provider,
+                        "api": r.item.api,
+                        "model": r.item.model,
+                        "source": r.source.id,
+                        "path": r.path,
+                        "default": default is not None and r.item.ref == default.ref,
+                        "shadows": [{"source": c.source.id, "path": c.path} for c in r.shadows],
+                    }
+                    for r in registry.entries()
+                ],
+                "diagnostics": [diag_json(d) for d in problems],
+            }
+        )
+        return
+    rows = [
+        [
+            r.item.ref + (" *" if default is not None and r.item.ref == default.ref else ""),
+            r.item.provider,
+            r.item.model or "-",
+            r.source.id,
+            ", ".join(c.source.id for c in r.shadows) or "-",
+        ]
+        for r in registry.entries()
+    ]
+    print_table(["REF", "PROVIDER", "MODEL", "SOURCE", "SHADOWS"], rows)
+    if default is not None:
+        click.echo("\n* default_model")
+    print_diagnostics(problems, heading="\nproblems:")
+
+
+@models.command("show")
+@click.argument("ref")
+@workspace_option
+@json_option
+def show_model(ref: str, workspace: Path | None, as_json: bool) -> None:
+    """One model entry (the API key itself is never shown, only the variable that holds it)."""
+    from bearagent.domain.errors import BearAgentError
+
+    ws = load(workspace)
+    try:
+        entry = ws.models.resolve(ref, where="bearagent models show")
+    except BearAgentError as exc:
+        fail(exc.info.message, exc.hint)
+    diags = [d for d in ws.models.diagnostics if d.subject == entry.name and d.source == entry.source]
+    # Header values may hold literal credentials: show only `${VAR}` references, mask everything else.
+    masked = {k: v if v.startswith("${") and v.endswith("}") else "***" for k, v in entry.headers.items()}
+    entry = entry.model_copy(update={"headers": masked})
+    if as_json:
+        data = entry.model_dump(mode="json")
+        data["ref"] = entry.ref
+        data["diagnostics"] = [diag_json(d) for d in diags]
+        emit_json(data)
+        return
+    for key, value in entry.model_dump(mode="json").items():
+        if value not in (None, {}, ""):
+            click.echo(f"{key.ljust(18)} {value}")
+    if entry.api_key_env:
+        state = "set" if ws.env.get(entry.api_key_env) else "NOT SET"
+        click.echo(f"{'api key':18} ${entry.api_key_env} is {state}")
+    print_diagnostics(diags, heading="\ndiagnostics:")

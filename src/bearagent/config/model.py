@@ -1,0 +1,280 @@
+"""`config.yaml` (workspace and user) into a typed `BearConfig`. Lenient per file, strict per field: a bad value is
+an error naming the file, line and key (the key falls back to its default); an unknown key is a warning with a
+did-you-mean. The `models`, `mcp_servers` and `hooks` sections are kept raw here and turned into specs by their
+registries (each entry validated on its own)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, cast, get_args
+
+from pydantic import Field
+
+from bearagent.config.files import YamlDoc, did_you_mean, load_yaml_mapping, unknown_key_diagnostics
+from bearagent.domain._base import DomainModel
+from bearagent.domain.budgets import BudgetLimits
+from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.specs import Level
+
+WorkspaceKind = Literal["project", "chat"]
+TOP_LEVEL_KEYS = frozenset(
+    {
+        "kind",
+        "default_agent",
+        "compat",
+        "models",
+        "default_model",
+        "mcp_servers",
+        "hooks",
+        "permissions",
+        "budgets",
+        "web_fetch",
+        "skills",
+    }
+)
+BUDGET_KEYS = tuple(BudgetLimits.model_fields)
+PERMISSION_KEYS = ("allow", "ask", "deny")
+DEFAULT_SKILL_CATALOG_CHARS = 8_000
+
+
+class PermissionRules(DomainModel):
+    """Claude Code permission rule strings (`Read`, `Bash(git status)`); deny > ask > allow."""
+
+    allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+class WebFetchSettings(DomainModel):
+    allow_private_network: bool = False
+
+
+class BearConfig(DomainModel):
+    """The merged settings of the user and workspace `config.yaml` (the workspace wins key by key)."""
+
+    kind: WorkspaceKind = "project"
+    default_agent: str = Field(default="build", min_length=1, max_length=64)
+    compat: bool = True
+    default_model: str | None = Field(default=None, max_length=256)
+    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    budgets: BudgetLimits = Field(default_factory=BudgetLimits)
+    web_fetch: WebFetchSettings = Field(default_factory=WebFetchSettings)
+    skill_catalog_chars: int = Field(default=DEFAULT_SKILL_CATALOG_CHARS, ge=0, le=1_000_000)
+
+
+@dataclass
+class ConfigFile:
+    """One parsed config.yaml: its scalar settings (only keys that were set and valid) and raw sections."""
+
+    path: Path
+    level: Level
+    doc: YamlDoc | None
+    settings: dict[str, object] = field(default_factory=lambda: {})
+    models: dict[str, object] = field(default_factory=lambda: {})
+    mcp_servers: dict[str, object] = field(default_factory=lambda: {})
+    hooks: dict[str, object] = field(default_factory=lambda: {})
+
+    def line_of(self, key: str) -> int | None:
+        return self.doc.line_of(key) if self.doc else None
+
+
+def _error(cf: ConfigFile, key: str, message: str, fix: str) -> Diagnostic:
+    return Diagnostic(
+        severity="error",
+        code="config.invalid_value",
+        message=f"{key}: {message}; the default is used instead",
+        source=str(cf.path),
+        line=cf.line_of(key.split(".")[-1]),
+        field=key,
+        fix=fix,
+    )
+
+
+def _string_list(value: object) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in cast(list[object], value)):
+        return tuple(cast(list[str], value))
+    return None
+
+
+def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) -> ConfigFile | None:
+    """Parse one config.yaml; None if it does not exist or is unreadable (then a diagnostic says why)."""
+    if not path.is_file():
+        return None
+    doc = load_yaml_mapping(path, diagnostics, what="config.yaml")
+    cf = ConfigFile(path=path, level=level, doc=doc)
+    if doc is None:
+        return cf
+    data = doc.data
+    diagnostics.extend(unknown_key_diagnostics(doc, TOP_LEVEL_KEYS, what="config.yaml"))
+    if "kind" in data:
+        if data["kind"] in get_args(WorkspaceKind):
+            cf.settings["kind"] = data["kind"]
+        else:
+            diagnostics.append(
+                _error(cf, "kind", f"must be project or chat, got {data['kind']!r}", "write `kind: project`")
+            )
+    for key in ("default_agent", "default_model"):
+        if key in data:
+            if isinstance(data[key], str) and data[key]:
+                cf.settings[key] = data[key]
+            else:
+                diagnostics.append(_error(cf, key, "must be a non-empty string", f"write `{key}: <name>`"))
+    if "compat" in data:
+        if isinstance(data["compat"], bool):
+            cf.settings["compat"] = data["compat"]
+        else:
+            diagnostics.append(_error(cf, "compat", "must be true or false", "write `compat: true` or `compat: false`"))
+    for section in ("models", "mcp_servers", "hooks"):
+        if section not in data or data[section] is None:
+            continue
+        value = data[section]
+        if isinstance(value, dict):
+            setattr(cf, section, {str(k): v for k, v in cast(dict[object, object], value).items()})
+        else:
+            diagnostics.append(
+                _error(
+                    cf,
+                    section,
+                    f"must be a mapping of name -> entry, got {type(value).__name__}",
+                    f"see docs/config.md#{section}",
+                )
+            )
+    _parse_permissions(cf, data.get("permissions"), diagnostics)
+    _parse_budgets(cf, data.get("budgets"), diagnostics)
+    _parse_small_section(cf, data.get("web_fetch"), "web_fetch", {"allow_private_network": bool}, diagnostics)
+    _parse_small_section(cf, data.get("skills"), "skills", {"catalog_budget_chars": int}, diagnostics)
+    return cf
+
+
+def _parse_permissions(cf: ConfigFile, value: object, diagnostics: list[Diagnostic]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        diagnostics.append(
+            _error(
+                cf, "permissions", "must be a mapping with allow/ask/deny lists", "write `permissions: {allow: [Read]}`"
+            )
+        )
+        return
+    rules: dict[str, tuple[str, ...]] = {}
+    for key, item in cast(dict[str, object], value).items():
+        if key not in PERMISSION_KEYS:
+            diagnostics.append(_unknown(cf, f"permissions.{key}", key, PERMISSION_KEYS))
+            continue
+        strings = _string_list(item) if item is not None else ()
+        if strings is None:
+            diagnostics.append(
+                _error(
+                    cf, f"permissions.{key}", "must be a list of rule strings", f'write `{key}: ["Bash(git status)"]`'
+                )
+            )
+            continue
+        rules[key] = strings
+    cf.settings["permissions"] = rules
+
+
+def _parse_budgets(cf: ConfigFile, value: object, diagnostics: list[Diagnostic]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        diagnostics.append(_error(cf, "budgets", "must be a mapping", "write `budgets: {max_tool_calls: 200}`"))
+        return
+    budgets: dict[str, int] = {}
+    for key, item in cast(dict[str, object], value).items():
+        if key not in BUDGET_KEYS:
+            diagnostics.append(_unknown(cf, f"budgets.{key}", key, BUDGET_KEYS))
+        elif isinstance(item, int) and not isinstance(item, bool) and item >= 0 and _budget_ok(key, item):
+            budgets[key] = item
+        else:
+            diagnostics.append(
+                _error(cf, f"budgets.{key}", f"must be a non-negative integer, got {item!r}", f"write `{key}: 100`")
+            )
+    cf.settings["budgets"] = budgets
+
+
+def _budget_ok(key: str, value: int) -> bool:
+    try:
+        BudgetLimits.model_validate({key: value})
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_small_section(
+    cf: ConfigFile, value: object, name: str, fields: Mapping[str, type], diagnostics: list[Diagnostic]
+) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        diagnostics.append(_error(cf, name, "must be a mapping", f"see docs/config.md#{name}"))
+        return
+    parsed: dict[str, object] = {}
+    for key, item in cast(dict[str, object], value).items():
+        expected = fields.get(key)
+        if expected is None:
+            diagnostics.append(_unknown(cf, f"{name}.{key}", key, tuple(fields)))
+        elif isinstance(item, expected) and not (expected is int and isinstance(item, bool)):
+            parsed[key] = item
+        else:
+            diagnostics.append(
+                _error(
+                    cf, f"{name}.{key}", f"must be {expected.__name__}, got {item!r}", f"fix the value of {name}.{key}"
+                )
+            )
+    cf.settings[name] = parsed
+
+
+def _unknown(cf: ConfigFile, full: str, key: str, known: tuple[str, ...]) -> Diagnostic:
+    guess = did_you_mean(key, known)
+    return Diagnostic(
+        severity="warning",
+        code="config.unknown_key",
+        message=f"unknown key {full!r} in config.yaml"
+        + (f" (did you mean {guess!r}?)" if guess else "")
+        + "; it is ignored",
+        source=str(cf.path),
+        line=cf.line_of(key),
+        field=full,
+        fix=f"rename it to {guess!r}" if guess else f"remove it; known keys: {', '.join(known)}",
+    )
+
+
+def merge_config(files: list[ConfigFile]) -> BearConfig:
+    """Merge settings lowest first (user, then workspace): scalars are replaced; permission lists are concatenated
+    (deny from any level still wins); budgets and small sections merge key by key."""
+    kind: str = "project"
+    default_agent = "build"
+    compat = True
+    default_model: str | None = None
+    permissions: dict[str, list[str]] = {k: [] for k in PERMISSION_KEYS}
+    budgets: dict[str, int] = {}
+    allow_private = False
+    catalog = DEFAULT_SKILL_CATALOG_CHARS
+    for cf in files:
+        s = cf.settings
+        kind = cast(str, s.get("kind", kind))
+        default_agent = cast(str, s.get("default_agent", default_agent))
+        default_model = cast("str | None", s.get("default_model", default_model))
+        if cf.level == "workspace":
+            compat = cast(bool, s.get("compat", compat))
+        for key, rules in cast(dict[str, tuple[str, ...]], s.get("permissions", {})).items():
+            permissions[key].extend(r for r in rules if r not in permissions[key])
+        budgets.update(cast(dict[str, int], s.get("budgets", {})))
+        allow_private = cast(
+            bool, cast(dict[str, object], s.get("web_fetch", {})).get("allow_private_network", allow_private)
+        )
+        catalog = cast(int, cast(dict[str, object], s.get("skills", {})).get("catalog_budget_chars", catalog))
+    return BearConfig(
+        kind=cast(WorkspaceKind, kind),
+        default_agent=default_agent,
+        compat=compat,
+        default_model=default_model,
+        permissions=PermissionRules(**{k: tuple(v) for k, v in permissions.items()}),
+        budgets=BudgetLimits(**budgets),
+        web_fetch=WebFetchSettings(allow_private_network=allow_private),
+        skill_catalog_chars=catalog,
+    )

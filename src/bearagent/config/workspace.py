@@ -1,0 +1,103 @@
+"""Where things live: workspace discovery, the user config dir, and the ordered list of configuration sources."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from bearagent.domain.specs import Level
+
+WORKSPACE_DIR = ".bearagent"
+CONFIG_FILE = "config.yaml"
+
+# Precedence ranks: lower wins. Flags (rank 0) are applied by the caller on top of the registries.
+RANK_WORKSPACE = 10_000
+RANK_COMPAT_CLAUDE = 11_000
+RANK_COMPAT_AGENTS = 12_000
+RANK_USER = 20_000
+RANK_PLUGIN = 30_000
+RANK_BUILTIN = 40_000
+
+SourceKind = Literal["workspace", "compat", "user", "plugin", "builtin"]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One place definitions come from. Two definitions of one name in the same `Source` are an error."""
+
+    id: str  # e.g. "workspace", "compat:.claude/agents", "user", "plugin:guard", "builtin"
+    kind: SourceKind
+    rank: int
+    directory: Path | None = None
+
+    @property
+    def level(self) -> Level:
+        return "workspace" if self.kind in ("workspace", "compat") else "platform"
+
+    def describe(self) -> str:
+        return self.id
+
+
+def discover_workspace(cwd: Path, override: Path | None = None) -> Path:
+    """`-w DIR` if given; else the nearest directory from `cwd` upwards holding `.bearagent/`; else `cwd`."""
+    if override is not None:
+        return override.expanduser().resolve()
+    start = cwd.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / WORKSPACE_DIR).is_dir():
+            return candidate
+    return start
+
+
+def user_config_dir(env: Mapping[str, str]) -> Path:
+    """`$BEARAGENT_HOME`, else `$XDG_CONFIG_HOME/bearagent`, else `~/.config/bearagent`."""
+    home = env.get("BEARAGENT_HOME")
+    if home:
+        return Path(home).expanduser()
+    xdg = env.get("XDG_CONFIG_HOME")
+    if xdg:
+        return Path(xdg).expanduser() / "bearagent"
+    user_home = env.get("HOME")
+    base = Path(user_home) if user_home else Path.home()
+    return base / ".config" / "bearagent"
+
+
+def workspace_source(root: Path, sub: str) -> Source:
+    return Source("workspace", "workspace", RANK_WORKSPACE, root / WORKSPACE_DIR / sub)
+
+
+def user_source(user_dir: Path, sub: str) -> Source:
+    return Source("user", "user", RANK_USER, user_dir / sub)
+
+
+def builtin_source(directory: Path | None) -> Source:
+    return Source("builtin", "builtin", RANK_BUILTIN, directory)
+
+
+def plugin_source(plugin: str, directory: Path | None, order: int) -> Source:
+    # Plugins keep their own source each (a name in two plugins is shadowing, not a duplicate); ties are broken by
+    # plugin name order so the result never depends on installation order.
+    return Source(f"plugin:{plugin}", "plugin", RANK_PLUGIN + order, directory)
+
+
+def agent_sources(root: Path, user_dir: Path, *, compat: bool) -> list[Source]:
+    sources = [workspace_source(root, "agents")]
+    if compat:
+        sources.append(Source("compat:.claude/agents", "compat", RANK_COMPAT_CLAUDE, root / ".claude" / "agents"))
+    sources.append(user_source(user_dir, "agents"))
+    return sources
+
+
+def skill_sources(root: Path, user_dir: Path, *, compat: bool) -> list[Source]:
+    sources = [workspace_source(root, "skills")]
+    if compat:
+        sources.append(Source("compat:.claude/skills", "compat", RANK_COMPAT_CLAUDE, root / ".claude" / "skills"))
+        sources.append(Source("compat:.agents/skills", "compat", RANK_COMPAT_AGENTS, root / ".agents" / "skills"))
+    sources.append(user_source(user_dir, "skills"))
+    return sources
+
+
+def action_sources(root: Path, user_dir: Path) -> list[Source]:
+    return [workspace_source(root, "actions"), user_source(user_dir, "actions")]

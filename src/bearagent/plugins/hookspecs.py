@@ -1,0 +1,93 @@
+"""The plugin API: every hook a BearAgent plugin may implement (pluggy, project name "bearagent").
+
+Write a plugin module with functions decorated by `bearagent.hookimpl` whose names match the specs below, and
+declare it as an entry point in the `bearagent` group:
+
+    [project.entry-points.bearagent]
+    my_plugin = "my_plugin"
+
+Contribution hooks receive a `register` callback and call it once per contribution (the llm/datasette style).
+Decision hooks are `firstresult`: the first plugin that returns something other than None decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.specs import McpServerSpec, ModelEntry
+from bearagent.plugins.contributions import EventSink, ProviderRegistration, PythonHookHandler
+
+if TYPE_CHECKING:
+    import click
+
+    from bearagent.ports import Tool
+
+from bearagent._markers import hookimpl, hookspec
+
+__all__ = ["hookimpl", "hookspec"]
+
+
+@hookspec
+def register_models(register: Callable[[ProviderRegistration | ModelEntry], None]) -> None:
+    """Add model providers and/or model entries.
+
+    `register(ProviderRegistration(id="echo", factory=make_echo))` makes `provider: echo` valid in `models:`;
+    `factory(entry, env)` returns a `ModelProvider` for one entry. `register(ModelEntry(name="x", provider=...))`
+    adds the entry `platform/x` (plugin entries are always platform level; user config shadows them by name).
+    """
+
+
+@hookspec
+def register_tools(register: Callable[[Tool], None]) -> None:
+    """Add tools (objects implementing `bearagent.ports.Tool`). A name already taken by a native tool or another
+    plugin is refused with a diagnostic. Agents get plugin tools with `tools: ["*"]` or by naming them."""
+
+
+@hookspec
+def register_agent_dirs(register: Callable[[Path], None]) -> None:
+    """Add directories of `agents/*.md` files shipped in the plugin (plugin level: below user, above built-ins)."""
+
+
+@hookspec
+def register_skill_dirs(register: Callable[[Path], None]) -> None:
+    """Add directories holding skill folders (`<dir>/<name>/SKILL.md`) shipped in the plugin."""
+
+
+@hookspec
+def register_hook_handlers(register: Callable[[PythonHookHandler], None]) -> None:
+    """Add Python hook handlers (see `PythonHookHandler`): called with the hook input object, returning the Claude
+    Code-style output object or None. They run after the config hooks of the same event."""
+
+
+@hookspec
+def register_mcp_servers(register: Callable[[McpServerSpec], None]) -> None:
+    """Add MCP server entries (platform level; workspace `mcp_servers` and `.mcp.json` shadow them by name)."""
+
+
+@hookspec
+def register_commands(register: Callable[[click.Command], None]) -> None:
+    """Add `bearagent` CLI commands (click commands or groups). A name clashing with a built-in command is refused."""
+
+
+@hookspec
+def register_event_sinks(register: Callable[[EventSink], None]) -> None:
+    """Add callables that receive every event appended to a run log (after it is committed). A sink that raises is
+    reported and does not affect the run."""
+
+
+@hookspec(firstresult=True)
+def web_search_provider() -> object | None:
+    """Return the `WebSearch` backend (an object implementing the web-search port of `bearagent.tools`). The first
+    plugin that returns one wins; with none, the `WebSearch` tool is absent (not broken)."""
+
+
+@hookspec(firstresult=True)
+def resolve_permission(
+    tool_name: str, tool_input: Mapping[str, JsonValue], agent_name: str, workspace_root: Path
+) -> Literal["allow", "ask", "deny"] | None:
+    """Decide a tool call's permission before the config `permissions` rules are consulted (e.g. a company policy
+    plugin). Return None to have no opinion; the first non-None answer wins. `deny` rules in config still win
+    over an `allow` from a plugin."""

@@ -1,0 +1,400 @@
+"""AgentRegistry: `agents/*.md` files from every source, with Claude Code / OpenCode aliases accepted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import cast
+
+from pydantic import ValidationError
+
+from bearagent.config.files import FrontmatterDoc, did_you_mean, load_frontmatter
+from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.workspace import Source
+from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.specs import NAME_RE, AgentSpec, HookMatcherSpec
+from bearagent.registries.hooks import parse_hooks
+
+AGENT_KEYS = frozenset(
+    {
+        "name",
+        "description",
+        "mode",
+        "model",
+        "tools",
+        "disallowed_tools",
+        "skills",
+        "actions",
+        "mcp",
+        "switch",
+        "subagents",
+        "system_reminder",
+        "policy",
+        "temperature",
+        "max_output_tokens",
+        "hooks",
+    }
+)
+# Claude Code / OpenCode spellings -> canonical key (policy keys are written as "policy.<key>").
+AGENT_ALIASES: Mapping[str, str] = {
+    "disallowedTools": "disallowed_tools",
+    "disallowed-tools": "disallowed_tools",
+    "mcpServers": "mcp",
+    "mcp_servers": "mcp",
+    "maxTurns": "policy.max_turns",
+    "max_turns": "policy.max_turns",
+    "steps": "policy.max_turns",
+    "maxSteps": "policy.max_turns",
+    "permissionMode": "policy.permission_mode",
+    "permission_mode": "policy.permission_mode",
+    "systemReminder": "system_reminder",
+    "maxOutputTokens": "max_output_tokens",
+}
+# Keys other tools define that BearAgent does not implement: a visible warning, never a silent drop.
+UNSUPPORTED_KEYS = frozenset(
+    {
+        "color",
+        "memory",
+        "background",
+        "effort",
+        "isolation",
+        "initialPrompt",
+        "top_p",
+        "hidden",
+        "permission",
+        "variant",
+    }
+)
+POLICY_KEYS = ("max_turns", "budgets", "permission_mode")
+CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "fable"})
+_PERMISSION_MODE_ALIASES = {"manual": "default"}
+Reporter = Callable[[str, str, "str | None", str, str], None]
+
+
+class AgentRegistry:
+    """Resolved agents by name. `get` is an exact lookup; broken names (duplicates in one source) are absent."""
+
+    def __init__(self, layered: Layered[AgentSpec], diagnostics: Sequence[Diagnostic]) -> None:
+        self._layered = layered
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+
+    def get(self, name: str) -> AgentSpec | None:
+        found = self._layered.resolved.get(name)
+        return found.item if found else None
+
+    def resolved(self, name: str) -> Resolved[AgentSpec] | None:
+        return self._layered.resolved.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._layered.resolved)
+
+    def all(self) -> list[AgentSpec]:
+        return [self._layered.resolved[n].item for n in self.names()]
+
+    def entries(self) -> list[Resolved[AgentSpec]]:
+        return [self._layered.resolved[n] for n in self.names()]
+
+    @property
+    def broken(self) -> Mapping[str, tuple[str, ...]]:
+        return self._layered.broken
+
+    def require(self, name: str) -> AgentSpec:
+        """The agent or a `BearAgentError` naming close matches (for `-a NAME`, `default_agent`, `subagent_type`)."""
+        from bearagent.domain.errors import BearAgentError, ErrorInfo
+
+        agent = self.get(name)
+        if agent is not None:
+            return agent
+        if name in self.broken:
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "configuration",
+                    "duplicate_agent",
+                    f"agent {name!r} is defined twice in one source: {', '.join(self.broken[name])}",
+                ),
+                hint="rename or delete one of the files",
+            )
+        guess = did_you_mean(name, self.names())
+        raise BearAgentError(
+            ErrorInfo.of(
+                "not_found", "agent", f"no agent named {name!r}" + (f" (did you mean {guess!r}?)" if guess else "")
+            ),
+            hint=f"available agents: {', '.join(self.names()) or 'none'}; `bearagent agents list` shows them",
+        )
+
+
+def _string_list(value: object) -> tuple[str, ...] | None:
+    """A YAML list of strings, or Claude Code's comma-separated string (`Read, Grep`)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, list):
+        items = cast(list[object], value)
+        if all(isinstance(v, str) for v in items):
+            return tuple(cast(list[str], items))
+    raise ValueError("must be a list of names or a comma-separated string")
+
+
+def parse_agent(
+    doc: FrontmatterDoc, source: Source, root: Path, env: Mapping[str, str]
+) -> tuple[AgentSpec | None, list[Diagnostic]]:
+    path = doc.path
+    diags: list[Diagnostic] = []
+
+    def add(severity: str, code: str, key: str | None, message: str, fix: str) -> None:
+        diags.append(
+            Diagnostic(
+                severity="error" if severity == "error" else ("warning" if severity == "warning" else "info"),
+                code=code,
+                message=message,
+                source=str(path),
+                line=doc.line_of(key.split(".")[0]) if key else None,
+                field=key,
+                fix=fix,
+            )
+        )
+
+    fields: dict[str, object] = {}
+    policy: dict[str, object] = {}
+    raw_hooks: object = None
+    for key, value in doc.data.items():
+        target = AGENT_ALIASES.get(key, key)
+        if key in UNSUPPORTED_KEYS:
+            add(
+                "warning",
+                "agent.unsupported_key",
+                key,
+                f"key {key!r} (from Claude Code / OpenCode) is not supported by BearAgent and is ignored",
+                "remove it, or keep it knowing it has no effect",
+            )
+            continue
+        if target.startswith("policy."):
+            policy[target.split(".", 1)[1]] = value
+            continue
+        if target not in AGENT_KEYS:
+            guess = did_you_mean(key, [*AGENT_KEYS, *AGENT_ALIASES])
+            add(
+                "warning",
+                "config.unknown_key",
+                key,
+                f"unknown key {key!r} in agent file"
+                + (f" (did you mean {guess!r}?)" if guess else "")
+                + "; it is ignored",
+                f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(AGENT_KEYS))}",
+            )
+            continue
+        if target == "hooks":
+            raw_hooks = value
+            continue
+        fields[target] = value
+
+    stem = path.stem
+    name = fields.get("name", stem)
+    if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 64:
+        fixed = str(name).lower().replace("_", "-").replace(" ", "-")
+        add(
+            "error",
+            "agent.invalid_name",
+            "name",
+            f"agent name {name!r} is invalid: use lowercase letters, digits and hyphens, at most 64 characters; the file was skipped",
+            f"rename it to {fixed!r}",
+        )
+        return None, diags
+    if name != stem:
+        add(
+            "info",
+            "agent.name_differs",
+            "name",
+            f"agent name {name!r} differs from the file name {path.name!r}; the agent is known as {name!r}",
+            f"rename the file to {name}.md to avoid confusion",
+        )
+    description = fields.get("description")
+    if not isinstance(description, str) or not description.strip():
+        add(
+            "error",
+            "agent.missing_description",
+            "description" if "description" in fields else None,
+            f"agent {name!r} has no description; the file was skipped",
+            "add `description: <what it does and when to delegate to it>` to the frontmatter",
+        )
+        return None, diags
+    fields["name"] = name
+    fields["description"] = description.strip()
+    for key in ("tools", "disallowed_tools", "skills", "actions", "switch", "subagents"):
+        if key in fields:
+            try:
+                parsed = _string_list(fields[key])
+            except ValueError as exc:
+                add(
+                    "error",
+                    "agent.invalid_field",
+                    key,
+                    f"{key}: {exc}; the key is ignored",
+                    f"write `{key}: [A, B]` or `{key}: A, B`",
+                )
+                del fields[key]
+                continue
+            if parsed is None and key in ("switch", "subagents", "disallowed_tools"):
+                parsed = ()
+            fields[key] = parsed
+    if "mcp" in fields:
+        fields["mcp"] = _parse_mcp_refs(fields["mcp"], add)
+    model = fields.get("model")
+    if model is not None and (not isinstance(model, str) or model == "inherit"):
+        if model != "inherit":
+            add(
+                "error",
+                "agent.invalid_field",
+                "model",
+                f"model must be a model ref string, got {model!r}; using inherit",
+                "write `model: workspace/<name>` or `model: inherit`",
+            )
+        fields.pop("model")
+    if policy:
+        fields["policy"] = _parse_policy(policy, add)
+    elif "policy" in fields:
+        raw_policy = fields["policy"]
+        if isinstance(raw_policy, dict):
+            fields["policy"] = _parse_policy(cast(dict[str, object], raw_policy), add)
+        else:
+            add(
+                "error",
+                "agent.invalid_field",
+                "policy",
+                "policy must be a mapping; it is ignored",
+                "write `policy: {max_turns: 20}`",
+            )
+            del fields["policy"]
+    hooks: list[HookMatcherSpec] = []
+    if raw_hooks is not None:
+        if isinstance(raw_hooks, dict):
+            hooks, hook_diags = parse_hooks(
+                cast(dict[str, object], raw_hooks),
+                path=path,
+                level=source.level,
+                root=root,
+                env=env,
+                doc=doc,
+                agent=name,
+            )
+            diags.extend(hook_diags)
+        else:
+            add(
+                "error",
+                "agent.invalid_field",
+                "hooks",
+                "hooks must be a mapping of event -> groups; ignored",
+                "see docs/config.md#hooks",
+            )
+    fields["hooks"] = tuple(hooks)
+    fields["prompt"] = doc.body
+    fields["source"] = str(path)
+    fields["level"] = source.level
+    fields["origin"] = source.id
+    try:
+        return AgentSpec.model_validate(fields), diags
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        add(
+            "error",
+            "agent.invalid_field",
+            key,
+            f"{key}: {first['msg']}; the file was skipped",
+            f"fix `{key}` in the frontmatter",
+        )
+        return None, diags
+
+
+def _parse_mcp_refs(value: object, report: Reporter) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    refs: list[str] = []
+    if isinstance(value, list):
+        for item in cast(list[object], value):
+            if isinstance(item, str):
+                refs.append(item)
+            else:
+                report(
+                    "warning",
+                    "agent.inline_mcp_unsupported",
+                    "mcp",
+                    "inline MCP server definitions in agent files are not supported and are ignored",
+                    "declare the server under `mcp_servers:` in config.yaml and list its name here",
+                )
+        return tuple(refs)
+    report(
+        "error",
+        "agent.invalid_field",
+        "mcp",
+        "mcp must be a list of `server` or `server.tool` names; ignored",
+        "write `mcp: [time]`",
+    )
+    return None
+
+
+def _parse_policy(raw: Mapping[str, object], report: Reporter) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in raw.items():
+        if key not in POLICY_KEYS:
+            guess = did_you_mean(key, POLICY_KEYS)
+            report(
+                "warning",
+                "config.unknown_key",
+                "policy",
+                f"unknown key 'policy.{key}'" + (f" (did you mean {guess!r}?)" if guess else "") + "; it is ignored",
+                f"known keys: {', '.join(POLICY_KEYS)}",
+            )
+            continue
+        if key == "permission_mode" and isinstance(value, str):
+            value = _PERMISSION_MODE_ALIASES.get(value, value)
+        out[key] = value
+    return out
+
+
+def load_agents(sources: Iterable[tuple[Source, Iterable[Path]]], root: Path, env: Mapping[str, str]) -> AgentRegistry:
+    """Load agents from `(source, files)` pairs (see `agent_files`) and resolve precedence."""
+    diags: list[Diagnostic] = []
+    candidates: list[Candidate[AgentSpec]] = []
+    for source, files in sources:
+        diags.extend(_nested_agent_files(source.directory))
+        for path in files:
+            doc = load_frontmatter(path, diags, what="agent file")
+            if doc is None:
+                continue
+            spec, file_diags = parse_agent(doc, source, root, env)
+            diags.extend(file_diags)
+            if spec is not None:
+                candidates.append(Candidate(spec.name, spec, source, str(path)))
+    layered = resolve_layers(candidates, kind="agent")
+    return AgentRegistry(layered, [*diags, *layered.diagnostics])
+
+
+def _nested_agent_files(directory: Path | None) -> list[Diagnostic]:
+    """Claude Code scans agent dirs recursively; we read the top level only, and say so instead of skipping quietly."""
+    if directory is None or not directory.is_dir():
+        return []
+    out: list[Diagnostic] = []
+    for sub in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        nested = sorted(sub.rglob("*.md"))
+        if nested:
+            out.append(
+                Diagnostic(
+                    severity="warning",
+                    code="agent.nested_file",
+                    message=f"{len(nested)} agent file(s) in the subdirectory {sub.name}/ were not loaded (agents are read from the top level of {directory.name}/ only)",
+                    source=str(nested[0]),
+                    fix=f"move them up into {directory}",
+                )
+            )
+    return out
+
+
+def agent_files(directory: Path | None) -> list[Path]:
+    """`*.md` directly in `directory` (sorted; README.md is documentation, not an agent)."""
+    if directory is None or not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob("*.md") if p.is_file() and p.name.lower() != "readme.md")

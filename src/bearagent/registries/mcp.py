@@ -1,0 +1,216 @@
+"""McpRegistry: MCP server entries from config.yaml `mcp_servers`, `.mcp.json` `mcpServers` and plugins. Only
+declared and validated here; connecting is `bearagent.mcp`'s job."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import cast
+
+from pydantic import ValidationError
+
+from bearagent.config.env import expand_env
+from bearagent.config.files import YamlDoc, did_you_mean, read_text
+from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.workspace import Source
+from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.specs import McpServerSpec
+
+MCP_KEYS = frozenset(
+    {"type", "command", "args", "env", "cwd", "url", "headers", "startup_timeout_s", "call_timeout_s", "timeout"}
+)
+_HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
+
+
+class McpRegistry:
+    def __init__(self, layered: Layered[McpServerSpec], diagnostics: Sequence[Diagnostic]) -> None:
+        self._layered = layered
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+
+    def get(self, name: str) -> McpServerSpec | None:
+        found = self._layered.resolved.get(name)
+        return found.item if found else None
+
+    def resolved(self, name: str) -> Resolved[McpServerSpec] | None:
+        return self._layered.resolved.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._layered.resolved)
+
+    def all(self) -> list[McpServerSpec]:
+        return [self._layered.resolved[n].item for n in self.names()]
+
+    def entries(self) -> list[Resolved[McpServerSpec]]:
+        return [self._layered.resolved[n] for n in self.names()]
+
+    def for_use(self, spec: McpServerSpec, env: Mapping[str, str]) -> McpServerSpec:
+        """A copy with `${VAR}` expanded in command, args, env, cwd, url and headers (at the point of use)."""
+        where = f"mcp_servers.{spec.name}"
+
+        def x(value: str, field: str) -> str:
+            return expand_env(value, env, where=f"{where}.{field}")
+
+        return spec.model_copy(
+            update={
+                "command": x(spec.command, "command") if spec.command else None,
+                "args": tuple(x(a, f"args[{i}]") for i, a in enumerate(spec.args)),
+                "env": {k: x(v, f"env.{k}") for k, v in spec.env.items()},
+                "cwd": x(spec.cwd, "cwd") if spec.cwd else None,
+                "url": x(spec.url, "url") if spec.url else None,
+                "headers": {k: x(v, f"headers.{k}") for k, v in spec.headers.items()},
+            }
+        )
+
+
+def parse_mcp_servers(
+    raw: Mapping[str, object], *, path: Path, source: Source, doc: YamlDoc | None = None, prefix: str = "mcp_servers"
+) -> tuple[list[McpServerSpec], list[Diagnostic]]:
+    out: list[McpServerSpec] = []
+    diags: list[Diagnostic] = []
+    for name, value in raw.items():
+        line = doc.line_of(name) if doc else None
+
+        def add(
+            severity: str, code: str, message: str, fix: str, *, _name: str = name, _line: int | None = line
+        ) -> None:
+            diags.append(
+                Diagnostic(
+                    severity="error" if severity == "error" else "warning",
+                    code=code,
+                    message=message,
+                    source=str(path),
+                    line=_line,
+                    field=f"{prefix}.{_name}",
+                    fix=fix,
+                    subject=_name,
+                )
+            )
+
+        if not isinstance(value, dict):
+            add(
+                "error",
+                "mcp.invalid",
+                f"{prefix}.{name} must be a mapping; skipped",
+                f"write `{name}: {{command: uvx, args: [...]}}`",
+            )
+            continue
+        data = dict(cast(dict[str, object], value))
+        for key in list(data):
+            if key not in MCP_KEYS:
+                guess = did_you_mean(key, MCP_KEYS)
+                add(
+                    "warning",
+                    "config.unknown_key",
+                    f"unknown key '{prefix}.{name}.{key}'"
+                    + (f" (did you mean {guess!r}?)" if guess else "")
+                    + "; it is ignored",
+                    f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(MCP_KEYS))}",
+                )
+                del data[key]
+        kind = data.pop("type", None)
+        if "timeout" in data:  # .mcp.json's per-server timeout is in milliseconds
+            timeout = data.pop("timeout")
+            if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and "call_timeout_s" not in data:
+                data["call_timeout_s"] = float(timeout) / 1000.0
+        if kind is None:
+            kind = "stdio" if "command" in data else ("http" if "url" in data else None)
+        if kind in _HTTP_TYPES:
+            transport = "http"
+            if not isinstance(data.get("url"), str):
+                add(
+                    "error",
+                    "mcp.invalid",
+                    f"{prefix}.{name}: an http server needs `url`; skipped",
+                    "add `url: https://...`",
+                )
+                continue
+        elif kind == "stdio":
+            transport = "stdio"
+            if not isinstance(data.get("command"), str):
+                add(
+                    "error",
+                    "mcp.invalid",
+                    f"{prefix}.{name}: a stdio server needs `command`; skipped",
+                    "add `command: uvx` and `args: [...]`",
+                )
+                continue
+        elif kind is None:
+            add(
+                "error",
+                "mcp.invalid",
+                f"{prefix}.{name} has neither `command` (stdio) nor `url` (http); skipped",
+                "add `command: ...` or `type: http` + `url: ...`",
+            )
+            continue
+        else:
+            add(
+                "error",
+                "mcp.unsupported_transport",
+                f"{prefix}.{name}: transport {kind!r} is not supported (stdio and streamable HTTP are); skipped",
+                "use `type: http` with a streamable HTTP endpoint, or a stdio command",
+            )
+            continue
+        if isinstance(data.get("args"), list):
+            data["args"] = tuple(str(a) for a in cast(list[object], data["args"]))
+        for key in ("env", "headers"):
+            if isinstance(data.get(key), dict):
+                data[key] = {str(k): str(v) for k, v in cast(dict[object, object], data[key]).items()}
+        try:
+            out.append(
+                McpServerSpec.model_validate(
+                    {**data, "name": name, "transport": transport, "source": str(path), "level": source.level}
+                )
+            )
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(p) for p in first["loc"])
+            add("error", "mcp.invalid", f"{prefix}.{name}.{key}: {first['msg']}; skipped", f"fix {prefix}.{name}.{key}")
+    return out, diags
+
+
+def load_mcp_json(path: Path, source: Source, diagnostics: list[Diagnostic]) -> list[McpServerSpec]:
+    """`.mcp.json` (Claude Code's project file): `{"mcpServers": {name: entry}}`."""
+    if not path.is_file():
+        return []
+    text = read_text(path, diagnostics)
+    if text is None:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        diagnostics.append(
+            Diagnostic(
+                severity="error",
+                code="config.json_syntax",
+                message=f"invalid JSON in .mcp.json: {exc.msg}; the file was skipped",
+                source=str(path),
+                line=exc.lineno,
+                fix="fix the JSON syntax at that line",
+            )
+        )
+        return []
+    servers = cast(dict[str, object], data).get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        diagnostics.append(
+            Diagnostic(
+                severity="error",
+                code="mcp.invalid",
+                message=".mcp.json must be an object with an `mcpServers` object; the file was skipped",
+                source=str(path),
+                line=1,
+                fix='write {"mcpServers": {"name": {"command": "..."}}}',
+            )
+        )
+        return []
+    specs, diags = parse_mcp_servers(cast(dict[str, object], servers), path=path, source=source, prefix="mcpServers")
+    diagnostics.extend(diags)
+    return specs
+
+
+def build_mcp_registry(
+    entries: Iterable[tuple[McpServerSpec, Source]], diagnostics: Sequence[Diagnostic]
+) -> McpRegistry:
+    candidates = [Candidate(spec.name, spec, source, spec.source or source.id) for spec, source in entries]
+    layered = resolve_layers(candidates, kind="MCP server")
+    return McpRegistry(layered, [*diagnostics, *layered.diagnostics])

@@ -1,0 +1,240 @@
+"""ModelRegistry: `models:` entries of the workspace config (`workspace/<name>`), the user config and plugins
+(`platform/<name>`). Refs resolve exactly; a bare name resolves workspace first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import cast
+
+from pydantic import ValidationError
+
+from bearagent.config.env import expand_env
+from bearagent.config.files import YamlDoc, did_you_mean
+from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.workspace import Source
+from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.specs import Level, ModelEntry
+
+BUILTIN_PROVIDERS: Mapping[str, tuple[str, ...]] = {
+    "openai": ("responses", "chat"),
+    "openai-compatible": ("chat", "responses"),
+    "anthropic": ("messages",),
+    "scripted": (),
+}
+MODEL_KEYS = frozenset(
+    {
+        "provider",
+        "api",
+        "model",
+        "base_url",
+        "api_key_env",
+        "max_output_tokens",
+        "temperature",
+        "timeout_s",
+        "price",
+        "script",
+        "headers",
+    }
+)
+_SECRET_KEYS = frozenset({"api_key", "apiKey", "key", "token", "secret"})
+
+
+class ModelRegistry:
+    def __init__(
+        self,
+        workspace: Layered[ModelEntry],
+        platform: Layered[ModelEntry],
+        diagnostics: Sequence[Diagnostic],
+        providers: Iterable[str] = (),
+    ) -> None:
+        self._workspace = workspace
+        self._platform = platform
+        self.providers: tuple[str, ...] = tuple(sorted({*BUILTIN_PROVIDERS, *providers}))
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+
+    def entries(self) -> list[Resolved[ModelEntry]]:
+        return [self._workspace.resolved[n] for n in sorted(self._workspace.resolved)] + [
+            self._platform.resolved[n] for n in sorted(self._platform.resolved)
+        ]
+
+    def all(self) -> list[ModelEntry]:
+        return [r.item for r in self.entries()]
+
+    def refs(self) -> list[str]:
+        return [e.ref for e in self.all()]
+
+    def get(self, ref: str) -> ModelEntry | None:
+        """Exact lookup of `workspace/x`, `platform/x`, or a bare name (workspace first)."""
+        level, _, name = ref.partition("/")
+        if name and level == "workspace":
+            found = self._workspace.resolved.get(name)
+        elif name and level == "platform":
+            found = self._platform.resolved.get(name)
+        else:
+            found = self._workspace.resolved.get(ref) or self._platform.resolved.get(ref)
+        return found.item if found else None
+
+    def resolve(self, ref: str, *, where: str = "model ref") -> ModelEntry:
+        """The entry for `ref`, or a configuration error listing the close matches."""
+        entry = self.get(ref)
+        if entry is not None:
+            return entry
+        candidates = [*self.refs(), *(e.name for e in self.all())]
+        close = sorted({c for c in candidates if did_you_mean(ref.split("/")[-1], [c.split("/")[-1]])})
+        listing = ", ".join(self.refs()) or "none are configured"
+        raise BearAgentError(
+            ErrorInfo.of(
+                "configuration",
+                "unknown_model",
+                f"{where}: unknown model {ref!r}" + (f"; close matches: {', '.join(close)}" if close else ""),
+                ref=ref,
+            ),
+            hint=f"use one of: {listing}; or add it under `models:` in .bearagent/config.yaml",
+        )
+
+    def for_use(self, entry: ModelEntry, env: Mapping[str, str]) -> ModelEntry:
+        """A copy with `${VAR}` expanded in `model`, `base_url` and header values (at the point of use); a missing
+        variable raises a configuration error naming the variable and the entry."""
+        where = f"models.{entry.name}"
+        updates: dict[str, object] = {}
+        if entry.base_url is not None:
+            updates["base_url"] = expand_env(entry.base_url, env, where=f"{where}.base_url")
+        if entry.model is not None:
+            updates["model"] = expand_env(entry.model, env, where=f"{where}.model")
+        if entry.headers:
+            updates["headers"] = {k: expand_env(v, env, where=f"{where}.headers.{k}") for k, v in entry.headers.items()}
+        return entry.model_copy(update=updates)
+
+
+def parse_model_entries(
+    raw: Mapping[str, object], *, path: Path, level: Level, doc: YamlDoc | None, providers: Iterable[str]
+) -> tuple[list[ModelEntry], list[Diagnostic]]:
+    known_providers = sorted({*BUILTIN_PROVIDERS, *providers})
+    out: list[ModelEntry] = []
+    diags: list[Diagnostic] = []
+    for name, value in raw.items():
+        line = doc.line_of(name) if doc else None
+
+        def add(
+            severity: str, code: str, message: str, fix: str, field: str, *, _name: str = name, _line: int | None = line
+        ) -> None:
+            diags.append(
+                Diagnostic(
+                    severity="error" if severity == "error" else "warning",
+                    code=code,
+                    message=message,
+                    source=str(path),
+                    line=_line,
+                    field=field,
+                    fix=fix,
+                    subject=_name,
+                )
+            )
+
+        if not isinstance(value, dict):
+            add(
+                "error",
+                "model.invalid",
+                f"models.{name} must be a mapping with at least `provider`; skipped",
+                f"write `{name}: {{provider: openai, model: gpt-5-mini}}`",
+                f"models.{name}",
+            )
+            continue
+        data = dict(cast(dict[str, object], value))
+        secret = next((k for k in data if k in _SECRET_KEYS), None)
+        if secret is not None:
+            add(
+                "error",
+                "model.secret_in_config",
+                f"models.{name}.{secret}: a key must never be written in config; the entry was skipped",
+                "put the key in an environment variable and write `api_key_env: OPENAI_API_KEY`",
+                f"models.{name}.{secret}",
+            )
+            continue
+        for key in list(data):
+            if key not in MODEL_KEYS:
+                guess = did_you_mean(key, MODEL_KEYS)
+                add(
+                    "warning",
+                    "config.unknown_key",
+                    f"unknown key 'models.{name}.{key}'"
+                    + (f" (did you mean {guess!r}?)" if guess else "")
+                    + "; it is ignored",
+                    f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(MODEL_KEYS))}",
+                    f"models.{name}.{key}",
+                )
+                del data[key]
+        provider = data.get("provider")
+        if not isinstance(provider, str) or provider not in known_providers:
+            guess = did_you_mean(str(provider), known_providers) if provider else None
+            add(
+                "error",
+                "model.unknown_provider",
+                f"models.{name}: unknown provider {provider!r}"
+                + (f" (did you mean {guess!r}?)" if guess else "")
+                + "; the entry was skipped",
+                f"use one of: {', '.join(known_providers)} (plugins add more)",
+                f"models.{name}.provider",
+            )
+            continue
+        api = data.get("api")
+        allowed_apis = BUILTIN_PROVIDERS.get(provider)
+        if api is not None and allowed_apis and api not in allowed_apis:
+            add(
+                "error",
+                "model.invalid_api",
+                f"models.{name}.api {api!r} is not supported by provider {provider}; the entry was skipped",
+                f"use one of: {', '.join(allowed_apis)}",
+                f"models.{name}.api",
+            )
+            continue
+        if provider == "scripted":
+            script = data.get("script")
+            if not isinstance(script, str) or not script:
+                add(
+                    "error",
+                    "model.missing_script",
+                    f"models.{name}: a scripted model needs `script: <file.yaml>`; the entry was skipped",
+                    "add `script: scripts/demo.yaml` (relative to config.yaml)",
+                    f"models.{name}.script",
+                )
+                continue
+            script_path = Path(script) if Path(script).is_absolute() else path.parent / script
+            data["script"] = str(script_path)
+            if not script_path.is_file():
+                add(
+                    "warning",
+                    "model.script_missing",
+                    f"models.{name}.script: {script_path} does not exist (runs with this model will fail)",
+                    "create the script file or fix the path (relative to config.yaml)",
+                    f"models.{name}.script",
+                )
+        try:
+            out.append(ModelEntry.model_validate({**data, "name": name, "level": level, "source": str(path)}))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(p) for p in first["loc"])
+            add(
+                "error",
+                "model.invalid",
+                f"models.{name}.{key}: {first['msg']}; the entry was skipped",
+                f"fix models.{name}.{key}",
+                f"models.{name}.{key}",
+            )
+    return out, diags
+
+
+def build_model_registry(
+    entries: Iterable[tuple[ModelEntry, Source]], diagnostics: Sequence[Diagnostic], providers: Iterable[str]
+) -> ModelRegistry:
+    ws: list[Candidate[ModelEntry]] = []
+    pf: list[Candidate[ModelEntry]] = []
+    for entry, source in entries:
+        (ws if source.level == "workspace" else pf).append(
+            Candidate(entry.name, entry, source, entry.source or source.id)
+        )
+    ws_l = resolve_layers(ws, kind="model")
+    pf_l = resolve_layers(pf, kind="model")
+    return ModelRegistry(ws_l, pf_l, [*diagnostics, *ws_l.diagnostics, *pf_l.diagnostics], providers)

@@ -1,0 +1,308 @@
+"""SkillRegistry: Agent Skills folders (`skills/<name>/SKILL.md`) with lenient loading and a budgeted catalog."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import cast
+
+from bearagent.config.files import FrontmatterDoc, did_you_mean, load_frontmatter
+from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.workspace import Source
+from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.specs import SkillSpec
+
+SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+SKILL_KEYS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
+# Claude Code extensions: accepted, reported as ignored (never silently dropped).
+CLAUDE_SKILL_KEYS = frozenset(
+    {
+        "disable-model-invocation",
+        "user-invocable",
+        "context",
+        "agent",
+        "paths",
+        "arguments",
+        "when_to_use",
+        "model",
+        "version",
+    }
+)
+MAX_BUNDLED_FILES = 200
+_SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv"})
+
+
+class SkillRegistry:
+    def __init__(self, layered: Layered[SkillSpec], diagnostics: Sequence[Diagnostic]) -> None:
+        self._layered = layered
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+
+    def get(self, name: str) -> SkillSpec | None:
+        found = self._layered.resolved.get(name)
+        return found.item if found else None
+
+    def resolved(self, name: str) -> Resolved[SkillSpec] | None:
+        return self._layered.resolved.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._layered.resolved)
+
+    def all(self) -> list[SkillSpec]:
+        return [self._layered.resolved[n].item for n in self.names()]
+
+    def entries(self) -> list[Resolved[SkillSpec]]:
+        return [self._layered.resolved[n] for n in self.names()]
+
+    @property
+    def broken(self) -> Mapping[str, tuple[str, ...]]:
+        return self._layered.broken
+
+    def catalog(self, names: Iterable[str] | None = None, *, budget_chars: int) -> SkillCatalog:
+        """The `<available_skills>` block for `names` (default: all). Over budget, descriptions are dropped from the
+        end of the (alphabetical) list first, then whole entries; `dropped_descriptions`/`dropped_skills` say which."""
+        chosen = [s for s in (self.get(n) for n in (sorted(names) if names is not None else self.names())) if s]
+        return build_catalog(chosen, budget_chars)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillCatalog:
+    text: str
+    included: tuple[str, ...]
+    dropped_descriptions: tuple[str, ...]
+    dropped_skills: tuple[str, ...]
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.dropped_descriptions or self.dropped_skills)
+
+
+def _entry(skill: SkillSpec, with_description: bool) -> str:
+    if with_description:
+        return (
+            f"<skill><name>{escape(skill.name)}</name><description>{escape(skill.description)}</description></skill>\n"
+        )
+    return f"<skill><name>{escape(skill.name)}</name></skill>\n"
+
+
+def build_catalog(skills: Sequence[SkillSpec], budget_chars: int) -> SkillCatalog:
+    head, tail = "<available_skills>\n", "</available_skills>"
+    if not skills:
+        return SkillCatalog("", (), (), ())
+    full = [_entry(s, True) for s in skills]
+    short = [_entry(s, False) for s in skills]
+    parts = list(full)
+    total = len(head) + len(tail) + sum(len(p) for p in parts)
+    dropped_desc: list[str] = []
+    index = len(parts) - 1
+    while total > budget_chars and index >= 0:
+        total -= len(parts[index]) - len(short[index])
+        parts[index] = short[index]
+        dropped_desc.append(skills[index].name)
+        index -= 1
+    dropped_skills: list[str] = []
+    while total > budget_chars and parts:
+        removed = parts.pop()
+        total -= len(removed)
+        dropped_skills.append(skills[len(parts)].name)
+    included = tuple(s.name for s in skills[: len(parts)])
+    dropped_desc = [n for n in dropped_desc if n not in dropped_skills]
+    text = head + "".join(parts) + tail if parts else ""
+    return SkillCatalog(text, included, tuple(sorted(dropped_desc)), tuple(sorted(dropped_skills)))
+
+
+def find_skill_file(directory: Path) -> Path | None:
+    for name in ("SKILL.md", "skill.md"):
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def skill_dirs(root: Path | None, diagnostics: list[Diagnostic]) -> list[tuple[Path, Path]]:
+    """`(skill_dir, SKILL.md)` for each subdirectory of `root`; a folder with Markdown but no SKILL.md is a warning."""
+    if root is None or not root.is_dir():
+        return []
+    found: list[tuple[Path, Path]] = []
+    for child in sorted(root.iterdir()):
+        if not child.is_dir() or child.name.startswith("."):
+            if child.is_file() and child.suffix == ".md" and child.name.lower() != "readme.md":
+                diagnostics.append(
+                    Diagnostic(
+                        severity="warning",
+                        code="skill.not_in_folder",
+                        message=f"{child.name} is directly in the skills directory; skills are folders and it was skipped",
+                        source=str(child),
+                        fix=f"move it to {child.stem}/SKILL.md",
+                    )
+                )
+            continue
+        skill_file = find_skill_file(child)
+        if skill_file is None:
+            if any(child.glob("*.md")) or (child / "skill.json").exists():
+                diagnostics.append(
+                    Diagnostic(
+                        severity="warning",
+                        code="skill.missing_skill_md",
+                        message=f"folder {child.name}/ has no SKILL.md; it was skipped",
+                        source=str(child),
+                        fix=f"name the skill's entry file {child.name}/SKILL.md (with `name` and `description` frontmatter)",
+                    )
+                )
+            continue
+        found.append((child, skill_file))
+    return found
+
+
+def _bundled_files(directory: Path, entry: Path) -> tuple[str, ...]:
+    files: list[str] = []
+    for path in sorted(directory.rglob("*")):
+        if len(files) >= MAX_BUNDLED_FILES:
+            break
+        rel = path.relative_to(directory)
+        if path == entry or any(part in _SKIP_DIRS for part in rel.parts) or not path.is_file():
+            continue
+        files.append(rel.as_posix())
+    return tuple(files)
+
+
+def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[SkillSpec | None, list[Diagnostic]]:
+    diags: list[Diagnostic] = []
+    path = doc.path
+
+    def add(severity: str, code: str, key: str | None, message: str, fix: str) -> None:
+        diags.append(
+            Diagnostic(
+                severity="error" if severity == "error" else "warning",
+                code=code,
+                message=message,
+                source=str(path),
+                line=doc.line_of(key) if key else None,
+                field=key,
+                fix=fix,
+            )
+        )
+
+    data = doc.data
+    for key in data:
+        if key in SKILL_KEYS:
+            continue
+        if key in CLAUDE_SKILL_KEYS:
+            add(
+                "warning",
+                "skill.unsupported_key",
+                key,
+                f"Claude Code skill key {key!r} is not supported by BearAgent and is ignored",
+                "remove it, or keep it knowing it has no effect here",
+            )
+            continue
+        guess = did_you_mean(key, SKILL_KEYS)
+        add(
+            "warning",
+            "config.unknown_key",
+            key,
+            f"unknown key {key!r} in SKILL.md" + (f" (did you mean {guess!r}?)" if guess else "") + "; it is ignored",
+            f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(SKILL_KEYS))}",
+        )
+    dir_name = directory.name
+    name = data.get("name")
+    if name is None:
+        add(
+            "warning",
+            "skill.missing_name",
+            None,
+            f"SKILL.md has no `name`; using the folder name {dir_name!r}",
+            f"add `name: {dir_name}`",
+        )
+    elif name != dir_name:
+        add(
+            "warning",
+            "skill.name_mismatch",
+            "name",
+            f"skill name {name!r} does not match its folder {dir_name!r}; it is loaded as {dir_name!r} (the folder name)",
+            f"set `name: {dir_name}` or rename the folder to {name}",
+        )
+    if not SKILL_NAME_RE.match(dir_name) or len(dir_name) > 64:
+        add(
+            "warning",
+            "skill.invalid_name",
+            "name",
+            f"skill name {dir_name!r} breaks the Agent Skills rules (1-64 lowercase letters, digits and single hyphens)",
+            f"rename the folder to {dir_name.lower().replace('_', '-')!r}",
+        )
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        add(
+            "error",
+            "skill.missing_description",
+            "description" if "description" in data else None,
+            f"skill {dir_name!r} has no description, so the model could never choose it; it was skipped",
+            "add `description: <what it does and when to use it>` (1-1024 characters)",
+        )
+        return None, diags
+    description = description.strip()
+    if len(description) > 1024:
+        add(
+            "warning",
+            "skill.description_too_long",
+            "description",
+            f"description is {len(description)} characters (the limit is 1024); it costs catalog budget",
+            "shorten it to at most 1024 characters",
+        )
+    metadata: dict[str, str] = {}
+    if isinstance(data.get("metadata"), dict):
+        metadata = {str(k): str(v) for k, v in cast(dict[object, object], data["metadata"]).items()}
+    elif "metadata" in data:
+        add(
+            "warning",
+            "skill.invalid_field",
+            "metadata",
+            "metadata must be a mapping of string keys to string values; ignored",
+            "write `metadata: {author: me}`",
+        )
+    allowed = data.get("allowed-tools")
+    allowed_tools: tuple[str, ...] = ()
+    if isinstance(allowed, str):
+        allowed_tools = tuple(p for p in re.split(r"[,\s]+", allowed) if p)
+    elif isinstance(allowed, list):
+        allowed_tools = tuple(str(p) for p in cast(list[object], allowed))
+    texts: dict[str, str | None] = {}
+    for key in ("license", "compatibility"):
+        value = data.get(key)
+        texts[key] = str(value) if value is not None else None
+    spec = SkillSpec(
+        name=dir_name,
+        description=description[:4096],
+        body=doc.body,
+        license=texts["license"],
+        compatibility=texts["compatibility"],
+        metadata=metadata,
+        allowed_tools=allowed_tools,
+        directory=str(directory),
+        files=_bundled_files(directory, path),
+        source=str(path),
+        level=source.level,
+        origin=source.id,
+    )
+    return spec, diags
+
+
+def load_skills(sources: Iterable[Source], *, extra_dirs: Iterable[tuple[Source, Path]] = ()) -> SkillRegistry:
+    """Scan each source's directory for skill folders and resolve precedence."""
+    diags: list[Diagnostic] = []
+    candidates: list[Candidate[SkillSpec]] = []
+    pairs: list[tuple[Source, Path | None]] = [(s, s.directory) for s in sources]
+    pairs.extend(extra_dirs)
+    for source, root in pairs:
+        for directory, skill_file in skill_dirs(root, diags):
+            doc = load_frontmatter(skill_file, diags, what="SKILL.md")
+            if doc is None:
+                continue
+            spec, file_diags = parse_skill(doc, directory, source)
+            diags.extend(file_diags)
+            if spec is not None:
+                candidates.append(Candidate(spec.name, spec, source, str(skill_file)))
+    layered = resolve_layers(candidates, kind="skill")
+    return SkillRegistry(layered, [*diags, *layered.diagnostics])

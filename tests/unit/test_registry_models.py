@@ -1,0 +1,104 @@
+"""ModelRegistry: levels, refs, providers, secrets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+from tests.support.config_ws import load, only, write
+
+from bearagent import hookimpl
+from bearagent.domain.errors import BearAgentError
+from bearagent.domain.specs import ModelEntry
+from bearagent.plugins.contributions import ProviderRegistration
+from bearagent.plugins.manager import PluginHost
+from bearagent.ports import ModelProvider
+
+
+def _two_levels(tmp_path: Path) -> Path:
+    write(
+        tmp_path,
+        "home/bearagent/config.yaml",
+        "models:\n  gpt: {provider: openai, model: user-model}\n  claude: {provider: anthropic, model: c}\n",
+    )
+    write(tmp_path, "ws/.bearagent/config.yaml", "models:\n  gpt: {provider: openai, model: ws-model, api: chat}\n")
+    return tmp_path / "ws"
+
+
+def test_workspace_and_platform_refs_and_bare_name_workspace_first(tmp_path: Path) -> None:
+    ws = load(_two_levels(tmp_path), tmp_path / "home")
+    assert ws.models.resolve("workspace/gpt").model == "ws-model"
+    assert ws.models.resolve("platform/gpt").model == "user-model"
+    assert ws.models.resolve("gpt").model == "ws-model"
+    assert ws.models.resolve("claude").ref == "platform/claude"
+    assert ws.models.refs() == ["workspace/gpt", "platform/claude", "platform/gpt"]
+
+
+def test_unknown_ref_lists_close_matches(tmp_path: Path) -> None:
+    ws = load(_two_levels(tmp_path), tmp_path / "home")
+    with pytest.raises(BearAgentError) as info:
+        ws.models.resolve("gtp", where="agent 'x': model")
+    message = info.value.info.message
+    assert "agent 'x': model: unknown model 'gtp'" in message and "workspace/gpt" in message
+    assert info.value.info.category == "configuration" and info.value.hint and "platform/claude" in info.value.hint
+
+
+def test_unknown_provider_is_an_error_with_did_you_mean(tmp_path: Path) -> None:
+    write(tmp_path, ".bearagent/config.yaml", "models:\n  x: {provider: opnai, model: m}\n")
+    ws = load(tmp_path, tmp_path / "home")
+    d = only(ws.models.diagnostics, "model.unknown_provider")
+    assert "did you mean 'openai'" in d.message and d.line == 2 and ws.models.get("x") is None
+
+
+def test_plugin_provider_ids_are_valid_and_plugin_entries_are_platform(tmp_path: Path) -> None:
+    def factory(entry: ModelEntry, *, env: Mapping[str, str], base_dir: Path) -> ModelProvider:
+        raise NotImplementedError("not called in this test")
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register: Callable[[ProviderRegistration | ModelEntry], None]) -> None:
+            register(ProviderRegistration(id="echo", factory=factory))
+            register(ProviderRegistration(id="openai", factory=factory))
+            register(ModelEntry(name="echo-small", provider="echo", model="e"))
+
+    host = PluginHost()
+    host.register(Plugin(), "echoer")
+    write(tmp_path, ".bearagent/config.yaml", "models:\n  mine: {provider: echo, model: m}\n")
+    ws = load(tmp_path, tmp_path / "home", plugins=host)
+    assert ws.models.resolve("mine").provider == "echo"
+    assert ws.models.resolve("echo-small").ref == "platform/echo-small"
+    assert "echo" in ws.models.providers
+    assert list(ws.provider_factories()) == ["echo"]
+    shadow = only(ws.diagnostics(), "plugin.provider_shadowed")
+    assert "'openai', which is built in" in shadow.message
+
+
+def test_secret_in_config_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    write(tmp_path, ".bearagent/config.yaml", "models:\n  x: {provider: openai, api_key: sk-very-secret}\n")
+    ws = load(tmp_path, tmp_path / "home")
+    d = only(ws.models.diagnostics, "model.secret_in_config")
+    assert "sk-very-secret" not in d.render() and "api_key_env" in (d.fix or "")
+
+
+def test_scripted_needs_script_and_path_is_relative_to_config(tmp_path: Path) -> None:
+    write(tmp_path, ".bearagent/scripts/s.yaml", "turns: []\n")
+    write(
+        tmp_path,
+        ".bearagent/config.yaml",
+        "models:\n  s: {provider: scripted, script: scripts/s.yaml}\n  t: {provider: scripted}\n",
+    )
+    ws = load(tmp_path, tmp_path / "home")
+    assert ws.models.resolve("s").script == str(tmp_path / ".bearagent/scripts/s.yaml")
+    assert "scripted model needs `script" in only(ws.models.diagnostics, "model.missing_script").message
+
+
+def test_invalid_api_and_unknown_key(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".bearagent/config.yaml",
+        "models:\n  a: {provider: anthropic, api: responses}\n  b: {provider: openai, base_ulr: x}\n",
+    )
+    ws = load(tmp_path, tmp_path / "home")
+    assert "messages" in (only(ws.models.diagnostics, "model.invalid_api").fix or "")
+    assert "did you mean 'base_url'" in only(ws.models.diagnostics, "config.unknown_key").message
