@@ -14,7 +14,7 @@ from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.models import ModelEvent, ModelRequest
-from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
+from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 
 
@@ -63,6 +63,20 @@ class EventStore(Protocol):
     def close(self) -> None: ...
 
 
+class SessionStore(Protocol):
+    """Sessions (one conversation of one caller in one workspace); the runtime's serial run queue keys on them."""
+
+    def create_session(self, session: SessionRecord) -> SessionRecord: ...
+
+    def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
+
+    def update_session(self, session: SessionRecord) -> SessionRecord: ...
+
+    def latest_session(self, *, caller: str | None = None) -> SessionRecord | None: ...
+
+    def list_sessions(self, *, caller: str | None = None, limit: int = 50) -> Sequence[SessionRecord]: ...
+
+
 class ModelProvider(Protocol):
     """Turns a `ModelRequest` into a stream of `ModelEvent`s. Raises `BearAgentError` (with `ErrorInfo`) on failure;
     never retries; SDK objects never leave the adapter. Closing the iterator closes the HTTP stream."""
@@ -109,6 +123,10 @@ class PreToolDecision:
     block: bool = False
     updated_arguments: JsonMapping | None = None
     additional_context: str | None = None
+    stop_reason: str | None = None
+    """Set when a hook answered `continue: false`: the run must stop after this call (shown to the user)."""
+    system_message: str | None = None
+    """Warnings for the user (hook `systemMessage`s and hook errors); not shown to the model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +135,10 @@ class PostToolDecision:
 
     block_reason: str | None = None
     additional_context: str | None = None
+    stop_reason: str | None = None
+    """Set when a hook answered `continue: false`: the run must stop (shown to the user)."""
+    system_message: str | None = None
+    """Warnings for the user (hook `systemMessage`s and hook errors); not shown to the model."""
 
 
 class ToolInterceptor(Protocol):

@@ -189,11 +189,9 @@ class WorkspaceRuntime:
 
     def check_trust(self) -> None:
         """Refuse to run hooks, MCP servers or shell-executing config of a workspace the user has not trusted."""
-        from bearagent.hooks.trust import TrustSurface, require_trust
+        from bearagent.hooks.trust import require_trust, workspace_trust_surface
 
-        surface = TrustSurface.of(
-            hooks=[g for g in self._all_hook_groups() if g.level == "workspace"], mcp_servers=self.loaded.mcp.all()
-        )
+        surface = workspace_trust_surface(self.loaded)
         if surface.is_empty:
             return
         require_trust(self.root, surface, env=self.loaded.env)

@@ -1,0 +1,434 @@
+"""The hook wire protocol: what a handler reads on stdin (or as the POST body), and how its answer is read.
+
+Input is Claude Code's JSON, field for field, so a script written for Claude Code runs unchanged: the common fields
+(`session_id`, `transcript_path`, `cwd`, `hook_event_name`, `permission_mode`) are always present, plus our
+`run_id` and `agent_name` (null outside a run / agent), plus the per-event fields (`EVENT_INPUT_MODELS`).
+
+Output follows Claude Code's exit-code and JSON rules (`reply_from_command`, `reply_from_json`). Every handler
+type ends up as one `HookReply` (what it asked for) or one `HandlerFailure` (it did not answer properly); the
+dispatcher then applies declared capabilities, `on_failure` and the cross-hook merge.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeAlias, cast
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+from bearagent.domain._base import JsonValue, thaw_json_mapping
+from bearagent.domain.models import ModelRequest
+from bearagent.domain.specs import HookEventName
+from bearagent.domain.tools import ToolResult
+
+MAX_TEXT_CHARS = 10_000
+"""Cap of one string a hook hands back (context, reason, system message, plain stdout), as in Claude Code."""
+
+PermissionDecision: TypeAlias = Literal["allow", "deny", "ask"]
+JsonDict: TypeAlias = dict[str, JsonValue]
+
+TOOL_EVENTS: frozenset[str] = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+BLOCKING_EVENTS: frozenset[str] = frozenset(
+    {"UserPromptSubmit", "PreModelRequest", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop"}
+)
+"""Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart)
+exit 2 only shows stderr to the user, as in Claude Code."""
+
+PLAIN_STDOUT_IS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "SessionStart"})
+
+
+def bound_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """`text` cut to `limit` characters with a visible marker saying how much was dropped."""
+    if len(text) <= limit:
+        return text
+    marker = f"\n… [hook output truncated: {len(text) - limit} more characters]"
+    return text[: max(0, limit - len(marker))] + marker
+
+
+# ---- input ---------------------------------------------------------------------------------------------------
+
+
+class _WireModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CommonInput(_WireModel):
+    session_id: str
+    transcript_path: str
+    cwd: str
+    hook_event_name: HookEventName
+    permission_mode: str = "default"
+    run_id: str | None = None
+    agent_name: str | None = None
+
+
+class SessionStartInput(_WireModel):
+    source: Literal["startup", "resume", "clear", "compact"] = "startup"
+    model: str | None = None
+    agent_type: str | None = None
+
+
+class SessionEndInput(_WireModel):
+    reason: Literal["clear", "logout", "prompt_input_exit", "other"] = "other"
+
+
+class UserPromptSubmitInput(_WireModel):
+    prompt: str
+
+
+class PreModelRequestInput(_WireModel):
+    model_request: JsonDict
+    """`ModelRequest` as JSON (`model_request_to_wire`): `{model, messages: [{role, parts: [...]}], tools: [{name,
+    description, input_schema}], max_output_tokens, temperature, timeout_ms, prompt_version}`."""
+
+
+class PreToolUseInput(_WireModel):
+    tool_name: str
+    tool_input: JsonDict
+    tool_use_id: str
+
+
+class PostToolUseInput(_WireModel):
+    tool_name: str
+    tool_input: JsonDict
+    tool_response: JsonDict
+    tool_use_id: str
+    duration_ms: int | None = None
+
+
+class PostToolUseFailureInput(_WireModel):
+    tool_name: str
+    tool_input: JsonDict
+    tool_response: JsonDict
+    tool_use_id: str
+    error: str
+    is_interrupt: bool = False
+    duration_ms: int | None = None
+
+
+class StopInput(_WireModel):
+    stop_hook_active: StrictBool = False
+    last_assistant_message: str = ""
+    background_tasks: list[JsonValue] = Field(default_factory=list[JsonValue])
+    session_crons: list[JsonValue] = Field(default_factory=list[JsonValue])
+
+
+class SubagentStartInput(_WireModel):
+    agent_id: str
+    agent_type: str
+
+
+class SubagentStopInput(_WireModel):
+    stop_hook_active: StrictBool = False
+    agent_id: str
+    agent_type: str
+    agent_transcript_path: str = ""
+    last_assistant_message: str = ""
+    background_tasks: list[JsonValue] = Field(default_factory=list[JsonValue])
+    session_crons: list[JsonValue] = Field(default_factory=list[JsonValue])
+
+
+EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
+    "SessionStart": SessionStartInput,
+    "SessionEnd": SessionEndInput,
+    "UserPromptSubmit": UserPromptSubmitInput,
+    "PreModelRequest": PreModelRequestInput,
+    "PreToolUse": PreToolUseInput,
+    "PostToolUse": PostToolUseInput,
+    "PostToolUseFailure": PostToolUseFailureInput,
+    "Stop": StopInput,
+    "SubagentStart": SubagentStartInput,
+    "SubagentStop": SubagentStopInput,
+}
+
+
+def build_hook_input(common: CommonInput, payload: Mapping[str, JsonValue]) -> JsonDict:
+    """The full stdin JSON: common fields + the event's fields, validated against the event's model.
+
+    Raises `ValueError` naming the field when the payload does not fit the event (a runtime bug, not user input).
+    Optional per-event fields that are None are left out (Claude Code omits them too).
+    """
+    model = EVENT_INPUT_MODELS[common.hook_event_name]
+    try:
+        event_part = model.model_validate(dict(payload))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+        raise ValueError(f"{common.hook_event_name} hook payload: {problems}") from None
+    out: JsonDict = cast(JsonDict, common.model_dump(mode="json"))
+    for key, value in cast(JsonDict, event_part.model_dump(mode="json")).items():
+        if value is None and key not in ("model_request",):
+            continue
+        out[key] = value
+    return out
+
+
+def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
+    """What a matcher is tested against for this event; None = the event has no matcher support (all match)."""
+    key = {
+        "PreToolUse": "tool_name",
+        "PostToolUse": "tool_name",
+        "PostToolUseFailure": "tool_name",
+        "SessionStart": "source",
+        "SessionEnd": "reason",
+        "SubagentStart": "agent_type",
+        "SubagentStop": "agent_type",
+    }.get(event)
+    if event == "PreModelRequest":
+        request = payload.get("model_request")
+        model = request.get("model") if isinstance(request, Mapping) else None
+        return model if isinstance(model, str) else None
+    if key is None:
+        return None
+    value = payload.get(key)
+    if value is None:
+        defaults = {"source": "startup", "reason": "other"}
+        return defaults.get(key)
+    return value if isinstance(value, str) else None
+
+
+def model_request_to_wire(request: ModelRequest) -> JsonDict:
+    return cast(JsonDict, request.model_dump(mode="json"))
+
+
+def model_request_from_wire(value: Mapping[str, JsonValue]) -> ModelRequest:
+    """Validate a hook's `updatedRequest`; raises `ValueError` naming the first bad field."""
+    try:
+        return ModelRequest.model_validate(dict(value))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "updatedRequest"
+        raise ValueError(f"updatedRequest.{where}: {first['msg']}") from None
+
+
+def tool_response_from_result(tool_name: str, result: ToolResult) -> JsonDict:
+    """`tool_response`, always a JSON object. The tool's structured `data` when it has some (plus `content`), else
+    `{content}`; for `Bash` always `{stdout, stderr, exit_code, interrupted}` as Claude Code scripts expect."""
+    response: JsonDict = thaw_json_mapping(result.data) if result.data is not None else {}
+    response.setdefault("content", result.content)
+    if result.error is not None:
+        response.setdefault("error", result.error.message)
+    if tool_name == "Bash":
+        response.setdefault("stdout", result.content)
+        response.setdefault("stderr", "")
+        response.setdefault("exit_code", 0 if result.status == "succeeded" else 1)
+        response.setdefault("interrupted", result.error is not None and result.error.code.endswith("timeout"))
+    return response
+
+
+# ---- output --------------------------------------------------------------------------------------------------
+
+
+class HookSpecificOutput(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    hookEventName: StrictStr | None = None
+    permissionDecision: Literal["allow", "deny", "ask"] | None = None
+    permissionDecisionReason: StrictStr | None = None
+    updatedInput: dict[str, JsonValue] | None = None
+    updatedRequest: dict[str, JsonValue] | None = None
+    additionalContext: StrictStr | None = None
+
+
+class HookJsonOutput(BaseModel):
+    """The JSON object a hook may print on exit 0 (Claude Code's fields). Unknown keys are tolerated (Claude Code
+    has many more) and reported as ignored."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    continue_: StrictBool = Field(default=True, alias="continue")
+    stopReason: StrictStr | None = None
+    systemMessage: StrictStr | None = None
+    suppressOutput: StrictBool = False
+    decision: Literal["block", "approve"] | None = None
+    reason: StrictStr | None = None
+    hookSpecificOutput: HookSpecificOutput | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HookReply:
+    """What one handler asked for, before capabilities and merging. `raw` is the parsed output (for the log)."""
+
+    block: bool = False
+    block_reason: str | None = None
+    permission: PermissionDecision | None = None
+    permission_reason: str | None = None
+    updated_input: JsonDict | None = None
+    updated_request: JsonDict | None = None
+    additional_context: str | None = None
+    continue_: bool = True
+    stop_reason: str | None = None
+    system_message: str | None = None
+    raw: JsonDict | None = None
+    notes: tuple[str, ...] = ()
+
+
+FailureKind: TypeAlias = Literal[
+    "timeout", "crashed", "exit_status", "bad_output", "missing_executable", "http_status", "unknown_handler"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerFailure:
+    """The handler did not answer properly; `on_failure` decides whether that blocks."""
+
+    kind: FailureKind
+    message: str
+    raw: JsonDict | None = field(default=None)
+
+
+HandlerResult: TypeAlias = HookReply | HandlerFailure
+
+
+class HookOutputError(ValueError):
+    """A hook's JSON broke the output schema; the message names the field."""
+
+
+def reply_from_json(event: str, value: object) -> HookReply:
+    """Read a JSON object answer (stdout on exit 0, an HTTP body, a Python handler's dict)."""
+    if not isinstance(value, Mapping):
+        raise HookOutputError(f"hook output must be a JSON object, got {type(value).__name__}")
+    obj = cast(Mapping[str, object], value)
+    try:
+        parsed = HookJsonOutput.model_validate(dict(obj))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "output"
+        raise HookOutputError(f"hook output field {where}: {first['msg']}") from None
+    notes: list[str] = []
+    ignored = sorted(set(parsed.model_extra or {}))
+    specific = parsed.hookSpecificOutput
+    if specific is not None:
+        ignored += [f"hookSpecificOutput.{k}" for k in sorted(specific.model_extra or {})]
+        if specific.hookEventName is not None and specific.hookEventName != event:
+            raise HookOutputError(
+                f"hookSpecificOutput.hookEventName is {specific.hookEventName!r} but this is a {event} hook"
+            )
+    if ignored:
+        notes.append(f"ignored output fields BearAgent does not use: {', '.join(ignored)}")
+
+    block = False
+    block_reason: str | None = None
+    permission: PermissionDecision | None = None
+    permission_reason: str | None = None
+    if parsed.decision == "block":
+        if event == "PreToolUse":
+            permission, permission_reason = "deny", parsed.reason
+        else:
+            block, block_reason = True, parsed.reason or "blocked by hook (decision: block)"
+    elif parsed.decision == "approve" and event == "PreToolUse":
+        permission, permission_reason = "allow", parsed.reason
+    updated_input = updated_request = additional_context = None
+    if specific is not None:
+        if specific.permissionDecision is not None:
+            if event != "PreToolUse":
+                notes.append(f"permissionDecision is only read on PreToolUse, ignored on {event}")
+            else:
+                permission = specific.permissionDecision
+                permission_reason = specific.permissionDecisionReason or parsed.reason
+        if specific.updatedInput is not None:
+            if event == "PreToolUse":
+                updated_input = specific.updatedInput
+            else:
+                notes.append(f"updatedInput is only read on PreToolUse, ignored on {event}")
+        if specific.updatedRequest is not None:
+            if event == "PreModelRequest":
+                updated_request = specific.updatedRequest
+            else:
+                notes.append(f"updatedRequest is only read on PreModelRequest, ignored on {event}")
+        additional_context = specific.additionalContext
+    if block and event not in BLOCKING_EVENTS:
+        notes.append(f"decision: block has no effect on {event}")
+        block = False
+    return HookReply(
+        block=block,
+        block_reason=_opt_bound(block_reason),
+        permission=permission,
+        permission_reason=_opt_bound(permission_reason),
+        updated_input=updated_input,
+        updated_request=updated_request,
+        additional_context=_opt_bound(additional_context),
+        continue_=parsed.continue_,
+        stop_reason=_opt_bound(parsed.stopReason),
+        system_message=_opt_bound(parsed.systemMessage),
+        raw=cast(JsonDict, json.loads(json.dumps(dict(obj), default=str))),
+        notes=tuple(notes),
+    )
+
+
+def _opt_bound(text: str | None) -> str | None:
+    return None if text is None else bound_text(text)
+
+
+def _parse_json_text(event: str, text: str) -> HandlerResult:
+    try:
+        value: object = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return HandlerFailure(
+            "bad_output", f"stdout starts with '{{' but is not valid JSON ({exc.msg} at line {exc.lineno})"
+        )
+    try:
+        return reply_from_json(event, value)
+    except HookOutputError as exc:
+        return HandlerFailure("bad_output", str(exc))
+
+
+def reply_from_command(event: str, exit_code: int, stdout: str, stderr: str) -> HandlerResult:
+    """Claude Code's exit-code rules. 0: success (JSON when stdout starts with `{`; a last line that is a JSON
+    object after leading noise is accepted with a note; otherwise plain text, which is context for
+    UserPromptSubmit / SessionStart). 2: block with stderr (on events that can block; elsewhere stderr is shown to
+    the user). Anything else: a failure (reported; `on_failure: block` makes it fail closed)."""
+    if exit_code == 0:
+        text = stdout.strip()
+        if text.startswith("{"):
+            return _parse_json_text(event, text)
+        lines = [line for line in text.splitlines() if line.strip()]
+        if lines and lines[-1].lstrip().startswith("{"):
+            result = _parse_json_text(event, lines[-1].strip())
+            if isinstance(result, HookReply):
+                note = "stdout had non-JSON text before the JSON object on its last line (shell profile echo?)"
+                return replace(result, notes=(*result.notes, note))
+            return result
+        if text and event in PLAIN_STDOUT_IS_CONTEXT:
+            return HookReply(additional_context=bound_text(text), raw={"stdout": bound_text(text, 2_000)})
+        return HookReply(raw={"stdout": bound_text(text, 2_000)} if text else None)
+    if exit_code == 2:
+        message = stderr.strip() or "blocked by hook (exit code 2)"
+        if event in BLOCKING_EVENTS:
+            return HookReply(block=True, block_reason=bound_text(message))
+        return HookReply(system_message=bound_text(message))
+    first = next((line for line in stderr.splitlines() if line.strip()), "").strip()
+    if exit_code in (126, 127):
+        return HandlerFailure(
+            "missing_executable",
+            f"exited with status {exit_code} (command not found or not executable){': ' + first if first else ''}",
+        )
+    detail = f": {bound_text(first, 500)}" if first else ""
+    return HandlerFailure("exit_status", f"failed with non-blocking status code {exit_code}{detail}")
+
+
+def reply_from_judgement(text: str) -> HandlerResult:
+    """A `prompt`/`agent` handler's answer: a JSON object `{ok: bool, reason?: str}` (a ```json fence is allowed).
+    `ok: false` blocks with `reason`."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`")
+        body = body.removeprefix("json").strip()
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        return HandlerFailure("bad_output", f"the judge must answer a JSON object {{ok, reason}}, got {body[:200]!r}")
+    try:
+        value: object = json.loads(body[start : end + 1])
+    except json.JSONDecodeError as exc:
+        return HandlerFailure("bad_output", f"the judge's answer is not valid JSON ({exc.msg})")
+    if not isinstance(value, Mapping):
+        return HandlerFailure("bad_output", "the judge must answer a JSON object {ok, reason}")
+    obj = cast(Mapping[str, object], value)
+    ok, reason = obj.get("ok"), obj.get("reason")
+    if not isinstance(ok, bool) or (reason is not None and not isinstance(reason, str)):
+        return HandlerFailure("bad_output", "the judge's answer needs a boolean 'ok' and a string 'reason'")
+    raw: JsonDict = {"ok": ok, "reason": reason}
+    if ok:
+        return HookReply(raw=raw)
+    return HookReply(block=True, block_reason=bound_text(reason or "the judge said no (ok: false)"), raw=raw)
