@@ -12,25 +12,37 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar
 
 from bearagent.app import LoadedWorkspace
-from bearagent.domain._base import JsonValue
+from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits, BudgetUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, Uuid4IdGenerator
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import ChildRunFinishedV1, ChildRunStartedV1, HookExecutedV1, TriggerType
 from bearagent.domain.specs import AgentSpec, HookHandlerSpec, HookMatcherSpec, ModelEntry
-from bearagent.domain.tools import ToolSpec
+from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
 from bearagent.hooks.interceptor import HookToolInterceptor
 from bearagent.hooks.runners import PythonHookFunction
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.plugins.contributions import PythonHookHandler
-from bearagent.ports import Clock, ModelProvider, SystemClock, Tool, ToolContext
+from bearagent.plugins.manager import PluginHost
+from bearagent.ports import (
+    Clock,
+    ModelProvider,
+    PostToolDecision,
+    PreToolDecision,
+    SystemClock,
+    Tool,
+    ToolContext,
+    ToolInterceptor,
+)
 from bearagent.providers.factory import create_provider
 from bearagent.registries.actions import render_action
 from bearagent.runtime.context import ContextBuilder, ContextParts
@@ -254,6 +266,25 @@ class WorkspaceRuntime:
             self._store.close()
             self._store = None
 
+    def _event_sinks(self) -> list[Callable[[Event], None]]:
+        return [sink for _plugin, sink in self.loaded.plugins.contributions().event_sinks]
+
+    def check_hooks(self) -> None:
+        """A hook that cannot run (missing or non-executable command, bad entry) must not silently disappear: a
+        security gate would fail open. Such a workspace refuses to run until the hook entry is fixed."""
+        if self.loaded.config.kind == "chat" or not self.loaded.hooks.has_errors:
+            return
+        errors = [d for d in self.loaded.hooks.diagnostics if d.severity == "error"]
+        first = errors[0]
+        raise BearAgentError(
+            ErrorInfo.of(
+                "configuration",
+                "broken_hook",
+                f"{len(errors)} hook entr{'y' if len(errors) == 1 else 'ies'} cannot run; first: {first.render()}",
+            ),
+            hint=first.fix or "fix the hook entries (`bearagent doctor` lists them), then run again",
+        )
+
     # ---- sessions ----------------------------------------------------------------------------------------------
 
     def resolve_session(self, ref: str | None, agent: str) -> tuple[SessionRecord, bool]:
@@ -400,7 +431,10 @@ class WorkspaceRuntime:
             ),
             **policy_kwargs,  # pyright: ignore[reportArgumentType]
         )
-        interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
+        hook_interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
+        interceptor: ToolInterceptor | None = hook_interceptor
+        if _has_impls(self.loaded.plugins, "resolve_permission"):
+            interceptor = PluginPermissionInterceptor(self.loaded.plugins, self.root, hook_interceptor)
         gate = ToolGate(gate_tools, policy=policy, interceptor=interceptor, ask=self.ask)
         skills = [self.loaded.skills.get(name) for name in projection.skills]
         catalog = self.loaded.skills.catalog(
@@ -545,6 +579,7 @@ class WorkspaceRuntime:
                 hint='pass the task as an argument: bearagent run "..." (or `-` to read it from stdin)',
             )
         self.check_trust()
+        self.check_hooks()
         config = self.loaded.config
         agent_name = options.agent
         session: SessionRecord | None = None
@@ -593,6 +628,7 @@ class WorkspaceRuntime:
                 retry=self.retry,
                 hooks=_LoopHookAdapter(hooks, self._transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
+                event_sinks=self._event_sinks(),
             )
             outcome = await loop.run(spec, plan, planner)
             if session is not None:
@@ -741,6 +777,7 @@ class WorkspaceRuntime:
             hooks=_LoopHookAdapter(hooks, self._transcript(session_key), stop_event="SubagentStop")
             if hooks.enabled
             else None,
+            event_sinks=self._event_sinks(),
         )
         status = "failed"
         try:
@@ -859,6 +896,44 @@ __all__ = [
     "open_store",
     "state_dir",
 ]
+
+
+def _has_impls(host: PluginHost, hook: str) -> bool:
+    caller = getattr(host.pm.hook, hook, None)
+    return caller is not None and bool(caller.get_hookimpls())
+
+
+class PluginPermissionInterceptor:
+    """Asks the plugins' `resolve_permission` decision hook before a tool call, then the hooks. The stricter answer
+    wins (deny > ask > allow), and config `deny` rules still win over a plugin's allow (the gate's policy)."""
+
+    _RANK: ClassVar[dict[str, int]] = {"allow": 0, "ask": 1, "deny": 2}
+
+    def __init__(self, host: PluginHost, root: Path, inner: ToolInterceptor | None) -> None:
+        self._host = host
+        self._root = root
+        self._inner = inner
+
+    async def before_tool(self, request: ToolRequest, spec: ToolSpec, context: ToolContext) -> PreToolDecision:
+        inner = await self._inner.before_tool(request, spec, context) if self._inner is not None else PreToolDecision()
+        try:
+            answer = self._host.resolve_permission(
+                request.name, thaw_json_mapping(request.arguments), context.agent_name or "", self._root
+            )
+        except Exception as exc:  # a broken policy plugin fails closed
+            return PreToolDecision(permission="deny", reason=f"the permission plugin failed: {type(exc).__name__}")
+        if answer not in self._RANK:
+            return inner
+        if inner.permission is not None and self._RANK[inner.permission] >= self._RANK[answer]:
+            return inner
+        return replace(inner, permission=answer, reason=inner.reason or f"plugin policy: {answer}")  # pyright: ignore[reportArgumentType]
+
+    async def after_tool(
+        self, request: ToolRequest, spec: ToolSpec, result: ToolResult, context: ToolContext
+    ) -> PostToolDecision:
+        if self._inner is None:
+            return PostToolDecision()
+        return await self._inner.after_tool(request, spec, result, context)
 
 
 def _python_handler_key(handler: PythonHookHandler) -> str:

@@ -67,10 +67,11 @@ Read $path and summarize it in at most five bullet points, most important first.
 """
 
 GITIGNORE = """\
-# BearAgent's local state (run logs); never commit it.
-state.db
-state.db-*
+# BearAgent's local state (run logs, session transcripts, locks, tool artifacts); never commit it.
 state.db*
+transcripts/
+locks/
+artifacts/
 """
 
 FILES = {

@@ -9,39 +9,58 @@ import click
 
 from bearagent import __version__
 
-# command name -> "module:attribute" of a click command; imported only when that command runs.
-LAZY_COMMANDS: dict[str, str] = {
-    "agents": "bearagent.cli.agents:agents",
-    "skills": "bearagent.cli.skills:skills",
-    "actions": "bearagent.cli.actions:actions",
-    "models": "bearagent.cli.models:models",
-    "tools": "bearagent.cli.tools:tools",
-    "plugins": "bearagent.cli.plugins:plugins",
-    "doctor": "bearagent.cli.doctor:doctor",
-    "init": "bearagent.cli.init:init",
-    "mcp": "bearagent.cli.mcp:mcp",
-    "hooks": "bearagent.cli.hooks:hooks",
-    "trust": "bearagent.cli.trust:trust",
-    "run": "bearagent.cli.run:run",
-    "runs": "bearagent.cli.runs:runs",
-    "inspect": "bearagent.cli.runs:inspect",
-    "events": "bearagent.cli.runs:events",
-    "action": "bearagent.cli.action:action",
+# command name -> ("module:attribute" of a click command, one-line help). A command's module is imported only when
+# that command runs; `bearagent --help` lists the one-line helps from this table without importing anything.
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("bearagent.cli.run:run", "Run a prompt once, streamed (--json / --stream-json)."),
+    "action": ("bearagent.cli.action:action", "Run named actions (action run NAME k=v...)."),
+    "runs": ("bearagent.cli.runs:runs", "List the runs stored in this workspace's event log."),
+    "inspect": ("bearagent.cli.runs:inspect", "Show one run: status, usage vs budgets, activities, children."),
+    "events": ("bearagent.cli.runs:events", "Print the stored events of a run (--json, --follow)."),
+    "agents": ("bearagent.cli.agents:agents", "List and show agents, with source and shadowing."),
+    "skills": ("bearagent.cli.skills:skills", "List and show skills, with the catalog budget."),
+    "actions": ("bearagent.cli.actions:actions", "List and show actions."),
+    "models": ("bearagent.cli.models:models", "List and show model entries."),
+    "tools": ("bearagent.cli.tools:tools", "Show the tools an agent gets (the invocation projection)."),
+    "mcp": ("bearagent.cli.mcp:mcp", "MCP servers: state, tools, last error."),
+    "hooks": ("bearagent.cli.hooks:hooks", "List hooks; test them with a payload."),
+    "plugins": ("bearagent.cli.plugins:plugins", "List installed plugins and what they registered."),
+    "doctor": ("bearagent.cli.doctor:doctor", "Print every configuration diagnostic."),
+    "init": ("bearagent.cli.init:init", "Scaffold .bearagent/ in this directory."),
+    "trust": ("bearagent.cli.trust:trust", "Trust (or --revoke) this workspace's hooks, MCP servers and shell config."),
 }
+
+
+def _plugin_commands() -> dict[str, click.Command]:
+    """Commands registered by installed plugins (only scanned when the name is not a built-in command)."""
+    import os
+    from importlib.metadata import entry_points
+
+    if not entry_points(group="bearagent"):
+        return {}
+    from bearagent.plugins.manager import PluginHost, plugin_commands
+
+    return plugin_commands(PluginHost.from_entry_points(dict(os.environ)), set(LAZY_COMMANDS))
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS, *_plugin_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = LAZY_COMMANDS.get(cmd_name)
         if target is None:
-            return super().get_command(ctx, cmd_name)
-        module_name, attr = target.split(":")
+            return super().get_command(ctx, cmd_name) or _plugin_commands().get(cmd_name)
+        module_name, attr = target[0].split(":")
         command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_target, help_text) in LAZY_COMMANDS.items()]
+        rows.extend((name, command.get_short_help_str(70)) for name, command in sorted(_plugin_commands().items()))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(

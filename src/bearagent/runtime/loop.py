@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bearagent.domain.budgets import BudgetUsage, TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.events import Event
 from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId, ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall, StopReason, TextDelta
@@ -99,6 +100,7 @@ class AgentLoop:
         observer: RunObserver | None = None,
         stop_hook_cap: int = DEFAULT_STOP_HOOK_CAP,
         context_builder: ContextBuilder | None = None,
+        event_sinks: Sequence[Callable[[Event], None]] = (),
     ) -> None:
         self._store = store
         self._clock = clock
@@ -108,11 +110,12 @@ class AgentLoop:
         self._observer: RunObserver = observer or NullObserver()
         self._stop_hook_cap = stop_hook_cap
         self._context = context_builder or ContextBuilder()
+        self._sinks = tuple(event_sinks)
 
     async def run(self, spec: RunSpec, plan: AgentPlan, planner: Planner | None = None) -> RunOutcome:
         """Run to a terminal state. Cancellation is recorded (RunCancelled) and then re-raised."""
         run_id = spec.run_id or self._ids.new(RunId)
-        recorder = RunRecorder(store=self._store, clock=self._clock, ids=self._ids, run_id=run_id)
+        recorder = RunRecorder(store=self._store, clock=self._clock, ids=self._ids, run_id=run_id, sinks=self._sinks)
         state = _LoopState(plan=plan)
         recorder.append(
             RunCreatedV2(

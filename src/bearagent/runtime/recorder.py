@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Sequence
+
 from bearagent.domain.events import Event
 from bearagent.domain.ids import CausationId, CorrelationId, EventId, IdGenerator, RunId
 from bearagent.domain.run_events import RunEventPayload, event_type_of
 from bearagent.domain.state import RunProjection
 from bearagent.ports import Clock, EventStore
+
+_log = logging.getLogger("bearagent.events")
 
 
 class RunRecorder:
@@ -22,6 +27,7 @@ class RunRecorder:
         run_id: RunId,
         correlation_id: CorrelationId | None = None,
         last_sequence: int = 0,
+        sinks: Sequence[Callable[[Event], None]] = (),
     ) -> None:
         self._store = store
         self._clock = clock
@@ -31,6 +37,7 @@ class RunRecorder:
         self._sequence = last_sequence
         self._last_event_id: EventId | None = None
         self.projection: RunProjection | None = None
+        self._sinks = tuple(sinks)
 
     @property
     def sequence(self) -> int:
@@ -54,4 +61,9 @@ class RunRecorder:
         self._sequence = event.sequence
         self._last_event_id = event.event_id
         self.projection = projection
+        for sink in self._sinks:
+            try:
+                sink(event)
+            except Exception:  # a sink is an observer: its failure never touches the run
+                _log.warning("event sink %r failed on %s #%d", sink, event.event_type, event.sequence, exc_info=True)
         return projection
