@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from bearagent.app import LoadedWorkspace
 from bearagent.domain._base import JsonValue, thaw_json_mapping
@@ -27,6 +27,9 @@ from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import ChildRunFinishedV1, ChildRunStartedV1, HookExecutedV1, TriggerType
 from bearagent.domain.specs import AgentSpec, HookHandlerSpec, HookMatcherSpec, ModelEntry
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from bearagent.mcp.manager import McpConnectionManager
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
 from bearagent.hooks.interceptor import HookToolInterceptor
 from bearagent.hooks.runners import PythonHookFunction
@@ -182,7 +185,7 @@ class WorkspaceRuntime:
         self.caller = caller
         self._providers: dict[tuple[str, str], ModelProvider] = {}
         self._in_process_mcp = in_process_mcp
-        self._mcp: object | None = None
+        self._mcp: McpConnectionManager | None = None
         self._context = ContextBuilder()
         self._transcripts: dict[str, TranscriptWriter] = {}
         self._started_sessions: set[str] = set()
@@ -239,7 +242,8 @@ class WorkspaceRuntime:
             for h in self.loaded.plugins.contributions().hook_handlers
         }
 
-    async def _mcp_manager(self) -> object | None:
+    async def _mcp_manager(self) -> McpConnectionManager | None:
+        """The session's MCP connections, started (in parallel) on first use; failures never fail the run."""
         from bearagent.mcp.manager import McpConnectionManager
 
         if self.loaded.config.kind == "chat":
@@ -254,12 +258,10 @@ class WorkspaceRuntime:
         return self._mcp
 
     async def aclose(self) -> None:
-        from bearagent.mcp.manager import McpConnectionManager
-
         for session_id in list(self._started_sessions):
             await self._fire_session_hook("SessionEnd", session_id, {"reason": "other"})
         self._started_sessions.clear()
-        if isinstance(self._mcp, McpConnectionManager):
+        if self._mcp is not None:
             await self._mcp.aclose()
         self._mcp = None
         if self._store is not None:
@@ -329,7 +331,7 @@ class WorkspaceRuntime:
     def _transcript(self, session_id: str) -> TranscriptWriter:
         writer = self._transcripts.get(session_id)
         if writer is None:
-            writer = TranscriptWriter.for_session(state_dir(self.loaded) / "transcripts", session_id, cwd=self.root)
+            writer = TranscriptWriter.for_session(state_dir(self.loaded), session_id, cwd=self.root)
             self._transcripts[session_id] = writer
         return writer
 
@@ -375,20 +377,13 @@ class WorkspaceRuntime:
     ) -> AgentPlan:
         agent = self._require_agent(agent_name)
         manager = await self._mcp_manager()
-        mcp_tools: list[Tool] = []
+        mcp_inputs: list[tuple[str, ToolSpec]] = []
         unavailable: list[str] = []
         if manager is not None:
-            from bearagent.mcp.manager import McpConnectionManager
-
-            assert isinstance(manager, McpConnectionManager)
-            mcp_tools = list(manager.tools())
+            mcp_inputs = manager.projection_inputs()
             summary = manager.unavailable_summary()
             unavailable = [line.lstrip("- ") for line in summary.splitlines() if line.strip()]
-        projection = self.loaded.project(
-            agent.name,
-            mcp_tools=[(_mcp_server_of(t.spec.name), _mcp_local_spec(t)) for t in mcp_tools],
-            parent_model=parent_model,
-        )
+        projection = self.loaded.project(agent.name, mcp_tools=mcp_inputs, parent_model=parent_model)
         entry = projection.model
         if model_override is not None:
             entry = self.loaded.models.resolve(model_override, where="--model")
@@ -400,15 +395,15 @@ class WorkspaceRuntime:
         entry = self.loaded.models.for_use(entry, self.loaded.env)
         provider = self._provider(entry, session_key)
         executors = self._runtime_executors(projection, session_key=session_key, depth=depth, model=entry)
-        mcp_by_name = {t.spec.name: t for t in mcp_tools}
         gate_tools: dict[str, Tool] = {}
         bound: dict[str, BoundTool] = {}
         for projected in projection.tools:
             if parent_tools is not None and projected.name not in parent_tools:
                 continue  # a subagent never gets a tool its parent does not have
             tool = executors.get(projected.name) or projected.tool
-            if projected.source == "mcp":
-                tool = mcp_by_name.get(projected.name, tool)
+            if projected.source == "mcp" and manager is not None:
+                server, _, remote = projected.internal_name.partition(".")
+                tool = manager.find_tool(server, remote)
             if tool is None:
                 continue
             gate_tools[projected.name] = tool
@@ -806,17 +801,6 @@ def _remaining(limits: BudgetLimits, usage: BudgetUsage) -> BudgetLimits:
         max_cost_microusd=max(0, limits.max_cost_microusd - usage.cost_microusd),
         max_wall_time_ms=max(1, limits.max_wall_time_ms - usage.wall_time_ms),
     )
-
-
-def _mcp_server_of(name: str) -> str:
-    parts = name.split("__")
-    return parts[1] if len(parts) >= 3 else name
-
-
-def _mcp_local_spec(tool: Tool) -> ToolSpec:
-    parts = tool.spec.name.split("__", 2)
-    local = parts[2] if len(parts) == 3 else tool.spec.name
-    return tool.spec.model_copy(update={"name": local}) if local else tool.spec
 
 
 async def _record_hook(payload: HookExecutedV1) -> None:

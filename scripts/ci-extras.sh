@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Extra test dependencies that are not Python packages. Called by .ci/run; safe to run again (every block is
+# idempotent). Each block belongs to one area: keep them separate and clearly marked.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# --- MCP: @modelcontextprotocol/server-everything for tests/integration/test_mcp_real_servers.py ---------------
+# Installed into .cache/npm-mcp/ (gitignored). The tests install the same pinned version on demand when this block
+# did not run, and skip only when node/npm are absent. Keep the version in sync with tests/support/mcp_helpers.py.
+MCP_EVERYTHING_VERSION="2026.8.31"
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  if [ ! -f .cache/npm-mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js ]; then
+    mkdir -p .cache/npm-mcp
+    npm install --prefix .cache/npm-mcp --no-audit --no-fund \
+      "@modelcontextprotocol/server-everything@${MCP_EVERYTHING_VERSION}"
+  fi
+else
+  echo "ci-extras: node/npm not found; the server-everything MCP tests will be skipped" >&2
+fi
+# --- end MCP block ---------------------------------------------------------------------------------------------
+
+# --- stream protocol: TypeScript compiler for tests/contract/test_stream_protocol.py ----------------------------
+# Installed into .cache/npm-typescript/ (gitignored). The test installs the same pinned version on demand when this
+# block did not run, and skips only when node/npm are absent. Keep the version in sync with tests/support/typescript.py.
+TYPESCRIPT_VERSION="5.9.3"
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  if [ ! -x .cache/npm-typescript/node_modules/.bin/tsc ] \
+    || ! grep -q "\"version\": \"${TYPESCRIPT_VERSION}\"" .cache/npm-typescript/node_modules/typescript/package.json; then
+    mkdir -p .cache/npm-typescript
+    npm install --prefix .cache/npm-typescript --no-audit --no-fund --no-save "typescript@${TYPESCRIPT_VERSION}"
+  fi
+else
+  echo "ci-extras: node/npm not found; the TypeScript stream protocol checks will be skipped" >&2
+fi
+# --- end stream protocol block ---------------------------------------------------------------------------------
+
+# --- hooks: jq, which the Claude Code example hook scripts in tests/support/hook_scripts/ use -----------------
+if ! command -v jq >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && apt-get install -y -qq jq >/dev/null) || echo "ci-extras: could not install jq" >&2
+  else
+    echo "ci-extras: jq not found and no apt-get; the jq hook tests will fail" >&2
+  fi
+fi
+# --- end hooks block -------------------------------------------------------------------------------------------

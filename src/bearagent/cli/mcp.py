@@ -1,0 +1,195 @@
+"""`bearagent mcp list` and `bearagent mcp tools SERVER`: connect to the configured MCP servers (concurrently, each
+bounded by its `startup_timeout_s`) and show their state, tools and last error.
+
+Specs come from a loader function (`McpCliLoader`) so the commands can be tested with any set of servers; the
+default loader is `bearagent.app.load_workspace` (config.yaml `mcp_servers`, `.mcp.json`, user config, plugins).
+Workspace-level servers are commands from the repository, so they only start in a workspace the user trusted
+(`bearagent trust`), like hooks.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from bearagent.cli._config_common import fail, print_table, short, workspace_option
+
+if TYPE_CHECKING:
+    from bearagent.domain.diagnostics import Diagnostic
+    from bearagent.domain.specs import McpServerSpec
+    from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
+    from bearagent.mcp.tool import McpTool
+
+EXIT_SERVER_FAILED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class McpCliWorkspace:
+    """What the mcp commands need: where, which servers, the environment, and whether workspace servers may run."""
+
+    root: Path
+    specs: tuple[McpServerSpec, ...]
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    diagnostics: tuple[Diagnostic, ...] = ()
+    check_trust: Callable[[], None] | None = None
+    """Raises `BearAgentError` when workspace-level servers may not run (untrusted workspace)."""
+
+
+McpCliLoader = Callable[[Path | None], McpCliWorkspace]
+
+
+def load_mcp_workspace(workspace: Path | None) -> McpCliWorkspace:
+    """The default loader: the workspace's resolved MCP registry, and the trust check of `bearagent trust`."""
+    from bearagent.cli._config_common import load
+
+    ws = load(workspace)
+    specs = tuple(ws.mcp.all())
+    diagnostics = tuple(d for d in ws.mcp.diagnostics)
+
+    def check_trust() -> None:
+        from bearagent.cli.hooks import load_hook_workspace
+        from bearagent.hooks.trust import require_trust
+
+        if any(s.level == "workspace" for s in specs):
+            require_trust(ws.root, load_hook_workspace(ws.root).surface)
+
+    return McpCliWorkspace(
+        root=ws.root, specs=specs, env=dict(ws.env), diagnostics=diagnostics, check_trust=check_trust
+    )
+
+
+def _prepare(loader: McpCliLoader, workspace: Path | None) -> McpCliWorkspace:
+    from bearagent.domain.errors import BearAgentError
+
+    ws = loader(workspace)
+    for d in ws.diagnostics:
+        click.echo(d.render(), err=True)
+    if ws.check_trust is not None:
+        try:
+            ws.check_trust()
+        except BearAgentError as exc:
+            fail(exc.info.message, exc.hint)
+    return ws
+
+
+async def _connect(ws: McpCliWorkspace, specs: Sequence[McpServerSpec]) -> McpConnectionManager:
+    from bearagent.mcp.manager import McpConnectionManager
+
+    manager = McpConnectionManager(specs, ws.env or dict(os.environ), ws.root, max_connect_attempts=1)
+    await manager.start_all(background_retry=False)
+    return manager
+
+
+def _status_json(s: McpServerStatus) -> dict[str, object]:
+    return {
+        "name": s.name,
+        "transport": s.transport,
+        "state": s.state,
+        "tools": s.tool_count,
+        "protocol_version": s.protocol_version,
+        "source": s.source,
+        "error": s.last_error,
+        "fix": s.hint,
+    }
+
+
+def _tool_json(tool: McpTool) -> dict[str, object]:
+    from bearagent.domain._base import thaw_json_mapping
+
+    return {
+        "name": tool.spec.name,
+        "server": tool.server,
+        "remote_name": tool.remote_name,
+        "description": tool.spec.description,
+        "side_effect": tool.spec.side_effect,
+        "version": tool.spec.version,
+        "input_schema": thaw_json_mapping(tool.spec.input_schema),
+    }
+
+
+def make_mcp_command(loader: McpCliLoader) -> click.Group:
+    @click.group(name="mcp")
+    def mcp() -> None:
+        """MCP tool servers: state, tools and errors (servers are started to check them)."""
+
+    @mcp.command(name="list")
+    @workspace_option
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+    def list_cmd(workspace: Path | None, as_json: bool) -> None:
+        """Connect to every configured server (concurrently) and show state, tool count and last error."""
+        ws = _prepare(loader, workspace)
+
+        async def go() -> list[McpServerStatus]:
+            manager = await _connect(ws, ws.specs)
+            try:
+                return manager.status()
+            finally:
+                await manager.aclose()
+
+        import asyncio
+
+        statuses = asyncio.run(go()) if ws.specs else []
+        if as_json:
+            click.echo(json.dumps([_status_json(s) for s in statuses], indent=2, ensure_ascii=False))
+            return
+        if not statuses:
+            click.echo("No MCP servers configured (add `mcp_servers:` to .bearagent/config.yaml or a .mcp.json).")
+            return
+        rows = [[s.name, s.state, s.transport, str(s.tool_count), short(s.last_error or "", 60)] for s in statuses]
+        print_table(["SERVER", "STATE", "TRANSPORT", "TOOLS", "LAST ERROR"], rows)
+        for s in statuses:
+            if s.last_error:
+                click.echo(f"\n{s.name}: {s.last_error}")
+                if s.hint:
+                    click.echo(f"  fix: {s.hint}")
+
+    @mcp.command(name="tools")
+    @click.argument("server")
+    @workspace_option
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON (with input schemas) instead of a table.")
+    def tools_cmd(server: str, workspace: Path | None, as_json: bool) -> None:
+        """Connect to SERVER and list its tools as the model sees them (mcp__<server>__<tool>)."""
+        ws = _prepare(loader, workspace)
+        spec = next((s for s in ws.specs if s.name == server), None)
+        if spec is None:
+            names = [s.name for s in ws.specs]
+            close = difflib.get_close_matches(server, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            fail(
+                f"no MCP server named {server!r}{hint}",
+                f"`bearagent mcp list` shows the configured servers: {', '.join(names) or 'none'}",
+            )
+
+        async def go() -> tuple[McpServerStatus, list[McpTool]]:
+            manager = await _connect(ws, [spec])
+            try:
+                return manager.server_status(server), manager.server_tools(server)
+            finally:
+                await manager.aclose()
+
+        import asyncio
+
+        status, tools = asyncio.run(go())
+        if status.state != "ready":
+            click.echo(f"error: {status.last_error}", err=True)
+            if status.hint:
+                click.echo(f"fix: {status.hint}", err=True)
+            sys.exit(EXIT_SERVER_FAILED)
+        if as_json:
+            click.echo(json.dumps([_tool_json(t) for t in tools], indent=2, ensure_ascii=False))
+            return
+        rows = [[t.spec.name, t.spec.side_effect, short(t.spec.description, 70)] for t in tools]
+        print_table(["TOOL", "SIDE EFFECT", "DESCRIPTION"], rows, title=f"{server}: {len(tools)} tool(s)")
+
+    return mcp
+
+
+mcp = make_mcp_command(load_mcp_workspace)

@@ -1,0 +1,499 @@
+"""Everything that touches the `mcp` SDK: one live connection (`Connection`) and the result mapping.
+
+Imported lazily by the manager (importing `mcp` costs about a second).
+
+A `Connection` owns one `mcp.Client` inside a dedicated asyncio task (the "runner"): the SDK's client is an async
+context manager holding a task group, so it must be entered and exited in the same task. The runner enters it under
+a cancel scope whose deadline is `startup_timeout_s` (connect + initialize + tools/list), then lifts the deadline and
+waits until `stop()` is called. Calls are made from the callers' tasks on the shared session (requests are
+multiplexed). When the transport dies, the error leaves the `async with` in the runner as an `ExceptionGroup`; the
+runner records it (unwrapped) and sets `dead`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import json
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from bearagent import __version__
+from bearagent.domain._base import JsonValue, frozen_json
+from bearagent.domain.errors import ErrorInfo
+from bearagent.domain.ids import ArtifactId, ToolCallId
+from bearagent.domain.tools import Artifact, ToolResult, ToolSpec
+from bearagent.mcp.errors import (
+    CONNECTION_CLOSED,
+    REQUEST_TIMEOUT,
+    ConnectContext,
+    McpConnectError,
+    McpFailure,
+    describe_failure,
+    leaves,
+    startup_timeout,
+)
+from bearagent.mcp.launch import Launch, redact
+from bearagent.ports import ToolContext
+
+# The SDK logs every unparsable stdout line with a traceback; keep that out of the user's terminal unless the
+# application configured logging itself (a NullHandler stops the "last resort" stderr handler only).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+MAX_SSE_EVENT_BYTES = 16 * 1024 * 1024
+STDERR_TAIL_BYTES = 2_000
+STDERR_TAIL_LINES = 12
+MAX_TOOL_PAGES = 100
+STOP_TIMEOUT_S = 10.0
+LISTEN_PROTOCOL = "2026-07-28"
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteTool:
+    """A server tool as listed (SDK-free shape for the manager)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, object]
+    annotations: Mapping[str, object] | None
+
+
+class Connection:
+    """One live client session to one server (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        launch: Launch,
+        ctx: ConnectContext,
+        startup_timeout_s: float,
+        call_timeout_s: float,
+        in_process: object | None = None,
+        on_tools_changed: Callable[[], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.launch = launch
+        self._ctx = ctx
+        self._startup = startup_timeout_s
+        self._call_timeout = call_timeout_s
+        self._in_process = in_process
+        self._on_tools_changed = on_tools_changed
+        self.client: Client | None = None
+        self.tools: list[RemoteTool] = []
+        self.protocol_version: str | None = None
+        self.server_version: str | None = None
+        self.dead = anyio.Event()
+        self.failure: McpFailure | None = None
+        self._stop = anyio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stderr: IO[str] | None = None
+        self._garbage = 0
+        self._garbage_sample = ""
+
+    # ----- lifecycle -----
+
+    async def open(self) -> None:
+        """Connect, initialize and list tools within the startup timeout; raise `McpConnectError` otherwise."""
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        self._task = asyncio.create_task(self._run(ready), name=f"mcp-server-{self.name}")
+        try:
+            await asyncio.shield(ready)
+        except asyncio.CancelledError:
+            await self.close()
+            raise
+
+    async def _run(self, ready: asyncio.Future[None]) -> None:
+        deadline = anyio.current_time() + self._startup
+        scope = anyio.CancelScope(deadline=deadline)
+        error: BaseException | None = None
+        try:
+            with scope:
+                async with AsyncExitStack() as stack:
+                    target = await self._target(stack)
+                    client = await stack.enter_async_context(
+                        Client(
+                            cast(Any, target),
+                            read_timeout_seconds=self._call_timeout,
+                            message_handler=self._on_message,
+                            client_info=types.Implementation(name="bearagent", version=__version__),
+                        )
+                    )
+                    self.client = client
+                    self.protocol_version = client.protocol_version
+                    info = client.server_info
+                    self.server_version = info.version if info is not None else None
+                    self.tools = await list_tools(client)
+                    scope.deadline = math.inf
+                    if not ready.done():
+                        ready.set_result(None)
+                    async with anyio.create_task_group() as tg:
+                        if self.protocol_version == LISTEN_PROTOCOL and self._on_tools_changed is not None:
+                            tg.start_soon(self._listen_tools, client)
+                        await self._stop.wait()
+                        tg.cancel_scope.cancel()
+        except asyncio.CancelledError:
+            error = None
+            if not ready.done():
+                ready.set_exception(McpConnectError(self._failure_for(TimeoutError())))
+            raise
+        except BaseException as exc:
+            error = exc
+        finally:
+            if not ready.done() and (error is None or anyio.current_time() >= deadline):
+                # the deadline fired while starting (whatever the cancellation turned into on its way out)
+                error = TimeoutError()
+            if error is not None:
+                self.failure = self._failure_for(error)
+                if not ready.done():
+                    ready.set_exception(McpConnectError(self.failure))
+            self.client = None
+            self.dead.set()
+            self._close_stderr()
+
+    async def _target(self, stack: AsyncExitStack) -> object:
+        if self._in_process is not None:
+            return self._in_process
+        launch = self.launch
+        if launch.transport == "http":
+            assert launch.url is not None
+            http = httpx2.AsyncClient(
+                headers=dict(launch.headers),
+                timeout=httpx2.Timeout(min(self._startup, 30.0), read=self._call_timeout + 30.0),
+            )
+            await stack.enter_async_context(http)
+            return streamable_http_client(launch.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES)
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        params = StdioServerParameters(
+            command=launch.command[0],
+            args=list(launch.command[1:]),
+            env=dict(launch.env),
+            cwd=launch.cwd,
+            encoding_error_handler="replace",
+        )
+        return stdio_client(params, errlog=self._stderr)
+
+    async def _on_message(self, message: object) -> None:
+        if isinstance(message, Exception):
+            self._garbage += 1
+            if not self._garbage_sample:
+                self._garbage_sample = _garbage_sample(message)
+        elif isinstance(message, types.ToolListChangedNotification) and self._on_tools_changed is not None:
+            self._on_tools_changed()
+
+    async def _listen_tools(self, client: Client) -> None:
+        """At protocol 2026-07-28 change notifications are not pushed: subscribe to `tools/list_changed` events.
+        (Older sessions deliver `notifications/tools/list_changed` to `_on_message`.) Best effort: a server that
+        does not support subscriptions just keeps its first tool list."""
+        callback = self._on_tools_changed
+        assert callback is not None
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    callback()
+        except Exception:
+            return
+
+    async def refresh_tools(self) -> None:
+        client = self.client
+        if client is not None:
+            with anyio.fail_after(self._call_timeout):
+                self.tools = await list_tools(client, refresh=True)
+
+    async def close(self) -> None:
+        """Stop the session and (stdio) the server process: stdin closed, then SIGTERM/SIGKILL to its process group
+        by the SDK, every wait bounded. Idempotent."""
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            self._close_stderr()
+            return
+        done, _ = await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
+        if not done:
+            task.cancel()
+            await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
+
+    def _close_stderr(self) -> None:
+        if self._stderr is not None and self.dead.is_set():
+            self._stderr.close()
+            self._stderr = None
+
+    # ----- diagnostics -----
+
+    def stderr_tail(self) -> str:
+        f = self._stderr
+        if f is None or f.closed:
+            return ""
+        try:
+            fd = f.fileno()
+            size = os.fstat(fd).st_size
+            raw = os.pread(fd, STDERR_TAIL_BYTES, max(0, size - STDERR_TAIL_BYTES))
+        except OSError:
+            return ""
+        text = raw.decode("utf-8", errors="replace")
+        if size > STDERR_TAIL_BYTES:
+            text = text.split("\n", 1)[-1]
+        lines = [line.rstrip() for line in text.rstrip().splitlines() if line.strip()]
+        if len(lines) > STDERR_TAIL_LINES:
+            lines = ["…", *lines[-STDERR_TAIL_LINES:]]
+        return redact("\n".join(lines), self.launch.secrets)
+
+    def _failure_for(self, exc: BaseException) -> McpFailure:
+        ctx = ConnectContext(
+            server=self._ctx.server,
+            where=self._ctx.where,
+            transport=self._ctx.transport,
+            command=self._ctx.command,
+            cwd=self._ctx.cwd,
+            url=self._ctx.url,
+            startup_timeout_s=self._startup,
+            stderr_tail=self.stderr_tail(),
+            garbage_lines=self._garbage,
+            garbage_sample=self._garbage_sample,
+        )
+        failure = startup_timeout(ctx) if isinstance(exc, TimeoutError) else describe_failure(exc, ctx)
+        secrets = self.launch.secrets
+        return McpFailure(failure.kind, redact(failure.message, secrets), redact(failure.hint, secrets))
+
+    def failure_now(self, exc: BaseException | None = None) -> McpFailure:
+        """The unwrapped failure for `exc` (or the recorded one) with the current stderr tail."""
+        if exc is None and self.failure is not None:
+            return self.failure
+        return self._failure_for(exc if exc is not None else ConnectionError("connection closed"))
+
+    # ----- calls -----
+
+    async def call_tool(self, name: str, arguments: Mapping[str, object], timeout_s: float) -> types.CallToolResult:
+        client = self.client
+        if client is None or self.dead.is_set():
+            raise MCPError(CONNECTION_CLOSED, "Connection closed")
+        return await client.call_tool(name, dict(arguments), read_timeout_seconds=timeout_s)
+
+
+def _garbage_sample(exc: Exception) -> str:
+    text = str(exc)
+    marker = "input_value="
+    at = text.find(marker)
+    if at >= 0:
+        text = text[at + len(marker) :]
+    return text.split("\n", 1)[0][:120]
+
+
+async def list_tools(client: Client, *, refresh: bool = False) -> list[RemoteTool]:
+    out: list[RemoteTool] = []
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh" if refresh else "use")
+        for tool in page.tools:
+            annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+            out.append(
+                RemoteTool(
+                    name=tool.name,
+                    description=tool.description or tool.title or "",
+                    input_schema=cast(Mapping[str, object], tool.input_schema),
+                    annotations=cast(Mapping[str, object] | None, annotations),
+                )
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return out
+
+
+def is_connection_closed(exc: BaseException) -> bool:
+    return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
+
+
+def is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, TimeoutError) or (isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT)
+
+
+def mcp_error_text(exc: BaseException) -> str | None:
+    if isinstance(exc, MCPError):
+        return f"JSON-RPC error {exc.code}: {exc.message}"
+    return None
+
+
+async def run_with_death_watch(conn: Connection, call: Awaitable[types.CallToolResult]) -> types.CallToolResult:
+    """Await `call`, but give up as soon as the connection dies (an HTTP transport failure does not always fail
+    the pending request itself)."""
+    result: list[types.CallToolResult] = []
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                await conn.dead.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            result.append(await call)
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # the task group wraps what the call raised: hand the caller the first real error
+        found = [e for e in leaves(group) if not isinstance(e, asyncio.CancelledError)]
+        if not found:
+            raise
+        raise found[0] from group
+    if not result:
+        raise MCPError(CONNECTION_CLOSED, "Connection closed")
+    return result[0]
+
+
+# ----- results -----
+
+_EXT = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/svg+xml": "svg",
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/mpeg": "mp3",
+    "audio/ogg": "ogg",
+    "application/pdf": "pdf",
+    "application/gzip": "gz",
+    "application/json": "json",
+}
+
+
+def to_tool_result(
+    result: types.CallToolResult,
+    *,
+    spec: ToolSpec,
+    context: ToolContext,
+    server: str,
+    duration_ms: int,
+) -> ToolResult:
+    """Map a `CallToolResult` to a `ToolResult` (see docs/mcp.md "Results")."""
+    call_id = context.tool_call_id or context.ids.new(ToolCallId)
+    parts: list[str] = []
+    artifacts: list[Artifact] = []
+    for index, block in enumerate(result.content):
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            kind = "image" if isinstance(block, types.ImageContent) else "audio"
+            parts.append(_binary_part(kind, block.data, block.mime_type, context, call_id, index, artifacts))
+        elif isinstance(block, types.EmbeddedResource):
+            res = block.resource
+            if isinstance(res, types.TextResourceContents):
+                parts.append(f"[resource {res.uri}]\n{res.text}")
+            else:
+                parts.append(
+                    _binary_part(f"resource {res.uri}", res.blob, res.mime_type, context, call_id, index, artifacts)
+                )
+        else:  # ResourceLink
+            mime = f" ({block.mime_type})" if block.mime_type else ""
+            parts.append(f"[resource link: {block.name} {block.uri}{mime}]")
+    content = "\n".join(parts)
+
+    data: Mapping[str, JsonValue] | None = None
+    data_note = ""
+    if result.structured_content is not None:
+        raw = cast(object, result.structured_content)
+        wrapped: Mapping[str, object] = cast(Mapping[str, object], raw) if isinstance(raw, Mapping) else {"result": raw}
+        try:
+            data = frozen_json(wrapped)
+        except ValueError as exc:
+            data_note = f"\n[structured content dropped: {str(exc)[:200]}]"
+        if data is not None:
+            as_json = json.dumps(cast(object, result.structured_content), ensure_ascii=False, default=str)
+            if len(as_json) > spec.max_output_chars:
+                # bounded like the text: structured output larger than the tool's output cap is not kept
+                data = None
+                data_note = (
+                    f"\n[structured content dropped: {len(as_json)} characters exceed the "
+                    f"{spec.max_output_chars}-character output cap]"
+                )
+            elif not content:
+                content = as_json
+
+    limit = spec.max_output_chars - len(data_note)  # the note about dropped data always stays visible
+    truncated = False
+    if len(content) > limit:
+        note = f"\n[output truncated: showing {{shown}} of {len(content)} characters from MCP server {server!r}]"
+        shown = max(0, limit - len(note) - 10)
+        content = content[:shown] + note.format(shown=shown)
+        truncated = True
+    content += data_note
+
+    if result.is_error:
+        message = content.strip() or f"MCP tool {spec.name} reported an error without text"
+        error = ErrorInfo.of("mcp", "tool_error", message[:1_900], server=server)
+        return ToolResult(
+            tool_call_id=call_id,
+            tool_name=spec.name,
+            status="failed",
+            content=content or message,
+            data=data,
+            error=error,
+            artifacts=tuple(artifacts),
+            truncated=truncated,
+            duration_ms=duration_ms,
+        )
+    return ToolResult(
+        tool_call_id=call_id,
+        tool_name=spec.name,
+        status="succeeded",
+        content=content,
+        data=data,
+        artifacts=tuple(artifacts),
+        truncated=truncated,
+        duration_ms=duration_ms,
+    )
+
+
+def _binary_part(
+    kind: str,
+    b64: str,
+    mime_type: str | None,
+    context: ToolContext,
+    call_id: ToolCallId,
+    index: int,
+    artifacts: list[Artifact],
+) -> str:
+    try:
+        payload = base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError):
+        return f"[{kind} {mime_type or ''}: invalid base64 data omitted]"
+    digest = hashlib.sha256(payload).hexdigest()
+    mime = mime_type or "application/octet-stream"
+    owner = context.run_id or context.session_id
+    if owner is None or len(artifacts) >= 64:
+        why = "no run or session to store it under" if owner is None else "too many artifacts in one result"
+        return f"[{kind} {mime}, {len(payload)} bytes, sha256 {digest}: not stored ({why})]"
+    rel = Path(".bearagent") / "artifacts" / str(owner) / f"{call_id}-{index}.{_EXT.get(mime, 'bin')}"
+    target = context.workspace_root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_bytes(payload)
+    tmp.replace(target)
+    artifacts.append(
+        Artifact(
+            artifact_id=context.ids.new(ArtifactId),
+            path=rel.as_posix(),
+            kind="image" if kind == "image" else "binary",
+            encoding=None,
+            media_type=mime[:128],
+            size_bytes=len(payload),
+            sha256=digest,
+        )
+    )
+    return f"[{kind} {mime}, {len(payload)} bytes, saved to {rel.as_posix()} (sha256 {digest})]"

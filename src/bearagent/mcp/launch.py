@@ -1,0 +1,95 @@
+"""Resolve an `McpServerSpec` into what is launched or dialled, at connect time (no SDK import).
+
+`${VAR}` / `${VAR:-default}` are expanded in `command`, `args`, `env` values, `cwd`, `url` and `headers` values
+against the manager's environment. The child environment is built explicitly: only `INHERITED_ENV_VARS` are taken
+from the manager's environment, then the entry's `env` is laid over them. (The SDK also adds HOME, LOGNAME, PATH,
+SHELL, TERM and USER from the process environment under ours; the values we pass win.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bearagent.config.env import expand_env
+from bearagent.domain.specs import McpServerSpec
+
+INHERITED_ENV_VARS: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+)
+
+
+def where_of(spec: McpServerSpec) -> str:
+    """How messages name the entry, e.g. `.mcp.json: mcpServers.time` or `mcp_servers.time`."""
+    source = spec.source.strip()
+    key = "mcpServers" if source.endswith(".mcp.json") else "mcp_servers"
+    return f"{source}: {key}.{spec.name}" if source else f"{key}.{spec.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """A resolved server entry. `secrets` are values that must never appear in messages (env and header values)."""
+
+    transport: str
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    secrets: tuple[str, ...] = ()
+
+
+def resolve_launch(spec: McpServerSpec, env: Mapping[str, str], workspace_root: Path) -> Launch:
+    """Expand the entry. Raises `BearAgentError` (configuration) naming the variable and the field."""
+    where = where_of(spec)
+    if spec.transport == "http":
+        if not spec.url:
+            from bearagent.domain.errors import BearAgentError, ErrorInfo
+
+            raise BearAgentError(
+                ErrorInfo.of("configuration", "mcp_missing_url", f"{where}: an http server needs `url`"),
+                hint=f'add url: "http://127.0.0.1:PORT/mcp" to {where}',
+            )
+        url = expand_env(spec.url, env, where=f"{where}.url")
+        headers = {k: expand_env(v, env, where=f"{where}.headers.{k}") for k, v in spec.headers.items()}
+        return Launch(transport="http", url=url, headers=headers, secrets=_secrets(headers.values()))
+    if not spec.command:
+        from bearagent.domain.errors import BearAgentError, ErrorInfo
+
+        raise BearAgentError(
+            ErrorInfo.of("configuration", "mcp_missing_command", f"{where}: a stdio server needs `command`"),
+            hint=f"add command: <executable> (and args: [...]) to {where}",
+        )
+    command = (
+        expand_env(spec.command, env, where=f"{where}.command"),
+        *(expand_env(a, env, where=f"{where}.args[{i}]") for i, a in enumerate(spec.args)),
+    )
+    extra = {k: expand_env(v, env, where=f"{where}.env.{k}") for k, v in spec.env.items()}
+    child_env = {k: env[k] for k in INHERITED_ENV_VARS if env.get(k)}
+    child_env.update(extra)
+    cwd = workspace_root
+    if spec.cwd:
+        given = Path(expand_env(spec.cwd, env, where=f"{where}.cwd")).expanduser()
+        cwd = given if given.is_absolute() else workspace_root / given
+    return Launch(transport="stdio", command=command, env=child_env, cwd=str(cwd), secrets=_secrets(extra.values()))
+
+
+def _secrets(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({v for v in values if len(v) >= 4}, key=len, reverse=True))
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text

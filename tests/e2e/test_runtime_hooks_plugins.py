@@ -1,0 +1,159 @@
+"""Claude Code hook scripts and plugins in real runs: gate, rewrite, observe; event sinks; plugin permissions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from tests.support.config_ws import isolated_env, load
+from tests.support.run_ws import agent_md, scripted_workspace
+
+from bearagent import hookimpl
+from bearagent.api import open_workspace
+from bearagent.domain.errors import BearAgentError
+from bearagent.domain.events import Event
+from bearagent.hooks.trust import trust, workspace_trust_surface
+from bearagent.plugins.manager import PluginHost
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "support" / "hook_scripts"
+MAIN = {"main": agent_md("Main.", mode="primary", tools="[Read, Bash]")}
+
+
+def _trusted(root: Path, home: Path) -> None:
+    env = isolated_env(home)
+    loaded = load(root, home)
+    trust(root, workspace_trust_surface(loaded), env=env)
+
+
+def test_claude_code_scripts_gate_add_context_and_observe_a_run(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Bash, arguments: {command: "rm -rf build"}}]
+  - tool_calls: [{name: Bash, arguments: {command: "echo safe"}}]
+  - text: "done"
+"""
+    config = """
+default_agent: main
+default_model: scripted
+models:
+  scripted: {provider: scripted, script: script.yaml}
+permissions: {allow: ["Bash(echo *)", "Bash(rm *)"]}
+hooks:
+  UserPromptSubmit:
+    - hooks: [{type: command, command: .claude/hooks/user_prompt_context.py}]
+  PreToolUse:
+    - matcher: Bash
+      hooks: [{type: command, command: .claude/hooks/block-rm.sh}]
+  PostToolUse:
+    - matcher: "*"
+      hooks: [{type: command, command: .claude/hooks/log-tool-use.sh}]
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
+    hooks_dir = root / ".claude" / "hooks"
+    hooks_dir.mkdir(parents=True)
+    for name in ("block-rm.sh", "log-tool-use.sh", "user_prompt_context.py"):
+        shutil.copy2(SCRIPTS / name, hooks_dir / name)
+    home = tmp_path / "home"
+    _trusted(root, home)
+    with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
+        result = ws.run_sync("clean up please")
+        assert result.status == "succeeded", result.error
+        events = ws.events(str(result.run_id))
+    results = [e for e in events if e.event_type in ("ToolCallCompleted", "ToolCallFailed")]
+    assert results[0].event_type == "ToolCallFailed"
+    assert "Blocked: rm -rf commands are not allowed" in json.dumps(results[0].model_dump(mode="json")["payload"])
+    assert results[1].event_type == "ToolCallCompleted"
+    hook_runs = [e.payload for e in events if e.event_type == "HookExecuted"]
+    assert {str(p["hook_event"]) for p in hook_runs} >= {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
+    blocked = [p for p in hook_runs if p["hook_event"] == "PreToolUse" and p["decision"] == "block"]
+    assert len(blocked) == 1
+    log_lines = (root / ".claude" / "tool-log.jsonl").read_text().splitlines()
+    logged = json.loads(log_lines[-1])
+    assert logged["tool"] == "Bash"
+    assert logged["input"]["command"] == "echo safe"
+    assert set(logged["response"]) >= {"stdout", "stderr", "exit_code", "interrupted"}
+    assert logged["response"]["stdout"].strip() == "safe"
+    # the UserPromptSubmit hook's context ("Current time: ...") reached the model's first request
+    transcript_dir = root / ".bearagent" / "transcripts"
+    assert list(transcript_dir.glob("*.jsonl"))
+
+
+def test_a_hook_whose_command_is_missing_refuses_the_run(tmp_path: Path) -> None:
+    config = """
+default_agent: main
+default_model: scripted
+models:
+  scripted: {provider: scripted, script: script.yaml}
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks: [{type: command, command: .claude/hooks/does-not-exist.sh, on_failure: block}]
+"""
+    root = scripted_workspace(tmp_path / "ws", "turns:\n  - text: hi\n", agents=MAIN, config=config)
+    home = tmp_path / "home"
+    _trusted(root, home)
+    with (
+        open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws,
+        pytest.raises(BearAgentError, match="hook entr"),
+    ):
+        ws.run_sync("hi")
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.seen: list[Event] = []
+
+    @hookimpl
+    def register_event_sinks(self, register: object) -> None:
+        assert callable(register)
+        register(self.seen.append)
+        register(self._explode)
+
+    def _explode(self, event: Event) -> None:
+        raise RuntimeError("a broken sink")
+
+
+class _NoBash:
+    @hookimpl
+    def resolve_permission(
+        self, tool_name: str, tool_input: object, agent_name: str, workspace_root: Path
+    ) -> str | None:
+        return "deny" if tool_name == "Bash" else None
+
+
+def test_event_sinks_see_every_committed_event_and_cannot_break_the_run(tmp_path: Path) -> None:
+    root = scripted_workspace(tmp_path / "ws", "turns:\n  - text: hi\n", agents=MAIN)
+    recorder = _Recorder()
+    host = PluginHost()
+    host.register(recorder, "recorder")
+    with open_workspace(root, env=isolated_env(tmp_path / "home"), plugins=host) as ws:
+        result = ws.run_sync("hi")
+        assert result.status == "succeeded"
+        stored = ws.events(str(result.run_id))
+    assert [e.event_id for e in recorder.seen] == [e.event_id for e in stored]
+
+
+def test_a_permission_plugin_denies_a_tool_call(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Bash, arguments: {command: "echo hi"}}]
+  - text: "ok"
+"""
+    config = """
+default_agent: main
+default_model: scripted
+models:
+  scripted: {provider: scripted, script: script.yaml}
+permissions: {allow: ["Bash(echo *)"]}
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
+    _trusted(root, tmp_path / "home")
+    host = PluginHost()
+    host.register(_NoBash(), "nobash")
+    with open_workspace(root, env=isolated_env(tmp_path / "home"), plugins=host) as ws:
+        result = ws.run_sync("run it")
+        failed = [e.model_dump(mode="json") for e in ws.events(str(result.run_id)) if e.event_type == "ToolCallFailed"]
+    assert len(failed) == 1
+    assert failed[0]["payload"]["result"]["error"]["category"] == "permission"
