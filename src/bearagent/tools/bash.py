@@ -1,0 +1,219 @@
+"""`Bash{command, timeout?, description?}`: run a shell command in the workspace root.
+
+The command runs under `/bin/bash -c` in its own session/process group (`start_new_session`), with stdin from
+/dev/null. A timeout, a cancellation, or the command finishing while background children still hold its pipes:
+each kills the whole process group. stdout and stderr are each capped (head and tail kept, the middle cut with a
+note); `ToolResult.data` is `{stdout, stderr, exit_code, interrupted}` (hooks rely on that shape).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+
+from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
+from bearagent.domain.tools import ToolResult, ToolSpec
+from bearagent.ports import ToolContext
+from bearagent.tools.base import NativeTool, int_arg, str_arg, tool_error
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_STREAM_CHARS = 30_000
+KILL_GRACE_S = 0.5
+DRAIN_AFTER_EXIT_S = 0.2
+SHELL = "/bin/bash"
+
+SPEC = ToolSpec(
+    name="Bash",
+    description=(
+        "Run a shell command (bash) in the workspace root. No stdin; `timeout` in milliseconds "
+        f"(default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}); on timeout the whole process group is killed. "
+        "stdout and stderr are returned (long output is cut in the middle) with the exit code. Processes left "
+        "running in the background are killed when the command ends. Use Read/Grep/Glob rather than cat/grep/find."
+    ),
+    input_schema=frozen_json(
+        {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "minLength": 1, "description": "The command to run."},
+                "timeout": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_MS,
+                    "description": "Timeout in milliseconds.",
+                },
+                "description": {
+                    "type": "string",
+                    "maxLength": 1000,
+                    "description": "What the command does, in 5-10 words.",
+                },
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        }
+    ),
+    side_effect="execute",
+    version="1",
+    timeout_ms=MAX_TIMEOUT_MS + 30_000,
+)
+
+
+class _Capture:
+    """Keep the first and last part of a stream; count what was cut."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit * 2 // 3
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self.tail_limit:
+                del self.tail[: len(self.tail) - self.tail_limit]
+
+    def text(self) -> tuple[str, int]:
+        cut = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", "replace")
+        if cut <= 0:
+            return head + self.tail.decode("utf-8", "replace"), 0
+        tail = self.tail.decode("utf-8", "replace")
+        return f"{head}\n… [{cut} bytes of output cut] …\n{tail}", cut
+
+
+async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
+    while True:
+        chunk = await stream.read(65_536)
+        if not chunk:
+            return
+        capture.feed(chunk)
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """Wait for the shell to exit. Not `proc.wait()`: on 3.11 it also waits for every pipe to close, which a
+    background child holding stdout would delay forever."""
+    delay = 0.002
+    while proc.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return proc.returncode
+
+
+def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class BashTool(NativeTool):
+    def __init__(self) -> None:
+        super().__init__(SPEC)
+
+    def normalise(self, arguments: dict[str, JsonValue], context: ToolContext) -> Mapping[str, object]:
+        command = str_arg(arguments, "command")
+        if "\x00" in command:
+            raise tool_error("validation", "invalid_arguments", "Bash command contains a NUL byte; remove it.")
+        out: dict[str, object] = {
+            "command": command,
+            "timeout": min(int_arg(arguments, "timeout", DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS),
+        }
+        if isinstance(arguments.get("description"), str):
+            out["description"] = arguments["description"]
+        return out
+
+    async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        command = str_arg(arguments, "command")
+        timeout_ms = int_arg(arguments, "timeout", DEFAULT_TIMEOUT_MS)
+        proc = await asyncio.create_subprocess_exec(
+            SHELL,
+            "-c",
+            command,
+            cwd=str(context.workspace_root),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        pgid = proc.pid  # start_new_session makes the child its own group leader
+        out, err = _Capture(MAX_STREAM_CHARS), _Capture(MAX_STREAM_CHARS)
+        assert proc.stdout is not None and proc.stderr is not None
+        pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(_exited(proc), timeout_ms / 1000)
+            except TimeoutError:
+                timed_out = True
+                _kill_group(pgid, signal.SIGTERM)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(_exited(proc), KILL_GRACE_S)
+                _kill_group(pgid)
+                await _exited(proc)
+            try:
+                # children left in the background may keep the pipes open: give them a moment, then end them
+                await asyncio.wait_for(asyncio.shield(pumps), DRAIN_AFTER_EXIT_S)
+            except TimeoutError:
+                _kill_group(pgid)
+                await asyncio.wait_for(asyncio.shield(pumps), 5)
+        finally:
+            # also reached on cancellation: nothing of the group survives the call
+            _kill_group(pgid)
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+            if not pumps.done():
+                # the group is dead, so the pipes close at once; let the transport finish cleanly
+                with contextlib.suppress(asyncio.CancelledError, TimeoutError, Exception):
+                    await asyncio.wait_for(asyncio.shield(pumps), 2)
+                if not pumps.done():
+                    pumps.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await pumps
+        exit_code = proc.returncode if proc.returncode is not None else -1
+        stdout, cut_out = out.text()
+        stderr, cut_err = err.text()
+        parts: list[str] = []
+        if stdout:
+            parts.append(stdout.rstrip("\n"))
+        if stderr:
+            parts.append(("stderr:\n" if stdout else "") + stderr.rstrip("\n"))
+        if timed_out:
+            parts.append(f"[Command timed out after {timeout_ms} ms; its whole process group was killed.]")
+        elif exit_code != 0:
+            parts.append(f"[Exit code {exit_code}]")
+        if not parts:
+            parts.append("(no output)")
+        data = {
+            "stdout": stdout,
+            "stderr": stderr,
+            "exit_code": exit_code,
+            "interrupted": timed_out,
+        }
+        content = "\n".join(parts)
+        truncated = bool(cut_out or cut_err)
+        if timed_out:
+            error = tool_error(
+                "timeout",
+                "command_timeout",
+                f"Command timed out after {timeout_ms} ms and was killed (with every process it started). "
+                "Raise `timeout` (max 600000) or run something shorter.",
+            ).info
+            result = self.failed(context, error, data)
+            return result.model_copy(update={"content": content + "\n" + error.message, "truncated": truncated})
+        if exit_code != 0:
+            # as in Claude Code, a non-zero exit is an error result; the output is all there for the model
+            error = tool_error(
+                "tool", "nonzero_exit", f"Command exited with code {exit_code}.", exit_code=exit_code
+            ).info
+            result = self.failed(context, error, data)
+            return result.model_copy(update={"content": content, "truncated": truncated})
+        return self.ok(context, content, data, truncated=truncated)

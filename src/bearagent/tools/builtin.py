@@ -1,0 +1,43 @@
+"""The native tool set, as the NativeToolRegistry builds it."""
+
+from __future__ import annotations
+
+from bearagent.ports import Tool
+from bearagent.tools.bash import BashTool
+from bearagent.tools.edit import EditTool
+from bearagent.tools.glob_files import GlobTool
+from bearagent.tools.grep import GrepTool
+from bearagent.tools.read import ReadTool
+from bearagent.tools.todo_write import TodoWriteTool
+from bearagent.tools.web_fetch import WebFetchTool
+from bearagent.tools.web_search import WebSearchBackend, WebSearchTool
+from bearagent.tools.write import WriteTool
+
+NATIVE_TOOL_NAMES: tuple[str, ...] = (
+    "Read",
+    "Write",
+    "Edit",
+    "Glob",
+    "Grep",
+    "Bash",
+    "WebFetch",
+    "WebSearch",
+    "TodoWrite",
+)
+
+
+def native_tools(*, web_search: WebSearchBackend | None = None) -> list[Tool]:
+    """Every native tool; `WebSearch` only when a backend is given (without one it is absent, not broken)."""
+    tools: list[Tool] = [
+        ReadTool(),
+        WriteTool(),
+        EditTool(),
+        GlobTool(),
+        GrepTool(),
+        BashTool(),
+        WebFetchTool(),
+        TodoWriteTool(),
+    ]
+    if web_search is not None:
+        tools.append(WebSearchTool(web_search))
+    return tools

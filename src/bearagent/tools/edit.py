@@ -1,0 +1,125 @@
+"""`Edit{file_path, old_string, new_string, replace_all?}`: exact string replacement, atomic; returns an Artifact."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+
+from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
+from bearagent.domain.tools import ToolResult, ToolSpec
+from bearagent.ports import ToolContext
+from bearagent.tools.base import NativeTool, str_arg, text_artifact, tool_error
+from bearagent.tools.fileio import atomic_write, read_existing
+from bearagent.tools.paths import WorkspacePaths
+
+SPEC = ToolSpec(
+    name="Edit",
+    description=(
+        "Replace an exact string in a text file of the workspace. `old_string` must occur exactly once unless "
+        "`replace_all` is true; include enough surrounding lines to make it unique. Whitespace and indentation "
+        "must match exactly. The edit is atomic."
+    ),
+    input_schema=frozen_json(
+        {
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Path relative to the workspace root (or absolute inside it).",
+                },
+                "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The replacement text."},
+                "replace_all": {"type": "boolean", "default": False, "description": "Replace every occurrence."},
+            },
+            "required": ["file_path", "old_string", "new_string"],
+            "additionalProperties": False,
+        }
+    ),
+    side_effect="write",
+    version="1",
+    timeout_ms=60_000,
+    max_input_bytes=4 * 1_048_576,
+)
+
+
+class EditTool(NativeTool):
+    def __init__(self) -> None:
+        super().__init__(SPEC)
+
+    def normalise(self, arguments: dict[str, JsonValue], context: ToolContext) -> Mapping[str, object]:
+        old, new = str_arg(arguments, "old_string"), str_arg(arguments, "new_string")
+        if old == new:
+            raise tool_error(
+                "validation",
+                "no_change",
+                "old_string and new_string are identical, so the edit would change nothing. Give the new text.",
+            )
+        return {
+            "file_path": WorkspacePaths(context.workspace_root).normalise(str_arg(arguments, "file_path")),
+            "old_string": old,
+            "new_string": new,
+            "replace_all": arguments.get("replace_all") is True,
+        }
+
+    async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        return await asyncio.to_thread(self._edit, arguments, context)
+
+    def _edit(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        old, new = str_arg(arguments, "old_string"), str_arg(arguments, "new_string")
+        replace_all = arguments.get("replace_all") is True
+        target = WorkspacePaths(context.workspace_root).open_target(
+            str_arg(arguments, "file_path"), create_parents=False
+        )
+        try:
+            raw = read_existing(target)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise tool_error(
+                    "tool",
+                    "not_utf8",
+                    f"{target.rel!r} is not valid UTF-8 text; Edit only changes UTF-8 files. Use Bash to edit it.",
+                    path=target.rel,
+                ) from None
+            count = text.count(old)
+            if count == 0:
+                hint = (
+                    " (it does match if whitespace is ignored: check indentation and line endings)"
+                    if _loose(old) in _loose(text)
+                    else ""
+                )
+                raise tool_error(
+                    "tool",
+                    "edit_not_found",
+                    f"old_string was not found in {target.rel!r}{hint}. Read the file and copy the exact text, "
+                    "including whitespace.",
+                    path=target.rel,
+                )
+            if count > 1 and not replace_all:
+                raise tool_error(
+                    "tool",
+                    "edit_not_unique",
+                    f"old_string occurs {count} times in {target.rel!r}. Add surrounding lines to make it unique, "
+                    "or set replace_all to true to replace every occurrence.",
+                    path=target.rel,
+                    occurrences=count,
+                )
+            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+            payload = updated.encode("utf-8")
+            atomic_write(target, payload)
+        finally:
+            os.close(target.dir_fd)
+        artifact = text_artifact(context, target.rel, payload)
+        replaced = count if replace_all else 1
+        return self.ok(
+            context,
+            f"Edited {target.rel}: replaced {replaced} occurrence{'s' if replaced != 1 else ''} ({len(payload)} bytes).",
+            {"path": target.rel, "replacements": replaced, "size_bytes": len(payload), "sha256": artifact.sha256},
+            artifacts=(artifact,),
+        )
+
+
+def _loose(text: str) -> str:
+    return "".join(text.split())

@@ -1,0 +1,307 @@
+"""The tool gate: the one path every tool call takes, whatever its source.
+
+exact lookup -> input size cap -> `prepare` (schema + normalise) -> PreToolUse interceptor (may block, deny, ask,
+allow, rewrite arguments - re-prepared - or add context) -> policy (chat workspace, allowlist, permission rules,
+mode default; `ask` goes to the asker or becomes a denial that names the config line to add) -> executor under a
+timeout -> output cap -> PostToolUse interceptor (context or block reason folded into the result) -> `ToolResult`.
+
+Nothing but `asyncio.CancelledError` leaves `call`: every failure is a failed `ToolResult` the model can read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from bearagent.domain._base import JsonMapping, JsonValue
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.tools import MAX_TOOL_CONTENT_CHARS, ToolRequest, ToolResult, ToolSpec
+from bearagent.ports import PreToolDecision, Tool, ToolContext, ToolInterceptor
+from bearagent.tools.permissions import PermissionRule, RuleError
+from bearagent.tools.policy import PolicyDecision, ToolPolicy, permission_config_line
+from bearagent.tools.walk import HIDDEN_PATHS_SETTING
+
+_SEARCH_TOOLS = frozenset({"Glob", "Grep"})
+AskAnswer: TypeAlias = Literal["allow_once", "allow_always", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class AskRequest:
+    """What an interactive asker is shown: the call, why it needs approval, and the rule `allow_always` would add."""
+
+    tool_name: str
+    arguments: JsonMapping
+    reason: str
+    suggested_rule: str | None
+    context: ToolContext
+
+
+Asker: TypeAlias = Callable[[AskRequest], Awaitable[AskAnswer]]
+
+
+def tools_by_name(tools: Iterable[Tool]) -> dict[str, Tool]:
+    """The name -> Tool mapping a gate takes, keyed by each tool's spec name."""
+    return {tool.spec.name: tool for tool in tools}
+
+
+class ToolGate:
+    """Runs tool calls for one agent: `await gate.call(request, context)` always returns a `ToolResult`."""
+
+    def __init__(
+        self,
+        tools: Mapping[str, Tool],
+        *,
+        policy: ToolPolicy | None = None,
+        interceptor: ToolInterceptor | None = None,
+        ask: Asker | None = None,
+    ) -> None:
+        self._tools: dict[str, Tool] = dict(tools)
+        self.policy = policy or ToolPolicy()
+        self._interceptor = interceptor
+        self._ask = ask
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        return self._tools
+
+    def specs(self) -> list[ToolSpec]:
+        """The specs the model may see: tools the policy makes available and no bare deny rule removes."""
+        return [
+            t.spec
+            for name, t in self._tools.items()
+            if self.policy.available(name) and not self.policy.rules.denies_whole_tool(name)
+        ]
+
+    async def call(self, request: ToolRequest, context: ToolContext) -> ToolResult:
+        started = time.perf_counter()
+        try:
+            result = await self._call(request, context, started)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in a hook or in the gate itself must still not kill the run
+            result = _failed(
+                request,
+                ErrorInfo.of("internal", "tool_gate", f"Internal error while running {request.name}: {_describe(exc)}"),
+            )
+        return result.model_copy(update={"duration_ms": int((time.perf_counter() - started) * 1000)})
+
+    async def _call(self, request: ToolRequest, context: ToolContext, started: float) -> ToolResult:
+        tool = self._tools.get(request.name)
+        if tool is None or not self.policy.available(request.name):
+            return _failed(request, self._not_available(request.name))
+        spec = tool.spec
+        size = _json_size(request.arguments)
+        if size > spec.max_input_bytes:
+            return _failed(
+                request,
+                ErrorInfo.of(
+                    "validation",
+                    "input_too_large",
+                    f"The arguments of {spec.name} are about {size} bytes; the limit is {spec.max_input_bytes}. "
+                    "Send smaller arguments (e.g. split a large Write into several Edits).",
+                    size=size,
+                ),
+            )
+        if context.tool_call_id != request.tool_call_id:
+            context = dataclasses.replace(context, tool_call_id=request.tool_call_id)
+        prepared = _prepare(tool, request.arguments, context)
+        if isinstance(prepared, ErrorInfo):
+            return _failed(request, prepared)
+        arguments = prepared
+
+        pre: PreToolDecision | None = None
+        if self._interceptor is not None:
+            pre = await self._interceptor.before_tool(
+                request.model_copy(update={"arguments": arguments}), spec, context
+            )
+            if pre.block or pre.permission == "deny":
+                reason = pre.reason or "no reason given"
+                return _failed(
+                    request,
+                    ErrorInfo.of(
+                        "permission", "blocked_by_hook", f"{spec.name} call blocked by a PreToolUse hook: {reason}"
+                    ),
+                    extra=pre.additional_context,
+                )
+            if pre.updated_arguments is not None:
+                prepared = _prepare(tool, pre.updated_arguments, context)
+                if isinstance(prepared, ErrorInfo):
+                    return _failed(
+                        request,
+                        prepared.model_copy(
+                            update={
+                                "message": "A PreToolUse hook rewrote the arguments into invalid ones: "
+                                + prepared.message
+                            }
+                        ),
+                    )
+                arguments = prepared
+
+        decision = self.policy.decide(spec, arguments, context.workspace_root)
+        if pre is not None and pre.permission is not None:
+            decision = _combine(decision, pre)
+        if decision.outcome == "ask":
+            decision = await self._resolve_ask(spec, arguments, context, decision)
+        if decision.outcome == "deny":
+            return _failed(
+                request,
+                ErrorInfo.of("permission", "denied", decision.reason, tool=spec.name),
+                extra=pre and pre.additional_context,
+            )
+
+        if spec.name in _SEARCH_TOOLS:
+            hidden = self.policy.rules.hidden_paths(spec.name)
+            if hidden:
+                context = dataclasses.replace(context, settings={**context.settings, HIDDEN_PATHS_SETTING: hidden})
+        try:
+            async with asyncio.timeout(spec.timeout_ms / 1000):
+                result = await tool.execute(arguments, context)
+        except TimeoutError:
+            return _failed(
+                request,
+                ErrorInfo.of(
+                    "timeout",
+                    "tool_timeout",
+                    f"{spec.name} did not finish within {spec.timeout_ms / 1000:g} s and was stopped. "
+                    "Try a smaller task, or raise the tool's timeout.",
+                    timeout_ms=spec.timeout_ms,
+                ),
+            )
+        except BearAgentError as exc:
+            return _failed(request, exc.info)
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:
+            return _failed(
+                request,
+                ErrorInfo.of(
+                    "tool", "crashed", f"{spec.name} failed with an unexpected error: {_describe(exc)}", tool=spec.name
+                ),
+            )
+        result = _stamp(result, request, spec)
+        extra_context = pre.additional_context if pre is not None else None
+        if self._interceptor is not None:
+            post = await self._interceptor.after_tool(
+                request.model_copy(update={"arguments": arguments}), spec, result, context
+            )
+            notes = [n for n in (extra_context, post.additional_context) if n]
+            if post.block_reason:
+                notes.append(f"PostToolUse hook feedback: {post.block_reason}")
+            if notes:
+                result = _append(result, "\n\n".join(notes))
+        elif extra_context:
+            result = _append(result, extra_context)
+        return result
+
+    async def _resolve_ask(
+        self, spec: ToolSpec, arguments: JsonMapping, context: ToolContext, decision: PolicyDecision
+    ) -> PolicyDecision:
+        rule = decision.suggested_rule or spec.name
+        if self._ask is None:
+            return PolicyDecision(
+                "deny",
+                f"{decision.reason} Nobody can approve it in this non-interactive run, so it was denied. "
+                f"To allow it, add this to .bearagent/config.yaml: {permission_config_line(rule)} "
+                "(or run with permission mode acceptEdits / bypassPermissions).",
+                rule=decision.rule,
+                suggested_rule=rule,
+            )
+        answer = await self._ask(AskRequest(spec.name, arguments, decision.reason, decision.suggested_rule, context))
+        if answer == "allow_once":
+            return PolicyDecision("allow", "approved once by the user")
+        if answer == "allow_always":
+            with contextlib.suppress(RuleError):  # the call is still approved; only remembering it failed
+                self.policy.add_allow_rule(PermissionRule.parse(rule, "allow", root=context.workspace_root))
+            return PolicyDecision("allow", "approved by the user (remembered for this session)")
+        return PolicyDecision("deny", f"{spec.name} call was denied by the user.")
+
+    def _not_available(self, name: str) -> ErrorInfo:
+        names = sorted(n for n in self._tools if self.policy.available(n))
+        shown = ", ".join(names[:8]) + (f" (and {len(names) - 8} more)" if len(names) > 8 else "")
+        return ErrorInfo.of(
+            "tool",
+            "not_available",
+            f"Tool {name[:100]!r} is not available to this agent. "
+            + (f"Available tools: {shown}. Call one of these names exactly." if names else "This agent has no tools."),
+            tool=name[:100],
+        )
+
+
+def _prepare(tool: Tool, arguments: JsonMapping, context: ToolContext) -> JsonMapping | ErrorInfo:
+    try:
+        return tool.prepare(arguments, context)
+    except BearAgentError as exc:
+        return exc.info
+    except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        return ErrorInfo.of(
+            "validation", "invalid_arguments", f"Invalid arguments for {tool.spec.name}: {_describe(exc)}"
+        )
+
+
+def _combine(decision: PolicyDecision, pre: PreToolDecision) -> PolicyDecision:
+    """A hook's permission: deny always wins; ask forces a prompt; allow skips a prompt but never a deny rule."""
+    reason = pre.reason or "PreToolUse hook"
+    if pre.permission == "ask" and decision.outcome == "allow":
+        return PolicyDecision(
+            "ask", f"A PreToolUse hook asks for approval: {reason}.", suggested_rule=decision.suggested_rule
+        )
+    if pre.permission == "allow" and decision.outcome == "ask":
+        return PolicyDecision("allow", f"allowed by a PreToolUse hook: {reason}")
+    return decision
+
+
+def _failed(request: ToolRequest, error: ErrorInfo, *, extra: str | None = None) -> ToolResult:
+    result = ToolResult.failure(request, error)
+    return _append(result, extra) if extra else result
+
+
+def _append(result: ToolResult, note: str) -> ToolResult:
+    content = result.content + ("\n\n" if result.content else "") + note
+    if len(content) > MAX_TOOL_CONTENT_CHARS:
+        content = content[: MAX_TOOL_CONTENT_CHARS - 1] + "…"
+    return result.model_copy(update={"content": content})
+
+
+def _stamp(result: ToolResult, request: ToolRequest, spec: ToolSpec) -> ToolResult:
+    update: dict[str, object] = {}
+    if result.tool_call_id != request.tool_call_id or result.tool_name != request.name:
+        update["tool_call_id"] = request.tool_call_id
+        update["tool_name"] = request.name
+    limit = spec.max_output_chars
+    if len(result.content) > limit:
+        cut = len(result.content) - limit
+        note = f"\n\n[output truncated: {cut} of {len(result.content)} characters cut, limit {limit}]"
+        keep = max(0, limit - len(note))
+        update["content"] = result.content[:keep] + note
+        update["truncated"] = True
+    return result.model_copy(update=update) if update else result
+
+
+def _json_size(value: JsonValue, budget: int = 1 << 62) -> int:
+    """Approximate serialised size (strings dominate); cheap enough to run on every call."""
+    kind = type(value)
+    if kind is str:
+        return len(value) + 2  # type: ignore[arg-type]
+    if kind is int or kind is bool or kind is float or value is None:
+        return 8
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, Mapping):
+        return 2 + sum(len(k) + 3 + _json_size(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return 2 + sum(_json_size(v) + 1 for v in value)
+    return 8
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if len(text) > 300:
+        text = text[:300] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,302 @@
+"""`Grep{pattern, path?, glob?, output_mode?, -i?, -n?, head_limit?}`: regex search over workspace files.
+
+Files are read as bytes and searched with a bytes regex (no decoding of non-matching files); files with a NUL byte
+in their first 8 KiB are skipped as binary; .git is skipped and .gitignore honoured; symlinks are not followed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import re
+import stat
+import threading
+from collections.abc import Mapping
+from typing import Any, cast
+
+from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
+from bearagent.domain.tools import ToolResult, ToolSpec
+from bearagent.ports import ToolContext
+from bearagent.tools.base import NativeTool, int_arg, str_arg, tool_error
+from bearagent.tools.paths import WorkspacePaths
+from bearagent.tools.walk import Cancelled, WorkspaceWalker, cancellable, check_glob, hidden_spec
+
+DEFAULT_HEAD_LIMIT = 250
+MAX_HEAD_LIMIT = 5_000
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_LINE_CHARS = 500
+BINARY_SNIFF_BYTES = 8_192
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+SPEC = ToolSpec(
+    name="Grep",
+    description=(
+        "Search file contents with a regular expression (Python `re` syntax). `output_mode`: 'files_with_matches' "
+        "(default: paths of matching files), 'content' (matching lines, with line numbers unless -n is false) or "
+        "'count' (matches per file). `glob` filters files (e.g. '*.py', '**/*.{ts,tsx}'); `-i` ignores case; "
+        f"`head_limit` caps the entries returned (default {DEFAULT_HEAD_LIMIT}). Skips .git, .gitignored and binary "
+        "files."
+    ),
+    input_schema=frozen_json(
+        {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "minLength": 1, "description": "Regular expression to search for."},
+                "path": {"type": "string", "description": "File or directory to search (default: workspace root)."},
+                "glob": {"type": "string", "minLength": 1, "description": "Only search files matching this glob."},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"]},
+                "-i": {"type": "boolean", "description": "Case-insensitive search."},
+                "-n": {"type": "boolean", "description": "Show line numbers in content mode (default true)."},
+                "head_limit": {"type": "integer", "minimum": 1, "description": "Maximum number of entries to return."},
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        }
+    ),
+    side_effect="read_only",
+    version="1",
+    timeout_ms=120_000,
+)
+
+
+class GrepTool(NativeTool):
+    def __init__(self) -> None:
+        super().__init__(SPEC)
+
+    def normalise(self, arguments: dict[str, JsonValue], context: ToolContext) -> Mapping[str, object]:
+        pattern = str_arg(arguments, "pattern")
+        _compile(pattern, arguments.get("-i") is True)
+        out: dict[str, object] = {
+            "pattern": pattern,
+            "path": WorkspacePaths(context.workspace_root).normalise(str_arg(arguments, "path")),
+            "output_mode": str_arg(arguments, "output_mode", "files_with_matches"),
+            "-i": arguments.get("-i") is True,
+            "-n": arguments.get("-n") is not False,
+            "head_limit": min(int_arg(arguments, "head_limit", DEFAULT_HEAD_LIMIT), MAX_HEAD_LIMIT),
+        }
+        glob = arguments.get("glob")
+        if isinstance(glob, str):
+            glob = glob.replace("\\", "/")
+            check_glob(glob, "glob")
+            out["glob"] = glob
+        return out
+
+    async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        with cancellable() as cancel:
+            return await asyncio.to_thread(self._grep, arguments, context, cancel)
+
+    def _grep(self, arguments: JsonMapping, context: ToolContext, cancel: threading.Event) -> ToolResult:
+        pattern = str_arg(arguments, "pattern")
+        start = str_arg(arguments, "path")
+        mode = str_arg(arguments, "output_mode", "files_with_matches")
+        numbers = arguments.get("-n") is not False
+        head_limit = int_arg(arguments, "head_limit", DEFAULT_HEAD_LIMIT)
+        regex = _compile(pattern, arguments.get("-i") is True)
+        literal = _literal(pattern) if arguments.get("-i") is not True else None
+        glob = arguments.get("glob")
+        glob_re = check_glob(glob, "glob") if isinstance(glob, str) else None
+        glob_on_name = isinstance(glob, str) and "/" not in glob
+        paths = WorkspacePaths(context.workspace_root)
+        prefix = f"{start}/" if start else ""
+
+        single_file = self._single_file(paths, start)
+        entries: list[str] = []
+        files_matched = 0
+        total_matches = 0
+        more = False
+        skipped_large = 0
+
+        def consider(rel_shown: str, data: bytes) -> bool:
+            """Search one file's bytes; returns False once head_limit is reached."""
+            nonlocal files_matched, total_matches, more
+            if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+                return True
+            if literal is not None and literal not in data:
+                return True
+            if mode == "files_with_matches":
+                if regex.search(data) is None:
+                    return True
+                files_matched += 1
+                if len(entries) >= head_limit:
+                    more = True
+                    return False
+                entries.append(rel_shown)
+                return True
+            lines = _matching_lines(regex, data)
+            if not lines:
+                return True
+            files_matched += 1
+            total_matches += len(lines)
+            if mode == "count":
+                if len(entries) >= head_limit:
+                    more = True
+                    return False
+                entries.append(f"{rel_shown}:{len(lines)}")
+                return True
+            for number, line in lines:
+                if len(entries) >= head_limit:
+                    more = True
+                    return False
+                text = line.decode("utf-8", "replace").rstrip("\r")
+                if len(text) > MAX_LINE_CHARS:
+                    text = text[:MAX_LINE_CHARS] + "…"
+                entries.append(f"{rel_shown}:{number}:{text}" if numbers else f"{rel_shown}:{text}")
+            return True
+
+        try:
+            if single_file is not None:
+                consider(single_file[0], single_file[1])
+            else:
+                stop = False
+                walker = WorkspaceWalker(paths, start, cancel=cancel, hidden=hidden_spec(context.settings))
+                for batch in walker.batches():
+                    for name in batch.names:
+                        rel = batch.rel(name)
+                        if glob_re is not None and not glob_re.match(name if glob_on_name else rel):
+                            continue
+                        data = _read_at(batch.dir_fd, name)
+                        if data is None:
+                            skipped_large += 1
+                            continue
+                        if not consider(prefix + rel, data):
+                            stop = True
+                            break
+                    if stop:
+                        break
+        except Cancelled:
+            raise tool_error("cancelled", "grep", "Grep was cancelled.") from None
+
+        where = start or "the workspace root"
+        if not entries:
+            content = f"No matches for {pattern!r} in {where}."
+        else:
+            content = "\n".join(entries)
+            if more:
+                content += f"\n\n[results cut at head_limit={head_limit}; narrow the search or raise head_limit]"
+        if skipped_large:
+            content += f"\n[{skipped_large} files larger than {MAX_FILE_BYTES} bytes were not searched]"
+        data_out: dict[str, object] = {
+            "mode": mode,
+            "num_files": files_matched,
+            "truncated": more,
+        }
+        if mode == "files_with_matches":
+            data_out["filenames"] = entries
+        else:
+            data_out["num_matches"] = total_matches
+            data_out["lines" if mode == "content" else "counts"] = entries
+        return self.ok(context, content, data_out, truncated=more)
+
+    @staticmethod
+    def _single_file(paths: WorkspacePaths, start: str) -> tuple[str, bytes] | None:
+        """If `path` names a regular file, return it and its bytes; None if it is a directory."""
+        if not start:
+            return None
+        try:
+            opened = paths.open_read(start)
+        except Exception:
+            fd, _ = paths.open_dir(start)  # raises the right error if it is neither file nor directory
+            os.close(fd)
+            return None
+        try:
+            return opened.rel, _read_fd(opened.fd, opened.st.st_size) or b""
+        finally:
+            os.close(opened.fd)
+
+
+def _compile(pattern: str, ignore_case: bool) -> re.Pattern[bytes]:
+    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
+    try:
+        return re.compile(pattern.encode("utf-8", "surrogateescape"), flags)
+    except re.error as exc:
+        raise tool_error(
+            "validation",
+            "invalid_regex",
+            f"Grep pattern {pattern!r} is not a valid regular expression: {exc}. Escape special characters "
+            "(e.g. '\\(' for a literal parenthesis) or use Python `re` syntax.",
+        ) from None
+
+
+_META = set(".^$*+?{}[]\\|()")
+_MIN_LITERAL = 3
+
+
+def _literal(pattern: str) -> bytes | None:
+    """The longest literal every match must contain, for a quick `in` pre-check (as ripgrep does): files without
+    it are skipped without running the regex. None when no such literal is found."""
+    if not any(ch in _META for ch in pattern):
+        return pattern.encode("utf-8", "surrogateescape")
+    try:
+        parser = cast(Any, importlib.import_module("re._parser"))
+        tree = parser.parse(pattern)
+        if int(tree.state.flags) & re.IGNORECASE:
+            return None
+        parsed = cast(list[tuple[Any, Any]], list(tree))
+        literal_op = parser.LITERAL
+    except Exception:
+        return None
+    best: list[int] = []
+    run: list[int] = []
+    for op, arg in parsed:
+        if op is literal_op:
+            run.append(int(arg))
+            continue
+        if len(run) > len(best):
+            best = run
+        run = []
+    if len(run) > len(best):
+        best = run
+    if len(best) < _MIN_LITERAL:
+        return None
+    try:
+        return "".join(chr(c) for c in best).encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        return None
+
+
+def _matching_lines(regex: re.Pattern[bytes], data: bytes) -> list[tuple[int, bytes]]:
+    out: list[tuple[int, bytes]] = []
+    line_no = 1
+    counted_to = 0
+    last_line_start = -1
+    for m in regex.finditer(data):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        if start == last_line_start:
+            continue
+        line_no += data.count(b"\n", counted_to, start)
+        counted_to = start
+        end = data.find(b"\n", start)
+        out.append((line_no, data[start : end if end >= 0 else len(data)]))
+        last_line_start = start
+        if m.end() == m.start() and end < 0:
+            break
+    return out
+
+
+def _read_at(dir_fd: int, name: str) -> bytes | None:
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return b""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return b""
+        return _read_fd(fd, st.st_size)
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int, size: int) -> bytes | None:
+    if size > MAX_FILE_BYTES:
+        return None
+    chunks: list[bytes] = []
+    remaining = size + 1
+    while remaining > 0:
+        chunk = os.read(fd, max(remaining, 65_536))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]

@@ -1,0 +1,138 @@
+"""Glob and Grep: .git skipped, .gitignore honoured (nested too), bounded results, output modes, regex errors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from tests.support.tools import call
+
+from bearagent.domain.tools import ToolResult
+from bearagent.tools.walk import glob_to_regex
+
+
+def tool(root: Path, name: str, **arguments: object) -> ToolResult:
+    return asyncio.run(call(root, name, arguments))
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    files = {
+        "README.md": "# Title\nTODO: write docs\n",
+        "src/app.py": "import os\n# TODO fix\nprint('hi')\n",
+        "src/util.py": "def f():\n    return 1  # todo lowercase\n",
+        "src/web/page.tsx": "export const TODO = 1\n",
+        "src/gen/out.py": "# TODO generated\n",
+        "build/artifact.py": "# TODO build\n",
+        "logs/x.log": "TODO log\n",
+        "logs/keep.log": "TODO keep\n",
+        ".git/config": "TODO git\n",
+        "src/.gitignore": "gen/\n",
+        ".gitignore": "build/\n*.log\n!keep.log\n",
+    }
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (tmp_path / "blob.bin").write_bytes(b"TODO\x00\x01\x02")
+    return tmp_path
+
+
+def test_glob_skips_git_and_gitignored(tree: Path) -> None:
+    result = tool(tree, "Glob", pattern="**/*")
+    assert result.data is not None
+    names = set(result.data["filenames"])  # type: ignore[arg-type]
+    assert {"README.md", "src/app.py", "src/web/page.tsx", "logs/keep.log", ".gitignore"} <= names
+    assert not {".git/config", "build/artifact.py", "logs/x.log", "src/gen/out.py"} & names
+
+
+def test_glob_patterns_and_path(tree: Path) -> None:
+    top = tool(tree, "Glob", pattern="*.md")
+    assert top.content == "README.md"
+    braces = tool(tree, "Glob", pattern="**/*.{py,tsx}", path="src")
+    assert sorted(braces.content.splitlines()) == ["src/app.py", "src/util.py", "src/web/page.tsx"]
+    none = tool(tree, "Glob", pattern="*.rs")
+    assert none.status == "succeeded" and "No files match" in none.content
+
+
+def test_glob_is_bounded_and_newest_first(tmp_path: Path) -> None:
+    for i in range(150):
+        p = tmp_path / f"f{i:03}.txt"
+        p.write_text("x")
+        os.utime(p, (1_000_000 + i, 1_000_000 + i))
+    result = tool(tmp_path, "Glob", pattern="*.txt")
+    lines = result.content.splitlines()
+    assert lines[0] == "f149.txt" and lines[99] == "f050.txt"
+    assert result.truncated and "150 files match; showing the 100 most recently modified" in result.content
+
+
+def test_grep_modes(tree: Path) -> None:
+    files = tool(tree, "Grep", pattern="TODO")
+    assert files.data is not None
+    assert set(files.data["filenames"]) == {"README.md", "src/app.py", "src/web/page.tsx", "logs/keep.log"}  # type: ignore[arg-type]
+    content = tool(tree, "Grep", pattern="TODO", output_mode="content", path="src")
+    assert "src/app.py:2:# TODO fix" in content.content.splitlines()
+    no_numbers = tool(tree, "Grep", pattern="TODO", output_mode="content", path="src", **{"-n": False})
+    assert "src/app.py:# TODO fix" in no_numbers.content.splitlines()
+    counts = tool(tree, "Grep", pattern="i", output_mode="count", glob="*.py")
+    assert "src/app.py:3" in counts.content.splitlines()
+    insensitive = tool(tree, "Grep", pattern="todo", output_mode="content", glob="src/**/*.py", **{"-i": True})
+    assert "src/util.py:2:    return 1  # todo lowercase" in insensitive.content
+    assert "src/app.py:2:# TODO fix" in insensitive.content
+    single = tool(tree, "Grep", pattern="print", path="src/app.py", output_mode="content")
+    assert single.content == "src/app.py:3:print('hi')"
+
+
+def test_grep_head_limit_and_binary_skip(tmp_path: Path) -> None:
+    (tmp_path / "many.txt").write_text("hit\n" * 50)
+    (tmp_path / "b.bin").write_bytes(b"hit\x00")
+    result = tool(tmp_path, "Grep", pattern="hit", output_mode="content", head_limit=5)
+    assert len(result.content.split("\n\n")[0].splitlines()) == 5
+    assert result.truncated and "head_limit=5" in result.content
+    files = tool(tmp_path, "Grep", pattern="hit")
+    assert files.content == "many.txt"
+
+
+def test_grep_regex_error_is_clear(tmp_path: Path) -> None:
+    result = tool(tmp_path, "Grep", pattern="foo(")
+    assert result.error is not None and result.error.code == "validation.invalid_regex"
+    assert "not a valid regular expression" in result.content and "\\(" in result.content
+
+
+def test_grep_no_match_and_multiline_anchor(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\nbeta\n")
+    assert "No matches" in tool(tmp_path, "Grep", pattern="gamma").content
+    anchored = tool(tmp_path, "Grep", pattern="^beta$", output_mode="content")
+    assert anchored.content == "a.txt:2:beta"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.py", "a.py", True),
+        ("*.py", "d/a.py", False),
+        ("**/*.py", "d/e/a.py", True),
+        ("**/*.py", "a.py", True),
+        ("src/**", "src/a/b", True),
+        ("a?.txt", "ab.txt", True),
+        ("[!a]*.txt", "b.txt", True),
+        ("[!a]*.txt", "a.txt", False),
+        ("*.{ts,tsx}", "x.tsx", True),
+        ("{src,lib}/**/*.rs", "lib/x/y.rs", True),
+    ],
+)
+def test_glob_translation(pattern: str, path: str, expected: bool) -> None:
+    assert (glob_to_regex(pattern).match(path) is not None) == expected
+
+
+def test_grep_required_literal_prefilter_keeps_results_right(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def alpha(x):\n    return Foo_12 in y\n")
+    (tmp_path / "b.py").write_text("nothing here\n")
+    defs = tool(tmp_path, "Grep", pattern=r"def \w+\(", output_mode="content")
+    assert defs.content == "a.py:1:def alpha(x):"
+    inline = tool(tmp_path, "Grep", pattern=r"(?i)foo_\d+ in", output_mode="content")
+    assert inline.content == "a.py:2:    return Foo_12 in y"
+    alternation = tool(tmp_path, "Grep", pattern="nothing|alpha")
+    assert sorted(alternation.content.splitlines()) == ["a.py", "b.py"]
