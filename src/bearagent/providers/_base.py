@@ -1,0 +1,413 @@
+"""What the three SDK adapters share: settings, the per-loop client, the stream loop with its deadline, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar, cast
+
+from bearagent.domain._base import JsonBoundsError, JsonValue, validate_json_object
+from bearagent.domain.budgets import TokenUsage
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import IdGenerator, ToolCallId, Uuid4IdGenerator
+from bearagent.domain.messages import Message, ToolCallPart, ToolResultPart
+from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall, TextDelta
+from bearagent.providers.errors import (
+    CallContext,
+    ProviderFailure,
+    ProviderStreamError,
+    SecretRedactor,
+    classify_failure,
+)
+from bearagent.providers.tool_names import ToolNameMap
+
+ClientT = TypeVar("ClientT")
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+"""Sent when neither the request nor the entry sets a limit and the protocol requires one (Anthropic)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    """Everything an SDK adapter needs, resolved from a `ModelEntry` by the factory (the key value included)."""
+
+    entry_ref: str
+    model: str
+    base_url: str
+    api_key: str
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    stream: bool = True
+    provider_label: str = "the model provider"
+
+    def redactor(self) -> SecretRedactor:
+        return SecretRedactor([self.api_key, *self.headers.values()])
+
+
+class SdkStream(Protocol):
+    """The part of `openai.AsyncStream` / `anthropic.AsyncStream` the adapters use."""
+
+    async def __anext__(self) -> object: ...
+
+    async def close(self) -> None: ...
+
+
+class RawResponse(Protocol):
+    """The part of the SDKs' `with_raw_response` result the adapters use."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def parse(self) -> object: ...
+
+
+def parse_arguments(raw: str | None) -> tuple[dict[str, JsonValue], str | None]:
+    """Parse a tool call's argument text. Returns `(arguments, None)` or `({}, why_it_is_invalid)`; never raises."""
+    if raw is None or not raw.strip():
+        return {}, None
+    try:
+        value: object = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        preview = raw if len(raw) <= 200 else raw[:200] + "…"
+        why = f"the model's tool arguments are not valid JSON ({exc.msg} at character {exc.pos}): {preview}"
+        return {}, why[:2000]
+    except RecursionError:
+        return {}, "the model's tool arguments nest too deeply to be parsed"
+    if not isinstance(value, dict):
+        return {}, f"the model's tool arguments must be a JSON object, got {type(value).__name__}: {raw[:200]}"
+    try:
+        return validate_json_object(cast(object, value), where="arguments"), None
+    except JsonBoundsError as exc:
+        return {}, f"the model's tool arguments are too large or too deep: {exc}"[:2000]
+
+
+def wire_call_ids(messages: Sequence[Message]) -> dict[ToolCallId, str]:
+    """Our tool_call_id -> the call id sent on the wire: the provider's own id, or ours when it has none."""
+    out: dict[ToolCallId, str] = {}
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                out[part.tool_call_id] = part.provider_call_id or str(part.tool_call_id)
+    return out
+
+
+def result_call_id(part: ToolResultPart, ids: Mapping[ToolCallId, str]) -> str:
+    return part.provider_call_id or ids.get(part.tool_call_id) or str(part.tool_call_id)
+
+
+def error_text(part: ToolResultPart) -> str:
+    """Protocols without an error flag get the flag in the text, so the model still knows the call failed."""
+    return f"Error: {part.content}" if part.is_error else part.content
+
+
+def name_map_for(request: ModelRequest) -> ToolNameMap:
+    names = [tool.name for tool in request.tools]
+    for message in request.messages:
+        for part in message.parts:
+            if isinstance(part, (ToolCallPart, ToolResultPart)):
+                names.append(part.name)
+    return ToolNameMap(names)
+
+
+class Accumulator(ABC):
+    """Per-call state of one protocol: turns SDK items into text, then tool calls and a completion."""
+
+    def __init__(self, provider: SdkProvider[object], request: ModelRequest, names: ToolNameMap) -> None:
+        self.provider = provider
+        self.request = request
+        self.names = names
+        self.text_parts: list[str] = []
+        self.usage = TokenUsage()
+        self.request_id: str | None = None
+        self.model: str | None = None
+
+    @property
+    def partial_text(self) -> str:
+        return "".join(self.text_parts)
+
+    @abstractmethod
+    def feed(self, item: object) -> str | None:
+        """Take one streamed SDK event; return text to emit now, if any. May raise `ProviderStreamError`."""
+
+    @abstractmethod
+    def finish(self) -> list[ModelEvent]:
+        """The stream ended: tool calls and the completion, or raise (truncated, max tokens, filter...)."""
+
+    @abstractmethod
+    def from_final(self, result: object) -> list[ModelEvent]:
+        """Events for a non-streamed response object."""
+
+    def tool_call(self, provider_call_id: str | None, provider_name: str, raw_arguments: str | None) -> ModelToolCall:
+        arguments, invalid = parse_arguments(raw_arguments)
+        return self.tool_call_parsed(provider_call_id, provider_name, arguments, invalid)
+
+    def tool_call_parsed(
+        self,
+        provider_call_id: str | None,
+        provider_name: str,
+        arguments: Mapping[str, JsonValue],
+        invalid: str | None = None,
+    ) -> ModelToolCall:
+        name = self.names.to_internal(provider_name) if provider_name else "unnamed_tool"
+        return ModelToolCall(
+            tool_call_id=self.provider.ids.new(ToolCallId),
+            provider_call_id=(provider_call_id or None) and provider_call_id[:256],
+            name=name[:256],
+            arguments=arguments,
+            invalid_arguments=invalid,
+        )
+
+    def fail(self, info_failure: ProviderFailure) -> ProviderStreamError:
+        info = classify_failure(info_failure, self.provider.context, self.provider.redactor)
+        return self.stream_error(info)
+
+    def stream_error(self, info: ErrorInfo) -> ProviderStreamError:
+        return ProviderStreamError(
+            info,
+            partial_text=self.partial_text,
+            usage=self.usage,
+            provider_request_id=self.request_id,
+            model=self.model,
+        )
+
+
+class SdkProvider(ABC, Generic[ClientT]):
+    """Base of the OpenAI and Anthropic adapters. One instance may serve many calls (and many conversations)."""
+
+    request_id_header = "x-request-id"
+
+    def __init__(self, settings: ProviderSettings, *, ids: IdGenerator | None = None) -> None:
+        self.settings = settings
+        self.ids: IdGenerator = ids or Uuid4IdGenerator()
+        self.redactor = settings.redactor()
+        self.context = CallContext(
+            provider_label=settings.provider_label,
+            entry_ref=settings.entry_ref,
+            model=settings.model,
+            base_url=settings.base_url,
+            api_key_env=settings.api_key_env,
+            timeout_s=settings.timeout_s,
+        )
+        self._client: ClientT | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- per adapter -------------------------------------------------------------------------------------------
+    @abstractmethod
+    def _make_client(self) -> ClientT: ...
+
+    @abstractmethod
+    def _accumulator(self, request: ModelRequest, names: ToolNameMap) -> Accumulator: ...
+
+    @abstractmethod
+    async def _open_stream(
+        self, client: ClientT, request: ModelRequest, names: ToolNameMap, timeout: float
+    ) -> SdkStream:
+        """Send the request with streaming on; return the SDK stream (already past the HTTP status)."""
+
+    @abstractmethod
+    async def _complete(
+        self, client: ClientT, request: ModelRequest, names: ToolNameMap, timeout: float
+    ) -> tuple[object, str | None]:
+        """Send the request without streaming; return the response object and the request-id header."""
+
+    @abstractmethod
+    def _failure(self, exc: BaseException) -> ProviderFailure | None:
+        """The facts of an SDK exception, or None when it is not an SDK error."""
+
+    # -- shared ------------------------------------------------------------------------------------------------
+    def _client_for_loop(self) -> ClientT:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = self._make_client()
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (connection pool). The provider can still be used; a new client is made."""
+        client = self._client
+        self._client = None
+        self._client_loop = None
+        close = getattr(client, "close", None)
+        if close is not None:
+            await close()
+
+    def max_output_tokens(self, request: ModelRequest) -> int | None:
+        return request.max_output_tokens or self.settings.max_output_tokens
+
+    def temperature(self, request: ModelRequest) -> float | None:
+        return request.temperature if request.temperature is not None else self.settings.temperature
+
+    def _to_error(self, exc: BaseException, acc: Accumulator) -> ProviderStreamError:
+        ctx = self.context
+        effective = min(ctx.timeout_s, acc.request.timeout_ms / 1000)
+        if effective != ctx.timeout_s:
+            ctx = CallContext(ctx.provider_label, ctx.entry_ref, ctx.model, ctx.base_url, ctx.api_key_env, effective)
+        if isinstance(exc, TimeoutError):
+            info = classify_failure(ProviderFailure(kind="timeout", message="deadline reached"), ctx, self.redactor)
+            return acc.stream_error(info)
+        failure = self._failure(exc) or transport_failure(exc)
+        if failure is None:
+            # Not a provider failure: a bug or a broken SDK. Not retryable; the message names the exception.
+            text = self.redactor.redact(f"{type(exc).__name__}: {exc}")
+            return acc.stream_error(
+                ErrorInfo.of(
+                    "internal",
+                    "adapter",
+                    f"The {self.context.provider_label} adapter failed unexpectedly for model entry "
+                    f"{self.context.entry_ref} ({text[:800]}). This is a bug: please report it with this message.",
+                )
+            )
+        if failure.request_id and acc.request_id is None:
+            acc.request_id = failure.request_id
+        return acc.stream_error(classify_failure(failure, ctx, self.redactor))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one model call. Closing this iterator (or cancelling its task) closes the HTTP stream."""
+        names = name_map_for(request)
+        acc = self._accumulator(request, names)
+        loop = asyncio.get_running_loop()
+        total_s = request.timeout_ms / 1000
+        deadline = loop.time() + total_s
+        io_timeout = min(self.settings.timeout_s, total_s)
+        client = self._client_for_loop()
+        if not self.settings.stream:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    result, request_id = await self._complete(client, request, names, io_timeout)
+            except BearAgentError:
+                raise
+            except Exception as exc:
+                raise self._to_error(exc, acc) from None
+            acc.request_id = request_id
+            try:
+                final_events = acc.from_final(result)
+            except ProviderStreamError:
+                # a cut answer (max tokens, content filter): its text goes out before the failure, as when streaming
+                if acc.partial_text:
+                    yield TextDelta(text=acc.partial_text)
+                raise
+            for event in final_events:
+                yield event
+            return
+        try:
+            async with asyncio.timeout_at(deadline):
+                sdk_stream = await self._open_stream(client, request, names, io_timeout)
+        except BearAgentError:
+            raise
+        except Exception as exc:
+            raise self._to_error(exc, acc) from None
+        acc.request_id = stream_request_id(sdk_stream, self.request_id_header)
+        try:
+            feed = acc.feed
+            append = acc.text_parts.append
+            nxt = sdk_stream.__anext__
+            clock = loop.time
+            # A stalled stream is ended by the SDK's read timeout (at most the time left); a slowly dripping one by
+            # this check, so no per-event timer is needed.
+            while True:
+                try:
+                    item = await nxt()
+                except StopAsyncIteration:
+                    break
+                if clock() > deadline:
+                    raise TimeoutError
+                text = feed(item)
+                if text:
+                    append(text)
+                    yield TextDelta(text=text)
+            events = acc.finish()
+        except BearAgentError:
+            raise
+        except Exception as exc:
+            raise self._to_error(exc, acc) from None
+        finally:
+            await sdk_stream.close()
+        for event in events:
+            yield event
+
+
+def _mapping_get(value: object, key: str) -> object:
+    if isinstance(value, Mapping):
+        return value.get(key)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return None
+
+
+def _str_or_none(value: object) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def failure_from_sdk(
+    exc: BaseException,
+    *,
+    timeout_error: type[BaseException],
+    connection_error: type[BaseException],
+    status_error: type[BaseException],
+    api_error: type[BaseException],
+    request_id_header: str,
+) -> ProviderFailure | None:
+    """The facts of an `openai`/`anthropic` exception (both SDKs share the shape)."""
+    if isinstance(exc, timeout_error):
+        return ProviderFailure(kind="timeout", message="request timed out")
+    if isinstance(exc, connection_error):
+        cause = exc.__cause__
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+        return ProviderFailure(kind="network", message=detail)
+    if not isinstance(exc, api_error):
+        return None
+    body: object = getattr(exc, "body", None)
+    inner = _mapping_get(body, "error")
+    err: object = cast(object, inner) if isinstance(inner, Mapping) else body
+    message = _str_or_none(_mapping_get(err, "message"))
+    if not message:
+        message = _str_or_none(getattr(exc, "message", None)) or str(exc)
+    error_type = _str_or_none(_mapping_get(err, "type"))
+    error_code = _str_or_none(_mapping_get(err, "code"))
+    if isinstance(exc, status_error):
+        status: object = getattr(exc, "status_code", None)
+        response: object = getattr(exc, "response", None)
+        raw_headers: object = getattr(response, "headers", None)
+        headers: dict[str, str] = {}
+        if isinstance(raw_headers, Mapping):
+            for key, value in raw_headers.items():  # pyright: ignore[reportUnknownVariableType]
+                headers[str(key).lower()] = str(value)  # pyright: ignore[reportUnknownArgumentType]
+        status_code = status if isinstance(status, int) else None
+        kind = "stream" if status_code == 200 else "status"
+        return ProviderFailure(
+            kind=kind,
+            message=message,
+            status=status_code if kind == "status" else None,
+            error_type=error_type,
+            error_code=error_code,
+            request_id=headers.get(request_id_header),
+            headers=headers,
+        )
+    return ProviderFailure(kind="stream", message=message, error_type=error_type, error_code=error_code)
+
+
+def stream_request_id(stream: object, header: str) -> str | None:
+    """The request-id response header of an SDK stream (`x-request-id` for OpenAI, `request-id` for Anthropic)."""
+    response: object = getattr(stream, "response", None)
+    headers: object = getattr(response, "headers", None)
+    get: object = getattr(headers, "get", None)
+    if not callable(get):
+        return None
+    value: object = get(header)
+    return value[:256] if isinstance(value, str) and value else None
+
+
+def transport_failure(exc: BaseException) -> ProviderFailure | None:
+    """An HTTP transport error the SDK let through unwrapped (e.g. a connection dropped mid-stream)."""
+    import httpx2
+
+    if isinstance(exc, httpx2.TimeoutException):
+        return ProviderFailure(kind="timeout", message="request timed out")
+    if isinstance(exc, httpx2.TransportError):
+        return ProviderFailure(kind="network", message=f"{type(exc).__name__}: {exc}")
+    return None

@@ -1,0 +1,359 @@
+"""Provider failures as public `ErrorInfo`: one classification for every adapter, secrets stripped.
+
+Adapters pull the protocol-neutral facts out of an SDK exception (HTTP status, the provider's error `type` and
+`code`, its message, the response headers) into a `ProviderFailure`, and `classify_failure` turns that into an
+`ErrorInfo` with a stable category. Every text that leaves goes through a `SecretRedactor` first, so an API key or
+an `Authorization` header echoed back by a server never reaches an error, an event or a log line.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from bearagent.domain.budgets import TokenUsage
+from bearagent.domain.errors import BearAgentError, DetailValue, ErrorCategory, ErrorInfo
+
+REDACTED = "[REDACTED]"
+_MIN_SECRET_CHARS = 4
+# Key-shaped tokens (OpenAI `sk-...`, `sk-proj-...`, Anthropic `sk-ant-...`) and bearer credentials, redacted even
+# when they are not the configured key (a server may echo another key, or a partially masked one).
+_KEY_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}"),
+    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9_\-.~+/=*]+"),
+    re.compile(r"(?i)(x-api-key|api[_-]?key|authorization)(\"?\s*[:=]\s*\"?)[^\s\",}]+"),
+)
+MAX_DETAIL_CHARS = 512
+
+
+class SecretRedactor:
+    """Removes the given secret values, and anything shaped like an API key or bearer token, from a text."""
+
+    __slots__ = ("_secrets",)
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        values = {s for s in secrets if s and len(s) >= _MIN_SECRET_CHARS}
+        # Longest first, so a secret containing another is removed whole.
+        self._secrets: tuple[str, ...] = tuple(sorted(values, key=len, reverse=True))
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        for pattern in _KEY_PATTERNS:
+            text = pattern.sub(_redact_match, text)
+        return text
+
+
+def _redact_match(match: re.Match[str]) -> str:
+    if match.re.groups >= 2:
+        return f"{match.group(1)}{match.group(2)}{REDACTED}"
+    if match.re.groups == 1:
+        return f"{match.group(1)} {REDACTED}"
+    return REDACTED
+
+
+class ProviderStreamError(BearAgentError):
+    """A model call that failed, possibly after some text was streamed.
+
+    `partial_text` is the text the model produced before the failure (already emitted as `TextDelta`s), `usage` the
+    tokens reported so far (zero when the provider never said), so the runtime can record both with the failure.
+    """
+
+    def __init__(
+        self,
+        info: ErrorInfo,
+        *,
+        partial_text: str = "",
+        usage: TokenUsage | None = None,
+        provider_request_id: str | None = None,
+        model: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(info, hint=hint)
+        self.partial_text = partial_text
+        self.usage = usage if usage is not None else TokenUsage()
+        self.provider_request_id = provider_request_id
+        self.model = model
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """Who is calling: names used in messages so the user knows which entry and variable to fix."""
+
+    provider_label: str
+    entry_ref: str
+    model: str
+    base_url: str
+    api_key_env: str | None
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderFailure:
+    """The protocol-neutral facts of one failed call, extracted from an SDK exception or a stream event."""
+
+    kind: str  # "status" (HTTP error), "stream" (error after HTTP 200), "timeout", "network"
+    message: str
+    status: int | None = None
+    error_type: str | None = None
+    error_code: str | None = None
+    request_id: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+
+
+_CONTEXT_OVERFLOW_RE = re.compile(
+    r"(prompt is too long|context length|context_length|context window|maximum context|too many tokens"
+    r"|exceeds the context|input is too long|reduce the length)",
+    re.IGNORECASE,
+)
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait, from `retry-after-ms` (preferred) or `retry-after` (seconds or an HTTP date)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            value = float(raw_ms) / 1000.0
+            if math.isfinite(value) and value >= 0:
+                return min(value, 86_400.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+        if math.isfinite(value) and value >= 0:
+            return min(value, 86_400.0)
+        return None
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return min(max(parsed.timestamp() - time.time(), 0.0), 86_400.0)
+
+
+def _clip(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def make_info(
+    category: ErrorCategory,
+    specific: str,
+    message: str,
+    details: Mapping[str, DetailValue],
+    *,
+    retryable: bool = False,
+    retry_after_s: float | None = None,
+) -> ErrorInfo:
+    return ErrorInfo(
+        category=category,
+        code=f"{category}.{specific}",
+        message=_clip(message, 2000),
+        retryable=retryable,
+        retry_after_s=retry_after_s,
+        details=details,
+    )
+
+
+def classify_failure(failure: ProviderFailure, ctx: CallContext, redactor: SecretRedactor) -> ErrorInfo:
+    """Map a provider failure to a stable category, a retryable flag and a message that says how to fix it."""
+    server_msg = redactor.redact(failure.message.strip() or "no message")
+    server_msg = _clip(server_msg, 800)
+    status = failure.status
+    etype = (failure.error_type or "").lower()
+    ecode = (failure.error_code or "").lower()
+    where = f"{ctx.provider_label} (model entry {ctx.entry_ref}, model {ctx.model})"
+    http = f"HTTP {status}: " if status is not None and failure.kind == "status" else ""
+    said = f"{http}{server_msg}"
+    details: dict[str, DetailValue] = {"provider": ctx.provider_label}
+    if status is not None:
+        details["http_status"] = status
+    if failure.error_type:
+        details["provider_error_type"] = _clip(redactor.redact(failure.error_type), 128)
+    if failure.error_code:
+        details["provider_code"] = _clip(redactor.redact(failure.error_code), 128)
+    if failure.request_id:
+        details["provider_request_id"] = _clip(failure.request_id, 256)
+    should_retry = {k.lower(): v for k, v in failure.headers.items()}.get("x-should-retry")
+
+    def info(category: ErrorCategory, specific: str, message: str, *, retryable: bool) -> ErrorInfo:
+        if should_retry == "false" and retryable:
+            retryable = False
+            details["server_said_retry"] = False
+        retry_after = parse_retry_after(failure.headers) if retryable else None
+        return make_info(category, specific, message, details, retryable=retryable, retry_after_s=retry_after)
+
+    if failure.kind == "timeout":
+        return info(
+            "timeout",
+            "request",
+            f"{where} did not answer within {ctx.timeout_s:g}s. Raise `timeout_s` in the model entry, "
+            "or check that the server at the entry's base_url is responsive.",
+            retryable=True,
+        )
+    if failure.kind == "network":
+        return info(
+            "network",
+            "connection",
+            f"Could not talk to {where} at {redactor.redact(ctx.base_url)}: {server_msg}. Check `base_url` in the "
+            "model entry and that the server is running and reachable.",
+            retryable=True,
+        )
+    key_hint = f"the variable {ctx.api_key_env}" if ctx.api_key_env else "the API key variable named by `api_key_env`"
+    if ecode == "insufficient_quota" or etype == "insufficient_quota" or status == 402:
+        return info(
+            "quota",
+            "exhausted",
+            f"{where} refused the call because the account has no quota or credit left ({said}). Add credit or raise "
+            "the spending limit in the provider's billing settings; retrying will not help.",
+            retryable=False,
+        )
+    if (
+        ecode == "context_length_exceeded"
+        or etype == "context_length_exceeded"
+        or ((status in (400, 413) or etype == "invalid_request_error") and _CONTEXT_OVERFLOW_RE.search(server_msg))
+    ):
+        return info(
+            "context_overflow",
+            "exceeded",
+            f"The conversation is too long for {where} ({said}). Shorten the input, compact the history, or pick "
+            "a model with a larger context window.",
+            retryable=False,
+        )
+    if status == 401 or etype == "authentication_error" or ecode == "invalid_api_key":
+        return info(
+            "authentication",
+            "invalid_key",
+            f"{where} rejected the credentials ({said}). Check that {key_hint} holds a valid key for this provider.",
+            retryable=False,
+        )
+    if status == 403 or etype == "permission_error":
+        return info(
+            "permission",
+            "denied",
+            f"{where} refused access ({said}). Check that the key behind {key_hint} may use this model, or choose "
+            "another model in the entry.",
+            retryable=False,
+        )
+    if status == 429 or etype in ("rate_limit_error", "rate_limit_exceeded") or ecode == "rate_limit_exceeded":
+        return info(
+            "rate_limit",
+            "exceeded",
+            f"{where} is rate limiting this key ({said}). The call can be retried after the server's delay; lower "
+            "the request rate or raise the limit if it keeps happening.",
+            retryable=True,
+        )
+    if status in (529, 503) or etype == "overloaded_error" or ecode == "overloaded":
+        return info(
+            "overloaded",
+            "busy",
+            f"{where} is overloaded ({said}). The call can be retried later.",
+            retryable=True,
+        )
+    if status == 404 or etype == "not_found_error" or ecode == "model_not_found":
+        return info(
+            "invalid_request",
+            "not_found",
+            f"{where} does not know this model or endpoint ({said}). Check `model` and `base_url` in the entry.",
+            retryable=False,
+        )
+    if status in (408, 504) or ecode == "timeout":
+        return info(
+            "timeout",
+            "server",
+            f"{where} timed out on its side ({said}). The call can be retried.",
+            retryable=True,
+        )
+    if status == 409:
+        return info(
+            "conflict", "retry", f"{where} reported a conflict ({said}). The call can be retried.", retryable=True
+        )
+    if status is not None and 400 <= status < 500 and failure.kind == "status":
+        return info(
+            "invalid_request",
+            "rejected",
+            f"{where} rejected the request ({said}). Check the model entry's options (model, max_output_tokens, "
+            "temperature, headers) and the tool schemas.",
+            retryable=False,
+        )
+    if "policy" in ecode or ecode == "content_filter":
+        return info(
+            "content_filter",
+            "policy",
+            f"{where} refused the request under its usage policy ({said}). Rephrase the request; retrying the same "
+            "request will not help.",
+            retryable=False,
+        )
+    if etype == "invalid_request_error" or ecode.startswith("invalid_") or "image" in ecode:
+        return info(
+            "invalid_request",
+            "rejected",
+            f"{where} rejected the request ({said}). Check the model entry's options and the tool schemas.",
+            retryable=False,
+        )
+    # 5xx, or an error that arrived in the stream after HTTP 200 with a server-side type.
+    stage = "mid-stream" if failure.kind == "stream" else "server"
+    return info(
+        "server",
+        "mid_stream" if failure.kind == "stream" else "error",
+        f"{where} failed with a {stage} error ({said}). The call can be retried.",
+        retryable=True,
+    )
+
+
+def truncated_stream_info(ctx: CallContext, terminal: str, request_id: str | None) -> ErrorInfo:
+    """The stream ended without its protocol's terminal event: a failure, never a success (retryable)."""
+    details: dict[str, DetailValue] = {"provider": ctx.provider_label, "expected_terminal": terminal}
+    if request_id:
+        details["provider_request_id"] = _clip(request_id, 256)
+    return make_info(
+        "truncated_stream",
+        "no_terminal_event",
+        f"The answer stream from {ctx.provider_label} (model entry {ctx.entry_ref}) ended before its terminal "
+        f"event ({terminal}), so the answer is incomplete. The call can be retried; if it keeps happening, check "
+        "proxies or load balancers between BearAgent and the server.",
+        details,
+        retryable=True,
+    )
+
+
+def stopped_info(
+    category: ErrorCategory, ctx: CallContext, request_id: str | None, *, max_output_tokens: int | None = None
+) -> ErrorInfo:
+    """A turn the provider cut short: content filter or the output-token limit (not retryable)."""
+    details: dict[str, DetailValue] = {"provider": ctx.provider_label}
+    if request_id:
+        details["provider_request_id"] = _clip(request_id, 256)
+    if category == "content_filter":
+        return make_info(
+            "content_filter",
+            "stopped",
+            f"{ctx.provider_label}'s content filter stopped the answer of model entry {ctx.entry_ref}; the partial "
+            "text is kept in the run log. Rephrase the request.",
+            details,
+        )
+    if category == "context_overflow":
+        return make_info(
+            "context_overflow",
+            "during_output",
+            f"Model entry {ctx.entry_ref} ran out of context window while answering; the partial text is kept in the "
+            "run log. Shorten the conversation or pick a model with a larger context window.",
+            details,
+        )
+    limit = f" (max_output_tokens={max_output_tokens})" if max_output_tokens else ""
+    return make_info(
+        "max_output_tokens",
+        "reached",
+        f"The answer of model entry {ctx.entry_ref} hit the output-token limit{limit}; the partial text is kept in "
+        "the run log. Raise `max_output_tokens` in the model entry or ask for a shorter answer.",
+        details,
+    )

@@ -1,0 +1,222 @@
+"""Every provider wire fixture (shared set and BearAgent's own) through the right adapter and the real SDK.
+
+The replay server serves each fixture in random 1-64 byte chunks; the adapter's events (text, tool calls, stop
+reason, usage, request id) or its error (category, retryable, retry-after, partial text) must match the manifest's
+`expect` exactly. The shared fixtures' location: `BEARAGENT_SHARED_DIR` or `<repo>/../shared` (absent -> fail).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import cast
+
+import pytest
+from tests.support.providers import CANARY_KEY, Outcome, collect, make_provider, simple_request
+from tests.support.replay_server import LOCAL_FIXTURES, Fixture, ReplayServer, load_manifest, shared_fixtures_dir
+
+from bearagent.domain.messages import Message
+from bearagent.domain.models import ModelRequest
+
+ALL_FIXTURES: dict[tuple[str, str], Fixture] = {
+    **{("shared", k): v for k, v in load_manifest("shared", shared_fixtures_dir()).items()},
+    **{("local", k): v for k, v in load_manifest("local", LOCAL_FIXTURES).items()},
+}
+
+# What each failing shared fixture must become (category), by file name.
+ERROR_CATEGORY = {
+    "error_400_invalid_request.json": "invalid_request",
+    "error_400_context_length_exceeded.json": "context_overflow",
+    "error_401_invalid_api_key.json": "authentication",
+    "error_401_authentication.json": "authentication",
+    "error_429_rate_limit.json": "rate_limit",
+    "error_429_insufficient_quota.json": "quota",
+    "error_500_server_error.json": "server",
+    "error_500_api_error.json": "server",
+    "error_529_overloaded.json": "overloaded",
+    "stream_error_midstream.sse": "server",
+    "stream_error_event.sse": "server",
+    "stream_failed.sse": "server",
+    "stream_error_overloaded.sse": "overloaded",
+    "stream_truncated.sse": "truncated_stream",
+    "stream_max_tokens.sse": "max_output_tokens",
+    "stream_content_filter.sse": "content_filter",
+}
+RETRYABLE = {"server", "overloaded", "rate_limit", "truncated_stream", "network", "timeout"}
+
+
+@pytest.fixture(scope="module")
+def replay() -> Iterator[ReplayServer]:
+    with ReplayServer() as server:
+        yield server
+
+
+def _run(replay: ReplayServer, fixture: Fixture) -> Outcome:
+    provider = make_provider(fixture.protocol, replay.base_url(fixture), stream=fixture.is_stream)
+    tools = cast(
+        list[str],
+        json.loads(fixture.path.parent.parent.joinpath("manifest.json").read_text())["fixtures"][fixture.name].get(
+            "tools", []
+        ),
+    )
+    request: ModelRequest = simple_request(tools=tools) if tools else simple_request()
+    outcome = collect(provider, request)
+    _assert_no_secret(outcome)
+    return outcome
+
+
+def _assert_no_secret(outcome: Outcome) -> None:
+    dumped = repr(outcome.events)
+    if outcome.error is not None:
+        dumped += outcome.error.info.model_dump_json() + str(outcome.error) + repr(outcome.error.__dict__)
+    assert CANARY_KEY not in dumped
+
+
+def _expected_request_id(fixture: Fixture) -> str | None:
+    headers: Mapping[str, str] = fixture.headers
+    if fixture.name.rsplit("/", 1)[-1].startswith("error_"):
+        headers = cast(dict[str, str], json.loads(fixture.path.read_text())["headers"])
+    return headers.get("x-request-id") or headers.get("request-id")
+
+
+def _tool_calls_expected(fixture: Fixture) -> list[tuple[str, str, dict[str, object]]]:
+    expect = fixture.expect
+    if fixture.protocol == "openai_chat":
+        raw = cast(list[dict[str, str]], expect.get("tool_calls") or [])
+        return [(c["id"], c["name"], json.loads(c["arguments"])) for c in raw]
+    if fixture.protocol == "openai_responses":
+        raw = cast(list[dict[str, str]], expect.get("function_calls") or [])
+        return [(c["call_id"], c["name"], json.loads(c["arguments"])) for c in raw]
+    raw = cast(list[dict[str, str]], expect.get("tool_uses") or [])
+    return [(c["id"], c["name"], json.loads(c["input_json"])) for c in raw]
+
+
+def _usage_expected(fixture: Fixture) -> tuple[int, int]:
+    usage = cast(dict[str, int], fixture.expect["usage"])
+    if fixture.protocol == "openai_chat":
+        return usage["prompt_tokens"], usage["completion_tokens"]
+    return usage["input_tokens"], usage["output_tokens"]
+
+
+def _stop_expected(fixture: Fixture) -> str:
+    expect = fixture.expect
+    if expect.get("refusal") or expect.get("stop_reason") == "refusal":
+        return "refusal"
+    if _tool_calls_expected(fixture):
+        return "tool_use"
+    return "end_turn"
+
+
+SHARED = sorted(k for k in ALL_FIXTURES if k[0] == "shared")
+LOCAL = sorted(k for k in ALL_FIXTURES if k[0] == "local")
+
+
+def test_the_shared_set_is_complete() -> None:
+    # a guard against silently serving nothing: the shared set has 48 fixtures over three protocols
+    assert len(SHARED) == 48
+    assert {ALL_FIXTURES[k].protocol for k in SHARED} == {"openai_chat", "openai_responses", "anthropic_messages"}
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("key", SHARED, ids=[k[1] for k in SHARED])
+def test_shared_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
+    fixture = ALL_FIXTURES[key]
+    outcome = _run(replay, fixture)
+    file_name = fixture.name.rsplit("/", 1)[-1]
+    expect = fixture.expect
+    category = ERROR_CATEGORY.get(file_name)
+    request_id = _expected_request_id(fixture)
+    if category is not None:
+        error = outcome.stream_error
+        assert error.info.category == category, error.info
+        assert outcome.completed is None
+        assert error.info.retryable is cast(bool, expect.get("retryable", category in RETRYABLE))
+        if "retry_after_s" in expect:
+            assert error.info.retry_after_s == expect["retry_after_s"]
+        if "code" in expect and expect["code"] is not None:
+            assert error.info.details["provider_code"] == expect["code"]
+        if "error_type" in expect:
+            assert error.info.details["provider_error_type"] == expect["error_type"]
+        if "error_message_contains" in expect:
+            assert cast(str, expect["error_message_contains"]) in error.info.message
+        partial = expect.get("text_before_error", expect.get("text"))
+        if partial is not None:
+            assert error.partial_text == partial
+            assert outcome.text == partial  # the deltas went out before the failure
+        if request_id is not None and category not in ("network",):
+            assert (
+                error.info.details.get("provider_request_id") == request_id or error.provider_request_id == request_id
+            )
+        if "usage" in expect and expect["usage"] is not None:
+            assert (error.usage.input_tokens, error.usage.output_tokens) == _usage_expected(fixture)
+        return
+    assert outcome.error is None, outcome.error
+    assert outcome.text == (expect.get("text") or "")
+    calls = outcome.tool_calls
+    expected_calls = _tool_calls_expected(fixture)
+    assert [(c.provider_call_id, c.name, dict(c.arguments)) for c in calls] == expected_calls
+    assert all(c.invalid_arguments is None for c in calls)
+    assert len({c.tool_call_id for c in calls}) == len(calls)
+    done = outcome.completed
+    assert done is not None and outcome.events[-1] is done
+    assert done.stop_reason == _stop_expected(fixture)
+    assert (done.usage.input_tokens, done.usage.output_tokens) == _usage_expected(fixture)
+    assert done.provider_request_id == request_id
+    assert done.model is not None and done.model.startswith(("gpt-", "claude-"))
+    if done.stop_reason == "refusal":
+        assert done.refusal
+        if "refusal" in expect:
+            assert done.refusal == expect["refusal"]
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("key", LOCAL, ids=[k[1] for k in LOCAL])
+def test_local_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
+    fixture = ALL_FIXTURES[key]
+    expect = cast(dict[str, object], fixture.expect["bearagent"])
+    outcome = _run(replay, fixture)
+    if "error" in expect:
+        want = cast(dict[str, object], expect["error"])
+        error = outcome.stream_error
+        assert error.info.category == want["category"]
+        assert error.info.retryable is want["retryable"]
+        assert error.partial_text == want["partial_text"] == outcome.text
+        return
+    assert outcome.error is None, outcome.error
+    assert outcome.text == expect["text"]
+    want_calls = cast(list[dict[str, object]], expect["tool_calls"])
+    assert len(outcome.tool_calls) == len(want_calls)
+    for call, want_call in zip(outcome.tool_calls, want_calls, strict=True):
+        assert call.name == want_call["name"]
+        assert call.provider_call_id == want_call["provider_call_id"]
+        if want_call.get("invalid"):
+            assert dict(call.arguments) == {}
+            assert call.invalid_arguments is not None
+            assert "tool arguments" in call.invalid_arguments
+        else:
+            assert dict(call.arguments) == want_call["arguments"]
+            assert call.invalid_arguments is None
+    done = outcome.completed
+    assert done is not None
+    assert done.stop_reason == expect["stop_reason"]
+    usage = cast(dict[str, int], expect["usage"])
+    got = done.usage.model_dump()
+    assert {k: got[k] for k in usage} == usage
+
+
+@pytest.mark.network_local
+def test_a_refusal_from_anthropic_is_a_final_answer_with_the_servers_explanation(replay: ReplayServer) -> None:
+    fixture = ALL_FIXTURES[("shared", "anthropic_messages/stream_refusal.sse")]
+    outcome = _run(replay, fixture)
+    done = outcome.completed
+    assert done is not None and done.stop_reason == "refusal"
+    assert done.refusal == "This request was refused due to policy."
+
+
+@pytest.mark.network_local
+def test_history_request_still_parses_fixture(replay: ReplayServer) -> None:
+    """A request with a full tool-call history is accepted by every adapter (the body is checked elsewhere)."""
+    fixture = ALL_FIXTURES[("shared", "openai_chat/stream_text.sse")]
+    messages = (Message.system("Be brief."), Message.user("Hi"), Message.assistant("Hello!"), Message.user("Again"))
+    outcome = collect(make_provider("openai_chat", replay.base_url(fixture)), simple_request(messages))
+    assert outcome.error is None
