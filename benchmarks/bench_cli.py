@@ -44,7 +44,9 @@ def make_workspace(root: Path, agents: int, skills: int) -> None:
     for i in range(skills):
         skill_dir = root / ".claude" / "skills" / f"skill-{i:04d}"
         skill_dir.mkdir(parents=True)
-        (skill_dir / "SKILL.md").write_text(f"---\nname: skill-{i:04d}\ndescription: Generated skill {i}.\n---\nStep one.\n")
+        (skill_dir / "SKILL.md").write_text(
+            f"---\nname: skill-{i:04d}\ndescription: Generated skill {i}.\n---\nStep one.\n"
+        )
         (skill_dir / "reference.md").write_text("reference\n")
 
 
@@ -55,7 +57,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         env = {**os.environ, "BEARAGENT_LOAD_PLUGINS": "", "BEARAGENT_HOME": str(base / "home"), "NO_COLOR": "1"}
-        print(f"machine: {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}, {platform.system()}")
+        print(
+            f"machine: {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}, {platform.system()}"
+        )
         print(f"runs per figure: {args.runs} (median / min, ms)\n")
         print("| command | median ms | min ms |\n|---|---|---|")
         for label, cmd in (
@@ -70,7 +74,9 @@ def main() -> None:
             root = base / f"ws-{agents}"
             make_workspace(root, agents, skills)
             median, low = timed([BEARAGENT, "agents", "list"], args.runs, root, env)
-            print(f"| {agents} agents + {skills} skills | {median:.0f} | {low:.0f} | {median / (agents + skills):.2f} |")
+            print(
+                f"| {agents} agents + {skills} skills | {median:.0f} | {low:.0f} | {median / (agents + skills):.2f} |"
+            )
 
 
 if __name__ == "__main__":

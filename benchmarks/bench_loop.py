@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bearagent.domain._base import JsonMapping
 from bearagent.domain.budgets import BudgetLimits, TokenUsage
-from bearagent.domain.ids import ToolCallId
+from bearagent.domain.ids import ToolCallId, Uuid4IdGenerator
 from bearagent.domain.models import ToolDescriptor
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import SystemClock, ToolContext
@@ -29,7 +29,6 @@ from bearagent.runtime.plan import AgentPlan, BoundTool, RunSpec
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import ToolGate
 from bearagent.tools.policy import ToolPolicy
-from bearagent.domain.ids import Uuid4IdGenerator
 
 NOOP_SPEC = ToolSpec(
     name="Noop",
@@ -76,7 +75,9 @@ def run_once(n: int, store: SqliteEventStore, root: Path) -> float:
                 projected_name="Noop",
                 internal_name="Noop",
                 source="native",
-                descriptor=ToolDescriptor(name="Noop", description="Does nothing.", input_schema=NOOP_SPEC.input_schema),
+                descriptor=ToolDescriptor(
+                    name="Noop", description="Does nothing.", input_schema=NOOP_SPEC.input_schema
+                ),
             )
         },
     )

@@ -488,13 +488,7 @@ class WorkspaceRuntime:
         skill = self.loaded.skills.get(name)
         if skill is None:
             raise BearAgentError(ErrorInfo.of("tool", "unknown_skill", f"there is no skill named {name!r}"))
-        directory = Path(skill.directory)
-        try:
-            shown_dir = str(directory.relative_to(self.root))
-        except ValueError:
-            shown_dir = str(directory)
-        files = [str(Path(shown_dir) / f) for f in skill.files]
-        return SkillContent(name=skill.name, body=skill.body, directory=shown_dir, files=files)
+        return SkillContent(name=skill.name, body=skill.body, directory=skill.directory, files=list(skill.files))
 
     # ---- budgets -----------------------------------------------------------------------------------------------
 

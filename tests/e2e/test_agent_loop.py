@@ -16,6 +16,7 @@ from bearagent.domain.run_events import (
     RunCreatedV2,
     RunSucceededV2,
     ToolCallCompletedV2,
+    ToolCallFailedV2,
     parse_run_event_payload,
 )
 from bearagent.domain.specs import ModelPrice
@@ -178,7 +179,7 @@ turns:
         if e.event_type == "ToolCallFailed"
     ]
     assert len(failed) == 2
-    messages = [p.result.content for p in failed]
+    messages = [p.result.content for p in failed if isinstance(p, ToolCallFailedV2)]
     assert "no tool named 'Teleport'" in messages[0]
     assert "available tools" in messages[0]
     assert "file_path" in messages[1]

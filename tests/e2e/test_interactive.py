@@ -33,7 +33,7 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def _spawn(ws: Path, home: Path) -> pexpect.spawn:
+def _spawn(ws: Path, home: Path) -> pexpect.spawn[str]:
     env = dict(os.environ)
     env.update({"BEARAGENT_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
     return pexpect.spawn(

@@ -100,6 +100,8 @@ def test_skill_tool_returns_the_body_and_bundled_file_list(tmp_path: Path) -> No
     script = """
 turns:
   - tool_calls: [{name: Skill, arguments: {name: release}}]
+  - tool_calls: [{name: Skill, arguments: {name: release, file: checklist.md}}]
+  - tool_calls: [{name: Skill, arguments: {name: release, file: ../../config.yaml}}]
   - text: "loaded"
 """
     agents = {"main": agent_md("Main.", mode="primary", tools="[Read]", skills="[release]")}
@@ -118,8 +120,13 @@ turns:
         assert "Bump the version, then tag." in content
         assert "checklist.md" in content
         assert "tests green" not in content  # the list, not the content
-        created = ws.events(str(result.run_id))[0]
-        assert created.event_type == "RunCreated"
+        outcomes = [
+            e for e in ws.events(str(result.run_id)) if e.event_type.startswith("ToolCall") and "result" in e.payload
+        ]
+        assert outcomes[1].event_type == "ToolCallCompleted"
+        assert "tests green" in str(outcomes[1].payload["result"])
+        assert outcomes[2].event_type == "ToolCallFailed"
+        assert "has no bundled file '../../config.yaml'" in str(outcomes[2].payload["result"])
 
 
 REVIEW_ACTION = (

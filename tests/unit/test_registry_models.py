@@ -102,3 +102,15 @@ def test_invalid_api_and_unknown_key(tmp_path: Path) -> None:
     ws = load(tmp_path, tmp_path / "home")
     assert "messages" in (only(ws.models.diagnostics, "model.invalid_api").fix or "")
     assert "did you mean 'base_url'" in only(ws.models.diagnostics, "config.unknown_key").message
+
+
+def test_stream_false_is_a_known_model_key(tmp_path: Path) -> None:
+    write(
+        tmp_path / "ws",
+        ".bearagent/config.yaml",
+        "models:\n  local: {provider: openai-compatible, base_url: 'http://127.0.0.1:8080/v1', model: m, stream: false}\n",
+    )
+    loaded = load(tmp_path / "ws", tmp_path / "home")
+    entry = loaded.models.resolve("local")
+    assert entry.stream is False
+    assert not [d for d in loaded.diagnostics() if d.code == "config.unknown_key"]

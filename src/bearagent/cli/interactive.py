@@ -22,7 +22,7 @@ from bearagent.cli._run_common import failure_lines, summary_line
 from bearagent.cli.render import MarkdownStreamObserver, make_console, preview_arguments
 from bearagent.domain.errors import BearAgentError
 from bearagent.runner import RunOptions, WorkspaceRuntime
-from bearagent.tools.gate import Asker, AskAnswer, AskRequest
+from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
 HELP = """commands:
   /agent NAME   switch the session's primary agent

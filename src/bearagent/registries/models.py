@@ -36,6 +36,7 @@ MODEL_KEYS = frozenset(
         "price",
         "script",
         "headers",
+        "stream",
     }
 )
 _SECRET_KEYS = frozenset({"api_key", "apiKey", "key", "token", "secret"})

@@ -18,6 +18,7 @@ from bearagent.domain.events import Event
 from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId, ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall, StopReason, TextDelta
+from bearagent.domain.pricing import cost_microusd
 from bearagent.domain.run_events import (
     AgentSwitchedV1,
     ModelCallCompletedV2,
@@ -39,7 +40,6 @@ from bearagent.domain.run_events import (
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import Clock, EventStore, ToolContext
 from bearagent.runtime.context import ContextBuilder, bound_for_model
-from bearagent.runtime.cost import cost_microusd
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import AgentPlan, LoopHooks, Planner, RunSpec
 from bearagent.runtime.recorder import RunRecorder

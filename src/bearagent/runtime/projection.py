@@ -302,12 +302,19 @@ def project_invocation(
                 )
     if skill_names:
         schema = _object_schema(
-            {"name": {"type": "string", "enum": list(skill_names), "description": "the skill to load"}}, ["name"]
+            {
+                "name": {"type": "string", "enum": list(skill_names), "description": "the skill to load"},
+                "file": {
+                    "type": "string",
+                    "description": "optional: one of the skill's bundled files (as listed), to read its content",
+                },
+            },
+            ["name"],
         )
         spec = ToolSpec(
             name=SKILL_TOOL,
-            description="Load a skill: returns its instructions and the list of its bundled files (open them with Read). "
-            "Use it when a task matches a skill in <available_skills>.",
+            description="Load a skill: returns its instructions and the list of its bundled files. Call it again with "
+            "`file` to read a bundled file. Use it when a task matches a skill in the catalog.",
             input_schema=schema,
         )
         out.append(ProjectedTool(SKILL_TOOL, "skill", SKILL_TOOL, "runtime", spec))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.tools import ToolResult, ToolSpec
@@ -15,6 +16,8 @@ from bearagent.tools.base import NativeTool, str_arg, tool_error
 
 @dataclass(frozen=True, slots=True)
 class SkillContent:
+    """A skill as the tool shows it: `directory` is absolute, `files` are relative to it."""
+
     name: str
     body: str
     directory: str
@@ -33,8 +36,13 @@ SkillLoader = Callable[[str], SkillContent]
 ChildRunner = Callable[[str, str, ToolContext], Awaitable[ChildRunResult]]
 
 
+MAX_SKILL_FILE_CHARS = 100_000
+
+
 class SkillTool(NativeTool):
-    """Returns a skill's instructions and the list (not the content) of its bundled files."""
+    """Returns a skill's instructions and the list (not the content) of its bundled files; with `file`, the content
+    of one bundled file. Bundled files are read through this tool, confined to the skill's own folder, so skills that
+    live outside the workspace (built-in, user, plugin skills) work too without widening what `Read` may open."""
 
     def __init__(self, spec: ToolSpec, load: SkillLoader) -> None:
         super().__init__(spec)
@@ -43,13 +51,37 @@ class SkillTool(NativeTool):
     async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         name = str_arg(arguments, "name")
         skill = self._load(name)
+        wanted = str_arg(arguments, "file")
+        if wanted:
+            return self._read_file(skill, wanted, context)
         listing = "\n".join(f"- {path}" for path in skill.files) or "(none)"
         content = (
             f"# Skill: {skill.name}\n\n{skill.body.strip()}\n\n"
-            f"Bundled files (open them with Read, relative to the workspace root):\n{listing}"
+            f"Bundled files (read one with Skill(name={skill.name!r}, file=...)):\n{listing}"
         )
         data: Mapping[str, object] = {"name": skill.name, "directory": skill.directory, "files": list(skill.files)}
         return self.ok(context, content, data)
+
+    def _read_file(self, skill: SkillContent, wanted: str, context: ToolContext) -> ToolResult:
+        if wanted not in skill.files:
+            listed = ", ".join(skill.files) or "none"
+            raise tool_error(
+                "validation",
+                "unknown_skill_file",
+                f"skill {skill.name!r} has no bundled file {wanted!r}; its files are: {listed}",
+            )
+        base = Path(skill.directory).resolve()
+        target = (base / wanted).resolve()
+        if base not in target.parents or not target.is_file():
+            raise tool_error("permission", "skill_file_outside", f"{wanted!r} is not a regular file inside the skill")
+        raw = target.read_bytes()
+        if b"\0" in raw[:8192]:
+            raise tool_error("validation", "binary_skill_file", f"{wanted!r} is a binary file and cannot be shown")
+        text = raw.decode("utf-8", errors="replace")
+        truncated = len(text) > MAX_SKILL_FILE_CHARS
+        if truncated:
+            text = text[:MAX_SKILL_FILE_CHARS] + f"\n[... cut at {MAX_SKILL_FILE_CHARS} characters]"
+        return self.ok(context, text, {"name": skill.name, "file": wanted}, truncated=truncated)
 
 
 class TaskTool(NativeTool):
