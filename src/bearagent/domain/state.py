@@ -54,3 +54,16 @@ class RunProjection(DomainModel):
     ended_at: datetime | None = None
     error: ErrorInfo | None = None
     final_text: str | None = None
+    stop_reason: str | None = Field(default=None, max_length=64)
+
+
+class SessionRecord(DomainModel):
+    """One conversation of one caller in one workspace, as the store keeps it (runs point at it by session_id)."""
+
+    session_id: SessionId
+    created_at: datetime
+    updated_at: datetime
+    agent_name: str | None = Field(default=None, max_length=64)
+    active_agent_name: str | None = Field(default=None, max_length=64)
+    title: str | None = Field(default=None, max_length=512)
+    caller: str | None = Field(default=None, max_length=256)

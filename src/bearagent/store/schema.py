@@ -1,0 +1,71 @@
+"""The SQLite schema of the event store, as numbered migrations (`PRAGMA user_version` is the last one applied).
+
+A migration only ever adds; a released migration never changes. `APPLICATION_ID` marks a file as ours, so a foreign
+SQLite file is refused instead of being written into.
+"""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x42656172  # "Bear"
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: the event log and the Run/Activity projections. The active (pending/running) activity of a run lives in
+    #    its run row (`active_activity`, JSON) and moves to `activity_projections` when it ends: one page write less
+    #    for most appends.
+    (
+        """CREATE TABLE events (
+            seq_no INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            sequence INTEGER NOT NULL CHECK (sequence >= 1),
+            event_id TEXT NOT NULL UNIQUE,
+            event_type TEXT NOT NULL,
+            schema_version INTEGER NOT NULL,
+            occurred_at TEXT NOT NULL,
+            causation_id TEXT,
+            correlation_id TEXT,
+            payload TEXT NOT NULL,
+            UNIQUE (run_id, sequence)
+        )""",
+        """CREATE TABLE run_projections (
+            run_id TEXT PRIMARY KEY,
+            session_id TEXT,
+            parent_run_id TEXT,
+            status TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            last_sequence INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            active_activity TEXT
+        )""",
+        "CREATE INDEX run_projections_session ON run_projections (session_id)",
+        "CREATE INDEX run_projections_status ON run_projections (status)",
+        "CREATE INDEX run_projections_parent ON run_projections (parent_run_id)",
+        """CREATE TABLE activity_projections (
+            run_id TEXT NOT NULL,
+            activity_id TEXT NOT NULL,
+            requested_sequence INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, activity_id)
+        ) WITHOUT ROWID""",
+    ),
+    # 2: sessions (the runtime's serial run queue keys on them)
+    (
+        """CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            agent_name TEXT,
+            active_agent_name TEXT,
+            title TEXT,
+            caller TEXT
+        )""",
+        "CREATE INDEX sessions_updated ON sessions (updated_at)",
+    ),
+    # 3: the goal (up to 1 MiB, never changes) moves out of the run row's JSON, so appends do not rewrite it
+    (
+        "ALTER TABLE run_projections ADD COLUMN goal TEXT",
+        "UPDATE run_projections SET goal = json_extract(data, '$.goal'), data = json_remove(data, '$.goal')",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
