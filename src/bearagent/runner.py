@@ -30,6 +30,7 @@ from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager
+from bearagent.domain.state import SessionRecord
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
 from bearagent.hooks.interceptor import HookToolInterceptor
 from bearagent.hooks.runners import PythonHookFunction
@@ -64,7 +65,7 @@ from bearagent.runtime.projection import InvocationProjection
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import current_run
 from bearagent.runtime.session_lock import SessionLock
-from bearagent.store.sqlite import SessionRecord, SqliteEventStore
+from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
 from bearagent.tools.policy import ToolPolicy, parse_permission_mode

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pexpect
@@ -46,6 +47,22 @@ def _spawn(ws: Path, home: Path) -> pexpect.spawn[str]:
     )
 
 
+def _wait_for_running_run(workspace: Path, timeout_s: float = 20.0) -> None:
+    from bearagent.store.sqlite import SqliteEventStore
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        store = SqliteEventStore(workspace / ".bearagent" / "state.db")
+        try:
+            running = store.list_runs(status="running", limit=5)
+            if running and any(a.status == "running" for a in store.list_activities(running[0].run_id)):
+                return
+        finally:
+            store.close()
+        time.sleep(0.05)
+    raise AssertionError("the second run never started")
+
+
 def test_prompt_stream_switch_cancel_and_exit(workspace: Path, tmp_path: Path) -> None:
     child = _spawn(workspace, tmp_path / "home")
     try:
@@ -63,7 +80,7 @@ def test_prompt_stream_switch_cancel_and_exit(workspace: Path, tmp_path: Path) -
         child.expect("plan> ")
 
         child.sendline("take your time")
-        child.expect(r"\r\n")  # the prompt line is echoed; the run is now waiting on the slow turn
+        _wait_for_running_run(workspace)  # the slow turn is being streamed: its run is stored and running
         child.sendcontrol("c")
         child.expect("cancelled")
         child.expect("plan> ")
