@@ -305,9 +305,9 @@ class AgentLoop:
                     model_ref=plan.model_ref,
                     attempt=attempt,
                 ),
+                ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id),
             )
             state.active = activity
-            recorder.append(ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id))
             try:
                 turn = await self._stream(recorder.run_id, plan, request, activity)
             except BearAgentError as exc:
@@ -424,9 +424,9 @@ class AgentLoop:
                 provider_call_id=call.provider_call_id,
                 source=bound.source if bound is not None else "unknown",
             ),
+            ToolCallStartedV1(activity_id=activity.activity_id, tool_call_id=call.tool_call_id),
         )
         state.active = activity
-        recorder.append(ToolCallStartedV1(activity_id=activity.activity_id, tool_call_id=call.tool_call_id))
         self._observer.tool_call(recorder.run_id, str(call.tool_call_id), call.name, call.arguments)
         request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
         if call.invalid_arguments is not None:
@@ -478,10 +478,16 @@ class AgentLoop:
 
     # ---- bookkeeping -----------------------------------------------------------------------------------------
 
-    def _admit(self, recorder: RunRecorder, payload: ModelCallRequestedV2 | ToolCallRequestedV2) -> None:
-        """Append a Requested fact; a budget refusal ends the run as a budget stop."""
+    def _admit(
+        self,
+        recorder: RunRecorder,
+        requested: ModelCallRequestedV2 | ToolCallRequestedV2,
+        started: ModelCallStartedV1 | ToolCallStartedV1,
+    ) -> None:
+        """Append an activity's Requested and Started facts in one transaction (both or neither); a budget refusal
+        of the request ends the run as a budget stop, with no activity written."""
         try:
-            recorder.append(payload)
+            recorder.append_many((requested, started))
         except BearAgentError as exc:
             if exc.info.category == "budget":
                 raise _RunFailure(exc.info) from exc

@@ -44,26 +44,40 @@ class RunRecorder:
         return self._sequence
 
     def append(self, payload: RunEventPayload) -> RunProjection:
-        event_type, version = event_type_of(payload)
-        causation = CausationId(str(self._last_event_id)) if self._last_event_id is not None else None
-        event = Event(
-            event_id=self._ids.new(EventId),
-            run_id=self.run_id,
-            sequence=self._sequence + 1,
-            event_type=event_type,
-            schema_version=version,
-            occurred_at=self._clock.now(),
-            causation_id=causation,
-            correlation_id=self.correlation_id,
-            payload=payload.model_dump(mode="json"),
-        )
-        projection = self._store.append(event)
-        self._sequence = event.sequence
-        self._last_event_id = event.event_id
+        return self.append_many((payload,))
+
+    def append_many(self, payloads: Sequence[RunEventPayload]) -> RunProjection:
+        """Append consecutive facts in one transaction (all or none), e.g. an activity's Requested + Started."""
+        events: list[Event] = []
+        sequence = self._sequence
+        last_event_id = self._last_event_id
+        now = self._clock.now()
+        for payload in payloads:
+            event_type, version = event_type_of(payload)
+            sequence += 1
+            event = Event(
+                event_id=self._ids.new(EventId),
+                run_id=self.run_id,
+                sequence=sequence,
+                event_type=event_type,
+                schema_version=version,
+                occurred_at=now,
+                causation_id=CausationId(str(last_event_id)) if last_event_id is not None else None,
+                correlation_id=self.correlation_id,
+                payload=payload.model_dump(mode="json"),
+            )
+            events.append(event)
+            last_event_id = event.event_id
+        projection = self._store.append_many(events)
+        self._sequence = sequence
+        self._last_event_id = last_event_id
         self.projection = projection
-        for sink in self._sinks:
-            try:
-                sink(event)
-            except Exception:  # a sink is an observer: its failure never touches the run
-                _log.warning("event sink %r failed on %s #%d", sink, event.event_type, event.sequence, exc_info=True)
+        for event in events:
+            for sink in self._sinks:
+                try:
+                    sink(event)
+                except Exception:  # a sink is an observer: its failure never touches the run
+                    _log.warning(
+                        "event sink %r failed on %s #%d", sink, event.event_type, event.sequence, exc_info=True
+                    )
         return projection

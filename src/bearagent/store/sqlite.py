@@ -241,41 +241,61 @@ class SqliteEventStore:
         Raises `SequenceConflict` (another writer took the sequence), `InvalidTransition`, `BudgetExceeded`,
         `BearAgentError(validation.*)` for a payload that does not match its type, `StoreError` for storage trouble.
         """
-        parse_run_event_payload(event.event_type, event.schema_version, event.payload)
-        run_id = str(event.run_id)
-        event_row = (
-            run_id,
-            event.sequence,
-            str(event.event_id),
-            event.event_type,
-            event.schema_version,
-            iso(event.occurred_at),
-            None if event.causation_id is None else str(event.causation_id),
-            None if event.correlation_id is None else str(event.correlation_id),
-            dumps_json(event.payload),
-        )
+        return self.append_many((event,))
+
+    def append_many(self, events: Sequence[Event]) -> RunProjection:
+        """Append consecutive events of ONE run in one transaction: all of them become facts, or none does (a
+        budget refusal of any of them rolls the whole batch back). Returns the run projection after the last."""
+        if not events:
+            raise ValueError("append_many needs at least one event")
+        run_id = str(events[0].run_id)
+        rows: list[tuple[object, ...]] = []
+        for event in events:
+            if str(event.run_id) != run_id:
+                raise ValueError("append_many takes events of one run")
+            parse_run_event_payload(event.event_type, event.schema_version, event.payload)
+            rows.append(
+                (
+                    run_id,
+                    event.sequence,
+                    str(event.event_id),
+                    event.event_type,
+                    event.schema_version,
+                    iso(event.occurred_at),
+                    None if event.causation_id is None else str(event.causation_id),
+                    None if event.correlation_id is None else str(event.correlation_id),
+                    dumps_json(event.payload),
+                )
+            )
         with self._lock:
             conn = self._cursor  # one reused cursor: cheaper than a new one per statement
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise translate_sqlite_error(self.path, exc, "starting an append") from exc
+            states: list[tuple[RunState, ActivityState | None]] = []
+            event = events[0]
             try:
-                new_run, changed, active = self._reduce_and_write_run(conn, run_id, event)
-                conn.execute(_INSERT_EVENT, event_row)
-                if changed is not None and active is None:  # the activity ended: it moves to its own table
-                    conn.execute(
-                        _INSERT_ACTIVITY,
-                        (
-                            run_id,
-                            changed.activity_id,
-                            changed.requested_sequence,
-                            changed.status,
-                            dumps_json(changed.to_json()),
-                        ),
-                    )
+                for event, event_row in zip(events, rows, strict=True):
+                    new_run, changed, active = self._reduce_and_write_run(conn, run_id, event)
+                    conn.execute(_INSERT_EVENT, event_row)
+                    if changed is not None and active is None:  # the activity ended: it moves to its own table
+                        conn.execute(
+                            _INSERT_ACTIVITY,
+                            (
+                                run_id,
+                                changed.activity_id,
+                                changed.requested_sequence,
+                                changed.status,
+                                dumps_json(changed.to_json()),
+                            ),
+                        )
+                    states.append((new_run, active))
+                    # the next event of the batch reduces on top of this one (inside the same transaction)
+                    self._cache[run_id] = (new_run, active)
                 conn.execute("COMMIT")
             except BaseException as exc:
+                self._cache.pop(run_id, None)  # states written in the rolled-back transaction are not facts
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.IntegrityError):
@@ -285,6 +305,7 @@ class SqliteEventStore:
                         self.path, exc, f"appending event {event.sequence} of run {run_id}"
                     ) from exc
                 raise
+            new_run, active = states[-1]
             cache = self._cache
             cache[run_id] = (new_run, active)
             if len(cache) > self._cache_size:
