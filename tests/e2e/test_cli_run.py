@@ -276,3 +276,49 @@ def test_debug_adds_a_traceback(ws: Path, tmp_path: Path) -> None:
     assert "Traceback" not in plain.output
     debug = invoke(["run", "-w", str(ws), "-a", "nobody", "--debug", "hi"], tmp_path)
     assert "Traceback" in debug.output
+
+
+def test_model_flag_picks_another_entry(tmp_path: Path) -> None:
+    config = """
+default_agent: main
+default_model: first
+models:
+  first: {provider: scripted, script: first.yaml}
+  second: {provider: scripted, script: second.yaml}
+"""
+    root = scripted_workspace(tmp_path / "ws", "turns: []\n", agents=MAIN, config=config)
+    write(root, ".bearagent/first.yaml", "turns:\n  - text: from the first model\n")
+    write(root, ".bearagent/second.yaml", "turns:\n  - text: from the second model\n")
+    default = json.loads(invoke(["run", "-w", str(root), "--json", "hi"], tmp_path).output)
+    assert default["final"] == "from the first model"
+    chosen = json.loads(invoke(["run", "-w", str(root), "--json", "-m", "workspace/second", "hi"], tmp_path).output)
+    assert chosen["final"] == "from the second model"
+    unknown = invoke(["run", "-w", str(root), "-m", "workspace/third", "hi"], tmp_path)
+    assert unknown.exit_code == 2
+    assert "third" in unknown.output
+
+
+def test_runs_list_filters_by_session_status_and_limit(tmp_path: Path) -> None:
+    script = """
+turns:
+  - text: "ok"
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+    first = json.loads(invoke(["run", "-w", str(root), "--json", "one"], tmp_path).output)
+    invoke(["run", "-w", str(root), "--json", "two"], tmp_path)
+    invoke(["run", "-w", str(root), "--json", "--max-model-iterations", "0", "three"], tmp_path)
+
+    def listed(*args: str) -> list[dict[str, object]]:
+        result = invoke(["runs", "list", "-w", str(root), "--json", *args], tmp_path)
+        assert result.exit_code == 0, result.output
+        value = json.loads(result.output)
+        assert isinstance(value, list)
+        return value  # pyright: ignore[reportUnknownVariableType]
+
+    assert len(listed()) == 3
+    assert len(listed("--limit", "1")) == 1
+    assert [r["status"] for r in listed("--status", "failed")] == ["failed"]
+    assert [r["session_id"] for r in listed("--session", first["session_id"])] == [first["session_id"]]
+    bad = invoke(["runs", "list", "-w", str(root), "--session", "nope"], tmp_path)
+    assert bad.exit_code == 2
+    assert "is not a session id" in bad.output

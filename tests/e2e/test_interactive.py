@@ -112,3 +112,48 @@ def test_unknown_slash_command_and_unknown_agent_are_explained(workspace: Path, 
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+def test_slash_commands_and_an_ask_permission_answered_in_the_terminal(workspace: Path, tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Bash, arguments: {command: "echo approved-by-a-human"}}]
+  - text: "ran it"
+"""
+    (workspace / ".bearagent" / "scripts" / "intro.yaml").write_text(script, encoding="utf-8")
+    config = workspace / ".bearagent" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "permissions: {ask: [Bash]}\n", encoding="utf-8")
+    agent = workspace / ".bearagent" / "agents" / "writer.md"
+    agent.write_text(
+        agent.read_text(encoding="utf-8").replace(
+            "tools: [Read, Write, Glob, Grep, Skill]", "tools: [Read, Bash, Skill]"
+        )
+    )
+    home = tmp_path / "home"
+    from tests.support.config_ws import isolated_env, load
+
+    from bearagent.hooks.trust import trust, workspace_trust_surface
+
+    trust(workspace, workspace_trust_surface(load(workspace, home)), env=isolated_env(home))
+    child = _spawn(workspace, home)
+    try:
+        child.expect("writer> ")
+        child.sendline("/skills")
+        child.expect("summarize")
+        child.expect("writer> ")
+        child.sendline("/tools")
+        child.expect("Bash")
+        child.expect("writer> ")
+        child.sendline("run the command")
+        child.expect("needs approval")
+        child.expect(r"allow \[y\]es once")
+        child.sendline("y")
+        child.expect("approved-by-a-human")
+        child.expect("succeeded")
+        child.expect("writer> ")
+        child.sendline("/clear")
+        child.expect("new session")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
