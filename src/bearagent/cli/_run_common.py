@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from bearagent.domain.errors import BearAgentError
-    from bearagent.runner import RunResult
+    from bearagent.runner import RunResult, WorkspaceRuntime
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -107,3 +107,44 @@ def failure_lines(result: RunResult) -> tuple[str, str] | None:
         return None
     fix = FIXES.get(result.error.category, f"`bearagent inspect {str(result.run_id)[:8]}` shows the run")
     return (f"error: {result.error.message}", f"fix: {fix}")
+
+
+def execute_and_exit(
+    runtime: WorkspaceRuntime,
+    start: Callable[[], Awaitable[RunResult]],
+    *,
+    output: str,
+    debug: bool,
+) -> NoReturn:
+    """Run `start()` to its end (closing the runtime), print the outcome for `output` (`text`: failure lines and
+    the summary on stderr; `json`: the final record; `stream-json`: nothing more) and exit with its code. Ctrl-C
+    cancels the run (recorded as RunCancelled) and exits 1."""
+    import asyncio
+    import json
+
+    from bearagent.cli.render import make_console
+    from bearagent.domain.errors import BearAgentError
+
+    async def main() -> RunResult:
+        try:
+            return await start()
+        finally:
+            await runtime.aclose()
+
+    err = make_console(stderr=True)
+    try:
+        result = asyncio.run(main())
+    except KeyboardInterrupt:
+        err.print("cancelled: the run was stopped (its log ends with RunCancelled)")
+        sys.exit(EXIT_RUN_FAILED)
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    if output == "json":
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    elif output == "text":
+        lines = failure_lines(result)
+        if lines is not None:
+            err.print(lines[0], markup=False)
+            err.print(lines[1], markup=False)
+        err.print(summary_line(result), style="dim", markup=False)
+    sys.exit(exit_code_for(result))

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from pathlib import Path
 
 import click
 
 from bearagent.cli._config_common import workspace_option
-from bearagent.cli._run_common import (
-    EXIT_RUN_FAILED,
-    budget_options,
-    collect_budgets,
-    die,
-    die_from,
-    exit_code_for,
-    failure_lines,
-    summary_line,
-)
+from bearagent.cli._run_common import budget_options, collect_budgets, die, execute_and_exit
 
 
 def parse_inputs(pairs: tuple[str, ...]) -> dict[str, object]:
@@ -59,36 +48,19 @@ def run_action(
     from bearagent.cli._config_common import load
     from bearagent.cli.render import TerminalObserver, make_console
     from bearagent.domain._base import JsonValue
-    from bearagent.domain.errors import BearAgentError
-    from bearagent.runner import RunResult, WorkspaceRuntime
+    from bearagent.runner import WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver
 
     values = parse_inputs(inputs)
-    err = make_console(stderr=True)
     loaded = load(workspace)
     runtime = WorkspaceRuntime(loaded)
     observer = NullObserver() if as_json else TerminalObserver(make_console())
 
-    async def main() -> RunResult:
-        try:
-            plain: dict[str, JsonValue] = {k: v for k, v in values.items()}  # pyright: ignore[reportAssignmentType]
-            return await runtime.run_action(name, plain, observer=observer, budgets=collect_budgets(budget_flags))
-        finally:
-            await runtime.aclose()
-
-    try:
-        result = asyncio.run(main())
-    except KeyboardInterrupt:
-        err.print("cancelled")
-        sys.exit(EXIT_RUN_FAILED)
-    except BearAgentError as exc:
-        die_from(exc, debug=debug)
-    if as_json:
-        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
-    else:
-        lines = failure_lines(result)
-        if lines is not None:
-            err.print(lines[0], markup=False)
-            err.print(lines[1], markup=False)
-        err.print(summary_line(result), style="dim", markup=False)
-    sys.exit(exit_code_for(result))
+    plain: dict[str, JsonValue] = {k: v for k, v in values.items()}  # pyright: ignore[reportAssignmentType]
+    budgets = collect_budgets(budget_flags)
+    execute_and_exit(
+        runtime,
+        lambda: runtime.run_action(name, plain, observer=observer, budgets=budgets),
+        output="json" if as_json else "text",
+        debug=debug,
+    )

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
 from pathlib import Path
 
 import click
 
 from bearagent.cli._config_common import workspace_option
-from bearagent.cli._run_common import (
-    EXIT_RUN_FAILED,
-    budget_options,
-    collect_budgets,
-    die,
-    die_from,
-    exit_code_for,
-    failure_lines,
-    summary_line,
-)
+from bearagent.cli._run_common import budget_options, collect_budgets, die, die_from, execute_and_exit
 
 
 def read_prompt(prompt: str) -> str:
@@ -67,7 +56,6 @@ def run(
     if continue_ and session:
         die("--continue and --session exclude each other", "use --session ID, or --continue for the latest session")
     text = read_prompt(prompt)
-    err = make_console(stderr=True)
     try:
         from bearagent.cli._config_common import load
 
@@ -94,28 +82,5 @@ def run(
         budgets=collect_budgets(budget_flags),
     )
 
-    async def main() -> object:
-        try:
-            return await runtime.run(text, options, observer)
-        finally:
-            await runtime.aclose()
-
-    try:
-        result = asyncio.run(main())
-    except KeyboardInterrupt:
-        err.print("cancelled: the run was stopped (its log ends with RunCancelled)")
-        sys.exit(EXIT_RUN_FAILED)
-    except BearAgentError as exc:
-        die_from(exc, debug=debug)
-    from bearagent.runner import RunResult
-
-    assert isinstance(result, RunResult)
-    if as_json:
-        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
-    elif not stream_json:
-        lines = failure_lines(result)
-        if lines is not None:
-            err.print(lines[0], markup=False)
-            err.print(lines[1], markup=False)
-        err.print(summary_line(result), style="dim", markup=False)
-    sys.exit(exit_code_for(result))
+    output = "stream-json" if stream_json else ("json" if as_json else "text")
+    execute_and_exit(runtime, lambda: runtime.run(text, options, observer), output=output, debug=debug)
