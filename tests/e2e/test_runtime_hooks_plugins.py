@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.support.config_ws import isolated_env, load
+from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent import hookimpl
@@ -78,6 +78,54 @@ hooks:
     # the UserPromptSubmit hook's context ("Current time: ...") reached the model's first request
     transcript_dir = root / ".bearagent" / "transcripts"
     assert list(transcript_dir.glob("*.jsonl"))
+
+
+REWRITE_HOOK = """#!/usr/bin/env python3
+import json
+import sys
+
+data = json.load(sys.stdin)
+command = data["tool_input"]["command"]
+if command.startswith("echo "):
+    print(json.dumps({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "updatedInput": {"command": command.replace("echo ", "echo rewritten: ", 1)},
+        }
+    }))
+sys.exit(0)
+"""
+
+
+def test_a_pretooluse_hook_rewrites_the_tool_input_of_a_real_run(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Bash, arguments: {command: "echo hello"}}]
+  - text: "done"
+"""
+    config = """
+default_agent: main
+default_model: scripted
+models:
+  scripted: {provider: scripted, script: script.yaml}
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks: [{type: command, command: .claude/hooks/rewrite.py, capabilities: [rewrite, block]}]
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
+    write(root, ".claude/hooks/rewrite.py", REWRITE_HOOK, executable=True)
+    home = tmp_path / "home"
+    _trusted(root, home)
+    with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
+        result = ws.run_sync("say hello")
+        assert result.status == "succeeded", result.error
+        events = [e.model_dump(mode="json") for e in ws.events(str(result.run_id))]
+    done = next(e["payload"]["result"] for e in events if e["event_type"] == "ToolCallCompleted")
+    assert done["data"]["stdout"].strip() == "rewritten: hello"
+    hook = next(e["payload"] for e in events if e["event_type"] == "HookExecuted")
+    assert hook["hook_event"] == "PreToolUse"
 
 
 def test_a_hook_whose_command_is_missing_refuses_the_run(tmp_path: Path) -> None:
