@@ -61,7 +61,7 @@ class RunOutcome:
     steps: int
     error: ErrorInfo | None = None
     stop_reason: StopReason | None = None
-    new_messages: tuple[Message, ...] = field(default=())
+    new_messages: tuple[Message, ...] = field(default=(), repr=False)
 
 
 class _RunFailure(Exception):
