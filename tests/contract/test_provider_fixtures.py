@@ -220,3 +220,16 @@ def test_history_request_still_parses_fixture(replay: ReplayServer) -> None:
     messages = (Message.system("Be brief."), Message.user("Hi"), Message.assistant("Hello!"), Message.user("Again"))
     outcome = collect(make_provider("openai_chat", replay.base_url(fixture)), simple_request(messages))
     assert outcome.error is None
+
+
+@pytest.mark.network_local
+def test_a_refusal_explanation_longer_than_the_limit_is_cut_not_an_error(replay: ReplayServer) -> None:
+    fixture = ALL_FIXTURES[("local", "anthropic_messages/stream_refusal_long.sse")]
+    outcome = _run(replay, fixture)
+    done = outcome.completed
+    assert outcome.error is None
+    assert done is not None and done.stop_reason == "refusal"
+    assert done.refusal is not None
+    assert len(done.refusal) == 16_384
+    assert done.refusal.startswith("This request was refused due to policy.")
+    assert done.refusal.endswith("…")

@@ -26,6 +26,7 @@ class ToolDescriptor(DomainModel):
 
 
 MAX_REQUEST_MESSAGES = 100_000
+MAX_REFUSAL_CHARS = 16_384
 
 
 class ModelRequest(DomainModel):
@@ -71,7 +72,7 @@ class ModelCompleted(DomainModel):
     model: str | None = Field(default=None, max_length=256)
     stop_reason: StopReason
     usage: TokenUsage = Field(default_factory=TokenUsage)
-    refusal: str | None = Field(default=None, max_length=16_384)
+    refusal: str | None = Field(default=None, max_length=MAX_REFUSAL_CHARS)
 
 
 ModelEvent: TypeAlias = Annotated[TextDelta | ModelToolCall | ModelCompleted, Field(discriminator="kind")]

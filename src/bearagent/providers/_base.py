@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import inspect
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Generic, Protocol, TypedDict, TypeVar, cast
 
 from bearagent.domain._base import JsonBoundsError, JsonValue, validate_json_object
 from bearagent.domain.budgets import TokenUsage
-from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.errors import BearAgentError, ErrorCategory, ErrorInfo
 from bearagent.domain.ids import IdGenerator, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import Message, ToolCallPart, ToolResultPart
-from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall, TextDelta
+from bearagent.domain.models import (
+    MAX_REFUSAL_CHARS,
+    ModelCompleted,
+    ModelEvent,
+    ModelRequest,
+    ModelToolCall,
+    StopReason,
+    TextDelta,
+)
 from bearagent.providers.errors import (
     CallContext,
     ProviderFailure,
     ProviderStreamError,
     SecretRedactor,
     classify_failure,
+    stopped_info,
+    truncated_stream_info,
 )
 from bearagent.providers.tool_names import ToolNameMap
 
@@ -47,6 +59,16 @@ class ProviderSettings:
 
     def redactor(self) -> SecretRedactor:
         return SecretRedactor([self.api_key, *self.headers.values()])
+
+
+class ClientOptions(TypedDict):
+    """The constructor arguments both SDK clients (`AsyncOpenAI`, `AsyncAnthropic`) get from the settings."""
+
+    api_key: str
+    base_url: str
+    max_retries: int
+    timeout: float
+    default_headers: dict[str, str] | None
 
 
 class SdkStream(Protocol):
@@ -100,6 +122,13 @@ def result_call_id(part: ToolResultPart, ids: Mapping[ToolCallId, str]) -> str:
     return part.provider_call_id or ids.get(part.tool_call_id) or str(part.tool_call_id)
 
 
+def tool_result_of(message: Message) -> ToolResultPart:
+    """The result a `tool` message carries (its first and only part)."""
+    part = message.parts[0]
+    assert isinstance(part, ToolResultPart)
+    return part
+
+
 def error_text(part: ToolResultPart) -> str:
     """Protocols without an error flag get the flag in the text, so the model still knows the call failed."""
     return f"Error: {part.content}" if part.is_error else part.content
@@ -124,6 +153,7 @@ class Accumulator(ABC):
         self.text_parts: list[str] = []
         self.usage = TokenUsage()
         self.request_id: str | None = None
+        self.response_id: str | None = None
         self.model: str | None = None
 
     @property
@@ -161,6 +191,35 @@ class Accumulator(ABC):
             arguments=arguments,
             invalid_arguments=invalid,
         )
+
+    def final_text(self, text: str) -> TextDelta:
+        """Text of a non-streamed response: kept as the answer's text, and emitted as one delta."""
+        self.text_parts.append(text)
+        return TextDelta(text=text)
+
+    def settle_request_id(self) -> str | None:
+        """The id the outcome carries: the request-id header, else the response's own id (kept from now on)."""
+        self.request_id = self.request_id or self.response_id
+        return self.request_id
+
+    def completed(self, calls: list[ModelToolCall], stop: StopReason, refusal: str | None = None) -> list[ModelEvent]:
+        """The tool calls, then the completion (after `settle_request_id`). A refusal text is cut to what
+        `ModelCompleted.refusal` holds, so a long explanation stays a refusal instead of becoming an error."""
+        if refusal is not None and len(refusal) > MAX_REFUSAL_CHARS:
+            refusal = refusal[: MAX_REFUSAL_CHARS - 1] + "…"
+        completed = ModelCompleted(
+            provider_request_id=self.request_id, model=self.model, stop_reason=stop, usage=self.usage, refusal=refusal
+        )
+        return [*calls, completed]
+
+    def truncated(self, terminal: str, request_id: str | None) -> ProviderStreamError:
+        """The stream ended without `terminal`, the protocol's last event."""
+        return self.stream_error(truncated_stream_info(self.provider.context, terminal, request_id))
+
+    def stopped(self, category: ErrorCategory, request_id: str | None) -> ProviderStreamError:
+        """The provider cut the answer short: content filter, the output-token limit (the one sent) or the context."""
+        limit = self.provider.max_output_tokens(self.request) if category == "max_output_tokens" else None
+        return self.stream_error(stopped_info(category, self.provider.context, request_id, max_output_tokens=limit))
 
     def fail(self, info_failure: ProviderFailure) -> ProviderStreamError:
         info = classify_failure(info_failure, self.provider.context, self.provider.redactor)
@@ -236,7 +295,25 @@ class SdkProvider(ABC, Generic[ClientT]):
         if close is not None:
             await close()
 
+    def _client_options(self) -> ClientOptions:
+        """No SDK retries (the runtime decides on retries), the entry's timeout and extra headers."""
+        return ClientOptions(
+            api_key=self.settings.api_key,
+            base_url=self.settings.base_url,
+            max_retries=0,
+            timeout=self.settings.timeout_s,
+            default_headers=dict(self.settings.headers) or None,
+        )
+
+    async def _parsed(self, raw: RawResponse) -> tuple[object, str | None]:
+        """The response object of an SDK `with_raw_response` call, and its request-id header."""
+        parsed = raw.parse()
+        if inspect.isawaitable(parsed):  # anthropic's async raw response parses asynchronously
+            parsed = await parsed
+        return parsed, raw.headers.get(self.request_id_header)
+
     def max_output_tokens(self, request: ModelRequest) -> int | None:
+        """The output-token limit sent: the request's, else the entry's (None: not sent)."""
         return request.max_output_tokens or self.settings.max_output_tokens
 
     def temperature(self, request: ModelRequest) -> float | None:
@@ -246,7 +323,7 @@ class SdkProvider(ABC, Generic[ClientT]):
         ctx = self.context
         effective = min(ctx.timeout_s, acc.request.timeout_ms / 1000)
         if effective != ctx.timeout_s:
-            ctx = CallContext(ctx.provider_label, ctx.entry_ref, ctx.model, ctx.base_url, ctx.api_key_env, effective)
+            ctx = dataclasses.replace(ctx, timeout_s=effective)
         if isinstance(exc, TimeoutError):
             info = classify_failure(ProviderFailure(kind="timeout", message="deadline reached"), ctx, self.redactor)
             return acc.stream_error(info)

@@ -11,7 +11,6 @@ and the text streamed before it is to be thrown away by the caller (it was alrea
 
 from __future__ import annotations
 
-import inspect
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -19,8 +18,8 @@ from typing import TYPE_CHECKING, Any, cast
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.ids import IdGenerator
-from bearagent.domain.messages import ToolCallPart, ToolResultPart
-from bearagent.domain.models import ModelCompleted, ModelEvent, ModelRequest, ModelToolCall, StopReason, TextDelta
+from bearagent.domain.messages import ToolCallPart
+from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall, StopReason
 from bearagent.providers._base import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     Accumulator,
@@ -31,9 +30,9 @@ from bearagent.providers._base import (
     SdkStream,
     failure_from_sdk,
     result_call_id,
+    tool_result_of,
     wire_call_ids,
 )
-from bearagent.providers.errors import stopped_info, truncated_stream_info
 from bearagent.providers.tool_names import ToolNameMap
 
 if TYPE_CHECKING:
@@ -76,8 +75,7 @@ def anthropic_payload(request: ModelRequest, names: ToolNameMap) -> tuple[str | 
                 elif part.kind == "text":
                     blocks.append({"type": "text", "text": part.text})
         else:
-            part = message.parts[0]
-            assert isinstance(part, ToolResultPart)
+            part = tool_result_of(message)
             block: dict[str, object] = {
                 "type": "tool_result",
                 "tool_use_id": result_call_id(part, ids),
@@ -130,7 +128,6 @@ class _MessagesAccumulator(Accumulator):
         self.stop_reason: str | None = None
         self.refusal: str | None = None
         self.done = False
-        self.response_id: str | None = None
         self.input_tokens = 0
         self.output_tokens = 0
         self.cache_read = 0
@@ -184,14 +181,18 @@ class _MessagesAccumulator(Accumulator):
             self._update_usage(message.usage)
         elif event.type == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
-            details: object = getattr(event.delta, "stop_details", None)
-            explanation: object = getattr(details, "explanation", None)
-            if isinstance(explanation, str) and explanation:
-                self.refusal = explanation
+            self._note_refusal(event.delta)
             self._update_usage(event.usage)
         elif event.type == "message_stop":
             self.done = True
         return None
+
+    def _note_refusal(self, source: object) -> None:
+        """Keep the server's explanation of a refusal (`stop_details.explanation`), when it gives one."""
+        details: object = getattr(source, "stop_details", None)
+        explanation: object = getattr(details, "explanation", None)
+        if isinstance(explanation, str) and explanation:
+            self.refusal = explanation
 
     def _finish_block(self, block: _Block) -> ModelToolCall:
         raw = "".join(block.parts)
@@ -201,25 +202,15 @@ class _MessagesAccumulator(Accumulator):
 
     def finish(self) -> list[ModelEvent]:
         if not self.done:
-            raise self.stream_error(
-                truncated_stream_info(self.provider.context, "message_stop", self.request_id or self.response_id)
-            )
+            raise self.truncated("message_stop", self.request_id or self.response_id)
         return self.ending(self.stop_reason, self.calls)
 
     def ending(self, stop_reason: str | None, calls: list[ModelToolCall]) -> list[ModelEvent]:
-        request_id = self.request_id or self.response_id
-        self.request_id = request_id
+        request_id = self.settle_request_id()
         if stop_reason == "max_tokens":
-            raise self.stream_error(
-                stopped_info(
-                    "max_output_tokens",
-                    self.provider.context,
-                    request_id,
-                    max_output_tokens=self.provider.max_output_tokens(self.request) or DEFAULT_MAX_OUTPUT_TOKENS,
-                )
-            )
+            raise self.stopped("max_output_tokens", request_id)
         if stop_reason == "model_context_window_exceeded":
-            raise self.stream_error(stopped_info("context_overflow", self.provider.context, request_id))
+            raise self.stopped("context_overflow", request_id)
         refusal: str | None = None
         stop: StopReason
         if stop_reason == "refusal":
@@ -233,10 +224,7 @@ class _MessagesAccumulator(Accumulator):
             stop = "stop_sequence"
         else:
             stop = "other"
-        completed = ModelCompleted(
-            provider_request_id=request_id, model=self.model, stop_reason=stop, usage=self.usage, refusal=refusal
-        )
-        return [*calls, completed]
+        return self.completed(calls, stop, refusal)
 
     def from_final(self, result: object) -> list[ModelEvent]:
         message = cast("AnthropicMessage", result)
@@ -248,15 +236,11 @@ class _MessagesAccumulator(Accumulator):
         for content in message.content:
             if content.type == "text":
                 if content.text:
-                    self.text_parts.append(content.text)
-                    events.append(TextDelta(text=content.text))
+                    events.append(self.final_text(content.text))
             elif content.type == "tool_use":
                 raw_input = cast(object, content.input)
                 calls.append(self.tool_call(content.id, content.name, json.dumps(raw_input)))
-        details: object = getattr(message, "stop_details", None)
-        explanation: object = getattr(details, "explanation", None)
-        if isinstance(explanation, str) and explanation:
-            self.refusal = explanation
+        self._note_refusal(message)
         return events + self.ending(message.stop_reason, calls)
 
 
@@ -271,23 +255,21 @@ class AnthropicMessagesProvider(SdkProvider["AsyncAnthropic"]):
     def _make_client(self) -> AsyncAnthropic:
         from anthropic import AsyncAnthropic
 
-        return AsyncAnthropic(
-            api_key=self.settings.api_key,
-            base_url=self.settings.base_url,
-            max_retries=0,
-            timeout=self.settings.timeout_s,
-            default_headers=dict(self.settings.headers) or None,
-        )
+        return AsyncAnthropic(**self._client_options())
 
     def _accumulator(self, request: ModelRequest, names: ToolNameMap) -> Accumulator:
         return _MessagesAccumulator(self, request, names)
+
+    def max_output_tokens(self, request: ModelRequest) -> int:
+        """Always sent (the API requires `max_tokens`): the request's, else the entry's, else 4096."""
+        return super().max_output_tokens(request) or DEFAULT_MAX_OUTPUT_TOKENS
 
     def _params(self, request: ModelRequest, names: ToolNameMap) -> dict[str, Any]:
         system, messages = anthropic_payload(request, names)
         params: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
-            "max_tokens": self.max_output_tokens(request) or DEFAULT_MAX_OUTPUT_TOKENS,
+            "max_tokens": self.max_output_tokens(request),
         }
         if system:
             params["system"] = system
@@ -313,10 +295,7 @@ class AnthropicMessagesProvider(SdkProvider["AsyncAnthropic"]):
             "RawResponse",
             await client.messages.with_raw_response.create(**self._params(request, names), timeout=timeout),
         )
-        parsed = raw.parse()
-        if inspect.isawaitable(parsed):  # anthropic's async raw response parses asynchronously
-            parsed = await parsed
-        return parsed, raw.headers.get(self.request_id_header)
+        return await self._parsed(raw)
 
     def _failure(self, exc: BaseException) -> ProviderFailure | None:
         import anthropic

@@ -310,11 +310,17 @@ def classify_failure(failure: ProviderFailure, ctx: CallContext, redactor: Secre
     )
 
 
-def truncated_stream_info(ctx: CallContext, terminal: str, request_id: str | None) -> ErrorInfo:
-    """The stream ended without its protocol's terminal event: a failure, never a success (retryable)."""
-    details: dict[str, DetailValue] = {"provider": ctx.provider_label, "expected_terminal": terminal}
+def _call_details(ctx: CallContext, request_id: str | None, **extra: DetailValue) -> dict[str, DetailValue]:
+    """The details of a failure the adapter found itself: the provider, `extra`, the provider's request id."""
+    details: dict[str, DetailValue] = {"provider": ctx.provider_label, **extra}
     if request_id:
         details["provider_request_id"] = _clip(request_id, 256)
+    return details
+
+
+def truncated_stream_info(ctx: CallContext, terminal: str, request_id: str | None) -> ErrorInfo:
+    """The stream ended without its protocol's terminal event: a failure, never a success (retryable)."""
+    details = _call_details(ctx, request_id, expected_terminal=terminal)
     return make_info(
         "truncated_stream",
         "no_terminal_event",
@@ -329,10 +335,8 @@ def truncated_stream_info(ctx: CallContext, terminal: str, request_id: str | Non
 def stopped_info(
     category: ErrorCategory, ctx: CallContext, request_id: str | None, *, max_output_tokens: int | None = None
 ) -> ErrorInfo:
-    """A turn the provider cut short: content filter or the output-token limit (not retryable)."""
-    details: dict[str, DetailValue] = {"provider": ctx.provider_label}
-    if request_id:
-        details["provider_request_id"] = _clip(request_id, 256)
+    """A turn the provider cut short: content filter, the context window or the output-token limit (not retryable)."""
+    details = _call_details(ctx, request_id)
     if category == "content_filter":
         return make_info(
             "content_filter",

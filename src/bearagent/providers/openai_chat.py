@@ -7,28 +7,26 @@ saw it): a stream that ends without a `finish_reason` is a `truncated_stream` fa
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.ids import IdGenerator
-from bearagent.domain.messages import ToolCallPart, ToolResultPart
-from bearagent.domain.models import ModelCompleted, ModelEvent, ModelRequest, ModelToolCall, StopReason, TextDelta
+from bearagent.domain.messages import ToolCallPart
+from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall
 from bearagent.providers._base import (
     Accumulator,
-    ProviderFailure,
     ProviderSettings,
     RawResponse,
     SdkProvider,
     SdkStream,
     error_text,
-    failure_from_sdk,
     result_call_id,
+    tool_result_of,
     wire_call_ids,
 )
-from bearagent.providers.errors import stopped_info, truncated_stream_info
+from bearagent.providers._openai import OpenAIAccumulator, OpenAIProvider, arguments_json
 from bearagent.providers.tool_names import ToolNameMap
 
 if TYPE_CHECKING:
@@ -52,7 +50,7 @@ def chat_messages(request: ModelRequest, names: ToolNameMap) -> list[dict[str, o
                     "type": "function",
                     "function": {
                         "name": names.to_provider(part.name),
-                        "arguments": json.dumps(thaw_json_mapping(part.arguments), ensure_ascii=False),
+                        "arguments": arguments_json(part),
                     },
                 }
                 for part in message.parts
@@ -62,8 +60,7 @@ def chat_messages(request: ModelRequest, names: ToolNameMap) -> list[dict[str, o
                 entry["tool_calls"] = calls
             out.append(entry)
         else:
-            part = message.parts[0]
-            assert isinstance(part, ToolResultPart)
+            part = tool_result_of(message)
             out.append({"role": "tool", "tool_call_id": result_call_id(part, ids), "content": error_text(part)})
     return out
 
@@ -101,13 +98,11 @@ class _Call:
     arguments: list[str] = field(default_factory=list[str])
 
 
-class _ChatAccumulator(Accumulator):
+class _ChatAccumulator(OpenAIAccumulator):
     def __init__(self, provider: SdkProvider[Any], request: ModelRequest, names: ToolNameMap) -> None:
         super().__init__(provider, request, names)
         self.calls: dict[int, _Call] = {}
-        self.refusal_parts: list[str] = []
         self.finish_reason: str | None = None
-        self.response_id: str | None = None
 
     def feed(self, item: object) -> str | None:
         chunk = cast("ChatCompletionChunk", item)
@@ -144,45 +139,19 @@ class _ChatAccumulator(Accumulator):
 
     def finish(self) -> list[ModelEvent]:
         if self.finish_reason is None:
-            raise self.stream_error(
-                truncated_stream_info(self.provider.context, "a finish_reason chunk, then [DONE]", self.request_id)
-            )
+            raise self.truncated("a finish_reason chunk, then [DONE]", self.request_id)
         calls = [
             self.tool_call(slot.call_id, slot.name, "".join(slot.arguments)) for _, slot in sorted(self.calls.items())
         ]
         return self.ending(self.finish_reason, calls, "".join(self.refusal_parts))
 
     def ending(self, finish_reason: str, calls: list[ModelToolCall], refusal: str) -> list[ModelEvent]:
-        request_id = self.request_id or self.response_id
-        self.request_id = request_id
+        request_id = self.settle_request_id()
         if finish_reason == "length":
-            raise self.stream_error(
-                stopped_info(
-                    "max_output_tokens",
-                    self.provider.context,
-                    request_id,
-                    max_output_tokens=self.provider.max_output_tokens(self.request),
-                )
-            )
+            raise self.stopped("max_output_tokens", request_id)
         if finish_reason == "content_filter":
-            raise self.stream_error(stopped_info("content_filter", self.provider.context, request_id))
-        stop: StopReason
-        if calls:
-            stop = "tool_use"
-        elif refusal:
-            stop = "refusal"
-        elif finish_reason == "stop":
-            stop = "end_turn"
-        else:
-            stop = "other"
-        completed = ModelCompleted(
-            provider_request_id=request_id,
-            model=self.model,
-            stop_reason=stop,
-            usage=self.usage,
-            refusal=refusal[:16_384] if refusal else None,
-        )
-        return [*calls, completed]
+            raise self.stopped("content_filter", request_id)
+        return self.openai_completed(calls, refusal, ended=finish_reason == "stop")
 
     def from_final(self, result: object) -> list[ModelEvent]:
         completion = cast("ChatCompletion", result)
@@ -191,12 +160,11 @@ class _ChatAccumulator(Accumulator):
         self.usage = chat_usage(completion.usage)
         events: list[ModelEvent] = []
         if not completion.choices:
-            raise self.stream_error(truncated_stream_info(self.provider.context, "choices[0]", self.request_id))
+            raise self.truncated("choices[0]", self.request_id)
         choice = completion.choices[0]
         message = choice.message
         if message.content:
-            self.text_parts.append(message.content)
-            events.append(TextDelta(text=message.content))
+            events.append(self.final_text(message.content))
         calls: list[ModelToolCall] = []
         for call in message.tool_calls or ():
             function = getattr(call, "function", None)
@@ -208,11 +176,9 @@ class _ChatAccumulator(Accumulator):
         return events + self.ending(choice.finish_reason or "stop", calls, message.refusal or "")
 
 
-class OpenAIChatProvider(SdkProvider["AsyncOpenAI"]):
+class OpenAIChatProvider(OpenAIProvider):
     """Chat Completions adapter. `max_tokens_field` is `max_completion_tokens` for OpenAI itself and `max_tokens`
     for OpenAI-compatible servers (which mostly only know the older name)."""
-
-    request_id_header = "x-request-id"
 
     def __init__(
         self,
@@ -224,32 +190,15 @@ class OpenAIChatProvider(SdkProvider["AsyncOpenAI"]):
         super().__init__(settings, ids=ids)
         self.max_tokens_field = max_tokens_field
 
-    def _make_client(self) -> AsyncOpenAI:
-        from openai import AsyncOpenAI
-
-        return AsyncOpenAI(
-            api_key=self.settings.api_key,
-            base_url=self.settings.base_url,
-            max_retries=0,
-            timeout=self.settings.timeout_s,
-            default_headers=dict(self.settings.headers) or None,
-        )
-
     def _accumulator(self, request: ModelRequest, names: ToolNameMap) -> Accumulator:
         return _ChatAccumulator(self, request, names)
 
     def _params(self, request: ModelRequest, names: ToolNameMap) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": request.model, "messages": chat_messages(request, names)}
-        tools = chat_tools(request, names)
-        if tools:
-            params["tools"] = tools
-        limit = self.max_output_tokens(request)
-        if limit is not None:
-            params[self.max_tokens_field] = limit
-        temperature = self.temperature(request)
-        if temperature is not None:
-            params["temperature"] = temperature
-        return params
+        return {
+            "model": request.model,
+            "messages": chat_messages(request, names),
+            **self._options(request, chat_tools(request, names)),
+        }
 
     async def _open_stream(
         self, client: AsyncOpenAI, request: ModelRequest, names: ToolNameMap, timeout: float
@@ -266,16 +215,4 @@ class OpenAIChatProvider(SdkProvider["AsyncOpenAI"]):
     ) -> tuple[object, str | None]:
         params = self._params(request, names)
         raw = cast("RawResponse", await client.chat.completions.with_raw_response.create(**params, timeout=timeout))
-        return raw.parse(), raw.headers.get(self.request_id_header)
-
-    def _failure(self, exc: BaseException) -> ProviderFailure | None:
-        import openai
-
-        return failure_from_sdk(
-            exc,
-            timeout_error=openai.APITimeoutError,
-            connection_error=openai.APIConnectionError,
-            status_error=openai.APIStatusError,
-            api_error=openai.APIError,
-            request_id_header=self.request_id_header,
-        )
+        return await self._parsed(raw)

@@ -9,15 +9,14 @@ nested production shape (`{"type":"error","error":{...}}`, which the SDK raises 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.ids import IdGenerator
-from bearagent.domain.messages import ToolCallPart, ToolResultPart
-from bearagent.domain.models import ModelCompleted, ModelEvent, ModelRequest, ModelToolCall, StopReason, TextDelta
+from bearagent.domain.messages import ToolCallPart
+from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall
 from bearagent.providers._base import (
     Accumulator,
     ProviderFailure,
@@ -26,11 +25,11 @@ from bearagent.providers._base import (
     SdkProvider,
     SdkStream,
     error_text,
-    failure_from_sdk,
     result_call_id,
+    tool_result_of,
     wire_call_ids,
 )
-from bearagent.providers.errors import stopped_info, truncated_stream_info
+from bearagent.providers._openai import OpenAIAccumulator, OpenAIProvider, arguments_json
 from bearagent.providers.tool_names import ToolNameMap
 
 if TYPE_CHECKING:
@@ -56,12 +55,11 @@ def responses_input(request: ModelRequest, names: ToolNameMap) -> list[dict[str,
                             "type": "function_call",
                             "call_id": ids[part.tool_call_id],
                             "name": names.to_provider(part.name),
-                            "arguments": json.dumps(thaw_json_mapping(part.arguments), ensure_ascii=False),
+                            "arguments": arguments_json(part),
                         }
                     )
         else:
-            part = message.parts[0]
-            assert isinstance(part, ToolResultPart)
+            part = tool_result_of(message)
             out.append(
                 {"type": "function_call_output", "call_id": result_call_id(part, ids), "output": error_text(part)}
             )
@@ -102,13 +100,11 @@ class _Call:
     final: str | None = None
 
 
-class _ResponsesAccumulator(Accumulator):
+class _ResponsesAccumulator(OpenAIAccumulator):
     def __init__(self, provider: SdkProvider[Any], request: ModelRequest, names: ToolNameMap) -> None:
         super().__init__(provider, request, names)
         self.calls: dict[str, _Call] = {}
-        self.refusal_parts: list[str] = []
         self.terminal: Response | None = None
-        self.response_id: str | None = None
 
     def _seen_response(self, response: Response) -> None:
         self.response_id = response.id or self.response_id
@@ -163,12 +159,8 @@ class _ResponsesAccumulator(Accumulator):
     def finish(self) -> list[ModelEvent]:
         response = self.terminal
         if response is None:
-            raise self.stream_error(
-                truncated_stream_info(
-                    self.provider.context,
-                    "response.completed, response.incomplete or response.failed",
-                    self.request_id or self.response_id,
-                )
+            raise self.truncated(
+                "response.completed, response.incomplete or response.failed", self.request_id or self.response_id
             )
         calls = [
             self.tool_call(call.call_id, call.name, call.final if call.final is not None else "".join(call.arguments))
@@ -177,8 +169,7 @@ class _ResponsesAccumulator(Accumulator):
         return self.ending(response, calls, "".join(self.refusal_parts))
 
     def ending(self, response: Response, calls: list[ModelToolCall], refusal: str) -> list[ModelEvent]:
-        request_id = self.request_id or self.response_id
-        self.request_id = request_id
+        request_id = self.settle_request_id()
         if response.status == "failed":
             error = response.error
             raise self.fail(
@@ -193,32 +184,9 @@ class _ResponsesAccumulator(Accumulator):
         if response.status == "incomplete":
             reason = response.incomplete_details.reason if response.incomplete_details is not None else None
             if reason == "content_filter":
-                raise self.stream_error(stopped_info("content_filter", self.provider.context, request_id))
-            raise self.stream_error(
-                stopped_info(
-                    "max_output_tokens",
-                    self.provider.context,
-                    request_id,
-                    max_output_tokens=self.provider.max_output_tokens(self.request),
-                )
-            )
-        stop: StopReason
-        if calls:
-            stop = "tool_use"
-        elif refusal:
-            stop = "refusal"
-        elif response.status in ("completed", None):
-            stop = "end_turn"
-        else:
-            stop = "other"
-        completed = ModelCompleted(
-            provider_request_id=request_id,
-            model=self.model,
-            stop_reason=stop,
-            usage=self.usage,
-            refusal=refusal[:16_384] if refusal else None,
-        )
-        return [*calls, completed]
+                raise self.stopped("content_filter", request_id)
+            raise self.stopped("max_output_tokens", request_id)
+        return self.openai_completed(calls, refusal, ended=response.status in ("completed", None))
 
     def from_final(self, result: object) -> list[ModelEvent]:
         response = cast("Response", result)
@@ -231,8 +199,7 @@ class _ResponsesAccumulator(Accumulator):
                 for content in output.content:
                     if content.type == "output_text":
                         if content.text:
-                            self.text_parts.append(content.text)
-                            events.append(TextDelta(text=content.text))
+                            events.append(self.final_text(content.text))
                     else:
                         refusal.append(content.refusal)
             elif output.type == "function_call":
@@ -240,11 +207,11 @@ class _ResponsesAccumulator(Accumulator):
         return events + self.ending(response, calls, "".join(refusal))
 
 
-class OpenAIResponsesProvider(SdkProvider["AsyncOpenAI"]):
+class OpenAIResponsesProvider(OpenAIProvider):
     """Responses API adapter. Sends `store: false` when `store` is False (the default for OpenAI itself), so
     conversations are not kept on the provider's side; history is always sent in full."""
 
-    request_id_header = "x-request-id"
+    max_tokens_field = "max_output_tokens"
 
     def __init__(
         self, settings: ProviderSettings, *, ids: IdGenerator | None = None, store: bool | None = False
@@ -252,31 +219,15 @@ class OpenAIResponsesProvider(SdkProvider["AsyncOpenAI"]):
         super().__init__(settings, ids=ids)
         self.store = store
 
-    def _make_client(self) -> AsyncOpenAI:
-        from openai import AsyncOpenAI
-
-        return AsyncOpenAI(
-            api_key=self.settings.api_key,
-            base_url=self.settings.base_url,
-            max_retries=0,
-            timeout=self.settings.timeout_s,
-            default_headers=dict(self.settings.headers) or None,
-        )
-
     def _accumulator(self, request: ModelRequest, names: ToolNameMap) -> Accumulator:
         return _ResponsesAccumulator(self, request, names)
 
     def _params(self, request: ModelRequest, names: ToolNameMap) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": request.model, "input": responses_input(request, names)}
-        tools = responses_tools(request, names)
-        if tools:
-            params["tools"] = tools
-        limit = self.max_output_tokens(request)
-        if limit is not None:
-            params["max_output_tokens"] = limit
-        temperature = self.temperature(request)
-        if temperature is not None:
-            params["temperature"] = temperature
+        params: dict[str, Any] = {
+            "model": request.model,
+            "input": responses_input(request, names),
+            **self._options(request, responses_tools(request, names)),
+        }
         if self.store is not None:
             params["store"] = self.store
         return params
@@ -294,16 +245,4 @@ class OpenAIResponsesProvider(SdkProvider["AsyncOpenAI"]):
             "RawResponse",
             await client.responses.with_raw_response.create(**self._params(request, names), timeout=timeout),
         )
-        return raw.parse(), raw.headers.get(self.request_id_header)
-
-    def _failure(self, exc: BaseException) -> ProviderFailure | None:
-        import openai
-
-        return failure_from_sdk(
-            exc,
-            timeout_error=openai.APITimeoutError,
-            connection_error=openai.APIConnectionError,
-            status_error=openai.APIStatusError,
-            api_error=openai.APIError,
-            request_id_header=self.request_id_header,
-        )
+        return await self._parsed(raw)
