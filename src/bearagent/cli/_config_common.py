@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
 
 import click
 
@@ -17,10 +17,22 @@ if TYPE_CHECKING:
     from bearagent.app import LoadedWorkspace
     from bearagent.config.layers import Resolved
     from bearagent.domain.diagnostics import Diagnostic
+    from bearagent.registries._base import LayeredRegistry
+
+
+class Listed(Protocol):
+    """What the list commands show of every agent, skill and action."""
+
+    @property
+    def level(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+
 
 EXIT_CONFIG = 2
 F = TypeVar("F", bound=Callable[..., object])
 T = TypeVar("T")
+L = TypeVar("L", bound=Listed)
 
 
 def workspace_option(func: F) -> F:
@@ -101,6 +113,11 @@ def diag_json(d: Diagnostic) -> dict[str, object]:
     return d.model_dump(mode="json")
 
 
+def problems(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics a list command reports (all but `info`)."""
+    return [d for d in diags if d.severity != "info"]
+
+
 def print_diagnostics(diags: Sequence[Diagnostic], *, heading: str | None = None) -> None:
     if not diags:
         return
@@ -129,3 +146,99 @@ def show_missing(kind: str, name: str, names: Sequence[str], broken: dict[str, t
     close = difflib.get_close_matches(name, list(names), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     fail(f"no {kind} named {name!r}{hint}", f"`bearagent {kind}s list` shows the {kind}s: {', '.join(names) or 'none'}")
+
+
+def resolve_shown(kind: str, registry: LayeredRegistry[T], name: str) -> tuple[Resolved[T], list[Diagnostic]]:
+    """The entry `show` prints and the diagnostics about it; exits with what went wrong when there is none."""
+    resolved = registry.resolved(name)
+    if resolved is None:
+        show_missing(kind, name, registry.names(), dict(registry.broken))
+    return resolved, related(registry.diagnostics, path=resolved.path, name=name)
+
+
+def emit_list_json(
+    ws: LoadedWorkspace,
+    key: str,
+    registry: LayeredRegistry[T],
+    entries: Sequence[Mapping[str, object]],
+    diags: Sequence[Diagnostic],
+    **extra: object,
+) -> None:
+    """`list --json`: the workspace, the entries under `key`, `extra`, the broken names and the diagnostics."""
+    emit_json(
+        {
+            "workspace": str(ws.root),
+            key: list(entries),
+            **extra,
+            "broken": {name: list(paths) for name, paths in registry.broken.items()},
+            "diagnostics": [diag_json(d) for d in diags],
+        }
+    )
+
+
+def entry_json(
+    r: Resolved[L], root: Path, before: Mapping[str, object] | None = None, after: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """One entry of `list --json`: name, `before`, level, source, path, description, `after`, shadows."""
+    return {
+        "name": r.name,
+        **(before or {}),
+        "level": r.item.level,
+        "source": r.source.id,
+        "path": rel(r.path, root),
+        "description": r.item.description,
+        **(after or {}),
+        "shadows": shadows_of(r, root),
+    }
+
+
+def entry_row(r: Resolved[L], root: Path, *middle: str) -> list[str]:
+    """One table row of `list`: name, `middle`, source, path, what it shadows, description."""
+    return [
+        r.name,
+        *middle,
+        r.source.id,
+        rel(r.path, root),
+        ", ".join(c.source.id for c in r.shadows) or "-",
+        short(r.item.description, 60),
+    ]
+
+
+def broken_rows(broken: Mapping[str, tuple[str, ...]], root: Path, *, middle: int = 0) -> list[list[str]]:
+    """Table rows for names defined twice in one source (`middle` blank columns after the name)."""
+    return [
+        [
+            name,
+            *["-"] * middle,
+            "ERROR",
+            "duplicate: " + ", ".join(rel(p, root) for p in paths),
+            "-",
+            "unusable until fixed",
+        ]
+        for name, paths in broken.items()
+    ]
+
+
+def emit_show_json(data: dict[str, object], resolved: Resolved[T], root: Path, diags: Sequence[Diagnostic]) -> None:
+    """`show --json`: the item's fields plus where it comes from, what it shadows and its diagnostics."""
+    data.update(
+        source=resolved.source.id,
+        path=resolved.path,
+        shadows=shadows_of(resolved, root),
+        diagnostics=[diag_json(d) for d in diags],
+    )
+    emit_json(data)
+
+
+def origin_fields(resolved: Resolved[T]) -> list[tuple[str, str]]:
+    """The `source` and `shadows` lines of `show`."""
+    return [
+        ("source", f"{resolved.source.id}  {resolved.path}"),
+        ("shadows", "; ".join(f"{c.source.id} {c.path}" for c in resolved.shadows) or "-"),
+    ]
+
+
+def print_fields(fields: Sequence[tuple[str, object]], width: int) -> None:
+    """`show`'s `key value` lines, keys padded to `width`."""
+    for key, value in fields:
+        click.echo(f"{key.ljust(width)} {value}")

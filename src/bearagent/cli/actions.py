@@ -8,17 +8,18 @@ from pathlib import Path
 import click
 
 from bearagent.cli._config_common import (
-    diag_json,
-    emit_json,
+    emit_list_json,
+    emit_show_json,
+    entry_json,
+    entry_row,
     json_option,
     load,
+    origin_fields,
     print_diagnostics,
+    print_fields,
     print_table,
-    rel,
-    related,
-    shadows_of,
-    short,
-    show_missing,
+    problems,
+    resolve_shown,
     workspace_option,
 )
 
@@ -37,43 +38,22 @@ def list_actions(workspace: Path | None, as_json: bool) -> None:
 
     ws = load(workspace)
     registry = ws.actions
-    problems = [d for d in registry.diagnostics if d.severity != "info"]
+    shown = problems(registry.diagnostics)
     if as_json:
-        emit_json(
-            {
-                "workspace": str(ws.root),
-                "actions": [
-                    {
-                        "name": r.name,
-                        "agent": r.item.agent or ws.config.default_agent,
-                        "model": r.item.model,
-                        "level": r.item.level,
-                        "source": r.source.id,
-                        "path": rel(r.path, ws.root),
-                        "description": r.item.description,
-                        "inputs": thaw_json_mapping(r.item.inputs),
-                        "shadows": shadows_of(r, ws.root),
-                    }
-                    for r in registry.entries()
-                ],
-                "broken": {name: list(paths) for name, paths in registry.broken.items()},
-                "diagnostics": [diag_json(d) for d in problems],
-            }
-        )
-        return
-    rows = [
-        [
-            r.name,
-            r.item.agent or ws.config.default_agent,
-            r.source.id,
-            rel(r.path, ws.root),
-            ", ".join(c.source.id for c in r.shadows) or "-",
-            short(r.item.description, 60),
+        entries = [
+            entry_json(
+                r,
+                ws.root,
+                {"agent": r.item.agent or ws.config.default_agent, "model": r.item.model},
+                {"inputs": thaw_json_mapping(r.item.inputs)},
+            )
+            for r in registry.entries()
         ]
-        for r in registry.entries()
-    ]
+        emit_list_json(ws, "actions", registry, entries, shown)
+        return
+    rows = [entry_row(r, ws.root, r.item.agent or ws.config.default_agent) for r in registry.entries()]
     print_table(["NAME", "AGENT", "SOURCE", "PATH", "SHADOWS", "DESCRIPTION"], rows)
-    print_diagnostics(problems, heading="\nproblems:")
+    print_diagnostics(shown, heading="\nproblems:")
 
 
 @actions.command("show")
@@ -85,27 +65,19 @@ def show_action(name: str, workspace: Path | None, as_json: bool) -> None:
     from bearagent.domain._base import thaw_json_mapping
 
     ws = load(workspace)
-    resolved = ws.actions.resolved(name)
-    if resolved is None:
-        show_missing("action", name, ws.actions.names(), dict(ws.actions.broken))
+    resolved, diags = resolve_shown("action", ws.actions, name)
     action = resolved.item
-    diags = related(ws.actions.diagnostics, path=resolved.path, name=name)
     if as_json:
-        data = action.model_dump(mode="json")
-        data.update(
-            source=resolved.source.id,
-            path=resolved.path,
-            shadows=shadows_of(resolved, ws.root),
-            diagnostics=[diag_json(d) for d in diags],
-        )
-        emit_json(data)
+        emit_show_json(action.model_dump(mode="json"), resolved, ws.root, diags)
         return
-    click.echo(f"name         {action.name}")
-    click.echo(f"description  {action.description}")
-    click.echo(f"agent        {action.agent or ws.config.default_agent}")
-    click.echo(f"model        {action.model or '(the agent model)'}")
-    click.echo(f"source       {resolved.source.id}  {resolved.path}")
-    click.echo(f"shadows      {'; '.join(f'{c.source.id} {c.path}' for c in resolved.shadows) or '-'}")
-    click.echo(f"inputs       {json.dumps(thaw_json_mapping(action.inputs))}")
+    fields: list[tuple[str, object]] = [
+        ("name", action.name),
+        ("description", action.description),
+        ("agent", action.agent or ws.config.default_agent),
+        ("model", action.model or "(the agent model)"),
+        *origin_fields(resolved),
+        ("inputs", json.dumps(thaw_json_mapping(action.inputs))),
+    ]
+    print_fields(fields, 12)
     click.echo(f"\ntemplate:\n{action.template}")
     print_diagnostics(diags, heading="\ndiagnostics:")

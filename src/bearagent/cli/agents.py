@@ -7,17 +7,20 @@ from pathlib import Path
 import click
 
 from bearagent.cli._config_common import (
-    diag_json,
-    emit_json,
+    broken_rows,
+    emit_list_json,
+    emit_show_json,
+    entry_json,
+    entry_row,
     json_option,
     load,
+    origin_fields,
     print_diagnostics,
+    print_fields,
     print_table,
-    rel,
-    related,
-    shadows_of,
+    problems,
+    resolve_shown,
     short,
-    show_missing,
     workspace_option,
 )
 
@@ -34,45 +37,18 @@ def list_agents(workspace: Path | None, as_json: bool) -> None:
     """Every agent with its source, level and what it shadows."""
     ws = load(workspace)
     registry = ws.agents
+    shown = problems(registry.diagnostics)
     if as_json:
-        emit_json(
-            {
-                "workspace": str(ws.root),
-                "agents": [
-                    {
-                        "name": r.name,
-                        "mode": r.item.mode,
-                        "model": r.item.model or "inherit",
-                        "level": r.item.level,
-                        "source": r.source.id,
-                        "path": rel(r.path, ws.root),
-                        "description": r.item.description,
-                        "shadows": shadows_of(r, ws.root),
-                    }
-                    for r in registry.entries()
-                ],
-                "broken": {name: list(paths) for name, paths in registry.broken.items()},
-                "diagnostics": [diag_json(d) for d in registry.diagnostics if d.severity != "info"],
-            }
-        )
-        return
-    rows = [
-        [
-            r.name,
-            r.item.mode,
-            r.source.id,
-            rel(r.path, ws.root),
-            ", ".join(c.source.id for c in r.shadows) or "-",
-            short(r.item.description, 60),
+        entries = [
+            entry_json(r, ws.root, {"mode": r.item.mode, "model": r.item.model or "inherit"})
+            for r in registry.entries()
         ]
-        for r in registry.entries()
-    ]
-    rows.extend(
-        [name, "-", "ERROR", "duplicate: " + ", ".join(rel(p, ws.root) for p in paths), "-", "unusable until fixed"]
-        for name, paths in registry.broken.items()
-    )
+        emit_list_json(ws, "agents", registry, entries, shown)
+        return
+    rows = [entry_row(r, ws.root, r.item.mode) for r in registry.entries()]
+    rows.extend(broken_rows(registry.broken, ws.root, middle=1))
     print_table(["NAME", "MODE", "SOURCE", "PATH", "SHADOWS", "DESCRIPTION"], rows)
-    print_diagnostics([d for d in registry.diagnostics if d.severity != "info"], heading="\nproblems:")
+    print_diagnostics(shown, heading="\nproblems:")
 
 
 @agents.command("show")
@@ -82,18 +58,10 @@ def list_agents(workspace: Path | None, as_json: bool) -> None:
 def show_agent(name: str, workspace: Path | None, as_json: bool) -> None:
     """One agent: its settings, source path, level, what it shadows and its diagnostics."""
     ws = load(workspace)
-    resolved = ws.agents.resolved(name)
-    if resolved is None:
-        show_missing("agent", name, ws.agents.names(), dict(ws.agents.broken))
+    resolved, diags = resolve_shown("agent", ws.agents, name)
     agent = resolved.item
-    diags = related(ws.agents.diagnostics, path=resolved.path, name=name)
     if as_json:
-        data = agent.model_dump(mode="json")
-        data["source"] = resolved.source.id
-        data["path"] = resolved.path
-        data["shadows"] = shadows_of(resolved, ws.root)
-        data["diagnostics"] = [diag_json(d) for d in diags]
-        emit_json(data)
+        emit_show_json(agent.model_dump(mode="json"), resolved, ws.root, diags)
         return
     lines = [
         ("name", agent.name),
@@ -101,8 +69,7 @@ def show_agent(name: str, workspace: Path | None, as_json: bool) -> None:
         ("mode", agent.mode),
         ("model", agent.model or "inherit"),
         ("level", agent.level),
-        ("source", f"{resolved.source.id}  {resolved.path}"),
-        ("shadows", "; ".join(f"{c.source.id} {c.path}" for c in resolved.shadows) or "-"),
+        *origin_fields(resolved),
         ("tools", "default set" if agent.tools is None else ", ".join(agent.tools) or "none"),
         ("disallowed_tools", ", ".join(agent.disallowed_tools) or "-"),
         ("skills", "all" if agent.skills is None else ", ".join(agent.skills) or "none"),
@@ -112,8 +79,6 @@ def show_agent(name: str, workspace: Path | None, as_json: bool) -> None:
         ("switch", ", ".join(agent.switch) or "-"),
         ("hooks", ", ".join(sorted({m.event for m in agent.hooks})) or "-"),
     ]
-    width = max(len(k) for k, _ in lines)
-    for key, value in lines:
-        click.echo(f"{key.ljust(width)}  {value}")
+    print_fields(lines, max(len(k) for k, _ in lines) + 1)
     click.echo(f"\nprompt ({len(agent.prompt)} chars):\n{short(agent.prompt, 400)}")
     print_diagnostics(diags, heading="\ndiagnostics:")

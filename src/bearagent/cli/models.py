@@ -13,7 +13,9 @@ from bearagent.cli._config_common import (
     json_option,
     load,
     print_diagnostics,
+    print_fields,
     print_table,
+    problems,
     workspace_option,
 )
 
@@ -31,7 +33,7 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
     ws = load(workspace)
     registry = ws.models
     default = registry.get(ws.config.default_model) if ws.config.default_model else None
-    problems = [d for d in registry.diagnostics if d.severity != "info"]
+    shown = problems(registry.diagnostics)
     if as_json:
         emit_json(
             {
@@ -50,7 +52,7 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
                     }
                     for r in registry.entries()
                 ],
-                "diagnostics": [diag_json(d) for d in problems],
+                "diagnostics": [diag_json(d) for d in shown],
             }
         )
         return
@@ -67,7 +69,7 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
     print_table(["REF", "PROVIDER", "MODEL", "SOURCE", "SHADOWS"], rows)
     if default is not None:
         click.echo("\n* default_model")
-    print_diagnostics(problems, heading="\nproblems:")
+    print_diagnostics(shown, heading="\nproblems:")
 
 
 @models.command("show")
@@ -93,10 +95,9 @@ def show_model(ref: str, workspace: Path | None, as_json: bool) -> None:
         data["diagnostics"] = [diag_json(d) for d in diags]
         emit_json(data)
         return
-    for key, value in entry.model_dump(mode="json").items():
-        if value not in (None, {}, ""):
-            click.echo(f"{key.ljust(18)} {value}")
+    fields = [(k, v) for k, v in entry.model_dump(mode="json").items() if v not in (None, {}, "")]
     if entry.api_key_env:
         state = "set" if ws.env.get(entry.api_key_env) else "NOT SET"
-        click.echo(f"{'api key':18} ${entry.api_key_env} is {state}")
+        fields.append(("api key", f"${entry.api_key_env} is {state}"))
+    print_fields(fields, 18)
     print_diagnostics(diags, heading="\ndiagnostics:")

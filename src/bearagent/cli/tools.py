@@ -14,6 +14,7 @@ from bearagent.cli._config_common import (
     load,
     print_diagnostics,
     print_table,
+    problems,
     short,
     workspace_option,
 )
@@ -56,7 +57,7 @@ def list_tools(agent_name: str | None, show_all: bool, workspace: Path | None, a
             ["NAME", "ORIGIN", "SIDE EFFECT", "DESCRIPTION"],
             [[e.name, e.origin, e.tool.spec.side_effect, short(e.tool.spec.description, 60)] for e in entries],
         )
-        print_diagnostics([d for d in ws.tools.diagnostics if d.severity != "info"], heading="\nproblems:")
+        print_diagnostics(problems(ws.tools.diagnostics), heading="\nproblems:")
         return
     try:
         projection = ws.project(agent_name, require_model=False)

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from pydantic import ValidationError
 
-from bearagent.config.files import FrontmatterDoc, did_you_mean, load_frontmatter
-from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.files import FrontmatterDoc, suggestion
 from bearagent.config.workspace import Source
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import NAME_RE, ActionSpec
+from bearagent.registries._base import (
+    LayeredRegistry,
+    first_error,
+    frontmatter_candidates,
+    frontmatter_reporter,
+    unknown_key,
+)
 
 ACTION_KEYS = frozenset({"name", "description", "agent", "inputs", "model"})
 DEFAULT_INPUTS: dict[str, object] = {
@@ -25,41 +31,12 @@ DEFAULT_INPUTS: dict[str, object] = {
 _PLACEHOLDER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-class ActionRegistry:
-    def __init__(self, layered: Layered[ActionSpec], diagnostics: Sequence[Diagnostic]) -> None:
-        self._layered = layered
-        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
-
-    def get(self, name: str) -> ActionSpec | None:
-        found = self._layered.resolved.get(name)
-        return found.item if found else None
-
-    def resolved(self, name: str) -> Resolved[ActionSpec] | None:
-        return self._layered.resolved.get(name)
-
-    def names(self) -> list[str]:
-        return sorted(self._layered.resolved)
-
-    def all(self) -> list[ActionSpec]:
-        return [self._layered.resolved[n].item for n in self.names()]
-
-    def entries(self) -> list[Resolved[ActionSpec]]:
-        return [self._layered.resolved[n] for n in self.names()]
-
-    @property
-    def broken(self) -> Mapping[str, tuple[str, ...]]:
-        return self._layered.broken
-
+class ActionRegistry(LayeredRegistry[ActionSpec]):
     def require(self, name: str) -> ActionSpec:
         action = self.get(name)
         if action is None:
-            guess = did_you_mean(name, self.names())
             raise BearAgentError(
-                ErrorInfo.of(
-                    "not_found",
-                    "action",
-                    f"no action named {name!r}" + (f" (did you mean {guess!r}?)" if guess else ""),
-                ),
+                ErrorInfo.of("not_found", "action", f"no action named {name!r}" + suggestion(name, self.names())),
                 hint=f"available actions: {', '.join(self.names()) or 'none'}; add one as .bearagent/actions/{name}.md",
             )
         return action
@@ -111,33 +88,11 @@ def parse_action(doc: FrontmatterDoc, source: Source) -> tuple[ActionSpec | None
 
     diags: list[Diagnostic] = []
     path = doc.path
-
-    def add(severity: str, code: str, key: str | None, message: str, fix: str) -> None:
-        diags.append(
-            Diagnostic(
-                severity="error" if severity == "error" else "warning",
-                code=code,
-                message=message,
-                source=str(path),
-                line=doc.line_of(key) if key else None,
-                field=key,
-                fix=fix,
-            )
-        )
-
+    add = frontmatter_reporter(doc, diags)
     data = dict(doc.data)
     for key in list(data):
         if key not in ACTION_KEYS:
-            guess = did_you_mean(key, ACTION_KEYS)
-            add(
-                "warning",
-                "config.unknown_key",
-                key,
-                f"unknown key {key!r} in action file"
-                + (f" (did you mean {guess!r}?)" if guess else "")
-                + "; it is ignored",
-                f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(ACTION_KEYS))}",
-            )
+            add("warning", "config.unknown_key", key, *unknown_key(key, ACTION_KEYS, f"{key!r} in action file"))
             del data[key]
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 64:
@@ -211,29 +166,20 @@ def parse_action(doc: FrontmatterDoc, source: Source) -> tuple[ActionSpec | None
             origin=source.id,
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        add("error", "action.invalid_field", key, f"{key}: {first['msg']}; the file was skipped", f"fix `{key}`")
+        key, problem = first_error(exc)
+        add("error", "action.invalid_field", key, f"{key}: {problem}; the file was skipped", f"fix `{key}`")
         return None, diags
     return spec, diags
 
 
 def load_actions(sources: Iterable[Source]) -> ActionRegistry:
     diags: list[Diagnostic] = []
-    candidates: list[Candidate[ActionSpec]] = []
-    for source in sources:
-        directory = source.directory
-        if directory is None or not directory.is_dir():
-            continue
-        for path in sorted(directory.glob("*.md")):
-            if path.name.lower() == "readme.md":
-                continue
-            doc = load_frontmatter(path, diags, what="action file")
-            if doc is None:
-                continue
-            spec, file_diags = parse_action(doc, source)
-            diags.extend(file_diags)
-            if spec is not None:
-                candidates.append(Candidate(spec.name, spec, source, str(path)))
-    layered = resolve_layers(candidates, kind="action")
-    return ActionRegistry(layered, [*diags, *layered.diagnostics])
+    files = [
+        (source, path)
+        for source in sources
+        if source.directory is not None and source.directory.is_dir()
+        for path in sorted(source.directory.glob("*.md"))
+        if path.name.lower() != "readme.md"
+    ]
+    candidates = frontmatter_candidates(files, diags, what="action file", parse=parse_action)
+    return ActionRegistry.from_candidates(candidates, diags, kind="action")

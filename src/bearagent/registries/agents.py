@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import cast
 
 from pydantic import ValidationError
 
-from bearagent.config.files import FrontmatterDoc, did_you_mean, load_frontmatter
-from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.files import FrontmatterDoc, suggestion
+from bearagent.config.layers import Candidate
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import NAME_RE, AgentSpec, HookMatcherSpec
+from bearagent.registries._base import (
+    LayeredRegistry,
+    Reporter,
+    first_error,
+    frontmatter_candidates,
+    frontmatter_reporter,
+    unknown_key,
+)
 from bearagent.registries.hooks import parse_hooks
 
 AGENT_KEYS = frozenset(
@@ -68,35 +76,10 @@ UNSUPPORTED_KEYS = frozenset(
 POLICY_KEYS = ("max_turns", "budgets", "permission_mode")
 CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "fable"})
 _PERMISSION_MODE_ALIASES = {"manual": "default"}
-Reporter = Callable[[str, str, "str | None", str, str], None]
 
 
-class AgentRegistry:
+class AgentRegistry(LayeredRegistry[AgentSpec]):
     """Resolved agents by name. `get` is an exact lookup; broken names (duplicates in one source) are absent."""
-
-    def __init__(self, layered: Layered[AgentSpec], diagnostics: Sequence[Diagnostic]) -> None:
-        self._layered = layered
-        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
-
-    def get(self, name: str) -> AgentSpec | None:
-        found = self._layered.resolved.get(name)
-        return found.item if found else None
-
-    def resolved(self, name: str) -> Resolved[AgentSpec] | None:
-        return self._layered.resolved.get(name)
-
-    def names(self) -> list[str]:
-        return sorted(self._layered.resolved)
-
-    def all(self) -> list[AgentSpec]:
-        return [self._layered.resolved[n].item for n in self.names()]
-
-    def entries(self) -> list[Resolved[AgentSpec]]:
-        return [self._layered.resolved[n] for n in self.names()]
-
-    @property
-    def broken(self) -> Mapping[str, tuple[str, ...]]:
-        return self._layered.broken
 
     def require(self, name: str) -> AgentSpec:
         """The agent or a `BearAgentError` naming close matches (for `-a NAME`, `default_agent`, `subagent_type`)."""
@@ -114,11 +97,8 @@ class AgentRegistry:
                 ),
                 hint="rename or delete one of the files",
             )
-        guess = did_you_mean(name, self.names())
         raise BearAgentError(
-            ErrorInfo.of(
-                "not_found", "agent", f"no agent named {name!r}" + (f" (did you mean {guess!r}?)" if guess else "")
-            ),
+            ErrorInfo.of("not_found", "agent", f"no agent named {name!r}" + suggestion(name, self.names())),
             hint=f"available agents: {', '.join(self.names()) or 'none'}; `bearagent agents list` shows them",
         )
 
@@ -141,20 +121,7 @@ def parse_agent(
 ) -> tuple[AgentSpec | None, list[Diagnostic]]:
     path = doc.path
     diags: list[Diagnostic] = []
-
-    def add(severity: str, code: str, key: str | None, message: str, fix: str) -> None:
-        diags.append(
-            Diagnostic(
-                severity="error" if severity == "error" else ("warning" if severity == "warning" else "info"),
-                code=code,
-                message=message,
-                source=str(path),
-                line=doc.line_of(key.split(".")[0]) if key else None,
-                field=key,
-                fix=fix,
-            )
-        )
-
+    add = frontmatter_reporter(doc, diags, top_level_line=True)
     fields: dict[str, object] = {}
     policy: dict[str, object] = {}
     raw_hooks: object = None
@@ -173,16 +140,10 @@ def parse_agent(
             policy[target.split(".", 1)[1]] = value
             continue
         if target not in AGENT_KEYS:
-            guess = did_you_mean(key, [*AGENT_KEYS, *AGENT_ALIASES])
-            add(
-                "warning",
-                "config.unknown_key",
-                key,
-                f"unknown key {key!r} in agent file"
-                + (f" (did you mean {guess!r}?)" if guess else "")
-                + "; it is ignored",
-                f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(AGENT_KEYS))}",
+            message, fix = unknown_key(
+                key, AGENT_KEYS, f"{key!r} in agent file", candidates=[*AGENT_KEYS, *AGENT_ALIASES]
             )
+            add("warning", "config.unknown_key", key, message, fix)
             continue
         if target == "hooks":
             raw_hooks = value
@@ -295,13 +256,12 @@ def parse_agent(
     try:
         return AgentSpec.model_validate(fields), diags
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
+        key, problem = first_error(exc)
         add(
             "error",
             "agent.invalid_field",
             key,
-            f"{key}: {first['msg']}; the file was skipped",
+            f"{key}: {problem}; the file was skipped",
             f"fix `{key}` in the frontmatter",
         )
         return None, diags
@@ -340,12 +300,11 @@ def _parse_policy(raw: Mapping[str, object], report: Reporter) -> dict[str, obje
     out: dict[str, object] = {}
     for key, value in raw.items():
         if key not in POLICY_KEYS:
-            guess = did_you_mean(key, POLICY_KEYS)
             report(
                 "warning",
                 "config.unknown_key",
                 "policy",
-                f"unknown key 'policy.{key}'" + (f" (did you mean {guess!r}?)" if guess else "") + "; it is ignored",
+                f"unknown key 'policy.{key}'" + suggestion(key, POLICY_KEYS) + "; it is ignored",
                 f"known keys: {', '.join(POLICY_KEYS)}",
             )
             continue
@@ -359,18 +318,14 @@ def load_agents(sources: Iterable[tuple[Source, Iterable[Path]]], root: Path, en
     """Load agents from `(source, files)` pairs (see `agent_files`) and resolve precedence."""
     diags: list[Diagnostic] = []
     candidates: list[Candidate[AgentSpec]] = []
+
+    def parse(doc: FrontmatterDoc, source: Source) -> tuple[AgentSpec | None, list[Diagnostic]]:
+        return parse_agent(doc, source, root, env)
+
     for source, files in sources:
         diags.extend(_nested_agent_files(source.directory))
-        for path in files:
-            doc = load_frontmatter(path, diags, what="agent file")
-            if doc is None:
-                continue
-            spec, file_diags = parse_agent(doc, source, root, env)
-            diags.extend(file_diags)
-            if spec is not None:
-                candidates.append(Candidate(spec.name, spec, source, str(path)))
-    layered = resolve_layers(candidates, kind="agent")
-    return AgentRegistry(layered, [*diags, *layered.diagnostics])
+        candidates.extend(frontmatter_candidates(((source, p) for p in files), diags, what="agent file", parse=parse))
+    return AgentRegistry.from_candidates(candidates, diags, kind="agent")
 
 
 def _nested_agent_files(directory: Path | None) -> list[Diagnostic]:

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, cast, get_args
 
 from pydantic import ValidationError
 
-from bearagent.config.files import YamlDoc, did_you_mean
+from bearagent.config.files import YamlDoc, did_you_mean, suggestion
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import AgentSpec, HookEventName, HookHandlerSpec, HookMatcherSpec, Level
+from bearagent.registries._base import entry_reporter, first_error, severity_of, unknown_key
 
 if TYPE_CHECKING:
     from bearagent.plugins.contributions import PythonHookHandler
@@ -88,7 +89,7 @@ def parse_hooks(
     def err(code: str, message: str, fix: str, key: str, field: str, severity: str = "error") -> None:
         diags.append(
             Diagnostic(
-                severity="error" if severity == "error" else "warning",
+                severity=severity_of(severity),
                 code=code,
                 message=message,
                 source=str(path),
@@ -135,10 +136,9 @@ def parse_hooks(
             g = cast(dict[str, object], group)
             for key in g:
                 if key not in ("matcher", "hooks"):
-                    guess = did_you_mean(key, ("matcher", "hooks"))
                     err(
                         "config.unknown_key",
-                        f"unknown key {key!r} in {where}" + (f" (did you mean {guess!r}?)" if guess else ""),
+                        f"unknown key {key!r} in {where}" + suggestion(key, ("matcher", "hooks")),
                         "keep only `matcher` and `hooks`",
                         key,
                         f"{where}.{key}",
@@ -194,22 +194,11 @@ def _parse_handler(
     line: int | None,
     agent: str | None,
 ) -> HookHandlerSpec | None:
-    def add(code: str, message: str, fix: str, severity: str = "error") -> None:
-        diags.append(
-            Diagnostic(
-                severity="error" if severity == "error" else "warning",
-                code=code,
-                message=message,
-                source=str(path),
-                line=line,
-                field=where,
-                fix=fix,
-                subject=agent,
-            )
-        )
+    add = entry_reporter(diags, source=str(path), line=line, field=where, subject=agent)
 
     if not isinstance(raw, dict):
         add(
+            "error",
             "hooks.invalid",
             f"{where} must be a mapping like {{type: command, command: ...}}",
             "write `{type: command, command: ./hook.sh}`",
@@ -218,19 +207,12 @@ def _parse_handler(
     data = dict(cast(dict[str, object], raw))
     for key in list(data):
         if key not in HANDLER_KEYS:
-            guess = did_you_mean(key, HANDLER_KEYS)
-            add(
-                "config.unknown_key",
-                f"unknown key {key!r} in {where}"
-                + (f" (did you mean {guess!r}?)" if guess else "")
-                + "; it is ignored",
-                f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(HANDLER_KEYS))}",
-                "warning",
-            )
+            add("warning", "config.unknown_key", *unknown_key(key, HANDLER_KEYS, f"{key!r} in {where}"))
             del data[key]
     kind = data.get("type", "command")
     if kind not in HANDLER_TYPES:
         add(
+            "error",
             "hooks.invalid",
             f"{where}.type {kind!r} is not a handler type",
             f"use one of: {', '.join(HANDLER_TYPES)} (Python handlers come from plugins)",
@@ -240,7 +222,12 @@ def _parse_handler(
     if kind == "agent" and "prompt" not in data and "agent" in data:
         required = "agent"
     if not isinstance(data.get(required), str) or not data.get(required):
-        add("hooks.invalid", f"{where}: a {kind} handler needs `{required}`", f"add `{required}: ...` to the handler")
+        add(
+            "error",
+            "hooks.invalid",
+            f"{where}: a {kind} handler needs `{required}`",
+            f"add `{required}: ...` to the handler",
+        )
         return None
     if "timeout" in data:
         data["timeout_s"] = data.pop("timeout")
@@ -252,19 +239,18 @@ def _parse_handler(
     try:
         spec = HookHandlerSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        add("hooks.invalid", f"{where}.{loc}: {first['msg']}", f"fix {where}.{loc} (see docs/config.md#hooks)")
+        loc, problem = first_error(exc)
+        add("error", "hooks.invalid", f"{where}.{loc}: {problem}", f"fix {where}.{loc} (see docs/config.md#hooks)")
         return None
     if spec.type == "command":
         problem = check_command(spec, root, env)
         if problem is not None:
             message, fix, severity = problem
             add(
+                severity,
                 "hooks.command_not_executable" if severity == "error" else "hooks.command_unverified",
                 f"{where}: {message}",
                 fix,
-                severity,
             )
             if severity == "error":
                 return None

@@ -11,11 +11,12 @@ from typing import cast
 from pydantic import ValidationError
 
 from bearagent.config.env import expand_env
-from bearagent.config.files import YamlDoc, did_you_mean, read_text
-from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.files import YamlDoc, read_text
+from bearagent.config.layers import Candidate
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import McpServerSpec
+from bearagent.registries._base import LayeredRegistry, entry_reporter, first_error, unknown_key
 
 MCP_KEYS = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "headers", "startup_timeout_s", "call_timeout_s", "timeout"}
@@ -23,27 +24,7 @@ MCP_KEYS = frozenset(
 _HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
 
 
-class McpRegistry:
-    def __init__(self, layered: Layered[McpServerSpec], diagnostics: Sequence[Diagnostic]) -> None:
-        self._layered = layered
-        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
-
-    def get(self, name: str) -> McpServerSpec | None:
-        found = self._layered.resolved.get(name)
-        return found.item if found else None
-
-    def resolved(self, name: str) -> Resolved[McpServerSpec] | None:
-        return self._layered.resolved.get(name)
-
-    def names(self) -> list[str]:
-        return sorted(self._layered.resolved)
-
-    def all(self) -> list[McpServerSpec]:
-        return [self._layered.resolved[n].item for n in self.names()]
-
-    def entries(self) -> list[Resolved[McpServerSpec]]:
-        return [self._layered.resolved[n] for n in self.names()]
-
+class McpRegistry(LayeredRegistry[McpServerSpec]):
     def for_use(self, spec: McpServerSpec, env: Mapping[str, str]) -> McpServerSpec:
         """A copy with `${VAR}` expanded in command, args, env, cwd, url and headers (at the point of use)."""
         where = f"mcp_servers.{spec.name}"
@@ -70,23 +51,7 @@ def parse_mcp_servers(
     diags: list[Diagnostic] = []
     for name, value in raw.items():
         line = doc.line_of(name) if doc else None
-
-        def add(
-            severity: str, code: str, message: str, fix: str, *, _name: str = name, _line: int | None = line
-        ) -> None:
-            diags.append(
-                Diagnostic(
-                    severity="error" if severity == "error" else "warning",
-                    code=code,
-                    message=message,
-                    source=str(path),
-                    line=_line,
-                    field=f"{prefix}.{_name}",
-                    fix=fix,
-                    subject=_name,
-                )
-            )
-
+        add = entry_reporter(diags, source=str(path), line=line, field=f"{prefix}.{name}", subject=name)
         if not isinstance(value, dict):
             add(
                 "error",
@@ -98,15 +63,7 @@ def parse_mcp_servers(
         data = dict(cast(dict[str, object], value))
         for key in list(data):
             if key not in MCP_KEYS:
-                guess = did_you_mean(key, MCP_KEYS)
-                add(
-                    "warning",
-                    "config.unknown_key",
-                    f"unknown key '{prefix}.{name}.{key}'"
-                    + (f" (did you mean {guess!r}?)" if guess else "")
-                    + "; it is ignored",
-                    f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(MCP_KEYS))}",
-                )
+                add("warning", "config.unknown_key", *unknown_key(key, MCP_KEYS, f"'{prefix}.{name}.{key}'"))
                 del data[key]
         kind = data.pop("type", None)
         if "timeout" in data:  # .mcp.json's per-server timeout is in milliseconds
@@ -163,9 +120,8 @@ def parse_mcp_servers(
                 )
             )
         except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(p) for p in first["loc"])
-            add("error", "mcp.invalid", f"{prefix}.{name}.{key}: {first['msg']}; skipped", f"fix {prefix}.{name}.{key}")
+            key, problem = first_error(exc)
+            add("error", "mcp.invalid", f"{prefix}.{name}.{key}: {problem}; skipped", f"fix {prefix}.{name}.{key}")
     return out, diags
 
 
@@ -212,5 +168,4 @@ def build_mcp_registry(
     entries: Iterable[tuple[McpServerSpec, Source]], diagnostics: Sequence[Diagnostic]
 ) -> McpRegistry:
     candidates = [Candidate(spec.name, spec, source, spec.source or source.id) for spec, source in entries]
-    layered = resolve_layers(candidates, kind="MCP server")
-    return McpRegistry(layered, [*diagnostics, *layered.diagnostics])
+    return McpRegistry.from_candidates(candidates, diagnostics, kind="MCP server")

@@ -10,12 +10,13 @@ from typing import cast
 from pydantic import ValidationError
 
 from bearagent.config.env import expand_env
-from bearagent.config.files import YamlDoc, did_you_mean
+from bearagent.config.files import YamlDoc, did_you_mean, suggestion
 from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import Level, ModelEntry
+from bearagent.registries._base import entry_reporter, first_error, unknown_key
 
 BUILTIN_PROVIDERS: Mapping[str, tuple[str, ...]] = {
     "openai": ("responses", "chat"),
@@ -117,23 +118,7 @@ def parse_model_entries(
     diags: list[Diagnostic] = []
     for name, value in raw.items():
         line = doc.line_of(name) if doc else None
-
-        def add(
-            severity: str, code: str, message: str, fix: str, field: str, *, _name: str = name, _line: int | None = line
-        ) -> None:
-            diags.append(
-                Diagnostic(
-                    severity="error" if severity == "error" else "warning",
-                    code=code,
-                    message=message,
-                    source=str(path),
-                    line=_line,
-                    field=field,
-                    fix=fix,
-                    subject=_name,
-                )
-            )
-
+        add = entry_reporter(diags, source=str(path), line=line, field=None, subject=name)
         if not isinstance(value, dict):
             add(
                 "error",
@@ -156,25 +141,16 @@ def parse_model_entries(
             continue
         for key in list(data):
             if key not in MODEL_KEYS:
-                guess = did_you_mean(key, MODEL_KEYS)
-                add(
-                    "warning",
-                    "config.unknown_key",
-                    f"unknown key 'models.{name}.{key}'"
-                    + (f" (did you mean {guess!r}?)" if guess else "")
-                    + "; it is ignored",
-                    f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(MODEL_KEYS))}",
-                    f"models.{name}.{key}",
-                )
+                message, fix = unknown_key(key, MODEL_KEYS, f"'models.{name}.{key}'")
+                add("warning", "config.unknown_key", message, fix, f"models.{name}.{key}")
                 del data[key]
         provider = data.get("provider")
         if not isinstance(provider, str) or provider not in known_providers:
-            guess = did_you_mean(str(provider), known_providers) if provider else None
             add(
                 "error",
                 "model.unknown_provider",
                 f"models.{name}: unknown provider {provider!r}"
-                + (f" (did you mean {guess!r}?)" if guess else "")
+                + (suggestion(str(provider), known_providers) if provider else "")
                 + "; the entry was skipped",
                 f"use one of: {', '.join(known_providers)} (plugins add more)",
                 f"models.{name}.provider",
@@ -215,12 +191,11 @@ def parse_model_entries(
         try:
             out.append(ModelEntry.model_validate({**data, "name": name, "level": level, "source": str(path)}))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(p) for p in first["loc"])
+            key, problem = first_error(exc)
             add(
                 "error",
                 "model.invalid",
-                f"models.{name}.{key}: {first['msg']}; the entry was skipped",
+                f"models.{name}.{key}: {problem}; the entry was skipped",
                 f"fix models.{name}.{key}",
                 f"models.{name}.{key}",
             )

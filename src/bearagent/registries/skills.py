@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import cast
 
-from bearagent.config.files import FrontmatterDoc, did_you_mean, load_frontmatter
-from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.files import FrontmatterDoc
+from bearagent.config.layers import Candidate
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import SkillSpec
+from bearagent.registries._base import LayeredRegistry, frontmatter_candidates, frontmatter_reporter, unknown_key
 
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 SKILL_KEYS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
@@ -35,31 +36,7 @@ MAX_BUNDLED_FILES = 200
 _SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv"})
 
 
-class SkillRegistry:
-    def __init__(self, layered: Layered[SkillSpec], diagnostics: Sequence[Diagnostic]) -> None:
-        self._layered = layered
-        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
-
-    def get(self, name: str) -> SkillSpec | None:
-        found = self._layered.resolved.get(name)
-        return found.item if found else None
-
-    def resolved(self, name: str) -> Resolved[SkillSpec] | None:
-        return self._layered.resolved.get(name)
-
-    def names(self) -> list[str]:
-        return sorted(self._layered.resolved)
-
-    def all(self) -> list[SkillSpec]:
-        return [self._layered.resolved[n].item for n in self.names()]
-
-    def entries(self) -> list[Resolved[SkillSpec]]:
-        return [self._layered.resolved[n] for n in self.names()]
-
-    @property
-    def broken(self) -> Mapping[str, tuple[str, ...]]:
-        return self._layered.broken
-
+class SkillRegistry(LayeredRegistry[SkillSpec]):
     def catalog(self, names: Iterable[str] | None = None, *, budget_chars: int) -> SkillCatalog:
         """The `<available_skills>` block for `names` (default: all). Over budget, descriptions are dropped from the
         end of the (alphabetical) list first, then whole entries; `dropped_descriptions`/`dropped_skills` say which."""
@@ -171,20 +148,7 @@ def _bundled_files(directory: Path, entry: Path) -> tuple[str, ...]:
 def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[SkillSpec | None, list[Diagnostic]]:
     diags: list[Diagnostic] = []
     path = doc.path
-
-    def add(severity: str, code: str, key: str | None, message: str, fix: str) -> None:
-        diags.append(
-            Diagnostic(
-                severity="error" if severity == "error" else "warning",
-                code=code,
-                message=message,
-                source=str(path),
-                line=doc.line_of(key) if key else None,
-                field=key,
-                fix=fix,
-            )
-        )
-
+    add = frontmatter_reporter(doc, diags)
     data = doc.data
     for key in data:
         if key in SKILL_KEYS:
@@ -198,14 +162,7 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
                 "remove it, or keep it knowing it has no effect here",
             )
             continue
-        guess = did_you_mean(key, SKILL_KEYS)
-        add(
-            "warning",
-            "config.unknown_key",
-            key,
-            f"unknown key {key!r} in SKILL.md" + (f" (did you mean {guess!r}?)" if guess else "") + "; it is ignored",
-            f"rename it to {guess!r}" if guess else f"known keys: {', '.join(sorted(SKILL_KEYS))}",
-        )
+        add("warning", "config.unknown_key", key, *unknown_key(key, SKILL_KEYS, f"{key!r} in SKILL.md"))
     dir_name = directory.name
     name = data.get("name")
     if name is None:
@@ -296,13 +253,10 @@ def load_skills(sources: Iterable[Source], *, extra_dirs: Iterable[tuple[Source,
     pairs: list[tuple[Source, Path | None]] = [(s, s.directory) for s in sources]
     pairs.extend(extra_dirs)
     for source, root in pairs:
-        for directory, skill_file in skill_dirs(root, diags):
-            doc = load_frontmatter(skill_file, diags, what="SKILL.md")
-            if doc is None:
-                continue
-            spec, file_diags = parse_skill(doc, directory, source)
-            diags.extend(file_diags)
-            if spec is not None:
-                candidates.append(Candidate(spec.name, spec, source, str(skill_file)))
-    layered = resolve_layers(candidates, kind="skill")
-    return SkillRegistry(layered, [*diags, *layered.diagnostics])
+        files = [(source, skill_file) for _, skill_file in skill_dirs(root, diags)]
+        candidates.extend(frontmatter_candidates(files, diags, what="SKILL.md", parse=_parse_in_folder))
+    return SkillRegistry.from_candidates(candidates, diags, kind="skill")
+
+
+def _parse_in_folder(doc: FrontmatterDoc, source: Source) -> tuple[SkillSpec | None, list[Diagnostic]]:
+    return parse_skill(doc, doc.path.parent, source)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
-from bearagent.tools.base import NativeTool, str_arg, text_artifact, tool_error
-from bearagent.tools.fileio import atomic_write, read_existing
-from bearagent.tools.paths import WorkspacePaths
+from bearagent.tools.base import NativeTool, str_arg, tool_error
+from bearagent.tools.fileio import read_existing
+from bearagent.tools.paths import TargetDir, WorkspacePaths
+from bearagent.tools.write import write_text_file
 
 SPEC = ToolSpec(
     name="Edit",
@@ -69,10 +69,10 @@ class EditTool(NativeTool):
     def _edit(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         old, new = str_arg(arguments, "old_string"), str_arg(arguments, "new_string")
         replace_all = arguments.get("replace_all") is True
-        target = WorkspacePaths(context.workspace_root).open_target(
-            str_arg(arguments, "file_path"), create_parents=False
-        )
-        try:
+        count = 0
+
+        def render(target: TargetDir) -> bytes:
+            nonlocal count
             raw = read_existing(target)
             try:
                 text = raw.decode("utf-8")
@@ -107,17 +107,16 @@ class EditTool(NativeTool):
                     occurrences=count,
                 )
             updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-            payload = updated.encode("utf-8")
-            atomic_write(target, payload)
-        finally:
-            os.close(target.dir_fd)
-        artifact = text_artifact(context, target.rel, payload)
+            return updated.encode("utf-8")
+
+        written = write_text_file(context, str_arg(arguments, "file_path"), create_parents=False, render=render)
+        size = len(written.payload)
         replaced = count if replace_all else 1
         return self.ok(
             context,
-            f"Edited {target.rel}: replaced {replaced} occurrence{'s' if replaced != 1 else ''} ({len(payload)} bytes).",
-            {"path": target.rel, "replacements": replaced, "size_bytes": len(payload), "sha256": artifact.sha256},
-            artifacts=(artifact,),
+            f"Edited {written.rel}: replaced {replaced} occurrence{'s' if replaced != 1 else ''} ({size} bytes).",
+            {"path": written.rel, "replacements": replaced, "size_bytes": size, "sha256": written.artifact.sha256},
+            artifacts=(written.artifact,),
         )
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
-from bearagent.domain.tools import ToolResult, ToolSpec
+from bearagent.domain.tools import Artifact, ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, str_arg, text_artifact
 from bearagent.tools.fileio import atomic_write
-from bearagent.tools.paths import WorkspacePaths
+from bearagent.tools.paths import TargetDir, WorkspacePaths
 
 SPEC = ToolSpec(
     name="Write",
@@ -57,18 +58,43 @@ class WriteTool(NativeTool):
 
     def _write(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         payload = str_arg(arguments, "content").encode("utf-8", "surrogatepass")
-        target = WorkspacePaths(context.workspace_root).open_target(
-            str_arg(arguments, "file_path"), create_parents=True
+        written = write_text_file(
+            context, str_arg(arguments, "file_path"), create_parents=True, render=lambda _: payload
         )
-        try:
-            created = atomic_write(target, payload)
-        finally:
-            os.close(target.dir_fd)
-        artifact = text_artifact(context, target.rel, payload)
-        verb = "Created" if created else "Overwrote"
+        verb = "Created" if written.created else "Overwrote"
         return self.ok(
             context,
-            f"{verb} {target.rel} ({len(payload)} bytes, sha256 {artifact.sha256[:12]}…).",
-            {"path": target.rel, "created": created, "size_bytes": len(payload), "sha256": artifact.sha256},
-            artifacts=(artifact,),
+            f"{verb} {written.rel} ({len(payload)} bytes, sha256 {written.artifact.sha256[:12]}…).",
+            {
+                "path": written.rel,
+                "created": written.created,
+                "size_bytes": len(payload),
+                "sha256": written.artifact.sha256,
+            },
+            artifacts=(written.artifact,),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What `write_text_file` wrote: the workspace-relative path, the bytes, whether the file is new, its Artifact."""
+
+    rel: str
+    payload: bytes
+    created: bool
+    artifact: Artifact
+
+
+def write_text_file(
+    context: ToolContext, file_path: str, *, create_parents: bool, render: Callable[[TargetDir], bytes]
+) -> Written:
+    """Replace `file_path` (a normalised workspace path) atomically with `render(target)`, the new content (render
+    may read the current file through `target`, or raise a tool error to leave it untouched), and describe the
+    result as a text Artifact. Used by Write and Edit."""
+    target = WorkspacePaths(context.workspace_root).open_target(file_path, create_parents=create_parents)
+    try:
+        payload = render(target)
+        created = atomic_write(target, payload)
+    finally:
+        os.close(target.dir_fd)
+    return Written(target.rel, payload, created, text_artifact(context, target.rel, payload))
