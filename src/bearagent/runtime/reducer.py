@@ -30,7 +30,7 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.run_events import RUN_EVENT_PAYLOADS, parse_run_event_payload, payload_type_for
 from bearagent.domain.state import ActivityKind, ActivityProjection, ActivityStatus, RunProjection
-from bearagent.runtime.run_state import ActivityState, RunState, canonical_id
+from bearagent.runtime.run_state import ActivityState, RunState, canonical_id, error_of
 
 __all__ = [
     "ActivityState",
@@ -188,10 +188,6 @@ def _usage(payload: Payload) -> tuple[int, int]:
     return usage.get("input_tokens", 0), usage.get("output_tokens", 0)
 
 
-def _error(payload: object) -> ErrorInfo | None:
-    return None if payload is None else ErrorInfo.model_validate(payload)
-
-
 def _require_running(run: RunState, fact: Fact) -> None:
     if run.status != "running":
         raise _refuse(run, fact, "activities are only accepted while the run is running")
@@ -225,27 +221,21 @@ def _request(run: RunState, active: Active, fact: Fact) -> ActivityState:
     payload = fact.payload
     activity_id = canonical_id(payload["activity_id"])
     if kind == "model_call":
-        activity = ActivityState(
-            run.run_id,
-            activity_id,
-            kind,
-            requested_sequence=fact.sequence,
-            requested_at=fact.at,
-            model_call_id=canonical_id(payload["model_call_id"]),
-            name=payload.get("model_ref"),
-        )
+        model_call_id, tool_call_id, name = canonical_id(payload["model_call_id"]), None, payload.get("model_ref")
         run.model_iterations += 1
     else:
-        activity = ActivityState(
-            run.run_id,
-            activity_id,
-            kind,
-            requested_sequence=fact.sequence,
-            requested_at=fact.at,
-            tool_call_id=canonical_id(payload["tool_call_id"]),
-            name=payload["tool_name"],
-        )
+        model_call_id, tool_call_id, name = None, canonical_id(payload["tool_call_id"]), payload["tool_name"]
         run.tool_calls += 1
+    activity = ActivityState(
+        run.run_id,
+        activity_id,
+        kind,
+        requested_sequence=fact.sequence,
+        requested_at=fact.at,
+        model_call_id=model_call_id,
+        tool_call_id=tool_call_id,
+        name=name,
+    )
     run.active_activity_id = activity_id
     _touch_wall_time(run, fact.at)
     return activity
@@ -277,7 +267,7 @@ def _finish(run: RunState, active: Active, fact: Fact) -> ActivityState:
     error: ErrorInfo | None = None
     if kind == "model_call":
         if outcome == "failed":
-            error = _error(payload.get("error"))
+            error = error_of(payload.get("error"))
         input_tokens, output_tokens = _usage(payload)
         run.input_tokens += input_tokens
         run.output_tokens += output_tokens
@@ -297,7 +287,7 @@ def _finish(run: RunState, active: Active, fact: Fact) -> ActivityState:
                     f"its ToolResult belongs to tool call {result['tool_call_id']}, not {activity.tool_call_id}",
                 )
             if outcome == "failed":
-                error = _error(result.get("error"))
+                error = error_of(result.get("error"))
     activity.status = outcome
     activity.ended_at = fact.at
     activity.last_sequence = fact.sequence
@@ -355,7 +345,7 @@ def _on_succeeded(run: RunState, active: Active, fact: Fact) -> Active:
 
 
 def _on_failed(run: RunState, active: Active, fact: Fact) -> Active:
-    error = _error(fact.payload["error"]) if fact.version >= 2 else None
+    error = error_of(fact.payload["error"]) if fact.version >= 2 else None
     _end_run(run, fact)
     run.status = "failed"
     run.error = error

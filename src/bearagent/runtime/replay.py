@@ -23,6 +23,9 @@ from bearagent.runtime.run_state import ActivityState, RunState
 EventRow = tuple[str, int, str, int, str, str]
 """`(run_id, sequence, event_type, schema_version, occurred_at ISO text, payload JSON text)`."""
 
+_UNREPLAYABLE = (BearAgentError, ValueError, KeyError, TypeError)
+"""What folding a stored event may raise when the event cannot be replayed; `ReplayError` wraps it."""
+
 
 class ReplayError(BearAgentError):
     """A stored event that cannot be replayed; names the run, the sequence and why."""
@@ -60,7 +63,7 @@ class Replayer:
     ) -> None:
         try:
             self._feed(run_id, sequence, event_type, version, occurred_at, payload)
-        except (BearAgentError, ValueError, KeyError, TypeError) as exc:
+        except _UNREPLAYABLE as exc:
             raise ReplayError(run_id, sequence, event_type, version, exc) from exc
 
     def _feed(
@@ -107,7 +110,7 @@ class Replayer:
         try:
             for row in rows:
                 feed(row[0], row[1], row[2], row[3], parse_time(row[4]), loads(row[5]))
-        except (BearAgentError, ValueError, KeyError, TypeError) as exc:
+        except _UNREPLAYABLE as exc:
             raise ReplayError(row[0], row[1], row[2], row[3], exc) from exc
 
     def active_of(self, run_id: str) -> ActivityState | None:

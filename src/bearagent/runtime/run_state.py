@@ -12,7 +12,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -52,6 +52,11 @@ def _error_json(error: ErrorInfo | None) -> dict[str, JsonValue] | None:
     return None if error is None else cast(dict[str, JsonValue], error.model_dump(mode="json"))
 
 
+def error_of(value: object) -> ErrorInfo | None:
+    """The `ErrorInfo` of its JSON form (validated); None stays None."""
+    return None if value is None else ErrorInfo.model_validate(value)
+
+
 def trusted_model(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
     """Build a frozen model from complete, already-valid field values (what `model_construct` does, minus its
     per-field default handling). Only for values the reducer produced; every field must be given."""
@@ -63,19 +68,61 @@ def trusted_model(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
     return model
 
 
-class RunState:
+class _Lifecycle:
+    """What a run and an activity share: when it started and ended and why it failed, each attribute carrying its
+    JSON form (computed once, when set) for `to_json()`."""
+
+    __slots__ = ("_ended_at", "_ended_iso", "_error", "_error_json", "_started_at", "_started_iso")
+
+    @property
+    def started_at(self) -> datetime | None:
+        return self._started_at
+
+    @started_at.setter
+    def started_at(self, value: datetime | None) -> None:
+        self._started_at = value
+        self._started_iso = _iso_or_none(value)
+
+    @property
+    def ended_at(self) -> datetime | None:
+        return self._ended_at
+
+    @ended_at.setter
+    def ended_at(self, value: datetime | None) -> None:
+        self._ended_at = value
+        self._ended_iso = _iso_or_none(value)
+
+    @property
+    def error(self) -> ErrorInfo | None:
+        return self._error
+
+    @error.setter
+    def error(self, value: ErrorInfo | None) -> None:
+        self._error = value
+        self._error_json = _error_json(value)
+
+    def copy(self) -> Self:
+        """A shallow copy (every slot, this base's and the class's)."""
+        cls = type(self)
+        other = cls.__new__(cls)
+        for name in (*_Lifecycle.__slots__, *cls.__slots__):
+            _setattr(other, name, getattr(self, name))
+        return other
+
+    def _set_lifecycle(self, data: Mapping[str, JsonValue]) -> None:
+        """Set started_at, ended_at and error from their JSON form (`to_json()`)."""
+        self.started_at = _dt(data["started_at"])
+        self.ended_at = _dt(data["ended_at"])
+        self.error = error_of(data.get("error"))
+
+
+class RunState(_Lifecycle):
     """The run the reducer works on. Datetime and error attributes keep their JSON form up to date."""
 
     __slots__ = (
         "_created_at",
         "_created_iso",
-        "_ended_at",
-        "_ended_iso",
-        "_error",
-        "_error_json",
         "_limits_json",
-        "_started_at",
-        "_started_iso",
         "_typed",
         "_typed_active",
         "active_activity_id",
@@ -129,7 +176,7 @@ class RunState:
         self._typed: tuple[RunId, SessionId | None, RunId | None] | None = None
         self._typed_active: tuple[str, ActivityId] | None = None
 
-    # datetimes and the error carry their JSON form along
+    # created_at carries its JSON form along, like the attributes of `_Lifecycle`
     @property
     def created_at(self) -> datetime:
         return self._created_at
@@ -140,41 +187,8 @@ class RunState:
         self._created_iso = iso(value)
 
     @property
-    def started_at(self) -> datetime | None:
-        return self._started_at
-
-    @started_at.setter
-    def started_at(self, value: datetime | None) -> None:
-        self._started_at = value
-        self._started_iso = _iso_or_none(value)
-
-    @property
-    def ended_at(self) -> datetime | None:
-        return self._ended_at
-
-    @ended_at.setter
-    def ended_at(self, value: datetime | None) -> None:
-        self._ended_at = value
-        self._ended_iso = _iso_or_none(value)
-
-    @property
-    def error(self) -> ErrorInfo | None:
-        return self._error
-
-    @error.setter
-    def error(self, value: ErrorInfo | None) -> None:
-        self._error = value
-        self._error_json = _error_json(value)
-
-    @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
-
-    def copy(self) -> RunState:
-        other = RunState.__new__(RunState)
-        for name in RunState.__slots__:
-            _setattr(other, name, getattr(self, name))
-        return other
 
     def to_json(self, *, with_goal: bool = True) -> dict[str, JsonValue]:
         """Exactly the JSON shape of `RunProjection.model_dump(mode="json")`; `with_goal=False` leaves out the goal
@@ -235,10 +249,7 @@ class RunState:
         state.switch_count = cast(int, data["switch_count"])
         state.trigger_type = cast(str, data["trigger_type"])
         state.goal = cast(str | None, data["goal"])
-        state.started_at = _dt(data["started_at"])
-        state.ended_at = _dt(data["ended_at"])
-        error = data.get("error")
-        state.error = None if error is None else ErrorInfo.model_validate(error)
+        state._set_lifecycle(data)
         state.final_text = cast(str | None, data["final_text"])
         state.stop_reason = cast(str | None, data.get("stop_reason"))
         return state
@@ -299,18 +310,12 @@ class RunState:
         )
 
 
-class ActivityState:
+class ActivityState(_Lifecycle):
     """One model or tool call the reducer works on."""
 
     __slots__ = (
-        "_ended_at",
-        "_ended_iso",
-        "_error",
-        "_error_json",
         "_requested_at",
         "_requested_iso",
-        "_started_at",
-        "_started_iso",
         "activity_id",
         "kind",
         "last_sequence",
@@ -357,39 +362,6 @@ class ActivityState:
         self._requested_at = value
         self._requested_iso = iso(value)
 
-    @property
-    def started_at(self) -> datetime | None:
-        return self._started_at
-
-    @started_at.setter
-    def started_at(self, value: datetime | None) -> None:
-        self._started_at = value
-        self._started_iso = _iso_or_none(value)
-
-    @property
-    def ended_at(self) -> datetime | None:
-        return self._ended_at
-
-    @ended_at.setter
-    def ended_at(self, value: datetime | None) -> None:
-        self._ended_at = value
-        self._ended_iso = _iso_or_none(value)
-
-    @property
-    def error(self) -> ErrorInfo | None:
-        return self._error
-
-    @error.setter
-    def error(self, value: ErrorInfo | None) -> None:
-        self._error = value
-        self._error_json = _error_json(value)
-
-    def copy(self) -> ActivityState:
-        other = ActivityState.__new__(ActivityState)
-        for name in ActivityState.__slots__:
-            _setattr(other, name, getattr(self, name))
-        return other
-
     def to_json(self) -> dict[str, JsonValue]:
         """Exactly the JSON shape of `ActivityProjection.model_dump(mode="json")`."""
         return {
@@ -422,10 +394,7 @@ class ActivityState:
         )
         state.status = cast(ActivityStatus, data["status"])
         state.last_sequence = cast(int, data["last_sequence"])
-        state.started_at = _dt(data["started_at"])
-        state.ended_at = _dt(data["ended_at"])
-        error = data.get("error")
-        state.error = None if error is None else ErrorInfo.model_validate(error)
+        state._set_lifecycle(data)
         return state
 
     @classmethod
