@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from tests.support.config_ws import isolated_env, write
-from tests.support.run_ws import agent_md, scripted_workspace
+from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.cli import main
 from bearagent.domain.stream import FinalEvent, RunStartedEvent, RunSucceededEvent, parse_stream_event_json
@@ -158,16 +158,15 @@ models:
 
 
 def test_untrusted_workspace_with_hooks_refuses_and_says_how_to_trust(tmp_path: Path) -> None:
-    config = """
-default_agent: main
-default_model: scripted
-models:
-  scripted: {provider: scripted, script: script.yaml}
+    config = (
+        CONFIG
+        + """
 hooks:
   PreToolUse:
     - matcher: Read
       hooks: [{type: command, command: "true"}]
 """
+    )
     root = scripted_workspace(tmp_path / "ws", "turns:\n  - text: hi\n", agents=MAIN, config=config)
     result = invoke(["run", "-w", str(root), "hi"], tmp_path)
     assert result.exit_code == 2, result.output

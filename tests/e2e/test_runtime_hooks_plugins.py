@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.config_ws import isolated_env, load, write
-from tests.support.run_ws import agent_md, scripted_workspace
+from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent import hookimpl
 from bearagent.api import open_workspace
@@ -34,11 +34,9 @@ turns:
   - tool_calls: [{name: Bash, arguments: {command: "echo safe"}}]
   - text: "done"
 """
-    config = """
-default_agent: main
-default_model: scripted
-models:
-  scripted: {provider: scripted, script: script.yaml}
+    config = (
+        CONFIG
+        + """
 permissions: {allow: ["Bash(echo *)", "Bash(rm *)"]}
 hooks:
   UserPromptSubmit:
@@ -50,6 +48,7 @@ hooks:
     - matcher: "*"
       hooks: [{type: command, command: .claude/hooks/log-tool-use.sh}]
 """
+    )
     root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
     hooks_dir = root / ".claude" / "hooks"
     hooks_dir.mkdir(parents=True)
@@ -104,16 +103,15 @@ turns:
   - tool_calls: [{name: Bash, arguments: {command: "echo hello"}}]
   - text: "done"
 """
-    config = """
-default_agent: main
-default_model: scripted
-models:
-  scripted: {provider: scripted, script: script.yaml}
+    config = (
+        CONFIG
+        + """
 hooks:
   PreToolUse:
     - matcher: Bash
       hooks: [{type: command, command: .claude/hooks/rewrite.py, capabilities: [rewrite, block]}]
 """
+    )
     root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
     write(root, ".claude/hooks/rewrite.py", REWRITE_HOOK, executable=True)
     home = tmp_path / "home"
@@ -129,16 +127,15 @@ hooks:
 
 
 def test_a_hook_whose_command_is_missing_refuses_the_run(tmp_path: Path) -> None:
-    config = """
-default_agent: main
-default_model: scripted
-models:
-  scripted: {provider: scripted, script: script.yaml}
+    config = (
+        CONFIG
+        + """
 hooks:
   PreToolUse:
     - matcher: Bash
       hooks: [{type: command, command: .claude/hooks/does-not-exist.sh, on_failure: block}]
 """
+    )
     root = scripted_workspace(tmp_path / "ws", "turns:\n  - text: hi\n", agents=MAIN, config=config)
     home = tmp_path / "home"
     _trusted(root, home)
@@ -189,13 +186,12 @@ turns:
   - tool_calls: [{name: Bash, arguments: {command: "echo hi"}}]
   - text: "ok"
 """
-    config = """
-default_agent: main
-default_model: scripted
-models:
-  scripted: {provider: scripted, script: script.yaml}
+    config = (
+        CONFIG
+        + """
 permissions: {allow: ["Bash(echo *)"]}
 """
+    )
     root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
     _trusted(root, tmp_path / "home")
     host = PluginHost()
