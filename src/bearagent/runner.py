@@ -25,7 +25,7 @@ from bearagent.domain.ids import IdGenerator, RunId, SessionId, Uuid4IdGenerator
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import ChildRunFinishedV1, ChildRunStartedV1, HookExecutedV1, TriggerType
-from bearagent.domain.specs import AgentSpec, HookHandlerSpec, HookMatcherSpec, ModelEntry
+from bearagent.domain.specs import AgentSpec, HookMatcherSpec, ModelEntry
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
 from bearagent.hooks.interceptor import HookToolInterceptor
+from bearagent.hooks.python_handlers import python_hook_groups
 from bearagent.hooks.runners import PythonHookFunction
 from bearagent.hooks.transcript import TranscriptWriter
-from bearagent.plugins.contributions import PythonHookHandler
 from bearagent.plugins.manager import PluginHost
 from bearagent.ports import (
     Clock,
@@ -212,36 +212,14 @@ class WorkspaceRuntime:
             return
         require_trust(self.root, surface, env=self.loaded.env)
 
-    def _all_hook_groups(self) -> list[HookMatcherSpec]:
+    def _hook_setup(self) -> tuple[list[HookMatcherSpec], dict[str, PythonHookFunction]]:
         """Config hooks, agent-scoped hooks (active only while that agent runs) and plugin Python handlers."""
+        plugin_groups, functions = python_hook_groups(self.loaded.hooks.python_handlers())
         groups: list[HookMatcherSpec] = list(self.loaded.hooks.all())
         for agent in self.loaded.agents.all():
             groups.extend(h if h.agent is not None else h.model_copy(update={"agent": agent.name}) for h in agent.hooks)
-        for handler in self.loaded.plugins.contributions().hook_handlers:
-            groups.append(
-                HookMatcherSpec(
-                    event=handler.event,
-                    matcher=handler.matcher,
-                    hooks=(
-                        HookHandlerSpec(
-                            type="python",
-                            handler=_python_handler_key(handler),
-                            timeout_s=handler.timeout_s,
-                            on_failure=handler.on_failure,
-                            capabilities=handler.capabilities,
-                        ),
-                    ),
-                    source=f"plugin:{handler.plugin}",
-                    level="platform",
-                )
-            )
-        return groups
-
-    def _python_hook_functions(self) -> dict[str, PythonHookFunction]:
-        return {
-            _python_handler_key(h): h.callback  # pyright: ignore[reportAssignmentType]
-            for h in self.loaded.plugins.contributions().hook_handlers
-        }
+        groups.extend(plugin_groups)
+        return groups, functions
 
     async def _mcp_manager(self) -> McpConnectionManager | None:
         """The session's MCP connections, started (in parallel) on first use; failures never fail the run."""
@@ -514,7 +492,7 @@ class WorkspaceRuntime:
     # ---- hooks -------------------------------------------------------------------------------------------------
 
     def _session_hooks(self, session_id: str, permission_mode: str) -> _SessionHooks:
-        groups = [g for g in self._all_hook_groups()]
+        groups, functions = self._hook_setup()
         enabled = self.loaded.config.kind != "chat" and bool(groups)
         settings = HookSettings(
             workspace_root=self.root,
@@ -523,8 +501,8 @@ class WorkspaceRuntime:
             env=self.loaded.env,
         )
         dispatcher = HookDispatcher(
-            groups,  # pyright: ignore[reportArgumentType]
-            python_handlers=self._python_hook_functions(),
+            groups,
+            python_handlers=functions,
             judge=self._judge,
             agent_judge=self._agent_judge,
             record=_record_hook,
@@ -913,7 +891,3 @@ class PluginPermissionInterceptor:
         if self._inner is None:
             return PostToolDecision()
         return await self._inner.after_tool(request, spec, result, context)
-
-
-def _python_handler_key(handler: PythonHookHandler) -> str:
-    return f"{handler.plugin}:{handler.name}" if handler.plugin else handler.name
