@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,11 @@ from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent import hookimpl
 from bearagent.api import open_workspace
+from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
 from bearagent.hooks.trust import trust, workspace_trust_surface
+from bearagent.plugins.contributions import PythonHookHandler
 from bearagent.plugins.manager import PluginHost
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "support" / "hook_scripts"
@@ -201,3 +204,48 @@ permissions: {allow: ["Bash(echo *)"]}
         failed = [e.model_dump(mode="json") for e in ws.events(str(result.run_id)) if e.event_type == "ToolCallFailed"]
     assert len(failed) == 1
     assert failed[0]["payload"]["result"]["error"]["category"] == "permission"
+
+
+class _NoForcePush:
+    @hookimpl
+    def register_hook_handlers(self, register: Callable[[PythonHookHandler], None]) -> None:
+        register(
+            PythonHookHandler(
+                event="PreToolUse",
+                matcher="Bash",
+                callback=self.guard,
+                name="no-force-push",
+                capabilities=frozenset({"block"}),
+                on_failure="block",
+            )
+        )
+
+    @staticmethod
+    def guard(hook_input: Mapping[str, JsonValue]) -> Mapping[str, JsonValue] | None:
+        tool_input = hook_input.get("tool_input")
+        command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
+        if isinstance(command, str) and "--force" in command:
+            return {"decision": "block", "reason": "force push is not allowed here"}
+        return None
+
+
+def test_a_plugin_python_hook_gates_a_real_run(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Bash, arguments: {command: "git push --force"}}]
+  - tool_calls: [{name: Bash, arguments: {command: "echo fine"}}]
+  - text: "ok"
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+    host = PluginHost()
+    host.register(_NoForcePush(), "noforce")
+    with open_workspace(root, env=isolated_env(tmp_path / "home"), plugins=host) as ws:
+        result = ws.run_sync("push it")
+        events = [e.model_dump(mode="json") for e in ws.events(str(result.run_id))]
+    outcomes = [e for e in events if e["event_type"] in ("ToolCallCompleted", "ToolCallFailed")]
+    assert [e["event_type"] for e in outcomes] == ["ToolCallFailed", "ToolCallCompleted"]
+    assert "force push is not allowed here" in outcomes[0]["payload"]["result"]["content"]
+    hooks = [e["payload"] for e in events if e["event_type"] == "HookExecuted"]
+    decisions = [h["decision"] for h in hooks if h["handler_type"] == "python"]
+    assert decisions[0] in ("block", "deny"), decisions
+    assert decisions[1] == "none", decisions
