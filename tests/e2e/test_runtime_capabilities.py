@@ -280,3 +280,20 @@ models:
     assert not (root / "x.txt").exists()
     assert not (root / ".bearagent" / "state.db").exists()
     assert list((tmp_path / "home" / "bearagent" / "chat-state").glob("*/state.db"))
+
+
+def test_last_names_the_newest_run_a_caller_started_not_its_child(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Task, arguments: {subagent_type: scout, prompt: "look"}}]
+  - text: "child answer"
+  - text: "parent answer"
+"""
+    agents = {
+        "main": agent_md("Main agent.", mode="primary", tools="[Read]", subagents="[scout]"),
+        "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
+    }
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    with open_ws(root, tmp_path / "home") as ws:
+        result = ws.run_sync("delegate")
+        assert ws.run_info("last").run_id == result.run_id

@@ -524,11 +524,14 @@ class SqliteEventStore:
         return sorted(activities, key=lambda a: a.requested_sequence)
 
     def resolve_run_ref(self, ref: str) -> RunId:
-        """A run id from a full id, a unique prefix of one, or `last` (the newest run)."""
+        """A run id from a full id, a unique prefix of one, or `last` (the newest run a caller started: child runs
+        of `Task` and action tools are created after their parent, so they are not what `last` means)."""
         text = ref.strip().lower()
         if text == "last":
             rows = self._query(
-                "SELECT run_id FROM run_projections ORDER BY rowid DESC LIMIT 1", (), "finding the last run"
+                "SELECT run_id FROM run_projections WHERE parent_run_id IS NULL ORDER BY rowid DESC LIMIT 1",
+                (),
+                "finding the last run",
             )
             if not rows:
                 raise BearAgentError(
