@@ -79,6 +79,7 @@ from bearagent.tools.runtime_tools import (
 )
 
 MAX_SUBAGENT_DEPTH = 3
+DEFAULT_MAX_SWITCHES = 10
 SKILL_CATALOG_CHARS = 8_000
 STATE_DB = "state.db"
 
@@ -441,6 +442,7 @@ class WorkspaceRuntime:
             temperature=agent.temperature if agent.temperature is not None else entry.temperature,
             timeout_ms=int(entry.timeout_s * 1000),
             permission_mode=str(mode or "default"),
+            max_switches=agent.policy.max_switches if agent.policy.max_switches is not None else DEFAULT_MAX_SWITCHES,
             tool_settings=settings,
         )
 

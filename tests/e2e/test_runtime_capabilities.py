@@ -297,3 +297,25 @@ turns:
     with open_ws(root, tmp_path / "home") as ws:
         result = ws.run_sync("delegate")
         assert ws.run_info("last").run_id == result.run_id
+
+
+def test_agent_switches_are_bounded_by_policy(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: SwitchAgent, arguments: {agent: builder}}]
+  - tool_calls: [{name: SwitchAgent, arguments: {agent: main}}]
+  - text: "stayed with the builder"
+"""
+    agents = {
+        "main": agent_md("Plans.", mode="primary", tools="[Read]", switch="[builder]"),
+        "builder": agent_md("Builds.", mode="primary", tools="[Read]", switch="[main]", policy="{max_switches: 1}"),
+    }
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    with open_ws(root, tmp_path / "home") as ws:
+        result = ws.run_sync("switch twice")
+        assert result.status == "succeeded"
+        assert result.agent == "builder"
+        run = ws.run_info(str(result.run_id))
+        assert run.switch_count == 1
+        failed = [e for e in ws.events(str(result.run_id)) if e.event_type == "ToolCallFailed"]
+        assert "policy.max_switches: 1" in str(failed[0].payload["result"])

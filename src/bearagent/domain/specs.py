@@ -128,6 +128,7 @@ class AgentPolicy(DomainModel):
     """`policy:` of an agent. A subagent never gets more than its parent (the runtime intersects them)."""
 
     max_turns: int | None = Field(default=None, ge=1, le=100_000)
+    max_switches: int | None = Field(default=None, ge=0, le=1_000)
     budgets: Mapping[str, int] = Field(default_factory=dict[str, int])
     permission_mode: PermissionMode | None = None
 

@@ -73,7 +73,7 @@ UNSUPPORTED_KEYS = frozenset(
         "variant",
     }
 )
-POLICY_KEYS = ("max_turns", "budgets", "permission_mode")
+POLICY_KEYS = ("max_turns", "max_switches", "budgets", "permission_mode")
 CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "fable"})
 _PERMISSION_MODE_ALIASES = {"manual": "default"}
 

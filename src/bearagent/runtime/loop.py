@@ -439,6 +439,17 @@ class AgentLoop:
                     "Call the tool again with a valid JSON object.",
                 ),
             )
+        elif internal == SWITCH_TOOL and state.switch_count >= plan.max_switches:
+            result = ToolResult.failure(
+                request,
+                ErrorInfo.of(
+                    "permission",
+                    "switch_limit",
+                    f"this run already switched agents {state.switch_count} time(s), the most agent "
+                    f"{plan.agent_name}'s policy allows (policy.max_switches: {plan.max_switches}); continue the "
+                    "task with the current agent",
+                ),
+            )
         elif bound is None:
             available = ", ".join(sorted(plan.tools)) or "none"
             result = ToolResult.failure(

@@ -52,6 +52,7 @@ class AgentPlan:
     temperature: float | None = None
     timeout_ms: int = 120_000
     permission_mode: str = "default"
+    max_switches: int = 10
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
 
     @property
