@@ -321,3 +321,48 @@ turns:
     bad = invoke(["runs", "list", "-w", str(root), "--session", "nope"], tmp_path)
     assert bad.exit_code == 2
     assert "is not a session id" in bad.output
+
+
+def test_ctrl_c_cancels_the_run_and_exits_one(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from bearagent.store.sqlite import SqliteEventStore
+
+    script = """
+turns:
+  - text: "never finished"
+    delay_ms: 30000
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+    env = {**os.environ, **isolated_env(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "wait for it"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    db = root / ".bearagent" / "state.db"
+    deadline = time.monotonic() + 30
+    running = False
+    while time.monotonic() < deadline and not running:
+        time.sleep(0.05)
+        if db.exists():
+            store = SqliteEventStore(db)
+            try:
+                running = bool(store.list_runs(status="running", limit=1))
+            finally:
+                store.close()
+    assert running, "the run never started"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, (out, err)
+    assert "cancelled" in err
+    store = SqliteEventStore(db)
+    run = store.list_runs(limit=1)[0]
+    assert run.status == "cancelled"
+    assert [e.event_type for e in store.read_events(run.run_id)][-2:] == ["ModelCallFailed", "RunCancelled"]
