@@ -218,7 +218,11 @@ class WorkspaceRuntime:
         plugin_groups, functions = python_hook_groups(self.loaded.hooks.python_handlers())
         groups: list[HookMatcherSpec] = list(self.loaded.hooks.all())
         for agent in self.loaded.agents.all():
-            groups.extend(h if h.agent is not None else h.model_copy(update={"agent": agent.name}) for h in agent.hooks)
+            for group in agent.hooks:
+                scoped = group if group.agent is not None else group.model_copy(update={"agent": agent.name})
+                groups.append(scoped)
+                if scoped.event == "Stop":  # as in Claude Code: an agent's Stop hooks fire as SubagentStop when it
+                    groups.append(scoped.model_copy(update={"event": "SubagentStop"}))  # runs as a subagent
         groups.extend(plugin_groups)
         return groups, functions
 
@@ -831,9 +835,12 @@ class _LoopHookAdapter:
     async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
         if final_text:
             self._transcript.append_message(Message.assistant(final_text), run_id=str(run_id), agent_name=agent)
+        payload: dict[str, JsonValue] = {"stop_hook_active": stop_hook_active, "last_assistant_message": final_text}
+        if self._stop_event == "SubagentStop":
+            payload.update({"agent_id": str(run_id), "agent_type": agent})
         outcome = await self._dispatcher.fire(
             self._stop_event,  # pyright: ignore[reportArgumentType]
-            {"stop_hook_active": stop_hook_active, "last_assistant_message": final_text},
+            payload,
             run_id=str(run_id),
             agent_name=agent,
         )

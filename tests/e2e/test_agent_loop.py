@@ -11,6 +11,7 @@ from tests.support.runtime import scripted_plan
 
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.ids import DeterministicIdGenerator, RunId, SessionId
+from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import (
     ModelCallCompletedV2,
     RunCreatedV2,
@@ -23,7 +24,7 @@ from bearagent.domain.specs import ModelPrice
 from bearagent.ports import SystemClock
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.loop import AgentLoop
-from bearagent.runtime.plan import RunSpec
+from bearagent.runtime.plan import ModelRequestDecision, PromptDecision, RunSpec, StopDecision
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.store.sqlite import SqliteEventStore
 
@@ -289,3 +290,27 @@ def test_history_rebuilt_from_the_log_continues_the_conversation(workspace: Path
     assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert history[0].text.startswith("Read docs/project.md")
     assert history[-1].text == "Wrote outputs/intro.md."
+
+
+class _BrokenHooks:
+    async def user_prompt_submit(self, run_id: RunId, agent: str, prompt: str) -> PromptDecision:
+        return PromptDecision()
+
+    async def pre_model_request(self, run_id: RunId, agent: str, request: ModelRequest) -> ModelRequestDecision:
+        return ModelRequestDecision(request=request)
+
+    async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
+        raise RuntimeError("a bug in a hook adapter")
+
+
+def test_an_unexpected_error_ends_the_run_as_failed_instead_of_leaving_it_running(workspace: Path) -> None:
+    store = SqliteEventStore(workspace / "state.db")
+    loop = AgentLoop(store=store, clock=SystemClock(), ids=DeterministicIdGenerator(), hooks=_BrokenHooks())
+    spec = RunSpec(goal="hi", workspace_root=workspace, budgets=BudgetLimits())
+    outcome = asyncio.run(loop.run(spec, scripted_plan(workspace, "turns:\n  - text: hello\n")))
+    assert outcome.status == "failed"
+    assert outcome.error is not None and outcome.error.code == "internal.unexpected"
+    assert "RuntimeError" in outcome.error.message
+    run = store.get_run(outcome.run_id)
+    assert run is not None and run.status == "failed"
+    assert [e.event_type for e in store.read_events(outcome.run_id)][-1] == "RunFailed"

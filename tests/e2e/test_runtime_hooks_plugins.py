@@ -249,3 +249,31 @@ turns:
     decisions = [h["decision"] for h in hooks if h["handler_type"] == "python"]
     assert decisions[0] in ("block", "deny"), decisions
     assert decisions[1] == "none", decisions
+
+
+def test_a_subagents_own_stop_hook_fires_as_subagent_stop(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Task, arguments: {subagent_type: scout, prompt: "look around"}}]
+  - text: "scout done"
+  - text: "all done"
+"""
+    scout = (
+        "---\ndescription: Finds things.\nmode: subagent\ntools: [Read]\n"
+        "hooks:\n  Stop:\n    - hooks: [{type: command, command: .claude/hooks/log-stop.sh}]\n---\nLook around.\n"
+    )
+    agents = {"main": agent_md("Main.", mode="primary", tools="[Read]", subagents="[scout]"), "scout": scout}
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    write(
+        root,
+        ".claude/hooks/log-stop.sh",
+        '#!/bin/sh\njq -c "{event: .hook_event_name, agent: .agent_name}" >> "$CLAUDE_PROJECT_DIR/stop-log.jsonl"\n',
+        executable=True,
+    )
+    home = tmp_path / "home"
+    _trusted(root, home)
+    with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
+        result = ws.run_sync("delegate")
+        assert result.status == "succeeded", result.error
+    logged = [json.loads(line) for line in (root / "stop-log.jsonl").read_text().splitlines()]
+    assert logged == [{"event": "SubagentStop", "agent": "scout"}]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,6 +46,8 @@ from bearagent.runtime.plan import AgentPlan, LoopHooks, Planner, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
+
+_log = logging.getLogger("bearagent.runtime")
 
 SWITCH_TOOL = "SwitchAgent"
 TODO_TOOL = "TodoWrite"
@@ -160,6 +163,14 @@ class AgentLoop:
             return self._fail(recorder, state, error, state.partial_text)
         except _RunFailure as failure:
             return self._fail(recorder, state, failure.error, failure.partial_text)
+        except BearAgentError as exc:
+            return self._fail(recorder, state, exc.info, state.partial_text)
+        except Exception as exc:  # a bug must still end the run in the log, never leave it dangling
+            _log.exception("run %s failed unexpectedly", run_id)
+            error = ErrorInfo.of(
+                "internal", "unexpected", f"the run failed unexpectedly ({type(exc).__name__}); see the log for details"
+            )
+            return self._fail(recorder, state, error, state.partial_text)
         except asyncio.CancelledError:
             self._close_active(recorder, state, ErrorInfo.of("cancelled", "by_caller", "the run was cancelled"))
             with contextlib.suppress(BearAgentError):
