@@ -277,3 +277,53 @@ turns:
         assert result.status == "succeeded", result.error
     logged = [json.loads(line) for line in (root / "stop-log.jsonl").read_text().splitlines()]
     assert logged == [{"event": "SubagentStop", "agent": "scout"}]
+
+
+def test_every_lifecycle_hook_fires_in_order_with_claude_code_fields(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Task, arguments: {subagent_type: scout, prompt: "look around"}}]
+  - text: "scout done"
+  - tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
+  - text: "all done"
+"""
+    events = [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreModelRequest",
+        "PreToolUse",
+        "PostToolUse",
+        "SubagentStart",
+        "SubagentStop",
+        "Stop",
+        "SessionEnd",
+    ]
+    hooks = "".join(f"  {e}:\n    - hooks: [{{type: command, command: .claude/hooks/log.sh}}]\n" for e in events)
+    agents = {
+        "main": agent_md("Main.", mode="primary", tools="[Read]", subagents="[scout]"),
+        "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
+    }
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents, config=CONFIG + "hooks:\n" + hooks)
+    write(root, "notes.md", "notes\n")
+    write(
+        root,
+        ".claude/hooks/log.sh",
+        '#!/bin/sh\njq -c "{e: .hook_event_name, s: .session_id, t: .transcript_path, a: .agent_name}"'
+        ' >> "$CLAUDE_PROJECT_DIR/hook-log.jsonl"\n',
+        executable=True,
+    )
+    home = tmp_path / "home"
+    _trusted(root, home)
+    with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
+        result = ws.run_sync("go")
+        assert result.status == "succeeded", result.error
+    logged = [json.loads(line) for line in (root / "hook-log.jsonl").read_text().splitlines()]
+    order = [entry["e"] for entry in logged]
+    assert order[0] == "SessionStart"
+    assert order[-1] == "SessionEnd"
+    for name in events:
+        assert name in order, (name, order)
+    assert order.index("SubagentStart") < order.index("SubagentStop") < order.index("Stop")
+    sessions = {entry["s"] for entry in logged}
+    assert sessions == {str(result.session_id)}
+    assert all(Path(entry["t"]).is_file() for entry in logged)
