@@ -7,15 +7,18 @@ import click
 WIDTH = 100
 
 
-def _help(command: click.Command, path: list[str], parent: click.Context | None) -> str:
-    ctx = click.Context(command, info_name=path[-1], parent=parent, terminal_width=WIDTH, max_content_width=WIDTH)
-    return command.get_help(ctx)
+def _context(command: click.Command, path: list[str], parent: click.Context | None) -> click.Context:
+    """The context a real invocation builds: the root's `context_settings` (e.g. `-h` as a help option) apply, and
+    subcommands inherit them, so the page shows what users see (and does not depend on what ran before)."""
+    settings = dict(command.context_settings) if parent is None else {}
+    settings.update(terminal_width=WIDTH, max_content_width=WIDTH)
+    return click.Context(command, info_name=path[-1], parent=parent, **settings)
 
 
 def _walk(command: click.Command, path: list[str], parent: click.Context | None, out: list[str]) -> None:
-    ctx = click.Context(command, info_name=path[-1], parent=parent, terminal_width=WIDTH, max_content_width=WIDTH)
+    ctx = _context(command, path, parent)
     title = " ".join(path)
-    out.append(f"## `{title}`\n\n```text\n{_help(command, path, parent).rstrip()}\n```\n")
+    out.append(f"## `{title}`\n\n```text\n{command.get_help(ctx).rstrip()}\n```\n")
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
