@@ -479,8 +479,7 @@ class WorkspaceRuntime:
 
     def budgets_for(self, agent: AgentSpec, overrides: Mapping[str, int]) -> BudgetLimits:
         """config.yaml `budgets:` < command-line flags; then intersected with the agent's own policy."""
-        values = BudgetLimits().model_dump()
-        values.update({k: v for k, v in self.loaded.config.budgets.model_dump().items() if v is not None})
+        values = self.loaded.config.budgets.model_dump()  # already the defaults overlaid with config.yaml
         unknown = sorted(set(overrides) - set(BUDGET_FIELDS))
         if unknown:
             raise BearAgentError(
@@ -708,7 +707,7 @@ class WorkspaceRuntime:
         agent = self._require_agent(agent_name)
         parent_projection = self.store.get_run(parent.recorder.run_id)
         assert parent_projection is not None
-        remaining = _remaining(parent_projection.budget_limits, parent_projection.usage)
+        remaining = parent_projection.budget_limits.remaining(parent_projection.usage)
         budgets = remaining.intersect(self.budgets_for(agent, {}))
         parent_plan_tools = parent.tool_names()
         hooks = self._session_hooks(session_key, "default")
@@ -770,16 +769,6 @@ class WorkspaceRuntime:
             final_text=outcome.final_text,
             error_message=outcome.error.message if outcome.error is not None else None,
         )
-
-
-def _remaining(limits: BudgetLimits, usage: BudgetUsage) -> BudgetLimits:
-    return BudgetLimits(
-        max_model_iterations=max(0, limits.max_model_iterations - usage.model_iterations),
-        max_tool_calls=max(0, limits.max_tool_calls - usage.tool_calls),
-        max_tokens=max(0, limits.max_tokens - usage.total_tokens),
-        max_cost_microusd=max(0, limits.max_cost_microusd - usage.cost_microusd),
-        max_wall_time_ms=max(1, limits.max_wall_time_ms - usage.wall_time_ms),
-    )
 
 
 async def _record_hook(payload: HookExecutedV1) -> None:

@@ -81,3 +81,18 @@ def test_cost_rounds_up_and_is_zero_without_a_price() -> None:
     usage = TokenUsage(input_tokens=3, output_tokens=1)
     assert cost_microusd(usage, None) == 0
     assert cost_microusd(usage, ModelPrice(input_usd_per_mtok=0.25, output_usd_per_mtok=2.0)) == 3
+
+
+def test_remaining_budget_is_what_the_usage_leaves_never_negative() -> None:
+    from bearagent.domain.budgets import BudgetLimits, BudgetUsage
+
+    limits = BudgetLimits(
+        max_model_iterations=5, max_tool_calls=3, max_tokens=100, max_cost_microusd=50, max_wall_time_ms=1_000
+    )
+    usage = BudgetUsage(
+        model_iterations=2, tool_calls=4, input_tokens=60, output_tokens=20, cost_microusd=10, wall_time_ms=1_500
+    )
+    left = limits.remaining(usage)
+    assert left == BudgetLimits(
+        max_model_iterations=3, max_tool_calls=0, max_tokens=20, max_cost_microusd=40, max_wall_time_ms=1
+    )

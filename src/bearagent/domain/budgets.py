@@ -34,6 +34,17 @@ class BudgetLimits(DomainModel):
             max_wall_time_ms=min(self.max_wall_time_ms, other.max_wall_time_ms),
         )
 
+    def remaining(self, usage: BudgetUsage) -> BudgetLimits:
+        """What is left after `usage` (never negative; at least 1 ms of wall time): a child run's budget is carved
+        out of this."""
+        return BudgetLimits(
+            max_model_iterations=max(0, self.max_model_iterations - usage.model_iterations),
+            max_tool_calls=max(0, self.max_tool_calls - usage.tool_calls),
+            max_tokens=max(0, self.max_tokens - usage.total_tokens),
+            max_cost_microusd=max(0, self.max_cost_microusd - usage.cost_microusd),
+            max_wall_time_ms=max(1, self.max_wall_time_ms - usage.wall_time_ms),
+        )
+
 
 class TokenUsage(DomainModel):
     """Tokens one model call consumed, as the provider reported them."""

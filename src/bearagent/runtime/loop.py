@@ -172,10 +172,11 @@ class AgentLoop:
             )
             return self._fail(recorder, state, error, state.partial_text)
         except asyncio.CancelledError:
-            self._close_active(recorder, state, ErrorInfo.of("cancelled", "by_caller", "the run was cancelled"))
+            cancelled = ErrorInfo.of("cancelled", "by_caller", "the run was cancelled")
+            self._close_active(recorder, state, cancelled)
             with contextlib.suppress(BearAgentError):
                 recorder.append(RunCancelledV1(reason="cancelled by the caller"))
-            self._observer.run_failed(run_id, ErrorInfo.of("cancelled", "by_caller", "the run was cancelled"))
+            self._observer.run_failed(run_id, cancelled)
             raise
         finally:
             current_run.reset(token)
