@@ -43,3 +43,14 @@ if ! command -v jq >/dev/null 2>&1; then
   fi
 fi
 # --- end hooks block -------------------------------------------------------------------------------------------
+
+# --- sandbox: bubblewrap, the Linux backend of the Bash sandbox (src/bearagent/sandbox/bwrap.py) ---------------
+# Without it Bash is not sandboxed and asks before every command; tests/security/test_sandbox.py needs it.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "ci-extras: could not install bubblewrap" >&2
+  else
+    echo "ci-extras: bwrap not found and no apt-get; the sandbox tests will fail" >&2
+  fi
+fi
+# --- end sandbox block -----------------------------------------------------------------------------------------
