@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from bearagent.app import LoadedWorkspace
+from bearagent.config.workspace import agent_sources
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits, BudgetUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -68,7 +69,7 @@ from bearagent.runtime.session_lock import SessionLock
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
-from bearagent.tools.policy import ToolPolicy, parse_permission_mode
+from bearagent.tools.policy import ToolPolicy
 from bearagent.tools.runtime_tools import (
     ActionTool,
     ChildRunResult,
@@ -77,6 +78,7 @@ from bearagent.tools.runtime_tools import (
     SwitchAgentTool,
     TaskTool,
 )
+from bearagent.trust.modes import ModeInForce, mode_in_force
 
 MAX_SUBAGENT_DEPTH = 3
 DEFAULT_MAX_SWITCHES = 10
@@ -177,6 +179,7 @@ class WorkspaceRuntime:
         ask: Asker | None = None,
         caller: str = "local",
         in_process_mcp: Mapping[str, object] | None = None,
+        permission_mode: str | None = None,
     ) -> None:
         self.loaded = loaded
         self._store = store
@@ -191,6 +194,8 @@ class WorkspaceRuntime:
         self._context = ContextBuilder()
         self._transcripts: dict[str, TranscriptWriter] = {}
         self._started_sessions: set[str] = set()
+        self.permission_mode_flag = permission_mode
+        """A mode the user chose for this process (`--permission-mode`); it outranks every file."""
 
     # ---- resources ---------------------------------------------------------------------------------------------
 
@@ -205,13 +210,34 @@ class WorkspaceRuntime:
         return self.loaded.root
 
     def check_trust(self) -> None:
-        """Refuse to run hooks, MCP servers or shell-executing config of a workspace the user has not trusted."""
-        from bearagent.hooks.trust import require_trust, workspace_trust_surface
+        """Refuse to run a workspace whose files would decide where requests and keys go, what code runs or what
+        is allowed, until the user trusts it (`bearagent.trust`)."""
+        from bearagent.trust import require_trust, workspace_trust_surface
 
         surface = workspace_trust_surface(self.loaded)
         if surface.is_empty:
             return
         require_trust(self.root, surface, env=self.loaded.env)
+
+    def check_guards(self) -> None:
+        """Fail closed: a config, `.mcp.json` or agent file that carries guards and did not load stops the run."""
+        from bearagent.trust.guards import require_guards
+
+        dirs = [s.directory for s in agent_sources(self.root, self.loaded.user_dir, compat=True) if s.directory]
+        require_guards(self.loaded.diagnostics(include_tools=False), dirs)
+
+    def mode_in_force(self, agent: AgentSpec) -> ModeInForce:
+        """The permission mode the gate and the hooks see for `agent`, capped by the user's ceiling."""
+        resolved = self.loaded.agents.resolved(agent.name)
+        shadowed = [c.item for c in resolved.shadows] if resolved is not None else []
+        config = self.loaded.config
+        return mode_in_force(
+            agent,
+            workspace_mode=config.permission_mode,
+            user_ceiling=config.permission_ceiling,
+            shadowed=shadowed,
+            flag=self.permission_mode_flag,
+        )
 
     def _hook_setup(self) -> tuple[list[HookMatcherSpec], dict[str, PythonHookFunction]]:
         """Config hooks, agent-scoped hooks (active only while that agent runs) and plugin Python handlers."""
@@ -399,11 +425,11 @@ class WorkspaceRuntime:
                 spec_version=projected.spec.version,
             )
         config = self.loaded.config
-        mode_text = agent.policy.permission_mode
-        mode = parse_permission_mode(mode_text) if mode_text else None
-        policy_kwargs: dict[str, object] = {"root": self.root, "workspace_kind": config.kind}
-        if mode is not None:
-            policy_kwargs["mode"] = mode
+        in_force = self.mode_in_force(agent)
+        mode = in_force.mode
+        policy_kwargs: dict[str, object] = {"root": self.root, "workspace_kind": config.kind, "mode": mode}
+        if in_force.user_bypass:
+            policy_kwargs["user_bypass"] = True
         policy = ToolPolicy(
             rules=PermissionRules.parse(
                 allow=config.permissions.allow, ask=config.permissions.ask, deny=config.permissions.deny, root=self.root
@@ -445,7 +471,7 @@ class WorkspaceRuntime:
             max_output_tokens=agent.max_output_tokens or entry.max_output_tokens,
             temperature=agent.temperature if agent.temperature is not None else entry.temperature,
             timeout_ms=int(entry.timeout_s * 1000),
-            permission_mode=str(mode or "default"),
+            permission_mode=str(mode),
             max_switches=agent.policy.max_switches if agent.policy.max_switches is not None else DEFAULT_MAX_SWITCHES,
             tool_settings=settings,
         )
@@ -535,7 +561,9 @@ class WorkspaceRuntime:
         return result.final
 
     async def _fire_session_hook(self, event: str, session_id: str, payload: Mapping[str, JsonValue]) -> None:
-        hooks = self._session_hooks(session_id, "default")
+        agent = self.loaded.agents.get(self.loaded.config.default_agent)
+        mode = str(self.mode_in_force(agent).mode) if agent is not None else "default"
+        hooks = self._session_hooks(session_id, mode)
         if hooks.enabled:
             await hooks.dispatcher.fire(event, payload)  # pyright: ignore[reportArgumentType]
 
@@ -551,6 +579,7 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "empty_prompt", "the prompt is empty"),
                 hint='pass the task as an argument: bearagent run "..." (or `-` to read it from stdin)',
             )
+        self.check_guards()
         self.check_trust()
         self.check_hooks()
         config = self.loaded.config
@@ -574,7 +603,7 @@ class WorkspaceRuntime:
 
         async def go() -> RunResult:
             nonlocal history
-            hooks = self._session_hooks(session_key, "default")
+            hooks = self._session_hooks(session_key, str(self.mode_in_force(agent).mode))
             if session is not None:
                 history = self.session_history(session.session_id)
                 if session_key not in self._started_sessions and hooks.enabled:
@@ -710,7 +739,7 @@ class WorkspaceRuntime:
         remaining = parent_projection.budget_limits.remaining(parent_projection.usage)
         budgets = remaining.intersect(self.budgets_for(agent, {}))
         parent_plan_tools = parent.tool_names()
-        hooks = self._session_hooks(session_key, "default")
+        hooks = self._session_hooks(session_key, str(self.mode_in_force(agent).mode))
         plan = await self.plan(
             agent.name,
             session_key=session_key,  # one provider per session: a scripted model's turns run on in order

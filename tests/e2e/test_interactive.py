@@ -132,7 +132,7 @@ turns:
     home = tmp_path / "home"
     from tests.support.config_ws import isolated_env, load
 
-    from bearagent.hooks.trust import trust, workspace_trust_surface
+    from bearagent.trust import trust, workspace_trust_surface
 
     trust(workspace, workspace_trust_surface(load(workspace, home)), env=isolated_env(home))
     child = _spawn(workspace, home)

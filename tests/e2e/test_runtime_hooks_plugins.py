@@ -16,7 +16,7 @@ from bearagent.api import open_workspace
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
-from bearagent.hooks.trust import trust, workspace_trust_surface
+from bearagent.trust import trust, workspace_trust_surface
 from bearagent.plugins.contributions import PythonHookHandler
 from bearagent.plugins.manager import PluginHost
 

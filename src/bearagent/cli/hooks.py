@@ -28,7 +28,7 @@ from bearagent.hooks.protocol import CommonInput
 from bearagent.hooks.python_handlers import python_hook_groups
 from bearagent.hooks.runners import PythonHookFunction, describe_handler
 from bearagent.hooks.transcript import TranscriptWriter
-from bearagent.hooks.trust import TrustSurface, require_trust, workspace_trust_surface
+from bearagent.trust import TrustSurface, require_trust, workspace_trust_surface
 
 if TYPE_CHECKING:
     from bearagent.app import LoadedWorkspace

@@ -56,7 +56,7 @@ def load_mcp_workspace(workspace: Path | None) -> McpCliWorkspace:
 
     def check_trust() -> None:
         from bearagent.cli.hooks import load_hook_workspace
-        from bearagent.hooks.trust import require_trust
+        from bearagent.trust import require_trust
 
         if any(s.level == "workspace" for s in specs):
             require_trust(ws.root, load_hook_workspace(ws.root).surface)

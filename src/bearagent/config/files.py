@@ -17,6 +17,7 @@ from typing import Any, cast
 import yaml
 
 from bearagent.domain.diagnostics import Diagnostic
+from bearagent.safe_yaml import yaml_bounds_problem
 
 try:
     _Base: type[yaml.SafeLoader] = cast(type[yaml.SafeLoader], yaml.CSafeLoader)
@@ -149,6 +150,20 @@ def load_yaml_mapping(path: Path, diagnostics: list[Diagnostic], *, what: str = 
 def parse_yaml_mapping(
     text: str, path: Path, diagnostics: list[Diagnostic], *, what: str, line_offset: int = 0
 ) -> YamlDoc | None:
+    bounds = yaml_bounds_problem(text)
+    if bounds is not None:
+        code, problem, line = bounds
+        diagnostics.append(
+            Diagnostic(
+                severity="error",
+                code=code,
+                message=f"the {what} cannot be loaded: {problem}; the file was skipped",
+                source=str(path),
+                line=line + line_offset if line is not None else None,
+                fix="shorten the file and write values out instead of repeating anchors (&name / *name)",
+            )
+        )
+        return None
     try:
         data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:

@@ -32,6 +32,7 @@ TOP_LEVEL_KEYS = frozenset(
         "budgets",
         "web_fetch",
         "skills",
+        "permission_mode",
     }
 )
 BUDGET_KEYS = tuple(BudgetLimits.model_fields)
@@ -62,6 +63,10 @@ class BearConfig(DomainModel):
     budgets: BudgetLimits = Field(default_factory=BudgetLimits)
     web_fetch: WebFetchSettings = Field(default_factory=WebFetchSettings)
     skill_catalog_chars: int = Field(default=DEFAULT_SKILL_CATALOG_CHARS, ge=0, le=1_000_000)
+    permission_mode: str | None = None
+    """The mode of the most specific config that set one (workspace over user); agents may set their own."""
+    permission_ceiling: str | None = None
+    """The user config's `permission_mode`: nothing in a workspace may be looser (see docs/security.md)."""
 
 
 @dataclass
@@ -144,6 +149,7 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
                 )
             )
     _parse_permissions(cf, data.get("permissions"), diagnostics)
+    _parse_permission_mode(cf, data, diagnostics)
     _parse_budgets(cf, data.get("budgets"), diagnostics)
     _parse_small_section(cf, data.get("web_fetch"), "web_fetch", {"allow_private_network": bool}, diagnostics)
     _parse_small_section(cf, data.get("skills"), "skills", {"catalog_budget_chars": int}, diagnostics)
@@ -175,6 +181,28 @@ def _parse_permissions(cf: ConfigFile, value: object, diagnostics: list[Diagnost
             continue
         rules[key] = strings
     cf.settings["permissions"] = rules
+
+
+def _parse_permission_mode(cf: ConfigFile, data: Mapping[str, object], diagnostics: list[Diagnostic]) -> None:
+    if "permission_mode" not in data:
+        return
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.tools.policy import PERMISSION_MODES, parse_permission_mode
+
+    value = data["permission_mode"]
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        cf.settings["permission_mode"] = parse_permission_mode(value)
+    except (BearAgentError, ValueError):
+        diagnostics.append(
+            _error(
+                cf,
+                "permission_mode",
+                f"{value!r} is not a permission mode",
+                f"use one of: {', '.join(PERMISSION_MODES)}",
+            )
+        )
 
 
 def _parse_budgets(cf: ConfigFile, value: object, diagnostics: list[Diagnostic]) -> None:
@@ -254,6 +282,8 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     budgets: dict[str, int] = {}
     allow_private = False
     catalog = DEFAULT_SKILL_CATALOG_CHARS
+    permission_mode: str | None = None
+    ceiling: str | None = None
     for cf in files:
         s = cf.settings
         kind = cast(str, s.get("kind", kind))
@@ -268,6 +298,10 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             bool, cast(dict[str, object], s.get("web_fetch", {})).get("allow_private_network", allow_private)
         )
         catalog = cast(int, cast(dict[str, object], s.get("skills", {})).get("catalog_budget_chars", catalog))
+        if isinstance(s.get("permission_mode"), str):
+            permission_mode = cast(str, s["permission_mode"])
+            if cf.level != "workspace":
+                ceiling = permission_mode
     return BearConfig(
         kind=cast(WorkspaceKind, kind),
         default_agent=default_agent,
@@ -277,4 +311,6 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         budgets=BudgetLimits(**budgets),
         web_fetch=WebFetchSettings(allow_private_network=allow_private),
         skill_catalog_chars=catalog,
+        permission_mode=permission_mode,
+        permission_ceiling=ceiling,
     )

@@ -1,5 +1,6 @@
 """Hooks: Claude Code-compatible lifecycle hooks (command, http, prompt, agent and plugin Python handlers), the
-dispatcher that runs and merges them, the tool-gate interceptor, the session transcript, and workspace trust."""
+dispatcher that runs and merges them, the tool-gate interceptor, and the session transcript (workspace trust lives in
+`bearagent.trust`)."""
 
 from bearagent.hooks.dispatcher import (
     DEFAULT_STOP_BLOCK_CAP,
@@ -20,17 +21,6 @@ from bearagent.hooks.protocol import (
 from bearagent.hooks.python_handlers import python_hook_groups
 from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction
 from bearagent.hooks.transcript import TranscriptWriter, transcript_path_for
-from bearagent.hooks.trust import (
-    TrustStore,
-    TrustSurface,
-    is_trusted,
-    require_trust,
-    revoke,
-    trust,
-    trust_status,
-    trust_store_path,
-    trust_workspace,
-)
 
 __all__ = [
     "DEFAULT_STOP_BLOCK_CAP",
@@ -44,20 +34,11 @@ __all__ = [
     "Judge",
     "PythonHookFunction",
     "TranscriptWriter",
-    "TrustStore",
-    "TrustSurface",
     "build_hook_input",
-    "is_trusted",
     "matcher_matches",
     "model_request_from_wire",
     "model_request_to_wire",
     "python_hook_groups",
-    "require_trust",
-    "revoke",
     "tool_response_from_result",
     "transcript_path_for",
-    "trust",
-    "trust_status",
-    "trust_store_path",
-    "trust_workspace",
 ]

@@ -39,6 +39,7 @@ from bearagent.domain.ids import IdGenerator, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import TextPart, ToolCallPart
 from bearagent.domain.models import ModelCompleted, ModelEvent, ModelRequest, ModelToolCall, StopReason, TextDelta
 from bearagent.providers.errors import ProviderStreamError
+from bearagent.safe_yaml import yaml_bounds_problem
 
 TURN_KEYS = ("text", "tool_calls", "usage", "error", "refusal", "delay_ms", "model")
 TOOL_CALL_KEYS = ("name", "arguments", "id")
@@ -242,6 +243,9 @@ def _turn(path: Path, node: yaml.Node, index: int) -> ScriptedTurn:
 
 def parse_script(text: str, path: Path) -> Script:
     """Parse script text (`path` is used in messages). Raises `ScriptError` naming the file and line."""
+    bounds = yaml_bounds_problem(text)
+    if bounds is not None:
+        raise _fail(path, bounds[2], f"the script cannot be loaded: {bounds[1]}", "Shorten the script.")
     try:
         root = cast("yaml.Node | None", yaml.compose(text, Loader=yaml.SafeLoader))  # pyright: ignore[reportUnknownMemberType]
     except yaml.MarkedYAMLError as exc:
