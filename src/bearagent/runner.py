@@ -434,6 +434,7 @@ class WorkspaceRuntime:
             rules=PermissionRules.parse(
                 allow=config.permissions.allow, ask=config.permissions.ask, deny=config.permissions.deny, root=self.root
             ),
+            grant=projection.grant,  # the same tools/disallowed_tools/mcp resolution the projection used
             **policy_kwargs,  # pyright: ignore[reportArgumentType]
         )
         hook_interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None

@@ -10,6 +10,7 @@ import pytest
 from tests.support.tools import context_for, native_gate, request
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
+from bearagent.domain.grant import ToolGrant
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.ports import PostToolDecision, PreToolDecision, ToolContext
 from bearagent.tools.base import NativeTool, str_arg
@@ -147,10 +148,10 @@ def test_policy_denial_from_a_rule(tmp_path: Path) -> None:
 
 
 def test_agent_allowlist_hides_and_denies(tmp_path: Path) -> None:
-    gate = gate_with(EchoTool(), policy=ToolPolicy(tools=["Read"]))
+    gate = gate_with(EchoTool(), policy=ToolPolicy(grant=ToolGrant.resolve(["Read"])))
     result = run(gate, tmp_path, {"text": "a"})
     assert result.error is not None and result.error.code == "tool.not_available"
-    gate = gate_with(EchoTool(), policy=ToolPolicy(tools=["*"], disallowed_tools=["Echo"]))
+    gate = gate_with(EchoTool(), policy=ToolPolicy(grant=ToolGrant.resolve(["*"], ["Echo"])))
     assert gate.specs() == []
 
 

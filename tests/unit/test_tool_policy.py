@@ -1,4 +1,4 @@
-"""Policy defaults per permission mode and side-effect class, allowlists, mode parsing."""
+"""Policy defaults per permission mode and side-effect class, the shell sandbox rule, tool grants, mode parsing."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bearagent.domain.errors import BearAgentError
+from bearagent.domain.grant import ToolGrant
 from bearagent.tools.builtin import native_tools
 from bearagent.tools.permissions import PermissionRules
 from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, ToolPolicy, parse_permission_mode
@@ -25,21 +26,70 @@ ARGS: dict[str, dict[str, object]] = {
     ("mode", "expected"),
     [
         ("default", {"Read": "allow", "Write": "ask", "Bash": "ask", "WebFetch": "ask"}),
-        ("acceptEdits", {"Read": "allow", "Write": "allow", "Bash": "allow", "WebFetch": "allow"}),
+        ("acceptEdits", {"Read": "allow", "Write": "allow", "Bash": "ask", "WebFetch": "allow"}),
         ("plan", {"Read": "allow", "Write": "deny", "Bash": "deny", "WebFetch": "allow"}),
         ("dontAsk", {"Read": "allow", "Write": "deny", "Bash": "deny", "WebFetch": "deny"}),
-        ("bypassPermissions", {"Read": "allow", "Write": "allow", "Bash": "allow", "WebFetch": "allow"}),
+        ("bypassPermissions", {"Read": "allow", "Write": "allow", "Bash": "ask", "WebFetch": "allow"}),
     ],
 )
-def test_mode_defaults(mode: str, expected: dict[str, str]) -> None:
+def test_mode_defaults_outside_the_sandbox(mode: str, expected: dict[str, str]) -> None:
     policy = ToolPolicy(mode=mode)  # type: ignore[arg-type]
     for tool, outcome in expected.items():
         assert policy.decide(SPECS[tool], ARGS[tool], ROOT).outcome == outcome, (mode, tool)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("mode", "sandboxed", "user_bypass", "expected"),
+    [
+        ("default", True, False, "allow"),
+        ("acceptEdits", True, False, "allow"),
+        ("bypassPermissions", True, False, "allow"),
+        ("plan", True, False, "deny"),
+        ("dontAsk", True, False, "deny"),
+        ("bypassPermissions", False, True, "allow"),
+        ("bypassPermissions", False, False, "ask"),
+        ("acceptEdits", False, True, "ask"),  # user_bypass only matters for bypassPermissions
+        ("default", False, True, "ask"),
+        ("plan", False, True, "deny"),
+    ],
+)
+def test_shell_default_depends_on_the_sandbox_and_who_set_bypass(
+    mode: str, sandboxed: bool, user_bypass: bool, expected: str
+) -> None:
+    policy = ToolPolicy(mode=mode, shell_sandboxed=sandboxed, user_bypass=user_bypass)  # type: ignore[arg-type]
+    assert policy.decide(SPECS["Bash"], ARGS["Bash"], ROOT).outcome == expected  # type: ignore[arg-type]
+
+
+def test_unconfined_shell_ask_says_why_and_how() -> None:
+    decision = ToolPolicy().decide(SPECS["Bash"], {"command": "uv run pytest -q"}, ROOT)
+    assert decision.outcome == "ask"
+    assert decision.reason.startswith("Bash runs unconfined here because no shell sandbox is active")
+    assert decision.suggested_rule == "Bash(uv run *)"
+    assert decision.alternative is not None and "sandbox" in decision.alternative
+    workspace_bypass = ToolPolicy(mode="bypassPermissions", unsandboxed_reason="bubblewrap is not installed")
+    reason = workspace_bypass.decide(SPECS["Bash"], ARGS["Bash"], ROOT).reason  # type: ignore[arg-type]
+    assert "because bubblewrap is not installed" in reason and "set by the workspace, not by you" in reason
+
+
+def test_rules_apply_before_the_shell_default() -> None:
+    rules = PermissionRules.parse(allow=["Bash(uv run pytest *)"], deny=["Bash(rm *)"])
+    policy = ToolPolicy(rules=rules)
+    assert policy.decide(SPECS["Bash"], {"command": "uv run pytest -q"}, ROOT).outcome == "allow"
+    assert policy.decide(SPECS["Bash"], {"command": "uv run python x.py"}, ROOT).outcome == "ask"
+    sandboxed = ToolPolicy(rules=rules, shell_sandboxed=True, mode="bypassPermissions", user_bypass=True)
+    assert sandboxed.decide(SPECS["Bash"], {"command": "rm -rf x"}, ROOT).outcome == "deny"
+
+
+def test_other_execute_tools_keep_the_mode_default() -> None:
+    """Only the shell depends on the sandbox: Task, actions and MCP/plugin tools of class execute do not run in it."""
+    task = SPECS["Bash"].model_copy(update={"name": "Task"})
+    assert ToolPolicy().decide(task, {}, ROOT).outcome == "allow"
+    assert ToolPolicy(mode="default").decide(task, {}, ROOT).outcome == "ask"
+
+
 def test_default_mode_is_accept_edits() -> None:
     assert DEFAULT_PERMISSION_MODE == "acceptEdits"
-    assert ToolPolicy().decide(SPECS["Bash"], ARGS["Bash"], ROOT).outcome == "allow"  # type: ignore[arg-type]
+    assert ToolPolicy().decide(SPECS["Write"], ARGS["Write"], ROOT).outcome == "allow"  # type: ignore[arg-type]
 
 
 def test_rules_beat_mode_defaults() -> None:
@@ -57,19 +107,29 @@ def test_mode_denial_says_which_rule_to_add() -> None:
 
 
 def test_allowlist_with_star_and_disallowed_removed_first() -> None:
-    policy = ToolPolicy(tools=["*"], disallowed_tools=["Bash"])
+    policy = ToolPolicy(grant=ToolGrant.resolve(["*"], ["Bash"]))
     assert policy.available("Read") and not policy.available("Bash")
-    only = ToolPolicy(tools=["Read", "Grep", "mcp__github"])
+    only = ToolPolicy(grant=ToolGrant.resolve(["Read", "Grep", "mcp__github"]))
     assert only.available("Grep") and not only.available("Write")
     assert only.available("mcp__github__create_issue") and not only.available("mcp__gitlab__x")
-    assert ToolPolicy(tools=None).available("Write")
+    assert ToolPolicy(grant=ToolGrant.resolve(None)).available("Write")
 
 
 def test_tool_entries_with_specifiers_become_rules() -> None:
-    policy = ToolPolicy(mode="dontAsk", tools=["Bash(git *)", "Read"], disallowed_tools=["Bash(git push *)"])
+    grant = ToolGrant.resolve(["Bash(git *)", "Read"], ["Bash(git push *)"])
+    policy = ToolPolicy(mode="dontAsk", grant=grant)
     assert policy.available("Bash")
     assert policy.decide(SPECS["Bash"], {"command": "git status"}, ROOT).outcome == "allow"
-    assert policy.decide(SPECS["Bash"], {"command": "git push"}, ROOT).outcome == "deny"
+    denied = policy.decide(SPECS["Bash"], {"command": "git push"}, ROOT)
+    assert denied.outcome == "deny" and "the agent's disallowed_tools" in denied.reason
+    assert policy.decide(SPECS["Bash"], {"command": "make"}, ROOT).outcome == "deny"  # dontAsk's default
+
+
+def test_a_malformed_grant_entry_fails_closed_naming_it() -> None:
+    with pytest.raises(BearAgentError, match=r"disallowed_tools entry 'Bash\(rm \*' is invalid"):
+        ToolPolicy(grant=ToolGrant.resolve(None, ["Bash(rm *"]))
+    with pytest.raises(BearAgentError, match=r"tools entry 'Bash\(ls:\* x\)' is invalid: the legacy"):
+        ToolPolicy(grant=ToolGrant.resolve(["Bash(ls:* x)"]))
 
 
 def test_chat_workspace_denies_everything_and_says_how_to_fix() -> None:

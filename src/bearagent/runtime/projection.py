@@ -4,10 +4,12 @@ descriptors the model sees, plus a map projected-name -> (source kind, internal 
 Only this module unifies capabilities, and only for one run. A tool name the model returns that is not in the map
 is a failed tool call (the runtime's job), never a lookup in some other registry.
 
-Rules (docs/config.md#tools): `disallowed_tools` is removed first, then `tools` applies (`*` = every native and
-plugin tool; omitted = the default set, i.e. the native tools). Skills become the single `Skill` tool (its `name`
-an enum of the allowed skills; absent when none). Each allowed action is a tool `action__<name>`. `subagents` adds
-`Task` (`subagent_type` enum), `switch` adds `SwitchAgent` (`agent` enum). MCP tools are projected as
+Rules (docs/config.md#tools): the agent's `tools`, `disallowed_tools` and `mcp` lists are resolved once into a
+`ToolGrant` (domain/grant.py), which the gate's policy uses too: `disallowed_tools` is removed first, then `tools`
+applies (`*` = every native and plugin tool; omitted = the default set, i.e. the native tools; `Bash(git *)` grants
+Bash and pre-approves those calls at the gate). Skills become the single `Skill` tool (its `name` an enum of the
+allowed skills; absent when none). Each allowed action is a tool `action__<name>`. `subagents` adds `Task`
+(`subagent_type` enum), `switch` adds `SwitchAgent` (`agent` enum). MCP tools are projected as
 `mcp__<server>__<tool>`. A chat workspace projects no tools.
 """
 
@@ -23,6 +25,7 @@ from typing import Literal, Protocol
 from bearagent.domain._base import JsonValue
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.grant import ToolGrant
 from bearagent.domain.models import ToolDescriptor
 from bearagent.domain.specs import ActionSpec, AgentSpec, ModelEntry, SkillSpec
 from bearagent.domain.tools import ToolSource, ToolSpec
@@ -93,6 +96,8 @@ class InvocationProjection:
     switch_targets: tuple[str, ...] = ()
     mcp_servers: tuple[str, ...] = ()
     diagnostics: tuple[Diagnostic, ...] = ()
+    grant: ToolGrant = field(default_factory=ToolGrant)
+    """The agent's resolved `tools`/`disallowed_tools`/`mcp` lists; the gate's policy enforces the same value."""
     _index: dict[str, ProjectedTool] = field(default_factory=lambda: {}, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -124,6 +129,7 @@ class InvocationProjection:
             self.switch_targets,
             self.mcp_servers,
             self.diagnostics,
+            self.grant,
         )
 
     @property
@@ -239,20 +245,31 @@ def project_invocation(
                 subject=agent.name,
             )
         )
-        return InvocationProjection(agent, model, (), diagnostics=tuple(diags))
+        return InvocationProjection(agent, model, (), diagnostics=tuple(diags), grant=grant_for(agent))
 
     out: list[ProjectedTool] = []
-    removed = set(agent.disallowed_tools)
+    grant = grant_for(agent)
+    for problem in grant.problems:
+        diags.append(
+            _warn(
+                agent,
+                "agent.invalid_tool_entry",
+                problem.key,
+                f"{problem.key} entry {problem.entry!r} is not 'Tool' or 'Tool(specifier)'",
+                "write a tool name, optionally with a specifier in parentheses, e.g. 'Bash(git *)'",
+                "error",
+            )
+        )
     runtime_names = {SKILL_TOOL, TASK_TOOL, SWITCH_TOOL}
 
     # native + plugin tools
-    if agent.tools is None:
+    if grant.listed is None:
         wanted = sorted(caps.default_tools)
-    elif "*" in agent.tools:
+    elif grant.everything:
         wanted = sorted(caps.tools)
     else:
-        wanted = list(dict.fromkeys(agent.tools))
-        unknown = [n for n in wanted if n not in caps.tools and n not in runtime_names and not n.startswith("mcp__")]
+        wanted = list(grant.listed)
+        unknown = [n for n in wanted if n not in caps.tools and n not in runtime_names]
         for name in unknown:
             diags.append(
                 _warn(
@@ -263,7 +280,7 @@ def project_invocation(
                     "fix the name, or install the plugin that provides it",
                 )
             )
-        if agent.tools and all(n in unknown for n in wanted):
+        if agent.tools and not grant.mcp_entries and all(n in unknown for n in wanted):
             diags.append(
                 _warn(
                     agent,
@@ -276,7 +293,7 @@ def project_invocation(
             )
     for name in wanted:
         available = caps.tools.get(name)
-        if available is None or name in removed:
+        if available is None or not grant.permits(name):
             continue
         source: ToolSource = "native" if available.origin == "native" else "plugin"
         out.append(
@@ -285,7 +302,7 @@ def project_invocation(
 
     # skills -> one Skill tool
     skill_names: list[str] = []
-    if SKILL_TOOL not in removed:
+    if grant.permits(SKILL_TOOL):
         candidates = sorted(caps.skills) if agent.skills is None else list(dict.fromkeys(agent.skills))
         for name in candidates:
             if name in caps.skills:
@@ -335,7 +352,7 @@ def project_invocation(
             )
             continue
         projected = provider_safe_name(ACTION_PREFIX + name)
-        if projected in removed or name in removed:
+        if not grant.permits(projected) or grant.is_removed(name):
             continue
         action_names.append(name)
         spec = ToolSpec(
@@ -347,7 +364,7 @@ def project_invocation(
     subagents = _agents_for(
         agent, agent.subagents, caps, "subagents", lambda a: a.is_subagent, "a subagent (mode: subagent or all)", diags
     )
-    if subagents and TASK_TOOL not in removed:
+    if subagents and grant.permits(TASK_TOOL):
         listing = "\n".join(f"- {n}: {caps.agents[n].description}" for n in subagents)
         schema = _object_schema(
             {
@@ -373,7 +390,7 @@ def project_invocation(
     targets = _agents_for(
         agent, agent.switch, caps, "switch", lambda a: a.is_primary, "a primary agent (mode: primary or all)", diags
     )
-    if targets and SWITCH_TOOL not in removed:
+    if targets and grant.permits(SWITCH_TOOL):
         listing = "\n".join(f"- {n}: {caps.agents[n].description}" for n in targets)
         schema = _object_schema(
             {
@@ -390,12 +407,11 @@ def project_invocation(
         out.append(ProjectedTool(SWITCH_TOOL, "runtime", SWITCH_TOOL, "runtime", spec))
 
     # MCP
-    allowed_servers, allowed_tools = _mcp_allowlist(agent, caps, diags)
+    allowed_servers = _mcp_servers(agent, caps, diags)
     for server, mcp_spec in mcp_tools or ():
-        if server not in allowed_servers and (server, mcp_spec.name) not in allowed_tools:
-            continue
         projected = provider_safe_name(f"mcp__{server}__{mcp_spec.name}")
-        if projected in removed or f"mcp__{server}" in removed or "mcp__*" in removed:
+        # the gate checks the projected name, so both must pass (they differ only for unusual server names)
+        if not grant.permits_mcp(server, mcp_spec.name) or not grant.permits(projected):
             continue
         out.append(
             ProjectedTool(
@@ -416,9 +432,15 @@ def project_invocation(
         actions=tuple(action_names),
         subagents=tuple(subagents),
         switch_targets=tuple(targets),
-        mcp_servers=tuple(sorted(allowed_servers | {s for s, _ in allowed_tools})),
+        mcp_servers=tuple(sorted(allowed_servers)),
         diagnostics=tuple(diags),
+        grant=grant,
     )
+
+
+def grant_for(agent: AgentSpec) -> ToolGrant:
+    """The agent's `tools`, `disallowed_tools` and `mcp` lists resolved into the one value projection and gate use."""
+    return ToolGrant.resolve(agent.tools, agent.disallowed_tools, mcp=agent.mcp)
 
 
 def _agents_for(
@@ -458,15 +480,13 @@ def _agents_for(
     return found
 
 
-def _mcp_allowlist(
-    agent: AgentSpec, caps: Capabilities, diags: list[Diagnostic]
-) -> tuple[set[str], set[tuple[str, str]]]:
+def _mcp_servers(agent: AgentSpec, caps: Capabilities, diags: list[Diagnostic]) -> set[str]:
+    """The configured servers the agent's `mcp` allowlist names (all when omitted); unknown names are warnings."""
     if agent.mcp is None:
-        return set(caps.mcp_servers), set()
+        return set(caps.mcp_servers)
     servers: set[str] = set()
-    tools: set[tuple[str, str]] = set()
     for entry in agent.mcp:
-        server, _, tool = entry.partition(".")
+        server = entry.partition(".")[0]
         if server not in caps.mcp_servers:
             diags.append(
                 _warn(
@@ -478,11 +498,8 @@ def _mcp_allowlist(
                 )
             )
             continue
-        if tool:
-            tools.add((server, tool))
-        else:
-            servers.add(server)
-    return servers, tools
+        servers.add(server)
+    return servers
 
 
 def _check_collisions(agent: AgentSpec, tools: Sequence[ProjectedTool]) -> None:

@@ -203,11 +203,11 @@ class ToolGate:
     ) -> PolicyDecision:
         rule = decision.suggested_rule or spec.name
         if self._ask is None:
+            alternative = f" ({decision.alternative})" if decision.alternative else ""
             return PolicyDecision(
                 "deny",
                 f"{decision.reason} Nobody can approve it in this non-interactive run, so it was denied. "
-                f"To allow it, add this to .bearagent/config.yaml: {permission_config_line(rule)} "
-                "(or run with permission mode acceptEdits / bypassPermissions).",
+                f"To allow it, add this to .bearagent/config.yaml: {permission_config_line(rule)}{alternative}.",
                 rule=decision.rule,
                 suggested_rule=rule,
             )

@@ -191,6 +191,20 @@ class PermissionRule:
             return True
         return self._bash is not None and self._bash.fullmatch(simple_command) is not None
 
+    def names_path(self, entry: str) -> bool:
+        """Whether this rule's path (or `param:value`) starts with the workspace entry `entry` literally."""
+        if self.path_lines:
+            text = self.path_lines[0]
+        elif self._param is not None:
+            text = self._param[1]
+        else:
+            return False
+        text = text.lstrip("/").casefold()
+        while text.startswith("./"):
+            text = text[2:]
+        top = entry.casefold()
+        return text == top or text.startswith(top + "/")
+
     def matches_path(self, rel: str) -> bool:
         if self._paths is None:
             return True
@@ -325,6 +339,19 @@ class PermissionRules:
     def denies_whole_tool(self, tool_name: str) -> bool:
         """A bare-tool deny (`Bash`, `mcp__server`) removes the tool from the agent's context."""
         return any(r.specifier is None and r.names_tool(tool_name) for r in self.deny)
+
+    def explicit_path_allow(
+        self, tool_name: str, arguments: Mapping[str, JsonValue], root: Path, *, names: str
+    ) -> PermissionRule | None:
+        """The first allow rule that matches the call *and* whose path names `names` (a protected entry such as
+        `.bearagent` or `AGENTS.md`) literally: `Edit(/.bearagent/agents/**)`, `Edit(AGENTS.md)`. A bare `Edit` or
+        `Write`, or a pattern that reaches the file only through wildcards (`Edit(**)`), does not count."""
+        for rule in self.allow:
+            if rule.specifier is None or not rule.names_tool(tool_name) or not rule.names_path(names):
+                continue
+            if rule.matches(tool_name, arguments, root):
+                return rule
+        return None
 
     def evaluate(self, tool_name: str, arguments: Mapping[str, JsonValue], root: Path) -> RuleMatch | None:
         if tool_name == "Bash":

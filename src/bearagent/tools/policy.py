@@ -1,17 +1,23 @@
-"""Tool policy: the agent's allowlist, the workspace kind, permission rules and the permission-mode defaults.
+"""Tool policy: the agent's tool grant, the workspace kind, permission rules and the permission-mode defaults.
 
 Order of a decision for one call:
 1. workspace kind `chat` -> deny (a chat workspace has no tools);
-2. the agent's allowlist (`disallowed_tools` removed first, then `tools`; `*` = all) -> deny if not listed;
-3. permission rules: deny, then ask, then allow (first match wins);
-4. otherwise the default of the permission mode for the tool's side-effect class (table in docs/tools.md).
+2. the agent's tool grant (`ToolGrant`: `disallowed_tools` removed first, then `tools`; `*` = all) -> deny if the
+   tool is not granted. Its specifier entries are rules: `tools: ["Bash(git *)"]` allows, `disallowed_tools:
+   ["Bash(rm *)"]` denies;
+3. a write to BearAgent's own state (`.bearagent/state.db`, `locks/`, `transcripts/`) -> deny, whatever the rules;
+4. permission rules: deny, then ask, then allow (first match wins); a write to a protected control file
+   (`tools/protected.py`) is only allowed by an allow rule whose path names it, otherwise it asks, in every mode;
+5. otherwise the default of the permission mode for the tool's side-effect class (table in docs/tools.md). The
+   shell (`Bash`) has its own default: outside the shell sandbox it asks in every mode except a
+   `bypassPermissions` the user set; inside the sandbox it is allowed (plan and dontAsk still deny).
 """
 
 from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
@@ -19,8 +25,11 @@ from urllib.parse import urlsplit
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.grant import ToolGrant
 from bearagent.domain.tools import SideEffect, ToolSpec
-from bearagent.tools.permissions import PermissionRule, PermissionRules, RuleKind
+from bearagent.tools.paths import PathRefused, WorkspacePaths
+from bearagent.tools.permissions import PATH_TOOLS, PermissionRule, PermissionRules, RuleError, RuleKind, RuleMatch
+from bearagent.tools.protected import protected_reason, protected_top, state_reason
 from bearagent.tools.shell_split import split_commands
 
 PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
@@ -33,8 +42,13 @@ _MODE_ALIASES: Mapping[str, PermissionMode] = {
     "dont_ask": "dontAsk",
     "bypass_permissions": "bypassPermissions",
 }
+SHELL_TOOL = "Bash"
+"""The tool whose default depends on the shell sandbox (`ToolPolicy(shell_sandboxed=...)`)."""
+PATH_ARGUMENTS = ("file_path", "path", "notebook_path")
+"""Arguments of a `write` tool that name the file it changes (checked against the protected paths)."""
 
-# What happens to a call that no rule matched: mode -> side effect -> decision.
+# What happens to a call that no rule matched: mode -> side effect -> decision. The shell (`Bash`) is the exception
+# to the `execute` column: see `ToolPolicy._shell_default`.
 MODE_DEFAULTS: Mapping[PermissionMode, Mapping[SideEffect, RuleKind]] = {
     "default": {"read_only": "allow", "write": "ask", "execute": "ask", "network": "ask"},
     "acceptEdits": {"read_only": "allow", "write": "allow", "execute": "allow", "network": "allow"},
@@ -42,6 +56,7 @@ MODE_DEFAULTS: Mapping[PermissionMode, Mapping[SideEffect, RuleKind]] = {
     "dontAsk": {"read_only": "allow", "write": "deny", "execute": "deny", "network": "deny"},
     "bypassPermissions": {"read_only": "allow", "write": "allow", "execute": "allow", "network": "allow"},
 }
+SANDBOX_HINT = "or turn on the shell sandbox (`sandbox: workspace-write` in config.yaml)"
 
 
 def parse_permission_mode(value: str, *, where: str = "permission_mode") -> PermissionMode:
@@ -62,12 +77,14 @@ def parse_permission_mode(value: str, *, where: str = "permission_mode") -> Perm
 
 @dataclass(frozen=True, slots=True)
 class PolicyDecision:
-    """`allow`, `ask` or `deny`, why, and (for ask/deny by default) the config line that would allow the call."""
+    """`allow`, `ask` or `deny`, why, and (for ask/deny by default) the config line that would allow the call.
+    `alternative` is what else would let an `ask` through without a prompt (shown in a non-interactive denial)."""
 
     outcome: RuleKind
     reason: str
     rule: str | None = None
     suggested_rule: str | None = None
+    alternative: str | None = None
 
 
 _KIND: Mapping[SideEffect, str] = {
@@ -80,54 +97,47 @@ _ALLOWED_BY_MODE = PolicyDecision("allow", "allowed by the permission mode's def
 
 
 class ToolPolicy:
-    """Everything the gate asks before running a tool."""
+    """Everything the gate asks before running a tool.
+
+    `grant` is the agent's resolved tool grant (the same value the invocation projection used). `shell_sandboxed`
+    says Bash runs inside the OS sandbox (then its calls are allowed by default in `default`, `acceptEdits` and
+    `bypassPermissions`); `user_bypass` says a `bypassPermissions` mode came from the user (their config or a
+    command-line flag), which lets Bash run unconfined without asking. `unsandboxed_reason` words why Bash is
+    unconfined, for the message of a call that needs approval.
+    """
 
     def __init__(
         self,
         *,
         rules: PermissionRules | None = None,
         mode: PermissionMode = DEFAULT_PERMISSION_MODE,
-        tools: Iterable[str] | None = None,
-        disallowed_tools: Iterable[str] = (),
+        grant: ToolGrant | None = None,
         workspace_kind: WorkspaceKind = "project",
         root: Path | None = None,
+        shell_sandboxed: bool = False,
+        user_bypass: bool = False,
+        unsandboxed_reason: str | None = None,
     ) -> None:
         self.mode: PermissionMode = mode
         self.workspace_kind: WorkspaceKind = workspace_kind
-        rules = rules or PermissionRules()
-        extra_allow: list[PermissionRule] = []
-        extra_deny: list[PermissionRule] = []
-        allowed: set[str] | None = None
-        if tools is not None:
-            allowed = set()
-            for entry in tools:
-                name = entry.strip()
-                if "(" in name:  # `tools: [Bash(git *)]` names the tool and pre-approves that pattern
-                    extra_allow.append(PermissionRule.parse(name, "allow", root=root))
-                    name = name.split("(", 1)[0]
-                allowed.add(name)
-        blocked: set[str] = set()
-        for entry in disallowed_tools:
-            name = entry.strip()
-            if "(" in name:  # `disallowed_tools: [Bash(rm *)]` is a deny rule, not a removal
-                extra_deny.append(PermissionRule.parse(name, "deny", root=root))
-            else:
-                blocked.add(name)
-        self._allowed = allowed
-        self._blocked = frozenset(blocked)
-        self.rules = rules.merged(PermissionRules(allow=extra_allow, deny=extra_deny))
+        self.grant = grant if grant is not None else ToolGrant()
+        self.shell_sandboxed = shell_sandboxed
+        self.user_bypass = user_bypass
+        self.unsandboxed_reason = unsandboxed_reason
+        if self.grant.problems:
+            problem = self.grant.problems[0]
+            raise _grant_error(problem.key, problem.entry, "it is not 'Tool' or 'Tool(specifier)'")
+        grant_rules = PermissionRules(
+            allow=[_grant_rule("tools", raw, "allow", root) for raw in self.grant.allow_rules],
+            deny=[_grant_rule("disallowed_tools", raw, "deny", root) for raw in self.grant.deny_rules],
+        )
+        self.rules = (rules or PermissionRules()).merged(grant_rules)
 
     def available(self, tool_name: str) -> bool:
-        """Whether the allowlist lets the agent see this tool at all."""
+        """Whether the agent's grant lets it see this tool at all."""
         if self.workspace_kind == "chat":
             return False
-        if tool_name in self._blocked:
-            return False
-        if self._allowed is None or "*" in self._allowed:
-            return True
-        if tool_name in self._allowed:
-            return True
-        return any(a.startswith("mcp__") and (tool_name == a or tool_name.startswith(a + "__")) for a in self._allowed)
+        return self.grant.permits(tool_name)
 
     def add_allow_rule(self, rule: PermissionRule) -> None:
         """Remember an `allow_always` answer for the rest of this policy's life."""
@@ -147,15 +157,28 @@ class ToolPolicy:
                 f"{name} is not allowed for this agent (its tools/disallowed_tools list excludes it). "
                 f"To allow it, add {name!r} to the agent's 'tools' list and remove it from 'disallowed_tools'.",
             )
-        match = self.rules.evaluate(name, arguments, root)
-        if match is not None:
-            if match.decision == "deny":
+        target = write_target(spec, arguments, root)
+        if target is not None:
+            state = state_reason(target)
+            if state is not None:
                 return PolicyDecision(
                     "deny",
-                    f"{name} call denied by the permission rule {match.rule.raw!r} (permissions.deny). "
-                    "Remove or narrow that rule to allow it.",
-                    rule=match.rule.raw,
+                    f"{name} may not write {target}: {state}, which BearAgent keeps itself; no permission rule or "
+                    "mode lets a tool change it. Read it with `bearagent runs` instead.",
                 )
+        match = self.rules.evaluate(name, arguments, root)
+        if match is not None and match.decision == "deny":
+            return PolicyDecision(
+                "deny",
+                f"{name} call denied by the permission rule {match.rule.raw!r} "
+                f"({_rule_list(match.rule, self.grant)}). Remove or narrow that rule to allow it.",
+                rule=match.rule.raw,
+            )
+        if target is not None:
+            reason = protected_reason(target)
+            if reason is not None:
+                return self._protected(spec, arguments, root, target, reason, match)
+        if match is not None:
             if match.decision == "ask":
                 return PolicyDecision(
                     "ask",
@@ -164,6 +187,8 @@ class ToolPolicy:
                     suggested_rule=suggest_rule(name, arguments, root),
                 )
             return PolicyDecision("allow", f"allowed by {match.rule.raw!r}", rule=match.rule.raw)
+        if name == SHELL_TOOL:
+            return self._shell_default(spec, arguments, root)
         default = MODE_DEFAULTS[self.mode][spec.side_effect]
         if default == "allow":
             return _ALLOWED_BY_MODE
@@ -173,13 +198,116 @@ class ToolPolicy:
                 "ask",
                 f"{name} is {_KIND[spec.side_effect]} tool, which needs approval in permission mode {self.mode!r}.",
                 suggested_rule=suggestion,
+                alternative="or run with permission mode acceptEdits",
             )
+        return _mode_denial(name, spec.side_effect, self.mode, suggestion)
+
+    def _shell_default(self, spec: ToolSpec, arguments: Mapping[str, JsonValue], root: Path) -> PolicyDecision:
+        """Bash with no matching rule: plan/dontAsk deny; the sandbox, or the user's own bypass, allow; else ask."""
+        suggestion = suggest_rule(spec.name, arguments, root)
+        if MODE_DEFAULTS[self.mode]["execute"] == "deny":
+            return _mode_denial(spec.name, spec.side_effect, self.mode, suggestion)
+        if self.shell_sandboxed:
+            return PolicyDecision("allow", "allowed: Bash runs inside the shell sandbox")
+        if self.mode == "bypassPermissions" and self.user_bypass:
+            return PolicyDecision("allow", "allowed by your own bypassPermissions mode (Bash runs unconfined)")
+        why = self.unsandboxed_reason or "no shell sandbox is active"
+        alternative = SANDBOX_HINT
+        if self.mode == "bypassPermissions":
+            why += (
+                ", and bypassPermissions was set by the workspace, not by you (only your own config or "
+                "--permission-mode lets Bash run unconfined unasked)"
+            )
+            alternative += ", or pass --permission-mode bypassPermissions yourself"
         return PolicyDecision(
-            "deny",
-            f"{name} is {_KIND[spec.side_effect]} tool, which permission mode {self.mode!r} does not allow. "
-            f"To allow this call, add {json.dumps(suggestion)} to permissions.allow in .bearagent/config.yaml.",
+            "ask",
+            f"Bash runs unconfined here because {why}, so a shell command needs approval "
+            f"in permission mode {self.mode!r}.",
+            suggested_rule=suggestion,
+            alternative=alternative,
+        )
+
+    def _protected(
+        self,
+        spec: ToolSpec,
+        arguments: Mapping[str, JsonValue],
+        root: Path,
+        target: str,
+        reason: str,
+        match: RuleMatch | None,
+    ) -> PolicyDecision:
+        """A write to a control file: an ask rule asks; only an allow rule naming the path allows; else it asks
+        (or, in a mode that denies writes, is denied)."""
+        name = spec.name
+        suggestion = suggest_rule(name, arguments, root)
+        why = f"{target} is a control file of this workspace ({reason})"
+        if match is not None and match.decision == "ask":
+            return PolicyDecision(
+                "ask",
+                f"{name} would change {target}: {why}; permission rule {match.rule.raw!r} asks for approval.",
+                rule=match.rule.raw,
+                suggested_rule=suggestion,
+            )
+        top = protected_top(target) or target
+        explicit = self.rules.explicit_path_allow(name, arguments, root, names=top)
+        if explicit is not None:
+            return PolicyDecision("allow", f"allowed by {explicit.raw!r}", rule=explicit.raw)
+        if MODE_DEFAULTS[self.mode]["write"] == "deny":
+            return _mode_denial(name, spec.side_effect, self.mode, suggestion)
+        return PolicyDecision(
+            "ask",
+            f"{name} would change {target}: {why}. Changing a control file needs approval in every permission "
+            f"mode; only an allow rule whose path names it counts (a bare Edit or Write rule does not).",
             suggested_rule=suggestion,
         )
+
+
+def write_target(spec: ToolSpec, arguments: Mapping[str, JsonValue], root: Path) -> str | None:
+    """The workspace-relative path a `write` tool call changes, normalised exactly as the file tools do (absolute
+    paths inside the root, `./`, `..`); None for other tools or a path the file tools would refuse anyway."""
+    if spec.side_effect != "write":
+        return None
+    for key in PATH_ARGUMENTS:
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            try:
+                return WorkspacePaths(root).normalise(value)
+            except PathRefused:
+                return None
+    return None
+
+
+def _mode_denial(name: str, side_effect: SideEffect, mode: PermissionMode, suggestion: str) -> PolicyDecision:
+    return PolicyDecision(
+        "deny",
+        f"{name} is {_KIND[side_effect]} tool, which permission mode {mode!r} does not allow. "
+        f"To allow this call, add {json.dumps(suggestion)} to permissions.allow in .bearagent/config.yaml.",
+        suggested_rule=suggestion,
+    )
+
+
+def _rule_list(rule: PermissionRule, grant: ToolGrant) -> str:
+    return "the agent's disallowed_tools" if rule.raw in grant.deny_rules else "permissions.deny"
+
+
+def _grant_error(key: str, entry: str, why: str) -> RuleError:
+    return RuleError(
+        ErrorInfo.of(
+            "configuration",
+            "invalid_tool_entry",
+            f"the agent's {key} entry {entry!r} is invalid: {why}. Write a tool name, optionally followed by a "
+            "specifier in parentheses, e.g. 'Bash(git *)'.",
+            entry=entry[:200],
+            list=key,
+        )
+    )
+
+
+def _grant_rule(key: str, raw: str, kind: str, root: Path | None) -> PermissionRule:
+    try:
+        return PermissionRule.parse(raw, kind, root=root)
+    except RuleError as exc:
+        raise _grant_error(key, raw, exc.info.message.split(" is invalid: ", 1)[-1].rstrip(".")) from None
 
 
 def suggest_rule(tool_name: str, arguments: Mapping[str, JsonValue], root: Path) -> str:
@@ -196,13 +324,20 @@ def suggest_rule(tool_name: str, arguments: Mapping[str, JsonValue], root: Path)
     if tool_name in ("Write", "Edit", "Read"):
         path = arguments.get("file_path")
         if isinstance(path, str) and path and "(" not in path and ")" not in path:
-            rel = path.replace("\\", "/")
-            if posixpath.isabs(rel):
-                base = str(root).rstrip("/") + "/"
-                rel = rel[len(base) :] if rel.startswith(base) else rel
+            try:
+                rel = WorkspacePaths(root).normalise(path)
+            except PathRefused:
+                rel = path.replace("\\", "/")
+                if posixpath.isabs(rel):
+                    base = str(root).rstrip("/") + "/"
+                    rel = rel[len(base) :] if rel.startswith(base) else rel
             family = "Edit" if tool_name in ("Write", "Edit") else "Read"
             return f"{family}(/{rel.lstrip('/')})"
         return "Edit" if tool_name in ("Write", "Edit") else tool_name
+    for key in PATH_ARGUMENTS if tool_name not in PATH_TOOLS else ():
+        value = arguments.get(key)
+        if isinstance(value, str) and value and "(" not in value and ")" not in value:
+            return f"{tool_name}({key}:{value})"
     if tool_name == "WebFetch":
         url = arguments.get("url")
         if isinstance(url, str):
