@@ -110,6 +110,20 @@ def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventSt
     return SqliteEventStore(path)
 
 
+def _short(path: str, root: Path) -> str:
+    """A path relative to the workspace, or with the home directory as `~`."""
+    p = Path(path)
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        pass
+    home = Path.home()
+    try:
+        return "~/" + p.relative_to(home).as_posix()
+    except ValueError:
+        return str(p)
+
+
 # ---- results -------------------------------------------------------------------------------------------------
 
 
@@ -225,6 +239,27 @@ class WorkspaceRuntime:
 
         dirs = [s.directory for s in agent_sources(self.root, self.loaded.user_dir, compat=True) if s.directory]
         require_guards(self.loaded.diagnostics(include_tools=False), dirs)
+
+    def notices(self, agent_name: str | None = None) -> list[str]:
+        """One line each for what a user should know before a run starts: a workspace agent that replaces one of
+        the user's own (or a plugin's), and a permission mode the user's ceiling capped."""
+        out: list[str] = []
+        for resolved in self.loaded.agents.entries():
+            if resolved.item.level != "workspace":
+                continue
+            mine = [c for c in resolved.shadows if c.source.kind in ("user", "plugin")]
+            if mine:
+                out.append(
+                    f"note: the workspace's agent {resolved.name!r} ({_short(resolved.path, self.root)}) replaces "
+                    f"{'your own' if mine[0].source.kind == 'user' else 'the ' + mine[0].source.id} "
+                    f"({_short(mine[0].path, self.root)})"
+                )
+        agent = self.loaded.agents.get(agent_name or self.loaded.config.default_agent)
+        if agent is not None:
+            capped = self.mode_in_force(agent).capped
+            if capped:
+                out.append(f"note: {capped}")
+        return out
 
     def mode_in_force(self, agent: AgentSpec) -> ModeInForce:
         """The permission mode the gate and the hooks see for `agent`, capped by the user's ceiling."""

@@ -101,6 +101,8 @@ def interactive(
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
     console.print(Text(f"BearAgent · {loaded.root} · agent {state.agent} · /help for commands", style="bold"))
+    for notice in runtime.notices(state.agent):
+        console.print(Text(notice, style="yellow"))
     with asyncio.Runner() as runner:
         try:
             while True:

@@ -61,6 +61,8 @@ def run(
 
         loaded = load(workspace)
         runtime = WorkspaceRuntime(loaded)
+        for notice in runtime.notices(agent):
+            click.echo(notice, err=True)
     except BearAgentError as exc:
         die_from(exc, debug=debug)
 
