@@ -242,11 +242,11 @@ def test_a_hook_and_its_script_run_only_after_trust_and_a_script_edit_asks_again
     ws = scripted(
         tmp_path / "ws",
         "turns:\n  - text: done\n",
-        f"""
+        """
 hooks:
   UserPromptSubmit:
     - hooks:
-        - {{type: command, command: .bearagent/hooks/note.sh}}
+        - {type: command, command: .bearagent/hooks/note.sh}
 """,
     )
     write(ws, ".bearagent/hooks/note.sh", f"#!/bin/sh\ncat > {marker}\n", executable=True)
