@@ -462,15 +462,15 @@ class WorkspaceRuntime:
         config = self.loaded.config
         in_force = self.mode_in_force(agent)
         mode = in_force.mode
-        policy_kwargs: dict[str, object] = {"root": self.root, "workspace_kind": config.kind, "mode": mode}
-        if in_force.user_bypass:
-            policy_kwargs["user_bypass"] = True
         policy = ToolPolicy(
             rules=PermissionRules.parse(
                 allow=config.permissions.allow, ask=config.permissions.ask, deny=config.permissions.deny, root=self.root
             ),
             grant=projection.grant,  # the same tools/disallowed_tools/mcp resolution the projection used
-            **policy_kwargs,  # pyright: ignore[reportArgumentType]
+            mode=mode,
+            user_bypass=in_force.user_bypass,
+            root=self.root,
+            workspace_kind=config.kind,
         )
         hook_interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
         interceptor: ToolInterceptor | None = hook_interceptor
