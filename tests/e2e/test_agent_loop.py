@@ -232,7 +232,9 @@ turns:
     spec = RunSpec(goal="slow", workspace_root=workspace, budgets=BudgetLimits(), run_id=RunId.new())
 
     async def scenario() -> None:
-        task = asyncio.create_task(_loop(store).run(spec, scripted_plan(workspace, script)))
+        task = asyncio.create_task(
+            _loop(store).run(spec, scripted_plan(workspace, script, allow=["Bash(touch *)", "Bash(sleep *)"]))
+        )
         for _ in range(200):
             if marker.exists():
                 break
@@ -259,7 +261,7 @@ turns:
 """
     store = SqliteEventStore(workspace / "state.db")
     spec = RunSpec(goal="slow", workspace_root=workspace, budgets=BudgetLimits(max_wall_time_ms=700))
-    outcome = asyncio.run(_loop(store).run(spec, scripted_plan(workspace, script)))
+    outcome = asyncio.run(_loop(store).run(spec, scripted_plan(workspace, script, allow=["Bash(sleep *)"])))
     assert outcome.status == "failed"
     assert outcome.error is not None and outcome.error.code == "budget.max_wall_time_ms"
     assert outcome.usage.wall_time_ms < 10_000

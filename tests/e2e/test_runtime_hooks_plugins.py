@@ -236,7 +236,10 @@ turns:
   - tool_calls: [{name: Bash, arguments: {command: "echo fine"}}]
   - text: "ok"
 """
-    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+    # both commands are allowed by rule, so only the plugin's hook can stop the first
+    config = CONFIG + 'permissions: {allow: ["Bash(git push *)", "Bash(echo *)"]}\n'
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
+    _trusted(root, tmp_path / "home")
     host = PluginHost()
     host.register(_NoForcePush(), "noforce")
     with open_workspace(root, env=isolated_env(tmp_path / "home"), plugins=host) as ws:

@@ -509,7 +509,7 @@ def test_claude_code_scripts_gate_rewrite_and_observe_real_bash_calls(tmp_path: 
     )
     gate = ToolGate(
         tools_by_name([BashTool()]),
-        policy=ToolPolicy(mode="bypassPermissions"),
+        policy=ToolPolicy(mode="bypassPermissions", user_bypass=True),  # the user's own bypass: Bash runs unasked
         interceptor=HookToolInterceptor(rig.dispatcher),
     )
     context = ToolContext(workspace_root=tmp_path, run_id=RunId.new(), agent_name="build")

@@ -12,6 +12,7 @@ from bearagent.providers.scripted import ScriptedProvider, parse_script
 from bearagent.runtime.plan import AgentPlan, BoundTool
 from bearagent.tools.builtin import native_tools
 from bearagent.tools.gate import ToolGate
+from bearagent.tools.permissions import PermissionRules
 from bearagent.tools.policy import ToolPolicy
 
 
@@ -39,13 +40,19 @@ def scripted_plan(
     system_prompt: str = "You are a careful agent.",
     price: ModelPrice | None = None,
     system_reminder: str | None = None,
+    allow: Sequence[str] = (),
 ) -> AgentPlan:
+    """A plan over the native tools with a scripted model; `allow` are permission rules (e.g. `Bash(sleep *)`: the
+    shell asks outside the sandbox, and nobody answers in a test)."""
     script_path = root / ".bearagent" / "script.yaml"
     script_path.parent.mkdir(parents=True, exist_ok=True)
     script_path.write_text(script, encoding="utf-8")
     provider = ScriptedProvider(parse_script(script, script_path))
     tools = [t for t in native_tools() if t.spec.name in tool_names] + list(extra_tools)
-    gate = ToolGate({t.spec.name: t for t in tools}, policy=ToolPolicy(root=root))
+    gate = ToolGate(
+        {t.spec.name: t for t in tools},
+        policy=ToolPolicy(root=root, rules=PermissionRules.parse(allow=allow, root=root)),
+    )
     return AgentPlan(
         agent_name=agent,
         system_prompt=system_prompt,
