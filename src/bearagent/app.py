@@ -27,7 +27,7 @@ from bearagent.config.workspace import (
     user_config_dir,
 )
 from bearagent.domain.diagnostics import Diagnostic
-from bearagent.domain.specs import AgentSpec, HookMatcherSpec, McpServerSpec, ModelEntry
+from bearagent.domain.specs import HookMatcherSpec, McpServerSpec, ModelEntry
 from bearagent.plugins.contributions import ProviderFactory
 from bearagent.plugins.manager import PluginHost
 from bearagent.registries.actions import ActionRegistry, load_actions
@@ -151,15 +151,6 @@ class LoadedWorkspace:
             mcp_tools=mcp_tools,
             require_model=require_model,
         )
-
-    def model_for(self, agent: AgentSpec, *, parent_model: ModelEntry | None = None) -> ModelEntry:
-        """The agent's model entry with `${VAR}` expanded (point of use)."""
-        from bearagent.runtime.projection import resolve_agent_model
-
-        entry, _ = resolve_agent_model(
-            agent, self.models, default_model=self.config.default_model, parent_model=parent_model
-        )
-        return self.models.for_use(entry, self.env)
 
     def diagnostics(self, *, include_tools: bool = True) -> list[Diagnostic]:
         """Every diagnostic: config files, plugins, each registry, and (with `include_tools`) tools."""

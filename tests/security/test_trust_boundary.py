@@ -416,3 +416,13 @@ def test_the_quickstart_needs_no_trust(home: Path) -> None:
     quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
     listed = bear(quickstart, home, "trust", "--list", "-w", str(quickstart))
     assert listed.returncode == 0 and "needs no trust" in listed.stdout, listed.stdout
+
+
+def test_the_permission_mode_flag_is_the_users_own_and_outranks_every_file(tmp_path: Path, home: Path) -> None:
+    write(home, "bearagent/config.yaml", "permission_mode: acceptEdits\n")
+    ws = scripted(tmp_path / "ws", write_call("out.txt"))
+    stricter = bear(ws, home, "run", "--permission-mode", "default", "write it")
+    assert stricter.returncode == 0 and not (ws / "out.txt").exists()
+    assert any("needs approval in permission mode 'default'" in o for o in tool_outcomes(ws, home))
+    wrong = bear(ws, home, "run", "--permission-mode", "yolo", "write it")
+    assert wrong.returncode == 2 and "--permission-mode: 'yolo' is not a permission mode" in wrong.stderr

@@ -28,6 +28,11 @@ def read_prompt(prompt: str) -> str:
 @click.option("--session", default=None, help="Continue the session with this id.")
 @click.option("--json", "as_json", is_flag=True, help="Print only the final record as one JSON object.")
 @click.option("--stream-json", is_flag=True, help="Print the live stream protocol as JSON lines.")
+@click.option(
+    "--permission-mode",
+    default=None,
+    help="Permission mode for this run (default, acceptEdits, plan, dontAsk, bypassPermissions); outranks every file.",
+)
 @budget_options
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def run(
@@ -39,6 +44,7 @@ def run(
     session: str | None,
     as_json: bool,
     stream_json: bool,
+    permission_mode: str | None,
     debug: bool,
     **budget_flags: object,
 ) -> None:
@@ -60,7 +66,11 @@ def run(
         from bearagent.cli._config_common import load
 
         loaded = load(workspace)
-        runtime = WorkspaceRuntime(loaded)
+        if permission_mode is not None:
+            from bearagent.tools.policy import parse_permission_mode
+
+            permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
+        runtime = WorkspaceRuntime(loaded, permission_mode=permission_mode)
         for notice in runtime.notices(agent):
             click.echo(notice, err=True)
     except BearAgentError as exc:
