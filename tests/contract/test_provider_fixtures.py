@@ -1,8 +1,11 @@
-"""Every provider wire fixture (shared set and BearAgent's own) through the right adapter and the real SDK.
+"""Every provider wire fixture through the right adapter and the real SDK.
 
-The replay server serves each fixture in random 1-64 byte chunks; the adapter's events (text, tool calls, stop
-reason, usage, request id) or its error (category, retryable, retry-after, partial text) must match the manifest's
-`expect` exactly. The shared fixtures' location: `BEARAGENT_SHARED_DIR` or `<repo>/../shared` (absent -> fail).
+BearAgent's own set (`tests/fixtures/providers/`) covers every scenario for all three protocols, so the default run
+needs nothing outside the repository. The shared set (`BEARAGENT_SHARED_DIR` or `<repo>/../shared`) has the same
+shape; when it is present it is replayed too, as an extra, and those tests are skipped (with where to put it) when it
+is absent. The replay server serves each fixture in random 1-64 byte chunks; the adapter's events (text, tool calls,
+stop reason, usage, request id) or its error (category, retryable, retry-after, partial text) must match the
+manifest's `expect` exactly.
 """
 
 from __future__ import annotations
@@ -13,17 +16,63 @@ from typing import cast
 
 import pytest
 from tests.support.providers import CANARY_KEY, Outcome, collect, make_provider, simple_request
-from tests.support.replay_server import LOCAL_FIXTURES, Fixture, ReplayServer, load_manifest, shared_fixtures_dir
+from tests.support.replay_server import (
+    LOCAL_FIXTURES,
+    SHARED_FIXTURES_MISSING,
+    Fixture,
+    ReplayServer,
+    load_manifest,
+    shared_fixtures_dir,
+)
 
+from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
 
+SHARED_DIR = shared_fixtures_dir()
 ALL_FIXTURES: dict[tuple[str, str], Fixture] = {
-    **{("shared", k): v for k, v in load_manifest("shared", shared_fixtures_dir()).items()},
     **{("local", k): v for k, v in load_manifest("local", LOCAL_FIXTURES).items()},
+    **({("shared", k): v for k, v in load_manifest("shared", SHARED_DIR).items()} if SHARED_DIR is not None else {}),
+}
+PROTOCOLS = ("openai_chat", "openai_responses", "anthropic_messages")
+
+# The scenarios the project's own set must cover, per protocol: text, tool call, parallel tool calls, usage (every
+# successful fixture checks it), refusal, truncation (output limit, dropped connection, content filter) and error
+# bodies, both in the stream and as HTTP statuses.
+_EVERY_PROTOCOL = (
+    "stream_text.sse",
+    "nonstream_text.json",
+    "stream_tool_call_split.sse",
+    "nonstream_tool_call.json",
+    "stream_text_then_tool_call.sse",
+    "stream_parallel_tool_calls.sse",
+    "stream_refusal.sse",
+    "stream_max_tokens.sse",
+    "stream_truncated.sse",
+    "error_400_invalid_request.json",
+    "error_400_context_length_exceeded.json",
+    "error_429_rate_limit.json",
+)
+_OPENAI_ERRORS = ("error_401_invalid_api_key.json", "error_429_insufficient_quota.json", "error_500_server_error.json")
+REQUIRED_LOCAL = {
+    "openai_chat": (*_EVERY_PROTOCOL, *_OPENAI_ERRORS, "stream_content_filter.sse", "stream_error_midstream.sse"),
+    "openai_responses": (
+        *_EVERY_PROTOCOL,
+        *_OPENAI_ERRORS,
+        "stream_content_filter.sse",
+        "stream_error_event.sse",
+        "stream_failed.sse",
+    ),
+    "anthropic_messages": (
+        *_EVERY_PROTOCOL,
+        "error_401_authentication.json",
+        "error_500_api_error.json",
+        "error_529_overloaded.json",
+        "stream_error_overloaded.sse",
+    ),
 }
 
-# What each failing shared fixture must become (category), by file name.
+# What each failing wire fixture (either set) must become (category), by file name.
 ERROR_CATEGORY = {
     "error_400_invalid_request.json": "invalid_request",
     "error_400_context_length_exceeded.json": "context_overflow",
@@ -91,11 +140,20 @@ def _tool_calls_expected(fixture: Fixture) -> list[tuple[str, str, dict[str, obj
     return [(c["id"], c["name"], json.loads(c["input_json"])) for c in raw]
 
 
-def _usage_expected(fixture: Fixture) -> tuple[int, int]:
+def _usage_expected(fixture: Fixture) -> tuple[int, int, int, int]:
+    """(input, output, cache read, cache write) as BearAgent counts them: input includes the cached tokens, which
+    OpenAI's prompt/input_tokens already do and Anthropic's input_tokens do not."""
     usage = cast(dict[str, int], fixture.expect["usage"])
     if fixture.protocol == "openai_chat":
-        return usage["prompt_tokens"], usage["completion_tokens"]
-    return usage["input_tokens"], usage["output_tokens"]
+        return usage["prompt_tokens"], usage["completion_tokens"], usage.get("cached_tokens", 0), 0
+    if fixture.protocol == "openai_responses":
+        return usage["input_tokens"], usage["output_tokens"], usage.get("cached_tokens", 0), 0
+    read, write = usage.get("cache_read_input_tokens", 0), usage.get("cache_creation_input_tokens", 0)
+    return usage["input_tokens"] + read + write, usage["output_tokens"], read, write
+
+
+def _usage_got(usage: TokenUsage) -> tuple[int, int, int, int]:
+    return usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
 
 
 def _stop_expected(fixture: Fixture) -> str:
@@ -107,20 +165,43 @@ def _stop_expected(fixture: Fixture) -> str:
     return "end_turn"
 
 
+def _is_edge_case(fixture: Fixture) -> bool:
+    """A local fixture whose `expect.bearagent` says what the adapter must produce (not a plain wire scenario)."""
+    return "bearagent" in fixture.expect
+
+
+LOCAL_WIRE = sorted(k for k, f in ALL_FIXTURES.items() if k[0] == "local" and not _is_edge_case(f))
+LOCAL_EDGE = sorted(k for k, f in ALL_FIXTURES.items() if k[0] == "local" and _is_edge_case(f))
 SHARED = sorted(k for k in ALL_FIXTURES if k[0] == "shared")
-LOCAL = sorted(k for k in ALL_FIXTURES if k[0] == "local")
+SHARED_PARAMS = [pytest.param(k, id=k[1]) for k in SHARED] or [
+    pytest.param(None, id="shared-set-absent", marks=pytest.mark.skip(reason=SHARED_FIXTURES_MISSING))
+]
 
 
-def test_the_shared_set_is_complete() -> None:
+def test_the_local_set_covers_every_scenario_of_every_protocol() -> None:
+    local = [ALL_FIXTURES[k] for k in LOCAL_WIRE + LOCAL_EDGE]
+    for protocol, required in REQUIRED_LOCAL.items():
+        have = {f.name.split("/", 1)[1] for f in local if f.protocol == protocol and not _is_edge_case(f)}
+        assert set(required) <= have, f"{protocol}: missing {sorted(set(required) - have)}"
+    for fixture in local:
+        assert fixture.name.split("/", 1)[0] == fixture.protocol, fixture.name
+        assert fixture.path.is_file(), fixture.path
+    on_disk = {p.relative_to(LOCAL_FIXTURES).as_posix() for p in LOCAL_FIXTURES.glob("*/*") if p.is_file()}
+    assert on_disk == {f.name for f in local}, "every fixture file is in manifest.json and every entry has its file"
+
+
+def test_the_shared_set_is_complete_and_the_local_set_has_each_of_its_scenarios() -> None:
+    if SHARED_DIR is None:
+        pytest.skip(SHARED_FIXTURES_MISSING)
     # a guard against silently serving nothing: the shared set has 48 fixtures over three protocols
     assert len(SHARED) == 48
-    assert {ALL_FIXTURES[k].protocol for k in SHARED} == {"openai_chat", "openai_responses", "anthropic_messages"}
+    assert {ALL_FIXTURES[k].protocol for k in SHARED} == set(PROTOCOLS)
+    # the project owns its test data: each shared scenario has a local fixture of the same name
+    local_names = {k[1] for k in LOCAL_WIRE}
+    assert [k[1] for k in SHARED if k[1] not in local_names] == []
 
 
-@pytest.mark.network_local
-@pytest.mark.parametrize("key", SHARED, ids=[k[1] for k in SHARED])
-def test_shared_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
-    fixture = ALL_FIXTURES[key]
+def _check_wire_fixture(replay: ReplayServer, fixture: Fixture) -> None:
     outcome = _run(replay, fixture)
     file_name = fixture.name.rsplit("/", 1)[-1]
     expect = fixture.expect
@@ -148,7 +229,7 @@ def test_shared_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
                 error.info.details.get("provider_request_id") == request_id or error.provider_request_id == request_id
             )
         if "usage" in expect and expect["usage"] is not None:
-            assert (error.usage.input_tokens, error.usage.output_tokens) == _usage_expected(fixture)
+            assert _usage_got(error.usage) == _usage_expected(fixture)
         return
     assert outcome.error is None, outcome.error
     assert outcome.text == (expect.get("text") or "")
@@ -160,7 +241,7 @@ def test_shared_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
     done = outcome.completed
     assert done is not None and outcome.events[-1] is done
     assert done.stop_reason == _stop_expected(fixture)
-    assert (done.usage.input_tokens, done.usage.output_tokens) == _usage_expected(fixture)
+    assert _usage_got(done.usage) == _usage_expected(fixture)
     assert done.provider_request_id == request_id
     assert done.model is not None and done.model.startswith(("gpt-", "claude-"))
     if done.stop_reason == "refusal":
@@ -170,8 +251,20 @@ def test_shared_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
 
 
 @pytest.mark.network_local
-@pytest.mark.parametrize("key", LOCAL, ids=[k[1] for k in LOCAL])
-def test_local_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
+@pytest.mark.parametrize("key", LOCAL_WIRE, ids=[k[1] for k in LOCAL_WIRE])
+def test_wire_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
+    _check_wire_fixture(replay, ALL_FIXTURES[key])
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("key", SHARED_PARAMS)
+def test_shared_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
+    _check_wire_fixture(replay, ALL_FIXTURES[key])
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("key", LOCAL_EDGE, ids=[k[1] for k in LOCAL_EDGE])
+def test_local_edge_case_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
     fixture = ALL_FIXTURES[key]
     expect = cast(dict[str, object], fixture.expect["bearagent"])
     outcome = _run(replay, fixture)
@@ -206,17 +299,18 @@ def test_local_fixture(replay: ReplayServer, key: tuple[str, str]) -> None:
 
 @pytest.mark.network_local
 def test_a_refusal_from_anthropic_is_a_final_answer_with_the_servers_explanation(replay: ReplayServer) -> None:
-    fixture = ALL_FIXTURES[("shared", "anthropic_messages/stream_refusal.sse")]
+    fixture = ALL_FIXTURES[("local", "anthropic_messages/stream_refusal.sse")]
     outcome = _run(replay, fixture)
     done = outcome.completed
     assert done is not None and done.stop_reason == "refusal"
-    assert done.refusal == "This request was refused due to policy."
+    assert outcome.text == "Here is a general overview of"  # the partial text still went out
+    assert done.refusal == "This request was declined under the usage policy."
 
 
 @pytest.mark.network_local
 def test_history_request_still_parses_fixture(replay: ReplayServer) -> None:
     """A request with a full tool-call history is accepted by every adapter (the body is checked elsewhere)."""
-    fixture = ALL_FIXTURES[("shared", "openai_chat/stream_text.sse")]
+    fixture = ALL_FIXTURES[("local", "openai_chat/stream_text.sse")]
     messages = (Message.system("Be brief."), Message.user("Hi"), Message.assistant("Hello!"), Message.user("Again"))
     outcome = collect(make_provider("openai_chat", replay.base_url(fixture)), simple_request(messages))
     assert outcome.error is None

