@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,8 +26,15 @@ from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, Uuid4IdGenerator
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
-from bearagent.domain.run_events import ChildRunFinishedV1, ChildRunStartedV1, HookExecutedV1, TriggerType
+from bearagent.domain.run_events import (
+    ChildRunFinishedV2,
+    ChildRunStartedV1,
+    ChildUsage,
+    HookExecutedV1,
+    TriggerType,
+)
 from bearagent.domain.specs import AgentSpec, HookMatcherSpec, ModelEntry
+from bearagent.domain.state import RunProjection
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
@@ -66,6 +74,7 @@ from bearagent.runtime.projection import InvocationProjection
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import current_run
 from bearagent.runtime.session_lock import SessionLock
+from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
@@ -99,14 +108,17 @@ def state_dir(loaded: LoadedWorkspace) -> Path:
 
 
 def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
-    """The workspace's event store. With `create=False` a missing database is a clear error (nothing has run)."""
-    path = state_dir(loaded) / STATE_DB
+    """The workspace's event store. With `create=False` a missing database is a clear error (nothing has run).
+    The data dir (`.bearagent`) and the database are never reached through a symlink (`runtime/state_files.py`)."""
+    data_dir = state_dir(loaded)
+    path = data_dir / STATE_DB
+    refuse_symlinks([data_dir, path])
     if not create and not path.exists():
         raise BearAgentError(
             ErrorInfo.of("not_found", "no_state", f"no runs have been stored in {loaded.root} yet ({path} is missing)"),
             hint='start a run with `bearagent run "..."` in this workspace first',
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(open_state_dir(data_dir))  # a real directory, created 0700 if missing
     return SqliteEventStore(path)
 
 
@@ -724,6 +736,10 @@ class WorkspaceRuntime:
         )
         return await self.run(prompt, options, observer)
 
+    def _child_usage(self, child_id: RunId) -> ChildUsage:
+        """What a finished child consumed (its own children included: their usage was charged to it)."""
+        return _usage_of(self.store.get_run(child_id))
+
     # ---- child runs --------------------------------------------------------------------------------------------
 
     def _child_runner(
@@ -826,7 +842,9 @@ class WorkspaceRuntime:
             raise
         finally:
             final_status = status if status in ("succeeded", "failed", "cancelled") else "failed"
-            parent.recorder.append(ChildRunFinishedV1(child_run_id=child_id, status=final_status))  # pyright: ignore[reportArgumentType]
+            parent.recorder.append(
+                ChildRunFinishedV2(child_run_id=child_id, status=final_status, usage=self._child_usage(child_id))  # pyright: ignore[reportArgumentType]
+            )
             parent.observer.subagent_finished(child_id, parent.recorder.run_id, agent.name, final_status)
         return ChildRunResult(
             run_id=str(child_id),
@@ -834,6 +852,19 @@ class WorkspaceRuntime:
             final_text=outcome.final_text,
             error_message=outcome.error.message if outcome.error is not None else None,
         )
+
+
+def _usage_of(projection: RunProjection | None) -> ChildUsage:
+    if projection is None:
+        return ChildUsage()
+    u = projection.usage
+    return ChildUsage(
+        model_iterations=u.model_iterations,
+        tool_calls=u.tool_calls,
+        input_tokens=u.input_tokens,
+        output_tokens=u.output_tokens,
+        cost_microusd=u.cost_microusd,
+    )
 
 
 async def _record_hook(payload: HookExecutedV1) -> None:

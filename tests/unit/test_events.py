@@ -89,6 +89,11 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
     ("TodosUpdated", 1): {"todos": [{"text": "write tests", "done": False}]},
     ("ChildRunStarted", 1): {"child_run_id": str(RUN), "agent_name": "explore", "tool_call_id": str(TC)},
     ("ChildRunFinished", 1): {"child_run_id": str(RUN), "status": "succeeded"},
+    ("ChildRunFinished", 2): {
+        "child_run_id": str(RUN),
+        "status": "succeeded",
+        "usage": {"model_iterations": 2, "tool_calls": 1, "input_tokens": 30, "output_tokens": 5, "cost_microusd": 7},
+    },
 }
 
 

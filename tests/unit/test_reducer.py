@@ -22,6 +22,8 @@ from bearagent.domain.run_events import (
     RUN_EVENT_PAYLOADS,
     AgentSwitchedV1,
     ChildRunFinishedV1,
+    ChildRunFinishedV2,
+    ChildUsage,
     ChildRunStartedV1,
     HookExecutedV1,
     ModelCallCompletedV2,
@@ -294,6 +296,16 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
         folder.feed(f.event(payload))
         assert folder.state == previous.model_copy(update={"last_sequence": previous.last_sequence + 1})
     assert folder.state.usage == before.usage
+    # v2: the child's usage is charged to the parent (wall time is not: it overlaps the parent's)
+    spent = ChildUsage(model_iterations=2, tool_calls=1, input_tokens=30, output_tokens=5, cost_microusd=7)
+    folder.feed(f.event(ChildRunFinishedV2(child_run_id=child, status="succeeded", usage=spent)))
+    u, b = folder.state.usage, before.usage
+    assert (u.model_iterations, u.tool_calls) == (b.model_iterations + 2, b.tool_calls + 1)
+    assert (u.input_tokens, u.output_tokens, u.cost_microusd) == (
+        b.input_tokens + 30,
+        b.output_tokens + 5,
+        b.cost_microusd + 7,
+    )
     folder.feed(f.event(RunSucceededV2(final_text="Done.", stop_reason="end_turn")))
     assert folder.state.final_text == "Done." and folder.state.stop_reason == "end_turn"
     seen |= folder.seen

@@ -236,6 +236,25 @@ class ChildRunFinishedV1(RunEventPayload):
     status: Literal["succeeded", "failed", "cancelled"]
 
 
+class ChildUsage(DomainModel):
+    """What a child run consumed, charged to its parent when it finishes (wall time is not: it overlaps)."""
+
+    model_iterations: int = Field(default=0, ge=0)
+    tool_calls: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cost_microusd: int = Field(default=0, ge=0)
+
+
+class ChildRunFinishedV2(RunEventPayload):
+    """A finished child run (subagent, action tool, hook judge) and its usage, which the reducer adds to the
+    parent's: a subagent's model calls count against the budgets of every ancestor."""
+
+    child_run_id: RunId
+    status: Literal["succeeded", "failed", "cancelled"]
+    usage: ChildUsage = Field(default_factory=ChildUsage)
+
+
 RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 1): RunCreatedV1,
     ("RunCreated", 2): RunCreatedV2,
@@ -264,6 +283,7 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("TodosUpdated", 1): TodosUpdatedV1,
     ("ChildRunStarted", 1): ChildRunStartedV1,
     ("ChildRunFinished", 1): ChildRunFinishedV1,
+    ("ChildRunFinished", 2): ChildRunFinishedV2,
 }
 
 LATEST_VERSIONS: Mapping[str, int] = {

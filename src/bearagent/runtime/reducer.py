@@ -387,6 +387,17 @@ def _on_agent_switched(run: RunState, active: Active, fact: Fact) -> Active:
     return None
 
 
+def _on_child_finished(run: RunState, active: Active, fact: Fact) -> Active:
+    """ChildRunFinished v2 charges the child's usage to this run (v1 recorded none)."""
+    usage: Mapping[str, int] = fact.payload.get("usage") or {}
+    run.model_iterations += usage.get("model_iterations", 0)
+    run.tool_calls += usage.get("tool_calls", 0)
+    run.input_tokens += usage.get("input_tokens", 0)
+    run.output_tokens += usage.get("output_tokens", 0)
+    run.cost_microusd += usage.get("cost_microusd", 0)
+    return None
+
+
 def _on_record(run: RunState, active: Active, fact: Fact) -> Active:
     """HookExecuted, TodosUpdated, ChildRunStarted/Finished: facts for the log, no state besides last_sequence."""
     return None
@@ -412,7 +423,7 @@ _HANDLERS: Mapping[str, _Handler] = {
     "HookExecuted": _on_record,
     "TodosUpdated": _on_record,
     "ChildRunStarted": _on_record,
-    "ChildRunFinished": _on_record,
+    "ChildRunFinished": _on_child_finished,
 }
 
 _missing = {t for (t, _v) in RUN_EVENT_PAYLOADS} - set(_HANDLERS)

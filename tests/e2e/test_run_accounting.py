@@ -1,0 +1,76 @@
+"""What a run costs includes what it caused: a subagent's model calls, tool calls, tokens and cost are charged to
+its parent and every ancestor, so a budget set on the request bounds the whole tree of runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.run_ws import agent_md, open_ws, scripted_workspace
+
+TASK = '{name: Task, arguments: {subagent_type: scout, prompt: "look around", description: look}}'
+
+
+def test_a_budget_of_three_model_calls_bounds_the_parent_and_its_children(tmp_path: Path) -> None:
+    # Unbounded, this would be 6 calls: 3 in the parent, 2 and 1 in two children.
+    script = f"""
+turns:
+  - tool_calls: [{TASK}]
+  - tool_calls: [{{name: Read, arguments: {{file_path: notes.md}}}}]
+  - text: "scout: notes read"
+  - tool_calls: [{TASK}]
+  - text: "second scout"
+  - text: "parent done"
+"""
+    agents = {
+        "main": agent_md("Main agent.", mode="primary", tools="[Read]", subagents="[scout]"),
+        "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
+    }
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    (root / "notes.md").write_text("notes\n")
+    with open_ws(root, tmp_path / "home") as ws:
+        result = ws.run_sync("explore", budgets={"max_model_iterations": 3})
+        store = ws.runtime.store
+        runs = [*store.list_runs(parent_run_id=result.run_id), store.get_run(result.run_id)]
+        own_calls = sum(
+            1
+            for run in runs
+            if run is not None
+            for e in ws.events(str(run.run_id))
+            if e.event_type == "ModelCallRequested"
+        )
+        assert own_calls <= 3
+        assert result.status == "failed" and result.error is not None and result.error.category == "budget"
+        parent = ws.run_info(str(result.run_id))
+        assert parent.usage.model_iterations == 3  # one of its own, two charged from the scout
+        child = store.list_runs(parent_run_id=result.run_id)[0]
+        assert child.usage.model_iterations == 2 and child.usage.tool_calls == 1
+        assert parent.usage.tool_calls == 1 + 1  # its Task call and the scout's Read
+        finished = [e for e in ws.events(str(result.run_id)) if e.event_type == "ChildRunFinished"]
+        assert finished and finished[0].schema_version == 2
+        assert finished[0].payload["usage"]["model_iterations"] == 2  # pyright: ignore[reportIndexIssue]
+
+
+def test_a_grandchild_is_charged_to_every_ancestor(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Task, arguments: {subagent_type: mid, prompt: "delegate", description: d}}]
+  - tool_calls: [{name: Task, arguments: {subagent_type: leaf, prompt: "work", description: w}}]
+  - text: "leaf done"
+  - text: "mid done"
+  - text: "root done"
+"""
+    agents = {
+        "main": agent_md("Main.", mode="primary", tools="[Read]", subagents="[mid]"),
+        "mid": agent_md("Middle.", mode="subagent", tools="[Read]", subagents="[leaf]"),
+        "leaf": agent_md("Leaf.", mode="subagent", tools="[Read]"),
+    }
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    with open_ws(root, tmp_path / "home") as ws:
+        result = ws.run_sync("go")
+        assert result.status == "succeeded", result.error
+        store = ws.runtime.store
+        mid = store.list_runs(parent_run_id=result.run_id)[0]
+        leaf = store.list_runs(parent_run_id=mid.run_id)[0]
+        assert leaf.usage.model_iterations == 1
+        assert mid.usage.model_iterations == 2 + 1
+        assert result.usage.model_iterations == 2 + 3
