@@ -3,6 +3,7 @@ its parent and every ancestor, so a budget set on the request bounds the whole t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
@@ -47,7 +48,8 @@ turns:
         assert parent.usage.tool_calls == 1 + 1  # its Task call and the scout's Read
         finished = [e for e in ws.events(str(result.run_id)) if e.event_type == "ChildRunFinished"]
         assert finished and finished[0].schema_version == 2
-        assert finished[0].payload["usage"]["model_iterations"] == 2  # pyright: ignore[reportIndexIssue]
+        usage = finished[0].payload["usage"]
+        assert isinstance(usage, Mapping) and usage["model_iterations"] == 2
 
 
 def test_a_grandchild_is_charged_to_every_ancestor(tmp_path: Path) -> None:
