@@ -75,6 +75,8 @@ from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import current_run
 from bearagent.runtime.session_lock import SessionLock
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
+from bearagent.sandbox import probe as sandbox_probe
+from bearagent.sandbox import request as sandbox_request
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
@@ -483,6 +485,8 @@ class WorkspaceRuntime:
             user_bypass=in_force.user_bypass,
             root=self.root,
             workspace_kind=config.kind,
+            shell_sandboxed=sandbox_probe.probe(config.sandbox).active,
+            unsandboxed_reason=sandbox_probe.probe(config.sandbox).unconfined_reason(),
         )
         hook_interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
         interceptor: ToolInterceptor | None = hook_interceptor
@@ -505,7 +509,15 @@ class WorkspaceRuntime:
             system_reminder=agent.system_reminder,
             unavailable_servers=unavailable,
         )
-        settings: dict[str, JsonValue] = {"allow_private_network": bool(config.web_fetch.allow_private_network)}
+        settings: dict[str, JsonValue] = {
+            "allow_private_network": bool(config.web_fetch.allow_private_network),
+            **sandbox_request.tool_settings(
+                config.sandbox,
+                config.shell_env,
+                self.loaded.env,
+                [m.api_key_env for m in self.loaded.models.all() if m.api_key_env],
+            ),
+        }
         return AgentPlan(
             agent_name=agent.name,
             system_prompt=self._context.system_prompt(parts),

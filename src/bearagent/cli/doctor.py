@@ -59,6 +59,19 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
             if d not in seen and d.code != "projection.chat":
                 seen.add(d)
                 diags.append(d)
+    from bearagent.sandbox.probe import probe as probe_sandbox
+
+    sandbox = probe_sandbox(ws.config.sandbox)
+    if sandbox.warning() is not None:
+        diags.append(
+            Diagnostic(
+                severity="warning",
+                code="sandbox.unavailable",
+                message=f"the Bash sandbox cannot start: {sandbox.reason}; every Bash command needs approval",
+                source="sandbox",
+                fix=sandbox.fix,
+            )
+        )
     if quiet:
         diags = [d for d in diags if d.severity != "info"]
     errors = sum(d.severity == "error" for d in diags)
@@ -72,6 +85,14 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
                 "compat": ws.config.compat,
                 "instructions": str(ws.instructions.path) if ws.instructions else None,
                 "plugins": sorted(ws.plugins.plugins),
+                "sandbox": {
+                    "mode": ws.config.sandbox.mode,
+                    "network": ws.config.sandbox.network,
+                    "active": sandbox.active,
+                    "backend": sandbox.backend,
+                    "program": sandbox.program,
+                    "reason": sandbox.reason or None,
+                },
                 "errors": errors,
                 "warnings": warnings,
                 "diagnostics": [diag_json(d) for d in diags],
@@ -83,6 +104,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
         click.echo(f"config files  {', '.join(str(cf.path) for cf in ws.config_files) or 'none'}")
         click.echo(f"compat        {'on (.claude/, .agents/, .mcp.json)' if ws.config.compat else 'off'}")
         click.echo(f"instructions  {ws.instructions.path.name if ws.instructions else 'none (AGENTS.md / CLAUDE.md)'}")
+        click.echo(f"sandbox       {sandbox.describe(ws.config.sandbox.network)}")
         click.echo(
             f"loaded        {len(ws.agents.names())} agents, {len(ws.skills.names())} skills, {len(ws.actions.names())} actions, "
             f"{len(ws.models.refs())} models, {len(ws.mcp.names())} MCP servers, {len(ws.hooks.all())} hook groups, {len(ws.plugins.plugins)} plugins"

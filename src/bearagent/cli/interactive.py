@@ -100,7 +100,18 @@ def interactive(
     runtime = WorkspaceRuntime(loaded)
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
-    console.print(Text(f"BearAgent · {loaded.root} · agent {state.agent} · /help for commands", style="bold"))
+    from bearagent.sandbox.probe import probe as probe_sandbox
+
+    sandbox = probe_sandbox(loaded.config.sandbox)
+    console.print(
+        Text(
+            f"BearAgent · {loaded.root} · agent {state.agent} · sandbox {sandbox.describe(loaded.config.sandbox.network)}"
+            " · /help for commands",
+            style="bold",
+        )
+    )
+    if sandbox.warning() is not None:
+        console.print(Text(str(sandbox.warning()), style="yellow"))
     for notice in runtime.notices(state.agent):
         console.print(Text(notice, style="yellow"))
     with asyncio.Runner() as runner:

@@ -73,6 +73,11 @@ def run(
         runtime = WorkspaceRuntime(loaded, permission_mode=permission_mode)
         for notice in runtime.notices(agent):
             click.echo(notice, err=True)
+        from bearagent.sandbox.probe import probe as probe_sandbox
+
+        sandbox_warning = probe_sandbox(loaded.config.sandbox).warning()
+        if sandbox_warning is not None:  # the one message when Bash cannot be confined: it will ask instead
+            click.echo(sandbox_warning, err=True)
     except BearAgentError as exc:
         die_from(exc, debug=debug)
 

@@ -17,6 +17,7 @@ from bearagent.domain._base import DomainModel
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import Level
+from bearagent.sandbox.settings import SandboxSettings, ShellEnvPolicy, merge_sandbox, merge_shell_env
 
 WorkspaceKind = Literal["project", "chat"]
 TOP_LEVEL_KEYS = frozenset(
@@ -33,6 +34,8 @@ TOP_LEVEL_KEYS = frozenset(
         "web_fetch",
         "skills",
         "permission_mode",
+        "sandbox",
+        "shell_env",
     }
 )
 BUDGET_KEYS = tuple(BudgetLimits.model_fields)
@@ -67,6 +70,9 @@ class BearConfig(DomainModel):
     """The mode of the most specific config that set one (workspace over user); agents may set their own."""
     permission_ceiling: str | None = None
     """The user config's `permission_mode`: nothing in a workspace may be looser (see docs/security.md)."""
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """The Bash sandbox; the user config's mode is a ceiling (`bearagent.sandbox.settings.merge_sandbox`)."""
+    shell_env: ShellEnvPolicy = Field(default_factory=ShellEnvPolicy)
 
 
 @dataclass
@@ -153,7 +159,35 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
     _parse_budgets(cf, data.get("budgets"), diagnostics)
     _parse_small_section(cf, data.get("web_fetch"), "web_fetch", {"allow_private_network": bool}, diagnostics)
     _parse_small_section(cf, data.get("skills"), "skills", {"catalog_budget_chars": int}, diagnostics)
+    _parse_sandbox_sections(cf, data, diagnostics)
     return cf
+
+
+def _parse_sandbox_sections(cf: ConfigFile, data: Mapping[str, object], diagnostics: list[Diagnostic]) -> None:
+    """`sandbox:` and `shell_env:` (parsed by `bearagent.sandbox.settings`; only valid keys land in settings)."""
+    from bearagent.sandbox.settings import parse_sandbox, parse_shell_env
+
+    for key, (parsed, problems) in (
+        ("sandbox", parse_sandbox(data.get("sandbox"), level=cf.level)),
+        ("shell_env", parse_shell_env(data.get("shell_env"))),
+    ):
+        if key in data:
+            cf.settings[key] = parsed
+        for p in problems:
+            if p.severity == "warning":
+                diagnostics.append(
+                    Diagnostic(
+                        severity="warning",
+                        code="config.unknown_key",
+                        message=f"{p.field}: {p.message}",
+                        source=str(cf.path),
+                        line=cf.line_of(p.field.split(".")[-1]),
+                        field=p.field,
+                        fix=p.fix,
+                    )
+                )
+            else:
+                diagnostics.append(_error(cf, p.field, p.message, p.fix))
 
 
 def _parse_permissions(cf: ConfigFile, value: object, diagnostics: list[Diagnostic]) -> None:
@@ -284,6 +318,8 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     catalog = DEFAULT_SKILL_CATALOG_CHARS
     permission_mode: str | None = None
     ceiling: str | None = None
+    sandbox_layers = [(cf.level, cast(dict[str, object], cf.settings.get("sandbox", {}))) for cf in files]
+    shell_env_layers = [(cf.level, cast(dict[str, object], cf.settings.get("shell_env", {}))) for cf in files]
     for cf in files:
         s = cf.settings
         kind = cast(str, s.get("kind", kind))
@@ -313,4 +349,6 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         skill_catalog_chars=catalog,
         permission_mode=permission_mode,
         permission_ceiling=ceiling,
+        sandbox=merge_sandbox(sandbox_layers),
+        shell_env=merge_shell_env(shell_env_layers),
     )

@@ -1,9 +1,14 @@
-"""`Bash{command, timeout?, description?}`: run a shell command in the workspace root.
+"""`Bash{command, timeout?, description?}`: run a shell command in the workspace root, inside the shell sandbox.
 
-The command runs under `/bin/bash -c` in its own session/process group (`start_new_session`), with stdin from
-/dev/null. A timeout, a cancellation, or the command finishing while background children still hold its pipes:
-each kills the whole process group. stdout and stderr are each capped (head and tail kept, the middle cut with a
-note); `ToolResult.data` is `{stdout, stderr, exit_code, interrupted}` (hooks rely on that shape).
+The command runs under `/bin/bash -c`, started by `bearagent.sandbox.launch.shell_launch`: in the sandbox
+(bubblewrap on Linux: the workspace writable except its control files, the rest read-only, secret stores hidden,
+no network, a private /tmp, own PID namespace) unless `sandbox: off` or the sandbox cannot start (then the policy
+asks first, and the command runs under a subreaper that kills whatever it leaves behind). Its environment is the
+`shell_env` policy's (`bearagent.sandbox.env`: no API keys, no secret-looking variables by default). It runs in its
+own session/process group with stdin from /dev/null. A timeout, a cancellation, or the command finishing while
+background children still hold its pipes: each ends every process it started. stdout and stderr are each capped
+(head and tail kept, the middle cut with a note); `ToolResult.data` is `{stdout, stderr, exit_code, interrupted}`
+(hooks rely on that shape).
 """
 
 from __future__ import annotations
@@ -17,22 +22,28 @@ from collections.abc import Mapping
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
+from bearagent.sandbox.launch import ShellLaunch, shell_launch
 from bearagent.tools.base import NativeTool, int_arg, str_arg, tool_error
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_STREAM_CHARS = 30_000
 KILL_GRACE_S = 0.5
+REAPER_STOP_S = 3.0
 DRAIN_AFTER_EXIT_S = 0.2
 SHELL = "/bin/bash"
 
 SPEC = ToolSpec(
     name="Bash",
     description=(
-        "Run a shell command (bash) in the workspace root. No stdin; `timeout` in milliseconds "
-        f"(default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}); on timeout the whole process group is killed. "
-        "stdout and stderr are returned (long output is cut in the middle) with the exit code. Processes left "
-        "running in the background are killed when the command ends. Use Read/Grep/Glob rather than cat/grep/find."
+        "Run a shell command (bash) in the workspace root, inside a sandbox: files can be written only in the "
+        "workspace and /tmp (a private /tmp, emptied after each call), the workspace's control files (.bearagent/, "
+        ".claude/, .mcp.json, AGENTS.md, CLAUDE.md, .git/config, .git/hooks) are read-only, there is no network "
+        "(installing packages or fetching URLs fails), and API keys and other secrets are not in the environment. "
+        f"No stdin; `timeout` in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}); on timeout "
+        "every process of the command is killed. stdout and stderr are returned (long output is cut in the "
+        "middle) with the exit code. Processes left running in the background are killed when the command ends. "
+        "Use Read/Grep/Glob rather than cat/grep/find."
     ),
     input_schema=frozen_json(
         {
@@ -114,6 +125,20 @@ def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
 
 
+async def _stop(proc: asyncio.subprocess.Process, launch: ShellLaunch) -> None:
+    """End the command and everything it started. Under the reaper: SIGTERM to the reaper first (it kills the
+    whole tree, `setsid` daemons included, then exits), SIGKILL of the group only after it. In the sandbox, killing
+    bubblewrap ends the PID namespace."""
+    try:
+        if proc.returncode is None and launch.graceful_stop:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_exited(proc), REAPER_STOP_S)
+    finally:
+        _kill_group(proc.pid)
+
+
 class BashTool(NativeTool):
     def __init__(self) -> None:
         super().__init__(SPEC)
@@ -133,16 +158,20 @@ class BashTool(NativeTool):
     async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         command = str_arg(arguments, "command")
         timeout_ms = int_arg(arguments, "timeout", DEFAULT_TIMEOUT_MS)
-        proc = await asyncio.create_subprocess_exec(
-            SHELL,
-            "-c",
-            command,
-            cwd=str(context.workspace_root),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        launch = shell_launch((SHELL, "-c", command), context.settings, context.workspace_root)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                cwd=str(context.workspace_root),
+                env=launch.env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except BaseException:
+            launch.finish()
+            raise
         pgid = proc.pid  # start_new_session makes the child its own group leader
         out, err = _Capture(MAX_STREAM_CHARS), _Capture(MAX_STREAM_CHARS)
         assert proc.stdout is not None and proc.stderr is not None
@@ -155,18 +184,21 @@ class BashTool(NativeTool):
                 timed_out = True
                 _kill_group(pgid, signal.SIGTERM)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(_exited(proc), KILL_GRACE_S)
-                _kill_group(pgid)
+                    await asyncio.wait_for(_exited(proc), REAPER_STOP_S if launch.graceful_stop else KILL_GRACE_S)
+                await _stop(proc, launch)
                 await _exited(proc)
             try:
                 # children left in the background may keep the pipes open: give them a moment, then end them
                 await asyncio.wait_for(asyncio.shield(pumps), DRAIN_AFTER_EXIT_S)
             except TimeoutError:
-                _kill_group(pgid)
+                await _stop(proc, launch)
                 await asyncio.wait_for(asyncio.shield(pumps), 5)
         finally:
-            # also reached on cancellation: nothing of the group survives the call
-            _kill_group(pgid)
+            # also reached on cancellation: nothing the command started survives the call
+            try:
+                await _stop(proc, launch)
+            finally:
+                launch.finish()
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()

@@ -1,0 +1,116 @@
+"""Run one command so that none of its processes outlives it, without a sandbox (Linux). A standalone script: run as
+`python -I -S _reaper.py PARENT_PID PROGRAM ARG...`; it imports nothing of BearAgent.
+
+It makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every process the command starts that is orphaned,
+`setsid` and double-fork daemons included, is re-parented to it instead of to init. When the command exits, or
+when the reaper gets SIGTERM/SIGHUP/SIGINT, or when BearAgent dies (`PR_SET_PDEATHSIG` delivers SIGTERM), it kills
+every process still below it and exits with the command's status (128 + signal when a signal ended it). Only a
+SIGKILL of the reaper itself leaves the tree to init: BearAgent therefore stops it with SIGTERM first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+KILL_DEADLINE_S = 5.0
+
+
+class _Stop(Exception):
+    pass
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            return [int(p) for p in fh.read().split()]
+    except OSError:
+        pass
+    found: list[int] = []  # kernels without CONFIG_PROC_CHILDREN: scan every process's parent
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(pid):
+            found.append(int(entry))
+    return found
+
+
+def _status_code(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _kill_all(me: int, shell: int, code: int | None) -> int | None:
+    """SIGKILL every process below us until none is left; return the shell's status if it is reaped here."""
+    deadline = time.monotonic() + KILL_DEADLINE_S
+    while time.monotonic() < deadline:
+        kids = _children(me)
+        for kid in kids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(kid, signal.SIGKILL)
+        try:
+            pid, status = os.waitpid(-1, 0 if kids else os.WNOHANG)
+        except ChildProcessError:
+            return code
+        except InterruptedError:
+            continue
+        if pid == shell:
+            code = _status_code(status)
+        if pid == 0 and not kids:
+            time.sleep(0.01)
+    return code
+
+
+def main() -> int:
+    parent = int(sys.argv[1])
+    argv = sys.argv[2:]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _on_signal)
+    me = os.getpid()
+    code: int | None = None
+    shell = -1
+    try:
+        if os.getppid() != parent:
+            return 137  # BearAgent died before PR_SET_PDEATHSIG was armed
+        shell = os.posix_spawn(
+            argv[0],
+            argv,
+            os.environ,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGHUP, signal.SIGINT),
+            setsigmask=(),
+        )
+        while code is None:
+            pid, status = os.waitpid(-1, 0)
+            if pid == shell:
+                code = _status_code(status)
+    except _Stop:
+        pass
+    except ChildProcessError:
+        pass
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    code = _kill_all(me, shell, code)
+    return 137 if code is None else code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""The Linux backend: bubblewrap (`bwrap`).
+
+The argv, in mount order (later mounts cover earlier ones):
+
+1. `--new-session --die-with-parent --unshare-all [--share-net] --cap-drop ALL`: own user, PID, network (loopback
+   only), IPC, UTS and cgroup namespaces; no controlling terminal (no TIOCSTI injection); every process dies with
+   the call (the PID namespace ends when the shell exits; `--die-with-parent` when BearAgent dies, even by
+   SIGKILL); and no capabilities: bubblewrap run by root keeps them all unless told, and a shell with
+   CAP_SYS_ADMIN can remount a read-only bind writable.
+2. `--ro-bind / /`, a fresh `--dev /dev` and `--proc /proc`, private tmpfs on `/tmp` and `/var/tmp`.
+3. hidden paths that contain the workspace (rare), then the workspace: `--bind` (workspace-write) or `--ro-bind`
+   (read-only).
+4. workspace-write: the control files (`bearagent.tools.protected.SHELL_READ_ONLY`) read-only. A directory on the
+   way to one (`.git` for `.git/config`) is bound onto itself first, which makes it a mount point that cannot be
+   renamed away and replaced. A control file that does not exist gets a read-only placeholder (an empty directory
+   or `/dev/null`) so the command cannot create it; bubblewrap has to create the mount point on the host, so an
+   empty file or directory appears there for the duration of the call and is removed when the call ends (left
+   behind only if BearAgent itself is killed mid-call). A control file that is a symlink has its target protected;
+   the link itself can still be replaced (documented gap).
+5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket), then the readable
+   exceptions inside them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bearagent.sandbox.request import SandboxRequest
+from bearagent.tools.protected import PROTECTED_FILES, SHELL_READ_ONLY
+
+PRIVATE_TMP = ("/tmp", "/var/tmp")
+_NAMESPACE_ARGS = ("--new-session", "--die-with-parent", "--unshare-all")
+_BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+
+_lock = threading.Lock()
+_placeholders: dict[str, int] = {}
+"""Placeholders of this process's running calls, by path, with how many calls use each. A call that finds another
+call's placeholder reuses it, and only the last one removes it: removing a mount point on the host would detach the
+mount in every sandbox that still relies on it."""
+
+
+def probe_argv(program: str) -> list[str]:
+    """The confinement of a real call, without the workspace (the probe's command follows)."""
+    return [program, *_NAMESPACE_ARGS, "--cap-drop", "ALL", *_BASE_MOUNTS, "--"]
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _is_file_name(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return rel in PROTECTED_FILES or name == "config" or "." in name[1:]
+
+
+@dataclass
+class _Plan:
+    args: list[str] = field(default_factory=lambda: [])
+    placeholders: list[tuple[str, bool]] = field(default_factory=lambda: [])  # (path, is_dir), newly created
+    reused: list[str] = field(default_factory=lambda: [])
+    bound_dirs: set[str] = field(default_factory=lambda: set())
+    ro: set[str] = field(default_factory=lambda: set())
+
+
+def _placeholder(plan: _Plan, path: Path, is_dir: bool) -> None:
+    key = str(path)
+    if key in plan.ro:
+        return
+    plan.ro.add(key)
+    if is_dir:
+        plan.args += ["--perms", "0555", "--tmpfs", key, "--remount-ro", key]
+    else:
+        plan.args += ["--ro-bind", "/dev/null", key]
+    with _lock:
+        if key in _placeholders:
+            _placeholders[key] += 1
+            plan.reused.append(key)
+        elif os.path.lexists(key):
+            return
+        else:
+            _placeholders[key] = 1
+            plan.placeholders.append((key, is_dir))
+
+
+def _protect(plan: _Plan, root: Path, rel: str) -> None:
+    parts = [p for p in rel.split("/") if p]
+    current = root
+    for index, part in enumerate(parts):
+        current = current / part
+        last = index == len(parts) - 1
+        key = str(current)
+        with _lock:
+            ours = key in _placeholders
+        if ours:
+            _placeholder(plan, current, not last or not _is_file_name(rel))
+            return
+        if current.is_symlink():
+            target = Path(os.path.realpath(current))
+            if _inside(target, root) and target.exists() and str(target) not in plan.ro:
+                plan.ro.add(str(target))
+                plan.args += ["--ro-bind", str(target), str(target)]
+            return
+        if not current.exists():
+            _placeholder(plan, current, not last or not _is_file_name(rel))
+            return
+        if last or not current.is_dir():
+            if key not in plan.ro:
+                plan.ro.add(key)
+                plan.args += ["--ro-bind", key, key]
+            return
+        if key not in plan.bound_dirs:  # a mount point cannot be renamed away and replaced
+            plan.bound_dirs.add(key)
+            plan.args += ["--bind", key, key]
+
+
+def _hide(plan: _Plan, path: Path, root: Path) -> None:
+    if not _inside(path, root) and any(_inside(path, Path(t)) for t in PRIVATE_TMP):
+        return  # already invisible: the sandbox has its own /tmp
+    try:
+        if path.is_dir() and not path.is_symlink():
+            plan.args += ["--tmpfs", str(path)]
+        elif os.path.lexists(path):
+            target = Path(os.path.realpath(path))
+            if target.is_dir():
+                plan.args += ["--tmpfs", str(target)]
+            else:
+                plan.args += ["--ro-bind", "/dev/null", str(target if path.is_symlink() else path)]
+    except OSError:
+        return
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedCommand:
+    """The argv to spawn, the variables the sandbox sets on top of the call's environment, and `finish()` to call
+    once the command is over (removes this call's placeholders)."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    placeholders: tuple[tuple[str, bool], ...] = ()
+    reused: tuple[str, ...] = ()
+
+    def finish(self) -> None:
+        with _lock:
+            for key in self.reused:
+                _placeholders[key] -= 1
+            for key, _ in self.placeholders:
+                _placeholders[key] -= 1
+            done = [(k, d) for k, d in self.placeholders if _placeholders.get(k, 0) <= 0]
+            done.extend((k, Path(k).is_dir()) for k in self.reused if _placeholders.get(k, 0) <= 0)
+            for key, is_dir in done:
+                _placeholders.pop(key, None)
+                _remove_placeholder(key, is_dir)
+
+
+def _remove_placeholder(key: str, is_dir: bool) -> None:
+    """Remove a mount point bubblewrap left on the host, but only while it is still the empty thing it made."""
+    with contextlib.suppress(OSError):
+        st = os.lstat(key)
+        if is_dir and Path(key).is_dir() and not any(Path(key).iterdir()):
+            os.rmdir(key)
+        elif not is_dir and os.path.isfile(key) and st.st_size == 0:
+            os.unlink(key)
+
+
+class BwrapBackend:
+    """The `SandboxBackend` for Linux."""
+
+    name = "bubblewrap"
+
+    def __init__(self, program: str) -> None:
+        self.program = program
+
+    def prepare(self, argv: Sequence[str], request: SandboxRequest, root: Path) -> PreparedCommand:
+        root = Path(os.path.realpath(root))
+        plan = _Plan(args=[self.program, *_NAMESPACE_ARGS])
+        if request.network == "allow":
+            plan.args.append("--share-net")
+        plan.args += ["--cap-drop", "ALL", *_BASE_MOUNTS]
+        if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
+            plan.args += ["--tmpfs", "/var/tmp"]
+        hidden = [Path(p) for p in request.hidden]
+        around = [h for h in hidden if _inside(root, h) and h != root]
+        for path in around:
+            _hide(plan, path, root)
+        plan.args += ["--bind" if request.mode == "workspace-write" else "--ro-bind", str(root), str(root)]
+        try:
+            if request.mode == "workspace-write":
+                for rel in SHELL_READ_ONLY:
+                    _protect(plan, root, rel)
+            for path in hidden:
+                if path not in around and path != root:
+                    _hide(plan, path, root)
+            for raw in request.readable:
+                path = Path(raw)
+                if path.is_file() and any(_inside(path, h) for h in hidden):
+                    plan.args += ["--ro-bind", raw, raw]
+        except BaseException:
+            PreparedCommand((), {}, tuple(plan.placeholders), tuple(plan.reused)).finish()
+            raise
+        plan.args += ["--chdir", str(root), "--", *argv]
+        env = {"TMPDIR": "/tmp", "BEARAGENT_SANDBOX": request.mode}
+        return PreparedCommand(tuple(plan.args), env, tuple(plan.placeholders), tuple(plan.reused))

@@ -1,0 +1,68 @@
+"""How one Bash command is started: inside the sandbox when it is on and can start, otherwise under the reaper.
+
+Both ways leave no survivor. In the sandbox the PID namespace ends with the shell and `--die-with-parent` ends it
+with BearAgent. Unconfined (`sandbox: off`, or a call the user approved because the sandbox could not start), the
+shell runs under `_reaper.py`, a child subreaper that kills whatever the command left behind (including `setsid`
+daemons) when the shell exits, when it is told to stop, or when BearAgent dies. Outside Linux, only the process
+group is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from bearagent.sandbox.bwrap import BwrapBackend, PreparedCommand
+from bearagent.sandbox.env import build_shell_env
+from bearagent.sandbox.probe import SandboxStatus, probe
+from bearagent.sandbox.request import SANDBOX_SETTING, SHELL_ENV_SETTING, SandboxRequest
+from bearagent.sandbox.settings import ShellEnvPolicy
+
+REAPER = str(Path(__file__).with_name("_reaper.py"))
+
+
+@dataclass(frozen=True, slots=True)
+class ShellLaunch:
+    """What to spawn. `graceful_stop`: stop it with SIGTERM to the process itself first (the reaper then kills the
+    tree and exits), a SIGKILL only after that; otherwise SIGKILL of the process group is enough."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    status: SandboxStatus
+    graceful_stop: bool = False
+    prepared: PreparedCommand | None = None
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.prepared is not None
+
+    def finish(self) -> None:
+        if self.prepared is not None:
+            self.prepared.finish()
+
+
+def shell_environment(settings: Mapping[str, object]) -> dict[str, str]:
+    """The environment the runner resolved for Bash, or (a tool called without a runner) the default policy applied
+    to BearAgent's own environment."""
+    given = settings.get(SHELL_ENV_SETTING)
+    if isinstance(given, Mapping):
+        return {str(k): str(v) for k, v in cast(Mapping[object, object], given).items()}
+    return build_shell_env(os.environ, ShellEnvPolicy())
+
+
+def shell_launch(shell_argv: Sequence[str], settings: Mapping[str, object], root: Path) -> ShellLaunch:
+    request = SandboxRequest.from_json(settings.get(SANDBOX_SETTING))
+    env = shell_environment(settings)
+    status = probe(request.settings())
+    if status.active and status.program is not None:
+        prepared = BwrapBackend(status.program).prepare(shell_argv, request, root)
+        env.update(prepared.env)
+        return ShellLaunch(argv=prepared.argv, env=env, status=status, prepared=prepared)
+    if sys.platform.startswith("linux"):
+        argv = (sys.executable, "-I", "-S", REAPER, str(os.getpid()), *shell_argv)
+        return ShellLaunch(argv=argv, env=env, status=status, graceful_stop=True)
+    return ShellLaunch(argv=tuple(shell_argv), env=env, status=status)

@@ -1,0 +1,178 @@
+"""What one Bash call's confinement needs, resolved from the settings and the environment, and its round trip through
+`ToolContext.settings` (plain JSON: the runner fills it in `plan()`, the Bash tool reads it back).
+
+Hidden by default (each under the user's home as the environment names it and as the password database does, when
+it exists): the secret stores in `HIDDEN_IN_HOME`, BearAgent's own user directory, `$XDG_CONFIG_HOME`,
+`$XDG_RUNTIME_DIR` (the user's agent and bus sockets) and the container-engine sockets in `HIDDEN_SOCKETS`; plus
+every `sandbox.hide` entry. A hidden directory becomes an empty private tmpfs, a hidden file (or socket) `/dev/null`.
+Inside the hidden `~/.config`, git's own files (`READABLE_IN_HIDDEN`) stay readable so `git commit` finds the
+user's identity and ignore rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from bearagent.domain._base import JsonValue
+from bearagent.sandbox.env import build_shell_env
+from bearagent.sandbox.settings import (
+    NETWORK_MODES,
+    SANDBOX_MODES,
+    NetworkMode,
+    SandboxMode,
+    SandboxSettings,
+    ShellEnvPolicy,
+)
+
+SANDBOX_SETTING = "sandbox"
+"""ToolContext.settings key: the resolved sandbox request (`SandboxRequest.to_json`)."""
+SHELL_ENV_SETTING = "shell_env"
+"""ToolContext.settings key: the environment for Bash (already filtered by the shell_env policy)."""
+
+HIDDEN_IN_HOME: tuple[str, ...] = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config",
+    ".netrc",
+    ".docker",
+    ".kube",
+    ".azure",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".password-store",
+    ".local/share/keyrings",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".terraform.d/credentials.tfrc.json",
+)
+"""Secret stores under a home directory that the shell cannot see."""
+HIDDEN_SOCKETS: tuple[str, ...] = (
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/dbus/system_bus_socket",
+)
+"""Sockets that would let a confined command drive something unconfined (a socket on a read-only mount still
+accepts connections)."""
+READABLE_IN_HIDDEN: tuple[str, ...] = (".config/git/config", ".config/git/ignore", ".config/git/attributes")
+"""Files inside a hidden home directory that stay readable (git's identity and ignore rules)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxRequest:
+    """The confinement of one call: `mode` and `network` from the settings, absolute `hidden` paths (what exists
+    is hidden), absolute `readable` exceptions inside them, and the configured sandbox program (user config)."""
+
+    mode: SandboxMode = "workspace-write"
+    network: NetworkMode = "deny"
+    hidden: tuple[str, ...] = ()
+    readable: tuple[str, ...] = ()
+    bwrap_path: str | None = None
+
+    def settings(self) -> SandboxSettings:
+        return SandboxSettings(mode=self.mode, network=self.network, bwrap_path=self.bwrap_path)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "mode": self.mode,
+            "network": self.network,
+            "hidden": list(self.hidden),
+            "readable": list(self.readable),
+            "bwrap_path": self.bwrap_path,
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> SandboxRequest:
+        """Read back `to_json`; anything malformed gives the strict default (never a looser one)."""
+        if not isinstance(value, Mapping):
+            return default_request(os.environ)
+        data = cast(Mapping[str, object], value)
+        mode = data.get("mode")
+        network = data.get("network")
+        program = data.get("bwrap_path")
+        return cls(
+            mode=mode if mode in SANDBOX_MODES else "workspace-write",
+            network=network if network in NETWORK_MODES else "deny",
+            hidden=_str_tuple(data.get("hidden")),
+            readable=_str_tuple(data.get("readable")),
+            bwrap_path=program if isinstance(program, str) else None,
+        )
+
+
+def _str_tuple(value: object) -> tuple[str, ...]:
+    if isinstance(value, (list, tuple)):
+        return tuple(v for v in cast(Iterable[object], value) if isinstance(v, str))
+    return ()
+
+
+def _homes(env: Mapping[str, str]) -> list[Path]:
+    homes: list[Path] = []
+    candidates = [env.get("HOME"), os.environ.get("HOME")]
+    with contextlib.suppress(KeyError):
+        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+    for raw in candidates:
+        if raw and raw.startswith("/"):
+            path = Path(os.path.normpath(raw))
+            if path not in homes and path != Path("/"):
+                homes.append(path)
+    return homes
+
+
+def _expand(raw: str, homes: list[Path]) -> list[Path]:
+    if raw == "~" or raw.startswith("~/"):
+        rest = raw[2:]
+        return [h / rest if rest else h for h in homes]
+    return [Path(os.path.normpath(raw))]
+
+
+def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxRequest:
+    """Resolve the hidden paths for `settings` under the environment `env` (its HOME and BearAgent's user dir)."""
+    from bearagent.config.workspace import user_config_dir
+
+    homes = _homes(env)
+    hidden: list[Path] = [h / rel for h in homes for rel in HIDDEN_IN_HOME]
+    hidden.append(user_config_dir(env))
+    hidden.append(user_config_dir(os.environ))
+    for var in ("XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "BEARAGENT_HOME"):
+        value = env.get(var) or os.environ.get(var)
+        if value and value.startswith("/"):
+            hidden.append(Path(value))
+    hidden.extend(Path(p) for p in HIDDEN_SOCKETS)
+    for raw in settings.hide:
+        hidden.extend(_expand(raw, homes))
+    readable = [h / rel for h in homes for rel in READABLE_IN_HIDDEN]
+    unique = list(dict.fromkeys(str(Path(os.path.normpath(p))) for p in hidden))
+    return SandboxRequest(
+        mode=settings.mode,
+        network=settings.network,
+        hidden=tuple(unique),
+        readable=tuple(dict.fromkeys(str(p) for p in readable)),
+        bwrap_path=settings.bwrap_path,
+    )
+
+
+def default_request(env: Mapping[str, str]) -> SandboxRequest:
+    return build_request(SandboxSettings(), env)
+
+
+def tool_settings(
+    sandbox: SandboxSettings, shell_env: ShellEnvPolicy, env: Mapping[str, str], secret_names: Iterable[str]
+) -> dict[str, JsonValue]:
+    """The `ToolContext.settings` entries the Bash tool reads: the resolved request and the filtered environment
+    (`secret_names`: the variables model entries read their keys from; they never reach the shell)."""
+    shell = build_shell_env(env, shell_env, secret_names=secret_names)
+    return {
+        SANDBOX_SETTING: build_request(sandbox, env).to_json(),
+        SHELL_ENV_SETTING: cast(dict[str, JsonValue], shell),
+    }

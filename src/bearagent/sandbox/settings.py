@@ -1,0 +1,299 @@
+"""The `sandbox:` and `shell_env:` config sections: parsing one file, merging the files, and what a file loosens.
+
+```yaml
+sandbox: workspace-write            # shorthand for {mode: workspace-write}
+sandbox:
+  mode: workspace-write             # workspace-write (default) | read-only | off
+  network: deny                     # deny (default) | allow
+  hide: [~/secrets, /opt/tokens]    # more paths the shell cannot see (added to the built-in list)
+  bwrap_path: /usr/bin/bwrap        # user config only
+shell_env:
+  inherit: core                     # core (default) | all | none
+  include: [NODE_OPTIONS, "AWS_*"]  # more variables (glob patterns) to pass, even secret-looking ones
+  exclude: ["MY_*"]                 # variables never to pass
+  set: {CI: "1"}                    # literal values (no ${VAR} expansion)
+```
+
+Parsing is lenient per field: a bad field is a problem naming the field and the fix, the other fields still apply.
+Merging: the user config's `sandbox.mode` (and `network`) is a ceiling a workspace may tighten but never loosen;
+without a user value the workspace's applies. `loosening()` lists what one file's raw settings loosen compared with
+the defaults, for the trust check of workspace files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias, cast
+
+from pydantic import Field
+
+from bearagent.domain._base import DomainModel
+from bearagent.sandbox.env import is_secret_name
+
+SandboxMode: TypeAlias = Literal["workspace-write", "read-only", "off"]
+NetworkMode: TypeAlias = Literal["deny", "allow"]
+InheritMode: TypeAlias = Literal["core", "all", "none"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("workspace-write", "read-only", "off")
+NETWORK_MODES: tuple[NetworkMode, ...] = ("deny", "allow")
+INHERIT_MODES: tuple[InheritMode, ...] = ("core", "all", "none")
+SANDBOX_KEYS = ("mode", "network", "hide", "bwrap_path", "hooks", "mcp")
+SHELL_ENV_KEYS = ("inherit", "include", "exclude", "set")
+USER_ONLY_SANDBOX_KEYS = ("bwrap_path",)
+"""Keys a workspace file may not set: a workspace that picked the sandbox binary could pick one that confines
+nothing."""
+
+MODE_STRICTNESS: Mapping[SandboxMode, int] = {"off": 0, "workspace-write": 1, "read-only": 2}
+NETWORK_STRICTNESS: Mapping[NetworkMode, int] = {"allow": 0, "deny": 1}
+
+
+class SandboxSettings(DomainModel):
+    """The merged `sandbox:` settings."""
+
+    mode: SandboxMode = "workspace-write"
+    network: NetworkMode = "deny"
+    hide: tuple[str, ...] = ()
+    bwrap_path: str | None = Field(default=None, max_length=4096)
+    hooks: bool = False
+    """Run command hooks in the sandbox too (not implemented yet: parsed, reported, not applied)."""
+    mcp: bool = False
+    """Run stdio MCP servers in the sandbox too (not implemented yet: parsed, reported, not applied)."""
+
+
+class ShellEnvPolicy(DomainModel):
+    """The merged `shell_env:` settings: which variables the shell inherits (see `bearagent.sandbox.env`)."""
+
+    inherit: InheritMode = "core"
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    set: Mapping[str, str] = Field(default_factory=dict[str, str])
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One bad field of a section: `field` is dotted (`sandbox.network`), `fix` says what to write instead."""
+
+    field: str
+    message: str
+    fix: str
+    severity: Literal["error", "warning"] = "error"
+
+
+def _strings(value: object) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in cast(list[object], value)):
+        return tuple(cast(list[str], value))
+    return None
+
+
+def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list[Problem]]:
+    """One file's `sandbox:` value into the keys it sets (only valid ones) and the problems. `level` is the file's
+    level (`user`, `workspace`, ...): `bwrap_path` is refused from a workspace file."""
+    problems: list[Problem] = []
+    out: dict[str, object] = {}
+    if value is None:
+        return out, problems
+    if isinstance(value, str):
+        value = {"mode": value}
+    if not isinstance(value, dict):
+        problems.append(
+            Problem(
+                "sandbox", "must be a mode or a mapping", "write `sandbox: workspace-write` or `sandbox: {mode: ...}`"
+            )
+        )
+        return out, problems
+    for key, item in cast(dict[object, object], value).items():
+        name = str(key)
+        where = f"sandbox.{name}"
+        if name == "mode":
+            if item in SANDBOX_MODES:
+                out["mode"] = item
+            else:
+                problems.append(
+                    Problem(where, f"{item!r} is not a sandbox mode", f"use one of: {', '.join(SANDBOX_MODES)}")
+                )
+        elif name == "network":
+            if item in NETWORK_MODES:
+                out["network"] = item
+            elif isinstance(item, list):
+                problems.append(
+                    Problem(
+                        where,
+                        "a list of allowed hosts is not supported yet (the sandbox has no filtering proxy)",
+                        "write `network: deny` (the default) or `network: allow`",
+                    )
+                )
+            else:
+                problems.append(Problem(where, f"{item!r} is not a network mode", "write `network: deny` or `allow`"))
+        elif name == "hide":
+            paths = _strings(item)
+            if paths is None or not all(p.startswith(("/", "~")) for p in paths):
+                problems.append(Problem(where, "must be a list of absolute or ~/ paths", "write `hide: [~/secrets]`"))
+            else:
+                out["hide"] = paths
+        elif name == "bwrap_path":
+            if level == "workspace":
+                problems.append(
+                    Problem(
+                        where,
+                        "can only be set in the user config (a workspace must not choose the sandbox program)",
+                        "move it to ~/.config/bearagent/config.yaml ($BEARAGENT_HOME/config.yaml)",
+                    )
+                )
+            elif isinstance(item, str) and item.startswith("/"):
+                out["bwrap_path"] = item
+            else:
+                problems.append(Problem(where, "must be an absolute path", "write `bwrap_path: /usr/bin/bwrap`"))
+        elif name in ("hooks", "mcp"):
+            if isinstance(item, bool):
+                out[name] = item
+            else:
+                problems.append(Problem(where, "must be true or false", f"write `{name}: true`"))
+        else:
+            from bearagent.config.files import did_you_mean
+
+            guess = did_you_mean(name, SANDBOX_KEYS)
+            problems.append(
+                Problem(
+                    where,
+                    f"unknown key{f' (did you mean {guess!r}?)' if guess else ''}; it is ignored",
+                    f"rename it to {guess!r}" if guess else f"known keys: {', '.join(SANDBOX_KEYS)}",
+                    severity="warning",
+                )
+            )
+    return out, problems
+
+
+def parse_shell_env(value: object) -> tuple[dict[str, object], list[Problem]]:
+    """One file's `shell_env:` value into the keys it sets (only valid ones) and the problems."""
+    problems: list[Problem] = []
+    out: dict[str, object] = {}
+    if value is None:
+        return out, problems
+    if not isinstance(value, dict):
+        problems.append(Problem("shell_env", "must be a mapping", "write `shell_env: {inherit: core}`"))
+        return out, problems
+    for key, item in cast(dict[object, object], value).items():
+        name = str(key)
+        where = f"shell_env.{name}"
+        if name == "inherit":
+            if item in INHERIT_MODES:
+                out["inherit"] = item
+            else:
+                problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(INHERIT_MODES)}"))
+        elif name in ("include", "exclude"):
+            names = _strings(item) if item is not None else ()
+            if names is None:
+                problems.append(
+                    Problem(where, "must be a list of variable names or glob patterns", f"write `{name}: [NAME]`")
+                )
+            else:
+                out[name] = names
+        elif name == "set":
+            if isinstance(item, dict) and all(
+                isinstance(k, str) and k and "=" not in k and isinstance(v, (str, int, float, bool))
+                for k, v in cast(dict[object, object], item).items()
+            ):
+                out["set"] = {
+                    str(k): (str(v).lower() if isinstance(v, bool) else str(v))
+                    for k, v in cast(dict[object, object], item).items()
+                }
+            else:
+                problems.append(Problem(where, "must be a mapping of NAME: value", 'write `set: {CI: "1"}`'))
+        else:
+            from bearagent.config.files import did_you_mean
+
+            guess = did_you_mean(name, SHELL_ENV_KEYS)
+            problems.append(
+                Problem(
+                    where,
+                    f"unknown key{f' (did you mean {guess!r}?)' if guess else ''}; it is ignored",
+                    f"rename it to {guess!r}" if guess else f"known keys: {', '.join(SHELL_ENV_KEYS)}",
+                    severity="warning",
+                )
+            )
+    return out, problems
+
+
+def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> SandboxSettings:
+    """Merge `(level, parsed sandbox keys)` lowest first. A non-workspace (user) `mode` or `network` is a ceiling:
+    a workspace value applies only when it is at least as strict. `hide` lists add up; `hooks`/`mcp` turn on from
+    any level and a workspace cannot turn off what the user turned on; `bwrap_path` comes from the user only."""
+    mode: SandboxMode = "workspace-write"
+    network: NetworkMode = "deny"
+    mode_ceiling: SandboxMode | None = None
+    network_ceiling: NetworkMode | None = None
+    hide: list[str] = []
+    bwrap_path: str | None = None
+    flags = {"hooks": False, "mcp": False}
+    user_flags = {"hooks": False, "mcp": False}
+    for level, s in layers:
+        workspace = level == "workspace"
+        if "mode" in s:
+            value = cast(SandboxMode, s["mode"])
+            if not workspace:
+                mode = mode_ceiling = value
+            elif mode_ceiling is None or MODE_STRICTNESS[value] >= MODE_STRICTNESS[mode_ceiling]:
+                mode = value
+        if "network" in s:
+            value_n = cast(NetworkMode, s["network"])
+            if not workspace:
+                network = network_ceiling = value_n
+            elif network_ceiling is None or NETWORK_STRICTNESS[value_n] >= NETWORK_STRICTNESS[network_ceiling]:
+                network = value_n
+        hide.extend(p for p in cast(tuple[str, ...], s.get("hide", ())) if p not in hide)
+        if "bwrap_path" in s and not workspace:
+            bwrap_path = cast(str, s["bwrap_path"])
+        for flag in ("hooks", "mcp"):
+            if flag in s:
+                on = bool(s[flag])
+                if not workspace:
+                    flags[flag] = user_flags[flag] = on
+                else:
+                    flags[flag] = on or user_flags[flag]
+    return SandboxSettings(
+        mode=mode, network=network, hide=tuple(hide), bwrap_path=bwrap_path, hooks=flags["hooks"], mcp=flags["mcp"]
+    )
+
+
+def merge_shell_env(layers: Sequence[tuple[str, Mapping[str, object]]]) -> ShellEnvPolicy:
+    """Merge `(level, parsed shell_env keys)` lowest first: `inherit` is replaced, `include`/`exclude` lists add
+    up, `set` merges name by name (the more specific file wins)."""
+    inherit: InheritMode = "core"
+    include: list[str] = []
+    exclude: list[str] = []
+    values: dict[str, str] = {}
+    for _level, s in layers:
+        inherit = cast(InheritMode, s.get("inherit", inherit))
+        include.extend(p for p in cast(tuple[str, ...], s.get("include", ())) if p not in include)
+        exclude.extend(p for p in cast(tuple[str, ...], s.get("exclude", ())) if p not in exclude)
+        values.update(cast(dict[str, str], s.get("set", {})))
+    return ShellEnvPolicy(inherit=inherit, include=tuple(include), exclude=tuple(exclude), set=values)
+
+
+def _include_loosens(pattern: str) -> bool:
+    if any(c in pattern for c in "*?["):
+        return True  # a glob can match a secret-looking name (AWS_* matches AWS_SECRET_ACCESS_KEY)
+    return is_secret_name(pattern)
+
+
+def loosening(settings: Mapping[str, object]) -> list[str]:
+    """What one file's parsed settings (`ConfigFile.settings`: its `sandbox` and `shell_env` keys) loosen compared
+    with the defaults, as short descriptions: `sandbox.mode: off`, `sandbox.network: allow`, `shell_env.inherit:
+    all`, `shell_env.include: AWS_SECRET_KEY`. An empty list means the file only keeps or tightens the defaults."""
+    out: list[str] = []
+    sandbox = cast(Mapping[str, object], settings.get("sandbox") or {})
+    if sandbox.get("mode") == "off":
+        out.append("sandbox.mode: off")
+    if sandbox.get("network") == "allow":
+        out.append("sandbox.network: allow")
+    if "bwrap_path" in sandbox:
+        out.append(f"sandbox.bwrap_path: {sandbox['bwrap_path']}")
+    shell_env = cast(Mapping[str, object], settings.get("shell_env") or {})
+    if shell_env.get("inherit") == "all":
+        out.append("shell_env.inherit: all")
+    for pattern in cast(tuple[str, ...], shell_env.get("include", ())):
+        if _include_loosens(pattern):
+            out.append(f"shell_env.include: {pattern}")
+    return out
