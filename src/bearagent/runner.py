@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -23,7 +24,7 @@ from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits, BudgetUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
-from bearagent.domain.ids import IdGenerator, RunId, SessionId, Uuid4IdGenerator
+from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import (
@@ -40,7 +41,7 @@ from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager
 from bearagent.domain.state import SessionRecord
-from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
+from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings, firing_hook_event
 from bearagent.hooks.interceptor import HookToolInterceptor
 from bearagent.hooks.python_handlers import python_hook_groups
 from bearagent.hooks.runners import PythonHookFunction
@@ -72,7 +73,7 @@ from bearagent.runtime.plan import (
 )
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.runtime.retry import RetryPolicy
-from bearagent.runtime.run_context import current_run
+from bearagent.runtime.run_context import CurrentRun, current_run
 from bearagent.runtime.session_lock import SessionLock
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
 from bearagent.sandbox import probe as sandbox_probe
@@ -584,6 +585,9 @@ class WorkspaceRuntime:
 
     def _session_hooks(self, session_id: str, permission_mode: str) -> _SessionHooks:
         groups, functions = self._hook_setup()
+        suppressed = _suppressed_hook_events.get()
+        if suppressed:  # inside a judge run: the events that started a judge do not fire again
+            groups = [g for g in groups if g.event not in suppressed]
         enabled = self.loaded.config.kind != "chat" and bool(groups)
         settings = HookSettings(
             workspace_root=self.root,
@@ -603,22 +607,74 @@ class WorkspaceRuntime:
         return _SessionHooks(dispatcher=dispatcher, enabled=enabled)
 
     async def _judge(self, prompt: str, model: str | None) -> str:
-        """A `prompt` hook: the handler's model (else the default model) answers `{ok, reason}` (no tools)."""
+        """A `prompt` hook: the handler's model (else the default model) answers `{ok, reason}`, with no tools. Inside
+        a run it is a child run of that run (in its log, charged to its budgets, no hooks of its own); a
+        session-level hook (no run yet) makes one direct call."""
         ref = model or self.loaded.config.default_model or ""
         entry = self.loaded.models.for_use(self.loaded.models.resolve(ref, where="prompt hook"), self.loaded.env)
         provider = self._provider(entry, f"judge:{self.ids.new(SessionId)}")
-        request = ModelRequest(model=entry.model or entry.name, messages=(Message.user(prompt),))
-        chunks: list[str] = []
-        async for event in provider.stream(request):
-            if event.kind == "text_delta":
-                chunks.append(event.text)
-        return "".join(chunks)
+        parent = current_run.get()
+        if parent is None:
+            request = ModelRequest(model=entry.model or entry.name, messages=(Message.user(prompt),))
+            chunks: list[str] = []
+            async for event in provider.stream(request):
+                if event.kind == "text_delta":
+                    chunks.append(event.text)
+            return "".join(chunks)
+        _check_depth(parent.spec.depth + 1)
+        plan = AgentPlan(
+            agent_name=JUDGE_AGENT,
+            system_prompt=JUDGE_SYSTEM_PROMPT,
+            model_ref=entry.ref,
+            model_name=entry.model or entry.name,
+            provider=provider,
+            gate=ToolGate({}),
+            price=entry.price,
+            timeout_ms=int(entry.timeout_s * 1000),
+        )
+        event = firing_hook_event.get() or "hook"
+        result = await self._spawn_child(
+            parent,
+            plan,
+            prompt,
+            BudgetLimits(max_model_iterations=1, max_tool_calls=0),
+            session_key=f"judge:{parent.recorder.run_id}",
+            depth=parent.spec.depth + 1,
+            trigger="hook",
+            trigger_ref=f"{event} prompt hook",
+            tool_call_id=None,
+            hooks=None,
+        )
+        return result.final_text
 
     async def _agent_judge(self, prompt: str, agent_name: str | None) -> str:
-        """An `agent` hook: a run of the named agent (default `explore`, read-only) answers `{ok, reason}`."""
-        options = RunOptions(agent=agent_name or "explore", trigger_type="hook", trigger_ref="agent-hook")
-        result = await self.run(prompt, options)
-        return result.final
+        """An `agent` hook: a run of the named agent (default `explore`, read-only) answers `{ok, reason}`. Inside a
+        run it is a child run of that run, charged to it; it never fires hooks of the event that started it (nor
+        of any event an enclosing judge was started by), and it nests at most MAX_SUBAGENT_DEPTH deep."""
+        event = firing_hook_event.get() or "hook"
+        token = _suppressed_hook_events.set(_suppressed_hook_events.get() | {event})
+        try:
+            parent = current_run.get()
+            if parent is None:
+                options = RunOptions(
+                    agent=agent_name or "explore", trigger_type="hook", trigger_ref=f"{event} agent hook"
+                )
+                return (await self.run(prompt, options)).final
+            session_key = f"judge:{self.ids.new(SessionId)}"
+            parent_model = self.loaded.models.get(parent.model_ref()) if parent.model_ref() else None
+            result = await self._run_child(
+                agent_name or "explore",
+                prompt,
+                None,
+                session_key,
+                parent.spec.depth,
+                parent_model,
+                "hook",
+                f"{event} agent hook",
+            )
+            return result.final_text
+        finally:
+            _suppressed_hook_events.reset(token)
 
     async def _fire_session_hook(self, event: str, session_id: str, payload: Mapping[str, JsonValue]) -> None:
         agent = self.loaded.agents.get(self.loaded.config.default_agent)
@@ -758,7 +814,9 @@ class WorkspaceRuntime:
         self, session_key: str, depth: int, model: ModelEntry
     ) -> Callable[[str, str, ToolContext], Awaitable[ChildRunResult]]:
         async def run_child(agent_name: str, prompt: str, context: ToolContext) -> ChildRunResult:
-            return await self._run_child(agent_name, prompt, context, session_key, depth, model, "subagent", None)
+            return await self._run_child(
+                agent_name, prompt, context.tool_call_id, session_key, depth, model, "subagent", None
+            )
 
         return run_child
 
@@ -771,7 +829,9 @@ class WorkspaceRuntime:
                 raise BearAgentError(ErrorInfo.of("tool", "unknown_action", f"there is no action named {name!r}"))
             prompt = render_action(action, inputs)
             agent_name = action.agent or (context.agent_name or self.loaded.config.default_agent)
-            return await self._run_child(agent_name, prompt, context, session_key, depth, model, "subagent", name)
+            return await self._run_child(
+                agent_name, prompt, context.tool_call_id, session_key, depth, model, "subagent", name
+            )
 
         return run_action
 
@@ -779,50 +839,69 @@ class WorkspaceRuntime:
         self,
         agent_name: str,
         prompt: str,
-        context: ToolContext,
+        tool_call_id: ToolCallId | None,
         session_key: str,
         depth: int,
-        parent_model: ModelEntry,
+        parent_model: ModelEntry | None,
         trigger: TriggerType,
         trigger_ref: str | None,
     ) -> ChildRunResult:
-        parent = current_run.get()
-        if parent is None:
-            raise BearAgentError(ErrorInfo.of("internal", "no_parent_run", "a child run needs a parent run"))
-        if depth + 1 > MAX_SUBAGENT_DEPTH:
-            raise BearAgentError(
-                ErrorInfo.of(
-                    "permission",
-                    "subagent_depth",
-                    f"subagents may nest at most {MAX_SUBAGENT_DEPTH} deep; this call would be level {depth + 1}",
-                )
-            )
+        """A run of `agent_name` inside the current run (Task, action tools, agent hooks): its budget is what the
+        parent has left, its tools a subset of the parent's, its usage charged to the parent when it ends."""
+        parent = _parent_run()
+        _check_depth(depth + 1)
         agent = self._require_agent(agent_name)
-        parent_projection = self.store.get_run(parent.recorder.run_id)
-        assert parent_projection is not None
-        remaining = parent_projection.budget_limits.remaining(parent_projection.usage)
-        budgets = remaining.intersect(self.budgets_for(agent, {}))
-        parent_plan_tools = parent.tool_names()
         hooks = self._session_hooks(session_key, str(self.mode_in_force(agent).mode))
         plan = await self.plan(
             agent.name,
             session_key=session_key,  # one provider per session: a scripted model's turns run on in order
             hooks=hooks,
-            parent_tools=parent_plan_tools | {"Skill"},
+            parent_tools=parent.tool_names() | {"Skill"},
             parent_model=parent_model,
             depth=depth + 1,
         )
+        return await self._spawn_child(
+            parent,
+            plan,
+            prompt,
+            self.budgets_for(agent, {}),
+            session_key=session_key,
+            depth=depth + 1,
+            trigger=trigger,
+            trigger_ref=trigger_ref,
+            tool_call_id=tool_call_id,
+            hooks=hooks,
+        )
+
+    async def _spawn_child(
+        self,
+        parent: CurrentRun,
+        plan: AgentPlan,
+        prompt: str,
+        own_budgets: BudgetLimits,
+        *,
+        session_key: str,
+        depth: int,
+        trigger: TriggerType,
+        trigger_ref: str | None,
+        tool_call_id: ToolCallId | None,
+        hooks: _SessionHooks | None,
+    ) -> ChildRunResult:
+        parent_projection = self.store.get_run(parent.recorder.run_id)
+        assert parent_projection is not None
+        budgets = parent_projection.budget_limits.remaining(parent_projection.usage).intersect(own_budgets)
         child_id = self.ids.new(RunId)
         parent.recorder.append(
-            ChildRunStartedV1(child_run_id=child_id, agent_name=agent.name, tool_call_id=context.tool_call_id)
+            ChildRunStartedV1(child_run_id=child_id, agent_name=plan.agent_name, tool_call_id=tool_call_id)
         )
-        parent.observer.subagent_started(child_id, parent.recorder.run_id, agent.name)
-        if hooks.enabled:
+        parent.observer.subagent_started(child_id, parent.recorder.run_id, plan.agent_name)
+        enabled = hooks is not None and hooks.enabled
+        if hooks is not None and enabled:
             await hooks.dispatcher.fire(
                 "SubagentStart",
-                {"agent_id": str(child_id), "agent_type": agent.name},
+                {"agent_id": str(child_id), "agent_type": plan.agent_name},
                 run_id=str(parent.recorder.run_id),
-                agent_name=agent.name,
+                agent_name=plan.agent_name,
             )
         spec = RunSpec(
             goal=prompt,
@@ -831,7 +910,7 @@ class WorkspaceRuntime:
             session_id=parent.spec.session_id,
             run_id=child_id,
             parent_run_id=parent.recorder.run_id,
-            depth=depth + 1,
+            depth=depth,
             trigger_type=trigger,
             trigger_ref=trigger_ref,
         )
@@ -841,7 +920,7 @@ class WorkspaceRuntime:
             ids=self.ids,
             retry=self.retry,
             hooks=_LoopHookAdapter(hooks, self._transcript(session_key), stop_event="SubagentStop")
-            if hooks.enabled
+            if hooks is not None and enabled
             else None,
             event_sinks=self._event_sinks(),
         )
@@ -857,12 +936,42 @@ class WorkspaceRuntime:
             parent.recorder.append(
                 ChildRunFinishedV2(child_run_id=child_id, status=final_status, usage=self._child_usage(child_id))  # pyright: ignore[reportArgumentType]
             )
-            parent.observer.subagent_finished(child_id, parent.recorder.run_id, agent.name, final_status)
+            parent.observer.subagent_finished(child_id, parent.recorder.run_id, plan.agent_name, final_status)
         return ChildRunResult(
             run_id=str(child_id),
             status=outcome.status,
             final_text=outcome.final_text,
             error_message=outcome.error.message if outcome.error is not None else None,
+        )
+
+
+JUDGE_AGENT = "hook-judge"
+JUDGE_SYSTEM_PROMPT = (
+    "You evaluate a hook condition for an agent runtime. Read the hook input and answer only with a JSON object "
+    '{"ok": true} or {"ok": false, "reason": "..."}.'
+)
+_suppressed_hook_events: ContextVar[frozenset[str]] = ContextVar(
+    "bearagent_suppressed_hook_events", default=frozenset()
+)
+"""Hook events that must not fire in this context: the events whose agent hooks started the judge runs we are in."""
+
+
+def _parent_run() -> CurrentRun:
+    parent = current_run.get()
+    if parent is None:
+        raise BearAgentError(ErrorInfo.of("internal", "no_parent_run", "a child run needs a parent run"))
+    return parent
+
+
+def _check_depth(level: int) -> None:
+    if level > MAX_SUBAGENT_DEPTH:
+        raise BearAgentError(
+            ErrorInfo.of(
+                "permission",
+                "subagent_depth",
+                f"child runs (subagents, actions, hook judges) may nest at most {MAX_SUBAGENT_DEPTH} deep; this one "
+                f"would be level {level}",
+            )
         )
 
 

@@ -76,3 +76,81 @@ turns:
         assert leaf.usage.model_iterations == 1
         assert mid.usage.model_iterations == 2 + 1
         assert result.usage.model_iterations == 2 + 3
+
+
+def _trusted_ws(root: Path, home: Path) -> None:
+    from tests.support.config_ws import isolated_env, load
+
+    from bearagent.trust import trust, workspace_trust_surface
+
+    trust(root, workspace_trust_surface(load(root, home)), env=isolated_env(home))
+
+
+def test_an_agent_hook_judge_is_a_child_run_charged_to_its_parent_and_never_recurses(tmp_path: Path) -> None:
+    # Before: the judge was a top-level run whose own UserPromptSubmit fired the same hook, 14 levels deep.
+    script = """
+turns:
+  - text: '{"ok": true}'
+"""
+    config = """
+default_agent: main
+default_model: scripted
+models:
+  scripted: {provider: scripted, script: script.yaml}
+hooks:
+  UserPromptSubmit:
+    - hooks: [{type: agent, prompt: "Is this prompt safe? $ARGUMENTS", agent: explore}]
+"""
+    agents = {"main": agent_md("Main.", mode="primary", tools="[Read]")}
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents, config=config)
+    home = tmp_path / "home"
+    _trusted_ws(root, home)
+    with open_ws(root, home) as ws:
+        result = ws.run_sync("hello")
+        assert result.status == "succeeded", result.error
+        store = ws.runtime.store
+        top = [r for r in store.list_runs(limit=100) if r.parent_run_id is None]
+        assert [r.run_id for r in top] == [result.run_id]
+        judges = store.list_runs(parent_run_id=result.run_id)
+        assert len(judges) == 1 and judges[0].trigger_type == "hook" and judges[0].agent_name == "explore"
+        assert ws.events(str(judges[0].run_id))[0].payload["trigger_ref"] == "UserPromptSubmit agent hook"
+        assert store.list_runs(parent_run_id=judges[0].run_id) == []
+        assert result.usage.model_iterations == 1 + 1  # its own call and the judge's
+
+
+def test_a_prompt_hook_judge_is_a_child_run_in_the_log(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
+  - text: done
+"""
+    judge_script = """
+turns:
+  - text: '{"ok": true}'
+"""
+    config = """
+default_agent: main
+default_model: scripted
+models:
+  scripted: {provider: scripted, script: script.yaml}
+  judge: {provider: scripted, script: judge.yaml}
+hooks:
+  PreToolUse:
+    - matcher: Read
+      hooks: [{type: prompt, prompt: "May the agent read this? $ARGUMENTS", model: judge}]
+"""
+    agents = {"main": agent_md("Main.", mode="primary", tools="[Read]")}
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents, config=config)
+    (root / ".bearagent" / "judge.yaml").write_text(judge_script)
+    (root / "notes.md").write_text("notes\n")
+    home = tmp_path / "home"
+    _trusted_ws(root, home)
+    with open_ws(root, home) as ws:
+        result = ws.run_sync("read the notes")
+        assert result.status == "succeeded", result.error
+        judges = ws.runtime.store.list_runs(parent_run_id=result.run_id)
+        assert len(judges) == 1 and judges[0].agent_name == "hook-judge"
+        assert ws.events(str(judges[0].run_id))[0].payload["trigger_ref"] == "PreToolUse prompt hook"
+        types = [e.event_type for e in ws.events(str(judges[0].run_id))]
+        assert "ModelCallCompleted" in types and types[-1] == "RunSucceeded"
+        assert result.usage.model_iterations == 2 + 1

@@ -20,6 +20,7 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +45,10 @@ from bearagent.hooks.protocol import (
 )
 from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext, describe_handler, run_handler
 from bearagent.hooks.transcript import TranscriptWriter
+
+firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_event", default=None)
+"""The hook event whose handler is running in this task (None outside handlers): a judge run started by a handler
+uses it to never fire hooks of the same event again."""
 
 DEFAULT_STOP_BLOCK_CAP = 8
 HookDecision: TypeAlias = Literal["none", "allow", "deny", "ask", "block", "rewrite", "context", "error"]
@@ -350,6 +355,7 @@ class HookDispatcher:
     async def _timed(
         self, spec: HookHandlerSpec, event: str, hook_input: JsonDict, ctx: RunnerContext
     ) -> tuple[HandlerResult, int]:
+        firing_hook_event.set(event)  # this handler's own task: judges started from here know what fired them
         started = time.monotonic()
         result = await run_handler(spec, event, hook_input, ctx)
         return result, int((time.monotonic() - started) * 1000)

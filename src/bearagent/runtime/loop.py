@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -144,9 +145,11 @@ class AgentLoop:
                 observer=self._observer,
                 agent_name=lambda: state.plan.agent_name,
                 tool_names=lambda: frozenset(state.plan.tools),
+                model_ref=lambda: state.plan.model_ref,
             )
         )
         scope = asyncio.timeout(spec.budgets.max_wall_time_ms / 1000.0)
+        state.deadline = time.monotonic() + spec.budgets.max_wall_time_ms / 1000.0
         try:
             async with scope:
                 return await self._drive(spec, recorder, state, planner)
@@ -481,6 +484,7 @@ class AgentLoop:
                 agent_name=plan.agent_name,
                 ids=self._ids,
                 settings=plan.tool_settings,
+                deadline=state.deadline,
             )
             result = await plan.gate.call(request, context)
         if result.is_error:
@@ -567,6 +571,8 @@ class _LoopState:
     steps: int = 0
     template: ModelRequest | None = None
     template_plan: AgentPlan | None = None
+    deadline: float | None = None
+    """`time.monotonic()` at which the wall-time budget ends: tools get it to bound work they cannot cancel."""
 
 
 def _assistant_message(turn: _ModelTurn) -> Message | None:

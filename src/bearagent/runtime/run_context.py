@@ -18,6 +18,7 @@ class CurrentRun:
     observer: RunObserver
     agent_name: Callable[[], str]
     tool_names: Callable[[], frozenset[str]]
+    model_ref: Callable[[], str] = lambda: ""
 
 
 current_run: ContextVar[CurrentRun | None] = ContextVar("bearagent_current_run", default=None)
