@@ -200,15 +200,32 @@ def test_parallel_start_failures_are_isolated_and_explained(tmp_path: Path) -> N
     run(main)
 
 
-def test_env_is_explicit_and_cwd_defaults_to_workspace(tmp_path: Path) -> None:
+def test_env_is_inherited_whole_and_cwd_defaults_to_workspace(tmp_path: Path) -> None:
+    """A stdio server is trusted code: it gets the whole environment (CA bundles, proxies: `uvx` servers need
+    them), with its entry's `env` on top."""
+
     async def main() -> None:
-        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "SECRET_OUTSIDE": "nope", "GREETING": "hi"}
-        spec = stdio_spec("demo", DEMO, env={"FROM_ENTRY": "${GREETING}-${MISSING:-fallback}"})
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "SSL_CERT_FILE": "/etc/ssl/ca.pem",
+            "HTTPS_PROXY": "http://127.0.0.1:3128",
+            "GREETING": "hi",
+            "OVERRIDDEN": "from-env",
+        }
+        spec = stdio_spec(
+            "demo", DEMO, env={"FROM_ENTRY": "${GREETING}-${MISSING:-fallback}", "OVERRIDDEN": "from-entry"}
+        )
         async with McpConnectionManager([spec], env, tmp_path) as m:
             r = await call(m, "mcp__demo__env", {"name": "FROM_ENTRY"}, tmp_path)
             assert r.content == "hi-fallback"
-            r = await call(m, "mcp__demo__env", {"name": "SECRET_OUTSIDE"}, tmp_path)
-            assert r.content == "<unset>"
+            for name, value in (
+                ("SSL_CERT_FILE", "/etc/ssl/ca.pem"),
+                ("HTTPS_PROXY", "http://127.0.0.1:3128"),
+                ("OVERRIDDEN", "from-entry"),
+            ):
+                r = await call(m, "mcp__demo__env", {"name": name}, tmp_path)
+                assert r.content == value, name
             r = await call(m, "mcp__demo__env", {"name": "HOME"}, tmp_path)
             assert r.content == str(tmp_path)
             r = await call(m, "mcp__demo__cwd", {}, tmp_path)

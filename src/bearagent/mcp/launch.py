@@ -1,9 +1,12 @@
 """Resolve an `McpServerSpec` into what is launched or dialled, at connect time (no SDK import).
 
 `${VAR}` / `${VAR:-default}` are expanded in `command`, `args`, `env` values, `cwd`, `url` and `headers` values
-against the manager's environment. The child environment is built explicitly: only `INHERITED_ENV_VARS` are taken
-from the manager's environment, then the entry's `env` is laid over them. (The SDK also adds HOME, LOGNAME, PATH,
-SHELL, TERM and USER from the process environment under ours; the values we pass win.)
+against the manager's environment. A stdio server is trusted code (a user-level entry, a plugin's, or a workspace's
+after `bearagent trust`), so, as in Claude Code, it inherits the manager's whole environment (CA bundles such as
+`SSL_CERT_FILE`, proxy variables, `UV_*`/`NPM_*` settings: without them `uvx`/`npx` servers fail behind a proxy or
+a private CA), and the entry's `env` is laid over it. (The SDK also adds HOME, LOGNAME, PATH, SHELL, TERM and USER
+from the process environment under ours; the values we pass win.) Only Bash gets a filtered environment
+(`bearagent.sandbox.env`).
 """
 
 from __future__ import annotations
@@ -14,20 +17,6 @@ from pathlib import Path
 
 from bearagent.config.env import expand_env
 from bearagent.domain.specs import McpServerSpec
-
-INHERITED_ENV_VARS: tuple[str, ...] = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "TERM",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-)
 
 
 def where_of(spec: McpServerSpec) -> str:
@@ -76,7 +65,7 @@ def resolve_launch(spec: McpServerSpec, env: Mapping[str, str], workspace_root: 
         *(expand_env(a, env, where=f"{where}.args[{i}]") for i, a in enumerate(spec.args)),
     )
     extra = {k: expand_env(v, env, where=f"{where}.env.{k}") for k, v in spec.env.items()}
-    child_env = {k: env[k] for k in INHERITED_ENV_VARS if env.get(k)}
+    child_env = dict(env)
     child_env.update(extra)
     cwd = workspace_root
     if spec.cwd:
