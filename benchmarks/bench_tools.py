@@ -1,27 +1,39 @@
-"""Tool benchmarks: gate overhead per call; Grep vs GNU `grep -rn`; Glob vs `find` on a generated 20,000-file tree.
+"""Tool benchmarks: gate overhead per call; Grep vs GNU `grep -rn`; Glob vs `find` on a generated 20,000-file tree;
+Grep's regex engines side by side; Grep's time limit on a catastrophic pattern.
 
-Run: uv run python benchmarks/bench_tools.py [--files 20000] [--file-kb 10]
-The tree is generated under /tmp and deleted afterwards. Every comparison runs the baseline in the same process run,
-warm cache, best of 3.
+Run: uv run python benchmarks/bench_tools.py [--files 20000] [--file-kb 10] [--skip-engines]
+The tree is generated under /tmp and deleted afterwards. Every comparison interleaves the tool and its baseline in
+the same process run, warm cache, and reports the fastest round and the median pairwise ratio.
+
+The engine comparison always measures `regex` (Grep's engine) and Python's `re` (its engine before); it adds RE2
+when `google-re2` is importable and ripgrep when `rg` is on PATH. Neither is a project dependency; to include them:
+    uv run --with google-re2 --with ripgrep==14.1.0 python benchmarks/bench_tools.py
+(ripgrep 14.1.0 is the newest release with Linux wheels; later ones build from source with cargo.)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import importlib
+import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
+from typing import Any, cast
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.ports import ToolContext
+from bearagent.tools import grep as grep_module
 from bearagent.tools.base import NativeTool
 from bearagent.tools.builtin import native_tools
 from bearagent.tools.gate import ToolGate, tools_by_name
@@ -124,12 +136,140 @@ def make_tree(root: Path, files: int, file_kb: int) -> int:
     return total
 
 
+class _EngineShim:
+    """Grep calls `search(data, timeout=, concurrent=)` and `finditer(...)`; engines without a timeout ignore it."""
+
+    def __init__(self, compiled: Any) -> None:
+        self._compiled = compiled
+
+    def search(self, data: bytes, timeout: float | None = None, concurrent: bool | None = None) -> object:
+        return self._compiled.search(data)
+
+    def finditer(self, data: bytes, timeout: float | None = None, concurrent: bool | None = None) -> Iterator[Any]:
+        return cast(Iterator[Any], self._compiled.finditer(data))
+
+
+def _compiler(engine: str) -> Callable[[str, bool], Any] | None:
+    """`pattern, ignore_case -> compiled` for one engine, None when it is not installed."""
+    if engine == "regex":
+        return None  # Grep's own `_compile`
+    if engine == "re":
+        return lambda pattern, ignore_case: _EngineShim(
+            re.compile(pattern.encode(), re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
+        )
+    if engine == "re2":
+        try:
+            re2 = cast(Any, importlib.import_module("re2"))
+        except ImportError:
+            return None
+        return lambda pattern, ignore_case: _EngineShim(
+            re2.compile(("(?mi)" if ignore_case else "(?m)").encode() + pattern.encode())
+        )
+    raise ValueError(engine)
+
+
+@contextlib.contextmanager
+def grep_engine(engine: str) -> Generator[None]:
+    """Swap the engine behind the Grep tool (everything else, walk, prefilter and output, stays Grep's)."""
+    compiler = _compiler(engine)
+    if compiler is None:
+        yield
+        return
+    original = grep_module._compile  # pyright: ignore[reportPrivateUsage]
+    grep_module._compile = compiler  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+    try:
+        yield
+    finally:
+        grep_module._compile = original  # pyright: ignore[reportPrivateUsage]
+
+
+def engines_available() -> list[str]:
+    out = ["regex", "re"]
+    if _compiler("re2") is not None:
+        out.append("re2")
+    return out
+
+
+def bench_engines_in_memory(root: Path, patterns: list[tuple[str, bool]]) -> None:
+    """The engines alone over every file's bytes held in memory (no I/O, no prefilter): one search per file."""
+    blobs: list[bytes] = []
+    for directory, _, names in os.walk(root):
+        for name in names:
+            blobs.append(Path(directory, name).read_bytes())
+    for pattern, ignore_case in patterns:
+        row: list[str] = []
+        for engine in engines_available():
+            compiler = _compiler(engine)
+            compiled = (
+                grep_module._compile(pattern, ignore_case)  # pyright: ignore[reportPrivateUsage]
+                if compiler is None
+                else compiler(pattern, ignore_case)
+            )
+            best = float("inf")
+            hits = 0
+            for _ in range(3):
+                t = time.perf_counter()
+                hits = sum(1 for blob in blobs if compiled.search(blob, timeout=60.0, concurrent=True) is not None)
+                best = min(best, time.perf_counter() - t)
+            row.append(f"{engine} {best * 1000:.0f} ms ({hits} files)")
+        flag = "-i " if ignore_case else ""
+        print(f"engine only, {len(blobs)} files in memory, {flag}{pattern!r}: " + ", ".join(row))
+
+
+def bench_time_limit(deadline_s: float) -> None:
+    """A catastrophic pattern over one crafted line: Grep must return its time-limit error at the deadline while the
+    event loop keeps running; GNU grep and ripgrep (linear-time engines) for reference."""
+
+    root = Path(tempfile.mkdtemp(prefix="bear-bench-redos-", dir="/tmp"))
+    try:
+        (root / "crafted.txt").write_text("a" * 5_000 + "!\n")
+        gate = ToolGate(tools_by_name(native_tools()), policy=ToolPolicy())
+        pattern = "(a|a?)+$"
+
+        async def timed() -> tuple[ToolResult, float, int]:
+            ticks = 0
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            task = asyncio.create_task(ticker())
+            ctx = ToolContext(workspace_root=root, deadline=time.monotonic() + deadline_s)
+            req = ToolRequest(tool_call_id=ToolCallId.new(), name="Grep", arguments=frozen_json({"pattern": pattern}))
+            t = time.perf_counter()
+            result = await gate.call(req, ctx)
+            took = time.perf_counter() - t
+            task.cancel()
+            return result, took, ticks
+
+        result, took, ticks = asyncio.run(timed())
+        code = result.error.code if result.error is not None else result.status
+        print(
+            f"time limit: Grep {pattern!r} over a 5,000-char crafted line, deadline {deadline_s:g} s: returned "
+            f"{code} after {took:.2f} s; event loop ticked {ticks} times (10 ms ticker, {took / 0.01:.0f} possible)"
+        )
+        for cmd in (["grep", "-rnE", pattern, "."], ["rg", "-n", "--no-require-git", pattern, "."]):
+            if shutil.which(cmd[0]) is None:
+                continue
+            t = time.perf_counter()
+            subprocess.run(cmd, cwd=root, capture_output=True, check=False)
+            print(
+                f"time limit: `{' '.join(cmd[:2])} {pattern}` on the same file: {(time.perf_counter() - t) * 1000:.0f} ms"
+            )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--file-kb", type=int, default=10)
     parser.add_argument("--gate-calls", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--engine-rounds", type=int, default=3)
+    parser.add_argument("--skip-engines", action="store_true", help="Skip the engine comparison and time limit.")
     args = parser.parse_args()
 
     gate_figures = asyncio.run(bench_gate(args.gate_calls))
@@ -199,9 +339,74 @@ def main() -> None:
                 f"{label}: {name} {min(ours) * 1000:.0f} ms vs `{' '.join(cmd[:2])}` {min(theirs) * 1000:.0f} ms "
                 f"-> min ratio {min(ours) / min(theirs):.2f}x, median pairwise ratio {ratio:.2f}x (target <= {target:g}x)"
             )
+        if not args.skip_engines:
+            bench_grep_engines(root, tool, args.engine_rounds)
         loop.close()
+        if not args.skip_engines:
+            bench_engines_in_memory(root, [(case[0], case[1]) for case in ENGINE_CASES])
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    if not args.skip_engines:
+        bench_time_limit(2.0)
+
+
+ENGINE_CASES: list[tuple[str, bool, list[str]]] = [
+    # Grep pattern, -i, GNU grep arguments (before the '.')
+    ("NEEDLE_42", False, ["-rn", "NEEDLE_42"]),
+    (r"NEEDLE_\d+ in", False, ["-rnE", "NEEDLE_[0-9]+ in"]),
+    (r"\w+_\d+", False, ["-rnE", r"\w+_[0-9]+"]),  # no literal of 3+ characters: every file is searched
+    ("needle_42", True, ["-rni", "needle_42"]),
+    (r"^found \w+ in file 1\d*$", False, ["-rnE", r"^found \w+ in file 1[0-9]*$"]),
+]
+
+
+def bench_grep_engines(root: Path, tool: Callable[[str, dict[str, object]], ToolResult], rounds: int) -> None:
+    """The whole Grep tool with each engine (same walk, prefilter and output) vs GNU grep and ripgrep."""
+    rg = shutil.which("rg")
+    for pattern, ignore_case, grep_args in ENGINE_CASES:
+        arguments: dict[str, object] = {"pattern": pattern, "output_mode": "content", "head_limit": 5000}
+        if ignore_case:
+            arguments["-i"] = True
+        gnu_cmd = ["grep", *grep_args, "."]
+        gnu = subprocess.run(gnu_cmd, cwd=root, capture_output=True, text=True, check=False)
+        expected = len(gnu.stdout.splitlines())
+        rg_cmd = [rg, "-n", "--no-require-git", *(["-i"] if ignore_case else []), pattern, "."] if rg else None
+        timings: dict[str, list[float]] = {"grep": []}
+        engines = engines_available()
+        for engine in engines:
+            with grep_engine(engine):
+                try:
+                    got = len(tool("Grep", arguments).content.splitlines())
+                except Exception as exc:  # an engine that cannot compile the pattern
+                    print(f"  {engine} cannot run {pattern!r}: {type(exc).__name__}")
+                    continue
+            assert got == expected, f"Grep with {engine} found {got} lines, grep {expected}, for {pattern!r}"
+            timings[engine] = []
+        if rg_cmd is not None:
+            found = subprocess.run(rg_cmd, cwd=root, capture_output=True, text=True, check=False)
+            assert len(found.stdout.splitlines()) == expected, f"rg disagrees for {pattern!r}"
+            timings["rg"] = []
+        for _ in range(rounds):
+            for name in timings:
+                t = time.perf_counter()
+                if name == "grep":
+                    subprocess.run(gnu_cmd, cwd=root, capture_output=True, check=False)
+                elif name == "rg":
+                    assert rg_cmd is not None
+                    subprocess.run(rg_cmd, cwd=root, capture_output=True, check=False)
+                else:
+                    with grep_engine(name):
+                        tool("Grep", arguments)
+                timings[name].append(time.perf_counter() - t)
+        base = timings["grep"]
+        parts = [f"grep {min(base) * 1000:.0f} ms"]
+        for name, runs in timings.items():
+            if name == "grep":
+                continue
+            ratio = statistics.median(o / b for o, b in zip(runs, base, strict=True))
+            label = f"Grep[{name}]" if name != "rg" else "rg"
+            parts.append(f"{label} {min(runs) * 1000:.0f} ms ({ratio:.2f}x)")
+        print(f"engines, {'-i ' if ignore_case else ''}{pattern!r}, {expected} lines: " + ", ".join(parts))
 
 
 if __name__ == "__main__":

@@ -99,6 +99,9 @@ class ToolContext:
     agent_name: str | None = None
     ids: IdGenerator = field(default_factory=Uuid4IdGenerator)
     settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    deadline: float | None = None
+    """`time.monotonic()` by which the run must end (its wall-time budget), None when unknown. Work a tool cannot
+    cancel mid-way (a regex search in a worker thread) bounds itself by it, so it stops when the run does."""
 
 
 @runtime_checkable

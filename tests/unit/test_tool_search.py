@@ -1,15 +1,20 @@
-"""Glob and Grep: .git skipped, .gitignore honoured (nested too), bounded results, output modes, regex errors."""
+"""Glob and Grep: .git skipped, .gitignore honoured (nested too), bounded results, output modes, regex errors, and
+Grep's time limit (a catastrophic pattern neither blocks the event loop nor outlives its deadline)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from tests.support.tools import call
+from tests.support.run_ws import agent_md, open_ws, scripted_workspace
+from tests.support.tools import call, native_gate, request
 
 from bearagent.domain.tools import ToolResult
+from bearagent.ports import ToolContext
 from bearagent.tools.walk import glob_to_regex
 
 
@@ -136,3 +141,100 @@ def test_grep_required_literal_prefilter_keeps_results_right(tmp_path: Path) -> 
     assert inline.content == "a.py:2:    return Foo_12 in y"
     alternation = tool(tmp_path, "Grep", pattern="nothing|alpha")
     assert sorted(alternation.content.splitlines()) == ["a.py", "b.py"]
+
+
+def test_grep_fuzzy_braces_do_not_become_a_required_literal(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("find NEEDXE here\n")
+    fuzzy = tool(tmp_path, "Grep", pattern="(?:NEEDLE){e<=1}", output_mode="content")
+    assert fuzzy.content == "a.txt:1:find NEEDXE here"
+    counted = tool(tmp_path, "Grep", pattern="NE{2}DXE", output_mode="content")
+    assert counted.content == "a.txt:1:find NEEDXE here"
+
+
+CATASTROPHIC = "(a|a?)+$"  # exponential backtracking on a long run of 'a' that does not end the line
+"""Python's `re` ran `(a+)+$` for 67 s holding the GIL; `regex` defuses that one, not this one."""
+
+
+def _grep_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "bearagent-grep"]
+
+
+async def _grep_with_ticks(root: Path, deadline_s: float, **arguments: object) -> tuple[ToolResult, int, float]:
+    """Run Grep with a deadline while a 10 ms ticker runs on the same event loop; return the result, the ticks and
+    the time the call took."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    context = ToolContext(workspace_root=root, deadline=time.monotonic() + deadline_s)
+    ticking = asyncio.create_task(ticker())
+    started = time.monotonic()
+    result = await native_gate().call(request("Grep", {"pattern": CATASTROPHIC, **arguments}), context)
+    took = time.monotonic() - started
+    ticking.cancel()
+    return result, ticks, took
+
+
+@pytest.mark.parametrize("mode", ["content", "files_with_matches", "count"])
+def test_grep_catastrophic_pattern_stops_at_the_deadline_without_blocking_the_loop(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "crafted.txt").write_text("a" * 5_000 + "!\n")
+    result, ticks, took = asyncio.run(_grep_with_ticks(tmp_path, 1.5, output_mode=mode))
+    assert result.error is not None and result.error.code == "timeout.grep_time_limit", result.content
+    assert "ran out of time in crafted.txt" in result.content and "(a+)+" in result.content
+    assert 0.9 < took < 3.0, took
+    assert ticks >= 40, f"the event loop was blocked: {ticks} ticks of 10 ms in {took:.2f} s"
+    end = time.monotonic() + 2
+    while _grep_threads() and time.monotonic() < end:
+        time.sleep(0.02)
+    assert not _grep_threads(), "the search thread outlived its deadline"
+
+
+def test_grep_cancelled_returns_at_once_and_its_thread_stops_at_the_next_file(tmp_path: Path) -> None:
+    for i in range(100):  # each file's search takes ~50-100 ms, so the thread reaches a file boundary quickly
+        (tmp_path / f"f{i:03}.txt").write_text("a" * 160 + "!\n")
+
+    async def scenario() -> float:
+        context = ToolContext(workspace_root=tmp_path, deadline=time.monotonic() + 60)
+        task = asyncio.create_task(native_gate().call(request("Grep", {"pattern": CATASTROPHIC}), context))
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if _grep_threads():
+                break
+        await asyncio.sleep(0.1)
+        assert _grep_threads() and not task.done()
+        task.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - started
+
+    assert asyncio.run(scenario()) < 0.5
+    end = time.monotonic() + 2
+    while _grep_threads() and time.monotonic() < end:
+        time.sleep(0.02)
+    assert not _grep_threads(), "the search thread went on after the call was cancelled"
+
+
+def test_grep_in_a_run_ends_within_the_wall_time_budget(tmp_path: Path) -> None:
+    script = f"""
+turns:
+  - tool_calls: [{{name: Grep, arguments: {{pattern: '{CATASTROPHIC}', output_mode: content}}}}]
+  - text: "The pattern was too slow."
+"""
+    agents = {"main": agent_md("Main agent.", mode="primary", tools="[Grep]")}
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    (root / "crafted.txt").write_text("a" * 5_000 + "!\n")
+    with open_ws(root, tmp_path) as ws:
+        started = time.monotonic()
+        result = ws.run_sync("search", budgets={"max_wall_time_ms": 2_000})
+        took = time.monotonic() - started
+        failed = [e for e in ws.events("last") if e.event_type == "ToolCallFailed"]
+    assert took < 4.0, f"the run took {took:.1f} s against a 2 s wall-time budget"
+    assert result.status == "succeeded", result.error
+    assert len(failed) == 1
+    error = failed[0].payload["result"]["error"]  # type: ignore[index]
+    assert error["code"] == "timeout.grep_time_limit"  # type: ignore[index]

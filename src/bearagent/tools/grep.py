@@ -2,18 +2,29 @@
 
 Files are read as bytes and searched with a bytes regex (no decoding of non-matching files); files with a NUL byte
 in their first 8 KiB are skipped as binary; .git is skipped and .gitignore honoured; symlinks are not followed.
+
+The engine is the `regex` package (Python `re` syntax) for its `timeout`: Python's `re` holds the GIL while it
+backtracks, so one catastrophic pattern (`(a|a?)+$` over a long line) froze the whole process, event loop and
+wall-time budget included. The search runs in a daemon thread with the GIL released (`concurrent=True`); every
+search gets the time left until the call's deadline (the tool timeout or the run's wall-time budget, whichever comes
+first), and the cancel flag is checked before every file, so a cancelled or timed-out call stops its thread and
+never keeps the process from exiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import os
 import re
 import stat
 import threading
-from collections.abc import Mapping
-from typing import Any, cast
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
+
+import regex
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
@@ -28,6 +39,10 @@ MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_LINE_CHARS = 500
 BINARY_SNIFF_BYTES = 8_192
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+DEADLINE_MARGIN_S = 0.25
+"""The search stops this much before the call's deadline, so its own error (which names the pattern and the file)
+reaches the model before the gate's generic timeout does."""
+_T = TypeVar("_T")
 
 SPEC = ToolSpec(
     name="Grep",
@@ -83,16 +98,35 @@ class GrepTool(NativeTool):
         return out
 
     async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        deadline = time.monotonic() + SPEC.timeout_ms / 1000
+        if context.deadline is not None:
+            deadline = min(deadline, context.deadline)
+        deadline -= DEADLINE_MARGIN_S
+        progress = _Progress()
         with cancellable() as cancel:
-            return await asyncio.to_thread(self._grep, arguments, context, cancel)
+            search = _in_daemon_thread(lambda: self._grep(arguments, context, cancel, deadline, progress))
+            try:
+                async with asyncio.timeout_at(_loop_time_of(deadline)):
+                    return await search
+            except TimeoutError:
+                # `regex` measures its timeout in process CPU time, so on a busy machine a search can run past the
+                # wall-clock deadline: the call ends here, on time, and the thread stops at its own limit or file
+                raise _timed_out(str_arg(arguments, "pattern"), progress.file) from None
 
-    def _grep(self, arguments: JsonMapping, context: ToolContext, cancel: threading.Event) -> ToolResult:
+    def _grep(
+        self,
+        arguments: JsonMapping,
+        context: ToolContext,
+        cancel: threading.Event,
+        deadline: float,
+        progress: _Progress,
+    ) -> ToolResult:
         pattern = str_arg(arguments, "pattern")
         start = str_arg(arguments, "path")
         mode = str_arg(arguments, "output_mode", "files_with_matches")
         numbers = arguments.get("-n") is not False
         head_limit = int_arg(arguments, "head_limit", DEFAULT_HEAD_LIMIT)
-        regex = _compile(pattern, arguments.get("-i") is True)
+        compiled = _compile(pattern, arguments.get("-i") is True)
         literal = _literal(pattern) if arguments.get("-i") is not True else None
         glob = arguments.get("glob")
         glob_re = check_glob(glob, "glob") if isinstance(glob, str) else None
@@ -107,6 +141,16 @@ class GrepTool(NativeTool):
         more = False
         skipped_large = 0
 
+        def time_left(rel_shown: str) -> float:
+            """Seconds left for the next search (the cancel flag and the deadline are checked here)."""
+            if cancel.is_set():
+                raise Cancelled
+            progress.file = rel_shown
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _timed_out(pattern, rel_shown)
+            return left
+
         def consider(rel_shown: str, data: bytes) -> bool:
             """Search one file's bytes; returns False once head_limit is reached."""
             nonlocal files_matched, total_matches, more
@@ -115,7 +159,11 @@ class GrepTool(NativeTool):
             if literal is not None and literal not in data:
                 return True
             if mode == "files_with_matches":
-                if regex.search(data) is None:
+                try:
+                    found = compiled.search(data, timeout=time_left(rel_shown), concurrent=True)
+                except TimeoutError:
+                    raise _timed_out(pattern, rel_shown) from None
+                if found is None:
                     return True
                 files_matched += 1
                 if len(entries) >= head_limit:
@@ -123,7 +171,10 @@ class GrepTool(NativeTool):
                     return False
                 entries.append(rel_shown)
                 return True
-            lines = _matching_lines(regex, data)
+            try:
+                lines = _matching_lines(compiled, data, time_left(rel_shown))
+            except TimeoutError:
+                raise _timed_out(pattern, rel_shown) from None
             if not lines:
                 return True
             files_matched += 1
@@ -152,6 +203,8 @@ class GrepTool(NativeTool):
                 walker = WorkspaceWalker(paths, start, cancel=cancel, hidden=hidden_spec(context.settings))
                 for batch in walker.batches():
                     for name in batch.names:
+                        if cancel.is_set():
+                            raise Cancelled
                         rel = batch.rel(name)
                         if glob_re is not None and not glob_re.match(name if glob_on_name else rel):
                             continue
@@ -205,11 +258,66 @@ class GrepTool(NativeTool):
             os.close(opened.fd)
 
 
-def _compile(pattern: str, ignore_case: bool) -> re.Pattern[bytes]:
-    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
+class _Progress:
+    """The file the search thread is in, for the message when the call runs out of time."""
+
+    __slots__ = ("file",)
+
+    def __init__(self) -> None:
+        self.file = "the first file"
+
+
+def _loop_time_of(monotonic_deadline: float) -> float:
+    loop = asyncio.get_running_loop()
+    return loop.time() + (monotonic_deadline - time.monotonic())
+
+
+async def _in_daemon_thread(work: Callable[[], _T]) -> _T:
+    """`asyncio.to_thread` on a daemon thread of its own: the default executor's threads are joined when the loop
+    and the interpreter shut down, so a search still running after its call was cancelled would hold up the exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[_T] = loop.create_future()
+
+    def settle(setter: Callable[[Any], None], outcome: object) -> None:
+        if not future.done():  # the awaiting task may have been cancelled meanwhile
+            setter(outcome)
+
+    def deliver(setter: Callable[[Any], None], outcome: object) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the call was abandoned long ago
+            loop.call_soon_threadsafe(settle, setter, outcome)
+
+    def target() -> None:
+        try:
+            value = work()
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            deliver(future.set_exception, exc)
+        else:
+            deliver(future.set_result, value)
+
+    threading.Thread(target=target, name="bearagent-grep", daemon=True).start()
+    return await future
+
+
+def _timed_out(pattern: str, where: str) -> BaseException:
+    return tool_error(
+        "timeout",
+        "grep_time_limit",
+        f"Grep stopped: the search for {pattern!r} ran out of time in {where} (the call's time limit, set by the "
+        "Grep timeout or the run's wall-time budget, was reached). Patterns with nested quantifiers such as "
+        "'(a+)+' or '(a|a?)+' can take exponential time on some lines: simplify the pattern, or narrow the search "
+        "with `path` or `glob`.",
+        file=where[:1024],
+    )
+
+
+_QUANTIFIER_BRACES = re.compile(r"\{(?!\d*,?\d*\})")
+
+
+def _compile(pattern: str, ignore_case: bool) -> regex.Pattern[bytes]:
+    flags = regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)
     try:
-        return re.compile(pattern.encode("utf-8", "surrogateescape"), flags)
-    except re.error as exc:
+        return regex.compile(pattern.encode("utf-8", "surrogateescape"), flags)
+    except (regex.error, ValueError, OverflowError) as exc:
         raise tool_error(
             "validation",
             "invalid_regex",
@@ -227,6 +335,10 @@ def _literal(pattern: str) -> bytes | None:
     it are skipped without running the regex. None when no such literal is found."""
     if not any(ch in _META for ch in pattern):
         return pattern.encode("utf-8", "surrogateescape")
+    if _QUANTIFIER_BRACES.search(pattern):
+        # a '{' that is not a repeat count: literal text for `re`'s parser, but fuzzy matching (`(?:foo){e<=1}`) in
+        # `regex`, whose matches need not contain it
+        return None
     try:
         parser = cast(Any, importlib.import_module("re._parser"))
         tree = parser.parse(pattern)
@@ -255,12 +367,13 @@ def _literal(pattern: str) -> bytes | None:
         return None
 
 
-def _matching_lines(regex: re.Pattern[bytes], data: bytes) -> list[tuple[int, bytes]]:
+def _matching_lines(compiled: regex.Pattern[bytes], data: bytes, timeout: float) -> list[tuple[int, bytes]]:
+    """The lines holding a match (line number, bytes); `timeout` bounds the whole scan (raises TimeoutError)."""
     out: list[tuple[int, bytes]] = []
     line_no = 1
     counted_to = 0
     last_line_start = -1
-    for m in regex.finditer(data):
+    for m in compiled.finditer(data, timeout=timeout, concurrent=True):
         start = data.rfind(b"\n", 0, m.start()) + 1
         if start == last_line_start:
             continue
