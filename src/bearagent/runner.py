@@ -10,6 +10,7 @@ layers over `WorkspaceRuntime`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -224,6 +225,7 @@ class WorkspaceRuntime:
         self._transcripts: dict[str, TranscriptWriter] = {}
         self._started_sessions: set[str] = set()
         self.permission_mode_flag = permission_mode
+        self._session_facts: list[HookExecutedV1] = []
         """A mode the user chose for this process (`--permission-mode`); it outranks every file."""
 
     # ---- resources ---------------------------------------------------------------------------------------------
@@ -600,11 +602,21 @@ class WorkspaceRuntime:
             python_handlers=functions,
             judge=self._judge,
             agent_judge=self._agent_judge,
-            record=_record_hook,
+            record=self._record_hook,
             transcript=self._transcript(session_id),
             settings=settings,
         )
         return _SessionHooks(dispatcher=dispatcher, enabled=enabled)
+
+    async def _record_hook(self, payload: HookExecutedV1) -> None:
+        """Hook executions become facts of the run they happen in; a session-level hook (SessionStart, before any
+        run) is kept and recorded at the start of the session's next run."""
+        run = current_run.get()
+        if run is None:
+            self._session_facts.append(payload)
+            return
+        with contextlib.suppress(BearAgentError):
+            run.recorder.append(payload)
 
     async def _judge(self, prompt: str, model: str | None) -> str:
         """A `prompt` hook: the handler's model (else the default model) answers `{ok, reason}`, with no tools. Inside
@@ -726,6 +738,7 @@ class WorkspaceRuntime:
                     await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
                 self._started_sessions.add(session_key)
             plan = await self.plan(agent.name, session_key=session_key, model_override=options.model, hooks=hooks)
+            prelude, self._session_facts = tuple(self._session_facts), []
             spec = RunSpec(
                 goal=prompt,
                 workspace_root=self.root,
@@ -734,6 +747,7 @@ class WorkspaceRuntime:
                 trigger_type=options.trigger_type,
                 trigger_ref=options.trigger_ref,
                 history=tuple(history),
+                prelude=prelude,
             )
 
             async def planner(name: str) -> AgentPlan:
@@ -986,17 +1000,6 @@ def _usage_of(projection: RunProjection | None) -> ChildUsage:
         output_tokens=u.output_tokens,
         cost_microusd=u.cost_microusd,
     )
-
-
-async def _record_hook(payload: HookExecutedV1) -> None:
-    """Hook executions become facts of the run they happen in (session-level hooks have no run to go into)."""
-    run = current_run.get()
-    if run is None:
-        return
-    try:
-        run.recorder.append(payload)
-    except BearAgentError:
-        return
 
 
 @dataclass(frozen=True, slots=True)

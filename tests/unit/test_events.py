@@ -89,6 +89,7 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
     ("TodosUpdated", 1): {"todos": [{"text": "write tests", "done": False}]},
     ("ChildRunStarted", 1): {"child_run_id": str(RUN), "agent_name": "explore", "tool_call_id": str(TC)},
     ("ChildRunFinished", 1): {"child_run_id": str(RUN), "status": "succeeded"},
+    ("MessageInjected", 1): {"kind": "stop_feedback", "text": "Stop hook feedback: run the tests"},
     ("ChildRunFinished", 2): {
         "child_run_id": str(RUN),
         "status": "succeeded",

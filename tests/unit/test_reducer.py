@@ -23,9 +23,10 @@ from bearagent.domain.run_events import (
     AgentSwitchedV1,
     ChildRunFinishedV1,
     ChildRunFinishedV2,
-    ChildUsage,
     ChildRunStartedV1,
+    ChildUsage,
     HookExecutedV1,
+    MessageInjectedV1,
     ModelCallCompletedV2,
     ModelCallFailedV1,
     ModelCallFailedV2,
@@ -291,6 +292,7 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
         TodosUpdatedV1(todos=({"content": "write intro", "status": "pending"},)),
         ChildRunStartedV1(child_run_id=child, agent_name="explore"),
         ChildRunFinishedV1(child_run_id=child, status="succeeded"),
+        MessageInjectedV1(kind="stop_feedback", text="Stop hook feedback: again"),
     ):
         previous = folder.state
         folder.feed(f.event(payload))

@@ -236,6 +236,15 @@ class ChildRunFinishedV1(RunEventPayload):
     status: Literal["succeeded", "failed", "cancelled"]
 
 
+class MessageInjectedV1(RunEventPayload):
+    """A user-role message the run added to the conversation besides the goal, so a history rebuilt from the log
+    equals what the model was sent: `prompt_context` is appended to the goal (a UserPromptSubmit hook's
+    additionalContext), `stop_feedback` is a message of its own (a Stop hook that made the agent continue)."""
+
+    kind: Literal["prompt_context", "stop_feedback"]
+    text: str = Field(min_length=1, max_length=1_048_576)
+
+
 class ChildUsage(DomainModel):
     """What a child run consumed, charged to its parent when it finishes (wall time is not: it overlaps)."""
 
@@ -284,6 +293,7 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("ChildRunStarted", 1): ChildRunStartedV1,
     ("ChildRunFinished", 1): ChildRunFinishedV1,
     ("ChildRunFinished", 2): ChildRunFinishedV2,
+    ("MessageInjected", 1): MessageInjectedV1,
 }
 
 LATEST_VERSIONS: Mapping[str, int] = {

@@ -1,7 +1,7 @@
 """Rebuild a session's conversation from the event log: the log is the only source of truth for history.
 
-Per run: the user's goal, then each completed model call as an assistant message (text + tool calls), then each
-tool result. A tool call whose result never became a fact (the run was cancelled or crashed mid-call) gets a
+Per run: the user's goal (with a UserPromptSubmit hook's context), then each completed model call as an assistant message (text + tool calls), then each
+tool result and each message a hook injected (`MessageInjected`). A tool call whose result never became a fact (the run was cancelled or crashed mid-call) gets a
 synthetic failed result, so the history stays valid for every provider (each call answered once).
 """
 
@@ -13,6 +13,7 @@ from bearagent.domain.events import Event
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from bearagent.domain.run_events import (
+    MessageInjectedV1,
     ModelCallCompletedV2,
     RunCreatedV2,
     ToolCallCompletedV2,
@@ -58,6 +59,11 @@ def _run_messages(events: Sequence[Event]) -> list[Message]:
         if isinstance(payload, RunCreatedV2):
             if payload.goal.strip():
                 out.append(Message.user(payload.goal))
+        elif isinstance(payload, MessageInjectedV1):
+            if payload.kind == "prompt_context" and out and out[-1].role == "user":
+                out[-1] = Message.user(f"{out[-1].text}\n\n{payload.text}")
+            else:
+                out.append(Message.user(payload.text))
         elif isinstance(payload, ModelCallCompletedV2):
             flush_pending()
             parts: list[TextPart | ToolCallPart] = []
@@ -94,4 +100,4 @@ def _run_messages(events: Sequence[Event]) -> list[Message]:
     return out
 
 
-_INTERESTING = frozenset({"RunCreated", "ModelCallCompleted", "ToolCallCompleted", "ToolCallFailed"})
+_INTERESTING = frozenset({"RunCreated", "MessageInjected", "ModelCallCompleted", "ToolCallCompleted", "ToolCallFailed"})

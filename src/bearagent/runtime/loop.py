@@ -23,6 +23,7 @@ from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall,
 from bearagent.domain.pricing import cost_microusd
 from bearagent.domain.run_events import (
     AgentSwitchedV1,
+    MessageInjectedV1,
     ModelCallCompletedV2,
     ModelCallFailedV2,
     ModelCallRequestedV2,
@@ -137,6 +138,8 @@ class AgentLoop:
             )
         )
         recorder.append(RunStartedV1())
+        if spec.prelude:
+            recorder.append_many(spec.prelude)
         self._observer.run_started(run_id, plan.agent_name)
         token = current_run.set(
             CurrentRun(
@@ -201,6 +204,7 @@ class AgentLoop:
                 )
             if decision.additional_context:
                 goal = f"{goal}\n\n{decision.additional_context}"
+                recorder.append(MessageInjectedV1(kind="prompt_context", text=decision.additional_context))
         messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, Message.user(goal)]
         first_new = len(messages) - 1
         stop_blocks = 0
@@ -218,7 +222,9 @@ class AgentLoop:
                     if decision.block_reason is not None and stop_blocks < self._stop_hook_cap:
                         stop_blocks += 1
                         self._observer.notice(run_id, f"Stop hook asked to continue: {decision.block_reason}")
-                        messages.append(Message.user(f"Stop hook feedback: {decision.block_reason}"))
+                        feedback = f"Stop hook feedback: {decision.block_reason}"
+                        recorder.append(MessageInjectedV1(kind="stop_feedback", text=feedback))
+                        messages.append(Message.user(feedback))
                         continue
                     if decision.block_reason is not None:
                         self._observer.notice(

@@ -12,7 +12,7 @@ from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest, ToolDescriptor
-from bearagent.domain.run_events import TriggerType
+from bearagent.domain.run_events import RunEventPayload, TriggerType
 from bearagent.domain.specs import ModelPrice
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import ModelProvider, ToolContext
@@ -78,6 +78,8 @@ class RunSpec:
     trigger_type: TriggerType = "message"
     trigger_ref: str | None = None
     history: Sequence[Message] = ()
+    prelude: Sequence[RunEventPayload] = ()
+    """Facts that happened before the run existed (SessionStart hook executions), recorded after RunStarted."""
 
 
 # An agent switch re-plans the run for the new agent.

@@ -399,7 +399,8 @@ def _on_child_finished(run: RunState, active: Active, fact: Fact) -> Active:
 
 
 def _on_record(run: RunState, active: Active, fact: Fact) -> Active:
-    """HookExecuted, TodosUpdated, ChildRunStarted/Finished: facts for the log, no state besides last_sequence."""
+    """HookExecuted, TodosUpdated, ChildRunStarted, MessageInjected: facts for the log, no state besides
+    last_sequence."""
     return None
 
 
@@ -424,6 +425,7 @@ _HANDLERS: Mapping[str, _Handler] = {
     "TodosUpdated": _on_record,
     "ChildRunStarted": _on_record,
     "ChildRunFinished": _on_child_finished,
+    "MessageInjected": _on_record,
 }
 
 _missing = {t for (t, _v) in RUN_EVENT_PAYLOADS} - set(_HANDLERS)
