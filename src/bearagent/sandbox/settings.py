@@ -94,7 +94,7 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
     out: dict[str, object] = {}
     if value is None:
         return out, problems
-    if isinstance(value, str):
+    if isinstance(value, (str, bool)):
         value = {"mode": value}
     if not isinstance(value, dict):
         problems.append(
@@ -107,6 +107,8 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
         name = str(key)
         where = f"sandbox.{name}"
         if name == "mode":
+            if isinstance(item, bool):  # YAML 1.1 reads a bare `off` as false (and `on` as true)
+                item = "workspace-write" if item else "off"
             if item in SANDBOX_MODES:
                 out["mode"] = item
             else:
