@@ -426,3 +426,28 @@ def test_the_permission_mode_flag_is_the_users_own_and_outranks_every_file(tmp_p
     assert any("needs approval in permission mode 'default'" in o for o in tool_outcomes(ws, home))
     wrong = bear(ws, home, "run", "--permission-mode", "yolo", "write it")
     assert wrong.returncode == 2 and "--permission-mode: 'yolo' is not a permission mode" in wrong.stderr
+
+
+@pytest.mark.parametrize(
+    ("config", "item"),
+    [
+        ("sandbox: {mode: 'off'}\n", "sandbox.mode: off loosens the shell's confinement"),
+        ("sandbox: {network: allow}\n", "sandbox.network: allow loosens the shell's confinement"),
+        ("shell_env: {inherit: all}\n", "shell_env.inherit: all loosens the shell's confinement"),
+        ("shell_env: {include: [OPENAI_API_KEY]}\n", "shell_env.include: OPENAI_API_KEY loosens"),
+    ],
+)
+def test_sandbox_loosening_needs_trust(tmp_path: Path, home: Path, config: str, item: str) -> None:
+    marker = tmp_path / "ran"
+    script = f"turns:\n  - tool_calls: [{{name: Bash, arguments: {{command: 'touch {marker}'}}}}]\n  - text: done\n"
+    ws = scripted(tmp_path / "ws", script, config)
+    stderr = refused(bear(ws, home, "run", "go"), ws)
+    assert ".bearagent/config.yaml:4: " + item in stderr
+    assert not marker.exists()
+
+
+def test_a_workspace_cannot_name_the_sandbox_program(tmp_path: Path, home: Path) -> None:
+    ws = scripted(tmp_path / "ws", "turns:\n  - text: done\n", "sandbox: {bwrap_path: ./fake-bwrap}\n")
+    result = bear(ws, home, "run", "go")
+    assert result.returncode == 2 and "sandbox.bwrap_path" in result.stderr
+    assert "will not run without it" in result.stderr

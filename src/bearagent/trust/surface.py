@@ -22,7 +22,7 @@ import hashlib
 import json
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, TypeAlias, cast
@@ -183,14 +183,6 @@ class LoadedWorkspaceLike(Protocol):
     def mcp(self) -> _Registry: ...
     @property
     def models(self) -> _Registry: ...
-
-
-SurfaceContributor: TypeAlias = Callable[[_ConfigFileLike], Iterable[tuple[str, str]]]
-"""`(key, description)` pairs that one workspace config file's settings add to the surface; see `contributors`."""
-
-contributors: list[tuple[ItemKind, SurfaceContributor]] = []
-"""Extra surface sources registered by the modules that own a setting (the sandbox registers its loosening rules
-here), so this module need not know every setting's meaning."""
 
 
 def workspace_trust_surface(ws: LoadedWorkspaceLike) -> TrustSurface:
@@ -438,9 +430,18 @@ class _Collector:
                 file=file,
                 line=_line_in(text, "allow_private_network"),
             )
-        for kind, contributor in contributors:
-            for key, summary in contributor(cf):
-                self.add(kind, key, summary, key, file=file, line=_line_in(text, key.split(":")[0].split(".")[-1]))
+        from bearagent.sandbox.settings import loosening
+
+        for what in loosening(cf.settings):
+            key = what.split(":", 1)[0]
+            self.add(
+                "sandbox",
+                what,
+                f"{what} loosens the shell's confinement",
+                what,
+                file=file,
+                line=_key_line(text, key.split(".")[-1]),
+            )
 
 
 # ---- small helpers --------------------------------------------------------------------------------------------
@@ -481,6 +482,11 @@ def _line_in(text: str, needle: str) -> int | None:
         return None
     index = text.find(needle)
     return text.count("\n", 0, index) + 1 if index >= 0 else None
+
+
+def _key_line(text: str, key: str) -> int | None:
+    match = re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}[\"']?[ \t]*:", text)
+    return text.count("\n", 0, match.start()) + 1 if match else None
 
 
 def _line_containing(path: str, needle: str) -> int | None:
