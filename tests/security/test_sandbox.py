@@ -41,10 +41,16 @@ from bearagent.sandbox.env import build_shell_env
 from bearagent.sandbox.probe import find_bwrap
 from bearagent.sandbox.settings import ShellEnvPolicy, loosening
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or find_bwrap(None) is None,
-    reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or find_bwrap(None) is None,
+        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
+    ),
+    pytest.mark.skipif(
+        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
+        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
+    ),
+]
 
 REPO = Path(__file__).resolve().parents[2]
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
