@@ -54,6 +54,26 @@ def shell_environment(settings: Mapping[str, object]) -> dict[str, str]:
     return build_shell_env(os.environ, ShellEnvPolicy())
 
 
+PRIVATE_CACHE = "/tmp/.cache"
+CACHE_VARS: tuple[str, ...] = ("XDG_CACHE_HOME", "UV_CACHE_DIR", "GOCACHE")
+"""Cache locations that must be writable for the tool to run at all (uv and go take a lock in their cache). In the
+sandbox the home's caches are read-only, so these point into the private /tmp unless they already point somewhere
+writable: `uv run` of a synced project then works offline, and nothing the command caches outlives the call (a
+poisoned cache entry cannot reach a later unconfined run)."""
+
+
+def _private_caches(env: dict[str, str], root: Path, mode: str) -> None:
+    writable = [Path("/tmp")] + ([Path(os.path.realpath(root))] if mode == "workspace-write" else [])
+    for name in CACHE_VARS:
+        value = env.get(name)
+        if value is None and name != "XDG_CACHE_HOME":
+            continue  # unset: the tool falls back to $XDG_CACHE_HOME/<tool>
+        path = Path(os.path.normpath(value)) if value else None
+        if path is None or not any(path == w or w in path.parents for w in writable):
+            sub = {"XDG_CACHE_HOME": "", "UV_CACHE_DIR": "uv", "GOCACHE": "go-build"}[name]
+            env[name] = f"{PRIVATE_CACHE}/{sub}".rstrip("/")
+
+
 def shell_launch(shell_argv: Sequence[str], settings: Mapping[str, object], root: Path) -> ShellLaunch:
     request = SandboxRequest.from_json(settings.get(SANDBOX_SETTING))
     env = shell_environment(settings)
@@ -61,6 +81,7 @@ def shell_launch(shell_argv: Sequence[str], settings: Mapping[str, object], root
     if status.active and status.program is not None:
         prepared = BwrapBackend(status.program).prepare(shell_argv, request, root)
         env.update(prepared.env)
+        _private_caches(env, root, request.mode)
         return ShellLaunch(argv=prepared.argv, env=env, status=status, prepared=prepared)
     if sys.platform.startswith("linux"):
         argv = (sys.executable, "-I", "-S", REAPER, str(os.getpid()), *shell_argv)
