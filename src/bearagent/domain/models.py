@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Literal, TypeAlias
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Annotated, Literal, Self, TypeAlias
 
 from pydantic import Field
 
-from bearagent.domain._base import DomainModel, JsonObject
+from bearagent.domain._base import DomainModel, JsonObject, JsonValue
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message
@@ -17,16 +18,50 @@ StopReason: TypeAlias = Literal[
 ]
 
 
+MAX_TOOL_NAME_CHARS = 128
+"""The longest name a tool can have; a longer name from the model names no tool."""
+
+
 class ToolDescriptor(DomainModel):
     """A tool as offered to the model: projected name, description and JSON Schema of its arguments."""
 
-    name: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=MAX_TOOL_NAME_CHARS)
     description: str = Field(max_length=16_384)
     input_schema: JsonObject
 
 
 MAX_REQUEST_MESSAGES = 100_000
 MAX_REFUSAL_CHARS = 16_384
+MAX_DELTA_CHARS = 1_048_576
+"""The most text one `TextDelta` carries; longer text is sent as several deltas (`text_deltas`)."""
+MAX_TURN_TEXT_CHARS = 1_048_576
+"""The most text one model turn may hold (what `ModelCallCompleted.text` records); a longer turn fails the run."""
+MAX_TOOL_CALLS_PER_TURN = 512
+"""The most tool calls one model turn may ask for (what `ModelCallCompleted.tool_calls` records); more fail the
+run."""
+MAX_RECORDED_NAME_CHARS = 256
+"""The longest tool name (and provider id) a tool call records; adapters cut longer ones to this length."""
+MAX_INVALID_ARGUMENTS_CHARS = 2_000
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(text: str) -> str:
+    """`text` with every lone UTF-16 surrogate (U+D800-U+DFFF) replaced by U+FFFD. A JSON `"\\ud800"` escape from
+    a provider decodes to one; no UTF-8 encoder, JSON writer or database accepts it, so model output is cleaned
+    before it becomes a domain object. Costs one `isascii()` for ASCII text."""
+    if text.isascii():
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return not text.isascii() and _LONE_SURROGATE.search(text) is not None
+
+
+def bounded_text(text: str, limit: int) -> str:
+    """Valid Unicode, cut to `limit` characters (the last one an ellipsis when cut)."""
+    text = valid_unicode(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ModelRequest(DomainModel):
@@ -51,7 +86,14 @@ class ModelRequest(DomainModel):
 
 class TextDelta(DomainModel):
     kind: Literal["text_delta"] = "text_delta"
-    text: str = Field(max_length=1_048_576)
+    text: str = Field(max_length=MAX_DELTA_CHARS)
+
+
+def text_deltas(text: str) -> Iterator[TextDelta]:
+    """`text` from a model as deltas: lone surrogates replaced (`valid_unicode`), at most `MAX_DELTA_CHARS` each."""
+    text = valid_unicode(text)
+    for start in range(0, len(text), MAX_DELTA_CHARS):
+        yield TextDelta(text=text[start : start + MAX_DELTA_CHARS])
 
 
 class ModelToolCall(DomainModel):
@@ -61,9 +103,32 @@ class ModelToolCall(DomainModel):
     kind: Literal["tool_call"] = "tool_call"
     tool_call_id: ToolCallId
     provider_call_id: str | None = Field(default=None, max_length=256)
-    name: str = Field(min_length=1, max_length=256)
+    name: str = Field(min_length=1, max_length=MAX_RECORDED_NAME_CHARS)
     arguments: JsonObject
-    invalid_arguments: str | None = Field(default=None, max_length=2_000)
+    invalid_arguments: str | None = Field(default=None, max_length=MAX_INVALID_ARGUMENTS_CHARS)
+
+    @classmethod
+    def from_model(
+        cls,
+        tool_call_id: ToolCallId,
+        provider_call_id: str | None,
+        name: str,
+        arguments: Mapping[str, JsonValue],
+        invalid_arguments: str | None = None,
+    ) -> Self:
+        """A call as a model sent it, fitted into the bounds: lone surrogates replaced in the name and id, both cut
+        to `MAX_RECORDED_NAME_CHARS`, an empty name named `unnamed_tool`. The runtime judges what remains (a name
+        longer than any tool's, arguments that are not valid Unicode or too large for the turn)."""
+        name = valid_unicode(name)[:MAX_RECORDED_NAME_CHARS] or "unnamed_tool"
+        call_id = valid_unicode(provider_call_id)[:MAX_RECORDED_NAME_CHARS] if provider_call_id else None
+        invalid = bounded_text(invalid_arguments, MAX_INVALID_ARGUMENTS_CHARS) if invalid_arguments else None
+        return cls(
+            tool_call_id=tool_call_id,
+            provider_call_id=call_id,
+            name=name,
+            arguments=arguments,
+            invalid_arguments=invalid,
+        )
 
 
 class ModelCompleted(DomainModel):

@@ -17,6 +17,8 @@ from bearagent.domain.errors import BearAgentError, ErrorCategory, ErrorInfo
 from bearagent.domain.ids import IdGenerator, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import Message, ToolCallPart, ToolResultPart
 from bearagent.domain.models import (
+    MAX_DELTA_CHARS,
+    MAX_RECORDED_NAME_CHARS,
     MAX_REFUSAL_CHARS,
     ModelCompleted,
     ModelEvent,
@@ -24,6 +26,9 @@ from bearagent.domain.models import (
     ModelToolCall,
     StopReason,
     TextDelta,
+    bounded_text,
+    text_deltas,
+    valid_unicode,
 )
 from bearagent.providers.errors import (
     CallContext,
@@ -184,18 +189,14 @@ class Accumulator(ABC):
         invalid: str | None = None,
     ) -> ModelToolCall:
         name = self.names.to_internal(provider_name) if provider_name else "unnamed_tool"
-        return ModelToolCall(
-            tool_call_id=self.provider.ids.new(ToolCallId),
-            provider_call_id=(provider_call_id or None) and provider_call_id[:256],
-            name=name[:256],
-            arguments=arguments,
-            invalid_arguments=invalid,
-        )
+        return ModelToolCall.from_model(self.provider.ids.new(ToolCallId), provider_call_id, name, arguments, invalid)
 
-    def final_text(self, text: str) -> TextDelta:
-        """Text of a non-streamed response: kept as the answer's text, and emitted as one delta."""
-        self.text_parts.append(text)
-        return TextDelta(text=text)
+    def final_text(self, text: str) -> list[TextDelta]:
+        """Text of a non-streamed response: kept as the answer's text, and emitted as deltas (valid Unicode, each
+        within `MAX_DELTA_CHARS`)."""
+        deltas = list(text_deltas(text))
+        self.text_parts.extend(delta.text for delta in deltas)
+        return deltas
 
     def settle_request_id(self) -> str | None:
         """The id the outcome carries: the request-id header, else the response's own id (kept from now on)."""
@@ -205,10 +206,14 @@ class Accumulator(ABC):
     def completed(self, calls: list[ModelToolCall], stop: StopReason, refusal: str | None = None) -> list[ModelEvent]:
         """The tool calls, then the completion (after `settle_request_id`). A refusal text is cut to what
         `ModelCompleted.refusal` holds, so a long explanation stays a refusal instead of becoming an error."""
-        if refusal is not None and len(refusal) > MAX_REFUSAL_CHARS:
-            refusal = refusal[: MAX_REFUSAL_CHARS - 1] + "…"
+        if refusal is not None:
+            refusal = bounded_text(refusal, MAX_REFUSAL_CHARS)
         completed = ModelCompleted(
-            provider_request_id=self.request_id, model=self.model, stop_reason=stop, usage=self.usage, refusal=refusal
+            provider_request_id=_bounded_or_none(self.request_id),
+            model=_bounded_or_none(self.model),
+            stop_reason=stop,
+            usage=self.usage,
+            refusal=refusal,
         )
         return [*calls, completed]
 
@@ -365,8 +370,8 @@ class SdkProvider(ABC, Generic[ClientT]):
                 final_events = acc.from_final(result)
             except ProviderStreamError:
                 # a cut answer (max tokens, content filter): its text goes out before the failure, as when streaming
-                if acc.partial_text:
-                    yield TextDelta(text=acc.partial_text)
+                for delta in text_deltas(acc.partial_text):
+                    yield delta
                 raise
             for event in final_events:
                 yield event
@@ -395,8 +400,13 @@ class SdkProvider(ABC, Generic[ClientT]):
                     raise TimeoutError
                 text = feed(item)
                 if text:
+                    text = valid_unicode(text)
                     append(text)
-                    yield TextDelta(text=text)
+                    if len(text) <= MAX_DELTA_CHARS:
+                        yield TextDelta(text=text)
+                    else:
+                        for delta in text_deltas(text):
+                            yield delta
             events = acc.finish()
         except BearAgentError:
             raise
@@ -406,6 +416,11 @@ class SdkProvider(ABC, Generic[ClientT]):
             await sdk_stream.close()
         for event in events:
             yield event
+
+
+def _bounded_or_none(value: str | None) -> str | None:
+    """A provider's request id or model name as `ModelCompleted` holds them (valid Unicode, cut to the bound)."""
+    return bounded_text(value, MAX_RECORDED_NAME_CHARS) if value else None
 
 
 def _mapping_get(value: object, key: str) -> object:

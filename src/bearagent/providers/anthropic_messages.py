@@ -236,7 +236,7 @@ class _MessagesAccumulator(Accumulator):
         for content in message.content:
             if content.type == "text":
                 if content.text:
-                    events.append(self.final_text(content.text))
+                    events.extend(self.final_text(content.text))
             elif content.type == "tool_use":
                 raw_input = cast(object, content.input)
                 calls.append(self.tool_call(content.id, content.name, json.dumps(raw_input)))

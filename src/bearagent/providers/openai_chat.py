@@ -164,7 +164,7 @@ class _ChatAccumulator(OpenAIAccumulator):
         choice = completion.choices[0]
         message = choice.message
         if message.content:
-            events.append(self.final_text(message.content))
+            events.extend(self.final_text(message.content))
         calls: list[ModelToolCall] = []
         for call in message.tool_calls or ():
             function = getattr(call, "function", None)

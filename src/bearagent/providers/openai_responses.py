@@ -199,7 +199,7 @@ class _ResponsesAccumulator(OpenAIAccumulator):
                 for content in output.content:
                     if content.type == "output_text":
                         if content.text:
-                            events.append(self.final_text(content.text))
+                            events.extend(self.final_text(content.text))
                     else:
                         refusal.append(content.refusal)
             elif output.type == "function_call":

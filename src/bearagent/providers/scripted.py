@@ -37,7 +37,17 @@ from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.errors import ERROR_CATEGORIES, BearAgentError, ErrorCategory, ErrorInfo
 from bearagent.domain.ids import IdGenerator, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import TextPart, ToolCallPart
-from bearagent.domain.models import ModelCompleted, ModelEvent, ModelRequest, ModelToolCall, StopReason, TextDelta
+from bearagent.domain.models import (
+    MAX_RECORDED_NAME_CHARS,
+    MAX_REFUSAL_CHARS,
+    ModelCompleted,
+    ModelEvent,
+    ModelRequest,
+    ModelToolCall,
+    StopReason,
+    bounded_text,
+    text_deltas,
+)
 from bearagent.providers.errors import ProviderStreamError
 from bearagent.safe_yaml import yaml_bounds_problem
 
@@ -353,23 +363,24 @@ class ScriptedProvider:
         usage = turn.usage or default_usage(request, turn)
         request_id = f"scripted-{index + 1}"
         for piece in split_deltas(turn.text):
-            yield TextDelta(text=piece)
+            for delta in text_deltas(piece):  # a script may hold what a model could send: lone surrogates too
+                yield delta
         if turn.error is not None:
             raise ProviderStreamError(
                 turn.error, partial_text=turn.text, usage=usage, provider_request_id=request_id, model=turn.model
             )
         for i, call in enumerate(turn.tool_calls):
-            yield ModelToolCall(
-                tool_call_id=self.ids.new(ToolCallId),
-                provider_call_id=call.call_id or f"call_scripted_{index + 1}_{i + 1}",
-                name=call.name,
-                arguments=call.arguments,
+            yield ModelToolCall.from_model(
+                self.ids.new(ToolCallId),
+                call.call_id or f"call_scripted_{index + 1}_{i + 1}",
+                call.name,
+                call.arguments,
             )
         stop: StopReason = "tool_use" if turn.tool_calls else "refusal" if turn.refusal is not None else "end_turn"
         yield ModelCompleted(
             provider_request_id=request_id,
-            model=turn.model or request.model,
+            model=bounded_text(turn.model or request.model, MAX_RECORDED_NAME_CHARS),
             stop_reason=stop,
             usage=usage,
-            refusal=turn.refusal,
+            refusal=bounded_text(turn.refusal, MAX_REFUSAL_CHARS) if turn.refusal is not None else None,
         )

@@ -19,7 +19,15 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId, ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall, StopReason, TextDelta
+from bearagent.domain.models import (
+    MAX_TOOL_CALLS_PER_TURN,
+    MAX_TURN_TEXT_CHARS,
+    ModelCompleted,
+    ModelRequest,
+    ModelToolCall,
+    StopReason,
+    TextDelta,
+)
 from bearagent.domain.pricing import cost_microusd
 from bearagent.domain.run_events import (
     AgentSwitchedV1,
@@ -48,6 +56,7 @@ from bearagent.runtime.plan import AgentPlan, LoopHooks, Planner, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
+from bearagent.runtime.turn_bounds import bound_turn
 
 _log = logging.getLogger("bearagent.runtime")
 
@@ -91,6 +100,12 @@ class _ModelTurn:
     text: str
     tool_calls: list[ModelToolCall]
     completed: ModelCompleted
+    text_chars: int = 0
+    """Characters of text the model sent; `text` keeps at most `MAX_TURN_TEXT_CHARS` of them."""
+    calls_asked: int = 0
+    """Tool calls the model asked for; `tool_calls` keeps at most `MAX_TOOL_CALLS_PER_TURN` of them."""
+    call_errors: dict[ToolCallId, ErrorInfo] = field(default_factory=dict[ToolCallId, ErrorInfo])
+    """Calls that break a limit of the turn (`turn_bounds`): they fail with this error instead of running."""
 
 
 class AgentLoop:
@@ -254,7 +269,7 @@ class AgentLoop:
             self._observer.step(run_id, state.steps - 1, "tool_call")
             switch_to: str | None = None
             for call in turn.tool_calls:
-                result = await self._tool_call(spec, recorder, state, call)
+                result = await self._tool_call(spec, recorder, state, call, turn.call_errors.get(call.tool_call_id))
                 messages.append(
                     Message.tool(
                         ToolResultPart(
@@ -358,6 +373,8 @@ class AgentLoop:
                 attempt += 1
                 continue
             completed = turn.completed
+            bounded = bound_turn(turn.text, turn.text_chars, turn.tool_calls, turn.calls_asked)
+            turn.text, turn.tool_calls, turn.call_errors = bounded.text, bounded.tool_calls, bounded.call_errors
             recorder.append(
                 ModelCallCompletedV2(
                     activity_id=activity.activity_id,
@@ -382,22 +399,34 @@ class AgentLoop:
                 )
             )
             state.active = None
+            if bounded.error is not None:
+                raise _RunFailure(bounded.error)
             return turn
 
     async def _stream(self, run_id: RunId, plan: AgentPlan, request: ModelRequest, activity: _Active) -> _ModelTurn:
         text_parts: list[str] = []
+        text_chars = 0
         tool_calls: list[ModelToolCall] = []
+        calls_asked = 0
         completed: ModelCompleted | None = None
         stream = plan.provider.stream(request)
         try:
             async for event in stream:
                 if isinstance(event, TextDelta):
-                    if event.text:
-                        text_parts.append(event.text)
-                        activity.partial_text += event.text
-                        self._observer.token(run_id, event.text)
+                    piece = event.text
+                    if piece:
+                        text_chars += len(piece)
+                        if text_chars > MAX_TURN_TEXT_CHARS:  # kept up to the limit; the turn will fail
+                            piece = piece[: max(0, MAX_TURN_TEXT_CHARS - (text_chars - len(piece)))]
+                            if not piece:
+                                continue
+                        text_parts.append(piece)
+                        activity.partial_text += piece
+                        self._observer.token(run_id, piece)
                 elif isinstance(event, ModelToolCall):
-                    tool_calls.append(event)
+                    calls_asked += 1
+                    if calls_asked <= MAX_TOOL_CALLS_PER_TURN:
+                        tool_calls.append(event)
                 else:
                     completed = event
         except BearAgentError:
@@ -424,10 +453,21 @@ class AgentLoop:
                     retryable=True,
                 )
             )
-        return _ModelTurn(text="".join(text_parts), tool_calls=tool_calls, completed=completed)
+        return _ModelTurn(
+            text="".join(text_parts),
+            tool_calls=tool_calls,
+            completed=completed,
+            text_chars=text_chars,
+            calls_asked=calls_asked,
+        )
 
     async def _tool_call(
-        self, spec: RunSpec, recorder: RunRecorder, state: _LoopState, call: ModelToolCall
+        self,
+        spec: RunSpec,
+        recorder: RunRecorder,
+        state: _LoopState,
+        call: ModelToolCall,
+        limit_error: ErrorInfo | None = None,
     ) -> ToolResult:
         plan = state.plan
         bound = plan.tools.get(call.name)
@@ -450,13 +490,15 @@ class AgentLoop:
         state.active = activity
         self._observer.tool_call(recorder.run_id, str(call.tool_call_id), call.name, call.arguments)
         request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
-        if call.invalid_arguments is not None:
+        if limit_error is not None:
+            result = ToolResult.failure(request, limit_error)
+        elif call.invalid_arguments is not None:
             result = ToolResult.failure(
                 request,
                 ErrorInfo.of(
                     "validation",
                     "invalid_tool_arguments",
-                    f"the arguments for {call.name} were not a JSON object: {call.invalid_arguments}. "
+                    f"the arguments for {call.name} could not be used: {call.invalid_arguments}. "
                     "Call the tool again with a valid JSON object.",
                 ),
             )
