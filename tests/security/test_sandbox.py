@@ -103,11 +103,22 @@ def run_bash(
     user_config: str | None = None,
     env: Mapping[str, str] | None = None,
     config: str = CONFIG,
+    trust: bool = False,
 ) -> list[dict[str, object]]:
-    """Run the scripted Bash calls in one real run; return each call's ToolResult (as stored in the log)."""
+    """Run the scripted Bash calls in one real run; return each call's ToolResult (as stored in the log). `trust`
+    runs `bearagent trust --yes` on the workspace first."""
     scripted_workspace(ws, _script(commands), agents=MAIN, config=config)
     if user_config is not None:
         _user_config(home, user_config)
+    if trust:
+        done = subprocess.run(
+            [BEARAGENT, "trust", "-w", str(ws), "--yes"],
+            env=_cli_env(home),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
     with open_workspace(ws, env=isolated_env(home, **dict(env or {})), plugins=PluginHost()) as workspace:
         result = workspace.run_sync("go")
         assert result.status == "succeeded", result.error
@@ -445,14 +456,17 @@ def test_sandbox_off_in_the_user_config_runs_unconfined_but_keeps_the_env_policy
     assert CANARY_OPENAI not in out
 
 
-def test_a_workspace_cannot_loosen_the_users_sandbox_mode(tmp_path: Path, home: Path, outside: Path) -> None:
-    config = CONFIG + "sandbox: off\n"
+def test_a_trusted_workspace_still_cannot_loosen_the_users_sandbox_mode(
+    tmp_path: Path, home: Path, outside: Path
+) -> None:
+    config = CONFIG + "sandbox: off\n"  # loosening: the workspace needs trust before it runs at all
     results = run_bash(
         tmp_path / "ws",
         home,
         [f"touch {outside}/loosened; echo ${{BEARAGENT_SANDBOX:-none}}"],
         user_config="sandbox: workspace-write\n",
         config=config,
+        trust=True,
     )
     assert not (outside / "loosened").exists()
     assert _stdout(results[0]).strip() == "workspace-write"
