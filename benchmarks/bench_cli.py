@@ -87,9 +87,9 @@ main()
 
 
 def count_modules(python: Path, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, int]:
-    done = subprocess.run(
-        [str(python), "-c", _COUNT_MODULES, *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([str(python), "-c", _COUNT_MODULES, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"bearagent {' '.join(args)} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     line = next(ln for ln in done.stderr.splitlines() if ln.startswith("MODULES "))
     _, total, fresh = line.split()
     return int(total), int(fresh)
@@ -111,11 +111,11 @@ def uv_env() -> dict[str, str]:
     return env
 
 
-def build_environments(uv: str, base: Path, rev: str) -> tuple[str, list[tuple[str, Path]]]:
-    """Clone `rev` and build the three environments; returns (commit, [(label, bin dir)])."""
+def build_environments(uv: str, base: Path, repo: Path, rev: str) -> tuple[str, list[tuple[str, Path]]]:
+    """Clone `repo` at `rev` and build the three environments; returns (commit, [(label, bin dir)])."""
     quiet = uv_env()
     clone = base / "clone"
-    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    subprocess.run(["git", "clone", "--quiet", str(repo), str(clone)], check=True)
     subprocess.run(["git", "checkout", "--quiet", rev], cwd=clone, check=True)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True, capture_output=True, text=True
@@ -147,14 +147,14 @@ def build_environments(uv: str, base: Path, rev: str) -> tuple[str, list[tuple[s
     return commit, envs
 
 
-def bytecode_part(runs: int, base: Path, env: dict[str, str], rev: str) -> None:
+def bytecode_part(runs: int, base: Path, env: dict[str, str], repo: Path, rev: str) -> None:
     uv = os.environ.get("UV") or shutil.which("uv")
     if uv is None:
         print("\n(bytecode part skipped: uv not found)")
         return
     print("\n## start-up without writable bytecode caches\n")
-    commit, envs = build_environments(uv, base / "envs", rev)
-    print(f"source: a clone at {commit}; median (and first sample) of {runs} fresh processes, ms")
+    commit, envs = build_environments(uv, base / "envs", repo, rev)
+    print(f"source: a clone at {commit}; {runs} fresh processes per cell, ms")
     floor = samples_ms([sys.executable, "-c", "pass"], runs, base, env)
     floor_dw = samples_ms([sys.executable, "-c", "pass"], runs, base, {**env, "PYTHONDONTWRITEBYTECODE": "1"})
     print(
@@ -162,8 +162,8 @@ def bytecode_part(runs: int, base: Path, env: dict[str, str], rev: str) -> None:
         f"with PYTHONDONTWRITEBYTECODE=1 {statistics.median(floor_dw):.0f} ms\n"
     )
     print(
-        "| environment | command | PYTHONDONTWRITEBYTECODE=1 | unset (first run) | modules imported | "
-        "compiled from source at each start with =1 |"
+        "| environment | command | PYTHONDONTWRITEBYTECODE=1: median (min) | unset: median (min), first run | "
+        "modules imported | compiled from source at each start with =1 |"
     )
     print("|---|---|---|---|---|---|")
     for label, bindir in envs:
@@ -180,8 +180,8 @@ def bytecode_part(runs: int, base: Path, env: dict[str, str], rev: str) -> None:
             dw = samples_ms(cmd, runs, base, no_write)
             writable = samples_ms(cmd, runs, base, env)
             print(
-                f"| {label} | {cmd_label} | {statistics.median(dw):.0f} | {statistics.median(writable):.0f} "
-                f"({writable[0]:.0f}) | {total} | {fresh} |"
+                f"| {label} | {cmd_label} | {statistics.median(dw):.0f} ({min(dw):.0f}) | "
+                f"{statistics.median(writable):.0f} ({min(writable):.0f}), {writable[0]:.0f} | {total} | {fresh} |"
             )
     # what the setting costs: `uv run` re-checks the bytecode of the whole environment on every call
     clone = base / "envs" / "clone"
@@ -199,6 +199,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--parts", default="startup,scale,bytecode", help="comma-separated: startup,scale,bytecode")
+    parser.add_argument("--repo", default=str(REPO), help="the git repository the bytecode part clones")
     parser.add_argument("--rev", default="HEAD", help="the commit the bytecode part builds its environments from")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -232,7 +233,7 @@ def main() -> None:
                     f"{median / (agents + skills):.2f} |"
                 )
         if "bytecode" in parts:
-            bytecode_part(args.runs, base, env, args.rev)
+            bytecode_part(args.runs, base, env, Path(args.repo), args.rev)
 
 
 if __name__ == "__main__":
