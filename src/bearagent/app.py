@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.builtin import builtin_agents_dir, builtin_skills_dir
-from bearagent.config.files import read_text
 from bearagent.config.model import BearConfig, ConfigFile, load_config_file, merge_config
+from bearagent.config.safe_read import check_workspace_file, read_workspace_text
 from bearagent.config.workspace import (
     CONFIG_FILE,
     RANK_COMPAT_CLAUDE,
@@ -179,12 +179,13 @@ class LoadedWorkspace:
 
 
 def _instructions(root: Path, diags: list[Diagnostic]) -> ProjectInstructions | None:
+    """AGENTS.md, else CLAUDE.md, read with the file tools' path safety: one that is a symlink out of the workspace
+    (`AGENTS.md -> ~/.ssh/id_rsa`) is an error diagnostic and never reaches a model request."""
     for name in INSTRUCTION_FILES:
         path = root / name
-        if path.is_file():
-            text = read_text(path, diags)
-            if text is not None:
-                return ProjectInstructions(path, text)
+        text = read_workspace_text(root, path, diags, what=name)
+        if text is not None:
+            return ProjectInstructions(path, text)
     return None
 
 
@@ -206,7 +207,12 @@ def load_workspace(
     diags: list[Diagnostic] = []
 
     user_cf = load_config_file(user_dir / CONFIG_FILE, "platform", diags)
-    ws_cf = load_config_file(ws_root / WORKSPACE_DIR / CONFIG_FILE, "workspace", diags)
+    ws_config = ws_root / WORKSPACE_DIR / CONFIG_FILE
+    ws_cf = (  # never through a symlink out of the workspace (config/safe_read.py)
+        load_config_file(ws_config, "workspace", diags)
+        if check_workspace_file(ws_root, ws_config, diags, what=f"{WORKSPACE_DIR}/{CONFIG_FILE}")
+        else None
+    )
     files = [cf for cf in (user_cf, ws_cf) if cf is not None]
     config = merge_config(files)
     compat = config.compat

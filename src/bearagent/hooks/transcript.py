@@ -2,7 +2,9 @@
 
 Path: `<data dir>/transcripts/<session_id>.jsonl`, where the data dir of a project workspace is
 `<workspace>/.bearagent` (chat workspaces: the user data dir). The file exists from the moment the writer is
-created (hook libraries open it even before the first message) and every line is flushed as it is written.
+created (hook libraries open it even before the first message) and every line is flushed as it is written. The data
+dir, `transcripts/` and the file are opened without following symlinks and created 0700 / 0600
+(`runtime/state_files.py`): a repository cannot redirect a transcript outside the workspace.
 
 Line shape (as Claude Code writes it):
 `{"type": "user"|"assistant", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", "runId", "agentName",
@@ -23,6 +25,7 @@ from typing import cast
 
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from bearagent.runtime.state_files import open_state_file
 
 TRANSCRIPTS_DIR = "transcripts"
 
@@ -41,9 +44,12 @@ class TranscriptWriter:
         self._cwd = str(cwd)
         self._lock = threading.Lock()
         self._last_uuid: str | None = None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.close(fd)
+        self._data_dir = path.parent.parent
+        self._parts = (path.parent.name, path.name)
+        os.close(self._open())
+
+    def _open(self) -> int:
+        return open_state_file(self._data_dir, self._parts, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 
     @classmethod
     def for_session(cls, data_dir: Path, session_id: str, *, cwd: Path) -> TranscriptWriter:
@@ -97,8 +103,12 @@ class TranscriptWriter:
                 "agentName": agent_name,
                 "message": cast(JsonValue, message),
             }
-            data = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
+            data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+            fd = self._open()
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
             self._last_uuid = line_uuid

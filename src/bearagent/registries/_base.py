@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from bearagent.config.files import FrontmatterDoc, did_you_mean, load_frontmatter
 from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
+from bearagent.config.safe_read import check_workspace_file, source_root
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 
@@ -73,6 +74,9 @@ def frontmatter_candidates(
     (`what` names the file in them) and no candidate."""
     candidates: list[Candidate[N]] = []
     for source, path in files:
+        # a workspace file that is a symlink out of the workspace is refused, never read (config/safe_read.py)
+        if not check_workspace_file(source_root(source), path, diags, what=f"{what} {path.name}"):
+            continue
         doc = load_frontmatter(path, diags, what=what)
         if doc is None:
             continue

@@ -11,6 +11,7 @@ from typing import cast
 
 from bearagent.config.files import FrontmatterDoc
 from bearagent.config.layers import Candidate
+from bearagent.config.safe_read import refusal, source_root
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import SkillSpec
@@ -133,13 +134,17 @@ def skill_dirs(root: Path | None, diagnostics: list[Diagnostic]) -> list[tuple[P
     return found
 
 
-def _bundled_files(directory: Path, entry: Path) -> tuple[str, ...]:
+def _bundled_files(directory: Path, entry: Path, ws_root: Path | None = None) -> tuple[str, ...]:
+    """The skill's other files (relative paths). For a workspace skill (`ws_root` set) a file that is a symlink out
+    of the workspace, or not a regular file, is left out: the Skill tool could not read it anyway."""
     files: list[str] = []
     for path in sorted(directory.rglob("*")):
         if len(files) >= MAX_BUNDLED_FILES:
             break
         rel = path.relative_to(directory)
         if path == entry or any(part in _SKIP_DIRS for part in rel.parts) or not path.is_file():
+            continue
+        if ws_root is not None and refusal(ws_root, path) is not None:
             continue
         files.append(rel.as_posix())
     return tuple(files)
@@ -238,7 +243,7 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
         metadata=metadata,
         allowed_tools=allowed_tools,
         directory=str(directory),
-        files=_bundled_files(directory, path),
+        files=_bundled_files(directory, path, source_root(source)),
         source=str(path),
         level=source.level,
         origin=source.id,

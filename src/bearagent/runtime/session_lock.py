@@ -15,6 +15,7 @@ from types import TracebackType
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import SessionId
+from bearagent.runtime.state_files import open_state_file
 
 POLL_INTERVAL_S = 0.05
 
@@ -41,8 +42,10 @@ class SessionLock:
         self._fd: int | None = None
 
     async def __aenter__(self) -> SessionLock:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        # never through a symlink: `.bearagent`, `locks/` and the lock file must be real (runtime/state_files.py)
+        fd = open_state_file(
+            self._path.parent.parent, (self._path.parent.name, self._path.name), os.O_RDWR | os.O_CREAT
+        )
         told = False
         loop = asyncio.get_running_loop()
         started = loop.time()

@@ -32,6 +32,7 @@ from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus,
 from bearagent.runtime.reducer import InvalidTransition, SequenceConflict, apply
 from bearagent.runtime.replay import EventRow, Replayer, ReplayError
 from bearagent.runtime.run_state import ActivityState, RunState, iso
+from bearagent.runtime.state_files import SQLITE_SIDE_FILES, prepare_sqlite_file, refuse_symlinks
 from bearagent.store.errors import StoreError, translate_sqlite_error
 from bearagent.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
@@ -115,6 +116,8 @@ class SqliteEventStore:
     def _open(self, busy_timeout_ms: int) -> sqlite3.Connection:
         path = self.path
         try:
+            # SQLite opens the database and its side files by name, following symlinks: refuse them first
+            refuse_symlinks([path, *(path.with_name(path.name + suffix) for suffix in SQLITE_SIDE_FILES)])
             is_dir = path.is_dir()
         except OSError as exc:
             raise StoreError(
@@ -126,13 +129,23 @@ class SqliteEventStore:
         if is_dir:
             raise StoreError(path, "not_a_file", "the event store path is a directory", "Point it at a file instead")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(
                 path,
                 "read_only",
                 f"cannot create the directory of the event store ({exc.strerror})",
                 "Create it yourself or make its parent writable, or use a writable workspace",
+            ) from exc
+        try:
+            prepare_sqlite_file(path)  # a new store is created 0600, never through a symlink
+        except OSError as exc:
+            raise StoreError(
+                path,
+                "read_only",
+                f"cannot create the event store ({exc.strerror})",
+                "Make the directory and the file writable (the store also creates -wal and -shm files next to it), "
+                "or use a writable workspace",
             ) from exc
         try:
             conn = sqlite3.connect(

@@ -7,6 +7,11 @@ with `O_NOFOLLOW` relative to its parent's fd (openat-style, `dir_fd=`), never c
 way is read with `readlink(dir_fd=)` and its target re-resolved from the root: a target inside the workspace is
 followed, one leading outside is refused. The final object must be a regular file (or a directory where one is
 expected): devices, FIFOs and sockets are refused.
+
+Writes (`open_target`) also guard the workspace's control files (`tools/protected.py`): the policy decides on the
+lexical path, so a path that only *reaches* a control file through a symlink (`link/config.yaml` with
+`link -> .bearagent`, or `conf/config.yaml` when `.bearagent -> conf`) is refused here, in the same walk that yields
+the directory fd the write uses. A control file is written only by its own name.
 """
 
 from __future__ import annotations
@@ -22,10 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.tools.protected import PROTECTED_DIRS, PROTECTED_FILES, protected_reason, state_reason
 
 MAX_PATH_BYTES = 4_096
 MAX_COMPONENT_BYTES = 255
 MAX_SYMLINK_HOPS = 40
+MAX_ALIAS_SCAN = 2_000
+"""Most entries looked at below `.bearagent`, `.claude` and `.agents` when looking for symlinks out of them."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -77,6 +85,7 @@ class WorkspacePaths:
         self.root = Path(os.path.realpath(root))
         self._root_str = str(root)
         self._real_str = str(self.root)
+        self._aliases: list[tuple[str, str]] | None = None
 
     # ----- lexical -----
 
@@ -180,10 +189,88 @@ class WorkspacePaths:
         parts = [p for p in rel.split("/") if p]
         return parts + rest
 
-    def _walk_dirs(self, user_path: str, parts: list[str], *, create: bool) -> tuple[int, list[str], list[str]]:
+    # ----- control files -----
+
+    def protected_alias_map(self) -> list[tuple[str, str]]:
+        """`(real relative path, control-file name)` for every control file or directory that is a symlink to
+        somewhere else in the workspace (`.bearagent -> conf` gives `("conf", ".bearagent")`), including symlinks a
+        few levels inside `.bearagent`, `.claude`, `.agents` and `.git/hooks` (e.g. a skill folder linked from
+        elsewhere). Writing through the real path would change the control file, so it is guarded too."""
+        if self._aliases is not None:
+            return self._aliases
+        found: list[tuple[str, str]] = []
+        budget = [MAX_ALIAS_SCAN]
+
+        def note(link: str, name: str) -> None:
+            rel = self._strip_root(os.path.realpath(os.path.join(self._real_str, link)))
+            if rel is not None and rel != link:
+                found.append((rel, name))
+
+        def scan(rel_dir: str, depth: int) -> None:
+            try:
+                entries = sorted(os.scandir(os.path.join(self._real_str, rel_dir)), key=lambda e: e.name)
+            except OSError:
+                return
+            for entry in entries:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return
+                rel = f"{rel_dir}/{entry.name}"
+                if rel in (".bearagent/locks", ".bearagent/transcripts"):
+                    continue  # BearAgent's own state: never symlinks (the store refuses them), and many files
+                if entry.is_symlink():
+                    note(rel, rel)
+                elif depth > 1 and entry.is_dir(follow_symlinks=False):
+                    scan(rel, depth - 1)
+
+        for name in (*PROTECTED_DIRS, *PROTECTED_FILES):
+            path = os.path.join(self._real_str, name)
+            if os.path.islink(path):
+                note(name, name)
+        for name in (".bearagent", ".claude", ".agents"):
+            if os.path.isdir(os.path.join(self._real_str, name)) and not os.path.islink(
+                os.path.join(self._real_str, name)
+            ):
+                scan(name, 3)
+        for link in (".git/config", ".git/hooks"):
+            if os.path.islink(os.path.join(self._real_str, link)):
+                note(link, link)
+        if os.path.isdir(os.path.join(self._real_str, ".git", "hooks")):
+            scan(".git/hooks", 1)
+        self._aliases = found
+        return found
+
+    def control_file(self, rel: str) -> str | None:
+        """The control file that the resolved workspace path `rel` is (its own name, or the name it is reached by
+        through a symlinked control file or directory), or None for an ordinary file."""
+        if protected_reason(rel) is not None or state_reason(rel) is not None:
+            return rel
+        for real, name in self.protected_alias_map():
+            if rel == real or rel.startswith(real + "/"):
+                return name + rel[len(real) :]
+        return None
+
+    def _guard_control(self, user_path: str, lexical: str, resolved: str, *, parent_of: bool = False) -> None:
+        """Refuse a write (or, with `parent_of`, a directory created for it) that reaches a control file under
+        another name than the one the policy decided on."""
+        name = self.control_file(resolved)
+        if name is None or lexical == name or (parent_of and lexical.startswith(name + "/")):
+            return
+        raise _refuse(
+            user_path,
+            f"it leads to {name!r}, a control file of the workspace, through a symlink",
+            f"Write {name!r} by its own path (which needs its own permission rule), or remove the symlink.",
+            "protected_path",
+        )
+
+    def _walk_dirs(
+        self, user_path: str, parts: list[str], *, create: bool, lexical: str | None = None
+    ) -> tuple[int, list[str], list[str]]:
         """Open every directory in `parts` except the last; returns (dir fd, resolved dir parts, remaining parts).
 
         Restarts from the root whenever a symlink is met, so the returned fd is always reached by O_NOFOLLOW steps.
+        With `lexical` (the normalised path a write was decided on), a directory is only created inside a control
+        directory when that path names it.
         """
         hops = 0
         while True:
@@ -199,6 +286,8 @@ class WorkspacePaths:
                     except FileNotFoundError:
                         if not create:
                             raise _not_found("/".join(parts[: i + 1])) from None
+                        if lexical is not None:
+                            self._guard_control(user_path, lexical, "/".join([*done, name]), parent_of=True)
                         with suppress(FileExistsError):
                             os.mkdir(name, 0o777, dir_fd=fd)
                         continue
@@ -286,14 +375,16 @@ class WorkspacePaths:
         If the final name is a symlink inside the workspace, its target is written (as a text editor would); a final
         name that exists but is not a regular file is refused.
         """
-        parts = [p for p in self.normalise(user_path).split("/") if p]
+        lexical = self.normalise(user_path)
+        parts = [p for p in lexical.split("/") if p]
         if not parts:
             raise _refuse(user_path, "it is the workspace directory, not a file", "Name a file.", "not_a_file")
         hops = 0
         while True:
-            dfd, done, rest = self._walk_dirs(user_path, parts, create=create_parents)
+            dfd, done, rest = self._walk_dirs(user_path, parts, create=create_parents, lexical=lexical)
             name = rest[0]
             try:
+                self._guard_control(user_path, lexical, "/".join([*done, name]))
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             except FileNotFoundError:
                 return TargetDir(dir_fd=dfd, name=name, rel="/".join([*done, name]))

@@ -10,8 +10,8 @@ case-insensitively (on macOS `.BearAgent/config.yaml` is the real config).
 
 from __future__ import annotations
 
-PROTECTED_DIRS: tuple[str, ...] = (".bearagent", ".claude", ".git")
-"""Directories whose whole tree is protected from the file tools."""
+PROTECTED_DIRS: tuple[str, ...] = (".bearagent", ".claude", ".agents", ".git")
+"""Directories whose whole tree is protected from the file tools (`.agents/skills` is a skill source too)."""
 
 PROTECTED_FILES: tuple[str, ...] = (".mcp.json", "AGENTS.md", "CLAUDE.md")
 """Single files protected from the file tools (AGENTS.md / CLAUDE.md: the project instructions every run reads)."""
@@ -19,6 +19,7 @@ PROTECTED_FILES: tuple[str, ...] = (".mcp.json", "AGENTS.md", "CLAUDE.md")
 SHELL_READ_ONLY: tuple[str, ...] = (
     ".bearagent",
     ".claude",
+    ".agents",
     ".mcp.json",
     ".git/config",
     ".git/hooks",

@@ -4,14 +4,18 @@ the app wires in (loading a skill body, running a child run)."""
 
 from __future__ import annotations
 
+import os
+import posixpath
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bearagent.domain._base import JsonMapping, JsonValue
+from bearagent.domain.errors import BearAgentError
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, str_arg, tool_error
+from bearagent.tools.paths import PathRefused, WorkspacePaths
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +41,7 @@ ChildRunner = Callable[[str, str, ToolContext], Awaitable[ChildRunResult]]
 
 
 MAX_SKILL_FILE_CHARS = 100_000
+MAX_SKILL_FILE_BYTES = 16 * 1024 * 1024
 
 
 class SkillTool(NativeTool):
@@ -70,11 +75,7 @@ class SkillTool(NativeTool):
                 "unknown_skill_file",
                 f"skill {skill.name!r} has no bundled file {wanted!r}; its files are: {listed}",
             )
-        base = Path(skill.directory).resolve()
-        target = (base / wanted).resolve()
-        if base not in target.parents or not target.is_file():
-            raise tool_error("permission", "skill_file_outside", f"{wanted!r} is not a regular file inside the skill")
-        raw = target.read_bytes()
+        raw = _read_skill_file(Path(skill.directory), wanted, context.workspace_root)
         if b"\0" in raw[:8192]:
             raise tool_error("validation", "binary_skill_file", f"{wanted!r} is a binary file and cannot be shown")
         text = raw.decode("utf-8", errors="replace")
@@ -82,6 +83,51 @@ class SkillTool(NativeTool):
         if truncated:
             text = text[:MAX_SKILL_FILE_CHARS] + f"\n[... cut at {MAX_SKILL_FILE_CHARS} characters]"
         return self.ok(context, text, {"name": skill.name, "file": wanted}, truncated=truncated)
+
+
+def _read_skill_file(directory: Path, wanted: str, workspace_root: Path) -> bytes:
+    """A bundled file's bytes. A skill inside the workspace is a repository's file: it is read with the file tools'
+    path safety (a symlink out of the workspace is refused, never read). Other skills (user, plugin, built-in) are
+    trusted; their files must still lie inside the skill's own folder."""
+    outside = _tool_refusal(wanted)
+    rel_dir = _inside(directory, workspace_root)
+    if rel_dir is not None:
+        rel = posixpath.normpath(posixpath.join(rel_dir, wanted)) if rel_dir else posixpath.normpath(wanted)
+        if rel != rel_dir and not rel.startswith(f"{rel_dir}/" if rel_dir else ""):
+            raise outside
+        try:
+            opened = WorkspacePaths(workspace_root).open_read(rel)
+        except PathRefused as exc:
+            raise tool_error("permission", "skill_file_refused", f"{wanted!r}: {exc.info.message}") from None
+        try:
+            if opened.st.st_size > MAX_SKILL_FILE_BYTES:
+                raise tool_error("validation", "skill_file_too_large", f"{wanted!r} is larger than the limit")
+            chunks: list[bytes] = []
+            while chunk := os.read(opened.fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(opened.fd)
+    base = directory.resolve()
+    target = (base / wanted).resolve()
+    if base not in target.parents or not target.is_file():
+        raise outside
+    return target.read_bytes()
+
+
+def _tool_refusal(wanted: str) -> BearAgentError:
+    return tool_error("permission", "skill_file_outside", f"{wanted!r} is not a regular file inside the skill")
+
+
+def _inside(directory: Path, root: Path) -> str | None:
+    """`directory` relative to the workspace `root` (by its given or its real path), or None when outside it."""
+    for base in (root, Path(os.path.realpath(root))):
+        try:
+            rel = directory.relative_to(base).as_posix()
+        except ValueError:
+            continue
+        return "" if rel == "." else rel
+    return None
 
 
 class TaskTool(NativeTool):
