@@ -1,11 +1,15 @@
 """Shared pieces of the commands that start runs (`run`, `action run`, interactive): budget flags, exit codes,
-error output (one line of what, one line of how to fix; a traceback only with --debug) and the summary line."""
+error output (one line of what, one line of how to fix; a traceback only with --debug), the summary line, and
+SIGTERM / SIGHUP handled like Ctrl-C."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
+from types import FrameType
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
@@ -109,6 +113,47 @@ def failure_lines(result: RunResult) -> tuple[str, str] | None:
     return (f"error: {result.error.message}", f"fix: {fix}")
 
 
+TERMINATION_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+class Termination:
+    """Which termination signal arrived (None: none did). See `handle_termination_like_ctrl_c`."""
+
+    def __init__(self) -> None:
+        self.signal: signal.Signals | None = None
+        self.installed = False
+
+
+_termination = Termination()
+
+
+def handle_termination_like_ctrl_c() -> Termination:
+    """Make SIGTERM and SIGHUP do what Ctrl-C does, and remember that one came.
+
+    Each is passed to whatever handles SIGINT at that moment: while a run is going, asyncio's handler, which cancels
+    the run (the loop records RunCancelled, the in-flight tool is cancelled and Bash kills its process group), and a
+    second signal interrupts at once; elsewhere Python's default, which raises KeyboardInterrupt. Installed once per
+    process, from the main thread only (elsewhere signals are left alone)."""
+    if _termination.installed:
+        return _termination
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        _termination.signal = signal.Signals(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:  # SIGINT ignored or left to the OS: still stop, as a terminated process must
+            raise KeyboardInterrupt
+
+    with contextlib.suppress(ValueError):  # not the main thread (an embedding application)
+        for sig in TERMINATION_SIGNALS:
+            signal.signal(sig, forward)
+        _termination.installed = True
+    return _termination
+
+
 def execute_and_exit(
     runtime: WorkspaceRuntime,
     start: Callable[[], Awaitable[RunResult]],
@@ -117,8 +162,8 @@ def execute_and_exit(
     debug: bool,
 ) -> NoReturn:
     """Run `start()` to its end (closing the runtime), print the outcome for `output` (`text`: failure lines and
-    the summary on stderr; `json`: the final record; `stream-json`: nothing more) and exit with its code. Ctrl-C
-    cancels the run (recorded as RunCancelled) and exits 1."""
+    the summary on stderr; `json`: the final record; `stream-json`: nothing more) and exit with its code. Ctrl-C,
+    SIGTERM and SIGHUP cancel the run (recorded as RunCancelled) and exit 1."""
     import asyncio
     import json
 
@@ -132,10 +177,13 @@ def execute_and_exit(
             await runtime.aclose()
 
     err = make_console(stderr=True)
+    termination = handle_termination_like_ctrl_c()
     try:
         result = asyncio.run(main())
     except KeyboardInterrupt:
-        err.print("cancelled: the run was stopped (its log ends with RunCancelled)")
+        by = f" by {termination.signal.name}" if termination.signal is not None else ""
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            err.print(f"cancelled: the run was stopped{by} (its log ends with RunCancelled)")
         sys.exit(EXIT_RUN_FAILED)
     except BearAgentError as exc:
         die_from(exc, debug=debug)

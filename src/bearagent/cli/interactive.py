@@ -2,7 +2,8 @@
 
 One event loop lives for the whole session (`asyncio.Runner`), so providers, MCP connections and the session lock
 behave as in one long conversation. Ctrl-C during a run cancels that run (its log ends with RunCancelled) and
-returns to the prompt; Ctrl-C at the prompt clears the line; Ctrl-D or `/exit` leaves. `ask` permission decisions
+returns to the prompt; Ctrl-C at the prompt clears the line; Ctrl-D or `/exit` leaves. SIGTERM and SIGHUP (the
+terminal closed) cancel a run as Ctrl-C does, then leave the session with exit code 1. `ask` permission decisions
 are asked here: allow once, always (for this session), or deny.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from bearagent.cli._run_common import failure_lines, summary_line
+from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.render import MarkdownStreamObserver, make_console, preview_arguments
 from bearagent.domain.errors import BearAgentError
 from bearagent.runner import RunOptions, WorkspaceRuntime
@@ -94,6 +96,7 @@ def interactive(
 ) -> None:
     from bearagent.cli._config_common import load
 
+    termination = handle_termination_like_ctrl_c()
     console = make_console()
     loaded = load(workspace)
     state = InteractiveState(agent=agent or loaded.config.default_agent, session=session)
@@ -121,6 +124,8 @@ def interactive(
                     line = read(f"{state.agent}> ")
                 except KeyboardInterrupt:
                     console.print()
+                    if termination.signal is not None:
+                        break
                     continue
                 except EOFError:
                     console.print()
@@ -138,7 +143,10 @@ def interactive(
                     result = runner.run(runtime.run(text, options, observer))
                 except KeyboardInterrupt:
                     observer.close()
-                    console.print(Text("cancelled", style="yellow"))
+                    with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                        console.print(Text("cancelled", style="yellow"))
+                    if termination.signal is not None:
+                        break
                     continue
                 except BearAgentError as exc:
                     observer.close()
@@ -159,6 +167,8 @@ def interactive(
             save_history()
             with contextlib.suppress(BaseException):
                 runner.run(runtime.aclose())
+    if termination.signal is not None:
+        sys.exit(EXIT_RUN_FAILED)
 
 
 def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, console: Console) -> bool:

@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from bearagent.cli._config_common import workspace_option
-from bearagent.cli._run_common import budget_options, collect_budgets, die, die_from, execute_and_exit
+from bearagent.cli._run_common import (
+    budget_options,
+    collect_budgets,
+    die,
+    die_from,
+    execute_and_exit,
+    handle_termination_like_ctrl_c,
+)
 
 
 def read_prompt(prompt: str) -> str:
@@ -57,6 +64,7 @@ def run(
     from bearagent.runtime.observer import NullObserver, RunObserver
     from bearagent.runtime.streaming import StreamingObserver
 
+    handle_termination_like_ctrl_c()  # SIGTERM / SIGHUP from here on: as Ctrl-C (cancel the run, exit 1)
     if as_json and stream_json:
         die("--json and --stream-json exclude each other", "pick one output format")
     if continue_ and session:
