@@ -364,7 +364,14 @@ def test_a_setsid_child_does_not_outlive_the_call(tmp_path: Path, home: Path) ->
     assert not marker.exists()
 
 
-def test_sigkill_of_bearagent_run_leaves_no_process_behind(tmp_path: Path, home: Path) -> None:
+@pytest.mark.parametrize(
+    "user_config",
+    [None, 'sandbox: off\npermissions: {allow: ["Bash"]}\n'],
+    ids=["sandboxed", "unsandboxed-under-the-reaper"],
+)
+def test_sigkill_of_bearagent_run_leaves_no_process_behind(tmp_path: Path, home: Path, user_config: str | None) -> None:
+    if user_config is not None:
+        _user_config(home, user_config)
     marker = f"bearagent-survivor-{uuid.uuid4().hex[:10]}"
     ws = scripted_workspace(
         tmp_path / "ws",
