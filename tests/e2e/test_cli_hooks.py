@@ -173,7 +173,9 @@ def test_bash_allow_rules_are_part_of_trust_and_run_agrees(workspace: Path) -> N
     config = workspace / ".bearagent" / "config.yaml"
     config.write_text(CONFIG + 'permissions:\n  allow: [Read, "Bash(make *)"]\n')
     changed = cli(workspace, "hooks", "test", "PreToolUse", stdin=RM_PAYLOAD)
-    assert changed.returncode == 2 and "added: " in changed.stderr and "permissions.allow Bash(make *)" in changed.stderr
+    assert (
+        changed.returncode == 2 and "added: " in changed.stderr and "permissions.allow Bash(make *)" in changed.stderr
+    )
     assert trust_status(workspace, workspace_trust_surface(load_workspace(workspace, env=env)), env=env) == "changed"
     listed = cli(workspace, "trust").stdout
     assert ".bearagent/config.yaml:" in listed and "permissions.allow 'Bash(make *)' lets calls run" in listed

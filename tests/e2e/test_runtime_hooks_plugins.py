@@ -16,9 +16,9 @@ from bearagent.api import open_workspace
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
-from bearagent.trust import trust, workspace_trust_surface
 from bearagent.plugins.contributions import PythonHookHandler
 from bearagent.plugins.manager import PluginHost
+from bearagent.trust import trust, workspace_trust_surface
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "support" / "hook_scripts"
 MAIN = {"main": agent_md("Main.", mode="primary", tools="[Read, Bash]")}

@@ -13,8 +13,8 @@ from tests.support.mcp_helpers import pids_with_arg, wait_until_gone
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent.api import open_workspace
-from bearagent.trust import trust, workspace_trust_surface
 from bearagent.plugins.manager import PluginHost
+from bearagent.trust import trust, workspace_trust_surface
 
 DEMO = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "demo.py"
 

@@ -27,7 +27,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("bearagent.cli.plugins:plugins", "List installed plugins and what they registered."),
     "doctor": ("bearagent.cli.doctor:doctor", "Print every configuration diagnostic."),
     "init": ("bearagent.cli.init:init", "Scaffold .bearagent/ in this directory."),
-    "trust": ("bearagent.cli.trust:trust", "Show what this workspace would run, send or allow, then trust it (or --revoke)."),
+    "trust": (
+        "bearagent.cli.trust:trust",
+        "Show what this workspace would run, send or allow, then trust it (or --revoke).",
+    ),
 }
 
 
