@@ -3,6 +3,7 @@ files, BearAgent's own state files, workspace files BearAgent reads, and the age
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -13,10 +14,15 @@ from pathlib import Path
 import pytest
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
+from tests.support.tools import call
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.models import ModelEvent, ModelRequest
+from bearagent.domain.tools import ToolSpec
 from bearagent.providers.scripted import ScriptedProvider
+from bearagent.tools.gate import ToolGate
+from bearagent.tools.policy import ToolPolicy
+from bearagent.tools.runtime_tools import SkillContent, SkillTool
 from bearagent.trust import trust, workspace_trust_surface
 
 MAIN = {"main": agent_md("Main.", mode="primary")}
@@ -242,6 +248,48 @@ def test_an_agent_file_linked_outside_is_not_loaded(tmp_path: Path) -> None:
     loaded = load(root, tmp_path / "home")
     assert loaded.agents.get("spy") is None and loaded.agents.get("main") is not None
     assert any(d.code == "workspace.path_refused" and "spy.md" in d.message for d in loaded.diagnostics())
+
+
+def test_a_workspace_skills_bundled_file_linked_outside_is_not_listed_or_read(tmp_path: Path) -> None:
+    write(tmp_path / "outside", "secret.txt", "s3cr3t\n")
+    script = json.dumps(
+        {
+            "turns": [
+                {"tool_calls": [{"name": "Skill", "arguments": {"name": "notes"}}]},
+                {"tool_calls": [{"name": "Skill", "arguments": {"name": "notes", "file": "secret.txt"}}]},
+                {"tool_calls": [{"name": "Skill", "arguments": {"name": "notes", "file": "guide.md"}}]},
+                {"text": "done"},
+            ]
+        }
+    )
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+    write(root, ".bearagent/skills/notes/SKILL.md", "---\nname: notes\ndescription: Notes.\n---\nRead the guide.\n")
+    write(root, "docs/guide.md", "the guide\n")
+    (root / ".bearagent/skills/notes/secret.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    (root / ".bearagent/skills/notes/guide.md").symlink_to("../../../docs/guide.md")  # inside: followed
+    listing, secret, guide = _run(root, tmp_path / "home")
+    assert listing["type"] == "ToolCallCompleted"
+    assert "guide.md" in str(listing["content"]) and "secret.txt" not in str(listing["content"])
+    assert secret["type"] == "ToolCallFailed" and "s3cr3t" not in json.dumps(secret)
+    assert guide["type"] == "ToolCallCompleted" and "the guide" in str(guide["content"])
+
+
+def test_the_skill_tool_refuses_a_bundled_file_swapped_for_a_symlink_after_loading(tmp_path: Path) -> None:
+    write(tmp_path / "outside", "secret.txt", "s3cr3t\n")
+    root = tmp_path / "ws"
+    write(root, ".bearagent/skills/notes/notes.txt", "harmless\n")
+    directory = root / ".bearagent/skills/notes"
+    content = SkillContent(name="notes", body="b", directory=str(directory), files=["notes.txt"])
+    spec = ToolSpec(name="Skill", description="d", input_schema={"type": "object"})
+    gate = ToolGate({"Skill": SkillTool(spec, lambda _name: content)}, policy=ToolPolicy())
+    first = asyncio.run(call(root, "Skill", {"name": "notes", "file": "notes.txt"}, gate=gate))
+    assert first.status == "succeeded" and "harmless" in first.content
+    (directory / "notes.txt").unlink()
+    (directory / "notes.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    second = asyncio.run(call(root, "Skill", {"name": "notes", "file": "notes.txt"}, gate=gate))
+    assert second.status == "failed" and "s3cr3t" not in second.content
+    assert second.error is not None and second.error.code == "permission.skill_file_refused"
+    assert "leads outside the workspace" in second.content
 
 
 # ---- BearAgent's own state: never through a symlink -------------------------------------------------------------

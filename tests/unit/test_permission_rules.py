@@ -173,3 +173,30 @@ def test_bare_deny_removes_the_tool() -> None:
 
 def test_rule_keeps_its_raw_text() -> None:
     assert PermissionRule.parse(" Bash(git status) ").raw == "Bash(git status)"
+
+
+@pytest.mark.parametrize(
+    ("rule", "entry", "expected"),
+    [
+        ("Edit(/.bearagent/agents/**)", ".bearagent", True),
+        ("Edit(./.bearagent/config.yaml)", ".bearagent", True),
+        ("Edit(.bearagent)", ".bearagent", True),
+        ("Edit(AGENTS.md)", "AGENTS.md", True),
+        ("Edit(/.BearAgent/x)", ".bearagent", True),
+        ("Edit(**)", ".bearagent", False),
+        ("Edit(**/config.yaml)", ".bearagent", False),
+        ("Edit(/.bearagentx/y)", ".bearagent", False),
+        ("Edit", ".bearagent", False),
+        ("Patch(path:.git/config)", ".git", True),
+        ("Patch(path:*)", ".git", False),
+    ],
+)
+def test_a_rule_names_a_path_only_literally(rule: str, entry: str, expected: bool) -> None:
+    assert PermissionRule.parse(rule).names_path(entry) is expected
+
+
+def test_explicit_path_allow_skips_rules_that_do_not_name_the_path() -> None:
+    rules = PermissionRules.parse(allow=["Edit", "Edit(**)", "Edit(/.claude/**)"])
+    found = rules.explicit_path_allow("Write", {"file_path": ".claude/settings.json"}, Path("/ws"), names=".claude")
+    assert found is not None and found.raw == "Edit(/.claude/**)"
+    assert rules.explicit_path_allow("Write", {"file_path": ".git/config"}, Path("/ws"), names=".git") is None

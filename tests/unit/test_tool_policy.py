@@ -10,7 +10,7 @@ from bearagent.domain.errors import BearAgentError
 from bearagent.domain.grant import ToolGrant
 from bearagent.tools.builtin import native_tools
 from bearagent.tools.permissions import PermissionRules
-from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, ToolPolicy, parse_permission_mode
+from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, MODE_DEFAULTS, ToolPolicy, parse_permission_mode
 
 SPECS = {t.spec.name: t.spec for t in native_tools()}
 ROOT = Path("/ws")
@@ -142,3 +142,104 @@ def test_permission_mode_parsing() -> None:
     assert parse_permission_mode("acceptEdits") == "acceptEdits"
     with pytest.raises(BearAgentError, match=r"'yolo' is not a permission mode\. Use one of: default, acceptEdits"):
         parse_permission_mode("yolo", where="agents/build.md: policy.permission_mode")
+
+
+# ---- protected control files and BearAgent's state -------------------------------------------------------------
+
+WRITE = SPECS["Write"]
+EDIT = SPECS["Edit"]
+
+
+def _write_to(path: str) -> dict[str, object]:
+    return {"file_path": path, "content": "x"}
+
+
+@pytest.mark.parametrize(
+    ("mode", "user_bypass", "expected"),
+    [
+        ("default", False, "ask"),
+        ("acceptEdits", False, "ask"),
+        ("bypassPermissions", True, "ask"),  # even the user's own bypass
+        ("plan", False, "deny"),
+        ("dontAsk", False, "deny"),
+    ],
+)
+def test_a_control_file_write_asks_in_every_mode_that_allows_writes(
+    mode: str, user_bypass: bool, expected: str
+) -> None:
+    policy = ToolPolicy(mode=mode, user_bypass=user_bypass, shell_sandboxed=True)  # type: ignore[arg-type]
+    for path in (".bearagent/config.yaml", ".claude/settings.json", ".git/hooks/pre-commit", "AGENTS.md", ".mcp.json"):
+        decision = policy.decide(WRITE, _write_to(path), ROOT)  # type: ignore[arg-type]
+        assert decision.outcome == expected, (mode, path)
+        assert decision.suggested_rule == f"Edit(/{path})"
+    ordinary = policy.decide(WRITE, _write_to("docs/AGENTS.md"), ROOT)  # type: ignore[arg-type]
+    assert "control file" not in ordinary.reason and ordinary.outcome == MODE_DEFAULTS[mode]["write"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "sub/../.bearagent/config.yaml",
+        "./.bearagent/config.yaml",
+        "/ws/.bearagent/config.yaml",
+        ".bearagent//config.yaml",
+        ".BearAgent/config.yaml",  # the real config on a case-insensitive filesystem
+        "agents.md",
+        ".agents/skills/x/SKILL.md",
+    ],
+)
+def test_control_files_are_recognised_however_they_are_spelled(spelling: str) -> None:
+    decision = ToolPolicy().decide(WRITE, _write_to(spelling), ROOT)  # type: ignore[arg-type]
+    assert decision.outcome == "ask" and "control file" in decision.reason, spelling
+    assert decision.alternative is None  # no mode lets it through, so none is suggested
+
+
+def test_only_an_allow_rule_naming_the_path_opens_a_control_file() -> None:
+    weak = PermissionRules.parse(allow=["Edit", "Write", "Edit(**)", "Edit(**/config.yaml)", "Edit(*.yaml)"])
+    assert ToolPolicy(rules=weak).decide(WRITE, _write_to(".bearagent/config.yaml"), ROOT).outcome == "ask"  # type: ignore[arg-type]
+    named = PermissionRules.parse(allow=["Edit(/.bearagent/agents/**)", "Edit(AGENTS.md)"])
+    policy = ToolPolicy(rules=named, mode="dontAsk")
+    allowed = policy.decide(EDIT, {"file_path": ".bearagent/agents/x.md"}, ROOT)
+    assert allowed.outcome == "allow" and allowed.rule == "Edit(/.bearagent/agents/**)"
+    assert policy.decide(WRITE, _write_to("AGENTS.md"), ROOT).outcome == "allow"  # type: ignore[arg-type]
+    assert policy.decide(WRITE, _write_to(".bearagent/config.yaml"), ROOT).outcome == "deny"  # type: ignore[arg-type]
+
+
+def test_deny_and_ask_rules_still_apply_to_control_files() -> None:
+    rules = PermissionRules.parse(allow=["Edit(/AGENTS.md)", "Edit(/.mcp.json)"], deny=["Edit(/AGENTS.md)"])
+    rules = rules.merged(PermissionRules.parse(ask=["Write(/.mcp.json)"]))
+    policy = ToolPolicy(rules=rules)
+    denied = policy.decide(WRITE, _write_to("AGENTS.md"), ROOT)  # type: ignore[arg-type]
+    assert denied.outcome == "deny" and denied.rule == "Edit(/AGENTS.md)"
+    asked = policy.decide(WRITE, _write_to(".mcp.json"), ROOT)  # type: ignore[arg-type]
+    assert asked.outcome == "ask" and asked.rule == "Write(/.mcp.json)"
+
+
+def test_reading_a_control_file_is_an_ordinary_read() -> None:
+    assert ToolPolicy(mode="dontAsk").decide(SPECS["Read"], {"file_path": ".bearagent/config.yaml"}, ROOT).outcome == (
+        "allow"
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".bearagent/state.db", ".bearagent/state.db-wal", ".bearagent/locks/session-x.lock", ".bearagent/transcripts/a"],
+)
+def test_no_rule_lets_a_tool_write_bearagents_state(path: str) -> None:
+    rules = PermissionRules.parse(allow=[f"Edit(/{path})", "Edit(/.bearagent/**)"])
+    policy = ToolPolicy(rules=rules, mode="bypassPermissions", user_bypass=True)
+    decision = policy.decide(WRITE, _write_to(path), ROOT)  # type: ignore[arg-type]
+    assert decision.outcome == "deny" and "no permission rule or mode" in decision.reason
+    assert policy.decide(SPECS["Read"], {"file_path": path}, ROOT).outcome == "allow"
+
+
+def test_any_write_tool_with_a_path_argument_is_guarded() -> None:
+    notebook = WRITE.model_copy(update={"name": "NotebookEdit"})
+    asked = ToolPolicy().decide(notebook, {"notebook_path": ".claude/x.ipynb"}, ROOT)
+    assert asked.outcome == "ask" and asked.suggested_rule == "NotebookEdit(notebook_path:.claude/x.ipynb)"
+    plugin = WRITE.model_copy(update={"name": "Patch"})
+    assert ToolPolicy().decide(plugin, {"path": ".git/config"}, ROOT).outcome == "ask"
+    rule = PermissionRules.parse(allow=["Patch(path:.git/config)"])
+    assert ToolPolicy(rules=rule).decide(plugin, {"path": ".git/config"}, ROOT).outcome == "allow"
+    read_only = SPECS["Read"].model_copy(update={"name": "Peek"})
+    assert ToolPolicy().decide(read_only, {"path": ".git/config"}, ROOT).outcome == "allow"
