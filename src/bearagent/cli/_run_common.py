@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
+from bearagent.cli.safe_text import visible
+
 if TYPE_CHECKING:
     from bearagent.domain.errors import BearAgentError
     from bearagent.runner import RunResult, WorkspaceRuntime
@@ -61,9 +63,9 @@ def exit_code_for(result: RunResult) -> int:
 def die(what: str, fix: str | None, code: int = EXIT_USAGE, *, debug: bool = False) -> NoReturn:
     if debug:
         traceback.print_exc()
-    click.echo(f"error: {what}", err=True)
+    click.echo(visible(f"error: {what}"), err=True)
     if fix:
-        click.echo(f"fix: {fix}", err=True)
+        click.echo(visible(f"fix: {fix}"), err=True)
     sys.exit(code)
 
 
@@ -107,10 +109,12 @@ def summary_line(result: RunResult, steps: int | None = None) -> str:
 
 
 def failure_lines(result: RunResult) -> tuple[str, str] | None:
+    """The two lines a failed run prints (what, how to fix), safe for a terminal: an error message may quote what a
+    provider or a model sent."""
     if result.error is None:
         return None
     fix = FIXES.get(result.error.category, f"`bearagent inspect {str(result.run_id)[:8]}` shows the run")
-    return (f"error: {result.error.message}", f"fix: {fix}")
+    return (visible(f"error: {result.error.message}"), f"fix: {fix}")
 
 
 TERMINATION_SIGNALS: tuple[signal.Signals, ...] = tuple(

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.render import MarkdownStreamObserver, make_console, preview_arguments
+from bearagent.cli.safe_text import visible
 from bearagent.domain.errors import BearAgentError
 from bearagent.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
@@ -67,9 +68,11 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
         if rule is not None and rule in state.approved_rules:
             return "allow_once"
         console.print(
-            Text(f"? {request.tool_name}({preview_arguments(request.arguments)}) needs approval", style="yellow")
+            Text(
+                f"? {visible(request.tool_name)}({preview_arguments(request.arguments)}) needs approval", style="yellow"
+            )
         )
-        console.print(Text(f"  {request.reason}", style="dim"))
+        console.print(Text(visible(f"  {request.reason}"), style="dim"))
         while True:
             answer = (
                 (await asyncio.to_thread(read, "  allow [y]es once, [a]lways this session, [n]o? ")).strip().lower()
@@ -108,15 +111,17 @@ def interactive(
     sandbox = probe_sandbox(loaded.config.sandbox)
     console.print(
         Text(
-            f"BearAgent · {loaded.root} · agent {state.agent} · sandbox {sandbox.describe(loaded.config.sandbox.network)}"
-            " · /help for commands",
+            visible(
+                f"BearAgent · {loaded.root} · agent {state.agent} · sandbox "
+                f"{sandbox.describe(loaded.config.sandbox.network)} · /help for commands"
+            ),
             style="bold",
         )
     )
     if sandbox.warning() is not None:
         console.print(Text(str(sandbox.warning()), style="yellow"))
     for notice in runtime.notices(state.agent):
-        console.print(Text(notice, style="yellow"))
+        console.print(Text(visible(notice), style="yellow"))
     with asyncio.Runner() as runner:
         try:
             while True:
@@ -150,9 +155,9 @@ def interactive(
                     continue
                 except BearAgentError as exc:
                     observer.close()
-                    console.print(Text(f"error: {exc.info.message}", style="red"))
+                    console.print(Text(visible(f"error: {exc.info.message}"), style="red"))
                     if exc.hint:
-                        console.print(Text(f"fix: {exc.hint}", style="red"))
+                        console.print(Text(visible(f"fix: {exc.hint}"), style="red"))
                     continue
                 observer.close()
                 state.session = str(result.session_id) if result.session_id is not None else state.session
@@ -182,42 +187,42 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         console.print(HELP, markup=False)
     elif name == "agent":
         if not arg:
-            console.print(f"current agent: {state.agent}", markup=False)
+            console.print(visible(f"current agent: {state.agent}"), markup=False)
         else:
             spec = loaded.agents.get(arg)
             if spec is None:
                 names = ", ".join(a.name for a in loaded.agents.all() if a.is_primary)
-                console.print(Text(f"no agent named {arg!r}; primary agents: {names}", style="red"))
+                console.print(Text(visible(f"no agent named {arg!r}; primary agents: {names}"), style="red"))
             elif not spec.is_primary:
-                console.print(Text(f"{arg} is a subagent; switch to a primary agent", style="red"))
+                console.print(Text(visible(f"{arg} is a subagent; switch to a primary agent"), style="red"))
             else:
                 state.agent = arg
-                console.print(Text(f"agent: {arg}", style="magenta"))
+                console.print(Text(visible(f"agent: {arg}"), style="magenta"))
     elif name == "agents":
         for spec in loaded.agents.all():
             marker = "*" if spec.name == state.agent else " "
-            console.print(
-                f"{marker} {spec.name:<16} {spec.mode:<9} {spec.description.splitlines()[0][:70]}", markup=False
-            )
+            first = visible(spec.description).split("\n", 1)[0][:70]
+            console.print(visible(f"{marker} {spec.name:<16} {spec.mode:<9} ") + first, markup=False)
     elif name == "skills":
         skills = loaded.skills.all()
         if not skills:
             console.print("no skills", markup=False)
         for skill in skills:
-            console.print(f"  {skill.name:<20} {skill.description.splitlines()[0][:70]}", markup=False)
+            first = visible(skill.description).split("\n", 1)[0][:70]
+            console.print(visible(f"  {skill.name:<20} ") + first, markup=False)
     elif name == "tools":
         try:
             projection = loaded.project(state.agent, require_model=False)
         except BearAgentError as exc:
-            console.print(Text(f"error: {exc.info.message}", style="red"))
+            console.print(Text(visible(f"error: {exc.info.message}"), style="red"))
         else:
             for tool in projection.tools:
-                console.print(f"  {tool.name:<24} {tool.source:<8} {tool.origin}", markup=False)
+                console.print(visible(f"  {tool.name:<24} {tool.source:<8} {tool.origin}"), markup=False)
     elif name == "clear":
         state.session = None
         console.print(Text("new session", style="magenta"))
     else:
-        console.print(Text(f"unknown command /{name}; /help lists the commands", style="red"))
+        console.print(Text(visible(f"unknown command /{name}; /help lists the commands"), style="red"))
     return True
 
 

@@ -1,6 +1,8 @@
 """Terminal rendering of a live run: streamed text, one compact line per tool call and outcome, a summary line.
 
-Colour only on a TTY and never with `NO_COLOR`; everything the user sees goes through a rich `Console`.
+Colour only on a TTY and never with `NO_COLOR`; everything the user sees goes through a rich `Console`, and every
+text that comes from a model, a tool or a workspace file through `safe_text.visible` first: control sequences in it
+are shown (`␛[2J`), never interpreted by the terminal.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
+from bearagent.cli.safe_text import VisibleStream, visible
 from bearagent.domain._base import JsonMapping, thaw_json_mapping
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import RunId
@@ -39,13 +42,14 @@ def make_console(file: TextIO | None = None, *, stderr: bool = False) -> Console
 
 
 def preview_arguments(arguments: JsonMapping) -> str:
-    """`Read(docs/project.md)`-style preview: the first string argument, else compact JSON, cut to a line."""
+    """`Read(docs/project.md)`-style preview: the first string argument, else compact JSON, cut to a line (control
+    characters shown, not interpreted)."""
     plain = thaw_json_mapping(arguments)
     for key in ("file_path", "command", "pattern", "url", "path", "prompt", "name", "subagent_type", "agent"):
         value = plain.get(key)
         if isinstance(value, str) and value:
-            return _cut(value.replace("\n", " "), MAX_ARG_PREVIEW)
-    return _cut(json.dumps(plain, ensure_ascii=False), MAX_ARG_PREVIEW)
+            return _cut(visible(value.replace("\r\n", " ").replace("\n", " ")), MAX_ARG_PREVIEW)
+    return _cut(visible(json.dumps(plain, ensure_ascii=False)), MAX_ARG_PREVIEW)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -60,8 +64,13 @@ class TerminalObserver:
         self._show_tokens = show_tokens
         self._mid_line = False
         self._tool_names: dict[str, str] = {}
+        self._tokens = VisibleStream()
 
     def _end_line(self) -> None:
+        held = self._tokens.flush()
+        if held:
+            self._console.print(held, end="", markup=False, highlight=False)
+            self._mid_line = True
         if self._mid_line:
             self._console.print()
             self._mid_line = False
@@ -75,19 +84,23 @@ class TerminalObserver:
     def token(self, run_id: RunId, text: str) -> None:
         if not self._show_tokens:
             return
-        self._console.print(text, end="", markup=False, highlight=False)
-        self._mid_line = not text.endswith("\n")
+        shown = self._tokens.feed(text)
+        if not shown:
+            return
+        self._console.print(shown, end="", markup=False, highlight=False)
+        self._mid_line = not shown.endswith("\n")
 
     def tool_call(self, run_id: RunId, call_id: str, name: str, arguments: JsonMapping) -> None:
         self._end_line()
         self._tool_names[call_id] = name
         line = Text("● ", style="cyan")
-        line.append(f"{name}", style="bold")
+        line.append(visible(name), style="bold")
         line.append(f"({preview_arguments(arguments)})")
         self._console.print(line)
 
     def tool_result(self, run_id: RunId, call_id: str, name: str, result: str, is_error: bool) -> None:
-        first = result.strip().splitlines()[0] if result.strip() else ("error" if is_error else "done")
+        shown = visible(result.strip())  # before splitting: str.splitlines() also splits at CR, VT, FF and more
+        first = shown.split("\n", 1)[0] if shown else ("error" if is_error else "done")
         lines = result.count("\n") + 1 if result else 0
         summary = _cut(first, MAX_RESULT_PREVIEW)
         if not is_error and lines > 1:
@@ -98,7 +111,7 @@ class TerminalObserver:
 
     def final(self, run_id: RunId, content: str) -> None:
         if not self._show_tokens:
-            self._console.print(content, markup=False, highlight=False)
+            self._console.print(visible(content), markup=False, highlight=False)
         self._end_line()
 
     def run_succeeded(self, run_id: RunId, steps: int) -> None:
@@ -109,18 +122,18 @@ class TerminalObserver:
 
     def agent_switched(self, run_id: RunId, from_agent: str, to_agent: str) -> None:
         self._end_line()
-        self._console.print(Text(f"↪ switched agent: {from_agent} → {to_agent}", style="magenta"))
+        self._console.print(Text(visible(f"↪ switched agent: {from_agent} → {to_agent}"), style="magenta"))
 
     def subagent_started(self, run_id: RunId, parent_run_id: RunId, agent: str) -> None:
         self._end_line()
-        self._console.print(Text(f"  ↳ subagent {agent} started ({str(run_id)[:8]})", style="dim"))
+        self._console.print(Text(visible(f"  ↳ subagent {agent} started ({str(run_id)[:8]})"), style="dim"))
 
     def subagent_finished(self, run_id: RunId, parent_run_id: RunId, agent: str, status: str) -> None:
-        self._console.print(Text(f"  ↳ subagent {agent} {status}", style="dim"))
+        self._console.print(Text(visible(f"  ↳ subagent {agent} {status}"), style="dim"))
 
     def notice(self, run_id: RunId, text: str) -> None:
         self._end_line()
-        self._console.print(Text(f"! {text}", style="yellow"))
+        self._console.print(Text(visible(f"! {text}"), style="yellow"))
 
 
 class MarkdownStreamObserver(TerminalObserver):
@@ -137,7 +150,7 @@ class MarkdownStreamObserver(TerminalObserver):
         if not self._live_enabled:
             super().token(run_id, text)
             return
-        self._buffer += text
+        self._buffer += self._tokens.feed(text)
         if self._live is None:
             self._live = Live(console=self._console, refresh_per_second=12, transient=False)
             self._live.start()

@@ -1,4 +1,7 @@
-"""`bearagent runs list`, `inspect RUN` and `events RUN [--json] [--follow]`: reading the event log."""
+"""`bearagent runs list`, `inspect RUN` and `events RUN [--json] [--follow]`: reading the event log.
+
+What the log holds came from models, tools and workspace files: the text output shows it through
+`safe_text.visible` (control sequences shown, never interpreted); `--json` prints it exactly."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from bearagent.cli._config_common import emit_json, fail, json_option, print_table, short, workspace_option
+from bearagent.cli.safe_text import visible
 
 if TYPE_CHECKING:
     from bearagent.domain.events import Event
@@ -95,6 +99,7 @@ def list_runs(workspace: Path | None, as_json: bool, session: str | None, status
         ]
         for run in found
     ]
+    rows = [[visible(cell) for cell in row] for row in rows]
     print_table(["RUN", "STATUS", "AGENT", "TRIGGER", "CREATED", "MODEL", "TOOLS", "TOKENS", "GOAL"], rows)
 
 
@@ -148,17 +153,17 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
     agent = run.agent_name or "-"
     if run.effective_agent_name and run.effective_agent_name != run.agent_name:
         agent = f"{agent} -> {run.effective_agent_name} ({run.switch_count} switch(es))"
-    click.echo(f"agent     {agent}")
+    click.echo(visible(f"agent     {agent}"))
     click.echo(f"session   {run.session_id or '-'}")
     if run.parent_run_id:
         click.echo(f"parent    {run.parent_run_id}")
-    click.echo(f"trigger   {run.trigger_type}")
-    click.echo(f"goal      {short(run.goal or '', 100)}")
+    click.echo(visible(f"trigger   {run.trigger_type}"))
+    click.echo(f"goal      {short(visible(run.goal or ''), 100)}")
     click.echo(f"created   {_when(run.created_at)}   ended {_when(run.ended_at)}")
     if run.error is not None:
-        click.echo(f"error     [{run.error.code}] {run.error.message}")
+        click.echo(visible(f"error     [{run.error.code}] {run.error.message}"))
     if run.final_text:
-        click.echo(f"final     {short(run.final_text, 100)}")
+        click.echo(f"final     {short(visible(run.final_text), 100)}")
     click.echo("")
     print_table(["BUDGET", "USED", "LIMIT", "%"], _budget_rows(run), title="usage")
     click.echo("")
@@ -169,15 +174,15 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
             took = f"{(act.ended_at - act.started_at).total_seconds() * 1000:.0f} ms"
         outcome = act.status
         if act.error is not None:
-            outcome = f"{act.status}: {short(act.error.message, 60)}"
+            outcome = f"{act.status}: {short(visible(act.error.message), 60)}"
         kind = "model" if act.kind == "model_call" else "tool"
-        rows.append([str(act.requested_sequence), kind, act.name or "-", took, outcome])
+        rows.append([str(act.requested_sequence), kind, visible(act.name or "-"), took, outcome])
     print_table(["SEQ", "KIND", "NAME", "TOOK", "OUTCOME"], rows, title="activities")
     if children:
         click.echo("")
         print_table(
             ["CHILD RUN", "AGENT", "STATUS"],
-            [[str(c.run_id), c.agent_name or "-", c.status] for c in children],
+            [[str(c.run_id), visible(c.agent_name or "-"), c.status] for c in children],
             title="child runs",
         )
     if switches or hooks:
@@ -186,6 +191,11 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
 
 
 def _summary(event: Event) -> str:
+    """A short `key=value` of the event's most telling field, safe for a terminal."""
+    return visible(_raw_summary(event))
+
+
+def _raw_summary(event: Event) -> str:
     payload = event.payload
     for key in ("tool_name", "goal", "final_text", "text", "model_ref", "to_agent", "hook_event"):
         value = payload.get(key)
