@@ -15,13 +15,13 @@ import hashlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from bearagent.app import LoadedWorkspace
 from bearagent.config.workspace import agent_sources
-from bearagent.domain._base import JsonValue, thaw_json_mapping
+from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits, BudgetUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
@@ -35,24 +35,21 @@ from bearagent.domain.run_events import (
     HookExecutedV1,
     TriggerType,
 )
-from bearagent.domain.specs import AgentSpec, HookMatcherSpec, ModelEntry
+from bearagent.domain.specs import AgentSpec, ModelEntry
 from bearagent.domain.state import RunProjection
-from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
+from bearagent.domain.tools import ToolSpec
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager
 from bearagent.domain.state import SessionRecord
-from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings, firing_hook_event
+from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks, assemble_hook_groups
+from bearagent.hooks.dispatcher import HookDispatcher, HookSettings, firing_hook_event
 from bearagent.hooks.interceptor import HookToolInterceptor
-from bearagent.hooks.python_handlers import python_hook_groups
-from bearagent.hooks.runners import PythonHookFunction
 from bearagent.hooks.transcript import TranscriptWriter
-from bearagent.plugins.manager import PluginHost
+from bearagent.plugins.permission import PluginPermissionInterceptor, has_impls
 from bearagent.ports import (
     Clock,
     ModelProvider,
-    PostToolDecision,
-    PreToolDecision,
     SystemClock,
     Tool,
     ToolContext,
@@ -67,10 +64,7 @@ from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import (
     AgentPlan,
     BoundTool,
-    ModelRequestDecision,
-    PromptDecision,
     RunSpec,
-    StopDecision,
 )
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.runtime.retry import RetryPolicy
@@ -291,19 +285,6 @@ class WorkspaceRuntime:
             flag=self.permission_mode_flag,
         )
 
-    def _hook_setup(self) -> tuple[list[HookMatcherSpec], dict[str, PythonHookFunction]]:
-        """Config hooks, agent-scoped hooks (active only while that agent runs) and plugin Python handlers."""
-        plugin_groups, functions = python_hook_groups(self.loaded.hooks.python_handlers())
-        groups: list[HookMatcherSpec] = list(self.loaded.hooks.all())
-        for agent in self.loaded.agents.all():
-            for group in agent.hooks:
-                scoped = group if group.agent is not None else group.model_copy(update={"agent": agent.name})
-                groups.append(scoped)
-                if scoped.event == "Stop":  # as in Claude Code: an agent's Stop hooks fire as SubagentStop when it
-                    groups.append(scoped.model_copy(update={"event": "SubagentStop"}))  # runs as a subagent
-        groups.extend(plugin_groups)
-        return groups, functions
-
     async def _mcp_manager(self) -> McpConnectionManager | None:
         """The session's MCP connections, started (in parallel) on first use; failures never fail the run."""
         from bearagent.mcp.manager import McpConnectionManager
@@ -432,7 +413,7 @@ class WorkspaceRuntime:
         *,
         session_key: str,
         model_override: str | None = None,
-        hooks: _SessionHooks | None = None,
+        hooks: SessionHooks | None = None,
         parent_tools: frozenset[str] | None = None,
         parent_model: ModelEntry | None = None,
         depth: int = 0,
@@ -493,7 +474,7 @@ class WorkspaceRuntime:
         )
         hook_interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
         interceptor: ToolInterceptor | None = hook_interceptor
-        if _has_impls(self.loaded.plugins, "resolve_permission"):
+        if has_impls(self.loaded.plugins, "resolve_permission"):
             interceptor = PluginPermissionInterceptor(self.loaded.plugins, self.root, hook_interceptor)
         gate = ToolGate(gate_tools, policy=policy, interceptor=interceptor, ask=self.ask)
         skills = [self.loaded.skills.get(name) for name in projection.skills]
@@ -585,11 +566,13 @@ class WorkspaceRuntime:
 
     # ---- hooks -------------------------------------------------------------------------------------------------
 
-    def _session_hooks(self, session_id: str, permission_mode: str) -> _SessionHooks:
-        groups, functions = self._hook_setup()
-        suppressed = _suppressed_hook_events.get()
-        if suppressed:  # inside a judge run: the events that started a judge do not fire again
-            groups = [g for g in groups if g.event not in suppressed]
+    def _session_hooks(self, session_id: str, permission_mode: str) -> SessionHooks:
+        groups, functions = assemble_hook_groups(
+            self.loaded.hooks.all(),
+            self.loaded.agents.all(),
+            self.loaded.hooks.python_handlers(),
+            exclude_events=_suppressed_hook_events.get(),  # inside a judge run: its starting events stay quiet
+        )
         enabled = self.loaded.config.kind != "chat" and bool(groups)
         settings = HookSettings(
             workspace_root=self.root,
@@ -606,7 +589,7 @@ class WorkspaceRuntime:
             transcript=self._transcript(session_id),
             settings=settings,
         )
-        return _SessionHooks(dispatcher=dispatcher, enabled=enabled)
+        return SessionHooks(dispatcher=dispatcher, enabled=enabled)
 
     async def _record_hook(self, payload: HookExecutedV1) -> None:
         """Hook executions become facts of the run they happen in; a session-level hook (SessionStart, before any
@@ -758,7 +741,7 @@ class WorkspaceRuntime:
                 clock=self.clock,
                 ids=self.ids,
                 retry=self.retry,
-                hooks=_LoopHookAdapter(hooks, self._transcript(session_key)) if hooks.enabled else None,
+                hooks=LoopHookAdapter(hooks, self._transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
                 event_sinks=self._event_sinks(),
             )
@@ -899,7 +882,7 @@ class WorkspaceRuntime:
         trigger: TriggerType,
         trigger_ref: str | None,
         tool_call_id: ToolCallId | None,
-        hooks: _SessionHooks | None,
+        hooks: SessionHooks | None,
     ) -> ChildRunResult:
         parent_projection = self.store.get_run(parent.recorder.run_id)
         assert parent_projection is not None
@@ -933,7 +916,7 @@ class WorkspaceRuntime:
             clock=self.clock,
             ids=self.ids,
             retry=self.retry,
-            hooks=_LoopHookAdapter(hooks, self._transcript(session_key), stop_event="SubagentStop")
+            hooks=LoopHookAdapter(hooks, self._transcript(session_key), stop_event="SubagentStop")
             if hooks is not None and enabled
             else None,
             event_sinks=self._event_sinks(),
@@ -1002,68 +985,6 @@ def _usage_of(projection: RunProjection | None) -> ChildUsage:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _SessionHooks:
-    dispatcher: HookDispatcher
-    enabled: bool
-
-
-class _LoopHookAdapter:
-    """Maps the loop's hook points onto the Claude Code events and keeps the session transcript up to date."""
-
-    def __init__(self, hooks: _SessionHooks, transcript: TranscriptWriter, *, stop_event: str = "Stop") -> None:
-        self._dispatcher = hooks.dispatcher
-        self._transcript = transcript
-        self._stop_event = stop_event
-
-    async def user_prompt_submit(self, run_id: RunId, agent: str, prompt: str) -> PromptDecision:
-        self._transcript.append_user_text(prompt, run_id=str(run_id), agent_name=agent)
-        outcome = await self._dispatcher.fire(
-            "UserPromptSubmit", {"prompt": prompt}, run_id=str(run_id), agent_name=agent
-        )
-        return PromptDecision(block_reason=_block_reason(outcome), additional_context=outcome.additional_context)
-
-    async def pre_model_request(self, run_id: RunId, agent: str, request: ModelRequest) -> ModelRequestDecision:
-        outcome = await self._dispatcher.fire(
-            "PreModelRequest",
-            {"model_request": request.model_dump(mode="json")},
-            run_id=str(run_id),
-            agent_name=agent,
-        )
-        if outcome.updated_request is not None:
-            merged = request.model_dump(mode="json")
-            merged.update(outcome.updated_request)
-            try:
-                request = ModelRequest.model_validate(merged)
-            except ValueError as exc:
-                return ModelRequestDecision(
-                    request=request, block_reason=f"a PreModelRequest hook returned an invalid request: {exc}"
-                )
-        return ModelRequestDecision(request=request, block_reason=_block_reason(outcome))
-
-    async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
-        if final_text:
-            self._transcript.append_message(Message.assistant(final_text), run_id=str(run_id), agent_name=agent)
-        payload: dict[str, JsonValue] = {"stop_hook_active": stop_hook_active, "last_assistant_message": final_text}
-        if self._stop_event == "SubagentStop":
-            payload.update({"agent_id": str(run_id), "agent_type": agent})
-        outcome = await self._dispatcher.fire(
-            self._stop_event,  # pyright: ignore[reportArgumentType]
-            payload,
-            run_id=str(run_id),
-            agent_name=agent,
-        )
-        return StopDecision(block_reason=_block_reason(outcome))
-
-
-def _block_reason(outcome: HookOutcome) -> str | None:
-    if not outcome.continue_:
-        return outcome.stop_reason or "a hook stopped the run (continue: false)"
-    if outcome.blocked:
-        return outcome.block_reason or "blocked by a hook"
-    return None
-
-
 __all__ = [
     "RunOptions",
     "RunResult",
@@ -1071,41 +992,3 @@ __all__ = [
     "open_store",
     "state_dir",
 ]
-
-
-def _has_impls(host: PluginHost, hook: str) -> bool:
-    caller = getattr(host.pm.hook, hook, None)
-    return caller is not None and bool(caller.get_hookimpls())
-
-
-class PluginPermissionInterceptor:
-    """Asks the plugins' `resolve_permission` decision hook before a tool call, then the hooks. The stricter answer
-    wins (deny > ask > allow), and config `deny` rules still win over a plugin's allow (the gate's policy)."""
-
-    _RANK: ClassVar[dict[str, int]] = {"allow": 0, "ask": 1, "deny": 2}
-
-    def __init__(self, host: PluginHost, root: Path, inner: ToolInterceptor | None) -> None:
-        self._host = host
-        self._root = root
-        self._inner = inner
-
-    async def before_tool(self, request: ToolRequest, spec: ToolSpec, context: ToolContext) -> PreToolDecision:
-        inner = await self._inner.before_tool(request, spec, context) if self._inner is not None else PreToolDecision()
-        try:
-            answer = self._host.resolve_permission(
-                request.name, thaw_json_mapping(request.arguments), context.agent_name or "", self._root
-            )
-        except Exception as exc:  # a broken policy plugin fails closed
-            return PreToolDecision(permission="deny", reason=f"the permission plugin failed: {type(exc).__name__}")
-        if answer not in self._RANK:
-            return inner
-        if inner.permission is not None and self._RANK[inner.permission] >= self._RANK[answer]:
-            return inner
-        return replace(inner, permission=answer, reason=inner.reason or f"plugin policy: {answer}")  # pyright: ignore[reportArgumentType]
-
-    async def after_tool(
-        self, request: ToolRequest, spec: ToolSpec, result: ToolResult, context: ToolContext
-    ) -> PostToolDecision:
-        if self._inner is None:
-            return PostToolDecision()
-        return await self._inner.after_tool(request, spec, result, context)

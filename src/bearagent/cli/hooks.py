@@ -23,9 +23,9 @@ from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.run_events import HookExecutedV1
 from bearagent.domain.specs import HookEventName, HookMatcherSpec
+from bearagent.hooks.bridge import assemble_hook_groups
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
 from bearagent.hooks.protocol import CommonInput
-from bearagent.hooks.python_handlers import python_hook_groups
 from bearagent.hooks.runners import PythonHookFunction, describe_handler
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.trust import TrustSurface, require_trust, workspace_trust_surface
@@ -54,12 +54,11 @@ HookWorkspaceLoader = Callable[[Path | None], HookWorkspace]
 
 
 def hook_workspace(ws: LoadedWorkspace) -> HookWorkspace:
-    """The hook view of a loaded workspace: config hooks, agent hooks and plugin Python hooks."""
-    plugin_groups, functions = python_hook_groups(ws.hooks.python_handlers())
-    agent_groups = [m for agent in ws.agents.all() for m in agent.hooks]
+    """The hook view of a loaded workspace: the same groups a run uses (`assemble_hook_groups`)."""
+    groups, functions = assemble_hook_groups(ws.hooks.all(), ws.agents.all(), ws.hooks.python_handlers())
     return HookWorkspace(
         root=ws.root,
-        groups=(*ws.hooks.all(), *agent_groups, *plugin_groups),
+        groups=tuple(groups),
         python_handlers=functions,
         surface=workspace_trust_surface(ws),
         diagnostics=tuple(ws.hooks.diagnostics),

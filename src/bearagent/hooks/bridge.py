@@ -1,0 +1,104 @@
+"""The bridge between the loop and the hook dispatcher: which hook groups a workspace has (one assembly for runs
+and `bearagent hooks test`), and the loop's hook points mapped onto the Claude Code events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.ids import RunId
+from bearagent.domain.messages import Message
+from bearagent.domain.models import ModelRequest
+from bearagent.domain.specs import AgentSpec, HookMatcherSpec
+from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
+from bearagent.hooks.python_handlers import PluginHook, python_hook_groups
+from bearagent.hooks.runners import PythonHookFunction
+from bearagent.hooks.transcript import TranscriptWriter
+from bearagent.runtime.plan import ModelRequestDecision, PromptDecision, StopDecision
+
+
+def assemble_hook_groups(
+    config_groups: Iterable[HookMatcherSpec],
+    agents: Iterable[AgentSpec],
+    python_handlers: Iterable[PluginHook],
+    *,
+    exclude_events: frozenset[str] = frozenset(),
+) -> tuple[list[HookMatcherSpec], dict[str, PythonHookFunction]]:
+    """Every hook group of a workspace: config hooks, agent-scoped hooks (active only while that agent runs; an
+    agent's Stop hooks also fire as SubagentStop when it runs as a subagent, as in Claude Code) and plugin Python
+    handlers. `exclude_events` drops the events that must not fire (inside a hook's judge run)."""
+    plugin_groups, functions = python_hook_groups(python_handlers)
+    groups: list[HookMatcherSpec] = list(config_groups)
+    for agent in agents:
+        for group in agent.hooks:
+            scoped = group if group.agent is not None else group.model_copy(update={"agent": agent.name})
+            groups.append(scoped)
+            if scoped.event == "Stop":
+                groups.append(scoped.model_copy(update={"event": "SubagentStop"}))
+    groups.extend(plugin_groups)
+    if exclude_events:
+        groups = [g for g in groups if g.event not in exclude_events]
+    return groups, functions
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHooks:
+    dispatcher: HookDispatcher
+    enabled: bool
+
+
+class LoopHookAdapter:
+    """Maps the loop's hook points onto the Claude Code events and keeps the session transcript up to date."""
+
+    def __init__(self, hooks: SessionHooks, transcript: TranscriptWriter, *, stop_event: str = "Stop") -> None:
+        self._dispatcher = hooks.dispatcher
+        self._transcript = transcript
+        self._stop_event = stop_event
+
+    async def user_prompt_submit(self, run_id: RunId, agent: str, prompt: str) -> PromptDecision:
+        self._transcript.append_user_text(prompt, run_id=str(run_id), agent_name=agent)
+        outcome = await self._dispatcher.fire(
+            "UserPromptSubmit", {"prompt": prompt}, run_id=str(run_id), agent_name=agent
+        )
+        return PromptDecision(block_reason=block_reason(outcome), additional_context=outcome.additional_context)
+
+    async def pre_model_request(self, run_id: RunId, agent: str, request: ModelRequest) -> ModelRequestDecision:
+        outcome = await self._dispatcher.fire(
+            "PreModelRequest",
+            {"model_request": request.model_dump(mode="json")},
+            run_id=str(run_id),
+            agent_name=agent,
+        )
+        if outcome.updated_request is not None:
+            merged = request.model_dump(mode="json")
+            merged.update(outcome.updated_request)
+            try:
+                request = ModelRequest.model_validate(merged)
+            except ValueError as exc:
+                return ModelRequestDecision(
+                    request=request, block_reason=f"a PreModelRequest hook returned an invalid request: {exc}"
+                )
+        return ModelRequestDecision(request=request, block_reason=block_reason(outcome))
+
+    async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
+        if final_text:
+            self._transcript.append_message(Message.assistant(final_text), run_id=str(run_id), agent_name=agent)
+        payload: dict[str, JsonValue] = {"stop_hook_active": stop_hook_active, "last_assistant_message": final_text}
+        if self._stop_event == "SubagentStop":
+            payload.update({"agent_id": str(run_id), "agent_type": agent})
+        outcome = await self._dispatcher.fire(
+            self._stop_event,  # pyright: ignore[reportArgumentType]
+            payload,
+            run_id=str(run_id),
+            agent_name=agent,
+        )
+        return StopDecision(block_reason=block_reason(outcome))
+
+
+def block_reason(outcome: HookOutcome) -> str | None:
+    if not outcome.continue_:
+        return outcome.stop_reason or "a hook stopped the run (continue: false)"
+    if outcome.blocked:
+        return outcome.block_reason or "blocked by a hook"
+    return None
