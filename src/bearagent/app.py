@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.builtin import builtin_agents_dir, builtin_skills_dir
+from bearagent.config.claude_settings import load_claude_settings, settings_env
 from bearagent.config.model import BearConfig, ConfigFile, load_config_file, merge_config
 from bearagent.config.safe_read import check_workspace_file, read_workspace_text
 from bearagent.config.workspace import (
@@ -69,6 +70,9 @@ class LoadedWorkspace:
     plugins: PluginHost
     instructions: ProjectInstructions | None
     load_diagnostics: list[Diagnostic] = field(default_factory=lambda: [])
+    settings_env: Mapping[str, str] = field(default_factory=lambda: {})
+    """`env` of `.claude/settings*.json`: added to hook commands' and MCP servers' environment (after trust, as
+    every item of those files), never to Bash's (see docs/claude-code.md#env)."""
     _tools: NativeToolRegistry | None = None
 
     @property
@@ -110,6 +114,11 @@ class LoadedWorkspace:
                 )
             self._tools = NativeToolRegistry(natives, self.plugins.contributions().tools, diags)
         return self._tools
+
+    def child_env(self) -> dict[str, str]:
+        """The environment of hook commands and MCP servers: BearAgent's own, with the Claude Code settings' `env`
+        laid over it (only ever used after the trust check, since those entries are on the trust surface)."""
+        return {**self.env, **self.settings_env}
 
     def provider_factories(self) -> dict[str, ProviderFactory]:
         """Plugin provider id -> factory, for `bearagent.providers.factory.create_provider(registry=...)`."""
@@ -214,8 +223,13 @@ def load_workspace(
         else None
     )
     files = [cf for cf in (user_cf, ws_cf) if cf is not None]
+    compat = merge_config(files).compat
+    # Claude Code's .claude/settings.json and settings.local.json: config files of the workspace level, below
+    # .bearagent/config.yaml (config/claude_settings.py)
+    hook_diags: list[Diagnostic] = []
+    claude_files = load_claude_settings(ws_root, diags, hook_diags) if compat else []
+    files = [cf for cf in (user_cf, *claude_files, ws_cf) if cf is not None]
     config = merge_config(files)
-    compat = config.compat
 
     plugin_names = sorted({p for p, _ in contrib.agent_dirs} | {p for p, _ in contrib.skill_dirs})
     order = {name: i for i, name in enumerate(plugin_names)}
@@ -298,10 +312,9 @@ def load_workspace(
         mcp_entries.append((spec, plugin_source(plugin, None, 0)))
     mcp = build_mcp_registry(mcp_entries, mcp_diags)
 
-    # hooks (additive: workspace first, then user)
-    hook_diags: list[Diagnostic] = []
+    # hooks (additive: workspace first, then the Claude Code settings, then user)
     matchers: list[HookMatcherSpec] = []
-    for cf in (ws_cf, user_cf):
+    for cf in (ws_cf, *reversed(claude_files), user_cf):
         if cf is not None and cf.hooks:
             if config.kind == "chat":
                 hook_diags.append(
@@ -362,4 +375,5 @@ def load_workspace(
         plugins=host,
         instructions=_instructions(ws_root, diags),
         load_diagnostics=diags,
+        settings_env=settings_env(claude_files),
     )

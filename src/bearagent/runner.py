@@ -295,7 +295,7 @@ class WorkspaceRuntime:
             specs = self.loaded.mcp.all()
             if not specs and not self._in_process_mcp:
                 return None
-            manager = McpConnectionManager(specs, self.loaded.env, self.root, in_process=self._in_process_mcp)
+            manager = McpConnectionManager(specs, self.loaded.child_env(), self.root, in_process=self._in_process_mcp)
             await manager.start_all()
             self._mcp = manager
         return self._mcp
@@ -578,7 +578,7 @@ class WorkspaceRuntime:
             workspace_root=self.root,
             session_id=session_id,
             permission_mode=permission_mode,
-            env=self.loaded.env,
+            env=self.loaded.child_env(),
         )
         dispatcher = HookDispatcher(
             groups,

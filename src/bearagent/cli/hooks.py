@@ -48,6 +48,8 @@ class HookWorkspace:
     diagnostics: tuple[Diagnostic, ...] = ()
     hooks_enabled: bool = True
     """False for `kind: chat` workspaces (no hooks run there)."""
+    env: Mapping[str, str] | None = None
+    """The environment the handlers get (None = this process's); a run's: with the Claude Code settings' `env`."""
 
 
 HookWorkspaceLoader = Callable[[Path | None], HookWorkspace]
@@ -63,6 +65,7 @@ def hook_workspace(ws: LoadedWorkspace) -> HookWorkspace:
         surface=workspace_trust_surface(ws),
         diagnostics=tuple(ws.hooks.diagnostics),
         hooks_enabled=ws.config.kind != "chat",
+        env=ws.child_env(),
     )
 
 
@@ -230,7 +233,7 @@ async def _run_test(
             python_handlers=ws.python_handlers,
             record=records.append,
             transcript=transcript,
-            settings=HookSettings(workspace_root=ws.root, session_id=session_id),
+            settings=HookSettings(workspace_root=ws.root, session_id=session_id, env=ws.env),
         )
         return await dispatcher.fire(event, fields, agent_name=agent_name)
 

@@ -62,7 +62,7 @@ def load_mcp_workspace(workspace: Path | None) -> McpCliWorkspace:
             require_trust(ws.root, load_hook_workspace(ws.root).surface)
 
     return McpCliWorkspace(
-        root=ws.root, specs=specs, env=dict(ws.env), diagnostics=diagnostics, check_trust=check_trust
+        root=ws.root, specs=specs, env=ws.child_env(), diagnostics=diagnostics, check_trust=check_trust
     )
 
 

@@ -6,8 +6,10 @@ Specifiers by tool:
   part denied -> deny, any part asking -> ask, allowed only if every part is allowed.
 - `Read(path)`, `Edit(path)`, `Write(path)`, `Glob(path)`, `Grep(path)`: gitignore-style patterns (`pathspec`),
   relative to the workspace root (`/x` and `./x` too), `//abs/path` absolute, `~/x` the home directory.
-  `Read` rules also cover Glob and Grep; `Edit` rules also cover Write.
-- `WebFetch(domain:example.com)`, `WebFetch(domain:*.example.com)`.
+  `Read` rules also cover Glob and Grep (and a `Read` deny also blocks Edit and Write of the path); `Edit` rules
+  also cover Write.
+- `WebFetch(domain:example.com)`, `WebFetch(domain:*.example.com)` (subdomains at any depth, not the apex; any
+  other `*` stays within one label).
 - `Skill(name)`, `Task(agent)` / `Agent(agent)`: glob on the skill / subagent name.
 - `mcp__server` (every tool of that server), `mcp__server__tool`, `mcp__server__*`.
 - `Tool(param:value)`: any other tool, matched on one top-level argument (glob on its string form).
@@ -274,13 +276,21 @@ def _call_path(tool_name: str, arguments: Mapping[str, JsonValue], root: Path) -
 
 
 def _domain_matches(pattern: str, url: str) -> bool:
+    """Claude Code's hostname match: case-insensitive; a leading `*.` matches subdomains at any depth but not the
+    apex; any other `*` stays within one dot-separated label."""
     try:
         host = (urlsplit(url).hostname or "").lower().rstrip(".")
     except ValueError:
         return False
     if pattern.startswith("*."):
-        return host.endswith(pattern[1:]) or host == pattern[2:]
-    return fnmatch.fnmatchcase(host, pattern)
+        rest = pattern[2:]
+        return any(_label_glob(rest, host[i + 1 :]) for i, ch in enumerate(host) if ch == ".")
+    return _label_glob(pattern, host)
+
+
+def _label_glob(pattern: str, host: str) -> bool:
+    body = "[^.]*".join(re.escape(piece) for piece in pattern.split("*"))
+    return re.fullmatch(body, host) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,7 +366,10 @@ class PermissionRules:
     def evaluate(self, tool_name: str, arguments: Mapping[str, JsonValue], root: Path) -> RuleMatch | None:
         if tool_name == "Bash":
             return self._evaluate_bash(arguments, root)
-        for decision, rules in (("deny", self.deny), ("ask", self.ask), ("allow", self.allow)):
+        for rule in self.deny:
+            if rule.matches(tool_name, arguments, root) or _read_deny_covers(rule, tool_name, arguments, root):
+                return RuleMatch("deny", rule)
+        for decision, rules in (("ask", self.ask), ("allow", self.allow)):
             for rule in rules:
                 if rule.matches(tool_name, arguments, root):
                     return RuleMatch(decision, rule)  # type: ignore[arg-type]
@@ -388,6 +401,14 @@ class PermissionRules:
                 return None
             last = found
         return RuleMatch("allow", last) if last is not None else None
+
+
+def _read_deny_covers(rule: PermissionRule, tool_name: str, arguments: Mapping[str, JsonValue], root: Path) -> bool:
+    """As in Claude Code, a `Read(path)` deny also blocks Edit and Write of that path (a file you may not read is
+    not one to overwrite either)."""
+    if rule.tool != "Read" or rule.specifier is None or tool_name not in PATH_TOOLS["Edit"]:
+        return False
+    return rule.matches("Read", {"file_path": arguments.get("file_path", "")}, root)
 
 
 def _as_list(kind: str, rules: Iterable[str]) -> list[str]:

@@ -13,7 +13,9 @@ What is collected (workspace-level only: user config, plugins and built-ins are 
   script or program file inside the workspace that they run;
 - permission widening: `permissions.allow` rules, a `permission_mode` looser than the built-in default on the
   workspace or an agent (when the user set no ceiling), pre-approving specifiers in an agent's `tools`;
-- `web_fetch.allow_private_network`, and sandbox / shell-environment loosening.
+- `web_fetch.allow_private_network`, and sandbox / shell-environment loosening;
+- Claude Code's `.claude/settings*.json` (config files of the workspace level): their allow rules, a looser
+  `defaultMode`, their hooks (through the hook registry) and every `env` entry.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Literal, Protocol, TypeAlias, cast
 from bearagent.domain._base import JsonValue
 from bearagent.domain.specs import AgentSpec, HookMatcherSpec, McpServerSpec, ModelEntry
 
-ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "sandbox", "file"]
+ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "sandbox", "file", "env"]
 
 OFFICIAL_ENDPOINTS: Mapping[str, tuple[str, ...]] = {
     "openai": ("https://api.openai.com/v1",),
@@ -137,6 +139,7 @@ class TrustSurface:
             "web_fetch": "web_fetch allowance{s}",
             "sandbox": "sandbox loosening{s}",
             "file": "script file{s}",
+            "env": "environment variable{s}",
         }
         parts: list[str] = []
         for kind, n in counts.items():
@@ -342,7 +345,8 @@ class _Collector:
                 summary,
                 canonical,
                 file=file,
-                line=_line_containing(group.source, spec.command or spec.url or ""),
+                line=_line_containing(group.source, spec.command or spec.url or "")
+                or _line_containing(group.source, json.dumps(spec.command or spec.url or "")[1:-1]),
             )
 
     def mcp_server(self, server: McpServerSpec) -> None:
@@ -410,6 +414,15 @@ class _Collector:
                 file=file,
                 line=_line_in(text, rule),
             )
+        for name, value in sorted(cast(Mapping[str, str], cf.settings.get("env", {})).items()):
+            self.add(
+                "env",
+                f"env {name} {file}",
+                f"env {name} is set for hook commands and MCP servers",
+                value,
+                file=file,
+                line=_line_in(text, f'"{name}"'),
+            )
         mode = cf.settings.get("permission_mode")
         if isinstance(mode, str) and not ceiling_set and mode_looseness(mode) > mode_looseness(BUILTIN_DEFAULT_MODE):
             self.add(
@@ -418,7 +431,7 @@ class _Collector:
                 f"permission_mode {mode} (looser than the default {BUILTIN_DEFAULT_MODE})",
                 mode,
                 file=file,
-                line=cf.line_of("permission_mode"),
+                line=cf.line_of("permission_mode") or cf.line_of("defaultMode"),
             )
         web_fetch = cast(Mapping[str, object], cf.settings.get("web_fetch", {}))
         if web_fetch.get("allow_private_network") is True:
