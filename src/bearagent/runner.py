@@ -38,6 +38,7 @@ from bearagent.domain.run_events import (
 from bearagent.domain.specs import AgentSpec, ModelEntry
 from bearagent.domain.state import RunProjection
 from bearagent.domain.tools import ToolSpec
+from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager
@@ -57,13 +58,12 @@ from bearagent.ports import (
 )
 from bearagent.providers.factory import create_provider
 from bearagent.registries.actions import render_action
-from bearagent.runtime.context import ContextBuilder, ContextParts
+from bearagent.runtime.context import ContextBuilder
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.loop import AgentLoop, RunOutcome
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import (
     AgentPlan,
-    BoundTool,
     RunSpec,
 )
 from bearagent.runtime.projection import InvocationProjection
@@ -76,7 +76,6 @@ from bearagent.sandbox import request as sandbox_request
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
-from bearagent.tools.policy import ToolPolicy
 from bearagent.tools.runtime_tools import (
     ActionTool,
     ChildRunResult,
@@ -88,8 +87,6 @@ from bearagent.tools.runtime_tools import (
 from bearagent.trust.modes import ModeInForce, mode_in_force
 
 MAX_SUBAGENT_DEPTH = 3
-DEFAULT_MAX_SWITCHES = 10
-SKILL_CATALOG_CHARS = 8_000
 STATE_DB = "state.db"
 
 
@@ -436,63 +433,26 @@ class WorkspaceRuntime:
                 hint="set `default_model:` in .bearagent/config.yaml or `model:` in the agent file",
             )
         entry = self.loaded.models.for_use(entry, self.loaded.env)
-        provider = self._provider(entry, session_key)
         executors = self._runtime_executors(projection, session_key=session_key, depth=depth, model=entry)
-        gate_tools: dict[str, Tool] = {}
-        bound: dict[str, BoundTool] = {}
-        for projected in projection.tools:
-            if parent_tools is not None and projected.name not in parent_tools:
-                continue  # a subagent never gets a tool its parent does not have
-            tool = executors.get(projected.name) or projected.tool
-            if projected.source == "mcp" and manager is not None:
-                server, _, remote = projected.internal_name.partition(".")
-                tool = manager.find_tool(server, remote)
-            if tool is None:
-                continue
-            gate_tools[projected.name] = tool
-            bound[projected.name] = BoundTool(
-                projected_name=projected.name,
-                internal_name=projected.name,
-                source=projected.source,
-                descriptor=projected.descriptor,
-                spec_version=projected.spec.version,
-            )
+        if manager is not None:
+            for projected in projection.tools:
+                if projected.source == "mcp":
+                    server, _, remote = projected.internal_name.partition(".")
+                    tool = manager.find_tool(server, remote)
+                    if tool is not None:
+                        executors[projected.name] = tool
         config = self.loaded.config
         in_force = self.mode_in_force(agent)
-        mode = in_force.mode
-        policy = ToolPolicy(
-            rules=PermissionRules.parse(
-                allow=config.permissions.allow, ask=config.permissions.ask, deny=config.permissions.deny, root=self.root
-            ),
-            grant=projection.grant,  # the same tools/disallowed_tools/mcp resolution the projection used
-            mode=mode,
-            user_bypass=in_force.user_bypass,
-            root=self.root,
-            workspace_kind=config.kind,
-            shell_sandboxed=sandbox_probe.probe(config.sandbox).active,
-            unsandboxed_reason=sandbox_probe.probe(config.sandbox).unconfined_reason(),
-        )
+        shell = sandbox_probe.probe(config.sandbox)
         hook_interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
         interceptor: ToolInterceptor | None = hook_interceptor
         if has_impls(self.loaded.plugins, "resolve_permission"):
             interceptor = PluginPermissionInterceptor(self.loaded.plugins, self.root, hook_interceptor)
-        gate = ToolGate(gate_tools, policy=policy, interceptor=interceptor, ask=self.ask)
         skills = [self.loaded.skills.get(name) for name in projection.skills]
         catalog = self.loaded.skills.catalog(
             [s.name for s in skills if s is not None], budget_chars=config.skill_catalog_chars
         )
-        instructions = self.loaded.instructions if agent.is_primary and depth == 0 else None
-        parts = ContextParts(
-            agent_name=agent.name,
-            agent_prompt=agent.prompt,
-            workspace_root=self.root,
-            today=self.clock.now().date(),
-            project_instructions=instructions.text if instructions is not None else None,
-            project_instructions_source=instructions.path.name if instructions is not None else None,
-            skill_catalog=catalog.text if projection.skills else None,
-            system_reminder=agent.system_reminder,
-            unavailable_servers=unavailable,
-        )
+        instructions = self.loaded.instructions
         settings: dict[str, JsonValue] = {
             "allow_private_network": bool(config.web_fetch.allow_private_network),
             **sandbox_request.tool_settings(
@@ -502,22 +462,38 @@ class WorkspaceRuntime:
                 [m.api_key_env for m in self.loaded.models.all() if m.api_key_env],
             ),
         }
-        return AgentPlan(
-            agent_name=agent.name,
-            system_prompt=self._context.system_prompt(parts),
-            model_ref=entry.ref,
-            model_name=entry.model or entry.name,
-            provider=provider,
-            gate=gate,
-            tools=bound,
-            system_reminder=agent.system_reminder,
-            price=entry.price,
-            max_output_tokens=agent.max_output_tokens or entry.max_output_tokens,
-            temperature=agent.temperature if agent.temperature is not None else entry.temperature,
-            timeout_ms=int(entry.timeout_s * 1000),
-            permission_mode=str(mode),
-            max_switches=agent.policy.max_switches if agent.policy.max_switches is not None else DEFAULT_MAX_SWITCHES,
-            tool_settings=settings,
+        return plan_agent(
+            PlanInputs(
+                agent=agent,
+                projection=projection,
+                model=entry,
+                provider=self._provider(entry, session_key),
+                root=self.root,
+                today=self.clock.now().date(),
+                executors=executors,
+                policy=PolicyInputs(
+                    rules=PermissionRules.parse(
+                        allow=config.permissions.allow,
+                        ask=config.permissions.ask,
+                        deny=config.permissions.deny,
+                        root=self.root,
+                    ),
+                    mode=in_force.mode,
+                    user_bypass=in_force.user_bypass,
+                    shell_sandboxed=shell.active,
+                    unsandboxed_reason=shell.unconfined_reason(),
+                    workspace_kind=config.kind,
+                ),
+                parent_tools=parent_tools,
+                interceptor=interceptor,
+                ask=self.ask,
+                depth=depth,
+                instructions=(instructions.text, instructions.path.name) if instructions is not None else None,
+                skill_catalog=catalog.text,
+                unavailable_servers=unavailable,
+                tool_settings=settings,
+                context=self._context,
+            )
         )
 
     def _runtime_executors(

@@ -1,0 +1,129 @@
+"""The agent planner: from an agent, its invocation projection, a resolved model and the policy inputs to the run
+plan the loop executes. A pure function (no files, no network, no store): everything that needs I/O (starting MCP
+servers, building the provider, loading skills) is done by the caller and handed in, so a plan can be built and
+unit-tested from values alone.
+
+What it decides: which projected tools the agent really gets (a subagent never gets a tool its parent lacks; a
+projected tool without an executor is left out), the tool gate (permission rules, the tool grant the projection
+used, the permission mode in force, whether the shell is sandboxed, the interceptors and the asker), the system
+prompt (agent prompt, environment, project instructions for a top-level primary agent, skill catalog, unavailable
+MCP servers), and the model parameters (agent settings over the model entry's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.specs import AgentSpec, ModelEntry
+from bearagent.ports import ModelProvider, Tool, ToolInterceptor
+from bearagent.runtime.context import ContextBuilder, ContextParts
+from bearagent.runtime.plan import AgentPlan, BoundTool
+from bearagent.runtime.projection import InvocationProjection
+from bearagent.tools.gate import Asker, ToolGate
+from bearagent.tools.permissions import PermissionRules
+from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, PermissionMode, ToolPolicy, WorkspaceKind
+
+DEFAULT_MAX_SWITCHES = 10
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyInputs:
+    """What the gate's policy is made of, besides the agent's tool grant (which comes with the projection)."""
+
+    rules: PermissionRules = field(default_factory=PermissionRules)
+    mode: PermissionMode = DEFAULT_PERMISSION_MODE
+    user_bypass: bool = False
+    shell_sandboxed: bool = False
+    unsandboxed_reason: str | None = None
+    workspace_kind: WorkspaceKind = "project"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanInputs:
+    """Everything `plan_agent` needs, already resolved. `executors` maps projected tool names to the object that
+    runs them (native and plugin tools, runtime tools, action tools, MCP tools); `instructions` is `(text, source
+    file name)` of AGENTS.md / CLAUDE.md."""
+
+    agent: AgentSpec
+    projection: InvocationProjection
+    model: ModelEntry
+    provider: ModelProvider
+    root: Path
+    today: date
+    executors: Mapping[str, Tool] = field(default_factory=dict[str, Tool])
+    policy: PolicyInputs = field(default_factory=PolicyInputs)
+    parent_tools: frozenset[str] | None = None
+    interceptor: ToolInterceptor | None = None
+    ask: Asker | None = None
+    depth: int = 0
+    instructions: tuple[str, str] | None = None
+    skill_catalog: str | None = None
+    unavailable_servers: Sequence[str] = ()
+    tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    context: ContextBuilder = field(default_factory=ContextBuilder)
+
+
+def plan_agent(inputs: PlanInputs) -> AgentPlan:
+    """The run plan for `inputs.agent` (see the module docstring)."""
+    agent, projection, entry = inputs.agent, inputs.projection, inputs.model
+    gate_tools: dict[str, Tool] = {}
+    bound: dict[str, BoundTool] = {}
+    for projected in projection.tools:
+        if inputs.parent_tools is not None and projected.name not in inputs.parent_tools:
+            continue  # a subagent never gets a tool its parent does not have
+        tool = inputs.executors.get(projected.name) or projected.tool
+        if tool is None:
+            continue
+        gate_tools[projected.name] = tool
+        bound[projected.name] = BoundTool(
+            projected_name=projected.name,
+            internal_name=projected.name,
+            source=projected.source,
+            descriptor=projected.descriptor,
+            spec_version=projected.spec.version,
+        )
+    p = inputs.policy
+    policy = ToolPolicy(
+        rules=p.rules,
+        grant=projection.grant,  # the same tools/disallowed_tools/mcp resolution the projection used
+        mode=p.mode,
+        user_bypass=p.user_bypass,
+        root=inputs.root,
+        workspace_kind=p.workspace_kind,
+        shell_sandboxed=p.shell_sandboxed,
+        unsandboxed_reason=p.unsandboxed_reason,
+    )
+    gate = ToolGate(gate_tools, policy=policy, interceptor=inputs.interceptor, ask=inputs.ask)
+    instructions = inputs.instructions if agent.is_primary and inputs.depth == 0 else None
+    parts = ContextParts(
+        agent_name=agent.name,
+        agent_prompt=agent.prompt,
+        workspace_root=inputs.root,
+        today=inputs.today,
+        project_instructions=instructions[0] if instructions is not None else None,
+        project_instructions_source=instructions[1] if instructions is not None else None,
+        skill_catalog=inputs.skill_catalog if projection.skills else None,
+        system_reminder=agent.system_reminder,
+        unavailable_servers=list(inputs.unavailable_servers),
+    )
+    return AgentPlan(
+        agent_name=agent.name,
+        system_prompt=inputs.context.system_prompt(parts),
+        model_ref=entry.ref,
+        model_name=entry.model or entry.name,
+        provider=inputs.provider,
+        gate=gate,
+        tools=bound,
+        system_reminder=agent.system_reminder,
+        price=entry.price,
+        max_output_tokens=agent.max_output_tokens or entry.max_output_tokens,
+        temperature=agent.temperature if agent.temperature is not None else entry.temperature,
+        timeout_ms=int(entry.timeout_s * 1000),
+        permission_mode=str(p.mode),
+        max_switches=agent.policy.max_switches if agent.policy.max_switches is not None else DEFAULT_MAX_SWITCHES,
+        tool_settings=dict(inputs.tool_settings),
+    )
