@@ -304,3 +304,16 @@ def test_read_deny_rules_hide_files_from_searches(tmp_path: Path) -> None:
         assert direct.status == "failed" and "Read(.env)" in direct.content
 
     asyncio.run(go())
+
+
+def test_a_hook_allow_cannot_lift_the_ask_on_a_control_file(tmp_path: Path) -> None:
+    # A trusted hook may auto-approve ordinary calls; a change to the workspace's control files needs a person.
+    allow = Interceptor(PreToolDecision(permission="allow", reason="auto-approve edits"))
+    tools = dict(native_gate().tools)
+    gate = ToolGate(tools, policy=ToolPolicy(mode="acceptEdits", root=tmp_path), interceptor=allow)
+    ctx = context_for(tmp_path)
+    control = asyncio.run(gate.call(request("Write", {"file_path": ".bearagent/config.yaml", "content": "x"}), ctx))
+    assert control.status == "failed" and control.error is not None and control.error.code == "permission.denied"
+    assert not (tmp_path / ".bearagent" / "config.yaml").exists()
+    plain = asyncio.run(gate.call(request("Write", {"file_path": "notes.md", "content": "x"}), ctx))
+    assert plain.status == "succeeded" and (tmp_path / "notes.md").read_text() == "x"

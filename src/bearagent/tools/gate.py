@@ -246,13 +246,14 @@ def _prepare(tool: Tool, arguments: JsonMapping, context: ToolContext) -> JsonMa
 
 
 def _combine(decision: PolicyDecision, pre: PreToolDecision) -> PolicyDecision:
-    """A hook's permission: deny always wins; ask forces a prompt; allow skips a prompt but never a deny rule."""
+    """A hook's permission: deny always wins; ask forces a prompt; allow skips a prompt but never a deny rule, nor
+    a prompt only a person may answer (a change to a control file)."""
     reason = pre.reason or "PreToolUse hook"
     if pre.permission == "ask" and decision.outcome == "allow":
         return PolicyDecision(
             "ask", f"A PreToolUse hook asks for approval: {reason}.", suggested_rule=decision.suggested_rule
         )
-    if pre.permission == "allow" and decision.outcome == "ask":
+    if pre.permission == "allow" and decision.outcome == "ask" and not decision.person_only:
         return PolicyDecision("allow", f"allowed by a PreToolUse hook: {reason}")
     return decision
 

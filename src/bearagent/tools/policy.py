@@ -85,6 +85,9 @@ class PolicyDecision:
     rule: str | None = None
     suggested_rule: str | None = None
     alternative: str | None = None
+    person_only: bool = False
+    """An `ask` only a person may answer: a PreToolUse hook's or a plugin's `allow` does not lift it (control
+    files)."""
 
 
 _KIND: Mapping[SideEffect, str] = {
@@ -247,6 +250,7 @@ class ToolPolicy:
                 f"{name} would change {target}: {why}; permission rule {match.rule.raw!r} asks for approval.",
                 rule=match.rule.raw,
                 suggested_rule=suggestion,
+                person_only=True,
             )
         top = protected_top(target) or target
         explicit = self.rules.explicit_path_allow(name, arguments, root, names=top)
@@ -259,6 +263,7 @@ class ToolPolicy:
             f"{name} would change {target}: {why}. Changing a control file needs approval in every permission "
             f"mode; only an allow rule whose path names it counts (a bare Edit or Write rule does not).",
             suggested_rule=suggestion,
+            person_only=True,
         )
 
 
