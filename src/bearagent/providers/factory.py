@@ -13,19 +13,27 @@ Keys: `api_key_env` names the variable (default `OPENAI_API_KEY` / `ANTHROPIC_AP
 error, except (a) when `base_url` points at this machine (localhost, 127.x, ::1) and (b) for `openai-compatible`
 entries without `api_key_env`: those run without a key (a placeholder is sent, which local servers ignore).
 Adapter modules (and the SDKs) are imported only here, when a provider is built.
+
+Each built-in provider is a factory (`build_openai`, ...) with the shape every plugin provider has
+(`ProviderConstructor`); the built-in plugin registers them through `register_models`, and `create_provider` looks
+the entry's provider id up in what was registered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import urlparse
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import IdGenerator
 from bearagent.domain.specs import ModelEntry
 from bearagent.ports import ModelProvider
+
+if TYPE_CHECKING:
+    from bearagent.providers._base import ProviderSettings
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -36,7 +44,6 @@ VALID_PAIRS: dict[str, tuple[str | None, ...]] = {
     "anthropic": ("messages",),
     "scripted": (None,),
 }
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
 class ProviderConstructor(Protocol):
@@ -63,17 +70,18 @@ def is_local_url(url: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.") or host.endswith(".localhost")
 
 
-def _resolve_key(entry: ModelEntry, env: Mapping[str, str], base_url: str) -> tuple[str, str | None]:
-    """(key value, variable name). The placeholder when this entry may run without a key."""
-    var = entry.api_key_env or DEFAULT_KEY_ENV.get(entry.provider)
+def _resolve_key(
+    entry: ModelEntry, env: Mapping[str, str], base_url: str, default_var: str | None
+) -> tuple[str, str | None]:
+    """(key value, variable name). The placeholder when this entry may run without a key: its base URL is on this
+    machine, or neither the entry nor the provider names a key variable."""
+    var = entry.api_key_env or default_var
     if var is not None:
         value = env.get(var, "").strip()
         if value:
             return value, var
-    keyless_ok = is_local_url(base_url) or (entry.provider == "openai-compatible" and entry.api_key_env is None)
-    if keyless_ok:
+    if var is None or is_local_url(base_url):
         return KEYLESS_PLACEHOLDER, var
-    assert var is not None
     raise _config_error(
         entry,
         "missing_api_key",
@@ -83,73 +91,34 @@ def _resolve_key(entry: ModelEntry, env: Mapping[str, str], base_url: str) -> tu
     )
 
 
-def create_provider(
+def provider_settings(
     entry: ModelEntry,
-    *,
     env: Mapping[str, str],
-    base_dir: Path,
-    registry: Mapping[str, ProviderConstructor] | None = None,
-    ids: IdGenerator | None = None,
-) -> ModelProvider:
-    """The provider for `entry`. Plugin providers come from `registry` (provider id -> constructor); built-in ids
-    cannot be replaced. Raises `BearAgentError` (category `configuration`) naming the entry and the fix."""
-    provider = entry.provider
-    if provider not in VALID_PAIRS:
-        if registry is not None and provider in registry:
-            return registry[provider](entry, env=env, base_dir=base_dir)
-        known: list[str] = sorted([*VALID_PAIRS, *(registry or {})])
-        raise _config_error(
-            entry,
-            "unknown_provider",
-            f"unknown provider {provider!r}. Known providers: {', '.join(known)}. Fix `provider:` or install the "
-            "plugin that provides it.",
-        )
-    if registry is not None and provider in registry:
-        raise _config_error(
-            entry,
-            "provider_shadowed",
-            f"a plugin registers provider id {provider!r}, which is built in and cannot be replaced. "
-            "Ask the plugin author to use another id.",
-        )
-    api = entry.api if entry.api is not None else VALID_PAIRS[provider][0]
-    if api not in VALID_PAIRS[provider]:
-        raise _config_error(
-            entry,
-            "unknown_api",
-            f"provider {provider!r} does not speak api {entry.api!r}. Valid provider/api pairs: {_pairs_text()}.",
-        )
-    if provider == "scripted":
-        if not entry.script:
-            raise _config_error(
-                entry,
-                "missing_script",
-                "a scripted entry needs `script: path/to/script.yaml` (relative to the config file's directory).",
-            )
-        from bearagent.providers.scripted import ScriptedProvider
+    *,
+    label: str,
+    default_base_url: str | None = None,
+    default_key_env: str | None = None,
+) -> ProviderSettings:
+    """The settings of one model entry, resolved the way the built-in providers resolve theirs.
 
-        path = Path(entry.script)
-        if not path.is_absolute():
-            path = base_dir / path
-        return ScriptedProvider.from_file(path, entry_ref=entry.ref, ids=ids)
-    if not entry.model:
-        raise _config_error(entry, "missing_model", f"`model:` is required for provider {provider!r}.")
-    if provider == "openai-compatible" and not entry.base_url:
-        raise _config_error(
-            entry,
-            "missing_base_url",
-            "`base_url:` is required for provider 'openai-compatible' (e.g. http://127.0.0.1:8080/v1 for llama.cpp, "
-            "http://127.0.0.1:11434/v1 for Ollama, http://127.0.0.1:8000/v1 for vLLM).",
-        )
-    default_url = ANTHROPIC_BASE_URL if provider == "anthropic" else OPENAI_BASE_URL
-    base_url = (entry.base_url or default_url).rstrip("/")
-    key, key_env = _resolve_key(entry, env, base_url)
-
+    `model:` is required; the base URL is the entry's `base_url`, else `default_base_url` (one of them is
+    required), without a trailing `/`. The key is read from the variable the entry names (`api_key_env`), else
+    `default_key_env`: a missing key is a configuration error naming the variable and the fix, except when the
+    base URL is on this machine or no variable is named at all (then `KEYLESS_PLACEHOLDER` is sent). `label` names
+    the provider in error messages ("Acme", "the Acme server"). Raises `BearAgentError` (category
+    `configuration`) naming the entry."""
     from bearagent.providers._base import ProviderSettings
 
-    label = {"openai": "OpenAI", "openai-compatible": "the OpenAI-compatible server", "anthropic": "Anthropic"}[
-        provider
-    ]
-    settings = ProviderSettings(
+    if not entry.model:
+        raise _config_error(entry, "missing_model", f"`model:` is required for provider {entry.provider!r}.")
+    raw_url = entry.base_url or default_base_url
+    if not raw_url:
+        raise _config_error(
+            entry, "missing_base_url", f"`base_url:` is required for provider {entry.provider!r} (the API's URL)."
+        )
+    base_url = raw_url.rstrip("/")
+    key, key_env = _resolve_key(entry, env, base_url, default_key_env)
+    return ProviderSettings(
         entry_ref=entry.ref,
         model=entry.model,
         base_url=base_url,
@@ -162,15 +131,156 @@ def create_provider(
         stream=entry.stream,
         provider_label=label,
     )
-    if provider == "anthropic":
-        from bearagent.providers.anthropic_messages import AnthropicMessagesProvider
 
-        return AnthropicMessagesProvider(settings, ids=ids)
+
+def _api(entry: ModelEntry) -> str | None:
+    """The entry's protocol (`api:`), checked against what its built-in provider speaks; the first is the default."""
+    apis = VALID_PAIRS[entry.provider]
+    api = entry.api if entry.api is not None else apis[0]
+    if api not in apis:
+        raise _config_error(
+            entry,
+            "unknown_api",
+            f"provider {entry.provider!r} does not speak api {entry.api!r}. Valid provider/api pairs: {_pairs_text()}.",
+        )
+    return api
+
+
+def build_openai(
+    entry: ModelEntry, *, env: Mapping[str, str], base_dir: Path, ids: IdGenerator | None = None
+) -> ModelProvider:
+    """`provider: openai`: the Responses API (default, `store: false`) or Chat Completions (`api: chat`)."""
+    api = _api(entry)
+    settings = provider_settings(
+        entry, env, label="OpenAI", default_base_url=OPENAI_BASE_URL, default_key_env="OPENAI_API_KEY"
+    )
     if api == "chat":
         from bearagent.providers.openai_chat import OpenAIChatProvider
 
-        field = "max_completion_tokens" if provider == "openai" else "max_tokens"
-        return OpenAIChatProvider(settings, ids=ids, max_tokens_field=field)
+        return OpenAIChatProvider(settings, ids=ids, max_tokens_field="max_completion_tokens")
     from bearagent.providers.openai_responses import OpenAIResponsesProvider
 
-    return OpenAIResponsesProvider(settings, ids=ids, store=False if provider == "openai" else None)
+    return OpenAIResponsesProvider(settings, ids=ids, store=False)
+
+
+def build_openai_compatible(
+    entry: ModelEntry, *, env: Mapping[str, str], base_dir: Path, ids: IdGenerator | None = None
+) -> ModelProvider:
+    """`provider: openai-compatible`: Chat Completions (default) or the Responses API at the entry's `base_url`."""
+    api = _api(entry)
+    if not entry.model:
+        raise _config_error(entry, "missing_model", f"`model:` is required for provider {entry.provider!r}.")
+    if not entry.base_url:
+        raise _config_error(
+            entry,
+            "missing_base_url",
+            "`base_url:` is required for provider 'openai-compatible' (e.g. http://127.0.0.1:8080/v1 for llama.cpp, "
+            "http://127.0.0.1:11434/v1 for Ollama, http://127.0.0.1:8000/v1 for vLLM).",
+        )
+    settings = provider_settings(entry, env, label="the OpenAI-compatible server")
+    if api == "chat":
+        from bearagent.providers.openai_chat import OpenAIChatProvider
+
+        return OpenAIChatProvider(settings, ids=ids, max_tokens_field="max_tokens")
+    from bearagent.providers.openai_responses import OpenAIResponsesProvider
+
+    return OpenAIResponsesProvider(settings, ids=ids, store=None)
+
+
+def build_anthropic(
+    entry: ModelEntry, *, env: Mapping[str, str], base_dir: Path, ids: IdGenerator | None = None
+) -> ModelProvider:
+    """`provider: anthropic`: the Messages API."""
+    _api(entry)
+    settings = provider_settings(
+        entry, env, label="Anthropic", default_base_url=ANTHROPIC_BASE_URL, default_key_env="ANTHROPIC_API_KEY"
+    )
+    from bearagent.providers.anthropic_messages import AnthropicMessagesProvider
+
+    return AnthropicMessagesProvider(settings, ids=ids)
+
+
+def build_scripted(
+    entry: ModelEntry, *, env: Mapping[str, str], base_dir: Path, ids: IdGenerator | None = None
+) -> ModelProvider:
+    """`provider: scripted`: replays `script:` (relative to `base_dir`, the config file's directory)."""
+    _api(entry)
+    if not entry.script:
+        raise _config_error(
+            entry,
+            "missing_script",
+            "a scripted entry needs `script: path/to/script.yaml` (relative to the config file's directory).",
+        )
+    from bearagent.providers.scripted import ScriptedProvider
+
+    path = Path(entry.script)
+    if not path.is_absolute():
+        path = base_dir / path
+    return ScriptedProvider.from_file(path, entry_ref=entry.ref, ids=ids)
+
+
+BUILTIN_FACTORIES: Mapping[str, ProviderConstructor] = {
+    "openai": build_openai,
+    "openai-compatible": build_openai_compatible,
+    "anthropic": build_anthropic,
+    "scripted": build_scripted,
+}
+"""The built-in providers. The built-in plugin (`bearagent.plugins.builtin`) registers them through
+`register_models`; `create_provider` keeps them when a registry tries to replace one."""
+BUILTIN_DESCRIPTIONS: Mapping[str, str] = {
+    "openai": "OpenAI: Responses API (default) or Chat Completions (api: chat)",
+    "openai-compatible": "an OpenAI-compatible server at base_url (llama.cpp, vLLM, Ollama...): chat or responses",
+    "anthropic": "Anthropic: Messages API",
+    "scripted": "replays a YAML script of model turns (tests, demos, offline)",
+}
+
+
+def create_provider(
+    entry: ModelEntry,
+    *,
+    env: Mapping[str, str],
+    base_dir: Path,
+    registry: Mapping[str, ProviderConstructor] | None = None,
+    ids: IdGenerator | None = None,
+) -> ModelProvider:
+    """The provider for `entry`, built by the factory registered for its `provider:` id. `registry` is what the
+    plugins registered through `register_models` (the built-in plugin's providers and third-party ones); None =
+    the built-in providers only. A built-in id cannot be replaced. The factory receives `ids` when it declares an
+    `ids` parameter. Raises `BearAgentError` (category `configuration`) naming the entry and the fix."""
+    provider = entry.provider
+    table: dict[str, ProviderConstructor] = dict(BUILTIN_FACTORIES)
+    for provider_id, factory in (registry or {}).items():
+        builtin = BUILTIN_FACTORIES.get(provider_id)
+        if builtin is None:
+            table[provider_id] = factory
+        elif factory is not builtin and provider_id == provider:
+            raise _config_error(
+                entry,
+                "provider_shadowed",
+                f"a plugin registers provider id {provider!r}, which is built in and cannot be replaced. "
+                "Ask the plugin author to use another id.",
+            )
+    factory = table.get(provider)
+    if factory is None:
+        raise _config_error(
+            entry,
+            "unknown_provider",
+            f"unknown provider {provider!r}. Known providers: {', '.join(sorted(table))}. Fix `provider:` or install "
+            "the plugin that provides it.",
+        )
+    if ids is not None and _takes_ids(factory):
+        return cast(_ProviderConstructorWithIds, factory)(entry, env=env, base_dir=base_dir, ids=ids)
+    return factory(entry, env=env, base_dir=base_dir)
+
+
+class _ProviderConstructorWithIds(Protocol):
+    def __call__(
+        self, entry: ModelEntry, *, env: Mapping[str, str], base_dir: Path, ids: IdGenerator | None
+    ) -> ModelProvider: ...
+
+
+def _takes_ids(factory: object) -> bool:
+    try:
+        return "ids" in inspect.signature(cast(Callable[..., object], factory)).parameters
+    except (TypeError, ValueError):  # a callable without a signature (a C function)
+        return False

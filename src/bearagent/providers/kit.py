@@ -1,0 +1,467 @@
+"""The provider kit: a public base for model adapters over a streaming API (an SDK or plain HTTP).
+
+A plugin subclasses `StreamingProvider` and writes three methods:
+
+- `make_client()`: the SDK or HTTP client (made once per event loop; `aclose()` closes it);
+- `open_stream(client, call)`: an async generator that sends `call.request` and yields the API's stream events
+  (closing the generator must close the HTTP stream: an `async with` around the request inside it does that);
+- `feed(event, call)`: reads one event and reports it on `call` (`call.text(...)`, `call.tool_call(...)`,
+  `call.tool_call_delta(...)`, `call.usage = ...`, `call.finish(...)`).
+
+and, optionally, `failure(exc)`: the facts (a `ProviderFailure`) of an SDK exception. The kit does the rest the
+way the built-in adapters do: tool names projected to provider-safe names and back, tool-call arguments parsed and
+bounded, text emitted as it arrives, the request's deadline (`timeout_ms`) enforced, a stream that ends without
+`call.finish()` failed as `truncated_stream`, `max_output_tokens` / `content_filter` stops failed with the partial
+text kept, and every failure classified into a stable, secret-free `ErrorInfo` (`rate_limit.exceeded` retryable
+after `retry-after`, `authentication.invalid_key` naming the key variable, ...). `httpx` timeouts, connection
+errors and `HTTPStatusError`s are understood without a `failure()` override. The runtime owns retries: a kit
+provider never retries.
+
+`provider_settings(entry, env, ...)` resolves a `ModelEntry` into `ProviderSettings` (base URL, the key from
+`api_key_env`, timeout, limits, headers) with the same rules and error messages as the built-in providers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import inspect
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from bearagent.domain._base import JsonBoundsError, JsonValue, validate_json_object
+from bearagent.domain.budgets import TokenUsage
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import IdGenerator, ToolCallId, Uuid4IdGenerator
+from bearagent.domain.messages import ToolCallPart, ToolResultPart
+from bearagent.domain.models import (
+    MAX_RECORDED_NAME_CHARS,
+    MAX_REFUSAL_CHARS,
+    ModelCompleted,
+    ModelEvent,
+    ModelRequest,
+    ModelToolCall,
+    StopReason,
+    TextDelta,
+    bounded_text,
+    text_deltas,
+    valid_unicode,
+)
+from bearagent.providers._base import ProviderSettings, name_map_for, parse_arguments, transport_failure, wire_call_ids
+from bearagent.providers.errors import (
+    CallContext,
+    ProviderFailure,
+    ProviderStreamError,
+    classify_failure,
+    stopped_info,
+    truncated_stream_info,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+ClientT = TypeVar("ClientT")
+_CUT_SHORT: frozenset[str] = frozenset({"max_output_tokens", "content_filter"})
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    call_id: str | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list[str])
+
+
+class ModelCall:
+    """One model call in progress: the request to send, and what the API answered so far.
+
+    Request side: `request` (model, messages, tools, limits), `timeout_s` (the I/O timeout to give the client: the
+    entry's `timeout_s`, at most the time the call has left), `max_output_tokens` / `temperature` (the request's,
+    else the entry's; None = do not send), `wire_name(tool_name)` (the provider-safe spelling of a tool name) and
+    `wire_call_id(part)` (the id to send for a tool call or tool result in the history).
+
+    Answer side, from `StreamingProvider.feed`: `text(...)`, `tool_call(...)` or `tool_call_delta(...)`,
+    `usage`, `request_id`, `model`, `finish(...)`; `error(failure)` builds the exception to raise for an error event
+    inside the stream.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_finished",
+        "_ids",
+        "_names",
+        "_partial",
+        "_pending",
+        "_provider",
+        "_refusal",
+        "_stop",
+        "_text",
+        "_wire_ids",
+        "model",
+        "request",
+        "request_id",
+        "timeout_s",
+        "usage",
+    )
+
+    def __init__(self, provider: StreamingProvider[Any], request: ModelRequest, timeout_s: float) -> None:
+        self.request = request
+        self.timeout_s = timeout_s
+        self.usage = TokenUsage()
+        """Tokens the call used, as the API reported them (assign a `TokenUsage`; the last assignment counts)."""
+        self.request_id: str | None = None
+        """The provider's id of this request (a request-id header or the response id), for support tickets."""
+        self.model: str | None = None
+        """The model name the API says answered (when it says)."""
+        self._provider = provider
+        self._ids = provider.ids
+        self._names = name_map_for(request)
+        self._wire_ids: dict[ToolCallId, str] | None = None
+        self._text: list[str] = []
+        self._pending: list[str] = []
+        self._calls: list[ModelToolCall] = []
+        self._partial: dict[int, _PartialCall] = {}
+        self._stop: StopReason | None = None
+        self._refusal: str | None = None
+        self._finished = False
+
+    # ----- request side -----
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        return self._provider.max_output_tokens(self.request)
+
+    @property
+    def temperature(self) -> float | None:
+        return self._provider.temperature(self.request)
+
+    def wire_name(self, tool_name: str) -> str:
+        """The name to send for a tool (`^[A-Za-z0-9_-]{1,64}$`; `mcp.time/now` becomes `mcp_time_now`). Names the
+        model sends back are mapped to the internal ones by `tool_call` / `tool_call_delta`."""
+        return self._names.to_provider(tool_name)
+
+    def wire_call_id(self, part: ToolCallPart | ToolResultPart) -> str:
+        """The call id to send for a tool call or a tool result of the history: the provider's own id when it gave
+        one, else the id BearAgent assigned (the same for a call and its result)."""
+        if part.provider_call_id:
+            return part.provider_call_id
+        if self._wire_ids is None:
+            self._wire_ids = wire_call_ids(self.request.messages)
+        return self._wire_ids.get(part.tool_call_id) or str(part.tool_call_id)
+
+    # ----- answer side -----
+
+    @property
+    def partial_text(self) -> str:
+        """The answer's text so far."""
+        return "".join(self._text)
+
+    def text(self, text: str) -> None:
+        """Answer text, in the order it arrived (emitted to the user as it comes when the entry streams)."""
+        if text:
+            text = valid_unicode(text)
+            self._text.append(text)
+            self._pending.append(text)
+
+    def tool_call(
+        self, name: str, arguments: str | Mapping[str, JsonValue] | None, *, call_id: str | None = None
+    ) -> None:
+        """A complete tool call: `name` as the API sent it, `arguments` as JSON text or an already parsed object,
+        `call_id` the API's id for the call (sent back with its result). Arguments that are not a JSON object
+        become a failed tool call the model can read, never an exception."""
+        if isinstance(arguments, Mapping):
+            try:
+                parsed, invalid = validate_json_object(arguments, where="arguments"), None
+            except JsonBoundsError as exc:
+                parsed, invalid = {}, f"the model's tool arguments are too large or too deep: {exc}"
+        else:
+            parsed, invalid = parse_arguments(arguments)
+        internal = self._names.to_internal(name) if name else "unnamed_tool"
+        self._calls.append(ModelToolCall.from_model(self._ids.new(ToolCallId), call_id, internal, parsed, invalid))
+
+    def tool_call_delta(
+        self, index: int, *, name: str | None = None, arguments: str | None = None, call_id: str | None = None
+    ) -> None:
+        """A fragment of a streamed tool call: fragments with the same `index` make one call (name and id as soon
+        as they come, argument text appended). The calls are completed, in index order, when the stream ends."""
+        slot = self._partial.get(index)
+        if slot is None:
+            slot = self._partial[index] = _PartialCall()
+        if call_id:
+            slot.call_id = call_id
+        if name:
+            slot.name = name
+        if arguments:
+            slot.arguments.append(arguments)
+
+    def finish(self, stop_reason: StopReason | None = None, *, refusal: str | None = None) -> None:
+        """The API's terminal event: the answer is complete. `stop_reason` None means `tool_use` when the turn has
+        tool calls, else `end_turn`; a `refusal` text makes it `refusal`. `max_output_tokens` and `content_filter`
+        end the call as failed (the partial text is kept in the run log). A stream that ends without `finish` is a
+        `truncated_stream` failure."""
+        self._finished = True
+        self._stop = stop_reason
+        if refusal:
+            self._refusal = bounded_text(refusal, MAX_REFUSAL_CHARS)
+
+    def error(self, failure: ProviderFailure) -> ProviderStreamError:
+        """The exception to raise for an error the API reported (e.g. an `error` event after HTTP 200): classified
+        like an HTTP error, carrying the text and usage so far."""
+        provider = self._provider
+        if failure.request_id and self.request_id is None:
+            self.request_id = failure.request_id
+        return self._failed(classify_failure(failure, provider.call_context(self.request), provider.redactor))
+
+    # ----- used by StreamingProvider -----
+
+    def _take_deltas(self) -> list[TextDelta]:
+        pending = "".join(self._pending)
+        self._pending.clear()
+        return list(text_deltas(pending)) if pending else []
+
+    def _failed(self, info: ErrorInfo) -> ProviderStreamError:
+        return ProviderStreamError(
+            info,
+            partial_text=self.partial_text,
+            usage=self.usage,
+            provider_request_id=self.request_id,
+            model=self.model,
+        )
+
+    def _outcome(self) -> list[ModelEvent]:
+        context = self._provider.call_context(self.request)
+        if not self._finished:
+            info = truncated_stream_info(context, "the provider's end-of-answer event", self.request_id)
+            raise self._failed(info)
+        calls = self._calls + [
+            self._streamed(slot) for _, slot in sorted(self._partial.items(), key=lambda item: item[0])
+        ]
+        stop = self._stop
+        if stop in _CUT_SHORT:
+            limit = self.max_output_tokens if stop == "max_output_tokens" else None
+            category = "max_output_tokens" if stop == "max_output_tokens" else "content_filter"
+            raise self._failed(stopped_info(category, context, self.request_id, max_output_tokens=limit))
+        if stop is None:
+            stop = "refusal" if self._refusal and not calls else ("tool_use" if calls else "end_turn")
+        completed = ModelCompleted(
+            provider_request_id=_bounded_or_none(self.request_id),
+            model=_bounded_or_none(self.model),
+            stop_reason=stop,
+            usage=self.usage,
+            refusal=self._refusal,
+        )
+        return [*calls, completed]
+
+    def _streamed(self, slot: _PartialCall) -> ModelToolCall:
+        parsed, invalid = parse_arguments("".join(slot.arguments))
+        internal = self._names.to_internal(slot.name) if slot.name else "unnamed_tool"
+        return ModelToolCall.from_model(self._ids.new(ToolCallId), slot.call_id, internal, parsed, invalid)
+
+
+class StreamingProvider(ABC, Generic[ClientT]):
+    """Base of a `ModelProvider` over a streaming API; see the module docstring. One instance serves many calls
+    (and conversations): keep per-call state on the `ModelCall`, not on the provider.
+
+    `settings` comes from `provider_settings(entry, env, ...)`; `ids` is the generator of tool-call ids (the
+    provider factory receives the run's generator when it declares an `ids` parameter)."""
+
+    def __init__(self, settings: ProviderSettings, *, ids: IdGenerator | None = None) -> None:
+        self.settings = settings
+        self.ids: IdGenerator = ids or Uuid4IdGenerator()
+        self.redactor = settings.redactor()
+        self._context = CallContext(
+            provider_label=settings.provider_label,
+            entry_ref=settings.entry_ref,
+            model=settings.model,
+            base_url=settings.base_url,
+            api_key_env=settings.api_key_env,
+            timeout_s=settings.timeout_s,
+        )
+        self._client: ClientT | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    # ----- what a provider writes -----
+
+    @abstractmethod
+    def make_client(self) -> ClientT:
+        """The SDK or HTTP client (e.g. `httpx.AsyncClient(base_url=self.settings.base_url, ...)`). Made on first
+        use in each event loop; its `aclose()` (or async `close()`) is called by `StreamingProvider.aclose`."""
+
+    @abstractmethod
+    def open_stream(self, client: ClientT, call: ModelCall) -> AsyncIterator[object]:
+        """An async generator: send `call.request`, then yield the API's stream events one by one. Let the SDK's
+        or HTTP client's exceptions out as they are (`failure()` reads them); closing the generator must close
+        the HTTP stream."""
+
+    @abstractmethod
+    def feed(self, event: object, call: ModelCall) -> None:
+        """Read one event from `open_stream` and report it on `call`. Raise `call.error(ProviderFailure(...))`
+        for an error event."""
+
+    def failure(self, exc: BaseException) -> ProviderFailure | None:
+        """The facts of an exception raised by the client (HTTP status, the provider's error type and code, its
+        message, the response headers), or None to let the kit decide. The default understands `httpx` (and
+        plain `ConnectionError`s); override it for an SDK's own exception classes."""
+        return None
+
+    # ----- what the kit provides -----
+
+    def max_output_tokens(self, request: ModelRequest) -> int | None:
+        """The output-token limit to send: the request's, else the entry's (None: not sent)."""
+        return request.max_output_tokens or self.settings.max_output_tokens
+
+    def temperature(self, request: ModelRequest) -> float | None:
+        """The temperature to send: the request's, else the entry's (None: not sent)."""
+        return request.temperature if request.temperature is not None else self.settings.temperature
+
+    def call_context(self, request: ModelRequest) -> CallContext:
+        """Names used in error messages (provider label, entry, model, base URL, key variable, effective timeout)."""
+        effective = min(self._context.timeout_s, request.timeout_ms / 1000)
+        if effective == self._context.timeout_s:
+            return self._context
+        return dataclasses.replace(self._context, timeout_s=effective)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one model call (the `ModelProvider` protocol). Closing this iterator closes the HTTP stream."""
+        loop = asyncio.get_running_loop()
+        total_s = request.timeout_ms / 1000
+        deadline = loop.time() + total_s
+        call = ModelCall(self, request, min(self.settings.timeout_s, total_s))
+        live = self.settings.stream
+        try:
+            events = self.open_stream(self._client_for_loop(), call)
+        except BearAgentError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, call) from None
+        try:
+            nxt = events.__anext__
+            feed = self.feed
+            while True:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        item = await nxt()
+                except StopAsyncIteration:
+                    break
+                feed(item, call)
+                if live and call._pending:  # pyright: ignore[reportPrivateUsage]
+                    for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
+                        yield delta
+            try:
+                outcome = call._outcome()  # pyright: ignore[reportPrivateUsage]
+            except ProviderStreamError:
+                for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
+                    yield delta  # a cut answer's text goes out before the failure, streaming or not
+                raise
+        except BearAgentError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, call) from None
+        finally:
+            await _close(events)
+        for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
+            yield delta  # not streaming (`stream: false`): the whole text at the end
+        for event in outcome:
+            yield event
+
+    async def aclose(self) -> None:
+        """Close the client (its connection pool). The provider stays usable: a new client is made."""
+        client = self._client
+        self._client = None
+        self._client_loop = None
+        if client is not None:
+            await _close(client)
+
+    # ----- internals -----
+
+    def _client_for_loop(self) -> ClientT:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = self.make_client()
+            self._client_loop = loop
+        return self._client
+
+    def _error(self, exc: BaseException, call: ModelCall) -> ProviderStreamError:
+        context = self.call_context(call.request)
+        if isinstance(exc, TimeoutError):
+            failure: ProviderFailure | None = ProviderFailure(kind="timeout", message="deadline reached")
+        else:
+            failure = self.failure(exc) or default_failure(exc)
+        if failure is None:
+            text = self.redactor.redact(f"{type(exc).__name__}: {exc}")
+            return call._failed(  # pyright: ignore[reportPrivateUsage]
+                ErrorInfo.of(
+                    "internal",
+                    "adapter",
+                    f"The {context.provider_label} adapter failed unexpectedly for model entry {context.entry_ref} "
+                    f"({text[:800]}). This is a bug in the plugin that provides it: please report it to its author "
+                    "with this message.",
+                )
+            )
+        if failure.request_id and call.request_id is None:
+            call.request_id = failure.request_id
+        return call._failed(classify_failure(failure, context, self.redactor))  # pyright: ignore[reportPrivateUsage]
+
+
+def default_failure(exc: BaseException) -> ProviderFailure | None:
+    """What the kit understands without a `failure()` override: `httpx` timeouts, transport errors and
+    `HTTPStatusError`s (with the status, headers and an `{"error": {"message", "type", "code"}}` body), the
+    SDKs' HTTP transport errors, and `ConnectionError`."""
+    found = transport_failure(exc)
+    if found is not None:
+        return found
+    if "httpx" in sys.modules:
+        import httpx
+
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderFailure(kind="timeout", message="request timed out")
+        if isinstance(exc, httpx.HTTPStatusError):
+            return _status_failure(exc.response)
+        if isinstance(exc, httpx.TransportError):
+            return ProviderFailure(kind="network", message=f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, ConnectionError):
+        return ProviderFailure(kind="network", message=f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _status_failure(response: httpx.Response) -> ProviderFailure:
+    headers = {k.lower(): v for k, v in response.headers.items()}
+    message = f"HTTP {response.status_code}"
+    error_type: str | None = None
+    error_code: str | None = None
+    try:
+        body: object = response.json()
+    except Exception:  # not read, not JSON: the text, when there is one
+        with contextlib.suppress(Exception):
+            message = response.text[:2000] or message
+    else:
+        inner = cast(Mapping[str, object], body).get("error") if isinstance(body, Mapping) else None
+        if isinstance(inner, Mapping):
+            err = cast(Mapping[str, object], inner)
+            message = str(err.get("message") or message)[:2000]
+            error_type = str(err["type"]) if err.get("type") else None
+            error_code = str(err["code"]) if err.get("code") else None
+    return ProviderFailure(
+        kind="status",
+        message=message,
+        status=response.status_code,
+        error_type=error_type,
+        error_code=error_code,
+        request_id=headers.get("x-request-id") or headers.get("request-id"),
+        headers=headers,
+    )
+
+
+async def _close(resource: object) -> None:
+    close: object = getattr(resource, "aclose", None) or getattr(resource, "close", None)
+    if callable(close):
+        result: object = close()
+        if inspect.isawaitable(result):
+            await result
+
+
+def _bounded_or_none(value: str | None) -> str | None:
+    return bounded_text(value, MAX_RECORDED_NAME_CHARS) if value else None
