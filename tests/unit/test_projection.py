@@ -40,7 +40,8 @@ def test_omitted_tools_is_the_native_default_set_plus_skill(tmp_path: Path) -> N
     ws = load(_ws(tmp_path, {"a": agent_file()}), tmp_path / "home")
     p = ws.project("a")
     names = {t.name for t in p.tools}
-    assert names >= NATIVE and "Skill" in names and "Task" not in names and "SwitchAgent" not in names
+    assert names >= NATIVE and "Skill" in names and "SwitchAgent" not in names
+    assert p.subagents == ("explore",)  # `subagents` omitted: every agent it may delegate to (see test_delegation)
     assert p.model is not None and p.model.ref == "workspace/demo"
     skill = p.lookup("Skill")
     assert skill is not None and skill.tool is None and skill.source == "skill"
@@ -210,7 +211,7 @@ def test_unknown_tool_names_warn_and_none_resolving_is_an_error(tmp_path: Path) 
 
 
 def test_bind_fills_executors_and_descriptors_are_provider_safe(tmp_path: Path) -> None:
-    ws = load(_ws(tmp_path, {"a": agent_file(actions="[review]")}), tmp_path / "home")
+    ws = load(_ws(tmp_path, {"a": agent_file(actions="[review]", subagents="[]")}), tmp_path / "home")
     p = ws.project("a")
     assert set(p.unbound()) == {"Skill", "action__review"}
     bound = p.bind({"Skill": EchoTool("Skill")})

@@ -75,7 +75,7 @@ def show_agent(name: str, workspace: Path | None, as_json: bool) -> None:
         ("skills", "all" if agent.skills is None else ", ".join(agent.skills) or "none"),
         ("actions", ", ".join(agent.actions or ()) or "none"),
         ("mcp", "all servers" if agent.mcp is None else ", ".join(agent.mcp) or "none"),
-        ("subagents", ", ".join(agent.subagents) or "-"),
+        ("subagents", "every delegatable agent" if agent.subagents is None else ", ".join(agent.subagents) or "none"),
         ("switch", ", ".join(agent.switch) or "-"),
         ("hooks", ", ".join(sorted({m.event for m in agent.hooks})) or "-"),
     ]

@@ -150,7 +150,9 @@ class AgentSpec(DomainModel):
     actions: tuple[str, ...] | None = None
     mcp: tuple[str, ...] | None = None
     switch: tuple[str, ...] = ()
-    subagents: tuple[str, ...] = ()
+    subagents: tuple[str, ...] | None = None
+    """Agents it may delegate to with `Task`; None (omitted) = for a primary agent, every other agent whose mode
+    allows delegation (subagent or all), as in Claude Code; for a `mode: subagent` agent, none."""
     system_reminder: str | None = Field(default=None, max_length=8_192)
     policy: AgentPolicy = Field(default_factory=AgentPolicy)
     temperature: float | None = Field(default=None, ge=0, le=2)

@@ -9,7 +9,8 @@ Rules (docs/config.md#tools): the agent's `tools`, `disallowed_tools` and `mcp` 
 applies (`*` = every native and plugin tool; omitted = the default set, i.e. the native tools; `Bash(git *)` grants
 Bash and pre-approves those calls at the gate). Skills become the single `Skill` tool (its `name` an enum of the
 allowed skills; absent when none). Each allowed action is a tool `action__<name>`. `subagents` adds `Task`
-(`subagent_type` enum), `switch` adds `SwitchAgent` (`agent` enum). MCP tools are projected as
+(`subagent_type` enum; omitted on a primary agent = every other agent of mode subagent or all, as in Claude Code; its
+description lists each with its description so the model can choose), `switch` adds `SwitchAgent` (`agent` enum). MCP tools are projected as
 `mcp__<server>__<tool>`. A chat workspace projects no tools.
 """
 
@@ -260,7 +261,7 @@ def project_invocation(
                 "error",
             )
         )
-    runtime_names = {SKILL_TOOL, TASK_TOOL, SWITCH_TOOL}
+    runtime_names = {SKILL_TOOL, TASK_TOOL, SWITCH_TOOL, "Agent"}  # Agent: Claude Code's current name of Task
 
     # native + plugin tools
     if grant.listed is None:
@@ -361,11 +362,37 @@ def project_invocation(
         out.append(ProjectedTool(projected, "action", name, f"action {action.source or name}", spec))
 
     # subagents -> Task
-    subagents = _agents_for(
-        agent, agent.subagents, caps, "subagents", lambda a: a.is_subagent, "a subagent (mode: subagent or all)", diags
-    )
+    if agent.subagents is None:
+        subagents = default_subagents(agent, caps, grant)
+        named = _task_entry_names(agent)
+        if named:  # Claude Code's `tools: Agent(a, b)`: delegation to those agents only
+            subagents = _agents_for(
+                agent, named, caps, "tools", lambda a: a.is_subagent, "a subagent (mode: subagent or all)", diags
+            )
+    else:
+        subagents = _agents_for(
+            agent,
+            agent.subagents,
+            caps,
+            "subagents",
+            lambda a: a.is_subagent,
+            "a subagent (mode: subagent or all)",
+            diags,
+        )
     if subagents and grant.permits(TASK_TOOL):
-        listing = "\n".join(f"- {n}: {caps.agents[n].description}" for n in subagents)
+        listing, cut = agent_listing([caps.agents[n] for n in subagents])
+        if cut:
+            diags.append(
+                Diagnostic(
+                    severity="info",
+                    code="projection.task_listing_cut",
+                    message=f"agent {agent.name!r}: the Task tool lists {len(cut)} agent(s) without their "
+                    f"description (the listing is limited to {TASK_LISTING_CHARS:,} characters): {', '.join(cut)}",
+                    source=agent.source,
+                    subject=agent.name,
+                    fix="shorten the descriptions of the agents, or narrow the agent's `subagents:` list",
+                )
+            )
         schema = _object_schema(
             {
                 "subagent_type": {
@@ -380,7 +407,9 @@ def project_invocation(
         )
         spec = ToolSpec(
             name=TASK_TOOL,
-            description=f"Delegate a task to a subagent, which runs it in a fresh context and returns its final answer.\nAvailable agents:\n{listing}",
+            description="Delegate a task to a subagent, which runs it in a fresh context and returns its final "
+            "answer. Choose the agent whose description fits the task; use it proactively when a description says "
+            f"so.\nAvailable agents:\n{listing}",
             input_schema=schema,
             side_effect="execute",
         )
@@ -436,6 +465,61 @@ def project_invocation(
         diagnostics=tuple(diags),
         grant=grant,
     )
+
+
+TASK_LISTING_CHARS = 10_000
+"""The most the descriptions in the Task tool's agent listing may take (the model reads it on every call); agents
+past it are listed by name, and past TASK_NAMES_CHARS only counted (the enum still names each)."""
+TASK_NAMES_CHARS = 15_000
+TASK_DESCRIPTION_CHARS = 600
+"""The most one agent's description takes in that listing (a wizard-written one with examples runs to pages)."""
+
+
+def default_subagents(agent: AgentSpec, caps: Capabilities, grant: ToolGrant) -> list[str]:
+    """`subagents` omitted: a primary agent delegates to every other agent whose mode allows it (subagent or all),
+    as Claude Code's main agent does; a `mode: subagent` agent to none. An explicit `tools` list is a restriction
+    (as in Claude Code): then only when it names `Task` or `Agent` (or is `*`)."""
+    if not agent.is_primary:
+        return []
+    if grant.restricts_tools and not {"Task", "Agent"} & set(grant.listed or ()):
+        return []
+    return sorted(n for n, a in caps.agents.items() if n != agent.name and a.is_subagent)
+
+
+_TASK_ENTRY = re.compile(r"^(?:Task|Agent)\((?P<names>[^()]*)\)$")
+
+
+def _task_entry_names(agent: AgentSpec) -> list[str]:
+    """The agent names of `Agent(a, b)` / `Task(a, b)` entries in `tools`."""
+    names: list[str] = []
+    for entry in agent.tools or ():
+        match = _TASK_ENTRY.match(entry.strip())
+        if match is not None:
+            names.extend(n.strip() for n in match.group("names").split(",") if n.strip() and n.strip() != "*")
+    return names
+
+
+def agent_listing(agents: Sequence[AgentSpec]) -> tuple[str, list[str]]:
+    """`- name: description` lines for the Task tool (whitespace collapsed, each description at most
+    TASK_DESCRIPTION_CHARS); past TASK_LISTING_CHARS the rest are listed by name only. Returns (text, names cut)."""
+    lines: list[str] = []
+    cut: list[str] = []
+    total = 0
+    for index, target in enumerate(agents):
+        text = " ".join(target.description.split())
+        if len(text) > TASK_DESCRIPTION_CHARS:
+            text = text[: TASK_DESCRIPTION_CHARS - 1].rstrip() + "…"
+        line = f"- {target.name}: {text}"
+        if cut or total + len(line) > TASK_LISTING_CHARS:
+            cut.append(target.name)
+            line = f"- {target.name}"
+        if total + len(line) > TASK_NAMES_CHARS:
+            cut.extend(a.name for a in agents[index + 1 :])
+            lines.append(f"- … and {len(agents) - index} more (every subagent_type value is an agent)")
+            break
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines), cut
 
 
 def grant_for(agent: AgentSpec) -> ToolGrant:
