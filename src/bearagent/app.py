@@ -29,6 +29,7 @@ from bearagent.config.workspace import (
 )
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import HookMatcherSpec, McpServerSpec, ModelEntry
+from bearagent.plugins.builtin import BUILTIN_PLUGIN
 from bearagent.plugins.contributions import ProviderFactory
 from bearagent.plugins.manager import PluginHost
 from bearagent.registries.actions import ActionRegistry, load_actions
@@ -81,38 +82,15 @@ class LoadedWorkspace:
 
     @property
     def tools(self) -> NativeToolRegistry:
-        """Native + plugin tools (built on first use: `agents list` never imports the tool modules)."""
+        """The tools every plugin registered, the built-in plugin's as native ones (built on first use: `agents
+        list` never imports the tool modules)."""
         if self._tools is None:
             from bearagent.registries.tools import NativeToolRegistry
 
-            diags: list[Diagnostic] = []
-            try:
-                from bearagent.tools.builtin import native_tools
-                from bearagent.tools.web_search import WebSearchBackend
-
-                backend = self.plugins.web_search_provider()
-                natives = native_tools(web_search=backend if isinstance(backend, WebSearchBackend) else None)
-                if backend is not None and not isinstance(backend, WebSearchBackend):
-                    diags.append(
-                        Diagnostic(
-                            severity="error",
-                            code="plugin.bad_contribution",
-                            message=f"web_search_provider returned a {type(backend).__name__}, not a WebSearchBackend; WebSearch is disabled",
-                            source="plugins",
-                            fix="return an object with an async `search` method (see bearagent.tools.web_search)",
-                        )
-                    )
-            except ImportError as exc:  # pragma: no cover - only in a broken install
-                natives = []
-                diags.append(
-                    Diagnostic(
-                        severity="error",
-                        code="tools.unavailable",
-                        message=f"native tools could not be loaded: {exc}",
-                        fix="reinstall bearagent",
-                    )
-                )
-            self._tools = NativeToolRegistry(natives, self.plugins.contributions().tools, diags)
+            registered = self.plugins.tools()
+            natives = [tool for plugin, tool in registered if plugin == BUILTIN_PLUGIN]
+            others = [(plugin, tool) for plugin, tool in registered if plugin != BUILTIN_PLUGIN]
+            self._tools = NativeToolRegistry(natives, others, self.plugins.builtin_diagnostics)
         return self._tools
 
     def child_env(self) -> dict[str, str]:
@@ -121,8 +99,13 @@ class LoadedWorkspace:
         return {**self.env, **self.settings_env}
 
     def provider_factories(self) -> dict[str, ProviderFactory]:
-        """Plugin provider id -> factory, for `bearagent.providers.factory.create_provider(registry=...)`."""
-        return {p.id: p.factory for p in self.plugins.contributions().providers if p.id not in BUILTIN_PROVIDERS}
+        """Provider id -> factory as registered through `register_models` (the built-in plugin's and the other
+        plugins'; a plugin's attempt at a built-in id is left out), for `create_provider(registry=...)`."""
+        return {
+            p.id: p.factory
+            for p in self.plugins.contributions().providers
+            if p.plugin == BUILTIN_PLUGIN or p.id not in BUILTIN_PROVIDERS
+        }
 
     def capabilities(self) -> Capabilities:
         from bearagent.runtime.projection import AvailableTool, Capabilities
@@ -250,7 +233,7 @@ def load_workspace(
     model_diags: list[Diagnostic] = []
     providers: list[str] = []
     for reg in contrib.providers:
-        if reg.id in BUILTIN_PROVIDERS:
+        if reg.id in BUILTIN_PROVIDERS and reg.plugin != BUILTIN_PLUGIN:
             model_diags.append(
                 Diagnostic(
                     severity="error",

@@ -12,6 +12,7 @@ from bearagent import hookimpl
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import ModelEntry
 from bearagent.plugins.contributions import ProviderRegistration
+from bearagent.providers.factory import BUILTIN_FACTORIES
 from bearagent.plugins.manager import PluginHost
 from bearagent.ports import ModelProvider
 
@@ -69,7 +70,9 @@ def test_plugin_provider_ids_are_valid_and_plugin_entries_are_platform(tmp_path:
     assert ws.models.resolve("mine").provider == "echo"
     assert ws.models.resolve("echo-small").ref == "platform/echo-small"
     assert "echo" in ws.models.providers
-    assert list(ws.provider_factories()) == ["echo"]
+    factories = ws.provider_factories()  # the built-in plugin's providers, then the plugin's; its "openai" is not
+    assert list(factories) == ["openai", "openai-compatible", "anthropic", "scripted", "echo"]
+    assert factories["echo"] is factory and factories["openai"] is BUILTIN_FACTORIES["openai"]
     shadow = only(ws.diagnostics(), "plugin.provider_shadowed")
     assert "'openai', which is built in" in shadow.message
 

@@ -15,14 +15,20 @@ def plugins() -> None:
 
 
 @plugins.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Also show the built-in plugin (built-in providers and tools).")
 @json_option
-def list_plugins(as_json: bool) -> None:
+def list_plugins(show_all: bool, as_json: bool) -> None:
     """Each plugin, its version, whether it loaded, and what it registered. BEARAGENT_LOAD_PLUGINS narrows the set."""
     from bearagent.plugins.manager import LOAD_ENV, PluginHost
 
     host = PluginHost.from_entry_points(dict(os.environ))
     host.contributions()
     infos = sorted(host.plugins.values(), key=lambda p: p.name)
+    diagnostics = list(host.diagnostics)
+    if show_all:
+        host.tools()  # the built-in tools are registered on first use
+        infos.insert(0, host.builtin)
+        diagnostics.extend(host.builtin_diagnostics)
     if as_json:
         emit_json(
             {
@@ -38,7 +44,7 @@ def list_plugins(as_json: bool) -> None:
                     }
                     for p in infos
                 ],
-                "diagnostics": [diag_json(d) for d in host.diagnostics],
+                "diagnostics": [diag_json(d) for d in diagnostics],
             }
         )
         return
@@ -56,4 +62,4 @@ def list_plugins(as_json: bool) -> None:
         for p in infos
     ]
     print_table(["PLUGIN", "VERSION", "STATUS", "REGISTERED"], rows)
-    print_diagnostics(host.diagnostics, heading="\nproblems:")
+    print_diagnostics(diagnostics, heading="\nproblems:")

@@ -1,5 +1,10 @@
 """Finding, loading and isolating plugins. A plugin that fails to import or raises while registering is reported
-by name (a diagnostic) and everything else keeps working."""
+by name (a diagnostic) and everything else keeps working.
+
+The built-in plugin (`bearagent.plugins.builtin`: the built-in providers and native tools) is registered first in
+every host, through the same hooks; it is not one of the installed plugins (`plugins`), is not narrowed by
+`BEARAGENT_LOAD_PLUGINS`, and its `register_tools` runs on first use of the tool set (`tools()`), because building
+the native tools imports their modules."""
 
 from __future__ import annotations
 
@@ -14,10 +19,13 @@ import pluggy
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import McpServerSpec, ModelEntry
 from bearagent.plugins import hookspecs
+from bearagent.plugins.builtin import BUILTIN_PLUGIN, BuiltinPlugin
 from bearagent.plugins.contributions import EventSink, PluginContributions, ProviderRegistration, PythonHookHandler
 
 if TYPE_CHECKING:
     import click
+
+    from bearagent.ports import Tool
 
 ENTRY_POINT_GROUP = "bearagent"
 LOAD_ENV = "BEARAGENT_LOAD_PLUGINS"
@@ -46,14 +54,23 @@ class PluginInfo:
 
 class PluginHost:
     """The pluggy manager plus what each plugin registered. Build with `PluginHost.from_entry_points(env)` or
-    `PluginHost()` and `register(obj, name)` for in-process plugins (tests, embedding)."""
+    `PluginHost()` and `register(obj, name)` for in-process plugins (tests, embedding). Either way the built-in
+    plugin is already registered (`builtin`, not listed in `plugins`)."""
 
     def __init__(self) -> None:
+        from bearagent import __version__
+
         self.pm = pluggy.PluginManager("bearagent")
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
+        """The installed (or in-process registered) plugins, by name; the built-in plugin is `builtin`."""
         self.diagnostics: list[Diagnostic] = []
+        self.builtin = PluginInfo(BUILTIN_PLUGIN, __version__, "bearagent")
+        self.builtin_diagnostics: list[Diagnostic] = []
+        """Problems found while building the built-in tools (a `web_search_provider` of the wrong type)."""
         self._contributions: PluginContributions | None = None
+        self._tools: list[tuple[str, Tool]] | None = None
+        self.pm.register(BuiltinPlugin(self.web_search_provider, self.builtin_diagnostics.append), name=BUILTIN_PLUGIN)
 
     @classmethod
     def from_entry_points(cls, env: Mapping[str, str]) -> PluginHost:
@@ -97,6 +114,7 @@ class PluginHost:
             return
         self.plugins[name] = PluginInfo(name, version, distribution)
         self._contributions = None
+        self._tools = None
 
     def _fail(self, name: str, version: str | None, dist: str | None, error: str, stage: str) -> None:
         self.plugins[name] = PluginInfo(name, version, dist, status="failed", error=error)
@@ -112,17 +130,21 @@ class PluginHost:
         )
 
     def contributions(self) -> PluginContributions:
-        """Call every contribution hook of every plugin once (cached); a plugin raising inside a hook is reported
-        and its contributions from that hook are dropped."""
+        """Call every contribution hook of every plugin once (cached), the built-in plugin first; a plugin raising
+        inside a hook is reported and its contributions from that hook are dropped. The built-in tools are not
+        here: see `tools()`."""
         if self._contributions is not None:
             return self._contributions
         out = PluginContributions()
         for hook_name in CONTRIBUTION_HOOKS:
             caller = getattr(self.pm.hook, hook_name)
-            for impl in caller.get_hookimpls():
+            for impl in sorted(caller.get_hookimpls(), key=lambda impl: impl.plugin_name != BUILTIN_PLUGIN):
                 plugin = impl.plugin_name
-                if self.plugins.get(plugin) is not None and self.plugins[plugin].status == "failed":
-                    continue
+                if plugin == BUILTIN_PLUGIN and hook_name == "register_tools":
+                    continue  # on first use of the tool set (tools()), not when a workspace loads
+                info = self.plugins.get(plugin)
+                if info is not None and info.status == "failed" and plugin != BUILTIN_PLUGIN:
+                    continue  # (a failed plugin that called itself `builtin` does not disable the real one)
                 staged: list[object] = []
                 try:
                     impl.function(register=staged.append)
@@ -139,8 +161,22 @@ class PluginHost:
         self._contributions = out
         return out
 
+    def tools(self) -> list[tuple[str, Tool]]:
+        """Every tool registered through `register_tools`, as (plugin name, tool): the built-in plugin's first
+        (its hook runs here, once), then the other plugins' in load order."""
+        if self._tools is None:
+            contributed = self.contributions()
+            builtin = PluginContributions()
+            for impl in self.pm.hook.register_tools.get_hookimpls():
+                if impl.plugin_name == BUILTIN_PLUGIN:
+                    staged: list[object] = []
+                    impl.function(register=staged.append)
+                    self._accept(builtin, "register_tools", BUILTIN_PLUGIN, staged)
+            self._tools = [*builtin.tools, *contributed.tools]
+        return self._tools
+
     def _accept(self, out: PluginContributions, hook: str, plugin: str, staged: list[object]) -> None:
-        info = self.plugins.setdefault(plugin, PluginInfo(plugin))
+        info = self.builtin if plugin == BUILTIN_PLUGIN else self.plugins.setdefault(plugin, PluginInfo(plugin))
         bucket = info.registered.setdefault(hook.removeprefix("register_"), [])
         for item in staged:
             label = self._file(out, hook, plugin, item)
