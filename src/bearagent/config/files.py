@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -42,6 +42,11 @@ class _Loader(_Base):  # type: ignore[valid-type,misc]
 
 
 _FENCE = re.compile(r"^---[ \t]*\r?$")
+
+
+def yaml_loader() -> type[yaml.SafeLoader]:
+    """The safe loader BearAgent parses YAML with (libyaml when available; duplicate keys refused)."""
+    return _Loader
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
@@ -201,9 +206,13 @@ def split_frontmatter(text: str) -> tuple[str, str, int] | None:
     return None
 
 
-def load_frontmatter(path: Path, diagnostics: list[Diagnostic], *, what: str) -> FrontmatterDoc | None:
+def load_frontmatter(
+    path: Path, diagnostics: list[Diagnostic], *, what: str, known_keys: Collection[str] | None = None
+) -> FrontmatterDoc | None:
     """Read a Markdown file with YAML frontmatter. Missing frontmatter, broken YAML or a non-mapping frontmatter is
-    one error diagnostic naming the file (and line) and the file is skipped."""
+    one error diagnostic naming the file (and line) and the file is skipped. With `known_keys` (the keys of this
+    file kind), frontmatter that is not strict YAML is read as Claude Code reads it (`config.lenient_frontmatter`)
+    and an info diagnostic says so."""
     text = read_text(path, diagnostics)
     if text is None:
         return None
@@ -221,7 +230,34 @@ def load_frontmatter(path: Path, diagnostics: list[Diagnostic], *, what: str) ->
         )
         return None
     yaml_text, body, body_line = parts
-    doc = parse_yaml_mapping(yaml_text, path, diagnostics, what=f"{what} frontmatter", line_offset=1)
+    strict: list[Diagnostic] = []
+    doc = parse_yaml_mapping(yaml_text, path, strict, what=f"{what} frontmatter", line_offset=1)
+    if doc is None and known_keys is not None and [d.code for d in strict] == ["config.yaml_syntax"]:
+        from bearagent.config.lenient_frontmatter import LenientError, parse_lenient
+
+        try:
+            data = parse_lenient(yaml_text, known_keys)
+        except LenientError:
+            pass
+        else:
+            first = strict[0]
+            problem = first.message.removeprefix(f"invalid YAML in {what} frontmatter: ").removesuffix(
+                "; the file was skipped"
+            )
+            diagnostics.append(
+                Diagnostic(
+                    severity="info",
+                    code="frontmatter.not_strict_yaml",
+                    message=f"the {what} frontmatter is not strict YAML ({problem}); it was read as Claude Code "
+                    "reads it: one `key: value` per line, a value running on until the next key",
+                    source=str(path),
+                    line=first.line,
+                    fix='quote the value (description: "...") or make it a block (description: |) for strict YAML',
+                )
+            )
+            doc = YamlDoc(path=path, data=data, text=yaml_text, first_line=2)
+            strict = []
+    diagnostics.extend(strict)
     if doc is None:
         return None
     return FrontmatterDoc(

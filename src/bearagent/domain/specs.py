@@ -11,7 +11,19 @@ from pydantic import Field, field_validator
 from bearagent.domain._base import DomainModel, JsonObject
 
 Level: TypeAlias = Literal["workspace", "platform"]
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*$")
+"""Agent and action names: lowercase letters, digits and hyphens, and dots between them (`powershell-5.1-expert`, as
+Claude Code accepts); no leading `-` or `.`, no `..`, no trailing `.`, never `:` or `/`."""
+
+
+def suggest_name(name: str) -> str | None:
+    """A valid name close to an invalid `name` (`My_Agent` -> `my-agent`), or None when none can be made."""
+    text = re.sub(r"[^a-z0-9.-]+", "-", name.strip().lower())
+    text = re.sub(r"\.{2,}", ".", re.sub(r"-{2,}", "-", text)).strip("-.")
+    text = re.sub(r"[.-]*\.[.-]*", ".", text)
+    return text[:64].strip("-.") if text and NAME_RE.match(text[:64].strip("-.")) else None
+
+
 MCP_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 

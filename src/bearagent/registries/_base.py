@@ -69,15 +69,17 @@ def frontmatter_candidates(
     *,
     what: str,
     parse: Callable[[FrontmatterDoc, Source], tuple[N | None, list[Diagnostic]]],
+    known_keys: Collection[str] | None = None,
 ) -> list[Candidate[N]]:
     """Read and `parse` each `(source, file)`; a file that cannot be read or parsed adds its diagnostics to `diags`
-    (`what` names the file in them) and no candidate."""
+    (`what` names the file in them) and no candidate. `known_keys` (the file kind's keys) turns on the lenient
+    reading of frontmatter that is not strict YAML, as Claude Code reads it (`config.lenient_frontmatter`)."""
     candidates: list[Candidate[N]] = []
     for source, path in files:
         # a workspace file that is a symlink out of the workspace is refused, never read (config/safe_read.py)
         if not check_workspace_file(source_root(source), path, diags, what=f"{what} {path.name}"):
             continue
-        doc = load_frontmatter(path, diags, what=what)
+        doc = load_frontmatter(path, diags, what=what, known_keys=known_keys)
         if doc is None:
             continue
         spec, file_diags = parse(doc, source)

@@ -181,5 +181,5 @@ def load_actions(sources: Iterable[Source]) -> ActionRegistry:
         for path in sorted(source.directory.glob("*.md"))
         if path.name.lower() != "readme.md"
     ]
-    candidates = frontmatter_candidates(files, diags, what="action file", parse=parse_action)
+    candidates = frontmatter_candidates(files, diags, what="action file", parse=parse_action, known_keys=ACTION_KEYS)
     return ActionRegistry.from_candidates(candidates, diags, kind="action")

@@ -12,7 +12,7 @@ from bearagent.config.files import FrontmatterDoc, suggestion
 from bearagent.config.layers import Candidate
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
-from bearagent.domain.specs import NAME_RE, AgentSpec, HookMatcherSpec
+from bearagent.domain.specs import NAME_RE, AgentSpec, HookMatcherSpec, suggest_name
 from bearagent.registries._base import (
     LayeredRegistry,
     Reporter,
@@ -74,6 +74,8 @@ UNSUPPORTED_KEYS = frozenset(
     }
 )
 POLICY_KEYS = ("max_turns", "max_switches", "budgets", "permission_mode")
+FRONTMATTER_KEYS = frozenset({*AGENT_KEYS, *AGENT_ALIASES, *UNSUPPORTED_KEYS})
+"""Every key an agent file may have (for the lenient reading of frontmatter that is not strict YAML)."""
 CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "fable"})
 _PERMISSION_MODE_ALIASES = {"manual": "default"}
 
@@ -153,13 +155,14 @@ def parse_agent(
     stem = path.stem
     name = fields.get("name", stem)
     if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 64:
-        fixed = str(name).lower().replace("_", "-").replace(" ", "-")
+        fixed = suggest_name(str(name))
         add(
             "error",
             "agent.invalid_name",
             "name",
-            f"agent name {name!r} is invalid: use lowercase letters, digits and hyphens, at most 64 characters; the file was skipped",
-            f"rename it to {fixed!r}",
+            f"agent name {name!r} is invalid: use lowercase letters, digits, hyphens and dots, at most 64 "
+            "characters; the file was skipped",
+            f"rename it to {fixed!r}" if fixed and fixed != name else "write e.g. `name: my-agent`",
         )
         return None, diags
     if name != stem:
@@ -324,7 +327,11 @@ def load_agents(sources: Iterable[tuple[Source, Iterable[Path]]], root: Path, en
 
     for source, files in sources:
         diags.extend(_nested_agent_files(source.directory))
-        candidates.extend(frontmatter_candidates(((source, p) for p in files), diags, what="agent file", parse=parse))
+        candidates.extend(
+            frontmatter_candidates(
+                ((source, p) for p in files), diags, what="agent file", parse=parse, known_keys=FRONTMATTER_KEYS
+            )
+        )
     return AgentRegistry.from_candidates(candidates, diags, kind="agent")
 
 

@@ -259,7 +259,11 @@ def load_skills(sources: Iterable[Source], *, extra_dirs: Iterable[tuple[Source,
     pairs.extend(extra_dirs)
     for source, root in pairs:
         files = [(source, skill_file) for _, skill_file in skill_dirs(root, diags)]
-        candidates.extend(frontmatter_candidates(files, diags, what="SKILL.md", parse=_parse_in_folder))
+        candidates.extend(
+            frontmatter_candidates(
+                files, diags, what="SKILL.md", parse=_parse_in_folder, known_keys=SKILL_KEYS | CLAUDE_SKILL_KEYS
+            )
+        )
     return SkillRegistry.from_candidates(candidates, diags, kind="skill")
 
 
