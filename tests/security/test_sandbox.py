@@ -4,9 +4,9 @@ Every scenario is a real run with a scripted model: in-process through `open_wor
 process where the process itself matters (SIGKILL, the start warning). The attacks are what a model could type;
 each is checked against the host afterwards (files untouched, listener never reached, no process left).
 
-Paths the sandbox must *refuse* live outside /tmp (a directory under the repository's `.cache/`): the sandbox has
-its own /tmp, so a host path under /tmp is invisible rather than read-only, and a test there would pass for the
-wrong reason.
+Paths the sandbox must *refuse* live outside /tmp (under the repository's `.cache/`, or the user's cache directory
+for a clone in /tmp): the sandbox has its own /tmp, so a host path under /tmp is invisible rather than read-only,
+and a test there would pass for the wrong reason.
 """
 
 from __future__ import annotations
@@ -65,9 +65,14 @@ CANARY_ENTRY = "canary-entry-key-0d77"
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    """A directory outside /tmp and outside the workspace (removed afterwards)."""
-    base = REPO / ".cache"
-    base.mkdir(exist_ok=True)
+    """A directory outside /tmp and outside the workspace (removed afterwards): under the repository's `.cache/`,
+    or the user's cache directory when the repository itself lives in /tmp or /var/tmp (a clone there)."""
+    private = (Path("/tmp"), Path("/var/tmp"))
+    candidates = [REPO / ".cache", Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")]
+    base = next((c for c in candidates if not any(c.resolve().is_relative_to(p) for p in private)), None)
+    if base is None:
+        pytest.skip("no directory outside /tmp and /var/tmp to stand for 'outside the workspace'")
+    base.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="sandbox-tests-", dir=base))
     try:
         yield path
