@@ -22,6 +22,7 @@ from bearagent.config.workspace import (
     action_sources,
     agent_sources,
     builtin_source,
+    command_sources,
     discover_workspace,
     plugin_source,
     skill_sources,
@@ -34,6 +35,7 @@ from bearagent.plugins.contributions import ProviderFactory
 from bearagent.plugins.manager import PluginHost
 from bearagent.registries.actions import ActionRegistry, load_actions
 from bearagent.registries.agents import AgentRegistry, agent_files, load_agents
+from bearagent.registries.commands import command_model_diagnostics
 from bearagent.registries.hooks import HookRegistry, parse_hooks
 from bearagent.registries.mcp import McpRegistry, build_mcp_registry, load_mcp_json, parse_mcp_servers
 from bearagent.registries.models import BUILTIN_PROVIDERS, ModelRegistry, build_model_registry, parse_model_entries
@@ -273,7 +275,8 @@ def load_workspace(
     extra.append((builtin_source(builtin_skills_dir()), builtin_skills_dir()))
     skills = load_skills(skill_srcs, extra_dirs=extra)
 
-    actions = load_actions(action_sources(ws_root, user_dir))
+    actions = load_actions(action_sources(ws_root, user_dir), command_sources(ws_root, user_dir, compat=compat))
+    diags.extend(command_model_diagnostics(actions.all(), models))
 
     # MCP servers
     mcp_diags: list[Diagnostic] = []

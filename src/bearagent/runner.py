@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +58,7 @@ from bearagent.ports import (
 )
 from bearagent.providers.factory import create_provider
 from bearagent.registries.actions import render_action
+from bearagent.registries.commands import command_model, render_command
 from bearagent.runtime.context import ContextBuilder
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.loop import AgentLoop, RunOutcome
@@ -73,6 +74,7 @@ from bearagent.runtime.session_lock import SessionLock
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
 from bearagent.sandbox import probe as sandbox_probe
 from bearagent.sandbox import request as sandbox_request
+from bearagent.skill_grants import SkillGrants
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
@@ -181,6 +183,8 @@ class RunOptions:
     wait_for_session: bool = True
     trigger_type: TriggerType = "message"
     trigger_ref: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    """Permission rules pre-approved for this run only (a custom command's `allowed-tools`)."""
 
 
 # ---- the runtime ---------------------------------------------------------------------------------------------
@@ -414,6 +418,7 @@ class WorkspaceRuntime:
         parent_tools: frozenset[str] | None = None,
         parent_model: ModelEntry | None = None,
         depth: int = 0,
+        extra_allow: Sequence[str] = (),
     ) -> AgentPlan:
         agent = self._require_agent(agent_name)
         manager = await self._mcp_manager()
@@ -433,7 +438,10 @@ class WorkspaceRuntime:
                 hint="set `default_model:` in .bearagent/config.yaml or `model:` in the agent file",
             )
         entry = self.loaded.models.for_use(entry, self.loaded.env)
-        executors = self._runtime_executors(projection, session_key=session_key, depth=depth, model=entry)
+        grants = SkillGrants(self._load_skill, self._skill_allowed_tools, self.root)  # skill allowed-tools
+        executors = self._runtime_executors(
+            projection, session_key=session_key, depth=depth, model=entry, grants=grants
+        )
         if manager is not None:
             for projected in projection.tools:
                 if projected.source == "mcp":
@@ -462,7 +470,7 @@ class WorkspaceRuntime:
                 [m.api_key_env for m in self.loaded.models.all() if m.api_key_env],
             ),
         }
-        return plan_agent(
+        plan = plan_agent(
             PlanInputs(
                 agent=agent,
                 projection=projection,
@@ -473,7 +481,7 @@ class WorkspaceRuntime:
                 executors=executors,
                 policy=PolicyInputs(
                     rules=PermissionRules.parse(
-                        allow=config.permissions.allow,
+                        allow=(*config.permissions.allow, *extra_allow),
                         ask=config.permissions.ask,
                         deny=config.permissions.deny,
                         root=self.root,
@@ -495,16 +503,25 @@ class WorkspaceRuntime:
                 context=self._context,
             )
         )
+        if isinstance(plan.gate, ToolGate):
+            grants.bind(plan.gate.policy)
+        return plan
 
     def _runtime_executors(
-        self, projection: InvocationProjection, *, session_key: str, depth: int, model: ModelEntry
+        self,
+        projection: InvocationProjection,
+        *,
+        session_key: str,
+        depth: int,
+        model: ModelEntry,
+        grants: SkillGrants | None = None,
     ) -> dict[str, Tool]:
         out: dict[str, Tool] = {}
         for projected in projection.tools:
             if projected.tool is not None and projected.source != "runtime" and projected.source != "action":
                 continue
             if projected.internal_name == "Skill":
-                out[projected.name] = SkillTool(projected.spec, self._load_skill)
+                out[projected.name] = SkillTool(projected.spec, grants.load if grants else self._load_skill)
             elif projected.internal_name == "Task":
                 out[projected.name] = TaskTool(projected.spec, self._child_runner(session_key, depth, model))
             elif projected.internal_name == "SwitchAgent":
@@ -514,6 +531,10 @@ class WorkspaceRuntime:
                     projected.spec, projected.internal_name, self._action_runner(session_key, depth, model)
                 )
         return out
+
+    def _skill_allowed_tools(self, name: str) -> tuple[str, ...]:
+        skill = self.loaded.skills.get(name)
+        return skill.allowed_tools if skill is not None else ()
 
     def _load_skill(self, name: str) -> SkillContent:
         skill = self.loaded.skills.get(name)
@@ -696,7 +717,13 @@ class WorkspaceRuntime:
                 if session_key not in self._started_sessions and hooks.enabled:
                     await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
                 self._started_sessions.add(session_key)
-            plan = await self.plan(agent.name, session_key=session_key, model_override=options.model, hooks=hooks)
+            plan = await self.plan(
+                agent.name,
+                session_key=session_key,
+                model_override=options.model,
+                hooks=hooks,
+                extra_allow=options.allowed_tools,
+            )
             prelude, self._session_facts = tuple(self._session_facts), []
             spec = RunSpec(
                 goal=prompt,
@@ -710,7 +737,13 @@ class WorkspaceRuntime:
             )
 
             async def planner(name: str) -> AgentPlan:
-                return await self.plan(name, session_key=session_key, model_override=options.model, hooks=hooks)
+                return await self.plan(
+                    name,
+                    session_key=session_key,
+                    model_override=options.model,
+                    hooks=hooks,
+                    extra_allow=options.allowed_tools,
+                )
 
             loop = AgentLoop(
                 store=self.store,
@@ -759,21 +792,25 @@ class WorkspaceRuntime:
         observer: RunObserver | None = None,
         budgets: Mapping[str, int] | None = None,
     ) -> RunResult:
-        """Render action `name` with `inputs` and run it with the action's agent (a detached run)."""
-        action = self.loaded.actions.get(name)
-        if action is None:
-            available = ", ".join(a.name for a in self.loaded.actions.all()) or "none"
-            raise BearAgentError(
-                ErrorInfo.of("not_found", "action", f"there is no action named {name!r}"),
-                hint=f"available actions: {available}",
+        """Render action `name` with `inputs` and run it with the action's agent (a detached run). A custom
+        command (`registries/commands.py`) takes its `arguments` input as typed; its `allowed-tools` are pre-approved
+        for this run, and a `model` that names no model entry leaves the agent's model."""
+        action = self.loaded.actions.require(name)
+        if action.kind == "command":
+            arguments = inputs.get("arguments", "")
+            rendered = render_command(
+                action, arguments if isinstance(arguments, str) else str(arguments), root=self.root
             )
-        prompt = render_action(action, inputs)
+            prompt = rendered.prompt
+        else:
+            prompt = render_action(action, inputs)
         options = RunOptions(
             agent=action.agent or self.loaded.config.default_agent,
-            model=action.model,
+            model=command_model(action, self.loaded.models),
             trigger_type=trigger_type,
-            trigger_ref=name,
+            trigger_ref=action.name,
             budgets=dict(budgets or {}),
+            allowed_tools=action.allowed_tools,
         )
         return await self.run(prompt, options, observer)
 
@@ -800,7 +837,12 @@ class WorkspaceRuntime:
             action = self.loaded.actions.get(name)
             if action is None:
                 raise BearAgentError(ErrorInfo.of("tool", "unknown_action", f"there is no action named {name!r}"))
-            prompt = render_action(action, inputs)
+            if action.kind == "command":
+                arguments = inputs.get("arguments", "")
+                text = arguments if isinstance(arguments, str) else str(arguments)
+                prompt = render_command(action, text, root=self.root).prompt
+            else:
+                prompt = render_action(action, inputs)
             agent_name = action.agent or (context.agent_name or self.loaded.config.default_agent)
             return await self._run_child(
                 agent_name, prompt, context.tool_call_id, session_key, depth, model, "subagent", name

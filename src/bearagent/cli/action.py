@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
@@ -44,15 +45,28 @@ def action() -> None:
 def run_action(
     name: str, inputs: tuple[str, ...], workspace: Path | None, as_json: bool, debug: bool, **budget_flags: object
 ) -> None:
-    """Render action NAME with INPUTS (key=value ...) and run it with the action's agent."""
+    """Render action NAME with INPUTS (key=value ...) and run it with the action's agent. A custom command
+    (`.claude/commands/*.md`) takes its arguments as typed: `bearagent action run review 42 high`."""
     from bearagent.cli._config_common import load
     from bearagent.cli.render import TerminalObserver, make_console
     from bearagent.domain._base import JsonValue
+    from bearagent.domain.errors import BearAgentError
     from bearagent.runner import WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver
 
-    values = parse_inputs(inputs)
     loaded = load(workspace)
+    try:
+        spec = loaded.actions.require(name)
+    except BearAgentError as exc:
+        die(exc.info.message, exc.hint or "`bearagent actions list` shows the actions")
+    if spec.kind == "command" and not all("=" in i and i.split("=", 1)[0] == "arguments" for i in inputs):
+        from bearagent.registries.commands import render_command
+
+        values: dict[str, object] = {"arguments": inputs[0] if len(inputs) == 1 else shlex.join(inputs)}
+        for note in render_command(spec, str(values["arguments"]), root=loaded.root).notes:
+            click.echo(f"note: {note}", err=True)
+    else:
+        values = parse_inputs(inputs)
     runtime = WorkspaceRuntime(loaded)
     observer = NullObserver() if as_json else TerminalObserver(make_console())
 

@@ -23,6 +23,7 @@ from rich.text import Text
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.render import MarkdownStreamObserver, make_console, preview_arguments
 from bearagent.cli.safe_text import visible
+from bearagent.cli.slash_commands import command_help, workspace_command
 from bearagent.domain.errors import BearAgentError
 from bearagent.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
@@ -138,12 +139,23 @@ def interactive(
                 text = line.strip()
                 if not text:
                     continue
-                if text.startswith("/"):
-                    if not _command(text, runtime, state, console):
-                        break
-                    continue
-                observer = MarkdownStreamObserver(console)
                 options = RunOptions(agent=state.agent, model=model, session=state.session)
+                if text.startswith("/"):
+                    invocation = workspace_command(text, runtime.loaded)  # .claude/commands, actions
+                    if isinstance(invocation, str):
+                        console.print(Text(visible(f"error: {invocation}"), style="red"))
+                        continue
+                    if invocation is None:
+                        if not _command(text, runtime, state, console):
+                            break
+                        continue
+                    for note in invocation.notes:
+                        console.print(Text(visible(f"note: {note}"), style="yellow"))
+                    text = invocation.prompt
+                    options.agent = invocation.agent or state.agent
+                    options.model = invocation.model or model
+                    options.allowed_tools = invocation.allowed_tools
+                observer = MarkdownStreamObserver(console)
                 try:
                     result = runner.run(runtime.run(text, options, observer))
                 except KeyboardInterrupt:
@@ -185,6 +197,8 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         return False
     if name == "help":
         console.print(HELP, markup=False)
+        for line in command_help(loaded):
+            console.print(visible(line), markup=False)
     elif name == "agent":
         if not arg:
             console.print(visible(f"current agent: {state.agent}"), markup=False)

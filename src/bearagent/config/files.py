@@ -207,16 +207,24 @@ def split_frontmatter(text: str) -> tuple[str, str, int] | None:
 
 
 def load_frontmatter(
-    path: Path, diagnostics: list[Diagnostic], *, what: str, known_keys: Collection[str] | None = None
+    path: Path,
+    diagnostics: list[Diagnostic],
+    *,
+    what: str,
+    known_keys: Collection[str] | None = None,
+    optional: bool = False,
 ) -> FrontmatterDoc | None:
     """Read a Markdown file with YAML frontmatter. Missing frontmatter, broken YAML or a non-mapping frontmatter is
     one error diagnostic naming the file (and line) and the file is skipped. With `known_keys` (the keys of this
     file kind), frontmatter that is not strict YAML is read as Claude Code reads it (`config.lenient_frontmatter`)
-    and an info diagnostic says so."""
+    and an info diagnostic says so. With `optional`, a file without frontmatter is all body (Claude Code's command
+    files may be a bare prompt)."""
     text = read_text(path, diagnostics)
     if text is None:
         return None
     parts = split_frontmatter(text)
+    if parts is None and optional and not text.lstrip("\ufeff").startswith("---"):
+        return FrontmatterDoc(path=path, data={}, text="", first_line=1, body=text.lstrip("\ufeff").strip("\n"))
     if parts is None:
         diagnostics.append(
             Diagnostic(

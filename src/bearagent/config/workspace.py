@@ -101,3 +101,13 @@ def skill_sources(root: Path, user_dir: Path, *, compat: bool) -> list[Source]:
 
 def action_sources(root: Path, user_dir: Path) -> list[Source]:
     return [workspace_source(root, "actions"), user_source(user_dir, "actions")]
+
+
+def command_sources(root: Path, user_dir: Path, *, compat: bool) -> list[Source]:
+    """Custom slash commands (Claude Code's `commands/**/*.md`): below the actions of the same level, so an action
+    of a name shadows a command of it."""
+    sources = [Source("workspace:commands", "workspace", RANK_WORKSPACE + 500, root / WORKSPACE_DIR / "commands")]
+    if compat:
+        sources.append(Source("compat:.claude/commands", "compat", RANK_COMPAT_CLAUDE, root / ".claude" / "commands"))
+    sources.append(Source("user:commands", "user", RANK_USER + 500, user_dir / "commands"))
+    return sources

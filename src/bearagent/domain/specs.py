@@ -201,11 +201,17 @@ class SkillSpec(DomainModel):
     origin: str = Field(default="", max_length=256)
 
 
-class ActionSpec(DomainModel):
-    """One action: `actions/<name>.md`. `inputs` is the JSON Schema of its arguments; `template` the body with
-    `$ARGUMENTS` and `$<input-name>` placeholders (rendered by `bearagent.registries.actions.render_action`)."""
+COMMAND_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(?::[A-Za-z0-9][A-Za-z0-9_.-]*)*$")
+"""A custom slash command's name: its path below `commands/` without `.md`, `/` written `:` (`frontend:component`)."""
 
-    name: str = Field(min_length=1, max_length=64, pattern=NAME_RE.pattern)
+
+class ActionSpec(DomainModel):
+    """One action: `actions/<name>.md`, or a custom slash command (`kind: command`, from `commands/**/*.md`, Claude
+    Code's format). `inputs` is the JSON Schema of its arguments; `template` the body with `$ARGUMENTS` and
+    `$<input-name>` placeholders (rendered by `bearagent.registries.actions.render_action`; a command's `$ARGUMENTS`,
+    `$1`… by `bearagent.registries.commands.render_command`)."""
+
+    name: str = Field(min_length=1, max_length=128, pattern=COMMAND_NAME_RE.pattern)
     description: str = Field(min_length=1, max_length=4_096)
     agent: str | None = Field(default=None, max_length=64)
     model: str | None = Field(default=None, max_length=256)
@@ -214,3 +220,12 @@ class ActionSpec(DomainModel):
     source: str = Field(default="", max_length=4_096)
     level: Level = "workspace"
     origin: str = Field(default="", max_length=256)
+    kind: Literal["action", "command"] = "action"
+    argument_hint: str | None = Field(default=None, max_length=512)
+    allowed_tools: tuple[str, ...] = ()
+    """Permission rules pre-approved while the command runs (`allowed-tools`, Claude Code's meaning)."""
+
+    @property
+    def stem(self) -> str:
+        """The last part of a namespaced command's name (`component` of `frontend:component`)."""
+        return self.name.rsplit(":", 1)[-1]

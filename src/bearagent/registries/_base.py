@@ -70,6 +70,7 @@ def frontmatter_candidates(
     what: str,
     parse: Callable[[FrontmatterDoc, Source], tuple[N | None, list[Diagnostic]]],
     known_keys: Collection[str] | None = None,
+    optional_frontmatter: bool = False,
 ) -> list[Candidate[N]]:
     """Read and `parse` each `(source, file)`; a file that cannot be read or parsed adds its diagnostics to `diags`
     (`what` names the file in them) and no candidate. `known_keys` (the file kind's keys) turns on the lenient
@@ -79,7 +80,7 @@ def frontmatter_candidates(
         # a workspace file that is a symlink out of the workspace is refused, never read (config/safe_read.py)
         if not check_workspace_file(source_root(source), path, diags, what=f"{what} {path.name}"):
             continue
-        doc = load_frontmatter(path, diags, what=what, known_keys=known_keys)
+        doc = load_frontmatter(path, diags, what=what, known_keys=known_keys, optional=optional_frontmatter)
         if doc is None:
             continue
         spec, file_diags = parse(doc, source)

@@ -32,8 +32,29 @@ _PLACEHOLDER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 class ActionRegistry(LayeredRegistry[ActionSpec]):
-    def require(self, name: str) -> ActionSpec:
+    def find(self, name: str) -> ActionSpec | None:
+        """Exact lookup; else the one command whose last part is `name` (`component` for `frontend:component`)."""
         action = self.get(name)
+        if action is not None or ":" in name:
+            return action
+        matches = [a for a in self.all() if a.kind == "command" and a.stem == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def ambiguous(self, name: str) -> list[str]:
+        """The namespaced commands a bare `name` could mean, when it means more than one."""
+        if self.get(name) is not None or ":" in name:
+            return []
+        matches = [a.name for a in self.all() if a.kind == "command" and a.stem == name]
+        return matches if len(matches) > 1 else []
+
+    def require(self, name: str) -> ActionSpec:
+        action = self.find(name)
+        several = self.ambiguous(name)
+        if several:
+            raise BearAgentError(
+                ErrorInfo.of("not_found", "action", f"{name!r} could be any of the commands {', '.join(several)}"),
+                hint=f"name it in full, e.g. `{several[0]}`",
+            )
         if action is None:
             raise BearAgentError(
                 ErrorInfo.of("not_found", "action", f"no action named {name!r}" + suggestion(name, self.names())),
@@ -172,7 +193,11 @@ def parse_action(doc: FrontmatterDoc, source: Source) -> tuple[ActionSpec | None
     return spec, diags
 
 
-def load_actions(sources: Iterable[Source]) -> ActionRegistry:
+def load_actions(sources: Iterable[Source], command_sources: Iterable[Source] = ()) -> ActionRegistry:
+    """Actions (`actions/*.md`) and custom slash commands (`commands/**/*.md`, see `registries.commands`) in one
+    registry under the one precedence rule."""
+    from bearagent.registries.commands import command_candidates
+
     diags: list[Diagnostic] = []
     files = [
         (source, path)
@@ -182,4 +207,5 @@ def load_actions(sources: Iterable[Source]) -> ActionRegistry:
         if path.name.lower() != "readme.md"
     ]
     candidates = frontmatter_candidates(files, diags, what="action file", parse=parse_action, known_keys=ACTION_KEYS)
+    candidates.extend(command_candidates(command_sources, diags))
     return ActionRegistry.from_candidates(candidates, diags, kind="action")

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from bearagent.config.files import FrontmatterDoc, suggestion
 from bearagent.config.layers import Candidate
+from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import NAME_RE, AgentSpec, HookMatcherSpec, suggest_name
@@ -109,13 +110,10 @@ def _string_list(value: object) -> tuple[str, ...] | None:
     """A YAML list of strings, or Claude Code's comma-separated string (`Read, Grep`)."""
     if value is None:
         return None
-    if isinstance(value, str):
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    if isinstance(value, list):
-        items = cast(list[object], value)
-        if all(isinstance(v, str) for v in items):
-            return tuple(cast(list[str], items))
-    raise ValueError("must be a list of names or a comma-separated string")
+    parsed = tool_list(value)  # commas inside parentheses belong to the specifier: `Bash(git diff a, b)`
+    if parsed is None:
+        raise ValueError("must be a list of names or a comma-separated string")
+    return parsed
 
 
 def parse_agent(

@@ -12,6 +12,7 @@ from typing import cast
 from bearagent.config.files import FrontmatterDoc
 from bearagent.config.layers import Candidate
 from bearagent.config.safe_read import refusal, source_root
+from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import SkillSpec
@@ -225,11 +226,27 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
             "write `metadata: {author: me}`",
         )
     allowed = data.get("allowed-tools")
-    allowed_tools: tuple[str, ...] = ()
-    if isinstance(allowed, str):
-        allowed_tools = tuple(p for p in re.split(r"[,\s]+", allowed) if p)
-    elif isinstance(allowed, list):
-        allowed_tools = tuple(str(p) for p in cast(list[object], allowed))
+    allowed_tools = tool_list(allowed, spaces=True) if allowed is not None else ()
+    if allowed_tools is None:
+        add(
+            "warning",
+            "skill.invalid_field",
+            "allowed-tools",
+            "allowed-tools must be a list or a space- or comma-separated string of tool rules; ignored",
+            "write `allowed-tools: Bash(git add:*), Bash(git diff:*)`",
+        )
+        allowed_tools = ()
+    for entry in allowed_tools:
+        problem = rule_problem(entry)
+        if problem is not None:
+            add(
+                "warning",
+                "skill.invalid_field",
+                "allowed-tools",
+                f"allowed-tools entry {entry!r} is not a permission rule ({problem}); it pre-approves nothing",
+                "write entries like `Bash(git diff:*)` or `Read`",
+            )
+    allowed_tools = tuple(e for e in allowed_tools if rule_problem(e) is None)
     texts: dict[str, str | None] = {}
     for key in ("license", "compatibility"):
         value = data.get(key)
@@ -249,6 +266,17 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
         origin=source.id,
     )
     return spec, diags
+
+
+def rule_problem(entry: str) -> str | None:
+    """Why `entry` is not a permission rule BearAgent understands, or None."""
+    from bearagent.tools.permissions import PermissionRule, RuleError
+
+    try:
+        PermissionRule.parse(entry, "allow")
+    except RuleError as exc:
+        return exc.info.message.split(" is invalid: ", 1)[-1].split(". ", 1)[0]
+    return None
 
 
 def load_skills(sources: Iterable[Source], *, extra_dirs: Iterable[tuple[Source, Path]] = ()) -> SkillRegistry:

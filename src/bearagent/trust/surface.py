@@ -15,7 +15,9 @@ What is collected (workspace-level only: user config, plugins and built-ins are 
   workspace or an agent (when the user set no ceiling), pre-approving specifiers in an agent's `tools`;
 - `web_fetch.allow_private_network`, and sandbox / shell-environment loosening;
 - Claude Code's `.claude/settings*.json` (config files of the workspace level): their allow rules, a looser
-  `defaultMode`, their hooks (through the hook registry) and every `env` entry.
+  `defaultMode`, their hooks (through the hook registry) and every `env` entry;
+- the `allowed-tools` of workspace skills and custom commands (they pre-approve calls while in use), except entries
+  for the read-only tools.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Literal, Protocol, TypeAlias, cast
 
 from bearagent.domain._base import JsonValue
-from bearagent.domain.specs import AgentSpec, HookMatcherSpec, McpServerSpec, ModelEntry
+from bearagent.domain.specs import ActionSpec, AgentSpec, HookMatcherSpec, McpServerSpec, ModelEntry, SkillSpec
 
 ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "sandbox", "file", "env"]
 
@@ -49,6 +51,7 @@ _VAR_RE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}")
 _PROJECT_VARS = ("CLAUDE_PROJECT_DIR", "BEARAGENT_PROJECT_DIR")
 _MODE_LOOSENESS: Mapping[str, int] = {"plan": 0, "dontAsk": 0, "default": 1, "acceptEdits": 2, "bypassPermissions": 3}
 BUILTIN_DEFAULT_MODE = "acceptEdits"
+_READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "Skill"})
 
 
 def mode_looseness(mode: str) -> int:
@@ -186,6 +189,10 @@ class LoadedWorkspaceLike(Protocol):
     def mcp(self) -> _Registry: ...
     @property
     def models(self) -> _Registry: ...
+    @property
+    def skills(self) -> _Registry: ...
+    @property
+    def actions(self) -> _Registry: ...
 
 
 def workspace_trust_surface(ws: LoadedWorkspaceLike) -> TrustSurface:
@@ -204,6 +211,12 @@ def workspace_trust_surface(ws: LoadedWorkspaceLike) -> TrustSurface:
     for server in cast(Iterable[McpServerSpec], ws.mcp.all()):
         if server.level == "workspace":
             collector.mcp_server(server)
+    for skill in cast(Iterable[SkillSpec], ws.skills.all()):
+        if skill.level == "workspace":
+            collector.pre_approvals(f"skill {skill.name}", skill.source, skill.allowed_tools)
+    for action in cast(Iterable[ActionSpec], ws.actions.all()):
+        if action.level == "workspace":
+            collector.pre_approvals(f"command /{action.name}", action.source, action.allowed_tools)
     for cf in ws.config_files:
         if cf.level == "workspace":
             collector.config_file(cf, ceiling_set=_user_mode(ws) is not None)
@@ -398,6 +411,21 @@ class _Collector:
                     file=file,
                     line=_line_containing(agent.source, entry),
                 )
+
+    def pre_approvals(self, owner: str, source: str, entries: Iterable[str]) -> None:
+        """A skill's or command's `allowed-tools`: calls they match run without asking while it is in use. Entries
+        for the read-only tools (allowed in every mode anyway) widen nothing."""
+        for entry in entries:
+            if entry.split("(", 1)[0].strip() in _READ_ONLY_TOOLS:
+                continue
+            self.add(
+                "permission",
+                f"{owner} allowed-tools {entry}",
+                f"{owner} pre-approves {entry!r} in `allowed-tools`",
+                entry,
+                file=self.rel(source),
+                line=_line_containing(source, entry),
+            )
 
     # ---- config.yaml settings ----
 

@@ -1,0 +1,101 @@
+"""Workspace commands in the interactive session: `/review 42` runs the custom command (or action) `review`.
+
+The session's built-in commands (`/agent`, `/help`, `/exit`, ...) win over a workspace command of the same name
+(it stays reachable with `bearagent action run`). A custom command's prompt is rendered with its arguments
+(`registries/commands.py`: `$ARGUMENTS`, `$1`…, `@file`, `!` lines never run) and sent as the next message of the
+session, run by the command's `agent` if it names one, else the session's agent, with its `allowed-tools`
+pre-approved for that run only. An action (`.bearagent/actions/`) takes `key=value` arguments, or the whole line as
+`arguments` when its inputs have that property.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.errors import BearAgentError
+
+if TYPE_CHECKING:
+    from bearagent.app import LoadedWorkspace
+    from bearagent.domain.specs import ActionSpec
+
+BUILTIN_COMMANDS = frozenset({"exit", "quit", "help", "agent", "agents", "skills", "tools", "clear"})
+
+
+@dataclass(frozen=True, slots=True)
+class SlashInvocation:
+    """A workspace command typed in the session, rendered: the message to send and how to run it."""
+
+    action: ActionSpec
+    prompt: str
+    agent: str | None
+    model: str | None
+    allowed_tools: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+def workspace_command(text: str, loaded: LoadedWorkspace) -> SlashInvocation | str | None:
+    """The invocation of `/name args` when `name` is a workspace command; an error message (str) when it is one but
+    cannot be run as typed; None for a built-in command or an unknown name."""
+    from bearagent.registries.actions import render_action
+    from bearagent.registries.commands import command_model, render_command
+
+    name, _, arg = text[1:].partition(" ")
+    if not name or name in BUILTIN_COMMANDS:
+        return None
+    several = loaded.actions.ambiguous(name)
+    if several:
+        return f"/{name} could be any of {', '.join('/' + n for n in several)}; type it in full"
+    action = loaded.actions.find(name)
+    if action is None:
+        return None
+    arguments = arg.strip()
+    notes: tuple[str, ...] = ()
+    if action.kind == "command":
+        rendered = render_command(action, arguments, root=loaded.root)
+        prompt, notes = rendered.prompt, rendered.notes
+    else:
+        try:
+            prompt = render_action(action, _action_inputs(action, arguments))
+        except BearAgentError as exc:
+            return f"{exc.info.message}" + (f" ({exc.hint})" if exc.hint else "")
+        except ValueError as exc:
+            return f"/{name}: {exc}"
+    return SlashInvocation(
+        action=action,
+        prompt=prompt,
+        agent=action.agent,
+        model=command_model(action, loaded.models),
+        allowed_tools=action.allowed_tools,
+        notes=notes,
+    )
+
+
+def _action_inputs(action: ActionSpec, arguments: str) -> dict[str, JsonValue]:
+    properties = action.inputs.get("properties")
+    if isinstance(properties, dict) and "arguments" in properties and "=" not in arguments.split(" ", 1)[0]:
+        return {"arguments": arguments}
+    out: dict[str, JsonValue] = {}
+    for pair in shlex.split(arguments):
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"argument {pair!r} is not key=value")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def command_help(loaded: LoadedWorkspace) -> list[str]:
+    """One line per workspace command for `/help`: `/name [hint]  description` (built-in names shadow)."""
+    lines: list[str] = ["workspace commands:"] if loaded.actions.all() else []
+    for action in loaded.actions.all():
+        usage = f"/{action.name}" + (f" {action.argument_hint}" if action.argument_hint else "")
+        if action.name in BUILTIN_COMMANDS:
+            usage += " (shadowed by the built-in; use `bearagent action run`)"
+        lines.append(f"  {usage:<30} {action.description.splitlines()[0][:80]}")
+    return lines
