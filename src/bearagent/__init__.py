@@ -1,34 +1,147 @@
 """BearAgent: a local-first, plugin-extensible agent runtime.
 
-The curated public API: `open_workspace` / `Workspace` / `RunResult` (bearagent.api) and `hookimpl`, the plugin
-marker (pluggy). Everything is imported lazily so `import bearagent` and `bearagent --help` stay fast.
+The user namespace (embedding BearAgent in Python, see docs/python-api.md); plugin authors import from
+`bearagent.plugin`. Anything not exported here or from `bearagent.plugin` is private and may change without notice;
+`tests/contract/snapshots/public_api.json` pins these names and their signatures.
+
+- Running: `open_workspace`, `Workspace`, `RunResult`, `RunObserver` (live callbacks for `Workspace.run`),
+  `AskRequest` / `AskAnswer` / `Asker` (approving `ask` tool calls), `PluginHost` (in-process plugins).
+- The live stream (`Workspace.stream`, `bearagent run --stream`): `StreamEvent` (the union) and `StreamEventModel`
+  (their base), `RunStartedEvent`, `StepEvent`, `TokenEvent`, `ToolCallEvent`, `ToolResultEvent`, `FinalEvent`,
+  `RunSucceededEvent`, `RunFailedEvent`, `StreamError`, `AgentSwitchedEvent`, `SubagentStartedEvent`,
+  `SubagentFinishedEvent`, and `parse_stream_event` / `parse_stream_event_json` for JSON-lines readers.
+- The log: `Event`, `RunProjection`, `ActivityProjection`, `RunStatus`; usage: `BudgetUsage`, `BudgetLimits`,
+  `TokenUsage`.
+- Errors: `BearAgentError`, `ErrorInfo`, `ErrorCategory`.
+- `hookimpl` (the plugin marker, also in `bearagent.plugin`) and `__version__`.
+
+Names are imported on first use (PEP 562), so `import bearagent` and `bearagent --help` stay fast.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bearagent._markers import hookimpl
     from bearagent.api import Workspace, open_workspace
+    from bearagent.domain.budgets import BudgetLimits, BudgetUsage, TokenUsage
+    from bearagent.domain.errors import BearAgentError, ErrorCategory, ErrorInfo
+    from bearagent.domain.events import Event
+    from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
+    from bearagent.domain.stream import (
+        AgentSwitchedEvent,
+        FinalEvent,
+        RunFailedEvent,
+        RunStartedEvent,
+        RunSucceededEvent,
+        StepEvent,
+        StreamError,
+        StreamEvent,
+        StreamEventModel,
+        SubagentFinishedEvent,
+        SubagentStartedEvent,
+        TokenEvent,
+        ToolCallEvent,
+        ToolResultEvent,
+        parse_stream_event,
+        parse_stream_event_json,
+    )
+    from bearagent.plugins.manager import PluginHost
     from bearagent.runner import RunResult
+    from bearagent.runtime.observer import RunObserver
+    from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
 __version__ = "0.1.0"
 
-__all__ = ["RunResult", "Workspace", "__version__", "hookimpl", "open_workspace"]
+_STREAM = "bearagent.domain.stream"
+_EXPORTS: dict[str, str] = {
+    "hookimpl": "bearagent._markers",
+    "open_workspace": "bearagent.api",
+    "Workspace": "bearagent.api",
+    "RunResult": "bearagent.runner",
+    "RunObserver": "bearagent.runtime.observer",
+    "AskAnswer": "bearagent.tools.gate",
+    "AskRequest": "bearagent.tools.gate",
+    "Asker": "bearagent.tools.gate",
+    "PluginHost": "bearagent.plugins.manager",
+    "StreamEvent": _STREAM,
+    "StreamEventModel": _STREAM,
+    "RunStartedEvent": _STREAM,
+    "StepEvent": _STREAM,
+    "TokenEvent": _STREAM,
+    "ToolCallEvent": _STREAM,
+    "ToolResultEvent": _STREAM,
+    "FinalEvent": _STREAM,
+    "RunSucceededEvent": _STREAM,
+    "RunFailedEvent": _STREAM,
+    "StreamError": _STREAM,
+    "AgentSwitchedEvent": _STREAM,
+    "SubagentStartedEvent": _STREAM,
+    "SubagentFinishedEvent": _STREAM,
+    "parse_stream_event": _STREAM,
+    "parse_stream_event_json": _STREAM,
+    "Event": "bearagent.domain.events",
+    "RunProjection": "bearagent.domain.state",
+    "ActivityProjection": "bearagent.domain.state",
+    "RunStatus": "bearagent.domain.state",
+    "BudgetUsage": "bearagent.domain.budgets",
+    "BudgetLimits": "bearagent.domain.budgets",
+    "TokenUsage": "bearagent.domain.budgets",
+    "BearAgentError": "bearagent.domain.errors",
+    "ErrorCategory": "bearagent.domain.errors",
+    "ErrorInfo": "bearagent.domain.errors",
+}
+
+__all__ = [
+    "ActivityProjection",
+    "AgentSwitchedEvent",
+    "AskAnswer",
+    "AskRequest",
+    "Asker",
+    "BearAgentError",
+    "BudgetLimits",
+    "BudgetUsage",
+    "ErrorCategory",
+    "ErrorInfo",
+    "Event",
+    "FinalEvent",
+    "PluginHost",
+    "RunFailedEvent",
+    "RunObserver",
+    "RunProjection",
+    "RunResult",
+    "RunStartedEvent",
+    "RunStatus",
+    "RunSucceededEvent",
+    "StepEvent",
+    "StreamError",
+    "StreamEvent",
+    "StreamEventModel",
+    "SubagentFinishedEvent",
+    "SubagentStartedEvent",
+    "TokenEvent",
+    "TokenUsage",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "Workspace",
+    "__version__",
+    "hookimpl",
+    "open_workspace",
+    "parse_stream_event",
+    "parse_stream_event_json",
+]
 
 
 def __getattr__(name: str) -> object:
-    if name == "hookimpl":
-        from bearagent._markers import hookimpl
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bearagent' has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return hookimpl
-    if name in ("open_workspace", "Workspace"):
-        from bearagent import api
 
-        return getattr(api, name)
-    if name == "RunResult":
-        from bearagent.runner import RunResult
-
-        return RunResult
-    raise AttributeError(f"module 'bearagent' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -12,24 +12,30 @@ from typing import cast
 import httpx
 import pytest
 
-from bearagent.domain.budgets import TokenUsage
-from bearagent.domain.errors import BearAgentError
-from bearagent.domain.ids import DeterministicIdGenerator, ToolCallId
-from bearagent.domain.messages import Message, ToolCallPart, ToolResultPart
-from bearagent.domain.models import (
+from bearagent.domain.ids import DeterministicIdGenerator
+from bearagent.plugin import (
+    BearAgentError,
+    Message,
+    ModelCall,
     ModelCompleted,
+    ModelEntry,
     ModelEvent,
     ModelRequest,
     ModelToolCall,
+    ProviderFailure,
+    ProviderSettings,
+    ProviderStreamError,
     StopReason,
+    StreamingProvider,
     TextDelta,
+    TokenUsage,
+    ToolCallId,
+    ToolCallPart,
     ToolDescriptor,
+    ToolResultPart,
+    provider_settings,
 )
-from bearagent.domain.specs import ModelEntry
-from bearagent.providers._base import ProviderSettings
-from bearagent.providers.errors import ProviderFailure, ProviderStreamError
-from bearagent.providers.factory import KEYLESS_PLACEHOLDER, provider_settings
-from bearagent.providers.kit import ModelCall, StreamingProvider
+from bearagent.providers.factory import KEYLESS_PLACEHOLDER
 
 KEY = "sk-kit-secret-0123456789"
 

@@ -12,9 +12,9 @@ from bearagent import hookimpl
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import ModelEntry
 from bearagent.plugins.contributions import ProviderRegistration
-from bearagent.providers.factory import BUILTIN_FACTORIES
 from bearagent.plugins.manager import PluginHost
 from bearagent.ports import ModelProvider
+from bearagent.providers.factory import BUILTIN_FACTORIES
 
 
 def _two_levels(tmp_path: Path) -> Path:

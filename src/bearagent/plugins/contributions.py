@@ -23,9 +23,10 @@ EventSink: TypeAlias = Callable[["Event"], None]
 
 
 class ProviderFactory(Protocol):
-    """Builds a `ModelProvider` for one model entry; the same shape as
-    `bearagent.providers.factory.ProviderConstructor` (`env` = process environment, `base_dir` = the directory of
-    the config file that declared the entry)."""
+    """Builds a `ModelProvider` for one model entry (`env` = the process environment, for `api_key_env`;
+    `base_dir` = the directory of the config file that declared the entry). A factory that also declares an `ids`
+    parameter (`ids: IdGenerator | None = None`) receives the run's id generator, for its tool-call ids. Raise
+    `BearAgentError` (category `configuration`) naming the entry for a bad entry: `provider_settings` does."""
 
     def __call__(self, entry: ModelEntry, *, env: Mapping[str, str], base_dir: Path) -> ModelProvider: ...
 
@@ -58,7 +59,8 @@ class PythonHookHandler:
 @dataclass(frozen=True, slots=True)
 class ProviderRegistration:
     """A model provider a plugin adds: `id` is what `provider:` names in a model entry; `factory(entry, env=...,
-    base_dir=...)` builds a `ModelProvider` for one entry (env is the process environment, for `api_key_env`)."""
+    base_dir=...)` builds a `ModelProvider` for one entry (see `ProviderFactory`); `description` is shown by
+    `bearagent plugins list`. `plugin` is filled in by BearAgent."""
 
     id: str
     factory: ProviderFactory
@@ -79,3 +81,14 @@ class PluginContributions:
     mcp_servers: list[tuple[str, McpServerSpec]] = field(default_factory=lambda: [])
     commands: list[tuple[str, click.Command]] = field(default_factory=lambda: [])
     event_sinks: list[tuple[str, EventSink]] = field(default_factory=lambda: [])
+
+
+# The `register` callbacks the contribution hooks receive (for annotating a plugin's hook implementations).
+RegisterModel: TypeAlias = Callable[[ProviderRegistration | ModelEntry], None]
+RegisterTool: TypeAlias = Callable[["Tool"], None]
+RegisterDir: TypeAlias = Callable[[Path], None]
+"""`register_agent_dirs` / `register_skill_dirs` (a `str` path is accepted too)."""
+RegisterHookHandler: TypeAlias = Callable[[PythonHookHandler], None]
+RegisterMcpServer: TypeAlias = Callable[[McpServerSpec], None]
+RegisterCommand: TypeAlias = Callable[["click.Command"], None]
+RegisterEventSink: TypeAlias = Callable[[EventSink], None]

@@ -12,75 +12,80 @@ Decision hooks are `firstresult`: the first plugin that returns something other 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-from bearagent.domain._base import JsonValue
-from bearagent.domain.specs import McpServerSpec, ModelEntry
-from bearagent.plugins.contributions import EventSink, ProviderRegistration, PythonHookHandler
-
-if TYPE_CHECKING:
-    import click
-
-    from bearagent.ports import Tool
+from typing import Literal
 
 from bearagent._markers import hookimpl, hookspec
+from bearagent.domain._base import JsonValue
+from bearagent.plugins.contributions import (
+    RegisterCommand,
+    RegisterDir,
+    RegisterEventSink,
+    RegisterHookHandler,
+    RegisterMcpServer,
+    RegisterModel,
+    RegisterTool,
+)
 
 __all__ = ["hookimpl", "hookspec"]
 
 
 @hookspec
-def register_models(register: Callable[[ProviderRegistration | ModelEntry], None]) -> None:
+def register_models(register: RegisterModel) -> None:
     """Add model providers and/or model entries.
 
     `register(ProviderRegistration(id="echo", factory=make_echo))` makes `provider: echo` valid in `models:`;
-    `factory(entry, env)` returns a `ModelProvider` for one entry. `register(ModelEntry(name="x", provider=...))`
-    adds the entry `platform/x` (plugin entries are always platform level; user config shadows them by name).
+    `factory(entry, *, env, base_dir)` returns a `ModelProvider` for one entry (`bearagent.plugin.ProviderFactory`;
+    `bearagent.plugin.StreamingProvider` is the kit for streaming APIs). The built-in providers come through this
+    hook too (the `builtin` plugin); their ids cannot be taken. `register(ModelEntry(name="x", provider=...))` adds
+    the entry `platform/x` (plugin entries are always platform level; user config shadows them by name).
     """
 
 
 @hookspec
-def register_tools(register: Callable[[Tool], None]) -> None:
-    """Add tools (objects implementing `bearagent.ports.Tool`). A name already taken by a native tool or another
-    plugin is refused with a diagnostic. Agents get plugin tools with `tools: ["*"]` or by naming them."""
+def register_tools(register: RegisterTool) -> None:
+    """Add tools (objects implementing `bearagent.plugin.Tool`; `bearagent.plugin.BaseTool` is the short way). A
+    name already taken by a native tool or another plugin is refused with a diagnostic. Agents get plugin tools
+    with `tools: ["*"]` or by naming them. The native tools come through this hook too (the `builtin` plugin,
+    called when the tool set is first needed)."""
 
 
 @hookspec
-def register_agent_dirs(register: Callable[[Path], None]) -> None:
+def register_agent_dirs(register: RegisterDir) -> None:
     """Add directories of `agents/*.md` files shipped in the plugin (plugin level: below user, above built-ins)."""
 
 
 @hookspec
-def register_skill_dirs(register: Callable[[Path], None]) -> None:
+def register_skill_dirs(register: RegisterDir) -> None:
     """Add directories holding skill folders (`<dir>/<name>/SKILL.md`) shipped in the plugin."""
 
 
 @hookspec
-def register_hook_handlers(register: Callable[[PythonHookHandler], None]) -> None:
+def register_hook_handlers(register: RegisterHookHandler) -> None:
     """Add Python hook handlers (see `PythonHookHandler`): called with the hook input object, returning the Claude
     Code-style output object or None. They run after the config hooks of the same event."""
 
 
 @hookspec
-def register_mcp_servers(register: Callable[[McpServerSpec], None]) -> None:
+def register_mcp_servers(register: RegisterMcpServer) -> None:
     """Add MCP server entries (platform level; workspace `mcp_servers` and `.mcp.json` shadow them by name)."""
 
 
 @hookspec
-def register_commands(register: Callable[[click.Command], None]) -> None:
+def register_commands(register: RegisterCommand) -> None:
     """Add `bearagent` CLI commands (click commands or groups). A name clashing with a built-in command is refused."""
 
 
 @hookspec
-def register_event_sinks(register: Callable[[EventSink], None]) -> None:
+def register_event_sinks(register: RegisterEventSink) -> None:
     """Add callables that receive every event appended to a run log (after it is committed). A sink that raises is
     reported and does not affect the run."""
 
 
 @hookspec(firstresult=True)
 def web_search_provider() -> object | None:
-    """Return the `WebSearch` backend (an object implementing the web-search port of `bearagent.tools`). The first
+    """Return the `WebSearch` backend (a `bearagent.plugin.WebSearchBackend`: async `search`). The first
     plugin that returns one wins; with none, the `WebSearch` tool is absent (not broken)."""
 
 

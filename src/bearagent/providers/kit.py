@@ -213,7 +213,8 @@ class ModelCall:
         provider = self._provider
         if failure.request_id and self.request_id is None:
             self.request_id = failure.request_id
-        return self._failed(classify_failure(failure, provider.call_context(self.request), provider.redactor))
+        context = provider._call_context(self.request)  # pyright: ignore[reportPrivateUsage]
+        return self._failed(classify_failure(failure, context, provider.redactor))
 
     # ----- used by StreamingProvider -----
 
@@ -232,7 +233,7 @@ class ModelCall:
         )
 
     def _outcome(self) -> list[ModelEvent]:
-        context = self._provider.call_context(self.request)
+        context = self._provider._call_context(self.request)  # pyright: ignore[reportPrivateUsage]
         if not self._finished:
             info = truncated_stream_info(context, "the provider's end-of-answer event", self.request_id)
             raise self._failed(info)
@@ -317,7 +318,7 @@ class StreamingProvider(ABC, Generic[ClientT]):
         """The temperature to send: the request's, else the entry's (None: not sent)."""
         return request.temperature if request.temperature is not None else self.settings.temperature
 
-    def call_context(self, request: ModelRequest) -> CallContext:
+    def _call_context(self, request: ModelRequest) -> CallContext:
         """Names used in error messages (provider label, entry, model, base URL, key variable, effective timeout)."""
         effective = min(self._context.timeout_s, request.timeout_ms / 1000)
         if effective == self._context.timeout_s:
@@ -385,7 +386,7 @@ class StreamingProvider(ABC, Generic[ClientT]):
         return self._client
 
     def _error(self, exc: BaseException, call: ModelCall) -> ProviderStreamError:
-        context = self.call_context(call.request)
+        context = self._call_context(call.request)
         if isinstance(exc, TimeoutError):
             failure: ProviderFailure | None = ProviderFailure(kind="timeout", message="deadline reached")
         else:

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from bearagent import hookimpl
-from bearagent.domain._base import JsonMapping, JsonValue
-from bearagent.domain.tools import ToolResult, ToolSpec
-from bearagent.plugins.contributions import PythonHookHandler
-from bearagent.ports import Tool, ToolContext
-from bearagent.tools.base import NativeTool, str_arg, tool_error
-from bearagent.tools.paths import WorkspacePaths
+from bearagent.plugin import (
+    BaseTool,
+    JsonMapping,
+    JsonValue,
+    PythonHookHandler,
+    RegisterHookHandler,
+    RegisterTool,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    hookimpl,
+    open_workspace_file,
+    tool_error,
+)
 
 _ALGORITHMS = ("sha256", "sha1", "md5")
 
@@ -64,7 +70,7 @@ def guard_pre_tool_use(hook_input: Mapping[str, JsonValue]) -> Mapping[str, Json
     }
 
 
-class FileHashTool(NativeTool):
+class FileHashTool(BaseTool):
     """The hash of a workspace file (read-only)."""
 
     def __init__(self) -> None:
@@ -90,30 +96,30 @@ class FileHashTool(NativeTool):
         algorithm = arguments.get("algorithm", "sha256")
         if algorithm not in _ALGORITHMS:
             raise tool_error("validation", "invalid_arguments", f"algorithm must be one of {', '.join(_ALGORITHMS)}")
-        opened = WorkspacePaths(context.workspace_root).open_read(str_arg(arguments, "file_path"))
+        path = arguments.get("file_path")
+        if not isinstance(path, str):
+            raise tool_error("validation", "invalid_arguments", "file_path must be a path relative to the workspace")
         digest = hashlib.new(str(algorithm))
         size = 0
-        try:
-            while chunk := os.read(opened.fd, 1 << 20):
+        with open_workspace_file(context, path) as opened:  # the file tools' path safety
+            while chunk := opened.file.read(1 << 20):
                 digest.update(chunk)
                 size += len(chunk)
-        finally:
-            os.close(opened.fd)
         hexdigest = digest.hexdigest()
         return self.ok(
             context,
-            f"{algorithm} {hexdigest}  {opened.rel}",
-            {"algorithm": algorithm, "hexdigest": hexdigest, "path": opened.rel, "size_bytes": size},
+            f"{algorithm} {hexdigest}  {opened.path}",
+            {"algorithm": algorithm, "hexdigest": hexdigest, "path": opened.path, "size_bytes": size},
         )
 
 
 @hookimpl
-def register_tools(register: Callable[[Tool], None]) -> None:
+def register_tools(register: RegisterTool) -> None:
     register(FileHashTool())
 
 
 @hookimpl
-def register_hook_handlers(register: Callable[[PythonHookHandler], None]) -> None:
+def register_hook_handlers(register: RegisterHookHandler) -> None:
     register(
         PythonHookHandler(
             event="PreToolUse",

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from bearagent import hookimpl
+from bearagent.plugin import RegisterDir, hookimpl
 
 _HERE = Path(__file__).resolve().parent
 
 
 @hookimpl
-def register_agent_dirs(register: Callable[[Path], None]) -> None:
+def register_agent_dirs(register: RegisterDir) -> None:
     register(_HERE / "agents")
 
 
 @hookimpl
-def register_skill_dirs(register: Callable[[Path], None]) -> None:
+def register_skill_dirs(register: RegisterDir) -> None:
     register(_HERE / "skills")
