@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.app import LoadedWorkspace
+from bearagent.config.diag_summary import run_start_lines
 from bearagent.config.workspace import agent_sources
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits, BudgetUsage
@@ -254,7 +255,8 @@ class WorkspaceRuntime:
 
     def notices(self, agent_name: str | None = None) -> list[str]:
         """One line each for what a user should know before a run starts: a workspace agent that replaces one of
-        the user's own (or a plugin's), and a permission mode the user's ceiling capped."""
+        the user's own (or a plugin's), a permission mode the user's ceiling capped, and the load warnings (folded:
+        `config/diag_summary.py`)."""
         out: list[str] = []
         for resolved in self.loaded.agents.entries():
             if resolved.item.level != "workspace":
@@ -271,6 +273,8 @@ class WorkspaceRuntime:
             capped = self.mode_in_force(agent).capped
             if capped:
                 out.append(f"note: {capped}")
+        # every load warning (a misspelt `tool:`, an unsupported key), the same one of many files folded into one
+        out.extend(run_start_lines(self.loaded.diagnostics(include_tools=False), self.root))
         return out
 
     def mode_in_force(self, agent: AgentSpec) -> ModeInForce:

@@ -23,6 +23,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
     agent's tool projection. Exits 0 when there is no error, 2 when there is (warnings do not fail)."""
     from bearagent.domain.diagnostics import Diagnostic
     from bearagent.domain.errors import BearAgentError
+    from bearagent.runtime.projection import CLAUDE_MODEL_ALIASES
 
     ws = load(workspace)
     diags: list[Diagnostic] = list(ws.diagnostics())
@@ -44,7 +45,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
                 )
             ]
         for d in found:
-            if d.code == "agent.model_unresolved" and agent.model is None:
+            if d.code == "agent.model_unresolved" and (agent.model is None or agent.model in CLAUDE_MODEL_ALIASES):
                 # One workspace-level error instead of one per agent that inherits the default model.
                 if no_model_reported:
                     continue
@@ -111,8 +112,11 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
         )
         click.echo("")
         order = {"error": 0, "warning": 1, "info": 2}
-        for d in sorted(diags, key=lambda d: order[d.severity]):
-            click.echo(d.render())
+        from bearagent.config.diag_summary import group_diagnostics
+
+        # the same problem in many files is one entry with a count (`--json` lists each)
+        for group in group_diagnostics(sorted(diags, key=lambda d: order[d.severity])):
+            click.echo(group.first.render() if group.count == 1 else group.render())
         click.echo(f"\n{errors} error(s), {warnings} warning(s)" + ("" if errors else " — OK"))
     if errors:
         sys.exit(EXIT_CONFIG)

@@ -147,6 +147,37 @@ def provider_safe_name(name: str) -> str:
     return safe
 
 
+def model_alias_message(ref: str) -> str:
+    """The one wording of `agent.model_alias_inherited` (load time and projection agree, so the run-start summary
+    and `doctor` fold the same warning of many files into one line)."""
+    return (
+        f"model {ref!r} is a Claude Code alias and no model entry is named {ref!r}; the agent inherits the default "
+        "model"
+    )
+
+
+def alias_diagnostics(agents: Iterable[AgentSpec], models: ModelLookup) -> list[Diagnostic]:
+    """`agent.model_alias_inherited` for each agent whose `model` is an unresolved Claude alias (at load time)."""
+    out: list[Diagnostic] = []
+    for agent in agents:
+        ref = agent.model
+        if ref is not None and ref in CLAUDE_MODEL_ALIASES and models.get(ref) is None:
+            out.append(_alias_diagnostic(agent, ref))
+    return out
+
+
+def _alias_diagnostic(agent: AgentSpec, ref: str) -> Diagnostic:
+    return Diagnostic(
+        severity="warning",
+        code="agent.model_alias_inherited",
+        message=model_alias_message(ref),
+        source=agent.source,
+        field="model",
+        subject=agent.name,
+        fix=f"add a `{ref}:` entry under `models:` in config.yaml, or write a model ref",
+    )
+
+
 def resolve_agent_model(
     agent: AgentSpec, models: ModelLookup, *, default_model: str | None, parent_model: ModelEntry | None = None
 ) -> tuple[ModelEntry, list[Diagnostic]]:
@@ -156,17 +187,7 @@ def resolve_agent_model(
     diags: list[Diagnostic] = []
     ref = agent.model
     if ref is not None and ref in CLAUDE_MODEL_ALIASES and models.get(ref) is None:
-        diags.append(
-            Diagnostic(
-                severity="warning",
-                code="agent.model_alias_inherited",
-                message=f"agent {agent.name!r}: model {ref!r} is a Claude Code alias and no model entry is named {ref!r}; the agent inherits the default model",
-                source=agent.source,
-                field="model",
-                subject=agent.name,
-                fix=f"add a `{ref}:` entry under `models:` in config.yaml, or write a model ref",
-            )
-        )
+        diags.append(_alias_diagnostic(agent, ref))
         ref = None
     if ref is not None:
         return models.resolve(ref, where=f"agent {agent.name!r} ({agent.source or 'built-in'}): model"), diags
