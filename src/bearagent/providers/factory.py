@@ -30,9 +30,9 @@ from urllib.parse import urlparse
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import IdGenerator
 from bearagent.domain.specs import ModelEntry
-from bearagent.ports import ModelProvider
 
 if TYPE_CHECKING:
+    from bearagent.ports import ModelProvider
     from bearagent.providers._base import ProviderSettings
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
