@@ -388,6 +388,9 @@ class WorkspaceRuntime:
     def _require_agent(self, name: str) -> AgentSpec:
         agent = self.loaded.agents.get(name)
         if agent is None:
+            missing = self.loaded.agents.why_missing(name)  # a file of that name that was skipped, or a duplicate
+            if missing is not None:
+                raise missing
             available = ", ".join(a.name for a in self.loaded.agents.all()) or "none"
             raise BearAgentError(
                 ErrorInfo.of("not_found", "agent", f"there is no agent named {name!r}"),

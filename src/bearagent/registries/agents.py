@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import cast
 
@@ -13,6 +14,7 @@ from bearagent.config.layers import Candidate
 from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import NAME_RE, AgentSpec, HookMatcherSpec, suggest_name
 from bearagent.registries._base import (
     LayeredRegistry,
@@ -84,6 +86,38 @@ _PERMISSION_MODE_ALIASES = {"manual": "default"}
 class AgentRegistry(LayeredRegistry[AgentSpec]):
     """Resolved agents by name. `get` is an exact lookup; broken names (duplicates in one source) are absent."""
 
+    skipped: Mapping[str, tuple[Diagnostic, ...]] = {}
+    """Files that did not load, by the name they would have had (their `name:` or stem): their errors."""
+
+    def why_missing(self, name: str) -> BearAgentError | None:
+        """The error that explains why `name` is not an agent although a file means it: a file of that name was
+        skipped (its first error, with file and line), or two files define it in one source; None otherwise."""
+        from bearagent.domain.errors import BearAgentError, ErrorInfo
+
+        if name in self.broken:
+            return BearAgentError(
+                ErrorInfo.of(
+                    "configuration",
+                    "duplicate_agent",
+                    f"agent {name!r} is defined {_times(len(self.broken[name]))} in one source: "
+                    f"{', '.join(self.broken[name])}; the name is unusable until only one is left",
+                ),
+                hint="rename or delete all but one of the files",
+            )
+        errors = self.skipped.get(name)
+        if errors:
+            first = errors[0]
+            where = first.source + (f":{first.line}" if first.line is not None else "")
+            return BearAgentError(
+                ErrorInfo.of(
+                    "configuration",
+                    "agent_skipped",
+                    f"agent {name!r} was not loaded: {where}: {first.message}",
+                ),
+                hint=first.fix or "fix the file (`bearagent doctor` shows every problem)",
+            )
+        return None
+
     def require(self, name: str) -> AgentSpec:
         """The agent or a `BearAgentError` naming close matches (for `-a NAME`, `default_agent`, `subagent_type`)."""
         from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -91,19 +125,17 @@ class AgentRegistry(LayeredRegistry[AgentSpec]):
         agent = self.get(name)
         if agent is not None:
             return agent
-        if name in self.broken:
-            raise BearAgentError(
-                ErrorInfo.of(
-                    "configuration",
-                    "duplicate_agent",
-                    f"agent {name!r} is defined twice in one source: {', '.join(self.broken[name])}",
-                ),
-                hint="rename or delete one of the files",
-            )
+        missing = self.why_missing(name)
+        if missing is not None:
+            raise missing
         raise BearAgentError(
             ErrorInfo.of("not_found", "agent", f"no agent named {name!r}" + suggestion(name, self.names())),
             hint=f"available agents: {', '.join(self.names()) or 'none'}; `bearagent agents list` shows them",
         )
+
+
+def _times(n: int) -> str:
+    return "twice" if n == 2 else f"{n} times"
 
 
 def _string_list(value: object) -> tuple[str, ...] | None:
@@ -323,14 +355,44 @@ def load_agents(sources: Iterable[tuple[Source, Iterable[Path]]], root: Path, en
     def parse(doc: FrontmatterDoc, source: Source) -> tuple[AgentSpec | None, list[Diagnostic]]:
         return parse_agent(doc, source, root, env)
 
+    all_files: list[Path] = []
     for source, files in sources:
         diags.extend(_nested_agent_files(source.directory))
+        listed = list(files)
+        all_files.extend(listed)
         candidates.extend(
             frontmatter_candidates(
-                ((source, p) for p in files), diags, what="agent file", parse=parse, known_keys=FRONTMATTER_KEYS
+                ((source, p) for p in listed), diags, what="agent file", parse=parse, known_keys=FRONTMATTER_KEYS
             )
         )
-    return AgentRegistry.from_candidates(candidates, diags, kind="agent")
+    registry = AgentRegistry.from_candidates(candidates, diags, kind="agent")
+    registry.skipped = _skipped(all_files, {c.path for c in candidates}, diags)
+    return registry
+
+
+_NAME_LINE = re.compile(r"^name[ \t]*:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
+
+
+def _skipped(files: Iterable[Path], loaded: set[str], diags: Sequence[Diagnostic]) -> dict[str, tuple[Diagnostic, ...]]:
+    """The error diagnostics of each agent file that yielded no agent, by its stem and by the `name:` it declares."""
+    out: dict[str, tuple[Diagnostic, ...]] = {}
+    for path in files:
+        if str(path) in loaded:
+            continue
+        errors = tuple(d for d in diags if d.source == str(path) and d.severity == "error")
+        if not errors:
+            continue
+        names = {path.stem}
+        try:
+            head = path.read_text(encoding="utf-8", errors="replace")[:65_536].split("\n---", 1)[0]
+        except OSError:
+            head = ""
+        match = _NAME_LINE.search(head)
+        if match:
+            names.add(match.group(1))
+        for name in names:
+            out.setdefault(name, errors)
+    return out
 
 
 def _nested_agent_files(directory: Path | None) -> list[Diagnostic]:
