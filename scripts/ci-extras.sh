@@ -54,3 +54,13 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 # --- end sandbox block -----------------------------------------------------------------------------------------
+
+# --- terminal: tmux, the terminal emulator of tests/e2e/test_terminal_screen.py (what the session's screen shows) --
+if ! command -v tmux >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && apt-get install -y -qq tmux >/dev/null) || echo "ci-extras: could not install tmux" >&2
+  else
+    echo "ci-extras: tmux not found and no apt-get; the terminal screen tests will be skipped" >&2
+  fi
+fi
+# --- end terminal block ----------------------------------------------------------------------------------------

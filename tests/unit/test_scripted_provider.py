@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,20 @@ def test_split_deltas_round_trips() -> None:
     pieces = split_deltas(text)
     assert "".join(pieces) == text and len(pieces) > 2
     assert split_deltas("") == []
+
+
+def test_delta_delay_ms_waits_before_each_streamed_word() -> None:
+    script = parse_script('turns:\n  - text: "one two three"\n    delta_delay_ms: 30\n', Path("slow.yaml"))
+    provider = ScriptedProvider(script)
+    stamps: list[float] = []
+
+    async def collect() -> None:
+        async for event in provider.stream(_request()):
+            if isinstance(event, TextDelta):
+                stamps.append(time.monotonic())
+
+    start = time.monotonic()
+    asyncio.run(collect())
+    assert len(stamps) == 3
+    assert stamps[0] - start >= 0.025
+    assert stamps[2] - stamps[0] >= 0.05

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Awaitable, Callable
 from types import FrameType
@@ -94,7 +95,9 @@ def die_from(exc: BearAgentError, *, debug: bool, code: int | None = None) -> No
     die(exc.info.message, fix, code, debug=debug)
 
 
-def summary_line(result: RunResult, steps: int | None = None) -> str:
+def summary_line(result: RunResult, steps: int | None = None, *, wall_time_s: float | None = None) -> str:
+    """One line: status, calls, tokens, cost, time, run id. `wall_time_s` is the time the user waited (measured by
+    the command, MCP start-up included); without it, the run's own recorded wall time."""
     usage = result.usage
     parts = [result.status]
     if steps is not None:
@@ -103,7 +106,7 @@ def summary_line(result: RunResult, steps: int | None = None) -> str:
     parts.append(f"{usage.tool_calls} tool call{'s' if usage.tool_calls != 1 else ''}")
     parts.append(f"{usage.input_tokens + usage.output_tokens:,} tokens")
     parts.append(f"${usage.cost_microusd / 1_000_000:.4f}")
-    parts.append(f"{usage.wall_time_ms / 1000:.1f}s")
+    parts.append(f"{wall_time_s if wall_time_s is not None else usage.wall_time_ms / 1000:.1f}s")
     parts.append(f"run {str(result.run_id)[:8]}")
     return " · ".join(parts)
 
@@ -182,6 +185,7 @@ def execute_and_exit(
 
     err = make_console(stderr=True)
     termination = handle_termination_like_ctrl_c()
+    started = time.monotonic()
     try:
         result = asyncio.run(main())
     except KeyboardInterrupt:
@@ -198,5 +202,5 @@ def execute_and_exit(
         if lines is not None:
             err.print(lines[0], markup=False)
             err.print(lines[1], markup=False)
-        err.print(summary_line(result), style="dim", markup=False)
+        err.print(summary_line(result, wall_time_s=time.monotonic() - started), style="dim", markup=False)
     sys.exit(exit_code_for(result))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +157,8 @@ def interactive(
                     options.model = invocation.model or model
                     options.allowed_tools = invocation.allowed_tools
                 observer = MarkdownStreamObserver(console)
+                observer.waiting()  # MCP servers start, the model thinks: a spinner until text arrives
+                started = time.monotonic()
                 try:
                     result = runner.run(runtime.run(text, options, observer))
                 except KeyboardInterrupt:
@@ -179,7 +182,7 @@ def interactive(
                 if lines is not None:
                     console.print(Text(lines[0], style="red"))
                     console.print(Text(lines[1], style="red"))
-                console.print(Text(summary_line(result), style="dim"))
+                console.print(Text(summary_line(result, wall_time_s=time.monotonic() - started), style="dim"))
         finally:
             save_history()
             with contextlib.suppress(BaseException):

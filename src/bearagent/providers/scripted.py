@@ -10,6 +10,7 @@ turns:                         # one item per model call, consumed in order
   - error: {category: rate_limit, message: "slow down", retryable: true, retry_after_s: 0.01}
   - refusal: "I can't help with that."             # a refusal ending (stop_reason refusal)
     delay_ms: 50                                     # wait before answering
+    delta_delay_ms: 20                               # wait before each streamed delta (a slow stream)
 ```
 
 One provider instance is one conversation: it keeps its position in the script, and every model call (including a
@@ -51,7 +52,7 @@ from bearagent.domain.models import (
 from bearagent.providers.errors import ProviderStreamError
 from bearagent.safe_yaml import yaml_bounds_problem
 
-TURN_KEYS = ("text", "tool_calls", "usage", "error", "refusal", "delay_ms", "model")
+TURN_KEYS = ("text", "tool_calls", "usage", "error", "refusal", "delay_ms", "delta_delay_ms", "model")
 TOOL_CALL_KEYS = ("name", "arguments", "id")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 ERROR_KEYS = ("category", "code", "message", "retryable", "retry_after_s")
@@ -79,6 +80,7 @@ class ScriptedTurn:
     error: ErrorInfo | None = None
     refusal: str | None = None
     delay_ms: int = 0
+    delta_delay_ms: int = 0
     model: str | None = None
 
 
@@ -234,6 +236,7 @@ def _turn(path: Path, node: yaml.Node, index: int) -> ScriptedTurn:
     error = _error(path, fields["error"], f"{where}.error") if "error" in fields else None
     refusal = _str(path, fields["refusal"], f"{where}.refusal") if "refusal" in fields else None
     delay = _int(path, fields["delay_ms"], f"{where}.delay_ms") if "delay_ms" in fields else 0
+    delta_delay = _int(path, fields["delta_delay_ms"], f"{where}.delta_delay_ms") if "delta_delay_ms" in fields else 0
     model = _str(path, fields["model"], f"{where}.model") if "model" in fields else None
     if not (text or calls or error or refusal is not None):
         raise _fail(
@@ -247,6 +250,7 @@ def _turn(path: Path, node: yaml.Node, index: int) -> ScriptedTurn:
         error=error,
         refusal=refusal,
         delay_ms=delay,
+        delta_delay_ms=delta_delay,
         model=model,
     )
 
@@ -363,6 +367,8 @@ class ScriptedProvider:
         usage = turn.usage or default_usage(request, turn)
         request_id = f"scripted-{index + 1}"
         for piece in split_deltas(turn.text):
+            if turn.delta_delay_ms:
+                await asyncio.sleep(turn.delta_delay_ms / 1000)
             for delta in text_deltas(piece):  # a script may hold what a model could send: lone surrogates too
                 yield delta
         if turn.error is not None:

@@ -1,0 +1,101 @@
+"""What the interactive session leaves on a real terminal screen (tmux): streamed answers are whole at any width
+and after a resize mid-stream, the waiting spinner goes away when text arrives."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.support.tmux import TmuxScreen, base_env, require_tmux, words
+
+REPO = Path(__file__).resolve().parents[2]
+
+# 500 characters of prose, each word numbered so a lost, cut or repeated piece shows.
+ANSWER = " ".join(f"word{i:03d}" for i in range(1, 63)) + " the end."
+assert len(ANSWER) >= 500
+
+
+def _workspace(tmp_path: Path, script: str) -> Path:
+    ws = tmp_path / "ws"
+    shutil.copytree(
+        REPO / "examples" / "quickstart",
+        ws,
+        ignore=shutil.ignore_patterns("state.db*", "outputs", "locks", "transcripts"),
+    )
+    (ws / ".bearagent" / "scripts" / "intro.yaml").write_text(script, encoding="utf-8")
+    return ws
+
+
+def _session(tmp_path: Path, ws: Path, width: int, env: dict[str, str] | None = None) -> TmuxScreen:
+    require_tmux()
+    environment = base_env(tmp_path / "home")
+    environment.update(env or {})
+    return TmuxScreen([sys.executable, "-m", "bearagent", "-w", str(ws)], width=width, env=environment, cwd=ws)
+
+
+def _answer_region(screen: str, prompt_line: str) -> str:
+    start = screen.rindex(prompt_line) + len(prompt_line)
+    end = screen.index("succeeded", start)
+    return screen[start:end]
+
+
+@pytest.mark.parametrize("width", [40, 80, 160])
+def test_a_streamed_answer_appears_whole_at_any_width(tmp_path: Path, width: int) -> None:
+    ws = _workspace(tmp_path, f'turns:\n  - text: "{ANSWER}"\n')
+    with _session(tmp_path, ws, width) as term:
+        term.wait_for("writer>")
+        term.send_text("hi")
+        term.send("Enter")
+        screen = term.wait_for(r"succeeded · ")
+        region = words(_answer_region(screen, "writer> hi"))
+        assert region.count(ANSWER) == 1, screen
+
+
+@pytest.mark.parametrize(("first", "then"), [(80, 40), (40, 160), (160, 60)])
+def test_resizing_mid_stream_keeps_the_text_whole(tmp_path: Path, first: int, then: int) -> None:
+    ws = _workspace(tmp_path, f'turns:\n  - text: "{ANSWER}"\n    delta_delay_ms: 40\n')
+    with _session(tmp_path, ws, first) as term:
+        term.wait_for("writer>")
+        term.send_text("hi")
+        term.send("Enter")
+        before = term.wait_for("word010")
+        term.resize(then)
+        assert "the end." not in before  # the resize comes mid-stream
+        screen = term.wait_for(r"succeeded · ")
+        region = words(_answer_region(screen, "writer> hi"))
+        assert region == ANSWER, screen  # whole, once: no piece of a frame drawn before the resize is left
+
+
+def test_a_spinner_with_the_elapsed_time_waits_for_the_first_token_then_goes(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "Here is the answer."\n    delay_ms: 2500\n')
+    with _session(tmp_path, ws, 80) as term:
+        term.wait_for("writer>")
+        term.send_text("hi")
+        term.send("Enter")
+        term.wait_for(r"waiting for the model · [1-9]s")  # the seconds count up while the model is silent
+        screen = term.wait_for(r"succeeded · ")
+        assert "waiting for the model" not in screen  # gone when the text came
+        assert "Here is the answer." in screen
+        seconds = re.search(r" · (\d+\.\d)s · run ", screen)
+        assert seconds is not None and float(seconds.group(1)) >= 2.5, screen  # the time waited, not 0.0s
+
+
+def test_no_spinner_and_no_live_rendering_off_a_terminal(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "Plain **text** here."\n    delay_ms: 300\n')
+    env = base_env(tmp_path / "home")
+    done = subprocess.run(
+        [sys.executable, "-m", "bearagent", "-w", str(ws)],
+        input="hi\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert "Plain **text** here." in done.stdout  # streamed as it came: no Markdown rendering, no cursor moves
+    assert "waiting for the model" not in done.stdout + done.stderr
+    assert "\x1b[" not in done.stdout
