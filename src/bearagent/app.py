@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from bearagent.builtin import builtin_agents_dir, builtin_skills_dir
 from bearagent.config.claude_settings import load_claude_settings, settings_env
+from bearagent.config.instructions import load_instructions
 from bearagent.config.model import BearConfig, ConfigFile, load_config_file, merge_config
-from bearagent.config.safe_read import check_workspace_file, read_workspace_text
+from bearagent.config.safe_read import check_workspace_file
 from bearagent.config.workspace import (
     CONFIG_FILE,
     RANK_COMPAT_CLAUDE,
@@ -46,15 +47,15 @@ if TYPE_CHECKING:
     from bearagent.registries.tools import NativeToolRegistry
     from bearagent.runtime.projection import Capabilities, InvocationProjection
 
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
-
 
 @dataclass(frozen=True, slots=True)
 class ProjectInstructions:
-    """`AGENTS.md` (else `CLAUDE.md`) at the workspace root; added to every primary agent's context."""
+    """`AGENTS.md` (else `CLAUDE.md`) at the workspace root, its `@path` imports appended (`imports` names them);
+    added to every primary agent's context."""
 
     path: Path
     text: str
+    imports: tuple[str, ...] = ()
 
 
 @dataclass
@@ -173,14 +174,11 @@ class LoadedWorkspace:
 
 
 def _instructions(root: Path, diags: list[Diagnostic]) -> ProjectInstructions | None:
-    """AGENTS.md, else CLAUDE.md, read with the file tools' path safety: one that is a symlink out of the workspace
-    (`AGENTS.md -> ~/.ssh/id_rsa`) is an error diagnostic and never reaches a model request."""
-    for name in INSTRUCTION_FILES:
-        path = root / name
-        text = read_workspace_text(root, path, diags, what=name)
-        if text is not None:
-            return ProjectInstructions(path, text)
-    return None
+    """AGENTS.md, else CLAUDE.md, with its `@path` imports (`config/instructions.py`), read with the file tools'
+    path safety: one that is a symlink out of the workspace (`AGENTS.md -> ~/.ssh/id_rsa`) is an error diagnostic
+    and never reaches a model request; so is an import that leaves the workspace."""
+    found = load_instructions(root, diags)
+    return ProjectInstructions(found.path, found.text, found.imports) if found is not None else None
 
 
 def load_workspace(

@@ -104,7 +104,10 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
         click.echo(f"user config   {ws.user_dir}")
         click.echo(f"config files  {', '.join(str(cf.path) for cf in ws.config_files) or 'none'}")
         click.echo(f"compat        {'on (.claude/, .agents/, .mcp.json)' if ws.config.compat else 'off'}")
-        click.echo(f"instructions  {ws.instructions.path.name if ws.instructions else 'none (AGENTS.md / CLAUDE.md)'}")
+        imports = f" (+ {len(ws.instructions.imports)} imported)" if ws.instructions and ws.instructions.imports else ""
+        click.echo(
+            f"instructions  {ws.instructions.path.name if ws.instructions else 'none (AGENTS.md / CLAUDE.md)'}{imports}"
+        )
         click.echo(f"sandbox       {sandbox.describe(ws.config.sandbox.network)}")
         click.echo(
             f"loaded        {len(ws.agents.names())} agents, {len(ws.skills.names())} skills, {len(ws.actions.names())} actions, "
