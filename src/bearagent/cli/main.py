@@ -24,7 +24,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "tools": ("bearagent.cli.tools:tools", "Show the tools an agent gets (the invocation projection)."),
     "mcp": ("bearagent.cli.mcp:mcp", "MCP servers: state, tools, last error."),
     "hooks": ("bearagent.cli.hooks:hooks", "List hooks; test them with a payload."),
-    "plugins": ("bearagent.cli.plugins:plugins", "List installed plugins and what they registered."),
+    "plugins": (
+        "bearagent.cli.plugins:plugins",
+        "List, install and uninstall plugins (into BearAgent's own environment).",
+    ),
     "doctor": ("bearagent.cli.doctor:doctor", "Print every configuration diagnostic."),
     "init": ("bearagent.cli.init:init", "Scaffold .bearagent/ in this directory."),
     "trust": (
