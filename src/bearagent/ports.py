@@ -4,7 +4,8 @@ only `app.py` knows the concrete classes."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid
 from bearagent.domain.models import ModelEvent, ModelRequest
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
+from bearagent.runtime.run_state import ActivityState, RunState
 
 
 class Clock(Protocol):
@@ -37,7 +39,8 @@ class SystemClock:
 
 
 class EventStore(Protocol):
-    """Append-only run logs plus their Run/Activity projections, kept consistent in one transaction.
+    """The synchronous face of a store, for code outside an event loop (the CLI's read-only commands, workers,
+    tests). The runtime never uses it: it appends through `runtime.run_writer.RunWriter` over `RunStorage`.
 
     `append` checks that `event.sequence` is the run's last sequence + 1 (optimistic concurrency), runs the
     reducer (state machines and budgets) and commits event and projections together, or nothing.
@@ -79,6 +82,130 @@ class SessionStore(Protocol):
     def latest_session(self, *, caller: str | None = None) -> SessionRecord | None: ...
 
     def list_sessions(self, *, caller: str | None = None, limit: int = 50) -> Sequence[SessionRecord]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """A run's reducer state as stored: the run and its active (pending/running) activity. Its version is the
+    run's `last_sequence`: a commit names the version it reduced on and fails if the store has moved past it."""
+
+    state: RunState
+    active: ActivityState | None
+
+    @property
+    def version(self) -> int:
+        return self.state.last_sequence
+
+
+@dataclass(frozen=True, slots=True)
+class RunCommit:
+    """What one reducer-driven write stores, all or nothing: consecutive `events` of one run, the run's state after
+    them (with its active activity), the activities that ended in them (they move out of the run row), and the ids
+    of the activities they requested (each must be new to the run)."""
+
+    run_id: RunId
+    expected_version: int
+    """The stored `last_sequence` the state was reduced on; 0 for a run the store does not hold yet."""
+    events: Sequence[Event]
+    state: RunState
+    active: ActivityState | None
+    finished: Sequence[ActivityState] = ()
+    requested_activity_ids: Sequence[str] = ()
+
+
+class CommitRefused(Exception):
+    """A commit the store refused without writing anything; the run writer turns it into a domain error."""
+
+
+class VersionConflict(CommitRefused):
+    """The stored run is no longer at `RunCommit.expected_version` (another writer got in first)."""
+
+    def __init__(self, run_id: RunId, stored_version: int) -> None:
+        super().__init__(f"run {run_id} is at version {stored_version}")
+        self.run_id = run_id
+        self.stored_version = stored_version
+
+
+class ActivityIdTaken(CommitRefused):
+    def __init__(self, activity_id: str) -> None:
+        super().__init__(f"activity {activity_id} exists")
+        self.activity_id = activity_id
+
+
+class EventIdTaken(CommitRefused):
+    def __init__(self, event_id: str) -> None:
+        super().__init__(f"event {event_id} exists")
+        self.event_id = event_id
+
+
+class SessionLockPort(Protocol):
+    def session_lock(
+        self,
+        session_id: SessionId,
+        *,
+        wait: bool = True,
+        on_wait: Callable[[], None] | None = None,
+        timeout_s: float | None = None,
+    ) -> AbstractAsyncContextManager[object]:
+        """Held while a run of `session_id` is active: one active run per session, across processes. A second
+        holder waits (without blocking the event loop) or, with `wait=False` or after `timeout_s`, gets
+        `SessionBusy` (`conflict.session_busy`). A lock dies with the process holding it."""
+        ...
+
+
+class RunStorage(SessionLockPort, Protocol):
+    """The async storage port of the run writer (`runtime/run_writer.py`) and of the runtime's reads. No method
+    blocks the event loop. Every implementation passes `tests/contract/test_store_contract.py` unchanged.
+
+    The store keeps no rules of its own: the writer reduces (state machines, budgets) and the store commits the
+    result if the run is still at the version the writer reduced on."""
+
+    async def load_run(self, run_id: RunId) -> StoredRun | None: ...
+
+    async def commit(self, commit: RunCommit) -> None:
+        """Store the commit in one transaction, or nothing: raises `VersionConflict`, `ActivityIdTaken`,
+        `EventIdTaken` (nothing written) or a `BearAgentError` of category `storage`."""
+        ...
+
+    async def fetch_events(self, run_id: RunId, after_sequence: int = 0, limit: int | None = None) -> Sequence[Event]:
+        """The run's events with `sequence > after_sequence`, in sequence order, exactly as committed."""
+        ...
+
+    async def fetch_run(self, run_id: RunId) -> RunProjection | None: ...
+
+    async def fetch_runs(
+        self,
+        *,
+        session_id: SessionId | None = None,
+        status: RunStatus | None = None,
+        parent_run_id: RunId | None = None,
+        limit: int = 50,
+    ) -> Sequence[RunProjection]:
+        """Runs, newest first (by creation)."""
+        ...
+
+    async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:
+        """The run's activities (ended and active) by `requested_sequence`."""
+        ...
+
+    async def find_runs(self, prefix: str, *, top_level: bool = False, limit: int = 6) -> Sequence[RunId]:
+        """Ids of runs starting with `prefix` (lower-case hex and '-'; '' matches all), newest first; with
+        `top_level=True` only runs without a parent run."""
+        ...
+
+    async def insert_session(self, session: SessionRecord) -> SessionRecord:
+        """Store a new session; `BearAgentError(conflict.session_exists)` if its id is taken."""
+        ...
+
+    async def save_session(self, session: SessionRecord) -> SessionRecord:
+        """Replace a stored session; `BearAgentError(not_found.session)` if it does not exist."""
+        ...
+
+    async def fetch_session(self, session_id: SessionId) -> SessionRecord | None: ...
+
+    async def fetch_sessions(self, *, caller: str | None = None, limit: int = 50) -> Sequence[SessionRecord]:
+        """Sessions, most recently updated first."""
+        ...
 
 
 class ModelProvider(Protocol):

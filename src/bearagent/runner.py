@@ -71,7 +71,7 @@ from bearagent.runtime.plan import (
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
-from bearagent.runtime.session_lock import SessionLock
+from bearagent.runtime.run_writer import RunWriter
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
 from bearagent.sandbox import probe as sandbox_probe
 from bearagent.sandbox import request as sandbox_request
@@ -209,6 +209,7 @@ class WorkspaceRuntime:
     ) -> None:
         self.loaded = loaded
         self._store = store
+        self._writer: RunWriter | None = None
         self.clock: Clock = clock or SystemClock()
         self.ids: IdGenerator = ids or Uuid4IdGenerator()
         self.retry = retry or RetryPolicy()
@@ -231,6 +232,14 @@ class WorkspaceRuntime:
         if self._store is None:
             self._store = open_store(self.loaded)
         return self._store
+
+    @property
+    def writer(self) -> RunWriter:
+        """The one writer of this runtime's store: every run and child run appends through it, and its
+        subscribers see every commit."""
+        if self._writer is None or self._writer.storage is not self.store:
+            self._writer = RunWriter(self.store)
+        return self._writer
 
     @property
     def root(self) -> Path:
@@ -603,7 +612,7 @@ class WorkspaceRuntime:
             self._session_facts.append(payload)
             return
         with contextlib.suppress(BearAgentError):
-            run.recorder.append(payload)
+            await run.recorder.append(payload)
 
     async def _judge(self, prompt: str, model: str | None) -> str:
         """A `prompt` hook: the handler's model (else the default model) answers `{ok, reason}`, with no tools. Inside
@@ -702,7 +711,10 @@ class WorkspaceRuntime:
         session: SessionRecord | None = None
         created = False
         if options.trigger_type in ("message",):
-            session, created = self.resolve_session(options.session, options.agent or config.default_agent)
+            # on a thread: creating a session writes, and a write may wait for another process's lock
+            session, created = await asyncio.to_thread(
+                self.resolve_session, options.session, options.agent or config.default_agent
+            )
             agent_name = agent_name or session.active_agent_name or config.default_agent
         agent_name = agent_name or config.default_agent
         agent = self._require_agent(agent_name)
@@ -713,7 +725,6 @@ class WorkspaceRuntime:
             )
         budgets = self.budgets_for(agent, options.budgets)
         session_key = str(session.session_id) if session is not None else f"detached:{self.ids.new(SessionId)}"
-        lock_dir = state_dir(self.loaded) / "locks"
         history: list[Message] = []
 
         async def go() -> RunResult:
@@ -754,6 +765,7 @@ class WorkspaceRuntime:
 
             loop = AgentLoop(
                 store=self.store,
+                writer=self.writer,
                 clock=self.clock,
                 ids=self.ids,
                 retry=self.retry,
@@ -763,7 +775,7 @@ class WorkspaceRuntime:
             )
             outcome = await loop.run(spec, plan, planner)
             if session is not None:
-                self.store.update_session(
+                await self.store.save_session(
                     session.model_copy(
                         update={
                             "updated_at": self.clock.now(),
@@ -776,7 +788,7 @@ class WorkspaceRuntime:
 
         if session is None:
             return await go()
-        async with SessionLock(lock_dir, session.session_id, wait=options.wait_for_session):
+        async with self.store.session_lock(session.session_id, wait=options.wait_for_session):
             return await go()
 
     def _result(self, outcome: RunOutcome, session_id: SessionId | None) -> RunResult:
@@ -821,9 +833,9 @@ class WorkspaceRuntime:
         )
         return await self.run(prompt, options, observer)
 
-    def _child_usage(self, child_id: RunId) -> ChildUsage:
+    async def _child_usage(self, child_id: RunId) -> ChildUsage:
         """What a finished child consumed (its own children included: their usage was charged to it)."""
-        return _usage_of(self.store.get_run(child_id))
+        return _usage_of(await self.store.fetch_run(child_id))
 
     # ---- child runs --------------------------------------------------------------------------------------------
 
@@ -909,11 +921,11 @@ class WorkspaceRuntime:
         tool_call_id: ToolCallId | None,
         hooks: SessionHooks | None,
     ) -> ChildRunResult:
-        parent_projection = self.store.get_run(parent.recorder.run_id)
+        parent_projection = await self.store.fetch_run(parent.recorder.run_id)
         assert parent_projection is not None
         budgets = parent_projection.budget_limits.remaining(parent_projection.usage).intersect(own_budgets)
         child_id = self.ids.new(RunId)
-        parent.recorder.append(
+        await parent.recorder.append(
             ChildRunStartedV1(child_run_id=child_id, agent_name=plan.agent_name, tool_call_id=tool_call_id)
         )
         parent.observer.subagent_started(child_id, parent.recorder.run_id, plan.agent_name)
@@ -938,6 +950,7 @@ class WorkspaceRuntime:
         )
         loop = AgentLoop(
             store=self.store,
+            writer=self.writer,
             clock=self.clock,
             ids=self.ids,
             retry=self.retry,
@@ -955,8 +968,8 @@ class WorkspaceRuntime:
             raise
         finally:
             final_status = status if status in ("succeeded", "failed", "cancelled") else "failed"
-            parent.recorder.append(
-                ChildRunFinishedV2(child_run_id=child_id, status=final_status, usage=self._child_usage(child_id))  # pyright: ignore[reportArgumentType]
+            await parent.recorder.append(
+                ChildRunFinishedV2(child_run_id=child_id, status=final_status, usage=await self._child_usage(child_id))  # pyright: ignore[reportArgumentType]
             )
             parent.observer.subagent_finished(child_id, parent.recorder.run_id, plan.agent_name, final_status)
         return ChildRunResult(

@@ -99,3 +99,60 @@ def test_no_spinner_and_no_live_rendering_off_a_terminal(tmp_path: Path) -> None
     assert "Plain **text** here." in done.stdout  # streamed as it came: no Markdown rendering, no cursor moves
     assert "waiting for the model" not in done.stdout + done.stderr
     assert "\x1b[" not in done.stdout
+
+
+def _runs(ws: Path) -> list[str]:
+    from bearagent.store.sqlite import SqliteEventStore
+
+    store = SqliteEventStore(ws / ".bearagent" / "state.db")
+    try:
+        return [r.status for r in store.list_runs(limit=10)]
+    finally:
+        store.close()
+
+
+def test_a_multi_line_paste_is_one_prompt(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "One answer."\n  - text: "A second answer."\n')
+    with _session(tmp_path, ws, 80) as term:
+        term.wait_for("writer>")
+        term.paste("first pasted line\nsecond pasted line\nthird pasted line")
+        term.wait_for("third pasted line")
+        assert _runs(ws) == []  # the newlines of the paste did not send it
+        term.send("Enter")
+        screen = term.wait_for(r"succeeded · ")
+        assert "One answer." in screen
+        term.wait_for(r"writer>\s*$")
+        assert _runs(ws) == ["succeeded"]
+        assert "A second answer." not in term.screen()
+
+
+def test_alt_enter_and_a_trailing_backslash_continue_the_prompt(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "One answer."\n  - text: "A second answer."\n')
+    with _session(tmp_path, ws, 80) as term:
+        term.wait_for("writer>")
+        term.send_text("line one")
+        term.send("Escape", "Enter")
+        term.send_text("line two \\")
+        term.send("Enter")
+        term.send_text("line three")
+        term.wait_for("line three")
+        assert _runs(ws) == []
+        term.send("Enter")
+        term.wait_for(r"succeeded · ")
+        assert _runs(ws) == ["succeeded"]
+
+
+def test_tab_completes_slash_commands_and_agent_names(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "unused"\n')
+    with _session(tmp_path, ws, 80) as term:
+        term.wait_for("writer>")
+        term.send_text("/ag")
+        term.send("Tab")
+        term.wait_for(r"writer> /agent\b")
+        term.send("Escape")  # close the completion menu, keep the text
+        term.send_text(" pl")
+        term.send("Tab")
+        term.wait_for(r"/agent plan")
+        term.send("Enter")
+        term.wait_for("agent: plan")
+        term.wait_for("plan>")

@@ -155,10 +155,11 @@ def test_interactive_session_shows_the_escapes(tmp_path: Path) -> None:
 def test_interactive_session_on_a_terminal_renders_markdown_without_the_models_sequences(tmp_path: Path) -> None:
     root = _workspace(tmp_path)
     child = _spawn_tty(["-w", str(root)], tmp_path)
-    child.expect("main> ")
+    child.expect("main>")
     child.sendline("read evil.txt")
-    child.expect("main> ")
+    child.expect("succeeded")  # the line editor redraws the prompt line on Enter: wait for the run's end
     shown = child.before or b""
+    child.expect("main>")
     child.sendline("/exit")
     child.expect(pexpect.EOF)
     for sequence in (b"\x1b]", b"\x07", b"\x1b[2J", b"\x08", b"\xc2\x9b"):

@@ -33,6 +33,7 @@ HELP = """commands:
   /agent NAME   switch the session's primary agent
   /agents       list agents        /skills   list skills        /tools   tools of the current agent
   /clear        start a new session                            /exit    leave (or Ctrl-D)
+keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes · Up/Down, Ctrl-R: history
 Ctrl-C cancels a running answer."""
 
 
@@ -108,6 +109,11 @@ def interactive(
     runtime = WorkspaceRuntime(loaded)
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
+    read_prompt = read
+    if read is input:  # on a terminal, the line editor (history search, pastes, multi-line, completion)
+        from bearagent.cli.line_editor import workspace_reader
+
+        read_prompt = workspace_reader(loaded) or read
     from bearagent.sandbox.probe import probe as probe_sandbox
 
     sandbox = probe_sandbox(loaded.config.sandbox)
@@ -128,7 +134,7 @@ def interactive(
         try:
             while True:
                 try:
-                    line = read(f"{state.agent}> ")
+                    line = read_prompt(f"{state.agent}> ")
                 except KeyboardInterrupt:
                     console.print()
                     if termination.signal is not None:

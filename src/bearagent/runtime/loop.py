@@ -49,13 +49,14 @@ from bearagent.domain.run_events import (
     ToolCallStartedV1,
 )
 from bearagent.domain.tools import ToolRequest, ToolResult
-from bearagent.ports import Clock, EventStore, ToolContext
+from bearagent.ports import Clock, RunStorage, ToolContext
 from bearagent.runtime.context import ContextBuilder, bound_for_model
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import AgentPlan, LoopHooks, Planner, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
+from bearagent.runtime.run_writer import RunWriter
 from bearagent.runtime.turn_bounds import bound_turn
 
 _log = logging.getLogger("bearagent.runtime")
@@ -112,7 +113,7 @@ class AgentLoop:
     def __init__(
         self,
         *,
-        store: EventStore,
+        store: RunStorage,
         clock: Clock,
         ids: IdGenerator,
         retry: RetryPolicy | None = None,
@@ -121,8 +122,10 @@ class AgentLoop:
         stop_hook_cap: int = DEFAULT_STOP_HOOK_CAP,
         context_builder: ContextBuilder | None = None,
         event_sinks: Sequence[Callable[[Event], None]] = (),
+        writer: RunWriter | None = None,
     ) -> None:
-        self._store = store
+        """`writer` is the process's writer of `store` (its cache and subscribers); one of its own by default."""
+        self._writer = writer if writer is not None else RunWriter(store)
         self._clock = clock
         self._ids = ids
         self._retry = retry or RetryPolicy()
@@ -135,9 +138,9 @@ class AgentLoop:
     async def run(self, spec: RunSpec, plan: AgentPlan, planner: Planner | None = None) -> RunOutcome:
         """Run to a terminal state. Cancellation is recorded (RunCancelled) and then re-raised."""
         run_id = spec.run_id or self._ids.new(RunId)
-        recorder = RunRecorder(store=self._store, clock=self._clock, ids=self._ids, run_id=run_id, sinks=self._sinks)
+        recorder = RunRecorder(writer=self._writer, clock=self._clock, ids=self._ids, run_id=run_id, sinks=self._sinks)
         state = _LoopState(plan=plan)
-        recorder.append(
+        await recorder.append(
             RunCreatedV2(
                 session_id=spec.session_id,
                 budget_limits=spec.budgets,
@@ -152,9 +155,9 @@ class AgentLoop:
                 depth=spec.depth,
             )
         )
-        recorder.append(RunStartedV1())
+        await recorder.append(RunStartedV1())
         if spec.prelude:
-            recorder.append_many(spec.prelude)
+            await recorder.append_many(spec.prelude)
         self._observer.run_started(run_id, plan.agent_name)
         token = current_run.set(
             CurrentRun(
@@ -174,29 +177,29 @@ class AgentLoop:
         except TimeoutError:
             if not scope.expired():
                 error = ErrorInfo.of("timeout", "unexpected", "an operation of the run timed out")
-                return self._fail(recorder, state, error, state.partial_text)
+                return await self._fail(recorder, state, error, state.partial_text)
             error = ErrorInfo.of(
                 "budget",
                 "max_wall_time_ms",
                 f"the run exceeded its wall-time budget of {spec.budgets.max_wall_time_ms} ms",
                 limit=spec.budgets.max_wall_time_ms,
             )
-            return self._fail(recorder, state, error, state.partial_text)
+            return await self._fail(recorder, state, error, state.partial_text)
         except _RunFailure as failure:
-            return self._fail(recorder, state, failure.error, failure.partial_text)
+            return await self._fail(recorder, state, failure.error, failure.partial_text)
         except BearAgentError as exc:
-            return self._fail(recorder, state, exc.info, state.partial_text)
+            return await self._fail(recorder, state, exc.info, state.partial_text)
         except Exception as exc:  # a bug must still end the run in the log, never leave it dangling
             _log.exception("run %s failed unexpectedly", run_id)
             error = ErrorInfo.of(
                 "internal", "unexpected", f"the run failed unexpectedly ({type(exc).__name__}); see the log for details"
             )
-            return self._fail(recorder, state, error, state.partial_text)
+            return await self._fail(recorder, state, error, state.partial_text)
         except asyncio.CancelledError:
             cancelled = ErrorInfo.of("cancelled", "by_caller", "the run was cancelled")
-            self._close_active(recorder, state, cancelled)
+            await self._close_active(recorder, state, cancelled)
             with contextlib.suppress(BearAgentError):
-                recorder.append(RunCancelledV1(reason="cancelled by the caller"))
+                await recorder.append(RunCancelledV1(reason="cancelled by the caller"))
             self._observer.run_failed(run_id, cancelled)
             raise
         finally:
@@ -219,7 +222,7 @@ class AgentLoop:
                 )
             if decision.additional_context:
                 goal = f"{goal}\n\n{decision.additional_context}"
-                recorder.append(MessageInjectedV1(kind="prompt_context", text=decision.additional_context))
+                await recorder.append(MessageInjectedV1(kind="prompt_context", text=decision.additional_context))
         messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, Message.user(goal)]
         first_new = len(messages) - 1
         stop_blocks = 0
@@ -238,7 +241,7 @@ class AgentLoop:
                         stop_blocks += 1
                         self._observer.notice(run_id, f"Stop hook asked to continue: {decision.block_reason}")
                         feedback = f"Stop hook feedback: {decision.block_reason}"
-                        recorder.append(MessageInjectedV1(kind="stop_feedback", text=feedback))
+                        await recorder.append(MessageInjectedV1(kind="stop_feedback", text=feedback))
                         messages.append(Message.user(feedback))
                         continue
                     if decision.block_reason is not None:
@@ -250,7 +253,7 @@ class AgentLoop:
                 state.steps += 1
                 self._observer.step(run_id, state.steps - 1, "final")
                 self._observer.final(run_id, final_text)
-                projection = recorder.append(
+                projection = await recorder.append(
                     RunSucceededV2(final_text=final_text, stop_reason=turn.completed.stop_reason)
                 )
                 self._observer.run_succeeded(run_id, state.steps)
@@ -293,7 +296,7 @@ class AgentLoop:
                 previous = state.plan.agent_name
                 state.plan = await planner(switch_to)
                 state.switch_count += 1
-                recorder.append(
+                await recorder.append(
                     AgentSwitchedV1(from_agent=previous, to_agent=switch_to, switch_count=state.switch_count)
                 )
                 messages[0] = Message.system(state.plan.system_prompt)
@@ -333,7 +336,7 @@ class AgentLoop:
                 kind="model", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
             )
             assert activity.model_call_id is not None
-            self._admit(
+            await self._admit(
                 recorder,
                 ModelCallRequestedV2(
                     activity_id=activity.activity_id,
@@ -350,7 +353,7 @@ class AgentLoop:
                 usage = _usage_of(exc)
                 partial = activity.partial_text
                 delay = self._retry.delay_for(exc.info, attempt)
-                recorder.append(
+                await recorder.append(
                     ModelCallFailedV2(
                         activity_id=activity.activity_id,
                         model_call_id=activity.model_call_id,
@@ -375,7 +378,7 @@ class AgentLoop:
             completed = turn.completed
             bounded = bound_turn(turn.text, turn.text_chars, turn.tool_calls, turn.calls_asked)
             turn.text, turn.tool_calls, turn.call_errors = bounded.text, bounded.tool_calls, bounded.call_errors
-            recorder.append(
+            await recorder.append(
                 ModelCallCompletedV2(
                     activity_id=activity.activity_id,
                     model_call_id=activity.model_call_id,
@@ -475,7 +478,7 @@ class AgentLoop:
         activity = _Active(
             kind="tool", activity_id=self._ids.new(ActivityId), tool_call_id=call.tool_call_id, tool_name=internal
         )
-        self._admit(
+        await self._admit(
             recorder,
             ToolCallRequestedV2(
                 activity_id=activity.activity_id,
@@ -536,24 +539,24 @@ class AgentLoop:
             )
             result = await plan.gate.call(request, context)
         if result.is_error:
-            recorder.append(
+            await recorder.append(
                 ToolCallFailedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
             )
         else:
-            recorder.append(
+            await recorder.append(
                 ToolCallCompletedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
             )
         state.active = None
         if not result.is_error and internal == TODO_TOOL and result.data is not None:
             todos = result.data.get("todos")
             if isinstance(todos, (list, tuple)):
-                recorder.append(TodosUpdatedV1.model_validate({"todos": todos}))
+                await recorder.append(TodosUpdatedV1.model_validate({"todos": todos}))
         self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, result.content, result.is_error)
         return result
 
     # ---- bookkeeping -----------------------------------------------------------------------------------------
 
-    def _admit(
+    async def _admit(
         self,
         recorder: RunRecorder,
         requested: ModelCallRequestedV2 | ToolCallRequestedV2,
@@ -562,20 +565,20 @@ class AgentLoop:
         """Append an activity's Requested and Started facts in one transaction (both or neither); a budget refusal
         of the request ends the run as a budget stop, with no activity written."""
         try:
-            recorder.append_many((requested, started))
+            await recorder.append_many((requested, started))
         except BearAgentError as exc:
             if exc.info.category == "budget":
                 raise _RunFailure(exc.info) from exc
             raise
 
-    def _close_active(self, recorder: RunRecorder, state: _LoopState, error: ErrorInfo) -> None:
+    async def _close_active(self, recorder: RunRecorder, state: _LoopState, error: ErrorInfo) -> None:
         active = state.active
         if active is None:
             return
         state.active = None
         with contextlib.suppress(BearAgentError):
             if active.kind == "model" and active.model_call_id is not None:
-                recorder.append(
+                await recorder.append(
                     ModelCallFailedV2(
                         activity_id=active.activity_id,
                         model_call_id=active.model_call_id,
@@ -587,7 +590,7 @@ class AgentLoop:
                 request = ToolRequest(
                     tool_call_id=active.tool_call_id, name=active.tool_name or "unknown", arguments={}
                 )
-                recorder.append(
+                await recorder.append(
                     ToolCallFailedV2(
                         activity_id=active.activity_id,
                         tool_call_id=active.tool_call_id,
@@ -595,9 +598,9 @@ class AgentLoop:
                     )
                 )
 
-    def _fail(self, recorder: RunRecorder, state: _LoopState, error: ErrorInfo, partial_text: str) -> RunOutcome:
-        self._close_active(recorder, state, error)
-        projection = recorder.append(RunFailedV2(error=error, partial_text=partial_text))
+    async def _fail(self, recorder: RunRecorder, state: _LoopState, error: ErrorInfo, partial_text: str) -> RunOutcome:
+        await self._close_active(recorder, state, error)
+        projection = await recorder.append(RunFailedV2(error=error, partial_text=partial_text))
         self._observer.run_failed(recorder.run_id, error)
         return RunOutcome(
             run_id=recorder.run_id,

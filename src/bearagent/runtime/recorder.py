@@ -1,4 +1,5 @@
-"""`RunRecorder`: turns typed payloads into envelopes with the next sequence and appends them to the store."""
+"""`RunRecorder`: turns typed payloads into envelopes with the next sequence and appends them through the run
+writer (`runtime/run_writer.py`)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,20 @@ from bearagent.domain.events import Event
 from bearagent.domain.ids import CausationId, CorrelationId, EventId, IdGenerator, RunId
 from bearagent.domain.run_events import RunEventPayload, event_type_of
 from bearagent.domain.state import RunProjection
-from bearagent.ports import Clock, EventStore
+from bearagent.ports import Clock
+from bearagent.runtime.run_writer import RunWriter
 
 _log = logging.getLogger("bearagent.events")
 
 
 class RunRecorder:
-    """Appends the facts of one run in order. The store's reducer decides whether each fact may happen; a refusal
+    """Appends the facts of one run in order. The writer's reducer decides whether each fact may happen; a refusal
     (budget, invalid transition, sequence conflict) propagates as a `BearAgentError` and nothing is written."""
 
     def __init__(
         self,
         *,
-        store: EventStore,
+        writer: RunWriter,
         clock: Clock,
         ids: IdGenerator,
         run_id: RunId,
@@ -29,7 +31,7 @@ class RunRecorder:
         last_sequence: int = 0,
         sinks: Sequence[Callable[[Event], None]] = (),
     ) -> None:
-        self._store = store
+        self._writer = writer
         self._clock = clock
         self._ids = ids
         self.run_id = run_id
@@ -43,11 +45,12 @@ class RunRecorder:
     def sequence(self) -> int:
         return self._sequence
 
-    def append(self, payload: RunEventPayload) -> RunProjection:
-        return self.append_many((payload,))
+    async def append(self, payload: RunEventPayload) -> RunProjection:
+        return await self.append_many((payload,))
 
-    def append_many(self, payloads: Sequence[RunEventPayload]) -> RunProjection:
-        """Append consecutive facts in one transaction (all or none), e.g. an activity's Requested + Started."""
+    async def append_many(self, payloads: Sequence[RunEventPayload]) -> RunProjection:
+        """Append consecutive facts in one transaction (all or none), e.g. an activity's Requested + Started. A
+        cancellation that arrives while the store commits is raised after the commit is recorded here."""
         events: list[Event] = []
         sequence = self._sequence
         last_event_id = self._last_event_id
@@ -68,10 +71,13 @@ class RunRecorder:
             )
             events.append(event)
             last_event_id = event.event_id
-        projection = self._store.append_many(events)
-        self._sequence = sequence
-        self._last_event_id = last_event_id
-        self.projection = projection
+
+        def committed(projection: RunProjection) -> None:
+            self._sequence = sequence
+            self._last_event_id = last_event_id
+            self.projection = projection
+
+        projection = await self._writer.append_many(events, on_commit=committed)
         for event in events:
             for sink in self._sinks:
                 try:

@@ -1,25 +1,31 @@
-"""The default EventStore: one SQLite file (WAL) holding the event log and its Run/Activity projections.
+"""The default store: one SQLite file (WAL) holding the event log and its Run/Activity projections.
 
-`append` is one `BEGIN IMMEDIATE` transaction: read the run row (and its active activity), reduce, INSERT the event,
-write the projections, COMMIT; anything failing rolls all of it back. The write lock of `BEGIN IMMEDIATE` plus the
-sequence check (backed by `UNIQUE (run_id, sequence)`) make racing writers, threads or processes, safe: the loser gets
-`SequenceConflict`. An in-process cache of each run's state is trusted only while the stored `last_sequence` still
-matches, so appending costs the same on the 10th and the 10,000th event.
+It implements the async storage port (`ports.RunStorage`) of the run writer (`runtime/run_writer.py`): the writer
+reduces, this store commits. A commit is one `BEGIN IMMEDIATE` transaction: check the run row is still at the version
+the writer reduced on, write the run row (with its active activity), INSERT the events and the ended activities,
+COMMIT; anything failing rolls all of it back. The write lock of `BEGIN IMMEDIATE` plus the version check (and
+`UNIQUE (run_id, sequence)`) make racing writers, threads or processes, safe: the loser gets `VersionConflict`, which
+the writer turns into `SequenceConflict`. Port calls run on the store's own writer and reader threads, so a commit
+waiting for another process's write lock never blocks the event loop.
+
+The synchronous methods (reads, sessions, `append`, maintenance) serve the CLI's read-only commands, tools and tests.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Literal, Self, cast
+from typing import Literal, Self, TypeVar, cast
 
 import orjson
 
@@ -27,16 +33,19 @@ from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
-from bearagent.domain.run_events import parse_run_event_payload
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord
-from bearagent.runtime.reducer import InvalidTransition, SequenceConflict, apply
+from bearagent.ports import ActivityIdTaken, EventIdTaken, RunCommit, StoredRun, VersionConflict
 from bearagent.runtime.replay import EventRow, Replayer, ReplayError
+from bearagent.runtime.run_refs import MATCH_LIMIT, pick_run, run_ref_prefix
 from bearagent.runtime.run_state import ActivityState, RunState, iso
+from bearagent.runtime.run_writer import RunWriter
 from bearagent.runtime.state_files import SQLITE_SIDE_FILES, prepare_sqlite_file, refuse_symlinks
 from bearagent.store.errors import StoreError, translate_sqlite_error
 from bearagent.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from bearagent.store.session_lock import SessionLock
 
 Durability = Literal["normal", "full"]
+_T = TypeVar("_T")
 
 _INSERT_EVENT = (
     "INSERT INTO events (run_id, sequence, event_id, event_type, schema_version, occurred_at, causation_id,"
@@ -47,12 +56,12 @@ _INSERT_RUN = (
     " active_activity, goal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SELECT_RUN = "SELECT data, goal FROM run_projections"
-_UPDATE_RUN = "UPDATE run_projections SET status = ?, last_sequence = ?, data = ?, active_activity = ? WHERE run_id = ?"
-# the same without `status` (and so without touching its index) for the common case of an unchanged status
+_VERSION_OF = "SELECT last_sequence FROM run_projections WHERE run_id = ?"
 _UPDATE_RUN_IF_AT = (
     "UPDATE run_projections SET last_sequence = ?, data = ?, active_activity = ? WHERE run_id = ? AND last_sequence = ?"
 )
-_UPDATE_RUN_STATUS_IF_AT = _UPDATE_RUN + " AND last_sequence = ?"
+# a separate statement that writes (and touches the status index) only when the status changed
+_UPDATE_STATUS = "UPDATE run_projections SET status = ? WHERE run_id = ? AND status != ?"
 _INSERT_ACTIVITY = (
     "INSERT INTO activity_projections (run_id, activity_id, requested_sequence, status, data) VALUES (?, ?, ?, ?, ?)"
 )
@@ -83,6 +92,38 @@ class RebuildReport:
     events: int
 
 
+class _Worker:
+    """One thread with its own connection, opened there on first use; async callers await its results."""
+
+    def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._name = name
+        self._connect = connect
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._guard = threading.Lock()
+
+    def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        if self._conn is None:
+            self._conn = self._connect()
+        return work(self._conn)
+
+    async def call(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        with self._guard:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
+            executor = self._executor
+        return await asyncio.get_running_loop().run_in_executor(executor, self._run, work)
+
+    def close(self) -> None:
+        with self._guard:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)  # a commit under way finishes first
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
 class SqliteEventStore:
     """EventStore + SessionStore over one SQLite file. Thread-safe; several processes may share the file."""
 
@@ -106,10 +147,14 @@ class SqliteEventStore:
         self.path = Path(path)
         self.durability: Durability = durability
         self._lock = threading.RLock()
-        self._cache: dict[str, tuple[RunState, ActivityState | None]] = {}
         self._cache_size = cache_size
         self._conn = self._open(busy_timeout_ms)
-        self._cursor = self._conn.cursor()
+        self._cursors: dict[int, sqlite3.Cursor] = {}
+        self._writer = _Worker("bearagent-store-writer", lambda: self._connect_more(busy_timeout_ms))
+        self._reader = _Worker("bearagent-store-reader", lambda: self._connect_more(busy_timeout_ms))
+        self._sync_lock = threading.Lock()
+        self._sync_loop: asyncio.AbstractEventLoop | None = None
+        self._sync_writer: RunWriter | None = None
 
     # ---- opening and migrating -------------------------------------------------------------------------------
 
@@ -158,6 +203,25 @@ class SqliteEventStore:
         except BaseException:
             conn.close()
             raise
+        return conn
+
+    def _connect_more(self, busy_timeout_ms: int) -> sqlite3.Connection:
+        """Another connection to the file `_open` checked, set up and migrated. It must not open and close the
+        file itself as `_open` does: closing any descriptor of the file drops the POSIX locks this process's other
+        connections hold on it (SQLite's locks), which can corrupt the database mid-transaction."""
+        try:
+            conn = sqlite3.connect(
+                str(self.path), isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+            )
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(self.path, exc, "opening the event store") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            conn.execute("PRAGMA synchronous = " + ("FULL" if self.durability == "full" else "NORMAL"))
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise translate_sqlite_error(self.path, exc, "opening the event store") from exc
         return conn
 
     def _prepare(self, conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
@@ -246,7 +310,7 @@ class SqliteEventStore:
         with self._lock:
             return cast(tuple[int], self._conn.execute("PRAGMA user_version").fetchone())[0]
 
-    # ---- append ----------------------------------------------------------------------------------------------
+    # ---- append ---------------------------------------------------------------------------------------------
 
     def append(self, event: Event) -> RunProjection:
         """Validate, reduce and store one event with its projections, atomically. Returns the new run projection.
@@ -258,123 +322,96 @@ class SqliteEventStore:
 
     def append_many(self, events: Sequence[Event]) -> RunProjection:
         """Append consecutive events of ONE run in one transaction: all of them become facts, or none does (a
-        budget refusal of any of them rolls the whole batch back). Returns the run projection after the last."""
-        if not events:
-            raise ValueError("append_many needs at least one event")
-        run_id = str(events[0].run_id)
-        rows: list[tuple[object, ...]] = []
-        for event in events:
-            if str(event.run_id) != run_id:
-                raise ValueError("append_many takes events of one run")
-            parse_run_event_payload(event.event_type, event.schema_version, event.payload)
-            rows.append(
-                (
-                    run_id,
-                    event.sequence,
-                    str(event.event_id),
-                    event.event_type,
-                    event.schema_version,
-                    iso(event.occurred_at),
-                    None if event.causation_id is None else str(event.causation_id),
-                    None if event.correlation_id is None else str(event.correlation_id),
-                    dumps_json(event.payload),
+        budget refusal of any of them rolls the whole batch back). Returns the run projection after the last.
+
+        For synchronous callers (tools, tests, workers): the runtime's `RunWriter` on a private event loop, over
+        this store's async port. Async code awaits a `RunWriter` instead; this must not run inside an event loop."""
+        with self._sync_lock:
+            if self._sync_loop is None:
+                self._sync_loop = asyncio.new_event_loop()
+                self._sync_writer = RunWriter(self, cache_size=self._cache_size)
+            assert self._sync_writer is not None
+            return self._sync_loop.run_until_complete(self._sync_writer.append_many(events))
+
+    def _commit_on(self, conn: sqlite3.Connection, commit: RunCommit) -> None:
+        """The commit of the storage port, on the writer thread: one `BEGIN IMMEDIATE` transaction."""
+        run_id = str(commit.run_id)
+        state, active = commit.state, commit.active
+        rows = [
+            (
+                run_id,
+                event.sequence,
+                str(event.event_id),
+                event.event_type,
+                event.schema_version,
+                iso(event.occurred_at),
+                None if event.causation_id is None else str(event.causation_id),
+                None if event.correlation_id is None else str(event.correlation_id),
+                dumps_json(event.payload),
+            )
+            for event in commit.events
+        ]
+        data = dumps_json(state.to_json(with_goal=False))
+        active_data = None if active is None else dumps_json(active.to_json())
+        cursor = self._writer_cursor(conn)
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(self.path, exc, "starting an append") from exc
+        first = commit.events[0]
+        try:
+            if commit.expected_version == 0:
+                stored = cursor.execute(_VERSION_OF, (run_id,)).fetchone()
+                if stored is not None:
+                    raise VersionConflict(commit.run_id, cast(int, stored[0]))
+                cursor.execute(
+                    _INSERT_RUN,
+                    (
+                        run_id,
+                        state.session_id,
+                        state.parent_run_id,
+                        state.status,
+                        iso(state.created_at),
+                        state.last_sequence,
+                        data,
+                        active_data,
+                        state.goal,
+                    ),
                 )
-            )
-        with self._lock:
-            conn = self._cursor  # one reused cursor: cheaper than a new one per statement
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise translate_sqlite_error(self.path, exc, "starting an append") from exc
-            states: list[tuple[RunState, ActivityState | None]] = []
-            event = events[0]
-            try:
-                for event, event_row in zip(events, rows, strict=True):
-                    new_run, changed, active = self._reduce_and_write_run(conn, run_id, event)
-                    conn.execute(_INSERT_EVENT, event_row)
-                    if changed is not None and active is None:  # the activity ended: it moves to its own table
-                        conn.execute(
-                            _INSERT_ACTIVITY,
-                            (
-                                run_id,
-                                changed.activity_id,
-                                changed.requested_sequence,
-                                changed.status,
-                                dumps_json(changed.to_json()),
-                            ),
-                        )
-                    states.append((new_run, active))
-                    # the next event of the batch reduces on top of this one (inside the same transaction)
-                    self._cache[run_id] = (new_run, active)
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                self._cache.pop(run_id, None)  # states written in the rolled-back transaction are not facts
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.IntegrityError):
-                    raise self._integrity_error(exc, event) from exc
-                if isinstance(exc, sqlite3.Error):
-                    raise translate_sqlite_error(
-                        self.path, exc, f"appending event {event.sequence} of run {run_id}"
-                    ) from exc
-                raise
-            new_run, active = states[-1]
-            cache = self._cache
-            cache[run_id] = (new_run, active)
-            if len(cache) > self._cache_size:
-                del cache[next(iter(cache))]
-        return new_run.to_projection()
-
-    def _reduce_and_write_run(
-        self, conn: sqlite3.Cursor, run_id: str, event: Event
-    ) -> tuple[RunState, ActivityState | None, ActivityState | None]:
-        """Inside the write transaction: reduce the event and write the run row (with its active activity).
-
-        Returns the run, the activity the event changed and the run's active activity afterwards. Fast path: the
-        cached state of the run is trusted when the conditional UPDATE finds the stored row still at the cached
-        `last_sequence` (no other writer got in between); otherwise, or when the cached state refuses the event,
-        the run is read from the file and the event reduced again.
-        """
-        cached = self._cache.pop(run_id, None)  # put back only after COMMIT
-        if cached is not None:
-            run, active = cached
-            prior, prior_status = run.last_sequence, run.status
-            try:
-                new_run, changed = self._apply(conn, run, active, event, run_id)
-            except BearAgentError:
-                pass  # maybe stale: decide on what the file says
             else:
-                new_active = (changed or active) if new_run.active_activity_id is not None else None
-                data = dumps_json(new_run.to_json(with_goal=False))
-                active_data = None if new_active is None else dumps_json(new_active.to_json())
-                if new_run.status == prior_status:
-                    cursor = conn.execute(_UPDATE_RUN_IF_AT, (new_run.last_sequence, data, active_data, run_id, prior))
-                else:
-                    cursor = conn.execute(
-                        _UPDATE_RUN_STATUS_IF_AT,
-                        (new_run.status, new_run.last_sequence, data, active_data, run_id, prior),
-                    )
-                if cursor.rowcount == 1:
-                    return new_run, changed, new_active
-        run, active = self._load(conn, run_id)
-        new_run, changed = self._apply(conn, run, active, event, run_id)
-        new_active = (changed or active) if new_run.active_activity_id is not None else None
-        if run is not None:
-            conn.execute(_UPDATE_RUN, (*self._run_values(new_run, new_active), run_id))
-        else:
-            conn.execute(
-                _INSERT_RUN,
-                (
-                    run_id,
-                    new_run.session_id,
-                    new_run.parent_run_id,
-                    new_run.status,
-                    iso(new_run.created_at),
-                    *self._run_values(new_run, None)[1:],
-                    new_run.goal,
-                ),
-            )
-        return new_run, changed, new_active
+                cursor.execute(
+                    _UPDATE_RUN_IF_AT, (state.last_sequence, data, active_data, run_id, commit.expected_version)
+                )
+                if cursor.rowcount != 1:
+                    stored = cursor.execute(_VERSION_OF, (run_id,)).fetchone()
+                    raise VersionConflict(commit.run_id, 0 if stored is None else cast(int, stored[0]))
+                cursor.execute(_UPDATE_STATUS, (state.status, run_id, state.status))
+            for activity_id in commit.requested_activity_ids:
+                if cursor.execute(_ACTIVITY_EXISTS, (run_id, activity_id)).fetchone() is not None:
+                    raise ActivityIdTaken(activity_id)
+            cursor.executemany(_INSERT_EVENT, rows)
+            for ended in commit.finished:
+                cursor.execute(
+                    _INSERT_ACTIVITY,
+                    (run_id, ended.activity_id, ended.requested_sequence, ended.status, dumps_json(ended.to_json())),
+                )
+            cursor.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                cursor.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise self._integrity_error(cursor, exc, commit) from exc
+            if isinstance(exc, sqlite3.Error):
+                raise translate_sqlite_error(
+                    self.path, exc, f"appending event {first.sequence} of run {run_id}"
+                ) from exc
+            raise
+
+    def _writer_cursor(self, conn: sqlite3.Connection) -> sqlite3.Cursor:
+        cursor = self._cursors.get(id(conn))
+        if cursor is None:  # one reused cursor per connection: cheaper than a new one per statement
+            cursor = self._cursors[id(conn)] = conn.cursor()
+        return cursor
 
     @staticmethod
     def _run_values(run: RunState, active: ActivityState | None) -> tuple[object, ...]:
@@ -385,39 +422,15 @@ class SqliteEventStore:
             None if active is None else dumps_json(active.to_json()),
         )
 
-    @staticmethod
-    def _apply(
-        conn: sqlite3.Cursor, run: RunState | None, active: ActivityState | None, event: Event, run_id: str
-    ) -> tuple[RunState, ActivityState | None]:
-        new_run, changed = apply(
-            run,
-            active,
-            event.event_type,
-            event.schema_version,
-            event.sequence,
-            event.occurred_at,
-            event.payload,
-            run_id=run_id,
-        )
-        if (
-            changed is not None
-            and changed.requested_sequence == event.sequence
-            and conn.execute(_ACTIVITY_EXISTS, (run_id, changed.activity_id)).fetchone() is not None
-        ):
-            raise InvalidTransition(
-                event.event_type,
-                "already has this activity",
-                f"activity {changed.activity_id} was requested before; every activity needs a new id",
-                run_id=run_id,
-            )
-        return new_run, changed
-
-    def _load(self, conn: sqlite3.Cursor, run_id: str) -> tuple[RunState | None, ActivityState | None]:
-        row = conn.execute(
-            "SELECT data, goal, active_activity FROM run_projections WHERE run_id = ?", (run_id,)
-        ).fetchone()
+    def _load_on(self, conn: sqlite3.Connection, run_id: str) -> StoredRun | None:
+        try:
+            row = conn.execute(
+                "SELECT data, goal, active_activity FROM run_projections WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(self.path, exc, f"reading run {run_id}") from exc
         if row is None:
-            return None, None
+            return None
         data, goal, active_data = cast(tuple[str, str | None, str | None], row)
         run = RunState.from_json(_run_json(data, goal))
         active: ActivityState | None = None
@@ -430,49 +443,120 @@ class SqliteEventStore:
                     "Rebuild the projections from the event log (SqliteEventStore.rebuild_projections)",
                 )
             active = ActivityState.from_json(cast(Mapping[str, JsonValue], json.loads(active_data)))
-        return run, active
+        return StoredRun(run, active)
 
-    def _integrity_error(self, exc: sqlite3.IntegrityError, event: Event) -> BearAgentError:
+    def _integrity_error(self, cursor: sqlite3.Cursor, exc: sqlite3.IntegrityError, commit: RunCommit) -> Exception:
         text = str(exc)
+        run_id = str(commit.run_id)
         if "events.run_id" in text and "events.sequence" in text:
-            row = self._conn.execute(
-                "SELECT max(sequence) FROM events WHERE run_id = ?", (str(event.run_id),)
-            ).fetchone()
-            last = cast(int | None, row[0] if row else None) or 0
-            return SequenceConflict(str(event.run_id), expected=last + 1, got=event.sequence)
+            row = cursor.execute("SELECT max(sequence) FROM events WHERE run_id = ?", (run_id,)).fetchone()
+            return VersionConflict(commit.run_id, cast(int | None, row[0] if row else None) or 0)
         if "events.event_id" in text:
-            return InvalidTransition(
-                event.event_type,
-                "already holds this event id",
-                f"event {event.event_id} is already stored; every event needs a new event_id",
-                run_id=str(event.run_id),
-            )
+            taken = {str(event.event_id) for event in commit.events}
+            found = [
+                cast(str, row[0])
+                for row in cursor.execute(
+                    f"SELECT event_id FROM events WHERE event_id IN ({', '.join('?' * len(taken))})", tuple(taken)
+                )
+            ]
+            return EventIdTaken(found[0] if found else str(commit.events[0].event_id))
         if "activity_projections" in text:
-            return InvalidTransition(
-                event.event_type,
-                "already has this activity",
-                f"activity {event.payload.get('activity_id')} was requested before; every activity needs a new id",
-                run_id=str(event.run_id),
-            )
-        return translate_sqlite_error(self.path, exc, f"appending event {event.sequence} of run {event.run_id}")
+            return ActivityIdTaken(commit.finished[0].activity_id if commit.finished else "?")
+        if "run_projections.run_id" in text:
+            row = cursor.execute(_VERSION_OF, (run_id,)).fetchone()
+            return VersionConflict(commit.run_id, 0 if row is None else cast(int, row[0]))
+        return translate_sqlite_error(
+            self.path, exc, f"appending event {commit.events[0].sequence} of run {commit.run_id}"
+        )
+
+    # ---- the async storage port (ports.RunStorage) -------------------------------------------------------------
+    #
+    # Blocking SQLite calls run on this store's own threads, never on the event loop: one writer thread (its own
+    # connection; a write waiting for another process's lock waits there, up to the busy timeout) and one reader
+    # thread (its own connection: WAL readers never wait for writers).
+
+    async def load_run(self, run_id: RunId) -> StoredRun | None:
+        return await self._writer.call(lambda conn: self._load_on(conn, str(run_id)))
+
+    async def commit(self, commit: RunCommit) -> None:
+        await self._writer.call(lambda conn: self._commit_on(conn, commit))
+
+    async def fetch_events(self, run_id: RunId, after_sequence: int = 0, limit: int | None = None) -> Sequence[Event]:
+        return await self._reader.call(lambda conn: self._events_on(conn, run_id, after_sequence + 1, limit))
+
+    async def fetch_run(self, run_id: RunId) -> RunProjection | None:
+        return await self._reader.call(lambda conn: self._run_on(conn, run_id))
+
+    async def fetch_runs(
+        self,
+        *,
+        session_id: SessionId | None = None,
+        status: RunStatus | None = None,
+        parent_run_id: RunId | None = None,
+        limit: int = 50,
+    ) -> Sequence[RunProjection]:
+        return await self._reader.call(lambda conn: self._runs_on(conn, session_id, status, parent_run_id, limit))
+
+    async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:
+        return await self._reader.call(lambda conn: self._activities_on(conn, run_id))
+
+    async def find_runs(self, prefix: str, *, top_level: bool = False, limit: int = 6) -> Sequence[RunId]:
+        return await self._reader.call(lambda conn: self._find_on(conn, prefix, top_level, limit))
+
+    async def insert_session(self, session: SessionRecord) -> SessionRecord:
+        return await self._writer.call(lambda conn: self._insert_session_on(conn, session))
+
+    async def save_session(self, session: SessionRecord) -> SessionRecord:
+        return await self._writer.call(lambda conn: self._save_session_on(conn, session))
+
+    async def fetch_session(self, session_id: SessionId) -> SessionRecord | None:
+        return await self._reader.call(lambda conn: self._session_on(conn, session_id))
+
+    async def fetch_sessions(self, *, caller: str | None = None, limit: int = 50) -> Sequence[SessionRecord]:
+        return await self._reader.call(lambda conn: self._sessions_on(conn, caller, limit))
+
+    def session_lock(
+        self,
+        session_id: SessionId,
+        *,
+        wait: bool = True,
+        on_wait: Callable[[], None] | None = None,
+        timeout_s: float | None = None,
+    ) -> SessionLock:
+        """An exclusive `flock` on `locks/session-<id>.lock` beside the database: one host, like the file."""
+        return SessionLock(self.path.parent / "locks", session_id, wait=wait, on_wait=on_wait, timeout_s=timeout_s)
 
     # ---- reads -----------------------------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Sequence[object], doing: str) -> list[tuple[object, ...]]:
         with self._lock:
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise translate_sqlite_error(self.path, exc, doing) from exc
+            return self._query_on(self._conn, sql, params, doing)
+
+    def _query_on(
+        self, conn: sqlite3.Connection, sql: str, params: Sequence[object], doing: str
+    ) -> list[tuple[object, ...]]:
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(self.path, exc, doing) from exc
+
+    def _sync_read(self, read: Callable[[sqlite3.Connection], _T]) -> _T:
+        with self._lock:
+            return read(self._conn)
 
     def read_events(self, run_id: RunId, from_sequence: int = 1, *, limit: int | None = None) -> Sequence[Event]:
         """The stored events of a run from `from_sequence` on, in sequence order, exactly as appended."""
+        return self._sync_read(lambda conn: self._events_on(conn, run_id, from_sequence, limit))
+
+    def _events_on(
+        self, conn: sqlite3.Connection, run_id: RunId, from_sequence: int, limit: int | None
+    ) -> Sequence[Event]:
         sql = f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ? AND sequence >= ? ORDER BY sequence"
         params: list[object] = [str(run_id), from_sequence]
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        rows = self._query(sql, params, f"reading events of run {run_id}")
+        rows = self._query_on(conn, sql, params, f"reading events of run {run_id}")
         return [self._event_of(row) for row in rows]
 
     def _event_of(self, row: tuple[object, ...]) -> Event:
@@ -499,7 +583,10 @@ class SqliteEventStore:
             ) from exc
 
     def get_run(self, run_id: RunId) -> RunProjection | None:
-        rows = self._query(f"{_SELECT_RUN} WHERE run_id = ?", (str(run_id),), f"reading run {run_id}")
+        return self._sync_read(lambda conn: self._run_on(conn, run_id))
+
+    def _run_on(self, conn: sqlite3.Connection, run_id: RunId) -> RunProjection | None:
+        rows = self._query_on(conn, f"{_SELECT_RUN} WHERE run_id = ?", (str(run_id),), f"reading run {run_id}")
         return _run_of(rows[0]) if rows else None
 
     def list_runs(
@@ -511,6 +598,16 @@ class SqliteEventStore:
         limit: int = 50,
     ) -> Sequence[RunProjection]:
         """Runs, newest first (by creation), optionally of one session, one status and/or one parent run."""
+        return self._sync_read(lambda conn: self._runs_on(conn, session_id, status, parent_run_id, limit))
+
+    def _runs_on(
+        self,
+        conn: sqlite3.Connection,
+        session_id: SessionId | None,
+        status: RunStatus | None,
+        parent_run_id: RunId | None,
+        limit: int,
+    ) -> Sequence[RunProjection]:
         where: list[str] = []
         params: list[object] = []
         for column, value in (("session_id", session_id), ("status", status), ("parent_run_id", parent_run_id)):
@@ -522,11 +619,15 @@ class SqliteEventStore:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY rowid DESC LIMIT ?"
         params.append(limit)
-        rows = self._query(sql, params, "listing runs")
+        rows = self._query_on(conn, sql, params, "listing runs")
         return [_run_of(row) for row in rows]
 
     def list_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:
-        rows = self._query(
+        return self._sync_read(lambda conn: self._activities_on(conn, run_id))
+
+    def _activities_on(self, conn: sqlite3.Connection, run_id: RunId) -> Sequence[ActivityProjection]:
+        rows = self._query_on(
+            conn,
             "SELECT requested_sequence, data FROM activity_projections WHERE run_id = ?"
             " UNION ALL SELECT 0, active_activity FROM run_projections WHERE run_id = ? AND active_activity IS NOT NULL"
             " ORDER BY 1",
@@ -536,58 +637,23 @@ class SqliteEventStore:
         activities = [ActivityProjection.model_validate_json(cast(str, row[1])) for row in rows]
         return sorted(activities, key=lambda a: a.requested_sequence)
 
+    def _find_on(self, conn: sqlite3.Connection, prefix: str, top_level: bool, limit: int) -> Sequence[RunId]:
+        if any(ch not in "0123456789abcdef-" for ch in prefix):
+            return []  # run ids are lower-case hex and '-': nothing else can match (and GLOB stays literal)
+        sql = "SELECT run_id FROM run_projections WHERE run_id GLOB ?"
+        if top_level:
+            sql += " AND parent_run_id IS NULL"
+        sql += " ORDER BY rowid DESC LIMIT ?"
+        rows = self._query_on(conn, sql, (prefix + "*", limit), f"finding runs starting with {prefix!r}")
+        return [RunId(cast(str, row[0])) for row in rows]
+
     def resolve_run_ref(self, ref: str) -> RunId:
-        """A run id from a full id, a unique prefix of one, or `last` (the newest run a caller started: child runs
-        of `Task` and action tools are created after their parent, so they are not what `last` means)."""
-        text = ref.strip().lower()
-        if text == "last":
-            rows = self._query(
-                "SELECT run_id FROM run_projections WHERE parent_run_id IS NULL ORDER BY rowid DESC LIMIT 1",
-                (),
-                "finding the last run",
-            )
-            if not rows:
-                raise BearAgentError(
-                    ErrorInfo.of(
-                        "not_found",
-                        "no_runs",
-                        f"there are no runs in {self.path} yet, so 'last' names nothing; start one with `bearagent run`",
-                    )
-                )
-            return RunId(cast(str, rows[0][0]))
-        if not text or any(ch not in "0123456789abcdef-" for ch in text):
-            raise BearAgentError(
-                ErrorInfo.of(
-                    "invalid_request",
-                    "bad_run_ref",
-                    f"run reference {ref!r} is not a run id, a prefix of one or 'last'; "
-                    "copy an id from `bearagent runs list`",
-                )
-            )
-        rows = self._query(
-            "SELECT run_id FROM run_projections WHERE run_id GLOB ? ORDER BY rowid DESC LIMIT 6",
-            (text + "*",),
-            f"resolving run reference {ref!r}",
+        """A run id from a full id, a unique prefix of one, or `last` (`runtime/run_refs.py`), for sync callers."""
+        prefix = run_ref_prefix(ref)
+        found = self._sync_read(
+            lambda conn: self._find_on(conn, prefix or "", prefix is None, 1 if prefix is None else MATCH_LIMIT)
         )
-        if not rows:
-            raise BearAgentError(
-                ErrorInfo.of(
-                    "not_found",
-                    "run",
-                    f"no run id starts with {ref!r} in {self.path}; list the runs with `bearagent runs list`",
-                )
-            )
-        if len(rows) > 1:
-            ids = ", ".join(cast(str, row[0]) for row in rows[:5])
-            more = " and more" if len(rows) > 5 else ""
-            raise BearAgentError(
-                ErrorInfo.of(
-                    "invalid_request",
-                    "ambiguous_run_ref",
-                    f"run reference {ref!r} matches several runs ({ids}{more}); type more characters of the id",
-                )
-            )
-        return RunId(cast(str, rows[0][0]))
+        return pick_run(ref, prefix, found, str(self.path))
 
     # ---- replay ----------------------------------------------------------------------------------------------
 
@@ -627,7 +693,6 @@ class SqliteEventStore:
         replayer = Replayer(validate=validate)
         with self._lock:
             conn = self._conn
-            self._cache.clear()
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -683,36 +748,40 @@ class SqliteEventStore:
     # ---- sessions --------------------------------------------------------------------------------------------
 
     def create_session(self, session: SessionRecord) -> SessionRecord:
-        with self._lock:
-            try:
-                self._conn.execute(
-                    "INSERT INTO sessions (session_id, created_at, updated_at, agent_name, active_agent_name, title,"
-                    " caller) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    _session_row(session),
+        return self._sync_read(lambda conn: self._insert_session_on(conn, session))
+
+    def _insert_session_on(self, conn: sqlite3.Connection, session: SessionRecord) -> SessionRecord:
+        try:
+            conn.execute(
+                "INSERT INTO sessions (session_id, created_at, updated_at, agent_name, active_agent_name, title,"
+                " caller) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                _session_row(session),
+            )
+        except sqlite3.IntegrityError as exc:
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "conflict",
+                    "session_exists",
+                    f"session {session.session_id} already exists; continue it with --session or create a new id",
                 )
-            except sqlite3.IntegrityError as exc:
-                raise BearAgentError(
-                    ErrorInfo.of(
-                        "conflict",
-                        "session_exists",
-                        f"session {session.session_id} already exists; continue it with --session or create a new id",
-                    )
-                ) from exc
-            except sqlite3.Error as exc:
-                raise translate_sqlite_error(self.path, exc, f"creating session {session.session_id}") from exc
+            ) from exc
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(self.path, exc, f"creating session {session.session_id}") from exc
         return session
 
     def update_session(self, session: SessionRecord) -> SessionRecord:
         """Replace a stored session's fields (its id must exist)."""
-        with self._lock:
-            try:
-                cursor = self._conn.execute(
-                    "UPDATE sessions SET created_at = ?, updated_at = ?, agent_name = ?, active_agent_name = ?,"
-                    " title = ?, caller = ? WHERE session_id = ?",
-                    (*_session_row(session)[1:], str(session.session_id)),
-                )
-            except sqlite3.Error as exc:
-                raise translate_sqlite_error(self.path, exc, f"updating session {session.session_id}") from exc
+        return self._sync_read(lambda conn: self._save_session_on(conn, session))
+
+    def _save_session_on(self, conn: sqlite3.Connection, session: SessionRecord) -> SessionRecord:
+        try:
+            cursor = conn.execute(
+                "UPDATE sessions SET created_at = ?, updated_at = ?, agent_name = ?, active_agent_name = ?,"
+                " title = ?, caller = ? WHERE session_id = ?",
+                (*_session_row(session)[1:], str(session.session_id)),
+            )
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(self.path, exc, f"updating session {session.session_id}") from exc
         if cursor.rowcount == 0:
             raise BearAgentError(
                 ErrorInfo.of(
@@ -724,7 +793,10 @@ class SqliteEventStore:
         return session
 
     def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        rows = self._query(f"{_SESSION_SELECT} WHERE session_id = ?", (str(session_id),), "reading a session")
+        return self._sync_read(lambda conn: self._session_on(conn, session_id))
+
+    def _session_on(self, conn: sqlite3.Connection, session_id: SessionId) -> SessionRecord | None:
+        rows = self._query_on(conn, f"{_SESSION_SELECT} WHERE session_id = ?", (str(session_id),), "reading a session")
         return _session_of(rows[0]) if rows else None
 
     def latest_session(self, *, caller: str | None = None) -> SessionRecord | None:
@@ -734,6 +806,9 @@ class SqliteEventStore:
 
     def list_sessions(self, *, caller: str | None = None, limit: int = 50) -> Sequence[SessionRecord]:
         """Sessions, most recently updated first."""
+        return self._sync_read(lambda conn: self._sessions_on(conn, caller, limit))
+
+    def _sessions_on(self, conn: sqlite3.Connection, caller: str | None, limit: int) -> Sequence[SessionRecord]:
         sql = _SESSION_SELECT
         params: list[object] = []
         if caller is not None:
@@ -741,13 +816,19 @@ class SqliteEventStore:
             params.append(caller)
         sql += " ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         params.append(limit)
-        return [_session_of(row) for row in self._query(sql, params, "listing sessions")]
+        return [_session_of(row) for row in self._query_on(conn, sql, params, "listing sessions")]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
     def close(self) -> None:
+        with self._sync_lock:
+            if self._sync_loop is not None:
+                self._sync_loop.close()
+                self._sync_loop = None
+                self._sync_writer = None
+        self._writer.close()
+        self._reader.close()
         with self._lock:
-            self._cache.clear()
             self._conn.close()
 
     def __enter__(self) -> Self:
