@@ -32,6 +32,7 @@ from bearagent.trust import TrustSurface, require_trust, workspace_trust_surface
 
 if TYPE_CHECKING:
     from bearagent.app import LoadedWorkspace
+    from bearagent.sandbox.settings import SandboxSettings
 
 HOOK_EVENTS: tuple[str, ...] = get_args(HookEventName)
 _COMMON_FIELDS = frozenset(CommonInput.model_fields)
@@ -50,6 +51,8 @@ class HookWorkspace:
     """False for `kind: chat` workspaces (no hooks run there)."""
     env: Mapping[str, str] | None = None
     """The environment the handlers get (None = this process's); a run's: with the Claude Code settings' `env`."""
+    sandbox: SandboxSettings | None = None
+    """The merged sandbox settings (`hooks: true` runs command handlers confined, as in a run); None = off."""
 
 
 HookWorkspaceLoader = Callable[[Path | None], HookWorkspace]
@@ -66,6 +69,7 @@ def hook_workspace(ws: LoadedWorkspace) -> HookWorkspace:
         diagnostics=tuple(ws.hooks.diagnostics),
         hooks_enabled=ws.config.kind != "chat",
         env=ws.child_env(),
+        sandbox=ws.config.sandbox,
     )
 
 
@@ -233,7 +237,7 @@ async def _run_test(
             python_handlers=ws.python_handlers,
             record=records.append,
             transcript=transcript,
-            settings=HookSettings(workspace_root=ws.root, session_id=session_id, env=ws.env),
+            settings=HookSettings(workspace_root=ws.root, session_id=session_id, env=ws.env, sandbox=ws.sandbox),
         )
         return await dispatcher.fire(event, fields, agent_name=agent_name)
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from bearagent.domain.specs import McpServerSpec
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
     from bearagent.mcp.tool import McpTool
+    from bearagent.sandbox.settings import SandboxSettings
 
 EXIT_SERVER_FAILED = 1
 
@@ -41,6 +42,8 @@ class McpCliWorkspace:
     diagnostics: tuple[Diagnostic, ...] = ()
     check_trust: Callable[[], None] | None = None
     """Raises `BearAgentError` when workspace-level servers may not run (untrusted workspace)."""
+    sandbox: SandboxSettings | None = None
+    """The merged sandbox settings (`mcp: true` starts stdio servers confined, as in a run); None = off."""
 
 
 McpCliLoader = Callable[[Path | None], McpCliWorkspace]
@@ -62,7 +65,12 @@ def load_mcp_workspace(workspace: Path | None) -> McpCliWorkspace:
             require_trust(ws.root, load_hook_workspace(ws.root).surface)
 
     return McpCliWorkspace(
-        root=ws.root, specs=specs, env=ws.child_env(), diagnostics=diagnostics, check_trust=check_trust
+        root=ws.root,
+        specs=specs,
+        env=ws.child_env(),
+        diagnostics=diagnostics,
+        check_trust=check_trust,
+        sandbox=ws.config.sandbox,
     )
 
 
@@ -83,7 +91,9 @@ def _prepare(loader: McpCliLoader, workspace: Path | None) -> McpCliWorkspace:
 async def _connect(ws: McpCliWorkspace, specs: Sequence[McpServerSpec]) -> McpConnectionManager:
     from bearagent.mcp.manager import McpConnectionManager
 
-    manager = McpConnectionManager(specs, ws.env or dict(os.environ), ws.root, max_connect_attempts=1)
+    manager = McpConnectionManager(
+        specs, ws.env or dict(os.environ), ws.root, max_connect_attempts=1, sandbox=ws.sandbox
+    )
     await manager.start_all(background_retry=False)
     return manager
 

@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import ErrorInfo
@@ -45,6 +45,9 @@ from bearagent.hooks.protocol import (
 )
 from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext, describe_handler, run_handler
 from bearagent.hooks.transcript import TranscriptWriter
+
+if TYPE_CHECKING:
+    from bearagent.sandbox.settings import SandboxSettings
 
 firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_event", default=None)
 """The hook event whose handler is running in this task (None outside handlers): a judge run started by a handler
@@ -92,6 +95,8 @@ class HookSettings:
     """Environment for command and http handlers (and `${VAR}` expansion); None = `os.environ` at fire time."""
     cwd: Path | None = None
     """The `cwd` input field; None = the workspace root."""
+    sandbox: SandboxSettings | None = None
+    """The merged sandbox settings: with `hooks: true`, command handlers run in the sandbox (None = off)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +345,7 @@ class HookDispatcher:
             python_handlers=self._python_handlers,
             judge=self._judge,
             agent_judge=self._agent_judge,
+            sandbox=settings.sandbox,
         )
         results = await asyncio.gather(*(self._timed(item.spec, event_name, hook_input, ctx) for item in selected))
         outcomes: list[HandlerOutcome] = []

@@ -265,7 +265,14 @@ class HookReply:
 
 
 FailureKind: TypeAlias = Literal[
-    "timeout", "crashed", "exit_status", "bad_output", "missing_executable", "http_status", "unknown_handler"
+    "timeout",
+    "crashed",
+    "exit_status",
+    "bad_output",
+    "missing_executable",
+    "http_status",
+    "unknown_handler",
+    "sandbox_unavailable",
 ]
 
 

@@ -4,7 +4,9 @@ the dispatcher resolves with the handler's `on_failure`.
 
 - `command`: `command` + `args` is the exec form (no shell); `command` alone runs under `/bin/sh -c`. cwd is the
   workspace root, stdin is the JSON, no controlling terminal (own session and process group), env adds
-  `BEARAGENT_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`. A timeout kills the whole process group.
+  `BEARAGENT_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`. A timeout kills the whole process group. With `sandbox.hooks:
+  true` (`RunnerContext.sandbox`) it runs in the Bash sandbox (same environment); when the sandbox cannot start,
+  the handler fails (`sandbox_unavailable`) and is never run unconfined.
 - `http`: POST the JSON; `${VAR}` in `url` and `headers` expand from the environment; a 2xx JSON object is the
   output, an empty 2xx body is a plain success; anything else is a failure.
 - `prompt` / `agent`: an injected model judge (or read-only subagent) answers `{ok, reason}`; `ok: false` blocks.
@@ -23,7 +25,7 @@ import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from bearagent.config.env import expand_env
@@ -41,6 +43,10 @@ from bearagent.hooks.protocol import (
     reply_from_json,
     reply_from_judgement,
 )
+
+if TYPE_CHECKING:
+    from bearagent.sandbox.launch import ShellLaunch
+    from bearagent.sandbox.settings import SandboxSettings
 
 MAX_STREAM_BYTES = 1_048_576
 """Bytes kept of a command hook's stdout and of its stderr; the rest is read and dropped."""
@@ -66,6 +72,8 @@ class RunnerContext:
     python_handlers: Mapping[str, PythonHookFunction] = field(default_factory=dict[str, PythonHookFunction])
     judge: Judge | None = None
     agent_judge: AgentJudge | None = None
+    sandbox: SandboxSettings | None = None
+    """The merged sandbox settings; command handlers run confined when `sandbox.hooks` is true (None: off)."""
 
 
 def describe_handler(spec: HookHandlerSpec) -> str:
@@ -169,16 +177,60 @@ async def _settle(waiter: asyncio.Future[int], readers: Sequence[asyncio.Future[
     await asyncio.wait([waiter, *readers], timeout=EXIT_GRACE_S * 2)
 
 
+def _sandboxed(argv: list[str], env: dict[str, str], ctx: RunnerContext) -> ShellLaunch | HandlerFailure:
+    """`argv` wrapped in the sandbox (`sandbox.hooks: true`), or the failure that keeps it from running at all."""
+    import shutil
+
+    from bearagent.sandbox.launch import SandboxUnavailableError, confined_launch, unavailable_message
+
+    assert ctx.sandbox is not None
+    program = argv[0]
+    found = os.path.isfile(program) if "/" in program else shutil.which(program, path=env.get("PATH")) is not None
+    if not found:  # checked here: inside the sandbox a missing program is only an exit status
+        return HandlerFailure("missing_executable", f"executable {program!r} was not found")
+    if not os.access(program, os.X_OK) and "/" in program:
+        return HandlerFailure("missing_executable", f"{program!r} is not executable (chmod +x it)")
+    try:
+        return confined_launch(argv, ctx.sandbox, env, ctx.workspace_root)
+    except SandboxUnavailableError as exc:
+        return HandlerFailure("sandbox_unavailable", unavailable_message("the command hook", "hooks", exc.status))
+    except OSError as exc:
+        return HandlerFailure("sandbox_unavailable", f"could not prepare the sandbox: {exc.strerror or exc}")
+
+
 async def run_command(spec: HookHandlerSpec, event: str, hook_input: JsonDict, ctx: RunnerContext) -> HandlerResult:
     argv = command_argv(spec, ctx.workspace_root)
+    env = command_env(ctx)
+    launch: ShellLaunch | None = None
+    if ctx.sandbox is not None and ctx.sandbox.hooks:
+        confined = _sandboxed(argv, env, ctx)
+        if isinstance(confined, HandlerFailure):
+            return confined
+        launch = confined
+    try:
+        return await _run_process(spec, event, hook_input, ctx, launch, argv, env)
+    finally:
+        if launch is not None:
+            launch.finish()
+
+
+async def _run_process(
+    spec: HookHandlerSpec,
+    event: str,
+    hook_input: JsonDict,
+    ctx: RunnerContext,
+    launch: ShellLaunch | None,
+    argv: list[str],
+    env: dict[str, str],
+) -> HandlerResult:
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *(launch.argv if launch is not None else argv),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=ctx.workspace_root,
-            env=command_env(ctx),
+            env=launch.env if launch is not None else env,
             start_new_session=True,
         )
     except FileNotFoundError:

@@ -166,6 +166,8 @@ class Connection:
             self.client = None
             self.dead.set()
             self._close_stderr()
+            if self.launch.cleanup is not None:  # the process is gone: remove the sandbox's placeholders
+                self.launch.cleanup()
 
     async def _target(self, stack: AsyncExitStack) -> object:
         if self._in_process is not None:

@@ -11,7 +11,7 @@ from the process environment under ours; the values we pass win.) Only Bash gets
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +28,8 @@ def where_of(spec: McpServerSpec) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """A resolved server entry. `secrets` are values that must never appear in messages (env and header values)."""
+    """A resolved server entry. `secrets` are values that must never appear in messages (env and header values).
+    `cleanup` (a sandboxed stdio server, `sandbox.mcp: true`) is called once the server process is gone."""
 
     transport: str
     command: tuple[str, ...] = ()
@@ -37,6 +38,7 @@ class Launch:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     secrets: tuple[str, ...] = ()
+    cleanup: Callable[[], None] | None = field(default=None, compare=False)
 
 
 def resolve_launch(spec: McpServerSpec, env: Mapping[str, str], workspace_root: Path) -> Launch:

@@ -8,6 +8,9 @@
   a stdio server), with bounded attempts and exponential backoff.
 - `aclose()` closes every session; the SDK closes a stdio server's stdin, then SIGTERMs and SIGKILLs its process
   group (every wait bounded). A server whose owner is SIGKILLed sees its stdin close and exits on its own.
+- With `sandbox.mcp: true` a stdio server's command runs in the Bash sandbox (`bearagent.sandbox.launch.
+  confined_launch`, same environment); when the sandbox cannot start, the server is `failed` with that reason
+  (not retried) and never runs unconfined.
 
 The `mcp` SDK is imported on first connect, not at import time.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -33,6 +36,7 @@ from bearagent.ports import Tool, ToolContext
 
 if TYPE_CHECKING:
     from bearagent.mcp._sdk import Connection
+    from bearagent.sandbox.settings import SandboxSettings
 
 ServerState: TypeAlias = Literal["pending", "connecting", "ready", "failed", "closed"]
 
@@ -82,6 +86,8 @@ class McpConnectionManager:
 
     `in_process` maps a server name to an SDK server object (`MCPServer` / low-level `Server`) connected in the same
     process (tests, benchmarks, plugins); a spec of that name is optional (defaults are used).
+
+    `sandbox` is the merged sandbox settings: with `mcp: true` every stdio server runs confined (None = off).
     """
 
     def __init__(
@@ -95,8 +101,10 @@ class McpConnectionManager:
         max_restarts: int = DEFAULT_MAX_RESTARTS,
         backoff_s: float = DEFAULT_BACKOFF_S,
         max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
+        sandbox: SandboxSettings | None = None,
     ) -> None:
         self._env = dict(env)
+        self._sandbox = sandbox
         self._root = workspace_root
         self._max_attempts = max_connect_attempts
         self._max_restarts = max_restarts
@@ -375,10 +383,16 @@ class McpConnectionManager:
         except BearAgentError as exc:
             self._record_failure(slot, describe_failure(exc, self._ctx(slot, None)))
             return
+        ctx = self._ctx(slot, launch)  # messages show the server's own command, not the sandbox around it
+        if launch.transport == "stdio" and slot.in_process is None and self._sandbox is not None and self._sandbox.mcp:
+            confined = self._confine(slot, launch)
+            if confined is None:
+                return
+            launch = confined
         conn = _sdk.Connection(
             name=spec.name,
             launch=launch,
-            ctx=self._ctx(slot, launch),
+            ctx=ctx,
             startup_timeout_s=spec.startup_timeout_s,
             call_timeout_s=spec.call_timeout_s,
             in_process=slot.in_process,
@@ -400,6 +414,42 @@ class McpConnectionManager:
         slot.failure = None
         slot.failed_in_row = 0
         slot.had_connection = True
+
+    def _confine(self, slot: _Slot, launch: Launch) -> Launch | None:
+        """The launch wrapped in the sandbox, or None after recording why the server cannot start (not retried:
+        the sandbox will not start on the next attempt either)."""
+        from bearagent.sandbox.launch import SandboxUnavailableError, confined_launch, unavailable_message
+
+        assert self._sandbox is not None
+        try:
+            confined = confined_launch(
+                launch.command,
+                self._sandbox,
+                launch.env,
+                self._root,
+                cwd=Path(launch.cwd) if launch.cwd else None,
+            )
+        except (SandboxUnavailableError, OSError) as exc:
+            what = f"MCP server {slot.spec.name!r}"
+            if isinstance(exc, SandboxUnavailableError):
+                message = unavailable_message(what, "mcp", exc.status)
+            else:
+                message = f"{what} was not run: the sandbox could not be prepared ({exc.strerror or exc})"
+            message, _, fix = message.partition(". To fix: ")
+            self._record_failure(
+                slot, McpFailure("sandbox_unavailable", message + ".", fix or "check `bearagent doctor`.")
+            )
+            slot.failed_in_row = max(slot.failed_in_row, self._max_attempts)
+            return None
+        done = False
+
+        def cleanup() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                confined.finish()
+
+        return replace(launch, command=confined.argv, env=confined.env, cleanup=cleanup)
 
     def _record_failure(self, slot: _Slot, failure: McpFailure) -> None:
         slot.state = "failed"

@@ -7,7 +7,8 @@ Modules:
   through `ToolContext.settings` (`tool_settings`);
 - `probe`: can the sandbox start here (`probe`, cached per process), and the message when it cannot;
 - `bwrap`: the bubblewrap backend; `launch`: how the Bash tool starts a command (sandboxed, or under `_reaper.py`,
-  which kills every leftover process when the sandbox is off).
+  which kills every leftover process when the sandbox is off), and `confined_launch` for the opted-in command
+  hooks and stdio MCP servers (`sandbox: {hooks: true, mcp: true}`; never unconfined).
 
 Another backend (Landlock, macOS Seatbelt) implements `SandboxBackend` and is chosen in `launch.shell_launch` from
 what `probe` found. Nothing here imports the runtime; the runner passes `tool_settings(...)` to the tools and

@@ -175,7 +175,10 @@ class BwrapBackend:
     def __init__(self, program: str) -> None:
         self.program = program
 
-    def prepare(self, argv: Sequence[str], request: SandboxRequest, root: Path) -> PreparedCommand:
+    def prepare(
+        self, argv: Sequence[str], request: SandboxRequest, root: Path, *, cwd: Path | None = None
+    ) -> PreparedCommand:
+        """`cwd`: where the command starts inside the sandbox (default: the workspace root)."""
         root = Path(os.path.realpath(root))
         plan = _Plan(args=[self.program, *_NAMESPACE_ARGS])
         if request.network == "allow":
@@ -202,6 +205,6 @@ class BwrapBackend:
         except BaseException:
             PreparedCommand((), {}, tuple(plan.placeholders), tuple(plan.reused)).finish()
             raise
-        plan.args += ["--chdir", str(root), "--", *argv]
+        plan.args += ["--chdir", str(Path(os.path.realpath(cwd)) if cwd is not None else root), "--", *argv]
         env = {"TMPDIR": "/tmp", "BEARAGENT_SANDBOX": request.mode}
         return PreparedCommand(tuple(plan.args), env, tuple(plan.placeholders), tuple(plan.reused))

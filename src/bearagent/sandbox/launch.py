@@ -5,6 +5,10 @@ with BearAgent. Unconfined (`sandbox: off`, or a call the user approved because 
 shell runs under `_reaper.py`, a child subreaper that kills whatever the command left behind (including `setsid`
 daemons) when the shell exits, when it is told to stop, or when BearAgent dies. Outside Linux, only the process
 group is killed.
+
+`confined_launch` is the same confinement for the opted-in commands (`sandbox.hooks` for command hooks,
+`sandbox.mcp` for stdio MCP servers) with the caller's environment; it raises `SandboxUnavailableError` instead of
+falling back, so an opted-in command never runs unconfined.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from typing import cast
 from bearagent.sandbox.bwrap import BwrapBackend, PreparedCommand
 from bearagent.sandbox.env import build_shell_env
 from bearagent.sandbox.probe import SandboxStatus, probe
-from bearagent.sandbox.request import SANDBOX_SETTING, SHELL_ENV_SETTING, SandboxRequest
-from bearagent.sandbox.settings import ShellEnvPolicy
+from bearagent.sandbox.request import SANDBOX_SETTING, SHELL_ENV_SETTING, SandboxRequest, build_request
+from bearagent.sandbox.settings import SandboxSettings, ShellEnvPolicy
 
 REAPER = str(Path(__file__).with_name("_reaper.py"))
 
@@ -87,3 +91,49 @@ def shell_launch(shell_argv: Sequence[str], settings: Mapping[str, object], root
         argv = (sys.executable, "-I", "-S", REAPER, str(os.getpid()), *shell_argv)
         return ShellLaunch(argv=argv, env=env, status=status, graceful_stop=True)
     return ShellLaunch(argv=tuple(shell_argv), env=env, status=status)
+
+
+# ---- opted-in commands: command hooks (`sandbox.hooks`) and stdio MCP servers (`sandbox.mcp`) -----------------
+
+
+class SandboxUnavailableError(Exception):
+    """An opted-in command cannot be confined here; it must not run at all. `status` says why."""
+
+    def __init__(self, status: SandboxStatus) -> None:
+        super().__init__(status.reason)
+        self.status = status
+
+
+def opt_in_settings(settings: SandboxSettings) -> SandboxSettings:
+    """The settings an opted-in hook or MCP server runs under: the merged ones, except that `mode: off` (which turns
+    off Bash's sandbox) becomes `workspace-write`: the opt-in asks for confinement, so it never means none."""
+    return settings.model_copy(update={"mode": "workspace-write"}) if settings.mode == "off" else settings
+
+
+def confined_launch(
+    argv: Sequence[str], settings: SandboxSettings, env: Mapping[str, str], root: Path, *, cwd: Path | None = None
+) -> ShellLaunch:
+    """Run `argv` in the same confinement as a Bash call in `root` (mode, network, hidden paths from `settings`),
+    but with the caller's environment `env` as is plus the sandbox's own variables (TMPDIR, BEARAGENT_SANDBOX, the
+    private caches): hooks and MCP servers are trusted code, the opt-in is about files and network. `cwd` is where
+    the command starts (default `root`). Raises `SandboxUnavailableError` when the sandbox cannot start: an
+    opted-in command never runs unconfined. The caller calls `finish()` once the command is over."""
+    settings = opt_in_settings(settings)
+    status = probe(settings)
+    if not status.active or status.program is None:
+        raise SandboxUnavailableError(status)
+    request = build_request(settings, env)
+    prepared = BwrapBackend(status.program).prepare(argv, request, root, cwd=cwd)
+    out = dict(env)
+    out.update(prepared.env)
+    _private_caches(out, root, request.mode)
+    return ShellLaunch(argv=prepared.argv, env=out, status=status, prepared=prepared)
+
+
+def unavailable_message(what: str, flag: str, status: SandboxStatus) -> str:
+    """The failure text for an opted-in `what` that did not run because the sandbox cannot start."""
+    return (
+        f"{what} was not run: `sandbox.{flag}: true` asks for it to run in the sandbox, and the sandbox cannot "
+        f"start ({status.reason}). To fix: install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`), or "
+        f"set `sandbox: {{{flag}: false}}` in your user config to run it unconfined"
+    )

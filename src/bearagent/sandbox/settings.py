@@ -7,6 +7,8 @@ sandbox:
   network: deny                     # deny (default) | allow
   hide: [~/secrets, /opt/tokens]    # more paths the shell cannot see (added to the built-in list)
   bwrap_path: /usr/bin/bwrap        # user config only
+  hooks: true                       # command hooks in the sandbox too (default false)
+  mcp: true                         # stdio MCP servers in the sandbox too (default false)
 shell_env:
   inherit: core                     # core (default) | all | none
   include: [NODE_OPTIONS, "AWS_*"]  # more variables (glob patterns) to pass, even secret-looking ones
@@ -16,7 +18,8 @@ shell_env:
 
 Parsing is lenient per field: a bad field is a problem naming the field and the fix, the other fields still apply.
 Merging: the user config's `sandbox.mode` (and `network`) is a ceiling a workspace may tighten but never loosen;
-without a user value the workspace's applies. `loosening()` lists what one file's raw settings loosen compared with
+without a user value the workspace's applies; `hooks`/`mcp` only tighten, so they turn on from any file and the
+user's `true` cannot be turned off by a workspace. `loosening()` lists what one file's raw settings loosen compared with
 the defaults, for the trust check of workspace files.
 """
 
@@ -55,9 +58,11 @@ class SandboxSettings(DomainModel):
     hide: tuple[str, ...] = ()
     bwrap_path: str | None = Field(default=None, max_length=4096)
     hooks: bool = False
-    """Run command hooks in the sandbox too (not implemented yet: parsed, reported, not applied)."""
+    """Run command hooks in the sandbox too (`hooks.runners`, via `launch.confined_launch`); fail closed when it
+    cannot start. Turns on from any level; a workspace cannot turn off the user's."""
     mcp: bool = False
-    """Run stdio MCP servers in the sandbox too (not implemented yet: parsed, reported, not applied)."""
+    """Run stdio MCP servers in the sandbox too (`mcp.manager`); a server is unavailable when it cannot start.
+    Turns on from any level; a workspace cannot turn off the user's."""
 
 
 class ShellEnvPolicy(DomainModel):
