@@ -19,6 +19,7 @@ from rich.text import Text
 
 from bearagent.cli.live_markdown import LiveText, WaitingLine, Wrapped, settled_length
 from bearagent.cli.safe_text import VisibleStream, visible
+from bearagent.cli.tool_lines import bash_failure, diff_lines, diff_summary
 from bearagent.domain._base import JsonMapping, thaw_json_mapping
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import RunId
@@ -65,6 +66,7 @@ class TerminalObserver:
         self._show_tokens = show_tokens
         self._mid_line = False
         self._tool_names: dict[str, str] = {}
+        self._tool_arguments: dict[str, JsonMapping] = {}
         self._tokens = VisibleStream()
 
     def _end_line(self) -> None:
@@ -94,12 +96,29 @@ class TerminalObserver:
     def tool_call(self, run_id: RunId, call_id: str, name: str, arguments: JsonMapping) -> None:
         self._end_line()
         self._tool_names[call_id] = name
+        self._tool_arguments[call_id] = arguments
         line = Text("● ", style="cyan")
         line.append(visible(name), style="bold")
         line.append(f"({preview_arguments(arguments)})")
         self._console.print(line)
 
     def tool_result(self, run_id: RunId, call_id: str, name: str, result: str, is_error: bool) -> None:
+        arguments = self._tool_arguments.pop(call_id, None)
+        failure = bash_failure(result) if is_error and name == "Bash" else None
+        if failure is not None:  # `exit 2` and the end of stderr, not the first line of stdout
+            code, lines = failure
+            line = Text("  └ ", style="dim")
+            line.append(f"failed: {code}", style="red")
+            self._console.print(line)
+            for text in lines:
+                self._console.print(Text("    " + _cut(text, max(20, self._console.width - 6)), style="red"))
+            return
+        summary_text = diff_summary(name, arguments) if arguments is not None and not is_error else None
+        if summary_text is not None and arguments is not None:  # Edit / Write: what changed, as a diff
+            self._console.print(Text("  └ ", style="dim") + Text(summary_text, style="dim"))
+            for diff_line in diff_lines(name, arguments, width=self._console.width):
+                self._console.print(diff_line)
+            return
         shown = visible(result.strip())  # before splitting: str.splitlines() also splits at CR, VT, FF and more
         first = shown.split("\n", 1)[0] if shown else ("error" if is_error else "done")
         lines = result.count("\n") + 1 if result else 0
