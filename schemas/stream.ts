@@ -7,6 +7,17 @@
 // Erasable syntax only (no enum, namespace or parameter properties): strip the types and it is plain JavaScript.
 // Compatibility: a `type` is never renamed or removed; fields are only added as optional; `decode` ignores fields it
 // does not know, so this file keeps working against a newer BearAgent.
+//
+// Protocol 2 adds, all optional (protocol-1 lines still decode): `run_id` on every event (child runs' events name
+// the child), `seq` (the sequence of the run's log event a stream event comes from; a consumer that reconnects asks
+// for what follows the last `seq` it has all events of), and `activity_id` + `offset` on `token`.
+
+export const PROTOCOL_VERSION = 2;
+
+// Present on every event: where it comes from in the run's log.
+export interface Position {
+  seq?: number;
+}
 
 export interface StreamError {
   category: string;
@@ -15,24 +26,26 @@ export interface StreamError {
   retryable: boolean;
 }
 
-export type AgentEvent =
-  | { type: "run.started"; run_id: string }
-  | { type: "step"; index: number; kind: "tool_call" | "final" }
-  | { type: "token"; text: string }
-  | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown> }
-  | { type: "tool_result"; id: string; name: string; result: string; is_error: boolean }
-  | { type: "final"; content: string }
-  | { type: "run.succeeded"; run_id: string; steps: number }
-  | { type: "run.failed"; run_id: string; error: StreamError }
-  | { type: "agent.switched"; run_id: string; from_agent: string; to_agent: string }
-  | { type: "subagent.started"; run_id: string; parent_run_id: string; agent: string }
-  | {
-      type: "subagent.finished";
-      run_id: string;
-      parent_run_id: string;
-      agent: string;
-      status: "succeeded" | "failed" | "cancelled";
-    };
+export type AgentEvent = Position &
+  (
+    | { type: "run.started"; run_id: string }
+    | { type: "step"; index: number; kind: "tool_call" | "final"; run_id?: string }
+    | { type: "token"; text: string; run_id?: string; activity_id?: string; offset?: number }
+    | { type: "tool_call"; id: string; name: string; arguments: Record<string, unknown>; run_id?: string }
+    | { type: "tool_result"; id: string; name: string; result: string; is_error: boolean; run_id?: string }
+    | { type: "final"; content: string; run_id?: string }
+    | { type: "run.succeeded"; run_id: string; steps: number }
+    | { type: "run.failed"; run_id: string; error: StreamError }
+    | { type: "agent.switched"; run_id: string; from_agent: string; to_agent: string }
+    | { type: "subagent.started"; run_id: string; parent_run_id: string; agent: string }
+    | {
+        type: "subagent.finished";
+        run_id: string;
+        parent_run_id: string;
+        agent: string;
+        status: "succeeded" | "failed" | "cancelled";
+      }
+  );
 
 export type AgentEventType = AgentEvent["type"];
 
@@ -81,6 +94,23 @@ function obj(raw: Raw, type: string, field: string): Raw {
     : fail(type, field, "a JSON object");
 }
 
+// Optional fields (protocol 2): absent or null means not set; otherwise checked like a required one. The result is
+// spread into the event, so an unset field is left out entirely (as Python's encoder leaves it out).
+function optStr<K extends string>(raw: Raw, type: string, field: K): { [P in K]?: string } {
+  const value = raw[field];
+  if (value === undefined || value === null) return {};
+  const checked = typeof value === "string" && value.length > 0 ? value : fail(type, field, "a non-empty string");
+  return { [field]: checked } as { [P in K]?: string };
+}
+
+function optInt<K extends string>(raw: Raw, type: string, field: K, min: number): { [P in K]?: number } {
+  const value = raw[field];
+  if (value === undefined || value === null) return {};
+  const checked =
+    typeof value === "number" && Number.isInteger(value) && value >= min ? value : fail(type, field, `an integer >= ${min}`);
+  return { [field]: checked } as { [P in K]?: number };
+}
+
 function oneOf<T extends string>(raw: Raw, type: string, field: string, allowed: readonly T[]): T {
   const value = raw[field];
   return typeof value === "string" && (allowed as readonly string[]).includes(value)
@@ -96,16 +126,39 @@ export function decode(line: string): AgentEvent {
     throw new Error("a stream event must be a JSON object");
   }
   const raw = parsed as Raw;
+  const event = decodeFields(raw);
+  const { seq } = optInt(raw, event.type, "seq", 1);
+  return seq === undefined ? event : { ...event, seq };
+}
+
+function decodeFields(raw: Raw): AgentEvent {
   const type = raw["type"];
   switch (type) {
     case "run.started":
       return { type, run_id: str(raw, type, "run_id") };
     case "step":
-      return { type, index: int(raw, type, "index"), kind: oneOf(raw, type, "kind", ["tool_call", "final"] as const) };
+      return {
+        type,
+        index: int(raw, type, "index"),
+        kind: oneOf(raw, type, "kind", ["tool_call", "final"] as const),
+        ...optStr(raw, type, "run_id"),
+      };
     case "token":
-      return { type, text: str(raw, type, "text") };
+      return {
+        type,
+        text: str(raw, type, "text"),
+        ...optStr(raw, type, "run_id"),
+        ...optStr(raw, type, "activity_id"),
+        ...optInt(raw, type, "offset", 0),
+      };
     case "tool_call":
-      return { type, id: str(raw, type, "id"), name: str(raw, type, "name"), arguments: obj(raw, type, "arguments") };
+      return {
+        type,
+        id: str(raw, type, "id"),
+        name: str(raw, type, "name"),
+        arguments: obj(raw, type, "arguments"),
+        ...optStr(raw, type, "run_id"),
+      };
     case "tool_result":
       return {
         type,
@@ -113,9 +166,10 @@ export function decode(line: string): AgentEvent {
         name: str(raw, type, "name"),
         result: str(raw, type, "result"),
         is_error: bool(raw, type, "is_error"),
+        ...optStr(raw, type, "run_id"),
       };
     case "final":
-      return { type, content: str(raw, type, "content") };
+      return { type, content: str(raw, type, "content"), ...optStr(raw, type, "run_id") };
     case "run.succeeded":
       return { type, run_id: str(raw, type, "run_id"), steps: int(raw, type, "steps") };
     case "run.failed": {

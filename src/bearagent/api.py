@@ -21,12 +21,14 @@ from typing import Self
 from bearagent.app import load_workspace
 from bearagent.domain._base import JsonValue
 from bearagent.domain.events import Event
+from bearagent.domain.ids import RunId
 from bearagent.domain.state import ActivityProjection, RunProjection
 from bearagent.domain.stream import StreamEventModel
 from bearagent.plugins.manager import PluginHost
 from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
 from bearagent.runtime.observer import RunObserver
-from bearagent.runtime.streaming import StreamingObserver
+from bearagent.runtime.run_refs import resolve_run_ref
+from bearagent.runtime.streaming import RunTreeStream, follow_run
 from bearagent.tools.gate import Asker
 
 
@@ -81,14 +83,19 @@ class Workspace:
         model: str | None = None,
         session: str | None = None,
         budgets: Mapping[str, int] | None = None,
+        children: bool = False,
     ) -> AsyncIterator[StreamEventModel]:
-        """Yield the live stream events (SPEC §14) of a run as they happen; the run's final record is not yielded
-        (read it with `runs()` / `inspect`, or use `run` with an observer)."""
+        """Run `prompt` and yield its live stream events (SPEC §14) as they happen, each with its `run_id` and
+        `seq`; with `children=True` also those of the child runs it starts (Task, actions, hook judges). The run's
+        final record is not yielded (read it with `runs()` / `inspect`, or use `run` with an observer). Stopping
+        the iteration cancels the run."""
+        runtime = self._runtime
+        run_id = runtime.ids.new(RunId)
+        options = RunOptions(agent=agent, model=model, session=session, budgets=dict(budgets or {}), run_id=run_id)
         queue: asyncio.Queue[StreamEventModel | None] = asyncio.Queue()
-        observer = StreamingObserver(queue.put_nowait)
-        task = asyncio.create_task(
-            self.run(prompt, agent=agent, model=model, session=session, budgets=budgets, observer=observer)
-        )
+        follow = RunTreeStream(run_id, queue.put_nowait, children=children)
+        unsubscribe = runtime.writer.subscribe(follow)
+        task = asyncio.create_task(runtime.run(prompt, options))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while True:
@@ -98,10 +105,21 @@ class Workspace:
                 yield event
             task.result()  # re-raise a configuration error that stopped the run before it started
         finally:
+            unsubscribe()
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+    async def stream_run(self, run_ref: str, *, after_seq: int = 0) -> AsyncIterator[StreamEventModel]:
+        """The stream events (SPEC §14, with `run_id` and `seq`) of one run after log sequence `after_seq` (0: from
+        its start): caught up from the log, then live until the run ends, without gaps or duplicates. A consumer
+        that reconnects passes the `seq` of the last event it has all events of; a finished run is replayed from
+        the log. `run_ref` is a run id, a unique prefix or `last`."""
+        store = self._runtime.store
+        run_id = await resolve_run_ref(store, run_ref, where=str(store.path))
+        async for event in follow_run(store, self._runtime.writer, run_id, after_seq=after_seq):
+            yield event
 
     async def run_action(self, name: str, inputs: Mapping[str, JsonValue] | None = None) -> RunResult:
         """Run action `name` with `inputs` (trigger type `api_action`)."""

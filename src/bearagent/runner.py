@@ -71,7 +71,7 @@ from bearagent.runtime.plan import (
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
-from bearagent.runtime.run_writer import RunWriter
+from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
 from bearagent.sandbox import probe as sandbox_probe
 from bearagent.sandbox import request as sandbox_request
@@ -103,6 +103,16 @@ def state_dir(loaded: LoadedWorkspace) -> Path:
         key = hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
         return loaded.user_dir / "chat-state" / key
     return loaded.state_dir
+
+
+def _event_sink(sink: Callable[[Event], None]) -> Subscriber:
+    """A plugin's event sink as a run writer subscriber: committed events only (tokens are not log events)."""
+
+    def subscriber(item: Published) -> None:
+        if isinstance(item, Committed):
+            sink(item.event)
+
+    return subscriber
 
 
 def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
@@ -186,6 +196,8 @@ class RunOptions:
     trigger_ref: str | None = None
     allowed_tools: tuple[str, ...] = ()
     """Permission rules pre-approved for this run only (a custom command's `allowed-tools`)."""
+    run_id: RunId | None = None
+    """The id the run gets (new by default): known up front, a live subscriber can follow the run from its start."""
 
 
 # ---- the runtime ---------------------------------------------------------------------------------------------
@@ -239,6 +251,8 @@ class WorkspaceRuntime:
         subscribers see every commit."""
         if self._writer is None or self._writer.storage is not self.store:
             self._writer = RunWriter(self.store)
+            for _plugin, sink in self.loaded.plugins.contributions().event_sinks:  # plugin sinks see every commit
+                self._writer.subscribe(_event_sink(sink))
         return self._writer
 
     @property
@@ -330,9 +344,6 @@ class WorkspaceRuntime:
         if self._store is not None:
             self._store.close()
             self._store = None
-
-    def _event_sinks(self) -> list[Callable[[Event], None]]:
-        return [sink for _plugin, sink in self.loaded.plugins.contributions().event_sinks]
 
     def check_hooks(self) -> None:
         """A hook that cannot run (missing or non-executable command, bad entry) must not silently disappear: a
@@ -759,6 +770,7 @@ class WorkspaceRuntime:
                 trigger_ref=options.trigger_ref,
                 history=tuple(history),
                 prelude=prelude,
+                run_id=options.run_id,
             )
 
             async def planner(name: str) -> AgentPlan:
@@ -778,7 +790,6 @@ class WorkspaceRuntime:
                 retry=self.retry,
                 hooks=LoopHookAdapter(hooks, self._transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
-                event_sinks=self._event_sinks(),
             )
             outcome = await loop.run(spec, plan, planner)
             if session is not None:
@@ -964,7 +975,6 @@ class WorkspaceRuntime:
             hooks=LoopHookAdapter(hooks, self._transcript(session_key), stop_event="SubagentStop")
             if hooks is not None and enabled
             else None,
-            event_sinks=self._event_sinks(),
         )
         status = "failed"
         try:

@@ -82,7 +82,8 @@ def test_unknown_fields_of_a_known_type_are_ignored(line: str) -> None:
     known = set(type(event).model_fields)
     extra = set(_load(line)) - known
     assert extra, "a forward-compat sample must carry at least one field this version does not know"
-    assert set(json.loads(encode_stream_event(event))) == known
+    # the known fields survive exactly; unset optional fields stay off the wire
+    assert set(json.loads(encode_stream_event(event))) == known & set(_load(line))
 
 
 @pytest.mark.parametrize("sample", INVALID, ids=lambda s: str(s["why"]))
@@ -123,6 +124,11 @@ def test_wrong_field_is_named() -> None:
         ({"type": "tool_result", "id": "c", "name": "n", "result": "r", "is_error": 0}, "is_error"),
         ({"type": "run.started", "run_id": "r_d98c8f3c"}, "run_id"),
         ({"type": "tool_call", "id": "", "name": "n", "arguments": {}}, "id"),
+        ({"type": "token", "text": "x", "seq": 0}, "seq"),
+        ({"type": "token", "text": "x", "seq": True}, "seq"),
+        ({"type": "token", "text": "x", "offset": -1}, "offset"),
+        ({"type": "token", "text": "x", "activity_id": ""}, "activity_id"),
+        ({"type": "final", "content": "x", "run_id": "r_d98c8f3c"}, "run_id"),
     ],
 )
 def test_types_are_strict(event: dict[str, object], field: str) -> None:
@@ -272,7 +278,18 @@ def test_typescript_decoder_agrees_with_python(ts_workdir: tuple[Path, Path]) ->
     tsc, workdir = ts_workdir
     node = shutil.which("node")
     assert node is not None
+    # values a type cannot rule out (TypeScript has no integer >= 1): only the decoders must refuse them
+    out_of_range = [
+        {"type": "token", "text": "x", "seq": 0},
+        {"type": "token", "text": "x", "offset": -1},
+        {"type": "token", "text": "x", "activity_id": ""},
+        {"type": "step", "index": 0, "kind": "final", "seq": 1.5},
+    ]
+    for event in out_of_range:
+        with pytest.raises(BearAgentError):
+            parse_stream_event(event)
     invalid_lines = [json.dumps(s["event"]) for s in INVALID] + ["[1]", "not json"]
+    invalid_lines += [json.dumps(event) for event in out_of_range]
     program = [
         'import { decode, describe } from "./stream";',
         f"const VALID: string[] = {_literal(VALID)};",

@@ -59,10 +59,11 @@ def run(
     configuration error, 3 a budget stopped the run."""
     from bearagent.cli.render import TerminalObserver, make_console
     from bearagent.domain.errors import BearAgentError
+    from bearagent.domain.ids import RunId
     from bearagent.domain.stream import StreamEventModel, encode_stream_event
-    from bearagent.runner import RunOptions, WorkspaceRuntime
+    from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver, RunObserver
-    from bearagent.runtime.streaming import StreamingObserver
+    from bearagent.runtime.streaming import RunTreeStream
 
     handle_termination_like_ctrl_c()  # SIGTERM / SIGHUP from here on: as Ctrl-C (cancel the run, exit 1)
     if as_json and stream_json:
@@ -92,20 +93,22 @@ def run(
     def emit(event: StreamEventModel) -> None:
         click.echo(encode_stream_event(event))
 
-    observer: RunObserver
-    if stream_json:
-        observer = StreamingObserver(emit)
-    elif as_json:
-        observer = NullObserver()
-    else:
-        observer = TerminalObserver(make_console())
+    # --stream-json follows the run writer (events with run_id and seq), not an observer
+    observer: RunObserver = NullObserver() if stream_json or as_json else TerminalObserver(make_console())
 
     options = RunOptions(
         agent=agent,
         model=model,
         session="continue" if continue_ else session,
         budgets=collect_budgets(budget_flags),
+        run_id=runtime.ids.new(RunId),
     )
 
+    async def go() -> RunResult:
+        if stream_json:
+            assert options.run_id is not None
+            runtime.writer.subscribe(RunTreeStream(options.run_id, emit))
+        return await runtime.run(text, options, observer)
+
     output = "stream-json" if stream_json else ("json" if as_json else "text")
-    execute_and_exit(runtime, lambda: runtime.run(text, options, observer), output=output, debug=debug)
+    execute_and_exit(runtime, go, output=output, debug=debug)

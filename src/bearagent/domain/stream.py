@@ -6,6 +6,9 @@ Encoding is `encode_stream_event` (one JSON line). Decoding is the trust boundar
 (`validation.stream_event`) that names the problem on an unknown `type`, a missing or malformed field, or a line that
 is not a JSON object.
 
+Protocol 2 adds `run_id` to every event and `seq` (the log sequence it comes from), and `activity_id`/`offset` to
+`token`, all optional: protocol-1 lines still parse, and a protocol-1 client ignores them.
+
 Compatibility rules (see docs/stream-protocol.md):
 - a `type` value, once published, is never renamed or removed; new facts get a new `type`;
 - new fields are only ever added as optional fields with a default, so old producers stay valid;
@@ -25,6 +28,9 @@ from bearagent.domain._base import DomainModel, JsonObject, JsonValue, thaw_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId
 
+STREAM_PROTOCOL_VERSION: Final = 2
+"""1: the first published events. 2: optional `run_id` and `seq` on every event, `activity_id`/`offset` on `token`."""
+
 MAX_STREAM_TEXT_CHARS = 4 * 1_048_576
 MAX_STREAM_LINE_CHARS = 16 * 1_048_576
 
@@ -38,12 +44,23 @@ def _type_is_required(schema: JsonDict) -> None:
         schema["required"] = ["type", *names]
 
 
-class StreamEventModel(DomainModel):
-    """Base of every stream event: frozen like every domain model, but unknown fields are IGNORED on decode so an old
-    client tolerates fields a newer BearAgent adds (the only kind of change allowed to an existing `type`). Types are
-    strict: `"2"` is not a step count and `1` is not `true`, as in the TypeScript twin."""
+class _StreamPart(DomainModel):
+    """Frozen like every domain model, but unknown fields are IGNORED on decode so an old client tolerates fields a
+    newer BearAgent adds (the only kind of change allowed to an existing `type`). Types are strict: `"2"` is not a
+    step count and `1` is not `true`, as in the TypeScript twin."""
 
     model_config = ConfigDict(extra="ignore", strict=True, json_schema_extra=_type_is_required)
+
+
+class StreamEventModel(_StreamPart):
+    """Base of every stream event (see `_StreamPart` for decoding).
+
+    `seq` (protocol 2, optional): the sequence of the run's log event this stream event comes from; several stream
+    events of one log event share it (`step`, `final`, `run.succeeded` all come from `RunSucceeded`). A `token`
+    carries the run's last committed sequence when it was generated. A consumer that reconnects asks for the events
+    after the last `seq` it has all events of (`Workspace.stream_run(run_id, after_seq=...)`)."""
+
+    seq: int | None = Field(default=None, ge=1)
 
 
 class RunStartedEvent(StreamEventModel):
@@ -57,13 +74,19 @@ class StepEvent(StreamEventModel):
     type: Literal["step"] = "step"
     index: int = Field(ge=0)
     kind: Literal["tool_call", "final"]
+    run_id: RunId | None = None
 
 
 class TokenEvent(StreamEventModel):
-    """A piece of model text as it is generated (streamed only, never stored one by one)."""
+    """A piece of model text as it is generated (streamed only, never stored one by one). `activity_id` is the model
+    call's activity and `offset` the number of characters of that call's text before this piece, so a consumer can
+    tell a gap (tokens are ephemeral: one that reconnects gets the rest of the call's text, then its `final`)."""
 
     type: Literal["token"] = "token"
     text: str = Field(max_length=MAX_STREAM_TEXT_CHARS)
+    run_id: RunId | None = None
+    activity_id: str | None = Field(default=None, min_length=1, max_length=64)
+    offset: int | None = Field(default=None, ge=0)
 
 
 class ToolCallEvent(StreamEventModel):
@@ -71,6 +94,7 @@ class ToolCallEvent(StreamEventModel):
     id: str = Field(min_length=1, max_length=256)
     name: str = Field(min_length=1, max_length=256)
     arguments: JsonObject
+    run_id: RunId | None = None
 
 
 class ToolResultEvent(StreamEventModel):
@@ -79,11 +103,13 @@ class ToolResultEvent(StreamEventModel):
     name: str = Field(min_length=1, max_length=256)
     result: str = Field(max_length=MAX_STREAM_TEXT_CHARS)
     is_error: bool
+    run_id: RunId | None = None
 
 
 class FinalEvent(StreamEventModel):
     type: Literal["final"] = "final"
     content: str = Field(max_length=MAX_STREAM_TEXT_CHARS)
+    run_id: RunId | None = None
 
 
 class RunSucceededEvent(StreamEventModel):
@@ -92,7 +118,7 @@ class RunSucceededEvent(StreamEventModel):
     steps: int = Field(ge=0)
 
 
-class StreamError(StreamEventModel):
+class StreamError(_StreamPart):
     """The public part of an `ErrorInfo`. `category` is a plain string here so an old client accepts a category a
     newer BearAgent introduces."""
 
@@ -228,8 +254,9 @@ def parse_stream_event_json(line: str | bytes) -> StreamEvent:
 
 
 def encode_stream_event(event: StreamEventModel) -> str:
-    """One event as a compact JSON line (no trailing newline); `parse_stream_event_json` reads it back."""
-    return event.model_dump_json()
+    """One event as a compact JSON line (no trailing newline); `parse_stream_event_json` reads it back. Optional
+    fields that are not set are left out (no field of the protocol is ever `null` on the wire)."""
+    return event.model_dump_json(exclude_none=True)
 
 
 def stream_json_schema() -> dict[str, object]:
@@ -238,6 +265,10 @@ def stream_json_schema() -> dict[str, object]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "BearAgent stream event",
-        "description": "One event of the BearAgent live stream (SPEC §14); unknown fields must be ignored.",
+        "description": (
+            f"One event of the BearAgent live stream (SPEC §14), protocol {STREAM_PROTOCOL_VERSION}; "
+            "unknown fields must be ignored."
+        ),
+        "x-protocol-version": STREAM_PROTOCOL_VERSION,
         **schema,
     }

@@ -424,6 +424,7 @@ class AgentLoop:
                             if not piece:
                                 continue
                         text_parts.append(piece)
+                        self._writer.publish_token(run_id, str(activity.activity_id), len(activity.partial_text), piece)
                         activity.partial_text += piece
                         self._observer.token(run_id, piece)
                 elif isinstance(event, ModelToolCall):

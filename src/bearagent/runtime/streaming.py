@@ -1,12 +1,34 @@
-"""Turns what the loop observes into the stream protocol of SPEC §14 (`bearagent.domain.stream`)."""
+"""The stream protocol of SPEC §14 (`bearagent.domain.stream`), made from the log.
+
+`LogStream` turns one run's committed events (in sequence order) and its token deltas into stream events that carry
+the run's id and the log sequence they come from, so a consumer can tell runs apart and resume by sequence: the same
+events come out whether they are read back from the store or published live by the run writer. `follow_run` is the
+catch-up-then-live subscription over a store and its writer; `RunTreeStream` hands a run's (and its child runs')
+events to a sink as the writer publishes them (`bearagent run --stream-json`, `Workspace.stream`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 
-from bearagent.domain._base import JsonMapping
 from bearagent.domain.errors import ErrorInfo
+from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
+from bearagent.domain.run_events import (
+    AgentSwitchedV1,
+    ChildRunFinishedV1,
+    ChildRunFinishedV2,
+    ChildRunStartedV1,
+    ModelCallCompletedV2,
+    RunFailedV2,
+    RunSucceededV2,
+    ToolCallCompletedV2,
+    ToolCallFailedV2,
+    ToolCallRequestedV2,
+    parse_run_event_payload,
+)
 from bearagent.domain.stream import (
     AgentSwitchedEvent,
     FinalEvent,
@@ -22,58 +44,197 @@ from bearagent.domain.stream import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from bearagent.ports import RunStorage
+from bearagent.runtime.run_writer import Published, RunWriter, TokenDelta
 
 StreamSink = Callable[[StreamEventModel], None]
 
+TERMINAL_EVENTS = frozenset({"RunSucceeded", "RunFailed", "RunCancelled"})
+CANCELLED = ErrorInfo.of("cancelled", "by_caller", "the run was cancelled")
 
-class StreamingObserver:
-    """A `RunObserver` that emits typed stream events to `sink`; notices go to `on_notice` (not part of §14)."""
 
-    def __init__(self, sink: StreamSink, on_notice: Callable[[str], None] | None = None) -> None:
-        self._sink = sink
-        self._on_notice = on_notice
+class LogStream:
+    """The stream events of ONE run, from its committed events fed in sequence order (`committed`) and its token
+    deltas (`token`). Deterministic: a replay of the log from sequence 1 yields the same events as the live run."""
 
-    def run_started(self, run_id: RunId, agent: str) -> None:
-        self._sink(RunStartedEvent(run_id=run_id))
+    def __init__(self, run_id: RunId) -> None:
+        self.run_id = run_id
+        self.last_sequence = 0
+        self.finished = False
+        self._steps = 0
+        self._call_names: dict[str, str] = {}
+        self._children: dict[str, str] = {}
 
-    def step(self, run_id: RunId, index: int, kind: str) -> None:
-        self._sink(StepEvent(index=index, kind="final" if kind == "final" else "tool_call"))
+    def committed(self, event: Event) -> list[StreamEventModel]:
+        """The stream events of the next committed event (often none: most facts are not shown live)."""
+        self.last_sequence = event.sequence
+        run_id, seq, kind = self.run_id, event.sequence, event.event_type
+        if kind in TERMINAL_EVENTS:
+            self.finished = True
+        if kind == "RunStarted":
+            return [RunStartedEvent(run_id=run_id, seq=seq)]
+        if kind not in _SHOWN:
+            return []
+        payload = parse_run_event_payload(kind, event.schema_version, event.payload)
+        if isinstance(payload, ModelCallCompletedV2):
+            for call in payload.tool_calls:
+                self._call_names[str(call.tool_call_id)] = call.name
+            if not payload.tool_calls:
+                return []
+            self._steps += 1
+            return [StepEvent(index=self._steps - 1, kind="tool_call", run_id=run_id, seq=seq)]
+        if isinstance(payload, ToolCallRequestedV2):
+            call_id = str(payload.tool_call_id)
+            name = self._call_names.get(call_id, payload.tool_name)
+            return [ToolCallEvent(id=call_id, name=name, arguments=payload.arguments, run_id=run_id, seq=seq)]
+        if isinstance(payload, ToolCallCompletedV2 | ToolCallFailedV2):
+            call_id = str(payload.tool_call_id)
+            result = payload.result
+            return [
+                ToolResultEvent(
+                    id=call_id,
+                    name=self._call_names.get(call_id, result.tool_name),
+                    result=result.content,
+                    is_error=result.status == "failed",
+                    run_id=run_id,
+                    seq=seq,
+                )
+            ]
+        if isinstance(payload, RunSucceededV2):
+            self._steps += 1
+            return [
+                StepEvent(index=self._steps - 1, kind="final", run_id=run_id, seq=seq),
+                FinalEvent(content=payload.final_text, run_id=run_id, seq=seq),
+                RunSucceededEvent(run_id=run_id, steps=self._steps, seq=seq),
+            ]
+        if isinstance(payload, RunFailedV2):
+            return [RunFailedEvent(run_id=run_id, error=StreamError.from_info(payload.error), seq=seq)]
+        if kind == "RunCancelled":
+            return [RunFailedEvent(run_id=run_id, error=StreamError.from_info(CANCELLED), seq=seq)]
+        if isinstance(payload, AgentSwitchedV1):
+            return [
+                AgentSwitchedEvent(run_id=run_id, from_agent=payload.from_agent, to_agent=payload.to_agent, seq=seq)
+            ]
+        if isinstance(payload, ChildRunStartedV1):
+            self._children[str(payload.child_run_id)] = payload.agent_name
+            return [
+                SubagentStartedEvent(
+                    run_id=payload.child_run_id, parent_run_id=run_id, agent=payload.agent_name, seq=seq
+                )
+            ]
+        if isinstance(payload, ChildRunFinishedV1 | ChildRunFinishedV2):
+            agent = self._children.get(str(payload.child_run_id), "subagent")
+            return [
+                SubagentFinishedEvent(
+                    run_id=payload.child_run_id, parent_run_id=run_id, agent=agent, status=payload.status, seq=seq
+                )
+            ]
+        return []
 
-    def token(self, run_id: RunId, text: str) -> None:
-        self._sink(TokenEvent(text=text))
-
-    def tool_call(self, run_id: RunId, call_id: str, name: str, arguments: JsonMapping) -> None:
-        self._sink(ToolCallEvent(id=call_id, name=name, arguments=arguments))
-
-    def tool_result(self, run_id: RunId, call_id: str, name: str, result: str, is_error: bool) -> None:
-        self._sink(ToolResultEvent(id=call_id, name=name, result=result, is_error=is_error))
-
-    def final(self, run_id: RunId, content: str) -> None:
-        self._sink(FinalEvent(content=content))
-
-    def run_succeeded(self, run_id: RunId, steps: int) -> None:
-        self._sink(RunSucceededEvent(run_id=run_id, steps=steps))
-
-    def run_failed(self, run_id: RunId, error: ErrorInfo) -> None:
-        self._sink(RunFailedEvent(run_id=run_id, error=StreamError.from_info(error)))
-
-    def agent_switched(self, run_id: RunId, from_agent: str, to_agent: str) -> None:
-        self._sink(AgentSwitchedEvent(run_id=run_id, from_agent=from_agent, to_agent=to_agent))
-
-    def subagent_started(self, run_id: RunId, parent_run_id: RunId, agent: str) -> None:
-        self._sink(SubagentStartedEvent(run_id=run_id, parent_run_id=parent_run_id, agent=agent))
-
-    def subagent_finished(self, run_id: RunId, parent_run_id: RunId, agent: str, status: str) -> None:
-        final_status = status if status in ("succeeded", "failed", "cancelled") else "failed"
-        self._sink(
-            SubagentFinishedEvent(
-                run_id=run_id,
-                parent_run_id=parent_run_id,
-                agent=agent,
-                status=final_status,  # pyright: ignore[reportArgumentType]
-            )
+    def token(self, delta: TokenDelta) -> TokenEvent:
+        return TokenEvent(
+            text=delta.text,
+            run_id=self.run_id,
+            activity_id=delta.activity_id,
+            offset=delta.offset,
+            seq=delta.after or None,
         )
 
-    def notice(self, run_id: RunId, text: str) -> None:
-        if self._on_notice is not None:
-            self._on_notice(text)
+
+_SHOWN = frozenset(
+    {
+        "ModelCallCompleted",
+        "ToolCallRequested",
+        "ToolCallCompleted",
+        "ToolCallFailed",
+        "RunSucceeded",
+        "RunFailed",
+        "RunCancelled",
+        "AgentSwitched",
+        "ChildRunStarted",
+        "ChildRunFinished",
+    }
+)
+
+
+class RunTreeStream:
+    """A run writer subscriber that hands the stream events of one run (and, with `children=True`, of the child
+    runs it starts, recursively) to `sink` as they are committed or generated. Subscribe it before the run starts
+    (its id is known up front: `RunOptions.run_id`); `finished` is set after the root run's terminal event. Child
+    runs are opt-in because a protocol-1 client cannot tell their `token` and `final` events from the parent's."""
+
+    def __init__(self, run_id: RunId, sink: StreamSink, *, children: bool = False) -> None:
+        self.root = run_id
+        self._sink = sink
+        self._children = children
+        self._streams: dict[str, LogStream] = {str(run_id): LogStream(run_id)}
+        self.finished = False
+
+    def __call__(self, item: Published) -> None:
+        stream = self._streams.get(str(item.run_id))
+        if stream is None:
+            return
+        if isinstance(item, TokenDelta):
+            self._sink(stream.token(item))
+            return
+        for event in stream.committed(item.event):
+            if self._children and isinstance(event, SubagentStartedEvent):
+                self._streams[str(event.run_id)] = LogStream(event.run_id)
+            self._sink(event)
+        if stream.finished and item.run_id == self.root:
+            self.finished = True
+
+
+POLL_INTERVAL_S = 0.25
+"""How long `follow_run` waits for a live event before it looks in the store (for a run another process writes)."""
+
+
+async def follow_run(
+    storage: RunStorage, writer: RunWriter | None, run_id: RunId, *, after_seq: int = 0
+) -> AsyncIterator[StreamEventModel]:
+    """The stream events of `run_id` after log sequence `after_seq`: first caught up from the store, then live from
+    `writer` (this process's runs) or, for a run another process writes, from the store as it grows; ends after the
+    run's terminal event. No gaps, no duplicates: the subscription starts before the catch-up, and a live event is
+    taken only if it follows the last sequence already delivered. Tokens are live only (a consumer that reconnects
+    gets the rest of the model call's tokens, then its `step`/`final` from the log)."""
+    stream = LogStream(run_id)
+    queue: asyncio.Queue[Published] = asyncio.Queue()
+
+    def take(item: Published) -> None:
+        if item.run_id == run_id:
+            queue.put_nowait(item)
+
+    unsubscribe = writer.subscribe(take) if writer is not None else (lambda: None)
+    try:
+        for event in await storage.fetch_events(run_id):  # from 1: the stream's state (steps, names) needs it all
+            for out in stream.committed(event):
+                if event.sequence > after_seq:
+                    yield out
+        while not stream.finished:
+            try:
+                item = await asyncio.wait_for(queue.get(), POLL_INTERVAL_S)
+            except TimeoutError:
+                for event in await storage.fetch_events(run_id, after_sequence=stream.last_sequence):
+                    for out in stream.committed(event):
+                        if event.sequence > after_seq:
+                            yield out
+                continue
+            if isinstance(item, TokenDelta):
+                if item.after >= stream.last_sequence and item.after >= after_seq:
+                    yield stream.token(item)
+                continue
+            if item.sequence <= stream.last_sequence:
+                continue  # already delivered from the store
+            if item.sequence > stream.last_sequence + 1:  # missed while subscribing? read the gap from the store
+                for event in await storage.fetch_events(
+                    run_id, after_sequence=stream.last_sequence, limit=item.sequence - stream.last_sequence - 1
+                ):
+                    for out in stream.committed(event):
+                        if event.sequence > after_seq:
+                            yield out
+            for out in stream.committed(item.event):
+                if item.sequence > after_seq:
+                    yield out
+    finally:
+        with contextlib.suppress(Exception):
+            unsubscribe()
