@@ -119,6 +119,7 @@ def test_a_json_syntax_error_is_a_diagnostic_that_stops_a_run(tmp_path: Path) ->
         ({"permissions": {"denny": ["Bash"]}}, "config.unknown_key"),
         ({"permissions": {"deny": "Bash"}}, "config.invalid_value"),
         ({"permissions": {"deny": ["Bash(curl:* x)"]}}, "config.invalid_value"),
+        ({"permissions": {"deny": ["PowerShell(Remove-Item *)"]}}, "config.invalid_value"),
         ({"permissions": {"defaultMode": "yolo"}}, "config.invalid_value"),
     ],
 )
