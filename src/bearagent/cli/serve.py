@@ -1,0 +1,85 @@
+"""`bearagent serve`: serve registered workspaces over HTTP (SPEC §16; docs/server.md)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from bearagent.cli._run_common import die, die_from
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0 = any free).")
+@click.option(
+    "-w",
+    "--workspace",
+    "workspaces",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="A workspace to serve (repeatable); its id is the directory name.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Server config: workspaces, gateway JWT verification, limits (docs/server.md).",
+)
+def serve(host: str, port: int, workspaces: tuple[Path, ...], config_file: Path | None) -> None:
+    """Serve workspaces over HTTP: sessions, background runs, events as JSON or SSE (OpenAPI at /openapi.json).
+
+    Without gateway auth the server only binds loopback and prints its local token as `token: <value>`
+    (BEARAGENT_SERVE_TOKEN sets it)."""
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.server.config import load_server_config
+
+    try:
+        config = load_server_config(config_file, workspaces or (() if config_file else (Path.cwd(),)))
+    except BearAgentError as exc:
+        die_from(exc, debug=False)
+    if not _is_loopback(host) and config.jwt is None:
+        die(
+            f"refusing to bind {host}: it is not a loopback address and no gateway auth is configured",
+            "configure `auth.jwt` in --config (docs/server.md#auth), or bind 127.0.0.1 behind your gateway",
+        )
+    import uvicorn
+
+    from bearagent.server.app import create_app
+    from bearagent.server.auth import Authenticator
+    from bearagent.server.registry import RunManager
+
+    token = os.environ.get("BEARAGENT_SERVE_TOKEN") or Authenticator.new_local_token()
+    manager = RunManager(config.workspaces, dict(os.environ))
+    app = create_app(
+        manager,
+        Authenticator(token, config.jwt),
+        max_body_bytes=config.max_body_bytes,
+        max_active_runs_per_caller=config.max_active_runs_per_caller,
+    )
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    original = server.startup
+
+    async def startup(sockets: object = None) -> None:
+        await original(sockets)  # pyright: ignore[reportArgumentType]
+        bound = server.servers[0].sockets[0].getsockname() if server.servers else (host, port)
+        click.echo(f"serving {len(config.workspaces)} workspace(s) on http://{bound[0]}:{bound[1]}", err=True)
+        if "BEARAGENT_SERVE_TOKEN" not in os.environ:
+            click.echo(f"token: {token}")
+        sys.stdout.flush()
+
+    server.startup = startup  # type: ignore[method-assign]
+    server.run()

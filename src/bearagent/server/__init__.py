@@ -1,0 +1,1 @@
+"""`bearagent serve`: the HTTP API (FastAPI + uvicorn) over the workspace runtime."""

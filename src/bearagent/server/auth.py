@@ -1,0 +1,144 @@
+"""Who is calling: the `CallerContext` of seed 002, from a bearer token.
+
+Two kinds of token (SPEC §16):
+- the server's own local token (`BEARAGENT_SERVE_TOKEN`, else generated and printed at start, like Jupyter): every
+  scope, every workspace served, subject `local`;
+- a JWT from an upstream gateway, verified with the key in server config (PyJWT): `sub` becomes `subject_ref`,
+  `scope` (space-separated) or `scopes` (a list) the scopes, `workspaces` (a list of workspace ids, or `*`) the
+  workspace access. An expired, unsigned or wrongly signed token is refused.
+Tokens are compared in constant time; no token value ever reaches a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeAlias, cast
+
+SCOPES: tuple[str, ...] = ("runs:read", "runs:write", "approvals:write", "actions:run", "admin")
+Scope: TypeAlias = Literal["runs:read", "runs:write", "approvals:write", "actions:run", "admin"]
+AuthSource: TypeAlias = Literal["local_token", "jwt"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallerContext:
+    """The caller of one request: who (`subject_ref`), what they may do (`scopes`), which workspaces they may see
+    (`workspace_access`: ids, or `*` for all) and how that was established (`auth_source`)."""
+
+    subject_ref: str
+    scopes: frozenset[str]
+    workspace_access: frozenset[str]
+    auth_source: AuthSource
+    metadata: Mapping[str, str] = field(default_factory=dict[str, str])
+
+    def may_see(self, workspace_id: str) -> bool:
+        return "*" in self.workspace_access or workspace_id in self.workspace_access
+
+    def has(self, scope: str) -> bool:
+        return scope in self.scopes or "admin" in self.scopes
+
+    def snapshot(self) -> dict[str, object]:
+        """What a session or run records of the caller that created it (no secrets)."""
+        return {
+            "subject_ref": self.subject_ref,
+            "scopes": sorted(self.scopes),
+            "auth_source": self.auth_source,
+        }
+
+
+class AuthError(Exception):
+    """A request without a valid token (401)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JwtSettings:
+    """How gateway tokens are verified: a key (PEM public key or shared secret) and the accepted algorithms; the
+    audience and issuer are checked when set."""
+
+    key: str
+    algorithms: tuple[str, ...] = ("RS256", "ES256")
+    audience: str | None = None
+    issuer: str | None = None
+
+    @classmethod
+    def from_config(cls, raw: Mapping[str, object], base: Path) -> JwtSettings:
+        key_file = raw.get("key_file")
+        key = raw.get("key")
+        if isinstance(key_file, str):
+            path = Path(key_file) if Path(key_file).is_absolute() else base / key_file
+            key = path.read_text(encoding="utf-8")
+        if not isinstance(key, str) or not key:
+            raise ValueError("auth.jwt needs `key_file` (a PEM public key) or `key` (a shared secret)")
+        algorithms = raw.get("algorithms", ["RS256", "ES256"])
+        if not isinstance(algorithms, list) or not all(isinstance(a, str) for a in cast(list[object], algorithms)):
+            raise ValueError("auth.jwt.algorithms must be a list of algorithm names, e.g. [RS256]")
+        audience = raw.get("audience")
+        issuer = raw.get("issuer")
+        return cls(
+            key=key,
+            algorithms=tuple(cast(list[str], algorithms)),
+            audience=audience if isinstance(audience, str) else None,
+            issuer=issuer if isinstance(issuer, str) else None,
+        )
+
+
+class Authenticator:
+    """Maps an `Authorization: Bearer …` header to a `CallerContext`, or raises `AuthError`."""
+
+    def __init__(self, local_token: str, jwt: JwtSettings | None = None) -> None:
+        self._local = local_token
+        self._jwt = jwt
+
+    @staticmethod
+    def new_local_token() -> str:
+        return secrets.token_urlsafe(32)
+
+    def authenticate(self, authorization: str | None) -> CallerContext:
+        if not authorization or not authorization.lower().startswith("bearer "):
+            raise AuthError("missing bearer token: send `Authorization: Bearer <token>`")
+        token = authorization[7:].strip()
+        if hmac.compare_digest(token.encode(), self._local.encode()):
+            return CallerContext("local", frozenset(SCOPES), frozenset({"*"}), "local_token")
+        if self._jwt is None:
+            raise AuthError("the token is not valid for this server")
+        return self._from_jwt(token, self._jwt)
+
+    def _from_jwt(self, token: str, settings: JwtSettings) -> CallerContext:
+        import jwt
+
+        try:
+            claims = cast(
+                dict[str, object],
+                jwt.decode(  # pyright: ignore[reportUnknownMemberType]
+                    token,
+                    settings.key,
+                    algorithms=list(settings.algorithms),
+                    audience=settings.audience,
+                    issuer=settings.issuer,
+                    options={"require": ["sub", "exp"]},
+                ),
+            )
+        except jwt.PyJWTError as exc:
+            raise AuthError(f"the token was refused: {type(exc).__name__}") from None
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise AuthError("the token has no subject (`sub`)")
+        scopes = _strings(claims.get("scopes")) or tuple(str(claims.get("scope") or "").split())
+        workspaces = _strings(claims.get("workspaces"))
+        return CallerContext(
+            subject_ref=subject[:256],
+            scopes=frozenset(s for s in scopes if s in SCOPES),
+            workspace_access=frozenset(workspaces),
+            auth_source="jwt",
+        )
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return tuple(v for v in cast(Sequence[object], value) if isinstance(v, str))
+    return ()

@@ -1,0 +1,122 @@
+"""The server's own configuration (`bearagent serve --config FILE`): which workspaces it serves, how gateway tokens
+are verified, and its limits. The file belongs to whoever runs the server (it is trusted, like user config); no
+workspace file can change any of it.
+
+```yaml
+workspaces:
+  - {id: docs, path: /srv/repos/docs, name: Docs site, external_ref: "gh:acme/docs", metadata: {team: web}}
+auth:
+  jwt: {key_file: gateway-public.pem, algorithms: [RS256], audience: bearagent, issuer: https://gateway.example}
+limits: {max_body_bytes: 1048576, max_active_runs_per_caller: 8}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.safe_yaml import yaml_bounds_problem
+from bearagent.server.auth import JwtSettings
+from bearagent.server.registry import WorkspaceEntry, workspace_id_for
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    workspaces: Mapping[str, WorkspaceEntry] = field(default_factory=dict[str, WorkspaceEntry])
+    jwt: JwtSettings | None = None
+    max_body_bytes: int = 1_048_576
+    max_active_runs_per_caller: int = 8
+
+
+def _bad(path: Path | None, message: str, fix: str) -> BearAgentError:
+    where = f"{path}: " if path is not None else ""
+    return BearAgentError(ErrorInfo.of("configuration", "server_config", where + message), hint=fix)
+
+
+def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerConfig:
+    """The config file (if any) plus `-w DIR` workspaces; a bad file is an error naming the key and the fix."""
+    import yaml
+
+    raw: dict[str, object] = {}
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise _bad(path, f"cannot read it ({exc.strerror or exc})", "check the path given to --config") from None
+        bounds = yaml_bounds_problem(text)
+        if bounds is not None:
+            raise _bad(path, bounds[1], "shorten the file")
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise _bad(path, f"invalid YAML ({exc})", "fix the YAML syntax") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise _bad(path, "the top level must be a mapping", "write `workspaces:`, `auth:`, `limits:` keys")
+        raw = cast(dict[str, object], loaded or {})
+    base = path.parent if path is not None else Path.cwd()
+    entries: dict[str, WorkspaceEntry] = {}
+    items = raw.get("workspaces", [])
+    if not isinstance(items, list):
+        raise _bad(path, "`workspaces` must be a list", "write `workspaces: [{id: docs, path: /srv/docs}]`")
+    for index, item in enumerate(cast(list[object], items)):
+        if not isinstance(item, dict) or not isinstance(cast(dict[str, object], item).get("path"), str):
+            raise _bad(path, f"workspaces[{index}] needs a `path`", "write `- {id: docs, path: /srv/docs}`")
+        data = cast(dict[str, object], item)
+        root = Path(cast(str, data["path"])).expanduser()
+        root = root if root.is_absolute() else (base / root)
+        ws_id = data.get("id") if isinstance(data.get("id"), str) else workspace_id_for(root, set(entries))
+        assert isinstance(ws_id, str)
+        if ws_id in entries:
+            raise _bad(path, f"workspace id {ws_id!r} is used twice", "give every workspace its own `id`")
+        entries[ws_id] = _entry(ws_id, root.resolve(), data)
+    for directory in extra_dirs:
+        root = directory.expanduser().resolve()
+        ws_id = workspace_id_for(root, set(entries))
+        entries[ws_id] = _entry(ws_id, root, {})
+    if not entries:
+        raise _bad(path, "no workspace to serve", "pass -w DIR (repeatable) or list `workspaces:` in --config")
+    auth = cast(Mapping[str, object], raw.get("auth") or {})
+    jwt_raw = auth.get("jwt")
+    jwt = None
+    if isinstance(jwt_raw, dict):
+        try:
+            jwt = JwtSettings.from_config(cast(Mapping[str, object], jwt_raw), base)
+        except (OSError, ValueError) as exc:
+            raise _bad(path, f"auth.jwt: {exc}", "see docs/server.md#auth") from None
+    limits = cast(Mapping[str, object], raw.get("limits") or {})
+    return ServerConfig(
+        workspaces=entries,
+        jwt=jwt,
+        max_body_bytes=_int(limits, "max_body_bytes", 1_048_576),
+        max_active_runs_per_caller=_int(limits, "max_active_runs_per_caller", 8),
+    )
+
+
+def _entry(ws_id: str, root: Path, data: Mapping[str, object]) -> WorkspaceEntry:
+    from bearagent.app import load_workspace
+
+    kind = load_workspace(root).config.kind
+    name = data.get("name")
+    ref = data.get("external_ref")
+    meta = data.get("metadata")
+    policy = data.get("execution_policy")
+    return WorkspaceEntry(
+        id=ws_id,
+        name=name if isinstance(name, str) else root.name,
+        root_path=root,
+        kind=kind,
+        external_ref=ref if isinstance(ref, str) else None,
+        metadata=cast(Mapping[str, object], meta) if isinstance(meta, dict) else {},
+        execution_policy=cast(Mapping[str, object], policy) if isinstance(policy, dict) else {},
+    )
+
+
+def _int(raw: Mapping[str, object], key: str, default: int) -> int:
+    value = raw.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise _bad(None, f"limits.{key} must be a positive integer", f"write `{key}: {default}`")
+    return value

@@ -1,0 +1,193 @@
+"""The workspaces a server serves (seed 002's Workspace entity) and the runs it executes in the background.
+
+Workspaces come from the server's own configuration (`--config FILE`, `-w DIR`), never from a request. Each caller
+gets its own `WorkspaceRuntime` per workspace (its `caller` is the subject, so sessions are the caller's own).
+Runs execute as background tasks; a second message to a session with an active run follows the request's strategy:
+`enqueue` (wait for the active one), `reject` (409) or `interrupt` (cancel the active run, then run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import RunId
+from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
+from bearagent.runtime.observer import NullObserver
+
+Strategy: TypeAlias = Literal["enqueue", "reject", "interrupt"]
+_ID_RE = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceEntry:
+    """One served workspace. `root_path` is shown only to callers with the `admin` scope."""
+
+    id: str
+    name: str
+    root_path: Path
+    kind: str = "project"
+    external_ref: str | None = None
+    execution_policy: Mapping[str, object] = field(default_factory=dict[str, object])
+    metadata: Mapping[str, object] = field(default_factory=dict[str, object])
+    status: str = "active"
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def to_json(self, *, admin: bool) -> dict[str, object]:
+        out: dict[str, object] = {
+            "id": self.id,
+            "name": self.name,
+            "kind": self.kind,
+            "status": self.status,
+            "external_ref": self.external_ref,
+            "execution_policy": dict(self.execution_policy),
+            "metadata": dict(self.metadata),
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.created_at.isoformat(),
+        }
+        if admin:
+            out["root_path"] = str(self.root_path)
+        return out
+
+
+def workspace_id_for(path: Path, taken: set[str]) -> str:
+    """A URL-safe id from a directory name, unique among `taken`."""
+    base = _ID_RE.sub("-", path.name.lower()).strip("-") or "workspace"
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}-{n}", n + 1
+    return candidate
+
+
+class _SilentObserver(NullObserver):
+    """Announces the run id as soon as the loop has created the run."""
+
+    def __init__(self, started: asyncio.Future[RunId]) -> None:
+        self._started = started
+
+    def run_started(self, run_id: RunId, agent: str) -> None:
+        if not self._started.done():
+            self._started.set_result(run_id)
+
+
+@dataclass
+class _Active:
+    run_id: RunId
+    task: asyncio.Task[RunResult]
+
+
+class RunManager:
+    """Runtimes per (workspace, caller) and the background runs they execute."""
+
+    def __init__(self, workspaces: Mapping[str, WorkspaceEntry], env: Mapping[str, str]) -> None:
+        self.workspaces = dict(workspaces)
+        self._env = dict(env)
+        self._runtimes: dict[tuple[str, str], WorkspaceRuntime] = {}
+        self._active: dict[str, _Active] = {}  # session id -> its running run
+        self._session_locks: dict[str, asyncio.Lock] = {}
+        self._tasks: dict[RunId, asyncio.Task[RunResult]] = {}
+        self._owner: dict[RunId, str] = {}
+
+    def runtime(self, workspace_id: str, subject: str) -> WorkspaceRuntime:
+        key = (workspace_id, subject)
+        runtime = self._runtimes.get(key)
+        if runtime is None:
+            from bearagent.app import load_workspace
+
+            entry = self.workspaces[workspace_id]
+            runtime = WorkspaceRuntime(load_workspace(entry.root_path, env=self._env), caller=subject)
+            self._runtimes[key] = runtime
+        return runtime
+
+    async def start(
+        self,
+        workspace_id: str,
+        subject: str,
+        prompt: str,
+        options: RunOptions,
+        *,
+        strategy: Strategy = "enqueue",
+    ) -> RunId:
+        """Start a run in the background and return its id once it is recorded. Configuration errors (untrusted
+        workspace, unknown agent, …) raise here, before anything runs."""
+        runtime = self.runtime(workspace_id, subject)
+        session = options.session
+        if session is not None:
+            active = self._active.get(session)
+            if active is not None and not active.task.done():
+                if strategy == "reject":
+                    raise BearAgentError(
+                        ErrorInfo.of(
+                            "invalid_request",
+                            "session_busy",
+                            f"session {session} has an active run ({active.run_id}); the request asked to reject",
+                        ),
+                        hint="retry later, or send strategy `enqueue` (wait) or `interrupt` (cancel the active run)",
+                    )
+                if strategy == "interrupt":
+                    active.task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await active.task
+        started: asyncio.Future[RunId] = asyncio.get_running_loop().create_future()
+        lock = self._session_locks.setdefault(session, asyncio.Lock()) if session is not None else None
+
+        async def go() -> RunResult:
+            if lock is None:
+                return await runtime.run(prompt, options, _SilentObserver(started))
+            async with lock:  # runs of one session execute one at a time, in submission order
+                return await runtime.run(prompt, options, _SilentObserver(started))
+
+        task = asyncio.create_task(go())
+
+        def done(t: asyncio.Task[RunResult]) -> None:
+            if not started.done():
+                exc = t.exception() if not t.cancelled() else None
+                if exc is not None:
+                    started.set_exception(exc)
+                else:
+                    started.cancel()
+
+        task.add_done_callback(done)
+        run_id = await started
+        self._tasks[run_id] = task
+        self._owner[run_id] = subject
+        if session is not None:
+            self._active[session] = _Active(run_id, task)
+        return run_id
+
+    def owner_of(self, run_id: RunId) -> str | None:
+        """The subject that started a run through this server (detached runs have no session to say so)."""
+        return self._owner.get(run_id)
+
+    def cancel(self, run_id: RunId) -> bool:
+        task = self._tasks.get(run_id)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
+
+    def is_running(self, run_id: RunId) -> bool:
+        task = self._tasks.get(run_id)
+        return task is not None and not task.done()
+
+    def active_count(self, subject: str) -> int:
+        """Runs of `subject` still executing (the per-caller limit counts these)."""
+        return sum(1 for run_id, t in self._tasks.items() if self._owner.get(run_id) == subject and not t.done())
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks.values()):
+            if not task.done():
+                task.cancel()
+        for task in list(self._tasks.values()):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for runtime in self._runtimes.values():
+            await runtime.aclose()
+        self._runtimes.clear()
