@@ -23,8 +23,9 @@ def test_every_cited_test_exists() -> None:
         for match in _CITE.finditer(row):
             path, name, bare = match.groups()
             if path is not None:
-                current = REPO / path
-                assert current.is_file(), f"{path} does not exist (row: {row[:80]})"
+                cited = REPO / path
+                assert cited.is_file(), f"{path} does not exist (row: {row[:80]})"
+                current = cited
             name = name or bare
             if name is not None:
                 assert current is not None, row

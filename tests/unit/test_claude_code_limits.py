@@ -61,7 +61,7 @@ def test_command_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None
     ws = load(tmp_path, tmp_path / "home")
     command = ws.actions.get("fork")
     assert command is not None and command.agent == "explore"  # `agent` picks who runs it
-    unsupported = [d.field for d in ws.actions.diagnostics if d.code == "command.unsupported_key"]
+    unsupported = [d.field or "" for d in ws.actions.diagnostics if d.code == "command.unsupported_key"]
     assert sorted(unsupported) == ["arguments", "context"]
 
 
