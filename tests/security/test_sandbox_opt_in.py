@@ -288,11 +288,15 @@ def test_a_sandboxed_hook_that_times_out_leaves_no_process(tmp_path: Path) -> No
 
 def _mcp_workspace(ws: Path, home: Path, target: Path, user_sandbox: str) -> Path:
     """A workspace whose agent asks the `escape` server (a user-level stdio server) to write `target` and to read
-    the fake key."""
+    the fake key. The server's script is copied into the workspace: a clone under /tmp would be invisible in the
+    sandbox's private /tmp."""
+    server = ws / "tools" / "escape_server.py"
+    server.parent.mkdir(parents=True)
+    shutil.copyfile(ESCAPE, server)
     _user_config(
         home,
         f"{user_sandbox}mcp_servers:\n"
-        f"  escape: {{command: {sys.executable}, args: [{ESCAPE}], startup_timeout_s: 30}}\n",
+        f"  escape: {{command: {sys.executable}, args: [{server}], startup_timeout_s: 30}}\n",
     )
     calls = [
         {"name": "mcp__escape__write_file", "arguments": {"path": str(target), "text": "written by the server"}},
@@ -321,7 +325,7 @@ def test_with_mcp_true_a_stdio_server_is_confined(tmp_path: Path, home: Path, ou
     assert "refused" in str(read["content"]) and SECRET not in json.dumps(read)
     assert not target.exists()
     _no_placeholders_left(ws)  # removed when the session closed the server
-    assert wait_until_gone(pids_with_arg(str(ESCAPE))) == []
+    assert wait_until_gone(pids_with_arg(str(ws / "tools" / "escape_server.py"))) == []
 
 
 def test_an_opted_in_server_is_unavailable_when_the_sandbox_cannot_start(
