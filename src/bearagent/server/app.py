@@ -10,7 +10,6 @@ traceback.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, cast
@@ -26,12 +25,25 @@ from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.state import RunProjection, SessionRecord
+from bearagent.domain.stream import encode_stream_event
 from bearagent.runner import RunOptions, WorkspaceRuntime
+from bearagent.runtime.streaming import follow_run
 from bearagent.server.auth import Authenticator, AuthError, CallerContext
 from bearagent.server.registry import RunManager, WorkspaceEntry
 
-TERMINAL_EVENTS = frozenset({"RunSucceeded", "RunFailed", "RunCancelled"})
-SSE_POLL_S = 0.05
+SSE_KEEPALIVE_S = 15.0
+SKIP_ALL = 1_000_000
+
+
+def _resume_point(last_event_id: str) -> tuple[int, int]:
+    """`(log sequence, stream events of it already delivered)` from an SSE id `<seq>-<n>` (or a bare `<seq>`: all
+    of it delivered); `(0, 0)` means from the start."""
+    head, _, tail = last_event_id.strip().partition("-")
+    if not head.isdigit():
+        return 0, 0
+    return int(head), int(tail) if tail.isdigit() else SKIP_ALL
+
+
 _STATUS_OF: Mapping[str, int] = {
     "invalid_request": 400,
     "validation": 422,
@@ -329,34 +341,41 @@ def create_app(
         if "text/event-stream" not in accept:
             events = await runtime.store.fetch_events(run.run_id, after, limit=1000)
             return {"events": [_event_json(e) for e in events], "next": events[-1].sequence if events else after}
-        start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+        resume = last_event_id or (f"{after}-{SKIP_ALL}" if after > 0 else "")
         return StreamingResponse(
-            _sse(runtime, run.run_id, start, request),
+            _sse(runtime, run.run_id, resume, request),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
-    async def _sse(runtime: WorkspaceRuntime, run_id: RunId, after: int, request: Request) -> AsyncIterator[bytes]:
-        last = after
-        idle = 0.0
+    async def _sse(runtime: WorkspaceRuntime, run_id: RunId, resume: str, request: Request) -> AsyncIterator[bytes]:
+        """The run's stream-protocol events (SPEC §14), caught up from the log and then live (tokens included) until
+        the terminal event. Each committed event's `id:` is `<log sequence>-<n>` (one log event can make several
+        stream events); a client that reconnects with that `Last-Event-ID` gets every later event exactly once.
+        Tokens are live only and carry no id."""
+        seq, skip = _resume_point(resume)
+        events = follow_run(runtime.store, runtime.writer, run_id, after_seq=max(seq - 1, 0)).__aiter__()
+        current, index = 0, 0
         while True:
-            events = await runtime.store.fetch_events(run_id, last, limit=500)
-            for event in events:
-                last = event.sequence
-                data = json.dumps(_event_json(event), ensure_ascii=False, separators=(",", ":"))
-                yield f"id: {event.sequence}\nevent: {event.event_type}\ndata: {data}\n\n".encode()
-                if event.event_type in TERMINAL_EVENTS:
-                    return
-            if await request.is_disconnected():
+            try:
+                event = await asyncio.wait_for(events.__anext__(), SSE_KEEPALIVE_S)
+            except StopAsyncIteration:
                 return
-            if events:
-                idle = 0.0
-            else:
-                idle += SSE_POLL_S
-                if idle >= 15:
-                    idle = 0.0
-                    yield b": keep-alive\n\n"
-            await asyncio.sleep(SSE_POLL_S)
+            except TimeoutError:
+                if await request.is_disconnected():
+                    return
+                yield b": keep-alive\n\n"
+                continue
+            kind = str(getattr(event, "type", "message"))
+            data = encode_stream_event(event)
+            if kind == "token" or event.seq is None:
+                yield f"event: {kind}\ndata: {data}\n\n".encode()
+                continue
+            index = index + 1 if event.seq == current else 1
+            current = event.seq
+            if current == seq and index <= skip:
+                continue  # delivered before the reconnect
+            yield f"id: {current}-{index}\nevent: {kind}\ndata: {data}\n\n".encode()
 
     @app.get("/v1/workspaces/{ws_id}/actions")
     async def list_actions(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
