@@ -42,7 +42,7 @@ from bearagent.domain.tools import ToolSpec
 from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
 
 if TYPE_CHECKING:
-    from bearagent.mcp.manager import McpConnectionManager
+    from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks, assemble_hook_groups
 from bearagent.hooks.dispatcher import HookDispatcher, HookSettings, firing_hook_event
@@ -312,6 +312,10 @@ class WorkspaceRuntime:
             shadowed=shadowed,
             flag=self.permission_mode_flag,
         )
+
+    def mcp_status(self) -> list[McpServerStatus] | None:
+        """The session's MCP servers as started so far; None when none has been started yet."""
+        return self._mcp.status() if self._mcp is not None else None
 
     async def _mcp_manager(self) -> McpConnectionManager | None:
         """The session's MCP connections, started (in parallel) on first use; failures never fail the run."""

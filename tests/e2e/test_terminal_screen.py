@@ -121,7 +121,7 @@ def test_a_multi_line_paste_is_one_prompt(tmp_path: Path) -> None:
         term.send("Enter")
         screen = term.wait_for(r"succeeded · ")
         assert "One answer." in screen
-        term.wait_for(r"writer>\s*$")
+        term.wait_for(r"(?m)^writer>\s*$")
         assert _runs(ws) == ["succeeded"]
         assert "A second answer." not in term.screen()
 
@@ -156,3 +156,29 @@ def test_tab_completes_slash_commands_and_agent_names(tmp_path: Path) -> None:
         term.send("Enter")
         term.wait_for("agent: plan")
         term.wait_for("plan>")
+
+
+def test_the_status_line_and_the_session_commands(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "One answer."\n')
+    with _session(tmp_path, ws, 120) as term:
+        term.wait_for(r"writer · scripted · acceptEdits · sandbox \S+ · 0 tokens · \$0\.0000")
+        term.send_text("hi")
+        term.send("Enter")
+        term.wait_for(r"succeeded · ")
+        term.wait_for(r"writer · scripted · acceptEdits · sandbox \S+ · [1-9][\d,]* tokens")  # the session's usage
+        term.send_text("/cost")
+        term.send("Enter")
+        term.wait_for(r"1 run · 1 model call · 0 tool calls · \d+ in \+ \d+ out tokens · \$0\.0000 · \d")
+        term.send_text("/model nosuch")
+        term.send("Enter")
+        term.wait_for(r"no model entry named 'nosuch'; models: scripted")
+        term.send_text("/model")
+        term.send("Enter")
+        term.wait_for(r"scripted\s+scripted")
+        term.send_text("/permissions")
+        term.send("Enter")
+        term.wait_for(r"mode: acceptEdits")
+        term.wait_for(r"deny\s+-")
+        term.send_text("/mcp")
+        term.send("Enter")
+        term.wait_for("no MCP servers")

@@ -24,6 +24,7 @@ from rich.text import Text
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.render import MarkdownStreamObserver, make_console, preview_arguments
 from bearagent.cli.safe_text import visible
+from bearagent.cli.session_commands import SESSION_COMMANDS, SessionTotals, StatusLine, run_session_command
 from bearagent.cli.slash_commands import command_help, workspace_command
 from bearagent.domain.errors import BearAgentError
 from bearagent.runner import RunOptions, WorkspaceRuntime
@@ -33,6 +34,7 @@ HELP = """commands:
   /agent NAME   switch the session's primary agent
   /agents       list agents        /skills   list skills        /tools   tools of the current agent
   /clear        start a new session                            /exit    leave (or Ctrl-D)
+  /model [NAME] show or switch the model   /mcp  MCP servers   /permissions  mode and rules   /cost  session usage
 keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes · Up/Down, Ctrl-R: history
 Ctrl-C cancels a running answer."""
 
@@ -42,6 +44,8 @@ class InteractiveState:
     agent: str
     session: str | None = None
     approved_rules: set[str] = field(default_factory=lambda: set[str]())
+    model: str | None = None  # -m or /model; None: the agent's own
+    totals: SessionTotals = field(default_factory=SessionTotals)
 
 
 def _history_file(runtime: WorkspaceRuntime) -> Path:
@@ -105,18 +109,20 @@ def interactive(
     termination = handle_termination_like_ctrl_c()
     console = make_console()
     loaded = load(workspace)
-    state = InteractiveState(agent=agent or loaded.config.default_agent, session=session)
+    state = InteractiveState(agent=agent or loaded.config.default_agent, session=session, model=model)
     runtime = WorkspaceRuntime(loaded)
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
+    from bearagent.sandbox.probe import probe as probe_sandbox
+
+    sandbox = probe_sandbox(loaded.config.sandbox)
+    sandbox_state = (sandbox.backend or "on") if sandbox.active else "off"
     read_prompt = read
     if read is input:  # on a terminal, the line editor (history search, pastes, multi-line, completion)
         from bearagent.cli.line_editor import workspace_reader
 
-        read_prompt = workspace_reader(loaded) or read
-    from bearagent.sandbox.probe import probe as probe_sandbox
-
-    sandbox = probe_sandbox(loaded.config.sandbox)
+        status = StatusLine(runtime, sandbox_state)
+        read_prompt = workspace_reader(loaded, status=lambda: status(state.agent, state.model, state.totals)) or read
     console.print(
         Text(
             visible(
@@ -146,7 +152,7 @@ def interactive(
                 text = line.strip()
                 if not text:
                     continue
-                options = RunOptions(agent=state.agent, model=model, session=state.session)
+                options = RunOptions(agent=state.agent, model=state.model, session=state.session)
                 if text.startswith("/"):
                     invocation = workspace_command(text, runtime.loaded)  # .claude/commands, actions
                     if isinstance(invocation, str):
@@ -160,7 +166,7 @@ def interactive(
                         console.print(Text(visible(f"note: {note}"), style="yellow"))
                     text = invocation.prompt
                     options.agent = invocation.agent or state.agent
-                    options.model = invocation.model or model
+                    options.model = invocation.model or state.model
                     options.allowed_tools = invocation.allowed_tools
                 observer = MarkdownStreamObserver(console)
                 observer.waiting()  # MCP servers start, the model thinks: a spinner until text arrives
@@ -188,7 +194,9 @@ def interactive(
                 if lines is not None:
                     console.print(Text(lines[0], style="red"))
                     console.print(Text(lines[1], style="red"))
-                console.print(Text(summary_line(result, wall_time_s=time.monotonic() - started), style="dim"))
+                elapsed = time.monotonic() - started
+                state.totals.add(result, elapsed)
+                console.print(Text(summary_line(result, wall_time_s=elapsed), style="dim"))
         finally:
             save_history()
             with contextlib.suppress(BaseException):
@@ -241,6 +249,19 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         else:
             for tool in projection.tools:
                 console.print(visible(f"  {tool.name:<24} {tool.source:<8} {tool.origin}"), markup=False)
+    elif name in SESSION_COMMANDS:
+        chosen = run_session_command(
+            name,
+            arg,
+            runtime,
+            agent=state.agent,
+            model=state.model,
+            approved_rules=state.approved_rules,
+            totals=state.totals,
+            console=console,
+        )
+        if chosen is not None:
+            state.model = chosen
     elif name == "clear":
         state.session = None
         console.print(Text("new session", style="magenta"))

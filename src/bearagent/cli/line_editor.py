@@ -84,8 +84,10 @@ def terminal_reader(
     *,
     commands: Callable[[], Iterable[tuple[str, str]]],
     agents: Callable[[], Iterable[tuple[str, str]]],
+    status: Callable[[], str] | None = None,
 ) -> Callable[[str], str] | None:
-    """A `read(prompt)` on the line editor, or None when stdin or stdout is not a terminal."""
+    """A `read(prompt)` on the line editor, or None when stdin or stdout is not a terminal. `status()` is the status
+    line shown under the prompt."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return None
     history.parent.mkdir(parents=True, exist_ok=True)
@@ -97,6 +99,7 @@ def terminal_reader(
         multiline=True,  # Enter is bound above: it sends; the buffer may still hold pasted or Alt-Enter newlines
         enable_history_search=False,
         mouse_support=False,
+        bottom_toolbar=(lambda: FormattedText([("class:status", status())])) if status is not None else None,
     )
 
     def read(prompt: str) -> str:
@@ -109,15 +112,21 @@ BUILTIN_HELP: dict[str, str] = {
     "agent": "switch the primary agent",
     "agents": "list agents",
     "clear": "start a new session",
+    "cost": "tokens, cost and time of the session",
     "exit": "leave the session",
     "help": "list the commands",
+    "mcp": "MCP servers and their state",
+    "model": "show or switch the model",
+    "permissions": "permission mode and rules in force",
     "quit": "leave the session",
     "skills": "list skills",
     "tools": "tools of the current agent",
 }
 
 
-def workspace_reader(loaded: LoadedWorkspace) -> Callable[[str], str] | None:
+def workspace_reader(
+    loaded: LoadedWorkspace, *, status: Callable[[], str] | None = None
+) -> Callable[[str], str] | None:
     """`terminal_reader` for a workspace: history in its user directory, its commands and primary agents to
     complete."""
     from bearagent.cli.slash_commands import BUILTIN_COMMANDS
@@ -131,4 +140,4 @@ def workspace_reader(loaded: LoadedWorkspace) -> Callable[[str], str] | None:
     def agents() -> list[tuple[str, str]]:
         return [(a.name, a.description.split("\n", 1)[0][:60]) for a in loaded.agents.all() if a.is_primary]
 
-    return terminal_reader(loaded.user_dir / "prompt_history", commands=commands, agents=agents)
+    return terminal_reader(loaded.user_dir / "prompt_history", commands=commands, agents=agents, status=status)

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from bearagent.app import LoadedWorkspace
     from bearagent.domain.specs import ActionSpec
 
-BUILTIN_COMMANDS = frozenset({"exit", "quit", "help", "agent", "agents", "skills", "tools", "clear"})
+BUILTIN_COMMANDS = frozenset(
+    {"exit", "quit", "help", "agent", "agents", "skills", "tools", "clear", "model", "mcp", "permissions", "cost"}
+)
 
 
 @dataclass(frozen=True, slots=True)
