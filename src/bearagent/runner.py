@@ -832,10 +832,12 @@ class WorkspaceRuntime:
         trigger_type: TriggerType = "manual_action",
         observer: RunObserver | None = None,
         budgets: Mapping[str, int] | None = None,
+        model: str | None = None,
     ) -> RunResult:
         """Render action `name` with `inputs` and run it with the action's agent (a detached run). A custom
         command (`registries/commands.py`) takes its `arguments` input as typed; its `allowed-tools` are pre-approved
-        for this run, and a `model` that names no model entry leaves the agent's model."""
+        for this run, and a `model` that names no model entry leaves the agent's model. `model` (`-m`) wins over
+        both."""
         action = self.loaded.actions.require(name)
         if action.kind == "command":
             arguments = inputs.get("arguments", "")
@@ -847,7 +849,7 @@ class WorkspaceRuntime:
             prompt = render_action(action, inputs)
         options = RunOptions(
             agent=action.agent or self.loaded.config.default_agent,
-            model=command_model(action, self.loaded.models),
+            model=model or command_model(action, self.loaded.models),
             trigger_type=trigger_type,
             trigger_ref=action.name,
             budgets=dict(budgets or {}),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -92,6 +93,11 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     if title:
         click.echo(title)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    if sys.stdout.isatty() and widths:  # on a terminal (NO_COLOR, TERM=dumb) the last column is cut to fit
+        room = shutil.get_terminal_size((100, 24)).columns - sum(widths[:-1]) - 2 * (len(widths) - 1) - 1
+        if room >= 10 and widths[-1] > room:
+            widths[-1] = room
+            rows = [[*r[:-1], r[-1] if len(r[-1]) <= room else r[-1][: room - 1] + "…"] for r in rows]
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for row in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
@@ -103,10 +109,21 @@ def short(text: str, limit: int = 70) -> str:
 
 
 def rel(path: str, root: Path) -> str:
+    """`path` for a table: relative to the workspace `root`, else `~/...` under the home directory, else from the
+    installed package on (`…/site-packages/bearagent/...`), else as it is."""
+    target = Path(path)
     try:
-        return str(Path(path).relative_to(root))
+        return str(target.relative_to(root))
     except ValueError:
-        return path
+        pass
+    try:
+        return str(Path("~") / target.relative_to(Path.home()))
+    except (ValueError, RuntimeError):
+        pass
+    parts = target.parts
+    if "site-packages" in parts:
+        return str(Path("…", *parts[parts.index("site-packages") :]))
+    return path
 
 
 def diag_json(d: Diagnostic) -> dict[str, object]:

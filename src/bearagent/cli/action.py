@@ -39,11 +39,18 @@ def action() -> None:
 @click.argument("name")
 @click.argument("inputs", nargs=-1)
 @workspace_option
+@click.option("-m", "--model", default=None, help="Model entry to use instead of the action's or the agent's.")
 @click.option("--json", "as_json", is_flag=True, help="Print only the final record as one JSON object.")
 @budget_options
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def run_action(
-    name: str, inputs: tuple[str, ...], workspace: Path | None, as_json: bool, debug: bool, **budget_flags: object
+    name: str,
+    inputs: tuple[str, ...],
+    workspace: Path | None,
+    model: str | None,
+    as_json: bool,
+    debug: bool,
+    **budget_flags: object,
 ) -> None:
     """Render action NAME with INPUTS (key=value ...) and run it with the action's agent. A custom command
     (`.claude/commands/*.md`) takes its arguments as typed: `bearagent action run review 42 high`."""
@@ -74,7 +81,7 @@ def run_action(
     budgets = collect_budgets(budget_flags)
     execute_and_exit(
         runtime,
-        lambda: runtime.run_action(name, plain, observer=observer, budgets=budgets),
+        lambda: runtime.run_action(name, plain, observer=observer, budgets=budgets, model=model),
         output="json" if as_json else "text",
         debug=debug,
     )

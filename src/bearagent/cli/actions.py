@@ -22,9 +22,10 @@ from bearagent.cli._config_common import (
     resolve_shown,
     workspace_option,
 )
+from bearagent.cli._groups import ListGroup
 
 
-@click.group("actions")
+@click.group("actions", cls=ListGroup)
 def actions() -> None:
     """List and inspect actions (actions/*.md)."""
 

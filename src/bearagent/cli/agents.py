@@ -23,9 +23,10 @@ from bearagent.cli._config_common import (
     short,
     workspace_option,
 )
+from bearagent.cli._groups import ListGroup
 
 
-@click.group("agents")
+@click.group("agents", cls=ListGroup)
 def agents() -> None:
     """List and inspect agents (agents/*.md from every source)."""
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, cast, get_args
 
 import click
 
+from bearagent.cli._groups import ListGroup
 from bearagent.domain._base import JsonValue
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.errors import BearAgentError
@@ -142,7 +143,7 @@ def _render_outcome(outcome: HookOutcome) -> None:
 
 
 def make_hooks_group(loader: HookWorkspaceLoader) -> click.Group:
-    @click.group(name="hooks")
+    @click.group(name="hooks", cls=ListGroup)
     def hooks_group() -> None:
         """Inspect and try the hooks of this workspace."""
 

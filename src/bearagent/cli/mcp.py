@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import click
 
 from bearagent.cli._config_common import fail, print_table, short, workspace_option
+from bearagent.cli._groups import ListGroup
 
 if TYPE_CHECKING:
     from bearagent.domain.diagnostics import Diagnostic
@@ -126,7 +127,7 @@ def _tool_json(tool: McpTool) -> dict[str, object]:
 
 
 def make_mcp_command(loader: McpCliLoader) -> click.Group:
-    @click.group(name="mcp")
+    @click.group(name="mcp", cls=ListGroup)
     def mcp() -> None:
         """MCP tool servers: state, tools and errors (servers are started to check them)."""
 

@@ -18,9 +18,10 @@ from bearagent.cli._config_common import (
     problems,
     workspace_option,
 )
+from bearagent.cli._groups import ListGroup
 
 
-@click.group("models")
+@click.group("models", cls=ListGroup)
 def models() -> None:
     """List and inspect model entries (workspace/<name> and platform/<name>)."""
 

@@ -8,9 +8,10 @@ import os
 import click
 
 from bearagent.cli._config_common import diag_json, emit_json, json_option, print_diagnostics, print_table
+from bearagent.cli._groups import ListGroup
 
 
-@click.group("plugins")
+@click.group("plugins", cls=ListGroup)
 def plugins() -> None:
     """Plugins (entry-point group `bearagent`): list them, install and uninstall them in BearAgent's own
     environment."""

@@ -19,8 +19,11 @@ from bearagent.cli._run_common import (
 
 
 def read_prompt(prompt: str) -> str:
+    """PROMPT as given; `-` reads it from stdin; with a PROMPT, piped stdin is appended to it (as in Claude Code)."""
     if prompt != "-":
-        return prompt
+        from bearagent.cli._stdin import piped_text, with_piped_input
+
+        return with_piped_input(prompt, piped_text())
     if sys.stdin.isatty():
         die("PROMPT is '-' but nothing is piped on stdin", 'pipe the prompt in (echo "..." | bearagent run -)')
     return sys.stdin.read()
@@ -55,8 +58,8 @@ def run(
     debug: bool,
     **budget_flags: object,
 ) -> None:
-    """Run PROMPT once (`-` reads it from stdin) and exit: 0 success, 1 run failed or cancelled, 2 usage or
-    configuration error, 3 a budget stopped the run."""
+    """Run PROMPT once (`-` reads it from stdin; piped stdin is appended to a PROMPT) and exit: 0 success, 1 run
+    failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run."""
     from bearagent.cli.render import TerminalObserver, make_console
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import RunId

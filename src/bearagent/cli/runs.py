@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from bearagent.cli._config_common import emit_json, fail, json_option, print_table, short, workspace_option
+from bearagent.cli._groups import ListGroup
 from bearagent.cli.safe_text import visible
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _when(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value is not None else "-"
 
 
-@click.group("runs")
+@click.group("runs", cls=ListGroup)
 def runs() -> None:
     """List the runs stored in this workspace's event log."""
 

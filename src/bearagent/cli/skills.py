@@ -23,9 +23,10 @@ from bearagent.cli._config_common import (
     short,
     workspace_option,
 )
+from bearagent.cli._groups import ListGroup
 
 
-@click.group("skills")
+@click.group("skills", cls=ListGroup)
 def skills() -> None:
     """List and inspect skills (skills/<name>/SKILL.md from every source)."""
 

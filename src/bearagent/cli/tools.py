@@ -18,9 +18,10 @@ from bearagent.cli._config_common import (
     short,
     workspace_option,
 )
+from bearagent.cli._groups import ListGroup
 
 
-@click.group("tools")
+@click.group("tools", cls=ListGroup)
 def tools() -> None:
     """Show which tools an agent gets (the invocation projection)."""
 

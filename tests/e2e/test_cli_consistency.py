@@ -1,0 +1,107 @@
+"""CLI consistency: a group alone lists, `action run -m`, piped stdin appended to a prompt argument."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bearagent.cli._stdin import piped_text, with_piped_input
+from bearagent.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    shutil.copytree(
+        REPO / "examples" / "quickstart",
+        ws,
+        ignore=shutil.ignore_patterns("state.db*", "outputs", "locks", "transcripts"),
+    )
+    return ws
+
+
+@pytest.mark.parametrize("group", ["agents", "skills", "actions", "models", "tools", "runs"])
+def test_a_group_alone_lists_as_its_list_command_does(workspace: Path, group: str) -> None:
+    runner = CliRunner()
+    alone = runner.invoke(main, [group, "-w", str(workspace), "--json"])
+    listed = runner.invoke(main, [group, "list", "-w", str(workspace), "--json"])
+    assert (alone.exit_code, alone.output) == (listed.exit_code, listed.output)
+    if group != "runs":  # no runs stored yet: both say so, the same way
+        assert alone.exit_code == 0, alone.output
+        json.loads(alone.output)
+    helped = runner.invoke(main, [group, "--help"])
+    assert "Commands:" in helped.output and "list" in helped.output
+
+
+def test_piped_text_is_appended_after_a_blank_line() -> None:
+    assert with_piped_input("explain this", "line 1\nline 2\n") == "explain this\n\nline 1\nline 2"
+    assert with_piped_input("explain this", "  \n") == "explain this"
+    assert with_piped_input("explain this", None) == "explain this"
+
+
+def test_an_idle_pipe_is_not_waited_for(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(read_end, "r", closefd=False) as stream:
+            assert piped_text(stream, wait_s=0.05) is None  # nobody writes: not read, no hang
+            os.write(write_end, b"piped words\n")
+            os.close(write_end)
+            write_end = -1
+            assert piped_text(stream, wait_s=1.0) == "piped words\n"
+    finally:
+        os.close(read_end)
+        if write_end != -1:
+            os.close(write_end)
+    assert piped_text(io.StringIO("x")) is None  # not a file descriptor
+
+
+def _bearagent(args: list[str], workspace: Path, home: Path, stdin: str | None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, BEARAGENT_HOME=str(home), BEARAGENT_LOAD_PLUGINS="", NO_COLOR="1")
+    return subprocess.run(
+        [sys.executable, "-m", "bearagent", *args],
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workspace,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_run_appends_piped_stdin_to_the_prompt(workspace: Path, tmp_path: Path) -> None:
+    (workspace / ".bearagent" / "scripts" / "intro.yaml").write_text('turns:\n  - text: "ok"\n', encoding="utf-8")
+    done = _bearagent(["run", "summarize this log", "--json"], workspace, tmp_path / "home", "ERROR disk full\n")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    events = _bearagent(["events", str(record["run_id"]), "--json"], workspace, tmp_path / "home", None)
+    assert "summarize this log\\n\\nERROR disk full" in events.stdout, events.stdout
+
+
+def test_action_run_takes_a_model(workspace: Path, tmp_path: Path) -> None:
+    done = _bearagent(["action", "run", "intro", "doc=docs/project.md", "-m", "nosuch", "--json"], workspace, tmp_path / "home", None)
+    assert done.returncode != 0
+    assert "nosuch" in done.stderr
+
+
+def test_table_paths_are_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bearagent.cli._config_common import rel
+
+    root = tmp_path / "ws"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert rel(str(root / ".bearagent" / "agents" / "a.md"), root) == ".bearagent/agents/a.md"
+    assert rel(str(tmp_path / "home" / ".bearagent" / "agents" / "b.md"), root) == "~/.bearagent/agents/b.md"
+    site = "/usr/lib/python3.11/site-packages/bearagent/builtin_agents/build.md"
+    assert rel(site, root) == "…/site-packages/bearagent/builtin_agents/build.md"
+    assert rel("/opt/agents/c.md", root) == "/opt/agents/c.md"
