@@ -637,3 +637,13 @@ def test_uppercase_ids_in_payloads_are_canonicalised() -> None:
     assert result.activity is not None and result.activity.activity_id == f.activity_id
     folder.feed(f.model_started())
     assert folder.activities[result.activity.activity_id].status == "running"
+
+
+def test_the_budget_list_is_the_budget_model() -> None:
+    # one list (domain.budgets.BUDGETS) makes the config keys, the CLI flags and the reducer's messages
+    from bearagent.cli._run_common import BUDGET_FLAGS
+    from bearagent.config.model import BUDGET_KEYS
+    from bearagent.domain.budgets import BUDGETS, BudgetLimits
+
+    assert tuple(BudgetLimits.model_fields) == tuple(BUDGETS) == BUDGET_KEYS
+    assert [name for name, _ in BUDGET_FLAGS] == list(BUDGETS)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 import click
 
 from bearagent.cli.safe_text import visible
+from bearagent.domain.budgets import BUDGETS
 
 if TYPE_CHECKING:
     from bearagent.domain.errors import BearAgentError
@@ -28,13 +29,7 @@ EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BUDGET = 3
 
-BUDGET_FLAGS: tuple[tuple[str, str], ...] = (
-    ("max_model_iterations", "Most model calls in the run."),
-    ("max_tool_calls", "Most tool calls in the run."),
-    ("max_tokens", "Most input + output tokens in the run."),
-    ("max_cost_microusd", "Most cost in micro-USD (needs `price:` on the model entry)."),
-    ("max_wall_time_ms", "Most wall-clock time in milliseconds."),
-)
+BUDGET_FLAGS: tuple[tuple[str, str], ...] = tuple((name, text) for name, (_unit, text) in BUDGETS.items())
 
 
 def budget_options(func: F) -> F:

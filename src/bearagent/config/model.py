@@ -14,7 +14,7 @@ from pydantic import Field
 
 from bearagent.config.files import YamlDoc, did_you_mean, load_yaml_mapping, unknown_key_diagnostics
 from bearagent.domain._base import DomainModel
-from bearagent.domain.budgets import BudgetLimits
+from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import Level
 from bearagent.sandbox.settings import SandboxSettings, ShellEnvPolicy, merge_sandbox, merge_shell_env
@@ -38,7 +38,7 @@ TOP_LEVEL_KEYS = frozenset(
         "shell_env",
     }
 )
-BUDGET_KEYS = tuple(BudgetLimits.model_fields)
+BUDGET_KEYS = BUDGET_FIELDS
 PERMISSION_KEYS = ("allow", "ask", "deny")
 DEFAULT_SKILL_CATALOG_CHARS = 8_000
 

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from pydantic import Field
 
 from bearagent.domain._base import DomainModel
 
-BUDGET_FIELDS: tuple[str, ...] = (
-    "max_model_iterations",
-    "max_tool_calls",
-    "max_tokens",
-    "max_cost_microusd",
-    "max_wall_time_ms",
+BUDGETS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "max_model_iterations": ("model iterations", "Most model calls in the run."),
+        "max_tool_calls": ("tool calls", "Most tool calls in the run."),
+        "max_tokens": ("tokens", "Most input + output tokens in the run."),
+        "max_cost_microusd": ("micro-USD of cost", "Most cost in micro-USD (needs `price:` on the model entry)."),
+        "max_wall_time_ms": ("ms of wall time", "Most wall-clock time in milliseconds."),
+    }
 )
+"""The one list of budgets: field -> (unit in messages, help of its `--max-*` flag). Config keys, CLI flags and the
+reducer's budget errors are all made from it; `BudgetLimits` has exactly these fields (a test checks)."""
+
+BUDGET_FIELDS: tuple[str, ...] = tuple(BUDGETS)
 
 
 class BudgetLimits(DomainModel):

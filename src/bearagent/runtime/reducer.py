@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bearagent.domain.budgets import BudgetLimits
+from bearagent.domain.budgets import BUDGETS, BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.run_events import RUN_EVENT_PAYLOADS, parse_run_event_payload, payload_type_for
@@ -47,20 +47,13 @@ __all__ = [
 
 # ---- errors ---------------------------------------------------------------------------------------------------
 
-_BUDGET_UNITS = {
-    "max_model_iterations": "model iterations",
-    "max_tool_calls": "tool calls",
-    "max_tokens": "tokens",
-    "max_cost_microusd": "micro-USD of cost",
-    "max_wall_time_ms": "ms of wall time",
-}
 
 
 class BudgetExceeded(BearAgentError):
     """A Requested event the budget does not allow; nothing was recorded. Turn it into a budget stop."""
 
     def __init__(self, field: str, *, limit: int, used: int, event_type: str, run_id: str) -> None:
-        what = _BUDGET_UNITS[field]
+        what = BUDGETS[field][0]
         flag = "--" + field.replace("_", "-")
         message = (
             f"budget {field} exhausted for run {run_id}: {used} {what} used of {limit}; {event_type} was not recorded. "
