@@ -43,8 +43,9 @@ PERMISSION_KEYS = ("allow", "ask", "deny")
 DEFAULT_SKILL_CATALOG_CHARS = 8_000
 
 
-class PermissionRules(DomainModel):
-    """Claude Code permission rule strings (`Read`, `Bash(git status)`); deny > ask > allow."""
+class PermissionLists(DomainModel):
+    """The rule strings of `permissions:` as written (`Read`, `Bash(git status)`); `tools.permissions.PermissionRules`
+    is their parsed form, which the gate evaluates (deny > ask > allow)."""
 
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
@@ -62,7 +63,7 @@ class BearConfig(DomainModel):
     default_agent: str = Field(default="build", min_length=1, max_length=64)
     compat: bool = True
     default_model: str | None = Field(default=None, max_length=256)
-    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    permissions: PermissionLists = Field(default_factory=PermissionLists)
     budgets: BudgetLimits = Field(default_factory=BudgetLimits)
     web_fetch: WebFetchSettings = Field(default_factory=WebFetchSettings)
     skill_catalog_chars: int = Field(default=DEFAULT_SKILL_CATALOG_CHARS, ge=0, le=1_000_000)
@@ -343,7 +344,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         default_agent=default_agent,
         compat=compat,
         default_model=default_model,
-        permissions=PermissionRules(**{k: tuple(v) for k, v in permissions.items()}),
+        permissions=PermissionLists(**{k: tuple(v) for k, v in permissions.items()}),
         budgets=BudgetLimits(**budgets),
         web_fetch=WebFetchSettings(allow_private_network=allow_private),
         skill_catalog_chars=catalog,
