@@ -63,3 +63,18 @@ def test_deny_beats_ask_beats_allow_whatever_the_order() -> None:
     assert rules.evaluate("Bash", {"command": "git push origin"}, ROOT).decision == "ask"  # type: ignore[union-attr]
     forced = rules.evaluate("Bash", {"command": "git push --force origin"}, ROOT)
     assert forced is not None and forced.decision == "deny"
+
+
+def test_an_allow_glob_after_a_server_name_with_underscores_is_accepted_and_a_bare_glob_is_not() -> None:
+    from bearagent.tools.permissions import PermissionRule, RuleError
+
+    rules = PermissionRules.parse(allow=["mcp__my_server__*"])
+    match = rules.evaluate("mcp__my_server__list", {}, ROOT)
+    assert match is not None and match.decision == "allow"
+    assert rules.evaluate("mcp__other__list", {}, ROOT) is None
+    for bad in ("mcp__*", "mcp__my_*__x"):
+        try:
+            PermissionRule.parse(bad, "allow")
+        except RuleError:
+            continue
+        raise AssertionError(f"{bad} should be refused in an allow rule")

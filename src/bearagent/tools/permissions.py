@@ -100,7 +100,7 @@ class PermissionRule:
                 "wildcards in tool names are only allowed for MCP tools (mcp__server__*)",
                 "Name the tool exactly.",
             )
-        if tool.startswith("mcp__") and kind == "allow" and "*" in tool and not re.match(r"^mcp__[^*_]+__", tool):
+        if tool.startswith("mcp__") and kind == "allow" and "*" in tool and not re.match(r"^mcp__[^*]+?__", tool):
             raise _rule_error(
                 kind, raw, "an allow rule may use '*' only after 'mcp__<server>__'", "Name the server literally."
             )
