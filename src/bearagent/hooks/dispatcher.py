@@ -45,6 +45,7 @@ from bearagent.hooks.protocol import (
 )
 from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext, describe_handler, run_handler
 from bearagent.hooks.transcript import TranscriptWriter
+from bearagent.runtime.plan import STOP_BLOCK_CAP
 
 if TYPE_CHECKING:
     from bearagent.sandbox.settings import SandboxSettings
@@ -53,7 +54,7 @@ firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_ev
 """The hook event whose handler is running in this task (None outside handlers): a judge run started by a handler
 uses it to never fire hooks of the same event again."""
 
-DEFAULT_STOP_BLOCK_CAP = 8
+DEFAULT_STOP_BLOCK_CAP = STOP_BLOCK_CAP
 HookDecision: TypeAlias = Literal["none", "allow", "deny", "ask", "block", "rewrite", "context", "error"]
 HookRecorder = Callable[[HookExecutedV1], "None | Awaitable[None]"]
 _SIMPLE_MATCHER = re.compile(r"^[A-Za-z0-9_\-, |]+$")
@@ -501,7 +502,7 @@ class HookDispatcher:
         self._stop_blocks.pop(key, None)
         note = (
             f"{outcome.event} hooks blocked stopping {count} times in a row; the cap ({cap}) overrides them and lets "
-            f"the agent stop (raise hooks.stop_block_cap, or make the hook honour stop_hook_active)"
+            "the agent stop (make the hook honour `stop_hook_active`: when it is true, let the agent stop)"
         )
         if self._record is not None:
             result = self._record(

@@ -52,7 +52,7 @@ from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import Clock, RunStorage, ToolContext
 from bearagent.runtime.context import ContextBuilder, bound_for_model
 from bearagent.runtime.observer import NullObserver, RunObserver
-from bearagent.runtime.plan import AgentPlan, LoopHooks, Planner, RunSpec
+from bearagent.runtime.plan import STOP_BLOCK_CAP, AgentPlan, LoopHooks, Planner, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
@@ -63,7 +63,7 @@ _log = logging.getLogger("bearagent.runtime")
 
 SWITCH_TOOL = "SwitchAgent"
 TODO_TOOL = "TodoWrite"
-DEFAULT_STOP_HOOK_CAP = 8
+DEFAULT_STOP_HOOK_CAP = STOP_BLOCK_CAP
 
 
 @dataclass(frozen=True, slots=True)

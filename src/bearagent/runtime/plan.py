@@ -82,6 +82,10 @@ class RunSpec:
     """Facts that happened before the run existed (SessionStart hook executions), recorded after RunStarted."""
 
 
+STOP_BLOCK_CAP = 8
+"""How many times in a row Stop hooks may keep an agent from stopping before it stops anyway (the loop enforces
+it; the hook dispatcher records when it overrides the hooks)."""
+
 # An agent switch re-plans the run for the new agent.
 Planner = Callable[[str], Awaitable[AgentPlan]]
 
