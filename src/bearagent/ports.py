@@ -153,7 +153,16 @@ class SessionLockPort(Protocol):
         ...
 
 
-class RunStorage(SessionLockPort, Protocol):
+class RunCommits(Protocol):
+    """What the run writer needs of a store: a run's state and version, and the conditional commit (see
+    `RunStorage`, which includes it)."""
+
+    async def load_run(self, run_id: RunId) -> StoredRun | None: ...
+
+    async def commit(self, commit: RunCommit) -> None: ...
+
+
+class RunStorage(RunCommits, SessionLockPort, Protocol):
     """The async storage port of the run writer (`runtime/run_writer.py`) and of the runtime's reads. No method
     blocks the event loop. Every implementation passes `tests/contract/test_store_contract.py` unchanged.
 

@@ -28,7 +28,7 @@ from bearagent.ports import (
     ActivityIdTaken,
     EventIdTaken,
     RunCommit,
-    RunStorage,
+    RunCommits,
     StoredRun,
     VersionConflict,
 )
@@ -115,7 +115,7 @@ class RunWriter:
     cache and the subscribers); safe for many concurrent runs on one event loop. Two appends racing for the same
     sequence are told apart by the store's version check: the loser gets `SequenceConflict`."""
 
-    def __init__(self, storage: RunStorage, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(self, storage: RunCommits, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         self.storage = storage
         self._cache: dict[str, StoredRun] = {}
         self._cache_size = cache_size

@@ -92,6 +92,21 @@ class RebuildReport:
     events: int
 
 
+class _InlineCommits:
+    """The writer's side of the port run on the calling thread, for the synchronous `append` (which blocks anyway):
+    no hop to the writer thread."""
+
+    def __init__(self, load: Callable[[RunId], StoredRun | None], commit: Callable[[RunCommit], None]) -> None:
+        self._load = load
+        self._commit = commit
+
+    async def load_run(self, run_id: RunId) -> StoredRun | None:
+        return self._load(run_id)
+
+    async def commit(self, commit: RunCommit) -> None:
+        self._commit(commit)
+
+
 class _Worker:
     """One thread with its own connection, opened there on first use; async callers await its results."""
 
@@ -324,12 +339,17 @@ class SqliteEventStore:
         """Append consecutive events of ONE run in one transaction: all of them become facts, or none does (a
         budget refusal of any of them rolls the whole batch back). Returns the run projection after the last.
 
-        For synchronous callers (tools, tests, workers): the runtime's `RunWriter` on a private event loop, over
-        this store's async port. Async code awaits a `RunWriter` instead; this must not run inside an event loop."""
+        For synchronous callers (tools, tests, workers): the runtime's `RunWriter` on a private event loop, its
+        loads and commits run inline on this thread. Async code awaits a `RunWriter` over the store instead (off the
+        loop); this must not run inside an event loop."""
         with self._sync_lock:
             if self._sync_loop is None:
                 self._sync_loop = asyncio.new_event_loop()
-                self._sync_writer = RunWriter(self, cache_size=self._cache_size)
+                inline = _InlineCommits(
+                    lambda run_id: self._sync_read(lambda conn: self._load_on(conn, str(run_id))),
+                    lambda commit: self._sync_read(lambda conn: self._commit_on(conn, commit)),
+                )
+                self._sync_writer = RunWriter(inline, cache_size=self._cache_size)
             assert self._sync_writer is not None
             return self._sync_loop.run_until_complete(self._sync_writer.append_many(events))
 
