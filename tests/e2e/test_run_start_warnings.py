@@ -79,3 +79,14 @@ def test_the_run_start_summary_is_bounded_and_counts_skipped_files() -> None:
     ]
     groups = group_diagnostics(same)
     assert len(groups) == 1 and groups[0].count == 3 and groups[0].message == "same thing"
+
+
+def test_the_list_commands_fold_the_same_warning_too(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ws = _project(tmp_path / "ws", home, files=5)
+    for i in range(5):
+        write(ws, f".claude/agents/agent-{i:03d}.md", f"---\ndescription: Agent {i}.\ncolor: red\n---\nbody\n")
+    listed = bear(ws, home, "agents", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = [line for line in listed.stdout.splitlines() if "'color'" in line]
+    assert len(lines) == 1 and "(5 files: " in lines[0] and "and 2 more)" in lines[0]

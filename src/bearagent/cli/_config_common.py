@@ -140,8 +140,10 @@ def print_diagnostics(diags: Sequence[Diagnostic], *, heading: str | None = None
         return
     if heading:
         click.echo(heading)
-    for d in diags:
-        click.echo(d.render())
+    from bearagent.config.diag_summary import group_diagnostics
+
+    for group in group_diagnostics(diags):  # the same problem in many files: one entry with a count
+        click.echo(group.first.render() if group.count == 1 else group.render())
 
 
 def shadows_of(resolved: Resolved[T], root: Path) -> list[dict[str, str]]:
