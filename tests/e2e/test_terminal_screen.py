@@ -182,3 +182,34 @@ def test_the_status_line_and_the_session_commands(tmp_path: Path) -> None:
         term.send_text("/mcp")
         term.send("Enter")
         term.wait_for("no MCP servers")
+
+
+def test_an_untrusted_workspace_is_shown_and_trusted_once_at_the_door(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "Trusted answer."\n')
+    config = ws / ".bearagent" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "permissions: {allow: [Bash]}\n", encoding="utf-8")
+    env = base_env(tmp_path / "home")
+    refused = subprocess.run(
+        [sys.executable, "-m", "bearagent", "run", "-w", str(ws), "hi"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2 and "bearagent trust" in refused.stderr  # run keeps refusing, naming the fix
+    with _session(tmp_path, ws, 100) as term:
+        screen = term.wait_for(r"Trust this workspace\? \[y/N\]")
+        assert "not trusted yet" in screen and "Bash" in screen  # what it would trust
+        term.send_text("y")
+        term.send("Enter")
+        term.wait_for("Trusted: ")
+        term.wait_for("writer>")
+        term.send_text("hi")
+        term.send("Enter")
+        term.wait_for("Trusted answer.")
+        term.wait_for(r"succeeded · ")
+    with _session(tmp_path, ws, 100) as term:  # asked once: the next session starts at the prompt
+        screen = term.wait_for("writer>")
+        assert "Trust this workspace" not in screen

@@ -134,6 +134,10 @@ def interactive(
     )
     if sandbox.warning() is not None:
         console.print(Text(str(sandbox.warning()), style="yellow"))
+    if read is input and sys.stdin.isatty():
+        from bearagent.cli.trust_door import trust_at_the_door
+
+        trust_at_the_door(loaded, console, read)
     for notice in runtime.notices(state.agent):
         console.print(Text(visible(notice), style="yellow"))
     with asyncio.Runner() as runner:
