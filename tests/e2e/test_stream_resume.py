@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from click.testing import CliRunner
+from tests.support.config_ws import isolated_env
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
+from bearagent.cli import main
 from bearagent.domain.ids import RunId
-from bearagent.domain.stream import StreamEventModel, TokenEvent, encode_stream_event
+from bearagent.domain.stream import StreamEventModel, TokenEvent, encode_stream_event, parse_stream_event_json
 from bearagent.runtime.observer import NullObserver
 
 SCRIPT = """
@@ -134,3 +137,24 @@ turns:
     assert [kind(e) for e in root_only if kind(e).startswith("subagent.")] == ["subagent.started", "subagent.finished"]
     finals = [e for e in root_only if kind(e) == "final"]
     assert len(finals) == 1 and "Scout says" in encode_stream_event(finals[0])
+
+
+def test_stream_json_lines_name_the_run_and_its_log_sequence(tmp_path: Path) -> None:
+    root = scripted_workspace(tmp_path / "ws", SCRIPT.replace("    delay_ms: 600\n", ""), agents=MAIN)
+    (root / "docs").mkdir()
+    (root / "docs" / "a.md").write_text("hello\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        main, ["run", "-w", str(root), "--stream-json", "read docs/a.md"], env=isolated_env(tmp_path / "home")
+    )
+    assert result.exit_code == 0, result.output
+    events = [parse_stream_event_json(line) for line in result.output.splitlines() if line.strip()]
+    run_id = run_of(events[0])
+    assert kind(events[0]) == "run.started" and kind(events[-1]) == "run.succeeded"
+    assert all(run_of(e) == run_id and e.seq is not None for e in events)
+
+    # the same stream, read back from the log afterwards (tokens are live only)
+    async def replay() -> list[StreamEventModel]:
+        async with open_ws(root, tmp_path / "home") as ws:
+            return [event async for event in ws.stream_run(run_id)]
+
+    assert facts(events) == facts(asyncio.run(replay()))
