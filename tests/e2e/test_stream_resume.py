@@ -5,6 +5,7 @@ log alone once the run is over."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -44,7 +45,7 @@ def run_of(event: StreamEventModel) -> str:
     return str(event.model_dump().get("run_id", ""))
 
 
-def facts(events: list[StreamEventModel]) -> list[str]:
+def facts(events: Sequence[StreamEventModel]) -> list[str]:
     return [encode_stream_event(e) for e in events if not isinstance(e, TokenEvent)]
 
 
