@@ -105,3 +105,24 @@ def test_table_paths_are_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     site = "/usr/lib/python3.11/site-packages/bearagent/builtin_agents/build.md"
     assert rel(site, root) == "…/site-packages/bearagent/builtin_agents/build.md"
     assert rel("/opt/agents/c.md", root) == "/opt/agents/c.md"
+
+
+def test_no_model_but_a_key_in_the_environment_offers_the_config_lines(workspace: Path, tmp_path: Path) -> None:
+    config = workspace / ".bearagent" / "config.yaml"
+    config.write_text("kind: project\ndefault_agent: writer\n", encoding="utf-8")  # no model entry at all
+    env = dict(os.environ, BEARAGENT_HOME=str(tmp_path / "home"), BEARAGENT_LOAD_PLUGINS="", NO_COLOR="1")
+    env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
+    env.pop("ANTHROPIC_API_KEY", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "bearagent", "run", "-w", str(workspace), "hi"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "OPENAI_API_KEY is set in the environment" in done.stderr
+    assert "gpt: {provider: openai, api: responses, model: gpt-5-mini, api_key_env: OPENAI_API_KEY}" in done.stderr
+    assert "sk-test-not-a-real-key" not in done.stderr

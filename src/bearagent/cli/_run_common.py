@@ -85,6 +85,9 @@ FIXES: dict[str, str] = {
 def die_from(exc: BearAgentError, *, debug: bool, code: int | None = None) -> NoReturn:
     category = exc.info.category
     fix = exc.hint or FIXES.get(category) or "see `bearagent doctor` for configuration problems"
+    from bearagent.cli.model_hint import no_model_fix
+
+    fix = no_model_fix(exc.info.code, fix)
     if code is None:
         code = EXIT_BUDGET if category == "budget" else EXIT_USAGE
     die(exc.info.message, fix, code, debug=debug)

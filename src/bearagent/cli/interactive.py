@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.text import Text
 
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
+from bearagent.cli.model_hint import key_config_lines, no_model_fix
 from bearagent.cli.render import MarkdownStreamObserver, make_console, preview_arguments
 from bearagent.cli.safe_text import visible
 from bearagent.cli.session_commands import SESSION_COMMANDS, SessionTotals, StatusLine, run_session_command
@@ -140,6 +141,13 @@ def interactive(
         trust_at_the_door(loaded, console, read)
     for notice in runtime.notices(state.agent):
         console.print(Text(visible(notice), style="yellow"))
+    try:
+        loaded.project(state.agent)
+    except BearAgentError as exc:  # say it now, not at the first prompt (with the config lines for a key in env)
+        if exc.info.code.endswith(".no_model"):
+            console.print(Text(visible(f"note: {exc.info.message}"), style="yellow"))
+            for line in key_config_lines() or ([f"fix: {exc.hint}"] if exc.hint else []):
+                console.print(Text(visible(line), style="yellow"))
     with asyncio.Runner() as runner:
         try:
             while True:
@@ -187,8 +195,9 @@ def interactive(
                 except BearAgentError as exc:
                     observer.close()
                     console.print(Text(visible(f"error: {exc.info.message}"), style="red"))
-                    if exc.hint:
-                        console.print(Text(visible(f"fix: {exc.hint}"), style="red"))
+                    fix = no_model_fix(exc.info.code, exc.hint)
+                    if fix:
+                        console.print(Text(visible(f"fix: {fix}"), style="red"))
                     continue
                 observer.close()
                 state.session = str(result.session_id) if result.session_id is not None else state.session
