@@ -37,7 +37,7 @@ from bearagent.domain.run_events import (
     TriggerType,
 )
 from bearagent.domain.specs import AgentSpec, ModelEntry
-from bearagent.domain.state import RunProjection
+from bearagent.domain.state import TERMINAL_RUN_STATUSES, RunProjection
 from bearagent.domain.tools import ToolSpec
 from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
 
@@ -990,7 +990,7 @@ class WorkspaceRuntime:
             status = "cancelled"
             raise
         finally:
-            final_status = status if status in ("succeeded", "failed", "cancelled") else "failed"
+            final_status = status if status in TERMINAL_RUN_STATUSES else "failed"
             await parent.recorder.append(
                 ChildRunFinishedV2(child_run_id=child_id, status=final_status, usage=await self._child_usage(child_id))  # pyright: ignore[reportArgumentType]
             )

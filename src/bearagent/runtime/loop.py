@@ -48,6 +48,7 @@ from bearagent.domain.run_events import (
     ToolCallRequestedV2,
     ToolCallStartedV1,
 )
+from bearagent.domain.state import ActivityKind
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import Clock, RunStorage, ToolContext
 from bearagent.runtime.context import ContextBuilder, bound_for_model
@@ -88,7 +89,7 @@ class _RunFailure(Exception):
 
 @dataclass(slots=True)
 class _Active:
-    kind: str
+    kind: ActivityKind
     activity_id: ActivityId
     model_call_id: ModelCallId | None = None
     tool_call_id: ToolCallId | None = None
@@ -333,7 +334,7 @@ class AgentLoop:
                     )
                 request = decision.request
             activity = _Active(
-                kind="model", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
+                kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
             )
             assert activity.model_call_id is not None
             await self._admit(
@@ -477,7 +478,7 @@ class AgentLoop:
         bound = plan.tools.get(call.name)
         internal = bound.internal_name if bound is not None else call.name
         activity = _Active(
-            kind="tool", activity_id=self._ids.new(ActivityId), tool_call_id=call.tool_call_id, tool_name=internal
+            kind="tool_call", activity_id=self._ids.new(ActivityId), tool_call_id=call.tool_call_id, tool_name=internal
         )
         await self._admit(
             recorder,
@@ -578,7 +579,7 @@ class AgentLoop:
             return
         state.active = None
         with contextlib.suppress(BearAgentError):
-            if active.kind == "model" and active.model_call_id is not None:
+            if active.kind == "model_call" and active.model_call_id is not None:
                 await recorder.append(
                     ModelCallFailedV2(
                         activity_id=active.activity_id,

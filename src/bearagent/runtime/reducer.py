@@ -29,7 +29,13 @@ from bearagent.domain.budgets import BUDGETS, BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.run_events import RUN_EVENT_PAYLOADS, parse_run_event_payload, payload_type_for
-from bearagent.domain.state import ActivityKind, ActivityProjection, ActivityStatus, RunProjection
+from bearagent.domain.state import (
+    TERMINAL_RUN_STATUSES,
+    ActivityKind,
+    ActivityProjection,
+    ActivityStatus,
+    RunProjection,
+)
 from bearagent.runtime.run_state import ActivityState, RunState, canonical_id, error_of
 
 __all__ = [
@@ -46,7 +52,6 @@ __all__ = [
 ]
 
 # ---- errors ---------------------------------------------------------------------------------------------------
-
 
 
 class BudgetExceeded(BearAgentError):
@@ -425,7 +430,7 @@ _missing = {t for (t, _v) in RUN_EVENT_PAYLOADS} - set(_HANDLERS)
 if _missing:  # pragma: no cover - guards future additions to RUN_EVENT_PAYLOADS
     raise RuntimeError(f"reducer has no handler for {sorted(_missing)}")
 
-TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+TERMINAL = TERMINAL_RUN_STATUSES
 
 
 def apply(
