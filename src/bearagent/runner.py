@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bearagent import preflight
 from bearagent.app import LoadedWorkspace
-from bearagent.config.diag_summary import run_start_lines
-from bearagent.config.workspace import agent_sources
 from bearagent.domain._base import JsonValue
-from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits, BudgetUsage
+from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
@@ -40,28 +35,27 @@ from bearagent.domain.specs import AgentSpec, ModelEntry
 from bearagent.domain.state import TERMINAL_RUN_STATUSES, RunProjection
 from bearagent.domain.tools import ToolSpec
 from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
+from bearagent.resources import Resources, open_store, state_dir
+from bearagent.run_types import RunOptions, RunResult
+from bearagent.sessions import SessionService
 
 if TYPE_CHECKING:
-    from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
+    from bearagent.mcp.manager import McpServerStatus
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks, assemble_hook_groups
 from bearagent.hooks.dispatcher import HookDispatcher, HookSettings, firing_hook_event
 from bearagent.hooks.interceptor import HookToolInterceptor
-from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.plugins.permission import PluginPermissionInterceptor, has_impls
 from bearagent.ports import (
     Clock,
-    ModelProvider,
     SystemClock,
     Tool,
     ToolContext,
     ToolInterceptor,
 )
-from bearagent.providers.factory import create_provider
 from bearagent.registries.actions import render_action
 from bearagent.registries.commands import command_model, render_command
 from bearagent.runtime.context import ContextBuilder
-from bearagent.runtime.history import history_from_events
 from bearagent.runtime.loop import AgentLoop, RunOutcome
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import (
@@ -71,8 +65,7 @@ from bearagent.runtime.plan import (
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
-from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
-from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
+from bearagent.runtime.run_writer import RunWriter
 from bearagent.sandbox import probe as sandbox_probe
 from bearagent.sandbox import request as sandbox_request
 from bearagent.skill_grants import SkillGrants
@@ -87,117 +80,9 @@ from bearagent.tools.runtime_tools import (
     SwitchAgentTool,
     TaskTool,
 )
-from bearagent.trust.modes import ModeInForce, mode_in_force
+from bearagent.trust.modes import ModeInForce
 
 MAX_SUBAGENT_DEPTH = 3
-STATE_DB = "state.db"
-
-
-# ---- where state lives ---------------------------------------------------------------------------------------
-
-
-def state_dir(loaded: LoadedWorkspace) -> Path:
-    """`<ws>/.bearagent/` for project workspaces; for chat workspaces (no local history) a directory under the
-    user's BearAgent home keyed by the workspace path."""
-    if loaded.config.kind == "chat":
-        key = hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
-        return loaded.user_dir / "chat-state" / key
-    return loaded.state_dir
-
-
-def _event_sink(sink: Callable[[Event], None]) -> Subscriber:
-    """A plugin's event sink as a run writer subscriber: committed events only (tokens are not log events)."""
-
-    def subscriber(item: Published) -> None:
-        if isinstance(item, Committed):
-            sink(item.event)
-
-    return subscriber
-
-
-def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
-    """The workspace's event store. With `create=False` a missing database is a clear error (nothing has run).
-    The data dir (`.bearagent`) and the database are never reached through a symlink (`runtime/state_files.py`)."""
-    data_dir = state_dir(loaded)
-    path = data_dir / STATE_DB
-    refuse_symlinks([data_dir, path])
-    if not create and not path.exists():
-        raise BearAgentError(
-            ErrorInfo.of("not_found", "no_state", f"no runs have been stored in {loaded.root} yet ({path} is missing)"),
-            hint='start a run with `bearagent run "..."` in this workspace first',
-        )
-    os.close(open_state_dir(data_dir))  # a real directory, created 0700 if missing
-    return SqliteEventStore(path)
-
-
-def _short(path: str, root: Path) -> str:
-    """A path relative to the workspace, or with the home directory as `~`."""
-    p = Path(path)
-    try:
-        return p.relative_to(root).as_posix()
-    except ValueError:
-        pass
-    home = Path.home()
-    try:
-        return "~/" + p.relative_to(home).as_posix()
-    except ValueError:
-        return str(p)
-
-
-# ---- results -------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """The final record of a run (`bearagent run --json` prints `to_json()`)."""
-
-    run_id: RunId
-    session_id: SessionId | None
-    agent: str
-    status: str
-    final: str
-    usage: BudgetUsage
-    error: ErrorInfo | None = None
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "run_id": str(self.run_id),
-            "session_id": str(self.session_id) if self.session_id is not None else None,
-            "agent": self.agent,
-            "status": self.status,
-            "final": self.final,
-            "usage": {
-                "model_iterations": self.usage.model_iterations,
-                "tool_calls": self.usage.tool_calls,
-                "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens,
-                "cost_microusd": self.usage.cost_microusd,
-                "wall_time_ms": self.usage.wall_time_ms,
-            },
-            "error": None
-            if self.error is None
-            else {
-                "category": self.error.category,
-                "code": self.error.code,
-                "message": self.error.message,
-                "retryable": self.error.retryable,
-            },
-        }
-
-
-@dataclass
-class RunOptions:
-    agent: str | None = None
-    model: str | None = None
-    session: str | None = None  # None = a new session; "continue" = the latest one; else a session id
-    budgets: Mapping[str, int] = field(default_factory=dict[str, int])
-    wait_for_session: bool = True
-    trigger_type: TriggerType = "message"
-    trigger_ref: str | None = None
-    allowed_tools: tuple[str, ...] = ()
-    """Permission rules pre-approved for this run only (a custom command's `allowed-tools`)."""
-    run_id: RunId | None = None
-    """The id the run gets (new by default): known up front, a live subscriber can follow the run from its start."""
 
 
 # ---- the runtime ---------------------------------------------------------------------------------------------
@@ -220,198 +105,62 @@ class WorkspaceRuntime:
         permission_mode: str | None = None,
     ) -> None:
         self.loaded = loaded
-        self._store = store
-        self._writer: RunWriter | None = None
         self.clock: Clock = clock or SystemClock()
         self.ids: IdGenerator = ids or Uuid4IdGenerator()
         self.retry = retry or RetryPolicy()
         self.ask = ask
         self.caller = caller
-        self._providers: dict[tuple[str, str], ModelProvider] = {}
-        self._in_process_mcp = in_process_mcp
-        self._mcp: McpConnectionManager | None = None
-        self._context = ContextBuilder()
-        self._transcripts: dict[str, TranscriptWriter] = {}
-        self._started_sessions: set[str] = set()
         self.permission_mode_flag = permission_mode
-        self._session_facts: list[HookExecutedV1] = []
         """A mode the user chose for this process (`--permission-mode`); it outranks every file."""
+        self.resources = Resources(loaded, self.ids, store=store, in_process_mcp=in_process_mcp)
+        self.sessions = SessionService(loaded, self.resources, self.clock, self.ids, caller)
+        self._context = ContextBuilder()
+        self._started_sessions: set[str] = set()
+        self._session_facts: list[HookExecutedV1] = []
 
-    # ---- resources ---------------------------------------------------------------------------------------------
+    # ---- collaborators -------------------------------------------------------------------------------------------
 
     @property
     def store(self) -> SqliteEventStore:
-        if self._store is None:
-            self._store = open_store(self.loaded)
-        return self._store
+        return self.resources.store
 
     @property
     def writer(self) -> RunWriter:
-        """The one writer of this runtime's store: every run and child run appends through it, and its
-        subscribers see every commit."""
-        if self._writer is None or self._writer.storage is not self.store:
-            self._writer = RunWriter(self.store)
-            for _plugin, sink in self.loaded.plugins.contributions().event_sinks:  # plugin sinks see every commit
-                self._writer.subscribe(_event_sink(sink))
-        return self._writer
+        return self.resources.writer
 
     @property
     def root(self) -> Path:
         return self.loaded.root
 
-    def check_trust(self) -> None:
-        """Refuse to run a workspace whose files would decide where requests and keys go, what code runs or what
-        is allowed, until the user trusts it (`bearagent.trust`)."""
-        from bearagent.trust import require_trust, workspace_trust_surface
-
-        surface = workspace_trust_surface(self.loaded)
-        if surface.is_empty:
-            return
-        require_trust(self.root, surface, env=self.loaded.env)
-
     def check_guards(self) -> None:
-        """Fail closed: a config, `.mcp.json` or agent file that carries guards and did not load stops the run."""
-        from bearagent.trust.guards import require_guards
+        preflight.check_guards(self.loaded)
 
-        dirs = [s.directory for s in agent_sources(self.root, self.loaded.user_dir, compat=True) if s.directory]
-        require_guards(self.loaded.diagnostics(include_tools=False), dirs)
+    def check_trust(self) -> None:
+        preflight.check_trust(self.loaded)
+
+    def check_hooks(self) -> None:
+        preflight.check_hooks(self.loaded)
 
     def notices(self, agent_name: str | None = None) -> list[str]:
-        """One line each for what a user should know before a run starts: a workspace agent that replaces one of
-        the user's own (or a plugin's), a permission mode the user's ceiling capped, and the load warnings (folded:
-        `config/diag_summary.py`)."""
-        out: list[str] = []
-        for resolved in self.loaded.agents.entries():
-            if resolved.item.level != "workspace":
-                continue
-            mine = [c for c in resolved.shadows if c.source.kind in ("user", "plugin")]
-            if mine:
-                out.append(
-                    f"note: the workspace's agent {resolved.name!r} ({_short(resolved.path, self.root)}) replaces "
-                    f"{'your own' if mine[0].source.kind == 'user' else 'the ' + mine[0].source.id} "
-                    f"({_short(mine[0].path, self.root)})"
-                )
-        agent = self.loaded.agents.get(agent_name or self.loaded.config.default_agent)
-        if agent is not None:
-            capped = self.mode_in_force(agent).capped
-            if capped:
-                out.append(f"note: {capped}")
-        # every load warning (a misspelt `tool:`, an unsupported key), the same one of many files folded into one
-        out.extend(run_start_lines(self.loaded.diagnostics(include_tools=False), self.root))
-        return out
+        return preflight.notices(self.loaded, agent_name, flag=self.permission_mode_flag)
 
     def mode_in_force(self, agent: AgentSpec) -> ModeInForce:
-        """The permission mode the gate and the hooks see for `agent`, capped by the user's ceiling."""
-        resolved = self.loaded.agents.resolved(agent.name)
-        shadowed = [c.item for c in resolved.shadows] if resolved is not None else []
-        config = self.loaded.config
-        return mode_in_force(
-            agent,
-            workspace_mode=config.permission_mode,
-            user_ceiling=config.permission_ceiling,
-            shadowed=shadowed,
-            flag=self.permission_mode_flag,
-        )
+        return preflight.mode_for(self.loaded, agent, flag=self.permission_mode_flag)
 
     def mcp_status(self) -> list[McpServerStatus] | None:
-        """The session's MCP servers as started so far; None when none has been started yet."""
-        return self._mcp.status() if self._mcp is not None else None
+        return self.resources.mcp_status()
 
-    async def _mcp_manager(self) -> McpConnectionManager | None:
-        """The session's MCP connections, started (in parallel) on first use; failures never fail the run."""
-        from bearagent.mcp.manager import McpConnectionManager
+    def resolve_session(self, ref: str | None, agent: str) -> tuple[SessionRecord, bool]:
+        return self.sessions.resolve_session(ref, agent)
 
-        if self.loaded.config.kind == "chat":
-            return None
-        if self._mcp is None:
-            specs = self.loaded.mcp.all()
-            if not specs and not self._in_process_mcp:
-                return None
-            manager = McpConnectionManager(
-                specs,
-                self.loaded.child_env(),
-                self.root,
-                in_process=self._in_process_mcp,
-                sandbox=self.loaded.config.sandbox,
-            )
-            await manager.start_all()
-            self._mcp = manager
-        return self._mcp
+    def session_history(self, session_id: SessionId) -> list[Message]:
+        return self.sessions.session_history(session_id)
 
     async def aclose(self) -> None:
         for session_id in list(self._started_sessions):
             await self._fire_session_hook("SessionEnd", session_id, {"reason": "other"})
         self._started_sessions.clear()
-        if self._mcp is not None:
-            await self._mcp.aclose()
-        self._mcp = None
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-
-    def check_hooks(self) -> None:
-        """A hook that cannot run (missing or non-executable command, bad entry) must not silently disappear: a
-        security gate would fail open. Such a workspace refuses to run until the hook entry is fixed."""
-        if self.loaded.config.kind == "chat" or not self.loaded.hooks.has_errors:
-            return
-        errors = [d for d in self.loaded.hooks.diagnostics if d.severity == "error"]
-        first = errors[0]
-        raise BearAgentError(
-            ErrorInfo.of(
-                "configuration",
-                "broken_hook",
-                f"{len(errors)} hook entr{'y' if len(errors) == 1 else 'ies'} cannot run; first: {first.render()}",
-            ),
-            hint=first.fix or "fix the hook entries (`bearagent doctor` lists them), then run again",
-        )
-
-    # ---- sessions ----------------------------------------------------------------------------------------------
-
-    def resolve_session(self, ref: str | None, agent: str) -> tuple[SessionRecord, bool]:
-        """(session, created). `None` = a new session, `continue` = the latest of this workspace, else an id."""
-        now = self.clock.now()
-        if ref is None:
-            record = SessionRecord(
-                session_id=self.ids.new(SessionId),
-                created_at=now,
-                updated_at=now,
-                agent_name=agent,
-                active_agent_name=agent,
-                title=None,
-                caller=self.caller,
-            )
-            return self.store.create_session(record), True
-        if ref == "continue":
-            latest = self.store.latest_session(caller=self.caller)
-            if latest is None:
-                return self.resolve_session(None, agent)
-            return latest, False
-        try:
-            session_id = SessionId(ref)
-        except (ValueError, TypeError):
-            raise BearAgentError(
-                ErrorInfo.of("invalid_request", "bad_session_id", f"--session {ref!r} is not a session id"),
-                hint="copy a session id from `bearagent runs list --json`, or use --continue",
-            ) from None
-        found = self.store.get_session(session_id)
-        if found is None:
-            raise BearAgentError(
-                ErrorInfo.of("not_found", "session", f"session {ref} does not exist in this workspace"),
-                hint="start a new session (omit --session) or use --continue for the latest one",
-            )
-        return found, False
-
-    def session_history(self, session_id: SessionId) -> list[Message]:
-        runs = [r for r in self.store.list_runs(session_id=session_id, limit=10_000) if r.parent_run_id is None]
-        runs.reverse()  # oldest first
-        return history_from_events(self.store.read_events(r.run_id) for r in runs)
-
-    def _transcript(self, session_id: str) -> TranscriptWriter:
-        writer = self._transcripts.get(session_id)
-        if writer is None:
-            writer = TranscriptWriter.for_session(state_dir(self.loaded), session_id, cwd=self.root)
-            self._transcripts[session_id] = writer
-        return writer
+        await self.resources.aclose()
 
     # ---- planning ----------------------------------------------------------------------------------------------
 
@@ -428,23 +177,6 @@ class WorkspaceRuntime:
             )
         return agent
 
-    def _provider(self, entry: ModelEntry, session_key: str) -> ModelProvider:
-        key = (session_key, entry.ref)
-        provider = self._providers.get(key)
-        if provider is None:
-            config_dir = state_dir(self.loaded) if entry.level == "workspace" else self.loaded.user_dir
-            if entry.source:
-                config_dir = Path(entry.source).parent
-            provider = create_provider(
-                entry,
-                env=self.loaded.env,
-                base_dir=config_dir,
-                registry=self.loaded.provider_factories(),
-                ids=self.ids,
-            )
-            self._providers[key] = provider
-        return provider
-
     async def plan(
         self,
         agent_name: str,
@@ -458,7 +190,7 @@ class WorkspaceRuntime:
         extra_allow: Sequence[str] = (),
     ) -> AgentPlan:
         agent = self._require_agent(agent_name)
-        manager = await self._mcp_manager()
+        manager = await self.resources.mcp_manager()
         mcp_inputs: list[tuple[str, ToolSpec]] = []
         unavailable: list[str] = []
         if manager is not None:
@@ -512,7 +244,7 @@ class WorkspaceRuntime:
                 agent=agent,
                 projection=projection,
                 model=entry,
-                provider=self._provider(entry, session_key),
+                provider=self.resources.provider(entry, session_key),
                 root=self.root,
                 today=self.clock.now().date(),
                 executors=executors,
@@ -621,7 +353,7 @@ class WorkspaceRuntime:
             judge=self._judge,
             agent_judge=self._agent_judge,
             record=self._record_hook,
-            transcript=self._transcript(session_id),
+            transcript=self.sessions.transcript(session_id),
             settings=settings,
         )
         return SessionHooks(dispatcher=dispatcher, enabled=enabled)
@@ -642,7 +374,7 @@ class WorkspaceRuntime:
         session-level hook (no run yet) makes one direct call."""
         ref = model or self.loaded.config.default_model or ""
         entry = self.loaded.models.for_use(self.loaded.models.resolve(ref, where="prompt hook"), self.loaded.env)
-        provider = self._provider(entry, f"judge:{self.ids.new(SessionId)}")
+        provider = self.resources.provider(entry, f"judge:{self.ids.new(SessionId)}")
         parent = current_run.get()
         if parent is None:
             request = ModelRequest(model=entry.model or entry.name, messages=(Message.user(prompt),))
@@ -792,7 +524,7 @@ class WorkspaceRuntime:
                 clock=self.clock,
                 ids=self.ids,
                 retry=self.retry,
-                hooks=LoopHookAdapter(hooks, self._transcript(session_key)) if hooks.enabled else None,
+                hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
             )
             outcome = await loop.run(spec, plan, planner)
@@ -978,7 +710,7 @@ class WorkspaceRuntime:
             clock=self.clock,
             ids=self.ids,
             retry=self.retry,
-            hooks=LoopHookAdapter(hooks, self._transcript(session_key), stop_event="SubagentStop")
+            hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key), stop_event="SubagentStop")
             if hooks is not None and enabled
             else None,
         )

@@ -1,0 +1,103 @@
+"""Before anything runs: the checks that stop a run (guard files, trust, hooks) and what the user is told at its
+start (shadowing agents, a capped permission mode, folded load warnings). Functions over a loaded workspace, used
+by `WorkspaceRuntime` and by every face (CLI, Python API, server) before it starts a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bearagent.app import LoadedWorkspace
+from bearagent.config.diag_summary import run_start_lines
+from bearagent.config.workspace import agent_sources
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.specs import AgentSpec
+from bearagent.trust.modes import ModeInForce, mode_in_force
+
+
+def check_guards(loaded: LoadedWorkspace) -> None:
+    """Fail closed: a config, `.mcp.json` or agent file that carries guards and did not load stops the run."""
+    from bearagent.trust.guards import require_guards
+
+    dirs = [s.directory for s in agent_sources(loaded.root, loaded.user_dir, compat=True) if s.directory]
+    require_guards(loaded.diagnostics(include_tools=False), dirs)
+
+
+def check_trust(loaded: LoadedWorkspace) -> None:
+    """Refuse to run a workspace whose files would decide where requests and keys go, what code runs or what
+    is allowed, until the user trusts it (`bearagent.trust`)."""
+    from bearagent.trust import require_trust, workspace_trust_surface
+
+    surface = workspace_trust_surface(loaded)
+    if surface.is_empty:
+        return
+    require_trust(loaded.root, surface, env=loaded.env)
+
+
+def check_hooks(loaded: LoadedWorkspace) -> None:
+    """A hook that cannot run (missing or non-executable command, bad entry) must not silently disappear: a
+    security gate would fail open. Such a workspace refuses to run until the hook entry is fixed."""
+    if loaded.config.kind == "chat" or not loaded.hooks.has_errors:
+        return
+    errors = [d for d in loaded.hooks.diagnostics if d.severity == "error"]
+    first = errors[0]
+    raise BearAgentError(
+        ErrorInfo.of(
+            "configuration",
+            "broken_hook",
+            f"{len(errors)} hook entr{'y' if len(errors) == 1 else 'ies'} cannot run; first: {first.render()}",
+        ),
+        hint=first.fix or "fix the hook entries (`bearagent doctor` lists them), then run again",
+    )
+
+
+def mode_for(loaded: LoadedWorkspace, agent: AgentSpec, *, flag: str | None = None) -> ModeInForce:
+    """The permission mode the gate and the hooks see for `agent`, capped by the user's ceiling."""
+    resolved = loaded.agents.resolved(agent.name)
+    shadowed = [c.item for c in resolved.shadows] if resolved is not None else []
+    config = loaded.config
+    return mode_in_force(
+        agent,
+        workspace_mode=config.permission_mode,
+        user_ceiling=config.permission_ceiling,
+        shadowed=shadowed,
+        flag=flag,
+    )
+
+
+def notices(loaded: LoadedWorkspace, agent_name: str | None = None, *, flag: str | None = None) -> list[str]:
+    """One line each for what a user should know before a run starts: a workspace agent that replaces one of
+    the user's own (or a plugin's), a permission mode the user's ceiling capped, and the load warnings (folded:
+    `config/diag_summary.py`)."""
+    out: list[str] = []
+    for resolved in loaded.agents.entries():
+        if resolved.item.level != "workspace":
+            continue
+        mine = [c for c in resolved.shadows if c.source.kind in ("user", "plugin")]
+        if mine:
+            out.append(
+                f"note: the workspace's agent {resolved.name!r} ({_short(resolved.path, loaded.root)}) replaces "
+                f"{'your own' if mine[0].source.kind == 'user' else 'the ' + mine[0].source.id} "
+                f"({_short(mine[0].path, loaded.root)})"
+            )
+    agent = loaded.agents.get(agent_name or loaded.config.default_agent)
+    if agent is not None:
+        capped = mode_for(loaded, agent, flag=flag).capped
+        if capped:
+            out.append(f"note: {capped}")
+    # every load warning (a misspelt `tool:`, an unsupported key), the same one of many files folded into one
+    out.extend(run_start_lines(loaded.diagnostics(include_tools=False), loaded.root))
+    return out
+
+
+def _short(path: str, root: Path) -> str:
+    """A path relative to the workspace, or with the home directory as `~`."""
+    p = Path(path)
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        pass
+    home = Path.home()
+    try:
+        return "~/" + p.relative_to(home).as_posix()
+    except ValueError:
+        return str(p)

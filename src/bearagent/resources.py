@@ -1,0 +1,150 @@
+"""What a workspace runtime holds open: the event store and its one writer, the model providers (one per session
+and model entry, so a scripted model's turns run on in order), and the MCP connections. Closed together."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bearagent.app import LoadedWorkspace
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.events import Event
+from bearagent.domain.ids import IdGenerator
+from bearagent.domain.specs import ModelEntry
+from bearagent.ports import ModelProvider
+from bearagent.providers.factory import create_provider
+from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
+from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
+from bearagent.store.sqlite import SqliteEventStore
+
+if TYPE_CHECKING:
+    from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
+
+STATE_DB = "state.db"
+
+
+def state_dir(loaded: LoadedWorkspace) -> Path:
+    """`<ws>/.bearagent/` for project workspaces; for chat workspaces (no local history) a directory under the
+    user's BearAgent home keyed by the workspace path."""
+    if loaded.config.kind == "chat":
+        key = hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
+        return loaded.user_dir / "chat-state" / key
+    return loaded.state_dir
+
+
+def _event_sink(sink: Callable[[Event], None]) -> Subscriber:
+    """A plugin's event sink as a run writer subscriber: committed events only (tokens are not log events)."""
+
+    def subscriber(item: Published) -> None:
+        if isinstance(item, Committed):
+            sink(item.event)
+
+    return subscriber
+
+
+def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
+    """The workspace's event store. With `create=False` a missing database is a clear error (nothing has run).
+    The data dir (`.bearagent`) and the database are never reached through a symlink (`runtime/state_files.py`)."""
+    data_dir = state_dir(loaded)
+    path = data_dir / STATE_DB
+    refuse_symlinks([data_dir, path])
+    if not create and not path.exists():
+        raise BearAgentError(
+            ErrorInfo.of("not_found", "no_state", f"no runs have been stored in {loaded.root} yet ({path} is missing)"),
+            hint='start a run with `bearagent run "..."` in this workspace first',
+        )
+    os.close(open_state_dir(data_dir))  # a real directory, created 0700 if missing
+    return SqliteEventStore(path)
+
+
+class Resources:
+    """The store, the writer, the providers and the MCP connections of one runtime."""
+
+    def __init__(
+        self,
+        loaded: LoadedWorkspace,
+        ids: IdGenerator,
+        *,
+        store: SqliteEventStore | None = None,
+        in_process_mcp: Mapping[str, object] | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self.ids = ids
+        self._store = store
+        self._writer: RunWriter | None = None
+        self._providers: dict[tuple[str, str], ModelProvider] = {}
+        self._in_process_mcp = in_process_mcp
+        self._mcp: McpConnectionManager | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.loaded.root
+
+    @property
+    def store(self) -> SqliteEventStore:
+        if self._store is None:
+            self._store = open_store(self.loaded)
+        return self._store
+
+    @property
+    def writer(self) -> RunWriter:
+        """The one writer of this runtime's store: every run and child run appends through it, and its
+        subscribers see every commit."""
+        if self._writer is None or self._writer.storage is not self.store:
+            self._writer = RunWriter(self.store)
+            for _plugin, sink in self.loaded.plugins.contributions().event_sinks:  # plugin sinks see every commit
+                self._writer.subscribe(_event_sink(sink))
+        return self._writer
+
+    def provider(self, entry: ModelEntry, session_key: str) -> ModelProvider:
+        key = (session_key, entry.ref)
+        provider = self._providers.get(key)
+        if provider is None:
+            config_dir = state_dir(self.loaded) if entry.level == "workspace" else self.loaded.user_dir
+            if entry.source:
+                config_dir = Path(entry.source).parent
+            provider = create_provider(
+                entry,
+                env=self.loaded.env,
+                base_dir=config_dir,
+                registry=self.loaded.provider_factories(),
+                ids=self.ids,
+            )
+            self._providers[key] = provider
+        return provider
+
+    def mcp_status(self) -> list[McpServerStatus] | None:
+        """The session's MCP servers as started so far; None when none has been started yet."""
+        return self._mcp.status() if self._mcp is not None else None
+
+    async def mcp_manager(self) -> McpConnectionManager | None:
+        """The session's MCP connections, started (in parallel) on first use; failures never fail the run."""
+        from bearagent.mcp.manager import McpConnectionManager
+
+        if self.loaded.config.kind == "chat":
+            return None
+        if self._mcp is None:
+            specs = self.loaded.mcp.all()
+            if not specs and not self._in_process_mcp:
+                return None
+            manager = McpConnectionManager(
+                specs,
+                self.loaded.child_env(),
+                self.root,
+                in_process=self._in_process_mcp,
+                sandbox=self.loaded.config.sandbox,
+            )
+            await manager.start_all()
+            self._mcp = manager
+        return self._mcp
+
+    async def aclose(self) -> None:
+        if self._mcp is not None:
+            await self._mcp.aclose()
+        self._mcp = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None

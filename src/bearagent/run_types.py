@@ -1,0 +1,65 @@
+"""What a caller passes to a run (`RunOptions`) and gets back (`RunResult`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.budgets import BudgetUsage
+from bearagent.domain.errors import ErrorInfo
+from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.run_events import TriggerType
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """The final record of a run (`bearagent run --json` prints `to_json()`)."""
+
+    run_id: RunId
+    session_id: SessionId | None
+    agent: str
+    status: str
+    final: str
+    usage: BudgetUsage
+    error: ErrorInfo | None = None
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "run_id": str(self.run_id),
+            "session_id": str(self.session_id) if self.session_id is not None else None,
+            "agent": self.agent,
+            "status": self.status,
+            "final": self.final,
+            "usage": {
+                "model_iterations": self.usage.model_iterations,
+                "tool_calls": self.usage.tool_calls,
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+                "cost_microusd": self.usage.cost_microusd,
+                "wall_time_ms": self.usage.wall_time_ms,
+            },
+            "error": None
+            if self.error is None
+            else {
+                "category": self.error.category,
+                "code": self.error.code,
+                "message": self.error.message,
+                "retryable": self.error.retryable,
+            },
+        }
+
+
+@dataclass
+class RunOptions:
+    agent: str | None = None
+    model: str | None = None
+    session: str | None = None  # None = a new session; "continue" = the latest one; else a session id
+    budgets: Mapping[str, int] = field(default_factory=dict[str, int])
+    wait_for_session: bool = True
+    trigger_type: TriggerType = "message"
+    trigger_ref: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    """Permission rules pre-approved for this run only (a custom command's `allowed-tools`)."""
+    run_id: RunId | None = None
+    """The id the run gets (new by default): known up front, a live subscriber can follow the run from its start."""

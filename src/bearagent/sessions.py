@@ -1,0 +1,80 @@
+"""Sessions of one caller in one workspace: resolve a reference (new, `continue`, an id), rebuild a session's
+history from its runs' events, and keep its hook transcript."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bearagent.app import LoadedWorkspace
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import IdGenerator, SessionId
+from bearagent.domain.messages import Message
+from bearagent.domain.state import SessionRecord
+from bearagent.hooks.transcript import TranscriptWriter
+from bearagent.ports import Clock
+from bearagent.resources import Resources, state_dir
+from bearagent.runtime.history import history_from_events
+
+
+class SessionService:
+    def __init__(
+        self, loaded: LoadedWorkspace, resources: Resources, clock: Clock, ids: IdGenerator, caller: str
+    ) -> None:
+        self.loaded = loaded
+        self._resources = resources
+        self.clock = clock
+        self.ids = ids
+        self.caller = caller
+        self._transcripts: dict[str, TranscriptWriter] = {}
+
+    @property
+    def root(self) -> Path:
+        return self.loaded.root
+
+    def resolve_session(self, ref: str | None, agent: str) -> tuple[SessionRecord, bool]:
+        """(session, created). `None` = a new session, `continue` = the latest of this workspace, else an id."""
+        now = self.clock.now()
+        if ref is None:
+            record = SessionRecord(
+                session_id=self.ids.new(SessionId),
+                created_at=now,
+                updated_at=now,
+                agent_name=agent,
+                active_agent_name=agent,
+                title=None,
+                caller=self.caller,
+            )
+            return self._resources.store.create_session(record), True
+        if ref == "continue":
+            latest = self._resources.store.latest_session(caller=self.caller)
+            if latest is None:
+                return self.resolve_session(None, agent)
+            return latest, False
+        try:
+            session_id = SessionId(ref)
+        except (ValueError, TypeError):
+            raise BearAgentError(
+                ErrorInfo.of("invalid_request", "bad_session_id", f"--session {ref!r} is not a session id"),
+                hint="copy a session id from `bearagent runs list --json`, or use --continue",
+            ) from None
+        found = self._resources.store.get_session(session_id)
+        if found is None:
+            raise BearAgentError(
+                ErrorInfo.of("not_found", "session", f"session {ref} does not exist in this workspace"),
+                hint="start a new session (omit --session) or use --continue for the latest one",
+            )
+        return found, False
+
+    def session_history(self, session_id: SessionId) -> list[Message]:
+        runs = [
+            r for r in self._resources.store.list_runs(session_id=session_id, limit=10_000) if r.parent_run_id is None
+        ]
+        runs.reverse()  # oldest first
+        return history_from_events(self._resources.store.read_events(r.run_id) for r in runs)
+
+    def transcript(self, session_id: str) -> TranscriptWriter:
+        writer = self._transcripts.get(session_id)
+        if writer is None:
+            writer = TranscriptWriter.for_session(state_dir(self.loaded), session_id, cwd=self.root)
+            self._transcripts[session_id] = writer
+        return writer
