@@ -126,8 +126,16 @@ def prepare_sqlite_file(path: Path) -> None:
     its side files the database's mode. Raises `StateSymlink`, or `OSError` when the location is not writable."""
     refuse_symlinks([path, *(path.with_name(path.name + suffix) for suffix in SQLITE_SIDE_FILES)])
     os.makedirs(path.parent, 0o700, exist_ok=True)
+    if os.path.lexists(path):
+        # Never open an existing database here: closing any descriptor of a file drops every POSIX lock this
+        # process holds on it, and another connection of this process (a second runtime, a server) relies on its
+        # SQLite locks. `refuse_symlinks` above already checked it without opening it.
+        return
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        refuse_symlinks([path])  # created meanwhile by another process: still no symlink
+        return
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise symlink_refused(path) from None
