@@ -90,7 +90,9 @@ def test_run_appends_piped_stdin_to_the_prompt(workspace: Path, tmp_path: Path) 
 
 
 def test_action_run_takes_a_model(workspace: Path, tmp_path: Path) -> None:
-    done = _bearagent(["action", "run", "intro", "doc=docs/project.md", "-m", "nosuch", "--json"], workspace, tmp_path / "home", None)
+    done = _bearagent(
+        ["action", "run", "intro", "doc=docs/project.md", "-m", "nosuch", "--json"], workspace, tmp_path / "home", None
+    )
     assert done.returncode != 0
     assert "nosuch" in done.stderr
 
