@@ -128,3 +128,18 @@ def test_no_model_but_a_key_in_the_environment_offers_the_config_lines(workspace
     assert "OPENAI_API_KEY is set in the environment" in done.stderr
     assert "gpt: {provider: openai, api: responses, model: gpt-5-mini, api_key_env: OPENAI_API_KEY}" in done.stderr
     assert "sk-test-not-a-real-key" not in done.stderr
+
+
+def test_trust_has_json(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BEARAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BEARAGENT_LOAD_PLUGINS", "")
+    config = workspace / ".bearagent" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "permissions: {allow: [Bash]}\n", encoding="utf-8")
+    runner = CliRunner()
+    listed = json.loads(runner.invoke(main, ["trust", "-w", str(workspace), "--json"]).output)
+    assert listed["status"] == "untrusted"
+    assert any(item["kind"] and "Bash" in item["summary"] for item in listed["items"])
+    trusted = json.loads(runner.invoke(main, ["trust", "-w", str(workspace), "--json", "-y"]).output)
+    assert trusted["status"] == "trusted"
+    revoked = json.loads(runner.invoke(main, ["trust", "-w", str(workspace), "--json", "--revoke"]).output)
+    assert revoked["revoked"] is True and revoked["status"] == "untrusted"

@@ -4,6 +4,7 @@ never into the repository."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import click
 
 from bearagent.cli.hooks import HookWorkspaceLoader, load_hook_workspace
 from bearagent.domain.errors import BearAgentError
-from bearagent.trust import TrustStore, trust_store_path
+from bearagent.trust import TrustStore, TrustSurface, trust_store_path
 
 
 def make_trust_command(loader: HookWorkspaceLoader) -> click.Command:
@@ -20,11 +21,20 @@ def make_trust_command(loader: HookWorkspaceLoader) -> click.Command:
     @click.option("--revoke", is_flag=True, help="Stop trusting this workspace.")
     @click.option("--list", "list_only", is_flag=True, help="Only show what would be trusted and the current status.")
     @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation on a terminal.")
-    def trust_command(workspace: Path | None, revoke: bool, list_only: bool, yes: bool) -> None:
+    @click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print the status and the items as JSON; asks nothing (trusts only with -y).",
+    )
+    def trust_command(workspace: Path | None, revoke: bool, list_only: bool, yes: bool, as_json: bool) -> None:
         """Show what this workspace would run, send or allow, then trust it (stored outside the repo)."""
         ws = loader(workspace)
         store = TrustStore(trust_store_path())
         try:
+            if as_json:
+                _emit_json(ws.root, ws.surface, store, revoke=revoke, trust_it=yes and not list_only)
+                return
             if revoke:
                 if store.revoke(ws.root):
                     click.echo(f"Revoked trust for {ws.root}; it will not run until trusted again.")
@@ -61,6 +71,22 @@ def make_trust_command(loader: HookWorkspaceLoader) -> click.Command:
         click.echo(f"Stored in {store.path}. A change to any of these (or to a script they run) asks for trust again.")
 
     return trust_command
+
+
+def _emit_json(root: Path, surface: TrustSurface, store: TrustStore, *, revoke: bool, trust_it: bool) -> None:
+    """`trust --json`: the workspace, its status (after `--revoke` or `-y` when given) and every item."""
+    out: dict[str, object] = {"workspace": str(root)}
+    if revoke:
+        out["revoked"] = store.revoke(root)
+    elif trust_it and not surface.is_empty:
+        store.trust(root, surface)
+    out["status"] = store.status(root, surface)
+    out["summary"] = surface.describe()
+    out["items"] = [
+        {"kind": item.kind, "key": item.key, "summary": item.summary, "file": item.file, "line": item.line}
+        for item in surface.items
+    ]
+    click.echo(json.dumps(out, indent=2, ensure_ascii=False))
 
 
 trust = make_trust_command(load_hook_workspace)
