@@ -63,6 +63,13 @@ def test_broken_mcp_json_names_line_and_compat_off_ignores_it(tmp_path: Path) ->
     assert not ws.mcp.diagnostics
 
 
+def test_an_empty_mcp_json_declares_nothing(tmp_path: Path) -> None:
+    # also the read-only placeholder the sandbox leaves while a sandboxed MCP server or hook runs
+    (tmp_path / ".mcp.json").write_text("")
+    ws = load(tmp_path, tmp_path / "home")
+    assert ws.mcp.all() == [] and not ws.mcp.diagnostics
+
+
 def test_mcp_json_timeout_is_milliseconds(tmp_path: Path) -> None:
     write(tmp_path, ".mcp.json", json.dumps({"mcpServers": {"s": {"command": "x", "timeout": 5000}}}))
     ws = load(tmp_path, tmp_path / "home")

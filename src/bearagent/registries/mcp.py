@@ -134,7 +134,9 @@ def load_mcp_json(path: Path, source: Source, diagnostics: list[Diagnostic]) -> 
     if not check_workspace_file(path.parent, path, diagnostics, what=path.name):
         return []
     text = read_text(path, diagnostics)
-    if text is None:
+    if text is None or not text.strip():
+        # an empty file declares nothing (it is also what the sandbox leaves as a read-only placeholder while a
+        # sandboxed MCP server or hook runs, so another process must not read it as broken JSON)
         return []
     try:
         data = json.loads(text)
