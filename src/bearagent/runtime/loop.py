@@ -141,24 +141,32 @@ class AgentLoop:
         run_id = spec.run_id or self._ids.new(RunId)
         recorder = RunRecorder(writer=self._writer, clock=self._clock, ids=self._ids, run_id=run_id, sinks=self._sinks)
         state = _LoopState(plan=plan)
-        await recorder.append(
-            RunCreatedV2(
-                session_id=spec.session_id,
-                budget_limits=spec.budgets,
-                goal=spec.goal,
-                agent_name=plan.agent_name,
-                prompt_hash=self._context.prompt_hash(plan.system_prompt),
-                tool_spec_versions=plan.tool_spec_versions,
-                model_ref=plan.model_ref,
-                parent_run_id=spec.parent_run_id,
-                trigger_type=spec.trigger_type,
-                trigger_ref=spec.trigger_ref,
-                depth=spec.depth,
+        try:
+            await recorder.append(
+                RunCreatedV2(
+                    session_id=spec.session_id,
+                    budget_limits=spec.budgets,
+                    goal=spec.goal,
+                    agent_name=plan.agent_name,
+                    prompt_hash=self._context.prompt_hash(plan.system_prompt),
+                    tool_spec_versions=plan.tool_spec_versions,
+                    model_ref=plan.model_ref,
+                    parent_run_id=spec.parent_run_id,
+                    trigger_type=spec.trigger_type,
+                    trigger_ref=spec.trigger_ref,
+                    depth=spec.depth,
+                )
             )
-        )
-        await recorder.append(RunStartedV1())
-        if spec.prelude:
-            await recorder.append_many(spec.prelude)
+            await recorder.append(RunStartedV1())
+            if spec.prelude:
+                await recorder.append_many(spec.prelude)
+        except asyncio.CancelledError:
+            # cancelled while the run was being recorded (a commit finishes before the cancellation goes on): once
+            # the run exists, its log still ends with RunCancelled instead of staying queued or running forever
+            if recorder.projection is not None:
+                with contextlib.suppress(BearAgentError):
+                    await recorder.append(RunCancelledV1(reason="cancelled by the caller"))
+            raise
         self._observer.run_started(run_id, plan.agent_name)
         token = current_run.set(
             CurrentRun(
