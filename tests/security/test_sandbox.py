@@ -520,13 +520,13 @@ def test_the_user_mode_is_a_ceiling(tmp_path: Path, user: str | None, workspace:
 
 
 def test_bad_sandbox_values_are_errors_naming_file_line_and_fix(tmp_path: Path) -> None:
-    text = "kind: project\nsandbox:\n  mode: loose\n  network: [github.com]\n  bwrap_path: ./bwrap\nshell_env: {inherit: some}\n"
+    text = "kind: project\nsandbox:\n  mode: loose\n  network: [https://github.com]\n  bwrap_path: ./bwrap\nshell_env: {inherit: some}\n"
     files, diags = _files(tmp_path, None, text)
     by_field = {d.field: d for d in diags}
     assert by_field["sandbox.mode"].line == 3 and "workspace-write, read-only, off" in (
         by_field["sandbox.mode"].fix or ""
     )
-    assert "not supported yet" in by_field["sandbox.network"].message
+    assert "'https://github.com' is not a host" in by_field["sandbox.network"].message
     assert by_field["sandbox.network"].line == 4
     assert "user config" in by_field["sandbox.bwrap_path"].message  # a workspace must not pick the program
     assert by_field["shell_env.inherit"].source == str(tmp_path / "workspace" / "config.yaml")

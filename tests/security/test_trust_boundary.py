@@ -433,6 +433,7 @@ def test_the_permission_mode_flag_is_the_users_own_and_outranks_every_file(tmp_p
     [
         ("sandbox: {mode: 'off'}\n", "sandbox.mode: off loosens the shell's confinement"),
         ("sandbox: {network: allow}\n", "sandbox.network: allow loosens the shell's confinement"),
+        ("sandbox: {network: [pypi.org]}\n", "sandbox.network: [pypi.org] loosens the shell's confinement"),
         ("shell_env: {inherit: all}\n", "shell_env.inherit: all loosens the shell's confinement"),
         ("shell_env: {include: [OPENAI_API_KEY]}\n", "shell_env.include: OPENAI_API_KEY loosens"),
     ],

@@ -61,6 +61,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
                 seen.add(d)
                 diags.append(d)
     from bearagent.sandbox.probe import probe as probe_sandbox
+    from bearagent.sandbox.settings import network_json, network_label
 
     sandbox = probe_sandbox(ws.config.sandbox)
     if sandbox.warning() is not None:
@@ -88,7 +89,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
                 "plugins": sorted(ws.plugins.plugins),
                 "sandbox": {
                     "mode": ws.config.sandbox.mode,
-                    "network": ws.config.sandbox.network,
+                    "network": network_json(ws.config.sandbox.network),
                     "active": sandbox.active,
                     "backend": sandbox.backend,
                     "program": sandbox.program,
@@ -108,7 +109,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
         click.echo(
             f"instructions  {ws.instructions.path.name if ws.instructions else 'none (AGENTS.md / CLAUDE.md)'}{imports}"
         )
-        click.echo(f"sandbox       {sandbox.describe(ws.config.sandbox.network)}")
+        click.echo(f"sandbox       {sandbox.describe(network_label(ws.config.sandbox.network))}")
         click.echo(
             f"loaded        {len(ws.agents.names())} agents, {len(ws.skills.names())} skills, {len(ws.actions.names())} actions, "
             f"{len(ws.models.refs())} models, {len(ws.mcp.names())} MCP servers, {len(ws.hooks.all())} hook groups, {len(ws.plugins.plugins)} plugins"

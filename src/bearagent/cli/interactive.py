@@ -115,6 +115,7 @@ def interactive(
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
     from bearagent.sandbox.probe import probe as probe_sandbox
+    from bearagent.sandbox.settings import network_label
 
     sandbox = probe_sandbox(loaded.config.sandbox)
     sandbox_state = (sandbox.backend or "on") if sandbox.active else "off"
@@ -128,7 +129,7 @@ def interactive(
         Text(
             visible(
                 f"BearAgent · {loaded.root} · agent {state.agent} · sandbox "
-                f"{sandbox.describe(loaded.config.sandbox.network)} · /help for commands"
+                f"{sandbox.describe(network_label(loaded.config.sandbox.network))} · /help for commands"
             ),
             style="bold",
         )

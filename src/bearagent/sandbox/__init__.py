@@ -6,6 +6,7 @@ Modules:
 - `request`: one call's confinement resolved from settings and environment (hidden paths), and its round trip
   through `ToolContext.settings` (`tool_settings`);
 - `probe`: can the sandbox start here (`probe`, cached per process), and the message when it cannot;
+- `proxy`: the host-side HTTP proxy for `network: [hosts]` (and `_forward.py`, its relay inside the sandbox);
 - `bwrap`: the bubblewrap backend; `launch`: how the Bash tool starts a command (sandboxed, or under `_reaper.py`,
   which kills every leftover process when the sandbox is off), and `confined_launch` for the opted-in command
   hooks and stdio MCP servers (`sandbox: {hooks: true, mcp: true}`; never unconfined).

@@ -3,11 +3,14 @@
 The argv, in mount order (later mounts cover earlier ones):
 
 1. `--new-session --die-with-parent --unshare-all [--share-net] --cap-drop ALL`: own user, PID, network (loopback
-   only), IPC, UTS and cgroup namespaces; no controlling terminal (no TIOCSTI injection); every process dies with
+   only; `--share-net` only for `network: allow`), IPC, UTS and cgroup namespaces; no controlling terminal (no TIOCSTI injection); every process dies with
    the call (the PID namespace ends when the shell exits; `--die-with-parent` when BearAgent dies, even by
    SIGKILL); and no capabilities: bubblewrap run by root keeps them all unless told, and a shell with
    CAP_SYS_ADMIN can remount a read-only bind writable.
-2. `--ro-bind / /`, a fresh `--dev /dev` and `--proc /proc`, private tmpfs on `/tmp` and `/var/tmp`.
+2. `--ro-bind / /`, a fresh `--dev /dev` and `--proc /proc`, private tmpfs on `/tmp` and `/var/tmp`. With a host
+   list (`network: [hosts]`), the host proxy's Unix socket (`bearagent.sandbox.proxy`) and the forwarder script
+   (`_forward.py`) are bound into that /tmp, and the command runs under the forwarder (`python3 -I -S`), which
+   listens on the sandbox's 127.0.0.1, sets the proxy variables and then becomes the command.
 3. hidden paths that contain the workspace (rare), then the workspace: `--bind` (workspace-write) or `--ro-bind`
    (read-only).
 4. workspace-write: the control files (`bearagent.tools.protected.SHELL_READ_ONLY`) read-only. A directory on the
@@ -25,15 +28,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
 from bearagent.sandbox.request import SandboxRequest
 from bearagent.tools.protected import PROTECTED_FILES, SHELL_READ_ONLY
 
 PRIVATE_TMP = ("/tmp", "/var/tmp")
+FORWARDER = str(Path(__file__).with_name("_forward.py"))
+SANDBOX_FORWARDER = "/tmp/.bearagent-forward.py"
 _NAMESPACE_ARGS = ("--new-session", "--die-with-parent", "--unshare-all")
 _BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
 
@@ -184,6 +191,11 @@ class BwrapBackend:
         if request.network == "allow":
             plan.args.append("--share-net")
         plan.args += ["--cap-drop", "ALL", *_BASE_MOUNTS]
+        if isinstance(request.network, tuple):
+            socket_path = proxy_socket(request.network)
+            plan.args += ["--bind", socket_path, SANDBOX_SOCKET, "--ro-bind", FORWARDER, SANDBOX_FORWARDER]
+            python = os.path.realpath(sys.executable)
+            argv = [python, "-I", "-S", SANDBOX_FORWARDER, SANDBOX_SOCKET, "--", *argv]
         if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
             plan.args += ["--tmpfs", "/var/tmp"]
         hidden = [Path(p) for p in request.hidden]

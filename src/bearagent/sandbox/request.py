@@ -24,10 +24,11 @@ from bearagent.sandbox.env import build_shell_env
 from bearagent.sandbox.settings import (
     NETWORK_MODES,
     SANDBOX_MODES,
-    NetworkMode,
+    NetworkSetting,
     SandboxMode,
     SandboxSettings,
     ShellEnvPolicy,
+    normalise_host_entry,
 )
 
 SANDBOX_SETTING = "sandbox"
@@ -75,7 +76,8 @@ class SandboxRequest:
     is hidden), absolute `readable` exceptions inside them, and the configured sandbox program (user config)."""
 
     mode: SandboxMode = "workspace-write"
-    network: NetworkMode = "deny"
+    network: NetworkSetting = "deny"
+    """`deny`, `allow`, or the hosts the proxy lets through (`bearagent.sandbox.proxy`)."""
     hidden: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()
     bwrap_path: str | None = None
@@ -86,7 +88,7 @@ class SandboxRequest:
     def to_json(self) -> dict[str, JsonValue]:
         return {
             "mode": self.mode,
-            "network": self.network,
+            "network": self.network if isinstance(self.network, str) else list(self.network),
             "hidden": list(self.hidden),
             "readable": list(self.readable),
             "bwrap_path": self.bwrap_path,
@@ -103,11 +105,21 @@ class SandboxRequest:
         program = data.get("bwrap_path")
         return cls(
             mode=mode if mode in SANDBOX_MODES else "workspace-write",
-            network=network if network in NETWORK_MODES else "deny",
+            network=_network(network),
             hidden=_str_tuple(data.get("hidden")),
             readable=_str_tuple(data.get("readable")),
             bwrap_path=program if isinstance(program, str) else None,
         )
+
+
+def _network(value: object) -> NetworkSetting:
+    if value in NETWORK_MODES:
+        return cast(NetworkSetting, value)
+    if isinstance(value, (list, tuple)) and value:
+        hosts = [normalise_host_entry(v) if isinstance(v, str) else None for v in cast(Iterable[object], value)]
+        if all(h is not None for h in hosts):
+            return tuple(cast(list[str], hosts))
+    return "deny"
 
 
 def _str_tuple(value: object) -> tuple[str, ...]:

@@ -4,7 +4,7 @@
 sandbox: workspace-write            # shorthand for {mode: workspace-write}
 sandbox:
   mode: workspace-write             # workspace-write (default) | read-only | off
-  network: deny                     # deny (default) | allow
+  network: deny                     # deny (default) | allow | [pypi.org, "*.github.com"] (only those, via a proxy)
   hide: [~/secrets, /opt/tokens]    # more paths the shell cannot see (added to the built-in list)
   bwrap_path: /usr/bin/bwrap        # user config only
   hooks: true                       # command hooks in the sandbox too (default false)
@@ -17,7 +17,8 @@ shell_env:
 ```
 
 Parsing is lenient per field: a bad field is a problem naming the field and the fix, the other fields still apply.
-Merging: the user config's `sandbox.mode` (and `network`) is a ceiling a workspace may tighten but never loosen;
+Merging: the user config's `sandbox.mode` (and `network`) is a ceiling a workspace may tighten but never loosen
+(`allow` < a host list < `deny`; under a user host list a workspace list keeps only the hosts the user's covers);
 without a user value the workspace's applies; `hooks`/`mcp` only tighten, so they turn on from any file and the
 user's `true` cannot be turned off by a workspace. `loosening()` lists what one file's raw settings loosen compared with
 the defaults, for the trust check of workspace files.
@@ -25,7 +26,9 @@ the defaults, for the trust check of workspace files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast
 
@@ -36,6 +39,9 @@ from bearagent.sandbox.env import is_secret_name
 
 SandboxMode: TypeAlias = Literal["workspace-write", "read-only", "off"]
 NetworkMode: TypeAlias = Literal["deny", "allow"]
+NetworkSetting: TypeAlias = NetworkMode | tuple[str, ...]
+"""`deny`, `allow`, or the hosts the shell may reach through the proxy (`bearagent.sandbox.proxy`): normalised
+entries, each a host name, `*.domain` (its subdomains, not the domain itself) or an IP literal."""
 InheritMode: TypeAlias = Literal["core", "all", "none"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("workspace-write", "read-only", "off")
 NETWORK_MODES: tuple[NetworkMode, ...] = ("deny", "allow")
@@ -47,14 +53,60 @@ USER_ONLY_SANDBOX_KEYS = ("bwrap_path",)
 nothing."""
 
 MODE_STRICTNESS: Mapping[SandboxMode, int] = {"off": 0, "workspace-write": 1, "read-only": 2}
-NETWORK_STRICTNESS: Mapping[NetworkMode, int] = {"allow": 0, "deny": 1}
+NETWORK_STRICTNESS: Mapping[NetworkMode, int] = {"allow": 0, "deny": 2}  # a host list is 1
+
+
+_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+
+
+def normalise_host_entry(entry: str) -> str | None:
+    """One `network:` list entry in its canonical form (lower case, no trailing dot; an IP literal as
+    `ipaddress` writes it), or None when it is not a host name, `*.domain` or an IP literal."""
+    raw = entry.strip()
+    bare = raw[1:-1] if raw.startswith("[") and raw.endswith("]") else raw
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        pass
+    name = raw.lower().rstrip(".")
+    wildcard = name.startswith("*.")
+    if wildcard:
+        name = name[2:]
+    labels = name.split(".")
+    if not name or len(name) > 253 or not all(_LABEL.match(label) for label in labels):
+        return None
+    if labels[-1].isdigit():
+        return None  # `1.2.3` or `10.0.0.999`: not a name, and not a valid IP either
+    return f"*.{name}" if wildcard else name
+
+
+def host_covered(entry: str, hosts: Iterable[str]) -> bool:
+    """Whether the (normalised) entry is allowed by the (normalised) list: listed itself, or under a `*.domain`
+    of the list (`a.example.com` and `*.a.example.com` are under `*.example.com`; `example.com` is not)."""
+    bare = entry[2:] if entry.startswith("*.") else entry
+    for host in hosts:
+        if host == entry:
+            return True
+        if host.startswith("*.") and bare.endswith(host[1:]):
+            return True
+    return False
+
+
+def network_label(network: NetworkSetting) -> str:
+    """`deny`, `allow`, or `hosts pypi.org, *.github.com`, for `doctor` and the start line."""
+    return network if isinstance(network, str) else f"hosts {', '.join(network)}"
+
+
+def network_json(network: NetworkSetting) -> str | list[str]:
+    """`deny`, `allow`, or the host list as a JSON list."""
+    return network if isinstance(network, str) else list(network)
 
 
 class SandboxSettings(DomainModel):
     """The merged `sandbox:` settings."""
 
     mode: SandboxMode = "workspace-write"
-    network: NetworkMode = "deny"
+    network: NetworkSetting = "deny"
     hide: tuple[str, ...] = ()
     bwrap_path: str | None = Field(default=None, max_length=4096)
     hooks: bool = False
@@ -124,15 +176,33 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
             if item in NETWORK_MODES:
                 out["network"] = item
             elif isinstance(item, list):
+                hosts: list[str] = []
+                bad: list[str] = []
+                for entry in cast(list[object], item):
+                    host = normalise_host_entry(entry) if isinstance(entry, str) else None
+                    if host is None:
+                        bad.append(repr(entry))
+                    elif host not in hosts:
+                        hosts.append(host)
+                if bad:
+                    problems.append(
+                        Problem(
+                            where,
+                            f"{', '.join(bad)} {'is not a host' if len(bad) == 1 else 'are not hosts'}: each entry is "
+                            "a host name, `*.domain` (its subdomains) or an IP address, without scheme, port or path",
+                            'write `network: [pypi.org, "*.github.com"]`',
+                        )
+                    )
+                else:
+                    out["network"] = tuple(hosts) if hosts else "deny"
+            else:
                 problems.append(
                     Problem(
                         where,
-                        "a list of allowed hosts is not supported yet (the sandbox has no filtering proxy)",
-                        "write `network: deny` (the default) or `network: allow`",
+                        f"{item!r} is not a network mode",
+                        "write `network: deny`, `allow` or a list of hosts (`[pypi.org]`)",
                     )
                 )
-            else:
-                problems.append(Problem(where, f"{item!r} is not a network mode", "write `network: deny` or `allow`"))
         elif name == "hide":
             paths = _strings(item)
             if paths is None or not all(p.startswith(("/", "~")) for p in paths):
@@ -223,14 +293,29 @@ def parse_shell_env(value: object) -> tuple[dict[str, object], list[Problem]]:
     return out, problems
 
 
+def _network_strictness(value: NetworkSetting) -> int:
+    return NETWORK_STRICTNESS[value] if isinstance(value, str) else 1  # allow < a host list < deny
+
+
+def _narrowed(ceiling: NetworkSetting | None, value: NetworkSetting) -> NetworkSetting:
+    """A workspace's `network` under the user's `ceiling`: it applies when at least as strict; a host list under
+    a host list keeps only the hosts the user's list covers (none left: `deny`)."""
+    if ceiling is None:
+        return value
+    if isinstance(value, tuple) and isinstance(ceiling, tuple):
+        kept = tuple(h for h in value if host_covered(h, ceiling))
+        return kept or "deny"
+    return value if _network_strictness(value) >= _network_strictness(ceiling) else ceiling
+
+
 def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> SandboxSettings:
     """Merge `(level, parsed sandbox keys)` lowest first. A non-workspace (user) `mode` or `network` is a ceiling:
-    a workspace value applies only when it is at least as strict. `hide` lists add up; `hooks`/`mcp` turn on from
+    a workspace value applies only when it is at least as strict (a host list: only its hosts the user's covers). `hide` lists add up; `hooks`/`mcp` turn on from
     any level and a workspace cannot turn off what the user turned on; `bwrap_path` comes from the user only."""
     mode: SandboxMode = "workspace-write"
-    network: NetworkMode = "deny"
+    network: NetworkSetting = "deny"
     mode_ceiling: SandboxMode | None = None
-    network_ceiling: NetworkMode | None = None
+    network_ceiling: NetworkSetting | None = None
     hide: list[str] = []
     bwrap_path: str | None = None
     flags = {"hooks": False, "mcp": False}
@@ -244,11 +329,11 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
             elif mode_ceiling is None or MODE_STRICTNESS[value] >= MODE_STRICTNESS[mode_ceiling]:
                 mode = value
         if "network" in s:
-            value_n = cast(NetworkMode, s["network"])
+            value_n = cast(NetworkSetting, s["network"])
             if not workspace:
                 network = network_ceiling = value_n
-            elif network_ceiling is None or NETWORK_STRICTNESS[value_n] >= NETWORK_STRICTNESS[network_ceiling]:
-                network = value_n
+            else:
+                network = _narrowed(network_ceiling, value_n)
         hide.extend(p for p in cast(tuple[str, ...], s.get("hide", ())) if p not in hide)
         if "bwrap_path" in s and not workspace:
             bwrap_path = cast(str, s["bwrap_path"])
@@ -287,14 +372,17 @@ def _include_loosens(pattern: str) -> bool:
 
 def loosening(settings: Mapping[str, object]) -> list[str]:
     """What one file's parsed settings (`ConfigFile.settings`: its `sandbox` and `shell_env` keys) loosen compared
-    with the defaults, as short descriptions: `sandbox.mode: off`, `sandbox.network: allow`, `shell_env.inherit:
+    with the defaults, as short descriptions: `sandbox.mode: off`, `sandbox.network: allow` (or `[pypi.org]`), `shell_env.inherit:
     all`, `shell_env.include: AWS_SECRET_KEY`. An empty list means the file only keeps or tightens the defaults."""
     out: list[str] = []
     sandbox = cast(Mapping[str, object], settings.get("sandbox") or {})
     if sandbox.get("mode") == "off":
         out.append("sandbox.mode: off")
-    if sandbox.get("network") == "allow":
+    network = sandbox.get("network")
+    if network == "allow":
         out.append("sandbox.network: allow")
+    elif isinstance(network, tuple):
+        out.append(f"sandbox.network: [{', '.join(cast(tuple[str, ...], network))}]")
     if "bwrap_path" in sandbox:
         out.append(f"sandbox.bwrap_path: {sandbox['bwrap_path']}")
     shell_env = cast(Mapping[str, object], settings.get("shell_env") or {})

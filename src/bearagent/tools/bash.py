@@ -2,8 +2,9 @@
 
 The command runs under `/bin/bash -c`, started by `bearagent.sandbox.launch.shell_launch`: in the sandbox
 (bubblewrap on Linux: the workspace writable except its control files, the rest read-only, secret stores hidden,
-no network, a private /tmp, own PID namespace) unless `sandbox: off` or the sandbox cannot start (then the policy
-asks first, and the command runs under a subreaper that kills whatever it leaves behind). Its environment is the
+no network or only the listed hosts through a proxy, a private /tmp, own PID namespace) unless `sandbox: off` or
+the sandbox cannot start (then the policy asks first, and the command runs under a subreaper that kills whatever it
+leaves behind). Its environment is the
 `shell_env` policy's (`bearagent.sandbox.env`: no API keys, no secret-looking variables by default). It runs in its
 own session/process group with stdin from /dev/null. A timeout, a cancellation, or the command finishing while
 background children still hold its pipes: each ends every process it started. stdout and stderr are each capped
@@ -39,7 +40,8 @@ SPEC = ToolSpec(
         "Run a shell command (bash) in the workspace root, inside a sandbox: files can be written only in the "
         "workspace and /tmp (a private /tmp, emptied after each call), the workspace's control files (.bearagent/, "
         ".claude/, .mcp.json, AGENTS.md, CLAUDE.md, .git/config, .git/hooks) are read-only, there is no network "
-        "(installing packages or fetching URLs fails), and API keys and other secrets are not in the environment. "
+        "(installing packages or fetching URLs fails) unless the config allows it (when it allows some hosts, "
+        "HTTP_PROXY/HTTPS_PROXY point to a proxy that reaches only those), and API keys and other secrets are not in the environment. "
         f"No stdin; `timeout` in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}); on timeout "
         "every process of the command is killed. stdout and stderr are returned (long output is cut in the "
         "middle) with the exit code. Processes left running in the background are killed when the command ends. "
