@@ -57,7 +57,7 @@ from bearagent.registries.actions import render_action
 from bearagent.registries.commands import command_model, render_command
 from bearagent.runtime.context import ContextBuilder
 from bearagent.runtime.loop import AgentLoop, RunOutcome
-from bearagent.runtime.observer import NullObserver, RunObserver
+from bearagent.runtime.observer import ChildRunObserver, NullObserver, RunObserver
 from bearagent.runtime.plan import (
     AgentPlan,
     RunSpec,
@@ -713,6 +713,7 @@ class WorkspaceRuntime:
             hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key), stop_event="SubagentStop")
             if hooks is not None and enabled
             else None,
+            observer=ChildRunObserver(parent.observer),
         )
         status = "failed"
         try:

@@ -366,3 +366,28 @@ turns:
     run = store.list_runs(limit=1)[0]
     assert run.status == "cancelled"
     assert [e.event_type for e in store.read_events(run.run_id)][-2:] == ["ModelCallFailed", "RunCancelled"]
+
+
+def test_a_subagents_tool_calls_are_nested_under_its_task(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Task, arguments: {subagent_type: scout, prompt: "read the notes", description: look}}]
+  - tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
+  - text: "scout: the notes say hello"
+  - text: "All done."
+"""
+    agents = {
+        "main": agent_md("Main agent.", mode="primary", tools="[Read, Task]", subagents="[scout]"),
+        "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
+    }
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    write(root, "notes.md", "hello notes\n")
+    result = invoke(["run", "-w", str(root), "go"], tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    task = next(i for i, line in enumerate(lines) if line.startswith("● Task("))
+    nested = next(i for i, line in enumerate(lines) if "● Read(notes.md)" in line)
+    assert task < nested and lines[nested].startswith("    ● Read(notes.md)")  # under the Task, one level in
+    assert lines[nested + 1].startswith("      └ ")
+    assert "scout: the notes say hello" not in "\n".join(lines[task:nested])  # the child's text is its result
+    assert "All done." in result.output

@@ -68,6 +68,11 @@ class TerminalObserver:
         self._tool_names: dict[str, str] = {}
         self._tool_arguments: dict[str, JsonMapping] = {}
         self._tokens = VisibleStream()
+        self._depth: dict[RunId, int] = {}
+        """How deep each child run is (1 = a subagent of the top-level run): its lines are nested that far."""
+
+    def _indent(self, run_id: RunId) -> str:
+        return "    " * self._depth.get(run_id, 0)
 
     def _end_line(self) -> None:
         held = self._tokens.flush()
@@ -97,27 +102,28 @@ class TerminalObserver:
         self._end_line()
         self._tool_names[call_id] = name
         self._tool_arguments[call_id] = arguments
-        line = Text("● ", style="cyan")
+        line = Text(self._indent(run_id) + "● ", style="cyan")
         line.append(visible(name), style="bold")
         line.append(f"({preview_arguments(arguments)})")
         self._console.print(line)
 
     def tool_result(self, run_id: RunId, call_id: str, name: str, result: str, is_error: bool) -> None:
         arguments = self._tool_arguments.pop(call_id, None)
+        pad = self._indent(run_id)
         failure = bash_failure(result) if is_error and name == "Bash" else None
         if failure is not None:  # `exit 2` and the end of stderr, not the first line of stdout
             code, lines = failure
-            line = Text("  └ ", style="dim")
+            line = Text(pad + "  └ ", style="dim")
             line.append(f"failed: {code}", style="red")
             self._console.print(line)
             for text in lines:
-                self._console.print(Text("    " + _cut(text, max(20, self._console.width - 6)), style="red"))
+                self._console.print(Text(pad + "    " + _cut(text, max(20, self._console.width - 6)), style="red"))
             return
         summary_text = diff_summary(name, arguments) if arguments is not None and not is_error else None
         if summary_text is not None and arguments is not None:  # Edit / Write: what changed, as a diff
-            self._console.print(Text("  └ ", style="dim") + Text(summary_text, style="dim"))
-            for diff_line in diff_lines(name, arguments, width=self._console.width):
-                self._console.print(diff_line)
+            self._console.print(Text(pad + "  └ ", style="dim") + Text(summary_text, style="dim"))
+            for diff_line in diff_lines(name, arguments, width=self._console.width - len(pad)):
+                self._console.print(Text(pad) + diff_line if pad else diff_line)
             return
         shown = visible(result.strip())  # before splitting: str.splitlines() also splits at CR, VT, FF and more
         first = shown.split("\n", 1)[0] if shown else ("error" if is_error else "done")
@@ -125,7 +131,7 @@ class TerminalObserver:
         summary = _cut(first, MAX_RESULT_PREVIEW)
         if not is_error and lines > 1:
             summary = f"{summary} (+{lines - 1} lines)"
-        line = Text("  └ ", style="dim")
+        line = Text(pad + "  └ ", style="dim")
         line.append(("failed: " if is_error else "") + summary, style="red" if is_error else "dim")
         self._console.print(line)
 
@@ -146,10 +152,13 @@ class TerminalObserver:
 
     def subagent_started(self, run_id: RunId, parent_run_id: RunId, agent: str) -> None:
         self._end_line()
-        self._console.print(Text(visible(f"  ↳ subagent {agent} started ({str(run_id)[:8]})"), style="dim"))
+        self._depth[run_id] = self._depth.get(parent_run_id, 0) + 1
+        pad = self._indent(parent_run_id)
+        self._console.print(Text(visible(f"{pad}  ↳ subagent {agent} started ({str(run_id)[:8]})"), style="dim"))
 
     def subagent_finished(self, run_id: RunId, parent_run_id: RunId, agent: str, status: str) -> None:
-        self._console.print(Text(visible(f"  ↳ subagent {agent} {status}"), style="dim"))
+        pad = self._indent(parent_run_id)
+        self._console.print(Text(visible(f"{pad}  ↳ subagent {agent} {status}"), style="dim"))
 
     def notice(self, run_id: RunId, text: str) -> None:
         self._end_line()

@@ -75,3 +75,27 @@ class NullObserver:
 
     def notice(self, run_id: RunId, text: str) -> None:
         return None
+
+
+class ChildRunObserver(NullObserver):
+    """What a child run (a subagent, an action tool) shows on its parent's observer: its tool calls and results, its
+    own subagents and notices, under the child's run id (the renderer nests them under the `Task`); its text is not
+    shown live, it comes back as the Task's result."""
+
+    def __init__(self, parent: RunObserver) -> None:
+        self._parent = parent
+
+    def tool_call(self, run_id: RunId, call_id: str, name: str, arguments: JsonMapping) -> None:
+        self._parent.tool_call(run_id, call_id, name, arguments)
+
+    def tool_result(self, run_id: RunId, call_id: str, name: str, result: str, is_error: bool) -> None:
+        self._parent.tool_result(run_id, call_id, name, result, is_error)
+
+    def subagent_started(self, run_id: RunId, parent_run_id: RunId, agent: str) -> None:
+        self._parent.subagent_started(run_id, parent_run_id, agent)
+
+    def subagent_finished(self, run_id: RunId, parent_run_id: RunId, agent: str, status: str) -> None:
+        self._parent.subagent_finished(run_id, parent_run_id, agent, status)
+
+    def notice(self, run_id: RunId, text: str) -> None:
+        self._parent.notice(run_id, text)
