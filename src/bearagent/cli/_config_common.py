@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import sys
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
@@ -93,14 +94,23 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     if title:
         click.echo(title)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    if sys.stdout.isatty() and widths:  # on a terminal (NO_COLOR, TERM=dumb) the last column is cut to fit
+    wrap_at = 0
+    if sys.stdout.isatty() and widths:  # on a terminal (NO_COLOR, TERM=dumb) the last column wraps to fit
         room = shutil.get_terminal_size((100, 24)).columns - sum(widths[:-1]) - 2 * (len(widths) - 1) - 1
         if room >= 10 and widths[-1] > room:
-            widths[-1] = room
-            rows = [[*r[:-1], r[-1] if len(r[-1]) <= room else r[-1][: room - 1] + "…"] for r in rows]
+            widths[-1] = wrap_at = room
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    indent = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
     for row in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        last = textwrap.wrap(row[-1], wrap_at) or [""] if wrap_at else [row[-1]]
+        cells = [*row[:-1], last[0]]
+        click.echo("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+        for more in last[1:]:
+            click.echo(indent + more)
+
+
+DESCRIPTION_CHARS = 400
+"""How much of a description a table shows (whitespace folded onto one line); the table wraps it to the terminal."""
 
 
 def short(text: str, limit: int = 70) -> str:
@@ -219,7 +229,7 @@ def entry_row(r: Resolved[L], root: Path, *middle: str) -> list[str]:
         r.source.id,
         rel(r.path, root),
         ", ".join(c.source.id for c in r.shadows) or "-",
-        short(r.item.description, 60),
+        short(r.item.description, DESCRIPTION_CHARS),
     ]
 
 

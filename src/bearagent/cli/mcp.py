@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from bearagent.cli._config_common import fail, print_table, short, workspace_option
+from bearagent.cli._config_common import DESCRIPTION_CHARS, fail, print_table, short, workspace_option
 from bearagent.cli._groups import ListGroup
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
         if as_json:
             click.echo(json.dumps([_tool_json(t) for t in tools], indent=2, ensure_ascii=False))
             return
-        rows = [[t.spec.name, t.spec.side_effect, short(t.spec.description, 70)] for t in tools]
+        rows = [[t.spec.name, t.spec.side_effect, short(t.spec.description, DESCRIPTION_CHARS)] for t in tools]
         print_table(["TOOL", "SIDE EFFECT", "DESCRIPTION"], rows, title=f"{server}: {len(tools)} tool(s)")
 
     return mcp

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from bearagent.cli._config_common import (
+    DESCRIPTION_CHARS,
     diag_json,
     emit_json,
     fail,
@@ -56,7 +57,10 @@ def list_tools(agent_name: str | None, show_all: bool, workspace: Path | None, a
             return
         print_table(
             ["NAME", "ORIGIN", "SIDE EFFECT", "DESCRIPTION"],
-            [[e.name, e.origin, e.tool.spec.side_effect, short(e.tool.spec.description, 60)] for e in entries],
+            [
+                [e.name, e.origin, e.tool.spec.side_effect, short(e.tool.spec.description, DESCRIPTION_CHARS)]
+                for e in entries
+            ],
         )
         print_diagnostics(problems(ws.tools.diagnostics), heading="\nproblems:")
         return
