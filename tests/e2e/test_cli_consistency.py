@@ -153,7 +153,7 @@ def test_a_long_description_wraps_to_the_terminal_instead_of_being_cut(tmp_path:
     words = " ".join(f"word{i}" for i in range(40))
     (root / ".bearagent" / "agents" / "wordy.md").write_text(f"---\ndescription: {words} THE-END\n---\nHi.\n")
     env = dict(os.environ, BEARAGENT_HOME=str(tmp_path / "home"), BEARAGENT_LOAD_PLUGINS="", NO_COLOR="1")
-    child = pexpect.spawn(
+    child: pexpect.spawn[str] = pexpect.spawn(
         sys.executable,
         ["-m", "bearagent", "agents", "list", "-w", str(root)],
         env=env,
@@ -162,7 +162,7 @@ def test_a_long_description_wraps_to_the_terminal_instead_of_being_cut(tmp_path:
         timeout=60,
     )
     child.expect(pexpect.EOF)
-    screen = child.before or ""
+    screen = str(child.before or "")
     lines = [line.rstrip() for line in screen.splitlines()]
     assert all(len(line) <= 100 for line in lines)
     assert "THE-END" in screen and "…" not in screen.split("wordy", 1)[1]
