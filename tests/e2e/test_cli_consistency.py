@@ -151,19 +151,19 @@ def test_a_long_description_wraps_to_the_terminal_instead_of_being_cut(tmp_path:
     root = tmp_path / "ws"
     (root / ".bearagent" / "agents").mkdir(parents=True)
     words = " ".join(f"word{i}" for i in range(40))
-    (root / ".bearagent" / "agents" / "wordy.md").write_text(f"---\ndescription: {words} THE-END\n---\nHi.\n")
+    (root / ".bearagent" / "agents" / "wordy.md").write_text(f"---\ndescription: {words} THEEND\n---\nHi.\n")
     env = dict(os.environ, BEARAGENT_HOME=str(tmp_path / "home"), BEARAGENT_LOAD_PLUGINS="", NO_COLOR="1")
     child: pexpect.spawn[str] = pexpect.spawn(
         sys.executable,
         ["-m", "bearagent", "agents", "list", "-w", str(root)],
         env=env,
-        dimensions=(40, 100),
+        dimensions=(40, 200),  # wide enough for long source paths (a clone under ~/.cache) beside the column
         encoding="utf-8",
         timeout=60,
     )
     child.expect(pexpect.EOF)
     screen = str(child.before or "")
     lines = [line.rstrip() for line in screen.splitlines()]
-    assert all(len(line) <= 100 for line in lines)
-    assert "THE-END" in screen and "…" not in screen.split("wordy", 1)[1]
+    assert all(len(line) <= 200 for line in lines)
+    assert "THEEND" in screen and "…" not in screen.split("wordy", 1)[1]
     assert sum(1 for line in lines if "word" in line) > 1  # wrapped onto continuation lines

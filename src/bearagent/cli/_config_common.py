@@ -102,7 +102,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     indent = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
     for row in rows:
-        last = textwrap.wrap(row[-1], wrap_at) or [""] if wrap_at else [row[-1]]
+        last = textwrap.wrap(row[-1], wrap_at, break_on_hyphens=False) or [""] if wrap_at else [row[-1]]
         cells = [*row[:-1], last[0]]
         click.echo("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
         for more in last[1:]:
