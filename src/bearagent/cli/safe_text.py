@@ -9,7 +9,8 @@ are shown, never interpreted. JSON output is not passed through it: it stays exa
 
 Newline and tab are kept; CRLF becomes a newline; the other C0 controls and DEL become their Unicode control
 pictures (ESC -> `␛`, BEL -> `␇`, CR -> `␍`, BS -> `␈`, NUL -> `␀`, DEL -> `␡`); C1 controls and the bidirectional
-embedding / override / isolate controls (which reorder how a line reads, "Trojan source") become `<U+XXXX>`.
+embedding / override / isolate controls (which reorder how a line reads, "Trojan source") become their code
+point, e.g. `<U+202E>`.
 """
 
 from __future__ import annotations

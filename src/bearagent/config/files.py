@@ -118,29 +118,35 @@ class FrontmatterDoc(YamlDoc):
     extra: dict[str, object] = field(default_factory=dict[str, object])
 
 
+def not_utf8_diagnostic(path: Path) -> Diagnostic:
+    """The one wording of "this file is not UTF-8" (for every reader of workspace and config text)."""
+    return Diagnostic(
+        severity="error",
+        code="config.not_utf8",
+        message=f"{path.name} is not UTF-8 text; the file was skipped",
+        source=str(path),
+        fix="save the file as UTF-8",
+    )
+
+
+def unreadable_diagnostic(path: Path, exc: OSError) -> Diagnostic:
+    """The one wording of "this file cannot be read"."""
+    return Diagnostic(
+        severity="error",
+        code="config.unreadable",
+        message=f"cannot read {path.name}: {exc.strerror or exc}; the file was skipped",
+        source=str(path),
+        fix="check the file's permissions",
+    )
+
+
 def read_text(path: Path, diagnostics: list[Diagnostic]) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        diagnostics.append(
-            Diagnostic(
-                severity="error",
-                code="config.not_utf8",
-                message=f"{path.name} is not UTF-8 text; the file was skipped",
-                source=str(path),
-                fix="save the file as UTF-8",
-            )
-        )
+        diagnostics.append(not_utf8_diagnostic(path))
     except OSError as exc:
-        diagnostics.append(
-            Diagnostic(
-                severity="error",
-                code="config.unreadable",
-                message=f"cannot read {path.name}: {exc.strerror or exc}; the file was skipped",
-                source=str(path),
-                fix="check the file's permissions",
-            )
-        )
+        diagnostics.append(unreadable_diagnostic(path, exc))
     return None
 
 

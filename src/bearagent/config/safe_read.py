@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bearagent.config.files import not_utf8_diagnostic, unreadable_diagnostic
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.errors import BearAgentError
@@ -97,7 +98,7 @@ def read_workspace_text(root: Path, path: Path, diagnostics: list[Diagnostic], *
     except (BearAgentError, FileNotFoundError, NotADirectoryError):
         return None  # missing
     except OSError as exc:
-        diagnostics.append(_unreadable(path, exc))
+        diagnostics.append(unreadable_diagnostic(path, exc))
         return None
     try:
         if opened.st.st_size > MAX_WORKSPACE_FILE_BYTES:
@@ -116,30 +117,12 @@ def read_workspace_text(root: Path, path: Path, diagnostics: list[Diagnostic], *
         while chunk := os.read(opened.fd, 1 << 20):
             chunks.append(chunk)
     except OSError as exc:
-        diagnostics.append(_unreadable(path, exc))
+        diagnostics.append(unreadable_diagnostic(path, exc))
         return None
     finally:
         os.close(opened.fd)
     try:
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError:
-        diagnostics.append(
-            Diagnostic(
-                severity="error",
-                code="config.not_utf8",
-                message=f"{path.name} is not UTF-8 text; the file was skipped",
-                source=str(path),
-                fix="save the file as UTF-8",
-            )
-        )
+        diagnostics.append(not_utf8_diagnostic(path))
         return None
-
-
-def _unreadable(path: Path, exc: OSError) -> Diagnostic:
-    return Diagnostic(
-        severity="error",
-        code="config.unreadable",
-        message=f"cannot read {path.name}: {exc.strerror or exc}; the file was skipped",
-        source=str(path),
-        fix="check the file's permissions",
-    )
