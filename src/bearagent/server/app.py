@@ -215,6 +215,11 @@ def create_app(
     def runtime_for(who: CallerContext, ws: WorkspaceEntry) -> WorkspaceRuntime:
         return manager.runtime(ws.id, who.subject_ref)
 
+    def readable(who: CallerContext, ws_id: str) -> WorkspaceRuntime:
+        """The caller's runtime of a workspace it may read (a listing route)."""
+        need(who, "runs:read")
+        return runtime_for(who, workspace(who, ws_id))
+
     async def find_session(who: CallerContext, ref: str) -> tuple[WorkspaceEntry, WorkspaceRuntime, SessionRecord]:
         try:
             session_id = SessionId(ref)
@@ -379,8 +384,7 @@ def create_app(
 
     @app.get("/v1/workspaces/{ws_id}/actions")
     async def list_actions(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
-        need(who, "runs:read")
-        runtime = runtime_for(who, workspace(who, ws_id))
+        runtime = readable(who, ws_id)
         return {
             "actions": [
                 {"name": a.name, "description": a.description, "agent": a.agent, "inputs": thaw_json_mapping(a.inputs)}
@@ -411,8 +415,7 @@ def create_app(
 
     @app.get("/v1/workspaces/{ws_id}/agents")
     async def list_agents(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
-        need(who, "runs:read")
-        runtime = runtime_for(who, workspace(who, ws_id))
+        runtime = readable(who, ws_id)
         return {
             "agents": [
                 {"name": a.name, "description": a.description, "mode": a.mode, "level": a.level}
@@ -422,14 +425,12 @@ def create_app(
 
     @app.get("/v1/workspaces/{ws_id}/skills")
     async def list_skills(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
-        need(who, "runs:read")
-        runtime = runtime_for(who, workspace(who, ws_id))
+        runtime = readable(who, ws_id)
         return {"skills": [{"name": s.name, "description": s.description} for s in runtime.loaded.skills.all()]}
 
     @app.get("/v1/workspaces/{ws_id}/tools")
     async def list_tools(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
-        need(who, "runs:read")
-        runtime = runtime_for(who, workspace(who, ws_id))
+        runtime = readable(who, ws_id)
         return {
             "tools": [
                 {"name": e.name, "description": e.tool.spec.description, "side_effect": e.tool.spec.side_effect}
