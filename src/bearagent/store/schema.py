@@ -1,10 +1,17 @@
-"""The SQLite schema of the event store, as numbered migrations (`PRAGMA user_version` is the last one applied).
+"""The SQLite schema of the event store, as numbered migrations (`PRAGMA user_version` is the last one applied),
+and how an opened file is recognised and brought up to it.
 
 A migration only ever adds; a released migration never changes. `APPLICATION_ID` marks a file as ours, so a foreign
 SQLite file is refused instead of being written into.
 """
 
 from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import cast
+
+from bearagent.store.errors import StoreError
 
 APPLICATION_ID = 0x42656172  # "Bear"
 
@@ -69,3 +76,50 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def identify(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """The file's application id, schema version and number of schema objects."""
+    # one statement, so one snapshot: another process may be migrating the file right now
+    row = conn.execute(
+        "SELECT a.application_id, v.user_version, (SELECT count(*) FROM sqlite_master)"
+        " FROM pragma_application_id() AS a, pragma_user_version() AS v"
+    ).fetchone()
+    return cast(tuple[int, int, int], row)
+
+
+def check_identity(path: Path, app_id: int, version: int, tables: int) -> None:
+    """Refuse a foreign SQLite file, or a store of a newer schema than this BearAgent knows."""
+    if app_id == 0 and version == 0 and tables == 0:
+        return  # a new, empty file: ours to initialise
+    if app_id != APPLICATION_ID:
+        raise StoreError(
+            path,
+            "foreign_file",
+            f"this SQLite file is not a BearAgent event store (application_id {app_id:#x}, {tables} schema objects)",
+            "Move it aside or point BearAgent at another file; BearAgent never writes into foreign databases",
+        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            path,
+            "newer_schema",
+            f"the event store has schema version {version}, newer than this BearAgent supports ({SCHEMA_VERSION})",
+            "Upgrade BearAgent (pip install -U bearagent) to open it; older versions never downgrade a store",
+        )
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Apply the missing migrations in one transaction (re-checked inside it: another process may be migrating)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        app_id, version, tables = identify(conn)  # another process may have migrated meanwhile
+        check_identity(path, app_id, version, tables)
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[number - 1]:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

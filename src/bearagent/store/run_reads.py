@@ -1,0 +1,137 @@
+"""Reading runs back out of the SQLite store: events in sequence order, run rows, activities, runs by id prefix.
+
+Each function takes the connection to read on (the store's own, or its reader thread's) and the store's path, which
+every `StoreError` names.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.events import Event
+from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
+from bearagent.store.errors import StoreError, translate_sqlite_error
+
+SELECT_RUN = "SELECT data, goal FROM run_projections"
+_EVENT_COLUMNS = (
+    "event_id, run_id, sequence, event_type, schema_version, occurred_at, causation_id, correlation_id, payload"
+)
+
+
+def query_on(
+    conn: sqlite3.Connection, path: Path, sql: str, params: Sequence[object], doing: str
+) -> list[tuple[object, ...]]:
+    """All rows of one statement; a raw sqlite3 error becomes a `StoreError` saying what was being done."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(path, exc, doing) from exc
+
+
+def run_json(data: str, goal: str | None) -> dict[str, JsonValue]:
+    """A run row's JSON with its goal (kept in a column of its own) put back."""
+    run = cast(dict[str, JsonValue], json.loads(data))
+    run["goal"] = goal
+    return run
+
+
+def _run_of(row: tuple[object, ...]) -> RunProjection:
+    return RunProjection.model_validate(run_json(cast(str, row[0]), cast(str | None, row[1])))
+
+
+def events_on(
+    conn: sqlite3.Connection, path: Path, run_id: RunId, from_sequence: int, limit: int | None
+) -> Sequence[Event]:
+    sql = f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ? AND sequence >= ? ORDER BY sequence"
+    params: list[object] = [str(run_id), from_sequence]
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    rows = query_on(conn, path, sql, params, f"reading events of run {run_id}")
+    return [_event_of(path, row) for row in rows]
+
+
+def _event_of(path: Path, row: tuple[object, ...]) -> Event:
+    try:
+        return Event.model_validate(
+            {
+                "event_id": row[0],
+                "run_id": row[1],
+                "sequence": row[2],
+                "event_type": row[3],
+                "schema_version": row[4],
+                "occurred_at": row[5],
+                "causation_id": row[6],
+                "correlation_id": row[7],
+                "payload": json.loads(cast(str, row[8])),
+            }
+        )
+    except ValueError as exc:
+        raise StoreError(
+            path,
+            "invalid_event",
+            f"stored event {row[2]} of run {row[1]} cannot be read ({str(exc).splitlines()[0]})",
+            "The file was changed outside BearAgent; restore it from a backup",
+        ) from exc
+
+
+def run_on(conn: sqlite3.Connection, path: Path, run_id: RunId) -> RunProjection | None:
+    rows = query_on(conn, path, f"{SELECT_RUN} WHERE run_id = ?", (str(run_id),), f"reading run {run_id}")
+    return _run_of(rows[0]) if rows else None
+
+
+def runs_on(
+    conn: sqlite3.Connection,
+    path: Path,
+    session_id: SessionId | None,
+    status: RunStatus | None,
+    parent_run_id: RunId | None,
+    limit: int,
+) -> Sequence[RunProjection]:
+    """Runs, newest first (by creation), optionally of one session, one status and/or one parent run."""
+    where: list[str] = []
+    params: list[object] = []
+    for column, value in (("session_id", session_id), ("status", status), ("parent_run_id", parent_run_id)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(str(value))
+    sql = SELECT_RUN
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY rowid DESC LIMIT ?"
+    params.append(limit)
+    rows = query_on(conn, path, sql, params, "listing runs")
+    return [_run_of(row) for row in rows]
+
+
+def activities_on(conn: sqlite3.Connection, path: Path, run_id: RunId) -> Sequence[ActivityProjection]:
+    """The ended activities of a run and its active one (kept in the run row), by requested sequence."""
+    rows = query_on(
+        conn,
+        path,
+        "SELECT requested_sequence, data FROM activity_projections WHERE run_id = ?"
+        " UNION ALL SELECT 0, active_activity FROM run_projections WHERE run_id = ? AND active_activity IS NOT NULL"
+        " ORDER BY 1",
+        (str(run_id), str(run_id)),
+        f"reading activities of run {run_id}",
+    )
+    activities = [ActivityProjection.model_validate_json(cast(str, row[1])) for row in rows]
+    return sorted(activities, key=lambda a: a.requested_sequence)
+
+
+def find_on(conn: sqlite3.Connection, path: Path, prefix: str, top_level: bool, limit: int) -> Sequence[RunId]:
+    """Ids of the runs starting with `prefix`, newest first."""
+    if any(ch not in "0123456789abcdef-" for ch in prefix):
+        return []  # run ids are lower-case hex and '-': nothing else can match (and GLOB stays literal)
+    sql = "SELECT run_id FROM run_projections WHERE run_id GLOB ?"
+    if top_level:
+        sql += " AND parent_run_id IS NULL"
+    sql += " ORDER BY rowid DESC LIMIT ?"
+    rows = query_on(conn, path, sql, (prefix + "*", limit), f"finding runs starting with {prefix!r}")
+    return [RunId(cast(str, row[0])) for row in rows]

@@ -1,0 +1,103 @@
+"""Sessions in the SQLite store: the rows of the `sessions` table and the statements that write and read them."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC
+from pathlib import Path
+
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import SessionId
+from bearagent.domain.state import SessionRecord
+from bearagent.runtime.run_state import iso
+from bearagent.store.errors import translate_sqlite_error
+from bearagent.store.run_reads import query_on
+
+_SESSION_SELECT = (
+    "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller FROM sessions"
+)
+
+
+def _session_row(session: SessionRecord) -> tuple[str | None, ...]:
+    return (
+        str(session.session_id),
+        iso(session.created_at.astimezone(UTC)),
+        iso(session.updated_at.astimezone(UTC)),
+        session.agent_name,
+        session.active_agent_name,
+        session.title,
+        session.caller,
+    )
+
+
+def _session_of(row: tuple[object, ...]) -> SessionRecord:
+    return SessionRecord.model_validate(
+        {
+            "session_id": row[0],
+            "created_at": row[1],
+            "updated_at": row[2],
+            "agent_name": row[3],
+            "active_agent_name": row[4],
+            "title": row[5],
+            "caller": row[6],
+        }
+    )
+
+
+def insert_session_on(conn: sqlite3.Connection, path: Path, session: SessionRecord) -> SessionRecord:
+    try:
+        conn.execute(
+            "INSERT INTO sessions (session_id, created_at, updated_at, agent_name, active_agent_name, title,"
+            " caller) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            _session_row(session),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise BearAgentError(
+            ErrorInfo.of(
+                "conflict",
+                "session_exists",
+                f"session {session.session_id} already exists; continue it with --session or create a new id",
+            )
+        ) from exc
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(path, exc, f"creating session {session.session_id}") from exc
+    return session
+
+
+def save_session_on(conn: sqlite3.Connection, path: Path, session: SessionRecord) -> SessionRecord:
+    """Replace a stored session's fields (its id must exist)."""
+    try:
+        cursor = conn.execute(
+            "UPDATE sessions SET created_at = ?, updated_at = ?, agent_name = ?, active_agent_name = ?,"
+            " title = ?, caller = ? WHERE session_id = ?",
+            (*_session_row(session)[1:], str(session.session_id)),
+        )
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(path, exc, f"updating session {session.session_id}") from exc
+    if cursor.rowcount == 0:
+        raise BearAgentError(
+            ErrorInfo.of(
+                "not_found",
+                "session",
+                f"session {session.session_id} does not exist; create it first (create_session)",
+            )
+        )
+    return session
+
+
+def session_on(conn: sqlite3.Connection, path: Path, session_id: SessionId) -> SessionRecord | None:
+    rows = query_on(conn, path, f"{_SESSION_SELECT} WHERE session_id = ?", (str(session_id),), "reading a session")
+    return _session_of(rows[0]) if rows else None
+
+
+def sessions_on(conn: sqlite3.Connection, path: Path, caller: str | None, limit: int) -> Sequence[SessionRecord]:
+    """Sessions, most recently updated first (of `caller`, when given)."""
+    sql = _SESSION_SELECT
+    params: list[object] = []
+    if caller is not None:
+        sql += " WHERE caller = ?"
+        params.append(caller)
+    sql += " ORDER BY updated_at DESC, rowid DESC LIMIT ?"
+    params.append(limit)
+    return [_session_of(row) for row in query_on(conn, path, sql, params, "listing sessions")]
