@@ -35,6 +35,7 @@ TOOL_RESULT: dict[str, JsonValue] = {
         {"artifact_id": str(ArtifactId.new()), "path": "out.md", "size_bytes": 3, "sha256": "a" * 64},
     ],
 }
+OWNER: dict[str, JsonValue] = {"host": "host-a", "boot_id": "b-1", "pid": 4242, "process_start": 1234}
 MODEL: dict[str, JsonValue] = {"activity_id": str(ACT), "model_call_id": str(MC)}
 TOOL: dict[str, JsonValue] = {"activity_id": str(ACT), "tool_call_id": str(TC)}
 
@@ -95,6 +96,29 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
         "status": "succeeded",
         "usage": {"model_iterations": 2, "tool_calls": 1, "input_tokens": 30, "output_tokens": 5, "cost_microusd": 7},
     },
+    ("RunStarted", 2): {"owner": OWNER},
+    ("RunInterrupted", 1): {
+        "reason": "its process (pid 4242 on host-a) is gone",
+        "owner": OWNER,
+        "last_seen_at": "2026-03-01T12:00:05Z",
+        "in_flight": {"activity_id": str(ACT), "kind": "tool_call", "name": "Bash", "tool_call_id": str(TC)},
+    },
+    ("RunResumed", 1): {"owner": OWNER, "reason": "interrupted", "changes": ["agent build: its prompt changed"]},
+    ("ToolCallAbandoned", 1): {
+        "tool_call_id": str(TC),
+        "tool_name": "Bash",
+        "side_effect": "execute",
+        "message": "interrupted; the outcome is unknown: check before you redo it",
+    },
+    ("ApprovalRequested", 1): {
+        **TOOL,
+        "approval_id": "ap_1",
+        "tool_name": "Bash",
+        "arguments": {"command": "rm -rf build"},
+        "reason": "Bash asks for approval in default mode",
+        "suggested_rule": "Bash(rm -rf build)",
+    },
+    ("ApprovalResolved", 1): {"approval_id": "ap_1", "decision": "allow_once", "answered_by": "cli:alice"},
 }
 
 
@@ -251,7 +275,7 @@ def test_v1_payloads_still_parse_with_their_old_meaning() -> None:
 
 def test_latest_versions() -> None:
     assert LATEST_VERSIONS["RunCreated"] == 2
-    assert LATEST_VERSIONS["RunStarted"] == 1
+    assert LATEST_VERSIONS["RunStarted"] == 2
     assert set(LATEST_VERSIONS) == {t for (t, _v) in RUN_EVENT_PAYLOADS}
 
 

@@ -36,8 +36,11 @@ from bearagent.domain.run_events import (
     RunCreatedV2,
     RunFailedV1,
     RunFailedV2,
+    RunInterruptedV1,
+    RunResumedV1,
     RunSucceededV2,
     TodosUpdatedV1,
+    ToolCallAbandonedV1,
     ToolCallCompletedV2,
     ToolCallFailedV2,
     ToolCallRequestedV2,
@@ -339,6 +342,22 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     f5, folder5 = running()
     folder5.feed(f5.run_cancelled())
     seen |= folder5.seen
+
+    # the pauses: an approval asked and answered, an interruption, a resume, an abandoned call
+    from tests.unit.test_reducer_pauses import OWNER, answer, ask, started_by_owner
+
+    f6, folder6 = started_by_owner()
+    folder6.feed_all([f6.tool_requested("Bash"), f6.tool_started(), f6.event(ask(f6)), f6.event(answer())])
+    folder6.feed_all([f6.event(RunResumedV1(owner=OWNER, reason="approval")), f6.tool_completed()])
+    folder6.feed(f6.event(RunInterruptedV1(reason="gone", last_seen_at=f6.clock.now())))
+    folder6.feed(f6.event(RunResumedV1(owner=OWNER)))
+    assert f6.tool_call_id is not None
+    folder6.feed(
+        f6.event(
+            ToolCallAbandonedV1(tool_call_id=f6.tool_call_id, tool_name="Bash", side_effect="execute", message="?")
+        )
+    )
+    seen |= folder6.seen
     assert seen == set(RUN_EVENT_PAYLOADS)
 
 

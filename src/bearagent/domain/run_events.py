@@ -4,11 +4,16 @@
 payload never changes meaning: new facts go into a new version (v2 adds what the agent loop must record to audit and
 replay a run). Facts that do not move a state machine (agent switches, hook executions, to-do lists, child runs)
 are versioned the same way.
+
+Why one long module: it is the catalogue of what a run log may contain. Each payload is a small model, and keeping
+every type and version beside the one registry (`RUN_EVENT_PAYLOADS`) is what makes "a v1 payload never changes
+meaning" checkable by reading one file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from types import MappingProxyType
 from typing import Annotated, Literal, TypeAlias
 
@@ -64,6 +69,26 @@ class RunStartedV1(RunEventPayload):
     pass
 
 
+class RunOwner(DomainModel):
+    """The process executing a run (its lease): who may append to it, and how another process tells whether that
+    process is still alive. On the same host `boot_id` + `pid` + `process_start` name one process for its whole
+    life (a reused pid has another start time); from another host only the heartbeat tells."""
+
+    host: str = Field(min_length=1, max_length=256)
+    boot_id: str = Field(default="", max_length=64)
+    pid: int = Field(ge=0)
+    process_start: int = Field(default=0, ge=0)
+    """The process start time in clock ticks since boot (Linux `/proc/<pid>/stat` field 22); 0 where unknown."""
+    lease_ms: int = Field(default=60_000, ge=1_000, le=86_400_000)
+    """How long after its last heartbeat the run counts as abandoned when the owner cannot be checked directly."""
+
+
+class RunStartedV2(RunEventPayload):
+    """Adds the run's owner (its lease), so a later process can tell a live run from one whose process died."""
+
+    owner: RunOwner
+
+
 class RunSucceededV1(RunEventPayload):
     pass
 
@@ -86,6 +111,76 @@ class RunFailedV2(RunEventPayload):
 
 class RunCancelledV1(RunEventPayload):
     reason: str = Field(default="cancelled", max_length=2_000)
+
+
+class InFlight(DomainModel):
+    """The activity a run had in flight when it stopped."""
+
+    activity_id: ActivityId
+    kind: Literal["model_call", "tool_call"]
+    name: str | None = Field(default=None, max_length=256)
+    model_call_id: ModelCallId | None = None
+    tool_call_id: ToolCallId | None = None
+
+
+class RunInterruptedV1(RunEventPayload):
+    """The run's owner is gone (its process died, or its lease expired) while the run was running. Not terminal:
+    `runs resume` continues it. Its wall time counted until `last_seen_at`, the owner's last sign of life."""
+
+    reason: str = Field(max_length=2_000)
+    owner: RunOwner | None = None
+    last_seen_at: datetime
+    in_flight: InFlight | None = None
+
+
+class RunResumedV1(RunEventPayload):
+    """A process took over an interrupted run (or a waiting run whose approval was answered) and continues it."""
+
+    owner: RunOwner
+    reason: Literal["interrupted", "approval"] = "interrupted"
+    changes: tuple[str, ...] = Field(default=(), max_length=64)
+    """What changed since the run started (agent prompt, tool specs), one line each; empty when nothing did."""
+
+
+class ToolCallAbandonedV1(RunEventPayload):
+    """A side-effecting tool call that was in flight when the run was interrupted: it is never executed again
+    automatically. Its outcome is unknown; the model is told so and asked to check before redoing it."""
+
+    tool_call_id: ToolCallId
+    tool_name: str = Field(min_length=1, max_length=256)
+    side_effect: str = Field(min_length=1, max_length=32)
+    message: str = Field(max_length=2_000)
+
+
+# ---- approvals -------------------------------------------------------------------------------------------------
+
+ApprovalChoice: TypeAlias = Literal["allow_once", "allow_always", "deny"]
+APPROVAL_CHOICES: tuple[ApprovalChoice, ...] = ("allow_once", "allow_always", "deny")
+
+
+class ApprovalRequestedV1(RunEventPayload):
+    """The tool gate's answer for a call was `ask`: the run waits (status `waiting`, wall time paused) until
+    someone answers. `attached` says whether the asking process keeps waiting for the answer (an interactive
+    terminal) or has let go of the run (whoever answers continues it)."""
+
+    approval_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    activity_id: ActivityId
+    tool_call_id: ToolCallId
+    tool_name: str = Field(min_length=1, max_length=256)
+    arguments: JsonObject
+    reason: str = Field(max_length=4_000)
+    suggested_rule: str | None = Field(default=None, max_length=1_000)
+    choices: tuple[ApprovalChoice, ...] = APPROVAL_CHOICES
+    attached: bool = False
+
+
+class ApprovalResolvedV1(RunEventPayload):
+    """The answer to the run's pending approval, once: a second, late or misdirected answer is refused."""
+
+    approval_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    decision: ApprovalChoice
+    answered_by: str = Field(min_length=1, max_length=256)
+    message: str | None = Field(default=None, max_length=2_000)
 
 
 # ---- model activity ------------------------------------------------------------------------------------------
@@ -268,6 +363,12 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 1): RunCreatedV1,
     ("RunCreated", 2): RunCreatedV2,
     ("RunStarted", 1): RunStartedV1,
+    ("RunStarted", 2): RunStartedV2,
+    ("RunInterrupted", 1): RunInterruptedV1,
+    ("RunResumed", 1): RunResumedV1,
+    ("ToolCallAbandoned", 1): ToolCallAbandonedV1,
+    ("ApprovalRequested", 1): ApprovalRequestedV1,
+    ("ApprovalResolved", 1): ApprovalResolvedV1,
     ("RunSucceeded", 1): RunSucceededV1,
     ("RunSucceeded", 2): RunSucceededV2,
     ("RunFailed", 1): RunFailedV1,

@@ -11,8 +11,19 @@ from bearagent.domain._base import DomainModel
 from bearagent.domain.budgets import BudgetLimits, BudgetUsage
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
+from bearagent.domain.run_events import RunOwner
 
-RunStatus: TypeAlias = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+RunStatus: TypeAlias = Literal["queued", "running", "waiting", "interrupted", "succeeded", "failed", "cancelled"]
+"""`waiting`: an approval is pending (wall time paused); `interrupted`: its process died, `runs resume` continues it."""
+RUN_STATUSES: tuple[RunStatus, ...] = (
+    "queued",
+    "running",
+    "waiting",
+    "interrupted",
+    "succeeded",
+    "failed",
+    "cancelled",
+)
 ActivityStatus: TypeAlias = Literal["pending", "running", "succeeded", "failed"]
 ActivityKind: TypeAlias = Literal["model_call", "tool_call"]
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
@@ -35,6 +46,17 @@ class ActivityProjection(DomainModel):
     error: ErrorInfo | None = None
 
 
+class PendingApproval(DomainModel):
+    """The approval a `waiting` run waits for (`resolved` once answered, until a process continues the run)."""
+
+    approval_id: str
+    tool_call_id: ToolCallId
+    tool_name: str
+    requested_at: datetime
+    decision: str | None = None
+    answered_by: str | None = None
+
+
 class RunProjection(DomainModel):
     run_id: RunId
     session_id: SessionId | None = None
@@ -55,6 +77,13 @@ class RunProjection(DomainModel):
     error: ErrorInfo | None = None
     final_text: str | None = None
     stop_reason: str | None = Field(default=None, max_length=64)
+    owner: RunOwner | None = None
+    """The process executing the run (its lease), from RunStarted v2 / RunResumed; None when nobody holds it."""
+    wall_origin: datetime | None = None
+    """`started_at` shifted later by the time the run spent not running (waiting for an approval, interrupted):
+    while the run runs, its wall time is `now - wall_origin`. None while it does not run (or for a log written
+    before runs could pause, where `started_at` is the origin)."""
+    pending_approval: PendingApproval | None = None
 
 
 class SessionRecord(DomainModel):
@@ -67,3 +96,6 @@ class SessionRecord(DomainModel):
     active_agent_name: str | None = Field(default=None, max_length=64)
     title: str | None = Field(default=None, max_length=512)
     caller: str | None = Field(default=None, max_length=256)
+    allowed_rules: tuple[str, ...] = Field(default=(), max_length=500)
+    """Permission rules answered "allow always" in this session (`Bash(git status)`, `Write`): the one place that
+    memory lives, so every run, process and face of the session sees the same answers."""

@@ -2,15 +2,17 @@
 
 Two state machines and five budgets, seed 001:
 
-- Run: ``queued -> running -> succeeded | failed | cancelled``. ``RunCancelled`` is also accepted while queued. A
-  terminal run rejects every further event. ``RunSucceeded``/``RunFailed`` need no active activity; ``RunCancelled``
+- Run: ``queued -> running -> succeeded | failed | cancelled``. ``RunCancelled`` is also accepted while queued,
+  waiting or interrupted. A terminal run rejects every further event. Two pauses: ``running -> waiting``
+  (``ApprovalRequested``; ``ApprovalResolved`` answers it once; ``RunResumed`` runs again) and ``running ->
+  interrupted`` (``RunInterrupted``: the owner died; ``RunResumed`` continues). ``RunSucceeded``/``RunFailed`` need no active activity; ``RunCancelled``
   interrupts in-flight work, so it closes the active activity as ``failed`` (error ``cancelled.interrupted``).
 - Activity (one model call or one tool call): ``pending -> running -> succeeded | failed``, at most one
   pending/running activity per run, only while the run is ``running``.
 - Budgets are checked before a ``ModelCallRequested``/``ToolCallRequested`` becomes a fact: a request the budget does
   not allow raises `BudgetExceeded` and changes nothing. Iterations and tool calls count at Requested; tokens and
-  cost count at Completed/Failed by actual usage; ``wall_time_ms`` is ``occurred_at - started_at`` of the latest
-  state-machine event.
+  cost count at Completed/Failed by actual usage; ``wall_time_ms`` is ``occurred_at - wall_origin`` of the latest
+  state-machine event while the run runs (``wall_origin`` is ``started_at`` moved later by every pause).
 
 The public entry is `reduce` (immutable projections in and out). `apply` is the same logic over the mutable
 `RunState`/`ActivityState` the store and replay keep, so an append costs the same on event 10 and event 10,000: it
@@ -36,7 +38,7 @@ from bearagent.domain.state import (
     ActivityStatus,
     RunProjection,
 )
-from bearagent.runtime.run_state import ActivityState, RunState, canonical_id, error_of
+from bearagent.runtime.run_state import ActivityState, RunState, canonical_id, error_of, iso
 
 __all__ = [
     "ActivityState",
@@ -145,12 +147,25 @@ def _refuse(run: RunState, fact: Fact, why: str) -> InvalidTransition:
     return InvalidTransition(fact.event_type, _describe(run), why, run_id=run.run_id)
 
 
+def _wall_origin(run: RunState) -> datetime | None:
+    """Where the running stretch's wall time counts from (None while the run does not run)."""
+    if run.status != "running":
+        return None
+    return run.wall_origin if run.wall_origin is not None else run.started_at
+
+
 def _touch_wall_time(run: RunState, occurred_at: datetime) -> None:
-    started = run.started_at
-    if started is not None:
-        elapsed = (occurred_at - started) // _MS
+    origin = _wall_origin(run)
+    if origin is not None:
+        elapsed = (occurred_at - origin) // _MS
         if elapsed > run.wall_time_ms:
             run.wall_time_ms = elapsed
+
+
+def _pause_wall_time(run: RunState, until: datetime) -> None:
+    """End the running stretch at `until`: wall time stops counting until the run runs again."""
+    _touch_wall_time(run, until)
+    run.wall_origin = None
 
 
 def check_budget(run: RunState | RunProjection, event_type: str, occurred_at: datetime) -> None:
@@ -171,8 +186,8 @@ def check_budget(run: RunState | RunProjection, event_type: str, occurred_at: da
         field, limit, used = "max_tokens", limits.max_tokens, run.input_tokens + run.output_tokens
     elif run.cost_microusd >= limits.max_cost_microusd:
         field, limit, used = "max_cost_microusd", limits.max_cost_microusd, run.cost_microusd
-    elif run.started_at is not None:
-        elapsed = (occurred_at - run.started_at) // _MS
+    elif (origin := _wall_origin(run)) is not None:
+        elapsed = (occurred_at - origin) // _MS
         if elapsed > limits.max_wall_time_ms:
             field, limit, used = "max_wall_time_ms", limits.max_wall_time_ms, elapsed
     if used is not None:
@@ -330,6 +345,9 @@ def _on_started(run: RunState, active: Active, fact: Fact) -> Active:
         raise _refuse(run, fact, "only a queued run can start")
     run.status = "running"
     run.started_at = fact.at
+    run.wall_origin = fact.at
+    if fact.version >= 2:
+        run.owner = dict(fact.payload["owner"])
     return None
 
 
@@ -350,22 +368,97 @@ def _on_failed(run: RunState, active: Active, fact: Fact) -> Active:
     return None
 
 
-def _on_cancelled(run: RunState, active: Active, fact: Fact) -> Active:
-    reason = fact.payload.get("reason", "cancelled") or "cancelled"
+def _close_in_flight(run: RunState, active: Active, fact: Fact, error: ErrorInfo) -> Active:
+    """End the run's active activity (if any) as failed with `error`: the run stopped underneath it."""
     if run.active_activity_id is not None and active is None:
         raise ValueError(f"run {run.run_id} has active activity {run.active_activity_id}; pass it to apply")
-    _touch_wall_time(run, fact.at)
-    run.status = "cancelled"
-    run.ended_at = fact.at
-    run.error = ErrorInfo.of("cancelled", "requested", f"run cancelled: {reason}")
     if active is None:
         return None
     active.status = "failed"
     active.ended_at = fact.at
     active.last_sequence = fact.sequence
-    active.error = ErrorInfo.of("cancelled", "interrupted", f"interrupted: the run was cancelled ({reason})")
+    active.error = error
     run.active_activity_id = None
     return active
+
+
+def _on_cancelled(run: RunState, active: Active, fact: Fact) -> Active:
+    reason = fact.payload.get("reason", "cancelled") or "cancelled"
+    _pause_wall_time(run, fact.at)
+    run.status = "cancelled"
+    run.ended_at = fact.at
+    run.owner = None
+    run.pending_approval = None
+    run.error = ErrorInfo.of("cancelled", "requested", f"run cancelled: {reason}")
+    error = ErrorInfo.of("cancelled", "interrupted", f"interrupted: the run was cancelled ({reason})")
+    return _close_in_flight(run, active, fact, error)
+
+
+def _on_interrupted(run: RunState, active: Active, fact: Fact) -> Active:
+    """The owner died mid-run: wall time counted until its last sign of life; the in-flight activity failed."""
+    if run.status != "running":
+        raise _refuse(run, fact, "only a running run can be interrupted (a waiting run waits for its answer)")
+    last_seen = datetime.fromisoformat(fact.payload["last_seen_at"])
+    _pause_wall_time(run, min(last_seen, fact.at))
+    run.status = "interrupted"
+    run.owner = None
+    error = ErrorInfo.of("cancelled", "owner_gone", f"interrupted: {fact.payload['reason']}")
+    return _close_in_flight(run, active, fact, error)
+
+
+def _on_resumed(run: RunState, active: Active, fact: Fact) -> Active:
+    if run.status == "waiting":
+        pending = run.pending_approval
+        if pending is None or pending.get("decision") is None:
+            raise _refuse(run, fact, "a waiting run continues only after its approval is answered")
+    elif run.status != "interrupted":
+        raise _refuse(run, fact, "only an interrupted run, or a waiting run whose approval was answered, resumes")
+    run.status = "running"
+    run.pending_approval = None
+    run.owner = dict(fact.payload["owner"])
+    run.wall_origin = fact.at - timedelta(milliseconds=run.wall_time_ms)
+    return None
+
+
+def _on_abandoned(run: RunState, active: Active, fact: Fact) -> Active:
+    _require_running(run, fact)
+    if run.active_activity_id is not None:
+        raise _refuse(run, fact, "a tool call is abandoned only between activities, when its run is resumed")
+    return None
+
+
+def _on_approval_requested(run: RunState, active: Active, fact: Fact) -> Active:
+    _require_running(run, fact)
+    payload = fact.payload
+    activity = _active_for(run, active, fact, "tool_call")
+    if activity.status != "running":
+        raise _refuse(run, fact, f"tool call activity {activity.activity_id} is {activity.status}, not running")
+    _pause_wall_time(run, fact.at)
+    run.status = "waiting"
+    if not payload.get("attached", False):
+        run.owner = None
+    run.pending_approval = {
+        "approval_id": payload["approval_id"],
+        "tool_call_id": canonical_id(payload["tool_call_id"]),
+        "tool_name": payload["tool_name"],
+        "requested_at": iso(fact.at),
+        "decision": None,
+        "answered_by": None,
+    }
+    return None
+
+
+def _on_approval_resolved(run: RunState, active: Active, fact: Fact) -> Active:
+    payload = fact.payload
+    pending = run.pending_approval
+    if run.status != "waiting" or pending is None:
+        raise _refuse(run, fact, "the run waits for no approval (it was answered already, or never asked)")
+    if pending["approval_id"] != payload["approval_id"]:
+        raise _refuse(run, fact, f"the pending approval is {pending['approval_id']}, not {payload['approval_id']}")
+    if pending.get("decision") is not None:
+        raise _refuse(run, fact, f"approval {pending['approval_id']} was already answered ({pending['decision']})")
+    run.pending_approval = {**pending, "decision": payload["decision"], "answered_by": payload["answered_by"]}
+    return None
 
 
 def _on_agent_switched(run: RunState, active: Active, fact: Fact) -> Active:
@@ -410,6 +503,11 @@ _HANDLERS: Mapping[str, _Handler] = {
     "RunSucceeded": _on_succeeded,
     "RunFailed": _on_failed,
     "RunCancelled": _on_cancelled,
+    "RunInterrupted": _on_interrupted,
+    "RunResumed": _on_resumed,
+    "ToolCallAbandoned": _on_abandoned,
+    "ApprovalRequested": _on_approval_requested,
+    "ApprovalResolved": _on_approval_resolved,
     "ModelCallRequested": _request,
     "ModelCallStarted": _start,
     "ModelCallCompleted": _finish,

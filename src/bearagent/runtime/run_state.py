@@ -20,7 +20,15 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BudgetLimits, BudgetUsage
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
-from bearagent.domain.state import ActivityKind, ActivityProjection, ActivityStatus, RunProjection, RunStatus
+from bearagent.domain.run_events import RunOwner
+from bearagent.domain.state import (
+    ActivityKind,
+    ActivityProjection,
+    ActivityStatus,
+    PendingApproval,
+    RunProjection,
+    RunStatus,
+)
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 _setattr = object.__setattr__
@@ -136,7 +144,9 @@ class RunState(_Lifecycle):
         "last_sequence",
         "model_iterations",
         "output_tokens",
+        "owner",
         "parent_run_id",
+        "pending_approval",
         "run_id",
         "session_id",
         "status",
@@ -144,6 +154,7 @@ class RunState(_Lifecycle):
         "switch_count",
         "tool_calls",
         "trigger_type",
+        "wall_origin",
         "wall_time_ms",
     )
 
@@ -173,6 +184,11 @@ class RunState(_Lifecycle):
         self.error = None
         self.final_text: str | None = None
         self.stop_reason: str | None = None
+        self.owner: dict[str, JsonValue] | None = None
+        """JSON of the `RunOwner` holding the run."""
+        self.wall_origin: datetime | None = None
+        self.pending_approval: dict[str, JsonValue] | None = None
+        """JSON of the `PendingApproval` a waiting run waits for."""
         self._typed: tuple[RunId, SessionId | None, RunId | None] | None = None
         self._typed_active: tuple[str, ActivityId] | None = None
 
@@ -226,6 +242,9 @@ class RunState(_Lifecycle):
             "error": self._error_json,
             "final_text": self.final_text,
             "stop_reason": self.stop_reason,
+            "owner": self.owner,
+            "wall_origin": _iso_or_none(self.wall_origin),
+            "pending_approval": self.pending_approval,
         }
 
     @classmethod
@@ -252,6 +271,9 @@ class RunState(_Lifecycle):
         state._set_lifecycle(data)
         state.final_text = cast(str | None, data["final_text"])
         state.stop_reason = cast(str | None, data.get("stop_reason"))
+        state.owner = cast(dict[str, JsonValue] | None, data.get("owner"))
+        state.wall_origin = _dt(data.get("wall_origin"))
+        state.pending_approval = cast(dict[str, JsonValue] | None, data.get("pending_approval"))
         return state
 
     @classmethod
@@ -306,6 +328,11 @@ class RunState(_Lifecycle):
                 "error": self._error,
                 "final_text": self.final_text,
                 "stop_reason": self.stop_reason,
+                "owner": None if self.owner is None else RunOwner.model_validate(self.owner),
+                "wall_origin": self.wall_origin,
+                "pending_approval": (
+                    None if self.pending_approval is None else PendingApproval.model_validate(self.pending_approval)
+                ),
             },
         )
 
