@@ -32,8 +32,9 @@ from bearagent.domain.run_events import HookExecutedV1, parse_run_event_payload
 from bearagent.domain.specs import HookEventName, HookHandlerSpec
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.hooks.dispatcher import HookOutcome
+from bearagent.hooks.hook_input import model_request_from_wire, model_request_to_wire
 from bearagent.hooks.interceptor import HookToolInterceptor
-from bearagent.hooks.protocol import JsonDict, model_request_from_wire, model_request_to_wire
+from bearagent.hooks.protocol import JsonDict
 from bearagent.hooks.python_handlers import python_hook_groups
 from bearagent.plugins.contributions import PythonHookHandler
 from bearagent.ports import ToolContext

@@ -14,7 +14,8 @@ from tests.support.hooks import SCRIPTS_DIR, command, hook_server, install_doc_s
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.specs import HookHandlerSpec
-from bearagent.hooks.protocol import CommonInput, HandlerFailure, HandlerResult, HookReply, JsonDict, build_hook_input
+from bearagent.hooks.hook_input import CommonInput, build_hook_input
+from bearagent.hooks.protocol import HandlerFailure, HandlerResult, HookReply, JsonDict
 from bearagent.hooks.runners import RunnerContext, judge_prompt, run_handler
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.support.config_ws import codes, load, write
 
-from bearagent.hooks.dispatcher import matcher_matches
+from bearagent.hooks.matching import matcher_matches
 
 
 def test_agent_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None:
@@ -48,8 +48,13 @@ def test_hook_handler_keys_beyond_bearagents_are_named_and_mcp_tool_handlers_sto
     assert [h.command for h in group.hooks] == ["true"]  # ... and the command handler runs without its `if`
 
 
-def test_hooks_see_the_task_tool_by_its_name_task() -> None:
-    assert matcher_matches("Task", "Task") and not matcher_matches("Agent", "Task")
+def test_the_delegation_tool_answers_to_agent_and_task_in_matchers() -> None:
+    from bearagent.hooks.hook_input import hook_tool_name
+
+    assert hook_tool_name("Task") == "Agent" and hook_tool_name("Bash") == "Bash"  # what Claude Code sends
+    for matcher in ("Agent", "Task", "Task|Bash", "^Agent$", "Ag.*"):
+        assert matcher_matches(matcher, "Agent"), matcher
+    assert not matcher_matches("Bash", "Agent")
 
 
 def test_command_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None:

@@ -12,21 +12,24 @@ from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.tools import ToolRequest, ToolResult
-from bearagent.hooks.dispatcher import matcher_matches, refuse_beyond_capabilities
-from bearagent.hooks.protocol import (
-    MAX_TEXT_CHARS,
+from bearagent.hooks.hook_input import (
     CommonInput,
-    HandlerFailure,
-    HookOutputError,
-    HookReply,
     build_hook_input,
     match_target,
     model_request_from_wire,
     model_request_to_wire,
+    tool_response_from_result,
+)
+from bearagent.hooks.matching import matcher_matches
+from bearagent.hooks.outcome import refuse_beyond_capabilities
+from bearagent.hooks.protocol import (
+    MAX_TEXT_CHARS,
+    HandlerFailure,
+    HookOutputError,
+    HookReply,
     reply_from_command,
     reply_from_json,
     reply_from_judgement,
-    tool_response_from_result,
 )
 
 

@@ -26,7 +26,7 @@ from bearagent.domain.run_events import HookExecutedV1
 from bearagent.domain.specs import HookEventName, HookMatcherSpec
 from bearagent.hooks.bridge import assemble_hook_groups
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
-from bearagent.hooks.protocol import CommonInput
+from bearagent.hooks.hook_input import CommonInput
 from bearagent.hooks.runners import PythonHookFunction, describe_handler
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.trust import TrustSurface, require_trust, workspace_trust_surface

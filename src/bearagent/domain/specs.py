@@ -102,10 +102,13 @@ class HookHandlerSpec(DomainModel):
 
     `command` alone is a shell string; `command` + `args` is the exec form (no shell). `timeout` is in seconds, as
     in Claude Code. Capabilities default to all three so existing Claude Code scripts work unchanged; declaring them
-    narrows what the handler's output may do.
+    narrows what the handler's output may do. Claude Code's `if` is `condition` (one permission rule: the handler
+    runs only for tool calls it matches), `async` is `run_async` (a command run in the background, its answer
+    ignored), `once` runs it once per session; an `mcp_tool` handler calls `tool` on the MCP `server` with
+    `arguments` (Claude Code's `input`).
     """
 
-    type: Literal["command", "http", "prompt", "agent", "python"]
+    type: Literal["command", "http", "prompt", "agent", "python", "mcp_tool"]
     command: str | None = Field(default=None, max_length=8_192)
     args: tuple[str, ...] | None = None
     url: str | None = Field(default=None, max_length=2_048)
@@ -117,6 +120,17 @@ class HookHandlerSpec(DomainModel):
     timeout_s: float = Field(default=60.0, gt=0, le=3_600)
     on_failure: Literal["allow", "block"] = "allow"
     capabilities: frozenset[HookCapability] = ALL_HOOK_CAPABILITIES
+    condition: str | None = Field(default=None, max_length=4_096)
+    once: bool = False
+    run_async: bool = False
+    server: str | None = Field(default=None, max_length=64)
+    tool: str | None = Field(default=None, max_length=256)
+    arguments: JsonObject | None = None
+
+
+HOOK_HANDLER_EXTENSIONS: tuple[str, ...] = ("condition", "once", "run_async", "server", "tool", "arguments")
+"""`HookHandlerSpec` fields added after the first release: left out of a handler's trust fingerprint while they hold
+their defaults, so a hook that does not use them keeps the digest the user trusted."""
 
 
 class HookMatcherSpec(DomainModel):

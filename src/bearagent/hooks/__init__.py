@@ -1,6 +1,6 @@
-"""Hooks: Claude Code-compatible lifecycle hooks (command, http, prompt, agent and plugin Python handlers), the
-dispatcher that runs and merges them, the tool-gate interceptor, and the session transcript (workspace trust lives in
-`bearagent.trust`)."""
+"""Hooks: Claude Code-compatible lifecycle hooks (command, http, mcp_tool, prompt, agent and plugin Python
+handlers), the dispatcher that runs and merges them, the tool-gate interceptor, and the session transcript (workspace
+trust lives in `bearagent.trust`)."""
 
 from bearagent.hooks.dispatcher import (
     DEFAULT_STOP_BLOCK_CAP,
@@ -11,13 +11,14 @@ from bearagent.hooks.dispatcher import (
     HookSettings,
     matcher_matches,
 )
-from bearagent.hooks.interceptor import HookToolInterceptor
-from bearagent.hooks.protocol import (
+from bearagent.hooks.hook_input import (
     build_hook_input,
+    hook_tool_name,
     model_request_from_wire,
     model_request_to_wire,
     tool_response_from_result,
 )
+from bearagent.hooks.interceptor import HookToolInterceptor
 from bearagent.hooks.python_handlers import python_hook_groups
 from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction
 from bearagent.hooks.transcript import TranscriptWriter, transcript_path_for
@@ -35,6 +36,7 @@ __all__ = [
     "PythonHookFunction",
     "TranscriptWriter",
     "build_hook_input",
+    "hook_tool_name",
     "matcher_matches",
     "model_request_from_wire",
     "model_request_to_wire",

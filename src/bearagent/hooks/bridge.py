@@ -82,6 +82,7 @@ class LoopHookAdapter:
         return ModelRequestDecision(request=request, block_reason=block_reason(outcome))
 
     async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
+        await self._dispatcher.wait_background()  # the run's `async` handlers finish (and are logged) before it ends
         if final_text:
             self._transcript.append_message(Message.assistant(final_text), run_id=str(run_id), agent_name=agent)
         payload: dict[str, JsonValue] = {"stop_hook_active": stop_hook_active, "last_assistant_message": final_text}

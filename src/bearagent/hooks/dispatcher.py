@@ -1,14 +1,15 @@
-"""Fire one hook event: find the matching handlers, run them in parallel, merge their answers deterministically.
+"""Fire one hook event: select the matching handlers, run them in parallel, merge their answers (docs/hooks.md).
 
-Order and merge (documented in docs/hooks.md):
-- Handlers of one event run concurrently (as in Claude Code); identical handlers run once. Their answers are
-  merged in config order (group order, then handler order), so the result never depends on who finished first.
-- Blocks (exit 2, `decision: block`, `ok: false`) win; then `permissionDecision` deny > ask > allow.
-- `updatedInput` / `updatedRequest`: each is read as a full replacement of the original (Claude Code's meaning) and
-  applied in config order as a top-level patch against the original, so independent rewrites compose and a later
-  handler wins on the same key.
-- `additionalContext` from every handler, joined in config order and bounded; `continue: false` from any handler
-  stops the run with the first `stopReason`; every `systemMessage` and every handler error is shown to the user.
+- Selection (`hooks/matching.py`): a group's `matcher`, then each handler's `if`; identical handlers of one event
+  run once; a handler with `once: true` runs once per session (the first event that selects it; the session is the
+  one of the transcript the dispatcher writes, so every run and child run of a session shares it).
+- Handlers of one event run concurrently, as in Claude Code; their answers are merged in config order
+  (`hooks/outcome.py`), so the result never depends on who finished first.
+- `async: true` (a command handler) starts in the background and the event does not wait for it: nothing it
+  answers decides anything. Its execution is still an event of the run's log: it is recorded at the run's next
+  hook point after it finished, and a run waits for its own background handlers (each bounded by its timeout)
+  before its Stop / SubagentStop hooks fire (`wait_background`). The log is only written from those points, never
+  from the background task itself, so a recording never races the loop's own appends.
 Beyond Claude Code: `on_failure`, declared capabilities, and a cap on consecutive Stop/SubagentStop blocks.
 """
 
@@ -17,32 +18,32 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-import re
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.run_events import HookExecutedV1
-from bearagent.domain.specs import HookCapability, HookEventName, HookHandlerSpec, HookMatcherSpec
-from bearagent.hooks.protocol import (
-    BLOCKING_EVENTS,
-    MAX_TEXT_CHARS,
-    CommonInput,
-    HandlerFailure,
-    HandlerResult,
-    HookReply,
-    JsonDict,
-    PermissionDecision,
-    bound_text,
-    build_hook_input,
-    match_target,
+from bearagent.domain.specs import HookEventName, HookHandlerSpec, HookMatcherSpec
+from bearagent.hooks.hook_input import CommonInput, build_hook_input, match_target
+from bearagent.hooks.matching import compile_matcher, condition_selects, matcher_matches
+from bearagent.hooks.mcp_tool import McpCaller, current_mcp_caller
+from bearagent.hooks.outcome import (
+    HandlerOutcome,
+    HookDecision,
+    HookOutcome,
+    background_outcome,
+    bounded_output,
+    merge,
+    refuse_beyond_capabilities,
+    resolve,
 )
+from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerResult, JsonDict, bound_text
 from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext, describe_handler, run_handler
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import STOP_BLOCK_CAP
@@ -55,34 +56,11 @@ firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_ev
 uses it to never fire hooks of the same event again."""
 
 DEFAULT_STOP_BLOCK_CAP = STOP_BLOCK_CAP
-HookDecision: TypeAlias = Literal["none", "allow", "deny", "ask", "block", "rewrite", "context", "error"]
 HookRecorder = Callable[[HookExecutedV1], "None | Awaitable[None]"]
-_SIMPLE_MATCHER = re.compile(r"^[A-Za-z0-9_\-, |]+$")
-_PERMISSION_RANK: Mapping[str, int] = {"allow": 1, "ask": 2, "deny": 3}
 STOP_EVENTS: frozenset[str] = frozenset({"Stop", "SubagentStop"})
 
-
-@lru_cache(maxsize=512)
-def compile_matcher(matcher: str | None) -> Callable[[str], bool]:
-    """None, "" and "*" match everything; only `[A-Za-z0-9_-, |]` is an exact name or a `|`/`,` list; anything
-    else is a regular expression that must match the WHOLE name (`mcp__memory__.*`). Raises `ValueError` for a
-    regex that does not compile."""
-    if matcher is None or matcher.strip() in ("", "*"):
-        return lambda _name: True
-    if _SIMPLE_MATCHER.match(matcher):
-        names = frozenset(part.strip() for part in re.split(r"[|,]", matcher) if part.strip())
-        return lambda name: name in names
-    try:
-        pattern = re.compile(matcher)
-    except re.error as exc:
-        raise ValueError(f"matcher {matcher!r} is not a valid regular expression: {exc}") from None
-    return lambda name: pattern.fullmatch(name) is not None
-
-
-def matcher_matches(matcher: str | None, target: str | None) -> bool:
-    """Whether a group's matcher selects `target` (None = the event has no matcher support: everything runs)."""
-    check = compile_matcher(matcher)
-    return True if target is None else check(target)
+_ONCE_DONE: weakref.WeakKeyDictionary[TranscriptWriter, set[str]] = weakref.WeakKeyDictionary()
+"""The `once` handlers that already ran, per session (its transcript writer: one per session and runtime)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,160 +79,15 @@ class HookSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class HandlerOutcome:
-    """One handler's run, after `on_failure` and capabilities."""
-
-    label: str
-    handler_type: str
-    source: str
-    decision: HookDecision
-    duration_ms: int
-    reply: HookReply
-    failure: HandlerFailure | None = None
-    refused: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class HookOutcome:
-    """The merged decision of every handler that matched one event."""
-
-    event: str
-    blocked: bool = False
-    block_reason: str | None = None
-    permission: PermissionDecision | None = None
-    permission_reason: str | None = None
-    updated_input: JsonDict | None = None
-    updated_request: JsonDict | None = None
-    additional_context: str | None = None
-    continue_: bool = True
-    stop_reason: str | None = None
-    system_messages: tuple[str, ...] = ()
-    handlers: tuple[HandlerOutcome, ...] = ()
-    stop_cap_overridden: bool = False
-
-    @property
-    def matched(self) -> int:
-        return len(self.handlers)
-
-    def to_json(self) -> JsonDict:
-        """The decision as printed by `bearagent hooks test --json`."""
-        return {
-            "event": self.event,
-            "matched": self.matched,
-            "continue": self.continue_,
-            "stopReason": self.stop_reason,
-            "blocked": self.blocked,
-            "blockReason": self.block_reason,
-            "permissionDecision": self.permission,
-            "permissionDecisionReason": self.permission_reason,
-            "updatedInput": self.updated_input,
-            "updatedRequest": self.updated_request,
-            "additionalContext": self.additional_context,
-            "systemMessages": list(self.system_messages),
-            "stopCapOverridden": self.stop_cap_overridden,
-            "handlers": [
-                {
-                    "handler": h.label,
-                    "type": h.handler_type,
-                    "source": h.source,
-                    "decision": h.decision,
-                    "duration_ms": h.duration_ms,
-                    "error": h.failure.message if h.failure else None,
-                    "refused": list(h.refused),
-                }
-                for h in self.handlers
-            ],
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class _Selected:
     group: HookMatcherSpec
     spec: HookHandlerSpec
 
 
-def refuse_beyond_capabilities(
-    reply: HookReply, capabilities: frozenset[HookCapability]
-) -> tuple[HookReply, tuple[str, ...]]:
-    """Drop what `reply` asks for beyond the declared capabilities; return the kept reply and what was refused."""
-    refused: list[str] = []
-    changes: dict[str, object] = {}
-    if "block" not in capabilities:
-        if reply.block:
-            refused.append("block")
-            changes.update(block=False, block_reason=None)
-        if reply.permission is not None:
-            refused.append(f"permissionDecision: {reply.permission}")
-            changes.update(permission=None, permission_reason=None)
-        if not reply.continue_:
-            refused.append("continue: false")
-            changes.update(continue_=True, stop_reason=None)
-    if "rewrite" not in capabilities:
-        if reply.updated_input is not None:
-            refused.append("updatedInput")
-            changes["updated_input"] = None
-        if reply.updated_request is not None:
-            refused.append("updatedRequest")
-            changes["updated_request"] = None
-    if "context" not in capabilities and reply.additional_context is not None:
-        refused.append("additionalContext")
-        changes["additional_context"] = None
-    return (replace(reply, **changes) if changes else reply), tuple(refused)  # pyright: ignore[reportArgumentType]
-
-
-def _fail_reply(event: str, label: str, failure: HandlerFailure, on_failure: str) -> HookReply:
-    notice = f"hook {label} failed: {failure.message}"
-    if on_failure != "block":
-        return HookReply(system_message=notice, raw=failure.raw)
-    closed = f"{notice}; it is declared on_failure: block, so this fails closed"
-    if event in BLOCKING_EVENTS:
-        return HookReply(block=True, block_reason=closed, system_message=notice, raw=failure.raw)
-    if event == "SessionEnd":
-        return HookReply(system_message=notice, raw=failure.raw)
-    return HookReply(continue_=False, stop_reason=closed, system_message=notice, raw=failure.raw)
-
-
-def _decision_of(reply: HookReply, failure: HandlerFailure | None, on_failure: str) -> HookDecision:
-    if failure is not None:
-        return "block" if on_failure == "block" else "error"
-    if reply.block or not reply.continue_:
-        return "block"
-    if reply.permission is not None:
-        return reply.permission
-    if reply.updated_input is not None or reply.updated_request is not None:
-        return "rewrite"
-    if reply.additional_context is not None:
-        return "context"
-    return "none"
-
-
-def _patch(original: Mapping[str, JsonValue], replacements: Sequence[JsonDict]) -> JsonDict:
-    """Apply full-replacement objects as top-level patches against `original`, in order."""
-    result: JsonDict = dict(original)
-    for replacement in replacements:
-        for key in original:
-            if key not in replacement:
-                result.pop(key, None)
-        for key, value in replacement.items():
-            if key not in original or original[key] != value:
-                result[key] = value
-    return result
-
-
-def _bounded_output(raw: JsonDict | None) -> JsonDict | None:
-    if raw is None:
-        return None
-    import json
-
-    text = json.dumps(raw, default=str)
-    if len(text) <= 16_000:
-        return raw
-    return {"truncated": True, "keys": sorted(raw)[:50], "size_chars": len(text)}
-
-
 class HookDispatcher:
     """Runs the hooks of one session. `record` receives one `HookExecutedV1` per handler execution (sync or async);
-    the caller appends it to the run's event log."""
+    the caller appends it to the run's event log. `mcp_caller` calls a tool of a configured MCP server for
+    `mcp_tool` handlers (None: the caller the runtime's MCP connections publish, `current_mcp_caller`)."""
 
     def __init__(
         self,
@@ -266,15 +99,19 @@ class HookDispatcher:
         judge: Judge | None = None,
         agent_judge: AgentJudge | None = None,
         record: HookRecorder | None = None,
+        mcp_caller: McpCaller | None = None,
     ) -> None:
         self._groups = tuple(groups)
         self._python_handlers = dict(python_handlers or {})
         self._judge = judge
         self._agent_judge = agent_judge
         self._record = record
+        self._mcp_caller = mcp_caller
         self.transcript = transcript
         self.settings = settings
         self._stop_blocks: dict[tuple[str, str | None, str | None], int] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self._finished: list[tuple[str, HandlerOutcome, HookHandlerSpec]] = []
 
     @property
     def groups(self) -> tuple[HookMatcherSpec, ...]:
@@ -283,10 +120,13 @@ class HookDispatcher:
     def has_hooks(self, event_name: HookEventName) -> bool:
         return any(group.event == event_name for group in self._groups)
 
-    def _select(self, event: str, target: str | None, agent_name: str | None) -> tuple[list[_Selected], list[str]]:
+    def _select(
+        self, event: str, target: str | None, agent_name: str | None, fields: Mapping[str, JsonValue]
+    ) -> tuple[list[_Selected], list[str]]:
         selected: list[_Selected] = []
         problems: list[str] = []
         seen: set[str] = set()
+        once_done = _ONCE_DONE.setdefault(self.transcript, set())
         for group in self._groups:
             if group.event != event or (group.agent is not None and group.agent != agent_name):
                 continue
@@ -301,6 +141,13 @@ class HookDispatcher:
                 if key in seen:
                     continue
                 seen.add(key)
+                if not condition_selects(spec.condition, event, fields, self.settings.workspace_root):
+                    continue
+                if spec.once:
+                    once_key = f"{event}\0{group.matcher}\0{key}"
+                    if once_key in once_done:
+                        continue
+                    once_done.add(once_key)
                 selected.append(_Selected(group, spec))
         return selected, problems
 
@@ -318,6 +165,7 @@ class HookDispatcher:
         here) and merge their answers. `tool_name` overrides the matcher target; `permission_mode` overrides the
         session's for this event. Hooks scoped to an agent (`HookMatcherSpec.agent`) run only when `agent_name`
         names that agent."""
+        await self._record_finished()
         if not self.has_hooks(event_name):
             return HookOutcome(event=event_name)
         fields = dict(payload)
@@ -337,7 +185,7 @@ class HookDispatcher:
         )
         hook_input = build_hook_input(common, fields)
         target = tool_name if tool_name is not None else match_target(event_name, fields)
-        selected, problems = self._select(event_name, target, agent_name)
+        selected, problems = self._select(event_name, target, agent_name, fields)
         if not selected and not problems:
             return HookOutcome(event=event_name)
         ctx = RunnerContext(
@@ -347,14 +195,28 @@ class HookDispatcher:
             judge=self._judge,
             agent_judge=self._agent_judge,
             sandbox=settings.sandbox,
+            mcp=self._mcp_caller or current_mcp_caller.get(),
         )
-        results = await asyncio.gather(*(self._timed(item.spec, event_name, hook_input, ctx) for item in selected))
+        waited = [item for item in selected if not item.spec.run_async]
+        for item in selected:
+            if item.spec.run_async:
+                self._start_background(item, event_name, hook_input, ctx)
+        results = await asyncio.gather(*(self._timed(item.spec, event_name, hook_input, ctx) for item in waited))
         outcomes: list[HandlerOutcome] = []
-        for item, (result, duration_ms) in zip(selected, results, strict=True):
-            outcome = self._resolve(event_name, item, result, duration_ms)
+        for item, (result, duration_ms) in zip(waited, results, strict=True):
+            outcome = resolve(
+                event_name, item.spec, item.group.source, describe_handler(item.spec), result, duration_ms
+            )
             outcomes.append(outcome)
             await self._emit(event_name, outcome, item.spec)
-        merged = self._merge(event_name, fields, outcomes, problems)
+        merged = merge(
+            event_name,
+            fields,
+            outcomes,
+            problems,
+            max_context_chars=settings.max_context_chars,
+            background=len(selected) - len(waited),
+        )
         if event_name in STOP_EVENTS:
             merged = await self._apply_stop_cap(merged, stop_key)
         return merged
@@ -367,47 +229,34 @@ class HookDispatcher:
         result = await run_handler(spec, event, hook_input, ctx)
         return result, int((time.monotonic() - started) * 1000)
 
-    def _resolve(self, event: str, item: _Selected, result: HandlerResult, duration_ms: int) -> HandlerOutcome:
-        spec = item.spec
-        label = describe_handler(spec)
-        if isinstance(result, HandlerFailure):
-            reply = _fail_reply(event, label, result, spec.on_failure)
-            return HandlerOutcome(
-                label,
-                spec.type,
-                item.group.source,
-                _decision_of(reply, result, spec.on_failure),
-                duration_ms,
-                reply,
-                result,
+    # ---- async handlers ----------------------------------------------------------------------------------------
+
+    def _start_background(self, item: _Selected, event: str, hook_input: JsonDict, ctx: RunnerContext) -> None:
+        async def run() -> None:
+            result, duration_ms = await self._timed(item.spec, event, hook_input, ctx)
+            label = f"async {describe_handler(item.spec)}"
+            self._finished.append(
+                (event, background_outcome(item.spec, item.group.source, label, result, duration_ms), item.spec)
             )
-        reply, refused = refuse_beyond_capabilities(result, spec.capabilities)
-        notes = list(reply.notes)
-        if reply.block and event not in BLOCKING_EVENTS:
-            notes.append(f"a block has no effect on {event}")
-            reply = replace(
-                reply, block=False, system_message=reply.system_message or reply.block_reason, block_reason=None
-            )
-        if refused:
-            declared = ", ".join(sorted(spec.capabilities)) or "none"
-            message = (
-                f"hook {label} ({item.group.source or 'config'}) asked for {', '.join(refused)} beyond its declared "
-                f"capabilities [{declared}]; that part of its output was ignored (add the capability to allow it)"
-            )
-            messages = [m for m in (reply.system_message, message) if m]
-            reply = replace(reply, system_message="\n".join(messages))
-        if notes:
-            reply = replace(reply, notes=tuple(notes))
-        return HandlerOutcome(
-            label,
-            spec.type,
-            item.group.source,
-            _decision_of(reply, None, spec.on_failure),
-            duration_ms,
-            reply,
-            None,
-            refused,
-        )
+
+        task = asyncio.ensure_future(run())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def wait_background(self) -> list[HandlerOutcome]:
+        """Wait for the background handlers still running (each ends within its own timeout), record every finished
+        one, and return them. The loop calls this before a run's Stop hooks, so they land in the run's log."""
+        while self._background:
+            await asyncio.gather(*tuple(self._background), return_exceptions=True)
+        return await self._record_finished()
+
+    async def _record_finished(self) -> list[HandlerOutcome]:
+        done, self._finished = self._finished, []
+        for event, outcome, spec in done:
+            await self._emit(event, outcome, spec)
+        return [outcome for _, outcome, _ in done]
+
+    # ---- the log -------------------------------------------------------------------------------------------------
 
     async def _emit(self, event: str, outcome: HandlerOutcome, spec: HookHandlerSpec) -> None:
         if self._record is None:
@@ -435,60 +284,11 @@ class HookDispatcher:
             decision=outcome.decision,
             reason=bound_text(reason, 4_000) if reason else None,
             error=error,
-            output=_bounded_output(reply.raw),
+            output=bounded_output(reply.raw),
         )
         result = self._record(payload)
         if inspect.isawaitable(result):
             await result
-
-    def _merge(
-        self, event: str, fields: Mapping[str, JsonValue], outcomes: Sequence[HandlerOutcome], problems: Sequence[str]
-    ) -> HookOutcome:
-        replies = [o.reply for o in outcomes]
-        block_reasons = [r.block_reason or "blocked by hook" for r in replies if r.block]
-        permission: PermissionDecision | None = None
-        permission_reason: str | None = None
-        for reply in replies:
-            if reply.permission is not None and (
-                permission is None or _PERMISSION_RANK[reply.permission] > _PERMISSION_RANK[permission]
-            ):
-                permission, permission_reason = reply.permission, reply.permission_reason
-        updated_input: JsonDict | None = None
-        updated_request: JsonDict | None = None
-        inputs = [r.updated_input for r in replies if r.updated_input is not None]
-        if inputs and not block_reasons and permission != "deny":
-            original = fields.get("tool_input")
-            updated_input = _patch(
-                cast(Mapping[str, JsonValue], original) if isinstance(original, Mapping) else {}, inputs
-            )
-        requests = [r.updated_request for r in replies if r.updated_request is not None]
-        if requests and not block_reasons:
-            original = fields.get("model_request")
-            updated_request = _patch(
-                cast(Mapping[str, JsonValue], original) if isinstance(original, Mapping) else {}, requests
-            )
-        contexts = [r.additional_context for r in replies if r.additional_context]
-        stops = [r for r in replies if not r.continue_]
-        messages = [*problems, *(r.system_message for r in replies if r.system_message)]
-        messages += [f"hook note: {note}" for r in replies for note in r.notes]
-        return HookOutcome(
-            event=event,
-            blocked=bool(block_reasons),
-            block_reason=bound_text("\n".join(block_reasons)) if block_reasons else None,
-            permission=permission,
-            permission_reason=permission_reason,
-            updated_input=updated_input,
-            updated_request=updated_request,
-            additional_context=bound_text("\n\n".join(contexts), self.settings.max_context_chars) if contexts else None,
-            continue_=not stops,
-            stop_reason=(
-                next((r.stop_reason for r in stops if r.stop_reason), "stopped by a hook (continue: false)")
-                if stops
-                else None
-            ),
-            system_messages=tuple(messages),
-            handlers=tuple(outcomes),
-        )
 
     async def _apply_stop_cap(self, outcome: HookOutcome, key: tuple[str, str | None, str | None]) -> HookOutcome:
         if not outcome.blocked:
@@ -535,6 +335,7 @@ __all__ = [
     "HookRecorder",
     "HookSettings",
     "compile_matcher",
+    "firing_hook_event",
     "matcher_matches",
     "refuse_beyond_capabilities",
 ]

@@ -1,11 +1,12 @@
-"""The hook side of the tool gate: PreToolUse before a call, PostToolUse / PostToolUseFailure after it."""
+"""The hook side of the tool gate: PreToolUse before a call, PostToolUse / PostToolUseFailure after it. Hooks see
+tools by Claude Code's names (`Task` is `Agent`: `hooks.hook_input.hook_tool_name`)."""
 
 from __future__ import annotations
 
 from bearagent.domain._base import JsonValue, frozen_json, thaw_json_mapping
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
-from bearagent.hooks.protocol import tool_response_from_result
+from bearagent.hooks.hook_input import hook_tool_name, tool_response_from_result
 from bearagent.ports import PostToolDecision, PreToolDecision, ToolContext
 
 
@@ -30,7 +31,7 @@ class HookToolInterceptor:
         outcome = await self._dispatcher.fire(
             "PreToolUse",
             {
-                "tool_name": request.name,
+                "tool_name": hook_tool_name(request.name),
                 "tool_input": thaw_json_mapping(request.arguments),
                 "tool_use_id": str(request.tool_call_id),
             },
@@ -61,7 +62,7 @@ class HookToolInterceptor:
         self, request: ToolRequest, spec: ToolSpec, result: ToolResult, context: ToolContext
     ) -> PostToolDecision:
         payload: dict[str, JsonValue] = {
-            "tool_name": request.name,
+            "tool_name": hook_tool_name(request.name),
             "tool_input": thaw_json_mapping(request.arguments),
             "tool_response": tool_response_from_result(request.name, result),
             "tool_use_id": str(request.tool_call_id),

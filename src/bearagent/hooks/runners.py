@@ -1,4 +1,4 @@
-"""The five handler types. Each takes the hook input JSON and returns one `HandlerResult` — never raises for a
+"""The handler types. Each takes the hook input JSON and returns one `HandlerResult` — never raises for a
 handler's own misbehaviour (timeout, crash, bad output, missing executable): those become `HandlerFailure`s that
 the dispatcher resolves with the handler's `on_failure`.
 
@@ -12,6 +12,7 @@ the dispatcher resolves with the handler's `on_failure`.
 - `prompt` / `agent`: an injected model judge (or read-only subagent) answers `{ok, reason}`; `ok: false` blocks.
 - `python`: a callable contributed by a plugin, looked up by `handler` name; takes the input dict, returns the
   output dict or None. Sync callables run in a worker thread.
+- `mcp_tool`: calls a tool of a configured MCP server (`hooks/mcp_tool.py`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from bearagent.config.env import expand_env
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import HookHandlerSpec
+from bearagent.hooks.mcp_tool import McpCaller, run_mcp_tool
 from bearagent.hooks.protocol import (
     HandlerFailure,
     HandlerResult,
@@ -74,6 +76,8 @@ class RunnerContext:
     agent_judge: AgentJudge | None = None
     sandbox: SandboxSettings | None = None
     """The merged sandbox settings; command handlers run confined when `sandbox.hooks` is true (None: off)."""
+    mcp: McpCaller | None = None
+    """Calls a tool of a configured MCP server (`mcp_tool` handlers); None: no MCP connections are open."""
 
 
 def describe_handler(spec: HookHandlerSpec) -> str:
@@ -87,6 +91,8 @@ def describe_handler(spec: HookHandlerSpec) -> str:
         return bound_text(f"prompt: {(spec.prompt or '').splitlines()[0] if spec.prompt else ''}", 120)
     if spec.type == "agent":
         return f"agent: {spec.agent or 'default'}"
+    if spec.type == "mcp_tool":
+        return bound_text(f"mcp_tool: {spec.server or ''}.{spec.tool or ''}", 300)
     return f"python: {spec.handler or ''}"
 
 
@@ -111,6 +117,8 @@ async def run_handler(spec: HookHandlerSpec, event: str, hook_input: JsonDict, c
                 return await run_http(spec, event, hook_input, ctx)
             if spec.type in ("prompt", "agent"):
                 return await run_judge(spec, hook_input, ctx)
+            if spec.type == "mcp_tool":
+                return await run_mcp_tool(spec, event, hook_input, ctx.mcp)
             return await run_python(spec, event, hook_input, ctx)
     except TimeoutError:
         return HandlerFailure("timeout", f"did not answer within {spec.timeout_s:g}s (timeout)")

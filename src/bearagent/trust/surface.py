@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import Literal, Protocol, TypeAlias, cast
 
 from bearagent.domain._base import JsonValue
-from bearagent.domain.specs import ActionSpec, AgentSpec, HookMatcherSpec, McpServerSpec, ModelEntry, SkillSpec
+from bearagent.domain.specs import (
+    HOOK_HANDLER_EXTENSIONS,
+    ActionSpec,
+    AgentSpec,
+    HookMatcherSpec,
+    McpServerSpec,
+    ModelEntry,
+    SkillSpec,
+)
 
 ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "sandbox", "file", "env"]
 
@@ -336,7 +344,12 @@ class _Collector:
             data = cast(dict[str, JsonValue], spec.model_dump(mode="json"))
             data["headers"] = sorted(spec.headers)
             data["capabilities"] = sorted(spec.capabilities)
+            for extension in HOOK_HANDLER_EXTENSIONS:  # unused: the digest stays the one trusted before they existed
+                if data.get(extension) in (None, False):
+                    data.pop(extension, None)
             what = spec.command or spec.url or spec.handler or spec.agent or (spec.prompt or "")[:60]
+            if spec.type == "mcp_tool":
+                what = f"{spec.server}.{spec.tool}"
             label = f"{group.event}[{group.matcher or '*'}]#{index + 1}"
             key = f"hook {owner}{label} {file}".strip()
             files: list[str] = []
