@@ -202,6 +202,20 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
         `top_level=True` only runs without a parent run."""
         ...
 
+    async def renew_leases(self, run_ids: Sequence[RunId], at: datetime) -> None:
+        """Record a heartbeat at `at` for each run this process executes (the lease of a run is its owner, from
+        the log, and its last heartbeat; another process tells a dead owner by it)."""
+        ...
+
+    async def fetch_heartbeats(self, run_ids: Sequence[RunId]) -> Mapping[RunId, datetime]:
+        """The last heartbeat of each run that has one."""
+        ...
+
+    async def allow_in_session(self, session_id: SessionId, rule: str) -> None:
+        """Add a permission rule to the session's "allow always" answers (`SessionRecord.allowed_rules`): once,
+        atomically, never lost to a concurrent save of the session."""
+        ...
+
     async def insert_session(self, session: SessionRecord) -> SessionRecord:
         """Store a new session; `BearAgentError(conflict.session_exists)` if its id is taken."""
         ...

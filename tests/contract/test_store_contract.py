@@ -388,6 +388,41 @@ def test_sessions_insert_save_and_list(harness: Harness) -> None:
     run(go)
 
 
+def test_allow_always_answers_add_up_and_survive_a_stale_save(harness: Harness) -> None:
+    first, second = harness.open(), harness.open()
+
+    async def go() -> None:
+        session = _session(1)
+        await first.insert_session(session)
+        await first.allow_in_session(session.session_id, "Bash(git status)")
+        await second.allow_in_session(session.session_id, "Write")
+        await second.allow_in_session(session.session_id, "Write")  # once
+        await first.save_session(session.model_copy(update={"title": "stale copy"}))  # loaded before the answers
+        stored = await second.fetch_session(session.session_id)
+        assert stored is not None and stored.title == "stale copy"
+        assert stored.allowed_rules == ("Bash(git status)", "Write")
+        with pytest.raises(BearAgentError) as missing:
+            await first.allow_in_session(_session(9).session_id, "Read")
+        assert missing.value.info.code == "not_found.session"
+
+    run(go)
+
+
+def test_leases_keep_the_latest_heartbeat_per_run(harness: Harness) -> None:
+    storage = harness.open()
+    one, two = RunId("11111111-1111-4111-8111-000000000001"), RunId("11111111-1111-4111-8111-000000000002")
+    at = datetime(2026, 8, 18, 2, 0, tzinfo=UTC)
+
+    async def go() -> None:
+        assert await storage.fetch_heartbeats([one]) == {}
+        await storage.renew_leases([one, two], at)
+        await storage.renew_leases([two], at + timedelta(seconds=20))
+        assert await storage.fetch_heartbeats([one, two]) == {one: at, two: at + timedelta(seconds=20)}
+        assert await storage.fetch_heartbeats([]) == {}
+
+    run(go)
+
+
 # ---- the session lock -------------------------------------------------------------------------------------------
 
 

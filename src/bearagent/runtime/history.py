@@ -16,6 +16,7 @@ from bearagent.domain.run_events import (
     MessageInjectedV1,
     ModelCallCompletedV2,
     RunCreatedV2,
+    ToolCallAbandonedV1,
     ToolCallCompletedV2,
     ToolCallFailedV2,
     parse_run_event_payload,
@@ -29,11 +30,13 @@ def history_from_events(runs: Iterable[Sequence[Event]]) -> list[Message]:
     """Messages of several runs, oldest run first, each given as its ordered events."""
     messages: list[Message] = []
     for events in runs:
-        messages.extend(_run_messages(events))
+        messages.extend(run_messages(events))
     return messages
 
 
-def _run_messages(events: Sequence[Event]) -> list[Message]:
+def run_messages(events: Sequence[Event], *, answer_pending: bool = True) -> list[Message]:
+    """One run's messages. `answer_pending=False` leaves the calls of the last turn that have no result unanswered
+    (a resumed run answers them itself)."""
     out: list[Message] = []
     pending: dict[ToolCallId, ToolCallPart] = {}
 
@@ -80,6 +83,20 @@ def _run_messages(events: Sequence[Event]) -> list[Message]:
                 pending[call.tool_call_id] = part
             if parts:
                 out.append(Message(role="assistant", parts=tuple(parts)))
+        elif isinstance(payload, ToolCallAbandonedV1):
+            call = pending.pop(payload.tool_call_id, None)
+            if call is not None:
+                out.append(
+                    Message.tool(
+                        ToolResultPart(
+                            tool_call_id=call.tool_call_id,
+                            provider_call_id=call.provider_call_id,
+                            name=call.name,
+                            content=payload.message,
+                            is_error=True,
+                        )
+                    )
+                )
         elif isinstance(payload, (ToolCallCompletedV2, ToolCallFailedV2)):
             call = pending.pop(payload.tool_call_id, None)
             if call is None:
@@ -96,8 +113,11 @@ def _run_messages(events: Sequence[Event]) -> list[Message]:
                     )
                 )
             )
-    flush_pending()
+    if answer_pending:
+        flush_pending()
     return out
 
 
-_INTERESTING = frozenset({"RunCreated", "MessageInjected", "ModelCallCompleted", "ToolCallCompleted", "ToolCallFailed"})
+_INTERESTING = frozenset(
+    {"RunCreated", "MessageInjected", "ModelCallCompleted", "ToolCallCompleted", "ToolCallFailed", "ToolCallAbandoned"}
+)

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
 from bearagent.domain.budgets import BudgetUsage, TokenUsage
@@ -40,9 +41,13 @@ from bearagent.domain.run_events import (
     RunCancelledV1,
     RunCreatedV2,
     RunFailedV2,
+    RunOwner,
+    RunResumedV1,
     RunStartedV1,
+    RunStartedV2,
     RunSucceededV2,
     TodosUpdatedV1,
+    ToolCallAbandonedV1,
     ToolCallCompletedV2,
     ToolCallFailedV2,
     ToolCallRequestedV2,
@@ -51,7 +56,9 @@ from bearagent.domain.run_events import (
 from bearagent.domain.state import ActivityKind
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import Clock, RunStorage, ToolContext
+from bearagent.runtime.approvals import RunSuspended
 from bearagent.runtime.context import ContextBuilder, bound_for_model
+from bearagent.runtime.cursor import InFlightCall, RunCursor
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import STOP_BLOCK_CAP, AgentPlan, LoopHooks, Planner, RunSpec
 from bearagent.runtime.recorder import RunRecorder
@@ -63,6 +70,10 @@ from bearagent.runtime.turn_bounds import bound_turn
 _log = logging.getLogger("bearagent.runtime")
 
 SWITCH_TOOL = "SwitchAgent"
+ABANDONED_MESSAGE = (
+    "interrupted; the outcome is unknown: check before you redo it. (The run was interrupted while {tool} was "
+    "running, and BearAgent never runs a call that may have had effects twice on its own.)"
+)
 TODO_TOOL = "TodoWrite"
 DEFAULT_STOP_HOOK_CAP = STOP_BLOCK_CAP
 
@@ -124,8 +135,12 @@ class AgentLoop:
         context_builder: ContextBuilder | None = None,
         event_sinks: Sequence[Callable[[Event], None]] = (),
         writer: RunWriter | None = None,
+        owner: RunOwner | None = None,
+        hold: Callable[[RunId], AbstractAsyncContextManager[None]] | None = None,
     ) -> None:
-        """`writer` is the process's writer of `store` (its cache and subscribers); one of its own by default."""
+        """`writer` is the process's writer of `store` (its cache and subscribers); one of its own by default.
+        `owner` is recorded as the run's lease holder (RunStarted v2, RunResumed) and `hold` keeps its heartbeat
+        while the loop executes it."""
         self._writer = writer if writer is not None else RunWriter(store)
         self._clock = clock
         self._ids = ids
@@ -135,6 +150,8 @@ class AgentLoop:
         self._stop_hook_cap = stop_hook_cap
         self._context = context_builder or ContextBuilder()
         self._sinks = tuple(event_sinks)
+        self._owner = owner
+        self._hold = hold
 
     async def run(self, spec: RunSpec, plan: AgentPlan, planner: Planner | None = None) -> RunOutcome:
         """Run to a terminal state. Cancellation is recorded (RunCancelled) and then re-raised."""
@@ -157,7 +174,7 @@ class AgentLoop:
                     depth=spec.depth,
                 )
             )
-            await recorder.append(RunStartedV1())
+            await recorder.append(RunStartedV1() if self._owner is None else RunStartedV2(owner=self._owner))
             if spec.prelude:
                 await recorder.append_many(spec.prelude)
         except asyncio.CancelledError:
@@ -168,6 +185,64 @@ class AgentLoop:
                     await recorder.append(RunCancelledV1(reason="cancelled by the caller"))
             raise
         self._observer.run_started(run_id, plan.agent_name)
+        return await self._execute(spec, recorder, state, planner, None, spec.budgets.max_wall_time_ms)
+
+    async def resume(
+        self,
+        spec: RunSpec,
+        plan: AgentPlan,
+        planner: Planner | None,
+        cursor: RunCursor,
+        *,
+        changes: Sequence[str] = (),
+        wall_time_used_ms: int = 0,
+        resumed: bool = False,
+    ) -> RunOutcome:
+        """Continue the stopped run `spec.run_id` from `cursor` (its events): record `RunResumed` (unless the caller
+        did, `resumed=True`), then run on from where it stood, never repeating a completed model call nor running
+        a side-effecting tool call a second time. Its wall-time budget is what the run has left."""
+        assert spec.run_id is not None
+        recorder = RunRecorder(
+            writer=self._writer,
+            clock=self._clock,
+            ids=self._ids,
+            run_id=spec.run_id,
+            sinks=self._sinks,
+            last_sequence=cursor.last_sequence,
+        )
+        state = _LoopState(plan=plan, switch_count=cursor.switch_count, steps=cursor.steps)
+        if not resumed:
+            if self._owner is None:
+                raise ValueError("resuming a run needs the owner that takes it over")
+            await recorder.append(RunResumedV1(owner=self._owner, reason="interrupted", changes=tuple(changes)))
+        else:
+            await recorder.load()
+        self._observer.run_started(spec.run_id, plan.agent_name)
+        for change in changes:
+            self._observer.notice(spec.run_id, f"since this run started: {change}")
+        remaining = max(0, spec.budgets.max_wall_time_ms - wall_time_used_ms)
+        return await self._execute(spec, recorder, state, planner, cursor, remaining)
+
+    async def _execute(
+        self,
+        spec: RunSpec,
+        recorder: RunRecorder,
+        state: _LoopState,
+        planner: Planner | None,
+        cursor: RunCursor | None,
+        remaining_ms: int,
+    ) -> RunOutcome:
+        run_id = recorder.run_id
+        scope = asyncio.timeout(remaining_ms / 1000.0)
+        state.deadline = time.monotonic() + remaining_ms / 1000.0
+
+        def extend_deadline(seconds: float) -> None:
+            when = scope.when()
+            if when is not None:
+                scope.reschedule(when + seconds)
+            if state.deadline is not None:
+                state.deadline += seconds
+
         token = current_run.set(
             CurrentRun(
                 recorder=recorder,
@@ -176,13 +251,30 @@ class AgentLoop:
                 agent_name=lambda: state.plan.agent_name,
                 tool_names=lambda: frozenset(state.plan.tools),
                 model_ref=lambda: state.plan.model_ref,
+                extend_deadline=extend_deadline,
             )
         )
-        scope = asyncio.timeout(spec.budgets.max_wall_time_ms / 1000.0)
-        state.deadline = time.monotonic() + spec.budgets.max_wall_time_ms / 1000.0
         try:
-            async with scope:
-                return await self._drive(spec, recorder, state, planner)
+            async with contextlib.AsyncExitStack() as stack:
+                if self._hold is not None:
+                    await stack.enter_async_context(self._hold(run_id))
+                async with scope:
+                    if cursor is None:
+                        start = await self._begin(spec, recorder, state)
+                    else:
+                        start = self._continue(spec, state, cursor)
+                    return await self._drive(spec, recorder, state, planner, start)
+        except RunSuspended as suspended:
+            self._observer.notice(run_id, f"the run waits for approval {suspended.approval_id}")
+            projection = recorder.projection
+            return RunOutcome(
+                run_id=run_id,
+                status="waiting",
+                agent_name=state.plan.agent_name,
+                final_text="",
+                usage=projection.usage if projection is not None else BudgetUsage(),
+                steps=state.steps,
+            )
         except TimeoutError:
             if not scope.expired():
                 error = ErrorInfo.of("timeout", "unexpected", "an operation of the run timed out")
@@ -216,13 +308,11 @@ class AgentLoop:
 
     # ---- the loop --------------------------------------------------------------------------------------------
 
-    async def _drive(
-        self, spec: RunSpec, recorder: RunRecorder, state: _LoopState, planner: Planner | None
-    ) -> RunOutcome:
-        run_id = recorder.run_id
+    async def _begin(self, spec: RunSpec, recorder: RunRecorder, state: _LoopState) -> _Start:
+        """A new run's first messages: the goal, with what a UserPromptSubmit hook adds (or its block)."""
         goal = spec.goal
         if self._hooks is not None:
-            decision = await self._hooks.user_prompt_submit(run_id, state.plan.agent_name, goal)
+            decision = await self._hooks.user_prompt_submit(recorder.run_id, state.plan.agent_name, goal)
             if decision.block_reason is not None:
                 raise _RunFailure(
                     ErrorInfo.of(
@@ -233,13 +323,50 @@ class AgentLoop:
                 goal = f"{goal}\n\n{decision.additional_context}"
                 await recorder.append(MessageInjectedV1(kind="prompt_context", text=decision.additional_context))
         messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, Message.user(goal)]
-        first_new = len(messages) - 1
+        return _Start(messages=messages, first_new=len(messages) - 1)
+
+    def _continue(self, spec: RunSpec, state: _LoopState, cursor: RunCursor) -> _Start:
+        """A resumed run's messages and where its last turn stands, from its events."""
+        messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, *cursor.messages]
+        turn: _ModelTurn | None = None
+        last = cursor.last_turn
+        if last is not None and (cursor.pending or not last.tool_calls):
+            turn = _ModelTurn(
+                text=last.text,
+                tool_calls=[
+                    ModelToolCall(
+                        tool_call_id=call.tool_call_id,
+                        provider_call_id=call.provider_call_id,
+                        name=call.name,
+                        arguments=call.arguments,
+                        invalid_arguments=call.invalid_arguments,
+                    )
+                    for call in last.tool_calls
+                ],
+                completed=ModelCompleted(stop_reason=last.stop_reason, refusal=last.refusal),  # pyright: ignore[reportArgumentType]
+            )
+        first_new = len(messages) - len(cursor.messages)
+        return _Start(
+            messages, first_new, turn=turn, answered=last.answered if last else frozenset(), in_flight=cursor.in_flight
+        )
+
+    async def _drive(
+        self, spec: RunSpec, recorder: RunRecorder, state: _LoopState, planner: Planner | None, start: _Start
+    ) -> RunOutcome:
+        run_id = recorder.run_id
+        messages = start.messages
+        first_new = start.first_new
+        resumed_turn = start.turn
         stop_blocks = 0
         while True:
-            turn = await self._model_turn(recorder, state, messages)
-            assistant = _assistant_message(turn)
-            if assistant is not None:
-                messages.append(assistant)
+            if resumed_turn is not None:
+                turn, resumed_turn = resumed_turn, None
+            else:
+                turn = await self._model_turn(recorder, state, messages)
+                assistant = _assistant_message(turn)
+                if assistant is not None:
+                    messages.append(assistant)
+                start.answered, start.in_flight = frozenset(), None
             if not turn.tool_calls:
                 final_text = turn.text
                 if turn.completed.stop_reason == "refusal" and turn.completed.refusal:
@@ -281,7 +408,13 @@ class AgentLoop:
             self._observer.step(run_id, state.steps - 1, "tool_call")
             switch_to: str | None = None
             for call in turn.tool_calls:
-                result = await self._tool_call(spec, recorder, state, call, turn.call_errors.get(call.tool_call_id))
+                if call.tool_call_id in start.answered:
+                    continue  # a resumed turn: this call has its result in the log (and in `messages`)
+                in_flight = start.in_flight
+                if in_flight is not None and in_flight.tool_call_id == call.tool_call_id:
+                    result = await self._resume_call(spec, recorder, state, call, in_flight)
+                else:
+                    result = await self._tool_call(spec, recorder, state, call, turn.call_errors.get(call.tool_call_id))
                 messages.append(
                     Message.tool(
                         ToolResultPart(
@@ -481,25 +614,32 @@ class AgentLoop:
         state: _LoopState,
         call: ModelToolCall,
         limit_error: ErrorInfo | None = None,
+        continuing: ActivityId | None = None,
     ) -> ToolResult:
+        """Run one tool call through the gate as a new activity (or, `continuing`, in the activity a resumed run
+        left running: a call whose approval was answered while the run waited)."""
         plan = state.plan
         bound = plan.tools.get(call.name)
         internal = bound.internal_name if bound is not None else call.name
         activity = _Active(
-            kind="tool_call", activity_id=self._ids.new(ActivityId), tool_call_id=call.tool_call_id, tool_name=internal
+            kind="tool_call",
+            activity_id=continuing if continuing is not None else self._ids.new(ActivityId),
+            tool_call_id=call.tool_call_id,
+            tool_name=internal,
         )
-        await self._admit(
-            recorder,
-            ToolCallRequestedV2(
-                activity_id=activity.activity_id,
-                tool_call_id=call.tool_call_id,
-                tool_name=internal,
-                arguments=call.arguments,
-                provider_call_id=call.provider_call_id,
-                source=bound.source if bound is not None else "unknown",
-            ),
-            ToolCallStartedV1(activity_id=activity.activity_id, tool_call_id=call.tool_call_id),
-        )
+        if continuing is None:
+            await self._admit(
+                recorder,
+                ToolCallRequestedV2(
+                    activity_id=activity.activity_id,
+                    tool_call_id=call.tool_call_id,
+                    tool_name=internal,
+                    arguments=call.arguments,
+                    provider_call_id=call.provider_call_id,
+                    source=bound.source if bound is not None else "unknown",
+                ),
+                ToolCallStartedV1(activity_id=activity.activity_id, tool_call_id=call.tool_call_id),
+            )
         state.active = activity
         self._observer.tool_call(recorder.run_id, str(call.tool_call_id), call.name, call.arguments)
         request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
@@ -564,6 +704,33 @@ class AgentLoop:
         self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, result.content, result.is_error)
         return result
 
+    async def _resume_call(
+        self, spec: RunSpec, recorder: RunRecorder, state: _LoopState, call: ModelToolCall, in_flight: InFlightCall
+    ) -> ToolResult:
+        """The call a stopped run had in flight. Answered approval: it never ran, so it runs now (the broker has the
+        answer). Otherwise it may have run: a read-only tool runs again; any other is abandoned, never repeated."""
+        projection = recorder.projection
+        active = projection.active_activity_id if projection is not None else None
+        if in_flight.decision is not None and active == in_flight.activity_id:
+            return await self._tool_call(spec, recorder, state, call, continuing=in_flight.activity_id)
+        side_effect = state.plan.side_effect(call.name)
+        if side_effect == "read_only":
+            self._observer.notice(recorder.run_id, f"{call.name} was running when the run stopped; running it again")
+            return await self._tool_call(spec, recorder, state, call)
+        message = ABANDONED_MESSAGE.format(tool=call.name)
+        await recorder.append(
+            ToolCallAbandonedV1(
+                tool_call_id=call.tool_call_id, tool_name=in_flight.tool_name, side_effect=side_effect, message=message
+            )
+        )
+        self._observer.notice(
+            recorder.run_id, f"{call.name} was running when the run stopped; its outcome is unknown, not run again"
+        )
+        request = ToolRequest(tool_call_id=call.tool_call_id, name=in_flight.tool_name, arguments=call.arguments)
+        result = ToolResult.failure(request, ErrorInfo.of("tool", "abandoned", message))
+        self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, message, True)
+        return result.model_copy(update={"content": message})
+
     # ---- bookkeeping -----------------------------------------------------------------------------------------
 
     async def _admit(
@@ -621,6 +788,17 @@ class AgentLoop:
             steps=state.steps,
             error=error,
         )
+
+
+@dataclass(slots=True)
+class _Start:
+    """Where the loop starts: the messages so far, and for a resumed run the turn it stopped in."""
+
+    messages: list[Message]
+    first_new: int
+    turn: _ModelTurn | None = None
+    answered: frozenset[ToolCallId] = frozenset()
+    in_flight: InFlightCall | None = None
 
 
 @dataclass(slots=True)

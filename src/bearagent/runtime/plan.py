@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BudgetLimits
@@ -58,6 +58,17 @@ class AgentPlan:
     @property
     def descriptors(self) -> tuple[ToolDescriptor, ...]:
         return tuple(tool.descriptor for tool in self.tools.values())
+
+    def side_effect(self, name: str) -> str:
+        """What calling tool `name` (as the model names it) may do: `read_only`, `write`, `execute`, `network`; MCP
+        tools and tools the plan does not know count as `unknown` (never safe to run twice)."""
+        bound = self.tools.get(name)
+        if bound is None or bound.source == "mcp":
+            return "unknown"
+        tools = cast(Mapping[str, object], getattr(self.gate, "tools", {}))
+        spec = getattr(tools.get(bound.internal_name), "spec", None)
+        side_effect = getattr(spec, "side_effect", None)
+        return side_effect if isinstance(side_effect, str) else "unknown"
 
     @property
     def tool_spec_versions(self) -> dict[str, str]:

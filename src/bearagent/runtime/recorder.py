@@ -45,6 +45,12 @@ class RunRecorder:
     def sequence(self) -> int:
         return self._sequence
 
+    async def load(self) -> RunProjection | None:
+        """Read the run's projection from the store (a recorder taking over a run someone else last wrote)."""
+        stored = await self._writer.storage.load_run(self.run_id)
+        self.projection = stored.state.to_projection() if stored is not None else None
+        return self.projection
+
     async def append(self, payload: RunEventPayload) -> RunProjection:
         return await self.append_many((payload,))
 

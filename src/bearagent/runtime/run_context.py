@@ -19,6 +19,8 @@ class CurrentRun:
     agent_name: Callable[[], str]
     tool_names: Callable[[], frozenset[str]]
     model_ref: Callable[[], str] = lambda: ""
+    extend_deadline: Callable[[float], None] = lambda _seconds: None
+    """Move the run's wall-time deadline later by this many seconds (the time it waited for a person)."""
 
 
 current_run: ContextVar[CurrentRun | None] = ContextVar("bearagent_current_run", default=None)

@@ -73,6 +73,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE run_projections ADD COLUMN goal TEXT",
         "UPDATE run_projections SET goal = json_extract(data, '$.goal'), data = json_remove(data, '$.goal')",
     ),
+    # 4: leases (the heartbeat of each run a live process executes: written often, so not in the run row) and the
+    #    session's "allow always" answers (a JSON array of permission rules, added to one at a time)
+    (
+        """CREATE TABLE run_leases (
+            run_id TEXT PRIMARY KEY,
+            heartbeat_at TEXT NOT NULL
+        ) WITHOUT ROWID""",
+        "ALTER TABLE sessions ADD COLUMN allowed_rules TEXT NOT NULL DEFAULT '[]'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC
 from pathlib import Path
+from typing import cast
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import SessionId
@@ -15,7 +17,8 @@ from bearagent.store.errors import translate_sqlite_error
 from bearagent.store.run_reads import query_on
 
 _SESSION_SELECT = (
-    "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller FROM sessions"
+    "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller, allowed_rules"
+    " FROM sessions"
 )
 
 
@@ -41,6 +44,7 @@ def _session_of(row: tuple[object, ...]) -> SessionRecord:
             "active_agent_name": row[4],
             "title": row[5],
             "caller": row[6],
+            "allowed_rules": json.loads(cast(str, row[7])) if row[7] else [],
         }
     )
 
@@ -49,8 +53,8 @@ def insert_session_on(conn: sqlite3.Connection, path: Path, session: SessionReco
     try:
         conn.execute(
             "INSERT INTO sessions (session_id, created_at, updated_at, agent_name, active_agent_name, title,"
-            " caller) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            _session_row(session),
+            " caller, allowed_rules) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (*_session_row(session), json.dumps(list(session.allowed_rules))),
         )
     except sqlite3.IntegrityError as exc:
         raise BearAgentError(
@@ -66,7 +70,8 @@ def insert_session_on(conn: sqlite3.Connection, path: Path, session: SessionReco
 
 
 def save_session_on(conn: sqlite3.Connection, path: Path, session: SessionRecord) -> SessionRecord:
-    """Replace a stored session's fields (its id must exist)."""
+    """Replace a stored session's fields (its id must exist), except `allowed_rules`: those only grow, one rule at a
+    time (`allow_in_session_on`), so a run saving the session it loaded never drops an answer given meanwhile."""
     try:
         cursor = conn.execute(
             "UPDATE sessions SET created_at = ?, updated_at = ?, agent_name = ?, active_agent_name = ?,"
@@ -84,6 +89,22 @@ def save_session_on(conn: sqlite3.Connection, path: Path, session: SessionRecord
             )
         )
     return session
+
+
+def allow_in_session_on(conn: sqlite3.Connection, path: Path, session_id: SessionId, rule: str) -> None:
+    """Add `rule` to the session's "allow always" answers (once; in one statement, so concurrent answers add up)."""
+    try:
+        cursor = conn.execute(
+            "UPDATE sessions SET allowed_rules = json_insert(allowed_rules, '$[#]', ?) WHERE session_id = ?"
+            " AND NOT EXISTS (SELECT 1 FROM json_each(sessions.allowed_rules) WHERE value = ?)",
+            (rule, str(session_id), rule),
+        )
+        if cursor.rowcount == 0 and not session_on(conn, path, session_id):
+            raise BearAgentError(
+                ErrorInfo.of("not_found", "session", f"session {session_id} does not exist; create it first")
+            )
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(path, exc, f"remembering an answer in session {session_id}") from exc
 
 
 def session_on(conn: sqlite3.Connection, path: Path, session_id: SessionId) -> SessionRecord | None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar, cast
@@ -28,7 +29,7 @@ from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus,
 from bearagent.ports import RunCommit, StoredRun
 from bearagent.runtime.run_refs import MATCH_LIMIT, pick_run, run_ref_prefix
 from bearagent.runtime.run_writer import RunWriter
-from bearagent.store import maintenance, run_reads, sessions
+from bearagent.store import leases, maintenance, run_reads, sessions
 from bearagent.store.connection import Durability, Worker, connect_more, open_primary
 from bearagent.store.errors import StoreError
 from bearagent.store.maintenance import RebuildReport
@@ -161,6 +162,18 @@ class SqliteEventStore:
 
     async def find_runs(self, prefix: str, *, top_level: bool = False, limit: int = 6) -> Sequence[RunId]:
         return await self._reader.call(lambda conn: run_reads.find_on(conn, self.path, prefix, top_level, limit))
+
+    async def renew_leases(self, run_ids: Sequence[RunId], at: datetime) -> None:
+        if run_ids:
+            await self._writer.call(lambda conn: leases.renew_on(conn, self.path, run_ids, at))
+
+    async def fetch_heartbeats(self, run_ids: Sequence[RunId]) -> Mapping[RunId, datetime]:
+        if not run_ids:
+            return {}
+        return await self._reader.call(lambda conn: leases.heartbeats_on(conn, self.path, run_ids))
+
+    async def allow_in_session(self, session_id: SessionId, rule: str) -> None:
+        await self._writer.call(lambda conn: sessions.allow_in_session_on(conn, self.path, session_id, rule))
 
     async def insert_session(self, session: SessionRecord) -> SessionRecord:
         return await self._writer.call(lambda conn: sessions.insert_session_on(conn, self.path, session))

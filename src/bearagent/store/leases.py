@@ -1,0 +1,50 @@
+"""Run leases in the SQLite store: the heartbeat of every run a live process executes (`run_leases`).
+
+A heartbeat is written every few seconds per run, so it lives in a small table of its own instead of the run row:
+renewing it never rewrites the run's JSON nor moves its version.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bearagent.domain.ids import RunId
+from bearagent.runtime.run_state import iso
+from bearagent.store.errors import translate_sqlite_error
+from bearagent.store.run_reads import query_on
+
+
+def renew_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId], at: datetime) -> None:
+    """Set the heartbeat of `run_ids` to `at` (one transaction)."""
+    stamp = iso(at.astimezone(UTC))
+    try:
+        with conn:
+            conn.executemany(
+                "INSERT INTO run_leases (run_id, heartbeat_at) VALUES (?, ?)"
+                " ON CONFLICT (run_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+                [(str(run_id), stamp) for run_id in run_ids],
+            )
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(path, exc, "renewing run leases") from exc
+
+
+def heartbeats_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) -> Mapping[RunId, datetime]:
+    """The last heartbeat of each of `run_ids` that has one."""
+    found: dict[RunId, datetime] = {}
+    ids = [str(run_id) for run_id in run_ids]
+    for start in range(0, len(ids), 500):  # bounded parameter lists
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = query_on(
+            conn,
+            path,
+            f"SELECT run_id, heartbeat_at FROM run_leases WHERE run_id IN ({marks})",
+            chunk,
+            "reading run leases",
+        )
+        for run_id, at in rows:
+            found[RunId(str(run_id))] = datetime.fromisoformat(str(at))
+    return found
