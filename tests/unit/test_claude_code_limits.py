@@ -25,7 +25,7 @@ def test_agent_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None:
     assert found.count("agent.unsupported_key") == 5 and "agent.inline_mcp_unsupported" in found
 
 
-def test_hook_handler_keys_beyond_bearagents_are_named_and_mcp_tool_handlers_stop_the_run(tmp_path: Path) -> None:
+def test_claude_code_handler_keys_load_with_their_meaning_and_the_others_are_named(tmp_path: Path) -> None:
     settings = {
         "hooks": {
             "PreToolUse": [
@@ -33,19 +33,43 @@ def test_hook_handler_keys_beyond_bearagents_are_named_and_mcp_tool_handlers_sto
                     "matcher": "Bash",
                     "hooks": [
                         {"type": "command", "command": "true", "if": "Bash(git *)", "statusMessage": "checking"},
-                        {"type": "mcp_tool", "server": "notes", "tool": "note_env"},
+                        {"type": "command", "command": "true", "async": True, "once": True},
+                        {"type": "mcp_tool", "server": "notes", "tool": "note_env", "input": {"p": "${cwd}"}},
+                        {"type": "http", "url": "http://127.0.0.1:1/h", "async": True},
                     ],
                 }
-            ]
+            ],
+            "Stop": [{"hooks": [{"type": "command", "command": "true", "if": "Bash"}]}],
         }
     }
     write(tmp_path, ".claude/settings.json", json.dumps(settings))
     ws = load(tmp_path, tmp_path / "home")
-    unknown = [d for d in ws.hooks.diagnostics if d.code == "config.unknown_key"]
-    assert {d.message.split("'")[1] for d in unknown} == {"if", "statusMessage", "server", "tool"}
-    assert ws.hooks.has_errors  # the mcp_tool handler cannot run, so the run is refused (`check_hooks`)
-    group = ws.hooks.all()[0]
-    assert [h.command for h in group.hooks] == ["true"]  # ... and the command handler runs without its `if`
+    assert not ws.hooks.has_errors
+    pre, stop = ws.hooks.all()
+    guarded, background, mcp, http = pre.hooks
+    assert guarded.condition == "Bash(git *)" and not guarded.run_async
+    assert background.run_async and not background.once  # `once` is Claude Code's: ignored in its settings files
+    assert (
+        mcp.type == "mcp_tool" and (mcp.server, mcp.tool) == ("notes", "note_env") and mcp.arguments == {"p": "${cwd}"}
+    )
+    assert not http.run_async  # `async` is for command handlers
+    assert stop.hooks[0].condition == "Bash"
+    found = codes(ws.hooks.diagnostics)
+    assert found.count("hooks.unsupported_key") == 1  # statusMessage
+    assert {"hooks.once_ignored", "hooks.async_ignored", "hooks.condition_never_matches"} <= set(found)
+
+
+def test_once_is_honoured_in_bearagents_own_files_and_a_bad_if_stops_the_run(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".bearagent/config.yaml",
+        "hooks:\n  SessionStart:\n    - hooks: [{type: command, command: 'true', once: true}]\n"
+        "  PreToolUse:\n    - hooks: [{type: command, command: 'true', if: 'Cd(x)'}]\n",
+    )
+    ws = load(tmp_path, tmp_path / "home")
+    assert ws.hooks.all()[0].hooks[0].once
+    bad = [d for d in ws.hooks.diagnostics if d.severity == "error"]
+    assert ws.hooks.has_errors and ".if must be one permission rule" in bad[0].message
 
 
 def test_the_delegation_tool_answers_to_agent_and_task_in_matchers() -> None:

@@ -2,37 +2,26 @@
 
 Execution is `bearagent.hooks`' job; this module only parses and checks: unknown event names (with did-you-mean),
 unknown handler keys, and commands that do not exist or are not executable are diagnostics at load time.
+
+One handler entry is `registries/hook_handlers.py`.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast, get_args
 
-from pydantic import ValidationError
-
 from bearagent.config.files import YamlDoc, did_you_mean, suggestion
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import AgentSpec, HookEventName, HookHandlerSpec, HookMatcherSpec, Level
-from bearagent.registries._base import entry_reporter, first_error, severity_of, unknown_key
+from bearagent.registries._base import severity_of
+from bearagent.registries.hook_handlers import HandlerContext, is_claude_file, parse_handler
 
 if TYPE_CHECKING:
     from bearagent.plugins.contributions import PythonHookHandler
 
 HOOK_EVENTS: tuple[str, ...] = get_args(HookEventName)
-HANDLER_TYPES = ("command", "http", "prompt", "agent")
-HANDLER_KEYS = frozenset(
-    {"type", "command", "args", "url", "headers", "prompt", "model", "agent", "timeout", "on_failure", "capabilities"}
-)
-_SHELL_BUILTINS = frozenset(
-    {"cd", "exit", "true", "false", ":", "echo", "test", "[", "printf", "exec", "export", "set"}
-)
-_INTERPRETERS = frozenset({"bash", "sh", "zsh", "python", "python3", "node", "ruby", "perl", "uv", "deno", "bun"})
-_PROJECT_VARS = ("CLAUDE_PROJECT_DIR", "BEARAGENT_PROJECT_DIR")
 
 
 class HookRegistry:
@@ -167,7 +156,8 @@ def parse_hooks(
             handlers: list[HookHandlerSpec] = []
             for hi, handler_raw in enumerate(cast(list[object], handlers_raw)):
                 hwhere = f"{where}.hooks[{hi}]"
-                handler = _parse_handler(handler_raw, hwhere, root, env, diags, path, line(event), agent)
+                context = HandlerContext(event, root, env, path, line(event), agent, is_claude_file(path, root))
+                handler = parse_handler(handler_raw, hwhere, context, diags)
                 if handler is not None:
                     handlers.append(handler)
             if handlers:
@@ -182,146 +172,3 @@ def parse_hooks(
                     )
                 )
     return out, diags
-
-
-def _parse_handler(
-    raw: object,
-    where: str,
-    root: Path,
-    env: Mapping[str, str],
-    diags: list[Diagnostic],
-    path: Path,
-    line: int | None,
-    agent: str | None,
-) -> HookHandlerSpec | None:
-    add = entry_reporter(diags, source=str(path), line=line, field=where, subject=agent)
-
-    if not isinstance(raw, dict):
-        add(
-            "error",
-            "hooks.invalid",
-            f"{where} must be a mapping like {{type: command, command: ...}}",
-            "write `{type: command, command: ./hook.sh}`",
-        )
-        return None
-    data = dict(cast(dict[str, object], raw))
-    for key in list(data):
-        if key not in HANDLER_KEYS:
-            add("warning", "config.unknown_key", *unknown_key(key, HANDLER_KEYS, f"{key!r} in {where}"))
-            del data[key]
-    kind = data.get("type", "command")
-    if kind not in HANDLER_TYPES:
-        add(
-            "error",
-            "hooks.invalid",
-            f"{where}.type {kind!r} is not a handler type",
-            f"use one of: {', '.join(HANDLER_TYPES)} (Python handlers come from plugins)",
-        )
-        return None
-    required = {"command": "command", "http": "url", "prompt": "prompt", "agent": "prompt"}[cast(str, kind)]
-    if kind == "agent" and "prompt" not in data and "agent" in data:
-        required = "agent"
-    if not isinstance(data.get(required), str) or not data.get(required):
-        add(
-            "error",
-            "hooks.invalid",
-            f"{where}: a {kind} handler needs `{required}`",
-            f"add `{required}: ...` to the handler",
-        )
-        return None
-    if "timeout" in data:
-        data["timeout_s"] = data.pop("timeout")
-    if "args" in data and isinstance(data["args"], list):
-        data["args"] = tuple(str(a) for a in cast(list[object], data["args"]))
-    if "capabilities" in data and isinstance(data["capabilities"], list):
-        data["capabilities"] = frozenset(cast(list[str], data["capabilities"]))
-    data["type"] = kind
-    try:
-        spec = HookHandlerSpec.model_validate(data)
-    except ValidationError as exc:
-        loc, problem = first_error(exc)
-        add("error", "hooks.invalid", f"{where}.{loc}: {problem}", f"fix {where}.{loc} (see docs/config.md#hooks)")
-        return None
-    if spec.type == "command":
-        problem = check_command(spec, root, env)
-        if problem is not None:
-            message, fix, severity = problem
-            add(
-                severity,
-                "hooks.command_not_executable" if severity == "error" else "hooks.command_unverified",
-                f"{where}: {message}",
-                fix,
-            )
-            if severity == "error":
-                return None
-    return spec
-
-
-def check_command(spec: HookHandlerSpec, root: Path, env: Mapping[str, str]) -> tuple[str, str, str] | None:
-    """`(message, fix, severity)` when the handler's executable cannot be found or run, else None."""
-    assert spec.command is not None
-    if spec.args is not None:
-        words = [spec.command, *spec.args]
-    else:
-        try:
-            words = shlex.split(spec.command)
-        except ValueError as exc:
-            return (f"cannot parse the command {spec.command!r}: {exc}", "fix the quoting of the command", "error")
-        while words and "=" in words[0] and not words[0].startswith(("/", ".")):
-            words = words[1:]  # leading VAR=value assignments
-    if not words:
-        return ("the command is empty", "write the path of an executable", "error")
-    exe = _expand_project_vars(words[0], root)
-    if "$" in exe:
-        return (
-            f"cannot verify {words[0]!r} at load time (it uses a variable)",
-            "use a path relative to the workspace root",
-            "warning",
-        )
-    if exe in _SHELL_BUILTINS:
-        return None
-    found = _resolve_executable(exe, root, env)
-    if isinstance(found, str):
-        return (found, _fix_for(exe, root), "error")
-    if Path(exe).name in _INTERPRETERS and len(words) > 1 and not words[1].startswith("-"):
-        script = _expand_project_vars(words[1], root)
-        if "/" in script and "$" not in script:
-            script_path = Path(script) if Path(script).is_absolute() else root / script
-            if not script_path.exists():
-                return (
-                    f"script {words[1]!r} does not exist (looked at {script_path})",
-                    "create the script or fix its path (relative to the workspace root)",
-                    "error",
-                )
-    return None
-
-
-def _expand_project_vars(word: str, root: Path) -> str:
-    for var in _PROJECT_VARS:
-        word = word.replace("${" + var + "}", str(root)).replace("$" + var, str(root))
-    return word
-
-
-def _resolve_executable(exe: str, root: Path, env: Mapping[str, str]) -> Path | str:
-    if "/" in exe:
-        candidate = Path(exe).expanduser()
-        if not candidate.is_absolute():
-            candidate = root / candidate
-        if not candidate.exists():
-            return f"command {exe!r} does not exist (looked at {candidate})"
-        if not candidate.is_file() or not os.access(candidate, os.X_OK):
-            return f"command {exe!r} is not an executable file ({candidate})"
-        return candidate
-    found = shutil.which(exe, path=env.get("PATH", os.defpath))
-    if found is None:
-        return f"command {exe!r} was not found on PATH"
-    return Path(found)
-
-
-def _fix_for(exe: str, root: Path) -> str:
-    if "/" in exe:
-        target = Path(exe) if Path(exe).is_absolute() else root / exe
-        if target.exists():
-            return f"make it executable: chmod +x {exe}"
-        return "create the script, or fix the path (relative paths start at the workspace root)"
-    return f"install {exe!r} or write its full path"
