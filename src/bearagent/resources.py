@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.app import LoadedWorkspace
+from bearagent.domain._base import frozen_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator
 from bearagent.domain.specs import ModelEntry
+from bearagent.domain.tools import ToolResult
+from bearagent.hooks.mcp_tool import McpCaller, current_mcp_caller
+from bearagent.hooks.protocol import JsonDict
 from bearagent.ports import ModelProvider
 from bearagent.providers.factory import create_provider
 from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
@@ -58,6 +62,22 @@ def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventSt
         )
     os.close(open_state_dir(data_dir))  # a real directory, created 0700 if missing
     return SqliteEventStore(path)
+
+
+def _hook_mcp_caller(manager: McpConnectionManager, root: Path) -> McpCaller:
+    """How an `mcp_tool` hook calls a tool on one of these connections (not through the gate: hooks.mcp_tool)."""
+
+    async def call(server: str, tool: str, arguments: JsonDict) -> ToolResult:
+        from bearagent.ports import ToolContext
+
+        found = manager.find_tool(server, tool)
+        if found is None:
+            state = manager.server_status(server).state if server in manager.server_names else None
+            why = f"is {state}" if state is not None else "is not configured"
+            raise LookupError(f"MCP tool {server}.{tool} is not available: server {server!r} {why}")
+        return await found.execute(frozen_json(arguments), ToolContext(workspace_root=root))
+
+    return call
 
 
 class Resources:
@@ -139,6 +159,7 @@ class Resources:
             )
             await manager.start_all()
             self._mcp = manager
+        current_mcp_caller.set(_hook_mcp_caller(self._mcp, self.root))  # `mcp_tool` hooks of this run call these
         return self._mcp
 
     async def aclose(self) -> None:

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast, get_args
 
@@ -240,7 +240,9 @@ async def _run_test(
             transcript=transcript,
             settings=HookSettings(workspace_root=ws.root, session_id=session_id, env=ws.env, sandbox=ws.sandbox),
         )
-        return await dispatcher.fire(event, fields, agent_name=agent_name)
+        outcome = await dispatcher.fire(event, fields, agent_name=agent_name)
+        background = await dispatcher.wait_background()  # `async` handlers: shown, though they decide nothing
+        return replace(outcome, handlers=(*outcome.handlers, *background)) if background else outcome
 
 
 hooks = make_hooks_group(load_hook_workspace)
