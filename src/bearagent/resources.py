@@ -96,6 +96,7 @@ class Resources:
         self._store = store
         self._writer: RunWriter | None = None
         self._providers: dict[tuple[str, str], ModelProvider] = {}
+        self._provider_override: Callable[[ModelEntry, str], ModelProvider] | None = None
         self._in_process_mcp = in_process_mcp
         self._mcp: McpConnectionManager | None = None
 
@@ -119,7 +120,15 @@ class Resources:
                 self._writer.subscribe(_event_sink(sink))
         return self._writer
 
+    def override_providers(self, make: Callable[[ModelEntry, str], ModelProvider] | None) -> None:
+        """Serve every model entry with `make(entry, session_key)` instead of building its configured provider (a
+        replay drives the loop with recorded turns: no provider is built, no key is read); None undoes it."""
+        self._provider_override = make
+        self._providers.clear()
+
     def provider(self, entry: ModelEntry, session_key: str) -> ModelProvider:
+        if self._provider_override is not None:
+            return self._provider_override(entry, session_key)
         key = (session_key, entry.ref)
         provider = self._providers.get(key)
         if provider is None:

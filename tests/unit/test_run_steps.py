@@ -3,6 +3,8 @@ with another (`runtime/run_alignment.py`): pure functions over hand-built v1 and
 
 from __future__ import annotations
 
+from typing import Literal
+
 from tests.support.events import SEED_RUN_ID, EventFactory, seed_001_steps
 
 from bearagent.domain.budgets import BudgetLimits, TokenUsage
@@ -12,6 +14,7 @@ from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId, To
 from bearagent.domain.run_events import (
     AgentSwitchedV1,
     HookExecutedV1,
+    InFlight,
     MessageInjectedV1,
     ModelCallCompletedV2,
     ModelCallFailedV2,
@@ -19,8 +22,13 @@ from bearagent.domain.run_events import (
     ModelCallStartedV1,
     RecordedToolCall,
     RunCreatedV2,
+    RunInterruptedV1,
+    RunOwner,
+    RunResumedV1,
     RunStartedV1,
+    RunStartedV2,
     RunSucceededV2,
+    ToolCallAbandonedV1,
     ToolCallCompletedV2,
     ToolCallFailedV2,
     ToolCallRequestedV2,
@@ -28,6 +36,7 @@ from bearagent.domain.run_events import (
 )
 from bearagent.domain.tools import ToolResult
 from bearagent.runtime.log_check import read_log
+from bearagent.runtime.replaying import reuse_reason
 from bearagent.runtime.run_alignment import DIFF, REPLAY, align, text_diff
 from bearagent.runtime.run_steps import canonical_tool_name, steps_json
 
@@ -301,3 +310,51 @@ def test_text_diff_is_short() -> None:
 
 def _log(run: V2Run) -> tuple[str, list[Event]]:
     return run.run_id, run.events
+
+
+# ---- interrupted and resumed runs ------------------------------------------------------------------------------
+
+OWNER = RunOwner(host="host-a", boot_id="b1", pid=4242, process_start=99)
+OTHER = RunOwner(host="host-b", boot_id="b2", pid=7, process_start=5)
+
+
+def _interrupt(f: EventFactory, kind: Literal["model_call", "tool_call"]) -> list[Event]:
+    assert f.activity_id is not None
+    in_flight = InFlight(
+        activity_id=f.activity_id,
+        kind=kind,
+        model_call_id=f.model_call_id if kind == "model_call" else None,
+        tool_call_id=f.tool_call_id if kind == "tool_call" else None,
+    )
+    return [
+        f.event(RunInterruptedV1(reason="pid 4242 is gone", last_seen_at=f.clock.now(), in_flight=in_flight)),
+        f.event(RunResumedV1(owner=OTHER)),
+    ]
+
+
+def test_a_side_effecting_call_abandoned_by_a_resume_reads_as_a_failed_step() -> None:
+    f = EventFactory()
+    events = [f.run_created(), f.event(RunStartedV2(owner=OWNER)), *f.model_call(10, 2)]
+    events += [f.tool_requested("Bash"), f.tool_started(), *_interrupt(f, "tool_call")]
+    assert f.tool_call_id is not None
+    abandoned = ToolCallAbandonedV1(
+        tool_call_id=f.tool_call_id, tool_name="Bash", side_effect="execute", message="outcome unknown"
+    )
+    events += [f.event(abandoned), *f.model_call(5, 1), f.run_succeeded()]
+    check, steps = read_log(str(f.run_id), events)
+    assert check.valid, check.problems
+    assert steps.interruptions == 1 and len(steps.turns) == 2
+    (bash,) = steps.turns[0].tools
+    assert (bash.outcome, bash.is_error, bash.content) == ("abandoned", True, "outcome unknown")
+    assert reuse_reason(bash, "execute") == "execute tool: not executed, recorded result reused"
+    assert reuse_reason(bash, "read_only") is not None  # it did not finish: never judged by running it again
+
+
+def test_a_model_call_cut_by_an_interruption_is_an_attempt_of_the_next_turn() -> None:
+    f = EventFactory()
+    events = [f.run_created(), f.event(RunStartedV2(owner=OWNER)), f.model_requested(), f.model_started()]
+    events += [*_interrupt(f, "model_call"), *f.model_call(5, 1), f.run_succeeded()]
+    check, steps = read_log(str(f.run_id), events)
+    assert check.valid, check.problems
+    (turn,) = steps.turns
+    assert [a.kind for a in turn.failed_attempts] == ["interrupted"]

@@ -17,6 +17,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("bearagent.cli.runs:runs", "List the runs stored in this workspace's event log."),
     "inspect": ("bearagent.cli.runs:inspect", "Show one run: status, usage vs budgets, activities, children."),
     "events": ("bearagent.cli.runs:events", "Print the stored events of a run (--json, --follow)."),
+    "replay": ("bearagent.cli.replay:replay", "Re-drive a run from its log, no model called; --dry only checks it."),
+    "diff": ("bearagent.cli.replay:diff", "Align two runs step by step: text, tool calls, results, usage."),
     "agents": ("bearagent.cli.agents:agents", "List and show agents, with source and shadowing."),
     "skills": ("bearagent.cli.skills:skills", "List and show skills, with the catalog budget."),
     "actions": ("bearagent.cli.actions:actions", "List and show actions."),
