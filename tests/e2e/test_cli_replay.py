@@ -234,6 +234,10 @@ turns:
         ("end", "end", "match"),
     ]
 
+    alone = invoke(["replay", child["run_id"], "-w", str(root)], tmp_path)  # a child replays on its own too
+    assert alone.exit_code == 0, alone.output
+    assert f"replay of run {child['run_id']} · agent scout · succeeded" in alone.output
+
     write(root, "notes.md", "other notes\n")  # the child's Read now differs: the whole replay does
     code, report = replay_json(root, tmp_path, run_id)
     assert code == 1

@@ -143,7 +143,10 @@ def _cell(step: object) -> str:
 
 def _print_changes(label: str, changes: Sequence[FieldChange]) -> None:
     for change in changes:
-        click.echo(visible(f"  {label} {change.field}: {change.a} → {change.b}"))
+        if not change.diff:  # one-line values say it all
+            click.echo(visible(f"  {label} {change.field}: {change.a} → {change.b}"))
+            continue
+        click.echo(visible(f"  {label} {change.field}:"))
         for line in change.diff:
             click.echo(visible(f"      {line}"))
 
