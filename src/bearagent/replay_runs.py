@@ -296,7 +296,9 @@ def _verdicts(rows: Sequence[Row], recorded: RunSteps, executed: set[str], reuse
         elif row.kind == "tool":
             tool = row.a if isinstance(row.a, ToolStep) else row.b
             call_id = tool.tool_call_id if isinstance(tool, ToolStep) else ""
-            how = reused.get(call_id) or ("re-executed (read-only)" if call_id in executed else "")
+            how = reused.get(call_id) or (
+                "re-executed (read-only)" if call_id in executed else "refused by the loop before any tool ran"
+            )
             if row.status == "added":
                 how = "the replay made a tool call the log does not have"
             elif row.status == "removed":

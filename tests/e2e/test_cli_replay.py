@@ -452,3 +452,21 @@ hooks:
     assert report["steps"][1]["note"].startswith("a hook decided this call")
     assert any("hooks are not fired on replay" in note for note in report["notes"])
     assert (root / "hooks.log").read_text() == fired  # no hook ran
+
+
+def test_a_tool_the_agent_no_longer_has_is_a_mismatch(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Grep, arguments: {pattern: hello}}]
+  - text: "done"
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+    write(root, "notes.md", "hello\n")
+    run_id = run_once(root, tmp_path)
+    write(root, ".bearagent/agents/main.md", agent_md("Main agent.", mode="primary", tools="[Read]"))
+    code, report = replay_json(root, tmp_path, run_id)
+    assert code == 1
+    grep = report["steps"][1]
+    assert (grep["verdict"], grep["note"]) == ("mismatch", "refused by the loop before any tool ran")
+    assert [c["field"] for c in grep["changes"]] == ["is_error", "content"]
+    assert "there is no tool named 'Grep'" in grep["changes"][1]["b"]
