@@ -1,12 +1,17 @@
-"""Where things live: workspace discovery, the user config dir, and the ordered list of configuration sources."""
+"""Where things live: workspace discovery, the user config dir, and the ordered list of configuration sources.
+
+The one owner of precedence between sources: every `Source` (and so every rank) a registry resolves names with is
+made here. The order of the config files themselves is `config/config_files.py`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import Level
 
 WORKSPACE_DIR = ".bearagent"
@@ -82,20 +87,93 @@ def plugin_source(plugin: str, directory: Path | None, order: int) -> Source:
     return Source(f"plugin:{plugin}", "plugin", RANK_PLUGIN + order, directory)
 
 
-def agent_sources(root: Path, user_dir: Path, *, compat: bool) -> list[Source]:
+def config_file_source(level: Level) -> Source:
+    """Where an entry of a config.yaml (`models:`, `mcp_servers:`) comes from: the workspace's file or the user's."""
+    if level == "workspace":
+        return Source("workspace", "workspace", RANK_WORKSPACE)
+    return Source("user", "user", RANK_USER)
+
+
+def mcp_json_source(root: Path) -> Source:
+    """Claude Code's project `.mcp.json`: between the workspace's config.yaml and the user's."""
+    return Source("compat:.mcp.json", "compat", RANK_COMPAT_CLAUDE, root)
+
+
+def contribution_source(plugin: str) -> Source:
+    """Where an entry a plugin registered in code (a model entry, an MCP server) comes from: below the user's."""
+    return plugin_source(plugin, None, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginDirs:
+    """The agent and skill directories plugins registered, a source each, ordered by plugin name."""
+
+    agents: tuple[Source, ...]
+    skills: tuple[Source, ...]
+
+
+def plugin_dir_sources(
+    agent_dirs: Sequence[tuple[str, str]], skill_dirs: Sequence[tuple[str, str]], diagnostics: list[Diagnostic]
+) -> PluginDirs:
+    """A source for each `(plugin, directory)` registered; a directory that does not exist is a warning."""
+    names = sorted({p for p, _ in agent_dirs} | {p for p, _ in skill_dirs})
+    order = {name: i for i, name in enumerate(names)}
+    for plugin, directory in (*agent_dirs, *skill_dirs):
+        if not Path(directory).is_dir():
+            diagnostics.append(
+                Diagnostic(
+                    severity="warning",
+                    code="plugin.missing_dir",
+                    message=f"plugin {plugin!r} registered the directory {directory}, which does not exist; nothing was loaded from it",
+                    source=f"plugin:{plugin}",
+                    subject=plugin,
+                    fix=f"reinstall the plugin; if it persists, report it to the author of {plugin!r} (package data missing?)",
+                )
+            )
+    return PluginDirs(
+        agents=tuple(plugin_source(p, Path(d), order[p]) for p, d in agent_dirs),
+        skills=tuple(plugin_source(p, Path(d), order[p]) for p, d in skill_dirs),
+    )
+
+
+def agent_sources(
+    root: Path,
+    user_dir: Path,
+    *,
+    compat: bool,
+    plugins: Sequence[Source] = (),
+    builtin_dir: Path | None = None,
+) -> list[Source]:
+    """Where agent files are looked for, highest first: the workspace, Claude Code's `.claude/agents` (compat), the
+    user, then (when given) the plugins' directories and the built-in agents."""
     sources = [workspace_source(root, "agents")]
     if compat:
         sources.append(Source("compat:.claude/agents", "compat", RANK_COMPAT_CLAUDE, root / ".claude" / "agents"))
     sources.append(user_source(user_dir, "agents"))
+    sources.extend(plugins)
+    if builtin_dir is not None:
+        sources.append(builtin_source(builtin_dir))
     return sources
 
 
-def skill_sources(root: Path, user_dir: Path, *, compat: bool) -> list[Source]:
+def skill_sources(
+    root: Path,
+    user_dir: Path,
+    *,
+    compat: bool,
+    plugins: Sequence[Source] = (),
+    builtin_dir: Path | None = None,
+) -> list[Source]:
+    """Where skill folders are looked for, highest first: the workspace, `.claude/skills` and `.agents/skills`
+    (compat), the user, then (when given) the plugins' directories and the built-in skills."""
     sources = [workspace_source(root, "skills")]
     if compat:
         sources.append(Source("compat:.claude/skills", "compat", RANK_COMPAT_CLAUDE, root / ".claude" / "skills"))
         sources.append(Source("compat:.agents/skills", "compat", RANK_COMPAT_AGENTS, root / ".agents" / "skills"))
     sources.append(user_source(user_dir, "skills"))
+    sources.extend(plugins)
+    if builtin_dir is not None:
+        sources.append(builtin_source(builtin_dir))
     return sources
 
 

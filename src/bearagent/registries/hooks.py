@@ -19,6 +19,7 @@ from bearagent.registries._base import severity_of
 from bearagent.registries.hook_handlers import HandlerContext, is_claude_file, parse_handler
 
 if TYPE_CHECKING:
+    from bearagent.config.config_files import ConfigFiles
     from bearagent.plugins.contributions import PythonHookHandler
 
 HOOK_EVENTS: tuple[str, ...] = get_args(HookEventName)
@@ -54,6 +55,35 @@ class HookRegistry:
     @property
     def has_errors(self) -> bool:
         return any(d.severity == "error" for d in self.diagnostics)
+
+
+def load_hooks(
+    files: ConfigFiles, handlers: Sequence[PythonHookHandler], *, root: Path, env: Mapping[str, str]
+) -> HookRegistry:
+    """The hook registry of a workspace: `hooks:` of every config file, highest first (workspace config.yaml,
+    Claude Code's settings, the user's config.yaml; additive: every group runs), and the plugins' Python handlers.
+    A chat workspace ignores configured hooks, with a warning for each file that has some."""
+    diags = list(files.hook_diagnostics)
+    matchers: list[HookMatcherSpec] = []
+    for cf in files.highest_first():
+        if not cf.hooks:
+            continue
+        if files.config.kind == "chat":
+            diags.append(
+                Diagnostic(
+                    severity="warning",
+                    code="hooks.ignored_in_chat",
+                    message="hooks are ignored in a chat workspace (kind: chat)",
+                    source=str(cf.path),
+                    line=cf.line_of("hooks"),
+                    fix="remove `hooks:` or set `kind: project`",
+                )
+            )
+            continue
+        found, d = parse_hooks(cf.hooks, path=cf.path, level=cf.level, root=root, env=env, doc=cf.doc)
+        matchers.extend(found)
+        diags.extend(d)
+    return HookRegistry(matchers, handlers, diags)
 
 
 def parse_hooks(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from pydantic import ValidationError
 
@@ -14,10 +14,15 @@ from bearagent.config.env import expand_env
 from bearagent.config.files import YamlDoc, read_text
 from bearagent.config.layers import Candidate
 from bearagent.config.safe_read import check_workspace_file
-from bearagent.config.workspace import Source
+from bearagent.config.workspace import Source, config_file_source, contribution_source, mcp_json_source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import McpServerSpec
 from bearagent.registries._base import LayeredRegistry, entry_reporter, first_error, unknown_key
+
+if TYPE_CHECKING:
+    from bearagent.config.config_files import ConfigFiles
+    from bearagent.config.model import ConfigFile
+    from bearagent.plugins.contributions import PluginContributions
 
 MCP_KEYS = frozenset(
     {"type", "command", "args", "env", "cwd", "url", "headers", "startup_timeout_s", "call_timeout_s", "timeout"}
@@ -175,3 +180,26 @@ def build_mcp_registry(
 ) -> McpRegistry:
     candidates = [Candidate(spec.name, spec, source, spec.source or source.id) for spec, source in entries]
     return McpRegistry.from_candidates(candidates, diagnostics, kind="MCP server")
+
+
+def load_mcp_servers(files: ConfigFiles, root: Path, contributions: PluginContributions) -> McpRegistry:
+    """The MCP registry of a workspace: `mcp_servers:` of the workspace's config.yaml, Claude Code's `.mcp.json`
+    (with `compat`), `mcp_servers:` of the user's config.yaml, and the servers plugins registered."""
+    diags: list[Diagnostic] = []
+    entries: list[tuple[McpServerSpec, Source]] = []
+
+    def from_config(cf: ConfigFile | None) -> None:
+        if cf is not None and cf.mcp_servers:
+            source = config_file_source(cf.level)
+            specs, d = parse_mcp_servers(cf.mcp_servers, path=cf.path, source=source, doc=cf.doc)
+            diags.extend(d)
+            entries.extend((s, source) for s in specs)
+
+    from_config(files.workspace)
+    if files.compat:
+        source = mcp_json_source(root)
+        entries.extend((s, source) for s in load_mcp_json(root / ".mcp.json", source, diags))
+    from_config(files.user)
+    for plugin, spec in contributions.mcp_servers:
+        entries.append((spec, contribution_source(plugin)))
+    return build_mcp_registry(entries, diags)

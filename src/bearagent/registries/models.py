@@ -5,18 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from pydantic import ValidationError
 
 from bearagent.config.env import expand_env
 from bearagent.config.files import YamlDoc, did_you_mean, suggestion
 from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
-from bearagent.config.workspace import Source
+from bearagent.config.workspace import Source, config_file_source, contribution_source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import Level, ModelEntry
 from bearagent.registries._base import entry_reporter, first_error, unknown_key
+
+if TYPE_CHECKING:
+    from bearagent.config.config_files import ConfigFiles
+    from bearagent.plugins.contributions import PluginContributions, ProviderRegistration
 
 BUILTIN_PROVIDERS: Mapping[str, tuple[str, ...]] = {
     "openai": ("responses", "chat"),
@@ -214,3 +218,44 @@ def build_model_registry(
     ws_l = resolve_layers(ws, kind="model")
     pf_l = resolve_layers(pf, kind="model")
     return ModelRegistry(ws_l, pf_l, [*diagnostics, *ws_l.diagnostics, *pf_l.diagnostics], providers)
+
+
+def accepted_providers(
+    registrations: Iterable[ProviderRegistration], *, builtin_plugin: str
+) -> tuple[list[ProviderRegistration], list[Diagnostic]]:
+    """The provider registrations in force: a built-in provider id belongs to the built-in plugin; another plugin's
+    registration of one is left out, with an error naming the plugin."""
+    accepted: list[ProviderRegistration] = []
+    diags: list[Diagnostic] = []
+    for reg in registrations:
+        if reg.id in BUILTIN_PROVIDERS and reg.plugin != builtin_plugin:
+            diags.append(
+                Diagnostic(
+                    severity="error",
+                    code="plugin.provider_shadowed",
+                    message=f"plugin {reg.plugin!r} registers provider id {reg.id!r}, which is built in and cannot be replaced; it was ignored",
+                    source=f"plugin:{reg.plugin}",
+                    subject=reg.id,
+                    fix=f"ask the author of {reg.plugin!r} to use another provider id",
+                )
+            )
+        else:
+            accepted.append(reg)
+    return accepted, diags
+
+
+def load_models(files: ConfigFiles, contributions: PluginContributions, *, builtin_plugin: str) -> ModelRegistry:
+    """The model registry of a workspace: `models:` of the workspace's config.yaml and the user's, and the entries
+    plugins registered, against the provider ids in force (`accepted_providers`)."""
+    accepted, diags = accepted_providers(contributions.providers, builtin_plugin=builtin_plugin)
+    providers = [reg.id for reg in accepted]
+    entries: list[tuple[ModelEntry, Source]] = []
+    for cf in files.yaml_files():
+        source = config_file_source(cf.level)
+        if cf.models:
+            found, d = parse_model_entries(cf.models, path=cf.path, level=source.level, doc=cf.doc, providers=providers)
+            diags.extend(d)
+            entries.extend((e, source) for e in found)
+    for plugin, entry in contributions.models:
+        entries.append((entry, contribution_source(plugin)))
+    return build_model_registry(entries, diags, providers)
