@@ -13,12 +13,13 @@ from bearagent.app import LoadedWorkspace
 from bearagent.domain._base import frozen_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
-from bearagent.domain.ids import IdGenerator
+from bearagent.domain.ids import IdGenerator, RunId
 from bearagent.domain.specs import ModelEntry
 from bearagent.domain.tools import ToolResult
 from bearagent.hooks.mcp_tool import McpCaller, current_mcp_caller
 from bearagent.hooks.protocol import JsonDict
-from bearagent.ports import ModelProvider
+from bearagent.leases import LeaseKeeper, recover_interrupted
+from bearagent.ports import Clock, ModelProvider, SystemClock
 from bearagent.providers.factory import create_provider
 from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
@@ -90,9 +91,13 @@ class Resources:
         *,
         store: SqliteEventStore | None = None,
         in_process_mcp: Mapping[str, object] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.loaded = loaded
         self.ids = ids
+        self.clock: Clock = clock or SystemClock()
+        self._lease: LeaseKeeper | None = None
+        self._recovered = False
         self._store = store
         self._writer: RunWriter | None = None
         self._providers: dict[tuple[str, str], ModelProvider] = {}
@@ -125,6 +130,21 @@ class Resources:
         replay drives the loop with recorded turns: no provider is built, no key is read); None undoes it."""
         self._provider_override = make
         self._providers.clear()
+
+    @property
+    def lease(self) -> LeaseKeeper:
+        """The heartbeat of every run this runtime executes (`leases.py`)."""
+        if self._lease is None:
+            self._lease = LeaseKeeper(self.store, self.clock)
+        return self._lease
+
+    async def recover(self) -> list[RunId]:
+        """Once per runtime, when it first needs its store: record `RunInterrupted` for every running run whose
+        owner is gone, so nothing shows a phantom `running` and those runs can be resumed."""
+        if self._recovered:
+            return []
+        self._recovered = True
+        return await recover_interrupted(self.store, self.writer, self.clock, self.ids)
 
     def provider(self, entry: ModelEntry, session_key: str) -> ModelProvider:
         if self._provider_override is not None:

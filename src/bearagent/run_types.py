@@ -61,5 +61,8 @@ class RunOptions:
     trigger_ref: str | None = None
     allowed_tools: tuple[str, ...] = ()
     """Permission rules pre-approved for this run only (a custom command's `allowed-tools`)."""
+    wait_approvals: bool = False
+    """When nobody is attached to answer an `ask`: leave the run `waiting` (ApprovalRequested) for someone to answer
+    later (`bearagent approvals answer`) instead of denying the call at once."""
     run_id: RunId | None = None
     """The id the run gets (new by default): known up front, a live subscriber can follow the run from its start."""

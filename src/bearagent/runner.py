@@ -41,6 +41,7 @@ from bearagent.sessions import SessionService
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpServerStatus
+from bearagent.domain.run_events import ApprovalChoice
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks, assemble_hook_groups
 from bearagent.hooks.dispatcher import HookDispatcher, HookSettings, firing_hook_event
@@ -55,6 +56,7 @@ from bearagent.ports import (
 )
 from bearagent.registries.actions import render_action
 from bearagent.registries.commands import command_model, render_command
+from bearagent.runtime.approvals import ApprovalBroker
 from bearagent.runtime.context import ContextBuilder
 from bearagent.runtime.loop import AgentLoop, RunOutcome
 from bearagent.runtime.observer import ChildRunObserver, NullObserver, RunObserver
@@ -112,7 +114,7 @@ class WorkspaceRuntime:
         self.caller = caller
         self.permission_mode_flag = permission_mode
         """A mode the user chose for this process (`--permission-mode`); it outranks every file."""
-        self.resources = Resources(loaded, self.ids, store=store, in_process_mcp=in_process_mcp)
+        self.resources = Resources(loaded, self.ids, store=store, in_process_mcp=in_process_mcp, clock=self.clock)
         self.sessions = SessionService(loaded, self.resources, self.clock, self.ids, caller)
         self._context = ContextBuilder()
         self._started_sessions: set[str] = set()
@@ -188,7 +190,10 @@ class WorkspaceRuntime:
         parent_model: ModelEntry | None = None,
         depth: int = 0,
         extra_allow: Sequence[str] = (),
+        ask: Asker | ApprovalBroker | None = None,
     ) -> AgentPlan:
+        """The plan of `agent_name`. `ask` answers the gate's `ask` (a top-level run's approval broker); child runs
+        keep the runtime's attached asker (a subagent never suspends its parent)."""
         agent = self._require_agent(agent_name)
         manager = await self.resources.mcp_manager()
         mcp_inputs: list[tuple[str, ToolSpec]] = []
@@ -263,7 +268,7 @@ class WorkspaceRuntime:
                 ),
                 parent_tools=parent_tools,
                 interceptor=interceptor,
-                ask=self.ask,
+                ask=ask if ask is not None else self.ask,  # pyright: ignore[reportArgumentType]
                 depth=depth,
                 instructions=(instructions.text, instructions.path.name) if instructions is not None else None,
                 skill_catalog=catalog.text,
@@ -460,6 +465,7 @@ class WorkspaceRuntime:
         self.check_guards()
         self.check_trust()
         self.check_hooks()
+        await self.resources.recover()
         config = self.loaded.config
         agent_name = options.agent
         session: SessionRecord | None = None
@@ -489,13 +495,23 @@ class WorkspaceRuntime:
                 if session_key not in self._started_sessions and hooks.enabled:
                     await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
                 self._started_sessions.add(session_key)
+            remembered = session.allowed_rules if session is not None else ()
+            fresh = await self.store.fetch_session(session.session_id) if session is not None else None
+            if fresh is not None:
+                remembered = fresh.allowed_rules
+            ask = self.broker(session.session_id if session is not None else None, wait=options.wait_approvals)
             plan = await self.plan(
                 agent.name,
                 session_key=session_key,
                 model_override=options.model,
                 hooks=hooks,
-                extra_allow=options.allowed_tools,
+                extra_allow=(*options.allowed_tools, *remembered),
+                ask=ask,
             )
+            if session is not None and not created:
+                from bearagent.resuming import seek_provider
+
+                await seek_provider(self, plan, session.session_id, None)  # the scripted model's place, from the log
             prelude, self._session_facts = tuple(self._session_facts), []
             spec = RunSpec(
                 goal=prompt,
@@ -515,15 +531,11 @@ class WorkspaceRuntime:
                     session_key=session_key,
                     model_override=options.model,
                     hooks=hooks,
-                    extra_allow=options.allowed_tools,
+                    extra_allow=(*options.allowed_tools, *remembered),
+                    ask=ask,
                 )
 
-            loop = AgentLoop(
-                store=self.store,
-                writer=self.writer,
-                clock=self.clock,
-                ids=self.ids,
-                retry=self.retry,
+            loop = self.loop(
                 hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
             )
@@ -544,6 +556,65 @@ class WorkspaceRuntime:
             return await go()
         async with self.store.session_lock(session.session_id, wait=options.wait_for_session):
             return await go()
+
+    # the names `resuming.py` builds on
+    def require_agent(self, name: str) -> AgentSpec:
+        return self._require_agent(name)
+
+    def session_hooks(self, session_id: str, permission_mode: str) -> SessionHooks:
+        return self._session_hooks(session_id, permission_mode)
+
+    def result_of(self, outcome: RunOutcome, session_id: SessionId | None) -> RunResult:
+        return self._result(outcome, session_id)
+
+    def prompt_hash(self, system_prompt: str) -> str:
+        return self._context.prompt_hash(system_prompt)
+
+    async def resume(self, run_id: RunId, observer: RunObserver | None = None) -> RunResult:
+        """Continue an interrupted run (or a waiting run whose approval was answered) from its log."""
+        from bearagent.resuming import resume_run
+
+        return await resume_run(self, run_id, observer)
+
+    def loop(self, *, hooks: LoopHookAdapter | None, observer: RunObserver) -> AgentLoop:
+        """An agent loop over this runtime's store and writer; its runs are held (owner + heartbeat) by it."""
+        return AgentLoop(
+            store=self.store,
+            writer=self.writer,
+            clock=self.clock,
+            ids=self.ids,
+            retry=self.retry,
+            hooks=hooks,
+            observer=observer,
+            owner=self.resources.lease.owner,
+            hold=self.resources.lease.hold,
+        )
+
+    def broker(
+        self,
+        session_id: SessionId | None,
+        *,
+        wait: bool,
+        preanswered: Mapping[ToolCallId, ApprovalChoice] | None = None,
+    ) -> ApprovalBroker | None:
+        """The approval broker of a top-level run: the terminal's asker when one is attached, else (with `wait`)
+        suspension until someone answers; None (deny at once, as a non-interactive run always did) otherwise."""
+        if self.ask is None and not wait and not preanswered:
+            return None
+
+        async def remember(rule: str) -> None:
+            if session_id is not None:
+                await self.store.allow_in_session(session_id, rule)
+
+        return ApprovalBroker(
+            owner=self.resources.lease.owner,
+            attached=self.ask,  # pyright: ignore[reportArgumentType]
+            wait=wait,
+            answered_by=self.caller,
+            preanswered=preanswered,
+            remember=remember,
+            new_id=lambda: str(self.ids.new(SessionId)).replace("-", "")[-12:],
+        )
 
     def _result(self, outcome: RunOutcome, session_id: SessionId | None) -> RunResult:
         return RunResult(
@@ -704,12 +775,7 @@ class WorkspaceRuntime:
             trigger_type=trigger,
             trigger_ref=trigger_ref,
         )
-        loop = AgentLoop(
-            store=self.store,
-            writer=self.writer,
-            clock=self.clock,
-            ids=self.ids,
-            retry=self.retry,
+        loop = self.loop(
             hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key), stop_event="SubagentStop")
             if hooks is not None and enabled
             else None,

@@ -28,6 +28,8 @@ EXIT_OK = 0
 EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BUDGET = 3
+EXIT_WAITING = 4
+"""The run waits for an approval (`--wait-approvals`): answer it with `bearagent approvals answer`."""
 
 BUDGET_FLAGS: tuple[tuple[str, str], ...] = tuple((name, text) for name, (_unit, text) in BUDGETS.items())
 
@@ -51,6 +53,8 @@ def collect_budgets(values: dict[str, object]) -> dict[str, int]:
 def exit_code_for(result: RunResult) -> int:
     if result.status == "succeeded":
         return EXIT_OK
+    if result.status == "waiting":
+        return EXIT_WAITING
     if result.error is not None and result.error.category == "budget":
         return EXIT_BUDGET
     return EXIT_RUN_FAILED
@@ -200,5 +204,11 @@ def execute_and_exit(
         if lines is not None:
             err.print(lines[0], markup=False)
             err.print(lines[1], markup=False)
+        if result.status == "waiting":
+            err.print(
+                f"waiting: run {str(result.run_id)[:8]} needs an approval; see it with `bearagent approvals list`, "
+                f"answer it with `bearagent approvals answer {str(result.run_id)[:8]} ID allow|deny`",
+                markup=False,
+            )
         err.print(summary_line(result, wall_time_s=time.monotonic() - started), style="dim", markup=False)
     sys.exit(exit_code_for(result))

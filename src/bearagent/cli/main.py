@@ -17,6 +17,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("bearagent.cli.runs:runs", "List the runs stored in this workspace's event log."),
     "inspect": ("bearagent.cli.runs:inspect", "Show one run: status, usage vs budgets, activities, children."),
     "events": ("bearagent.cli.runs:events", "Print the stored events of a run (--json, --follow)."),
+    "approvals": (
+        "bearagent.cli.approvals:approvals",
+        "List the runs waiting for an approval; answer one (allow/deny) and the run continues.",
+    ),
     "replay": ("bearagent.cli.replay:replay", "Re-drive a run from its log, no model called; --dry only checks it."),
     "diff": ("bearagent.cli.replay:diff", "Align two runs step by step: text, tool calls, results, usage."),
     "agents": ("bearagent.cli.agents:agents", "List and show agents, with source and shadowing."),

@@ -43,6 +43,12 @@ def read_prompt(prompt: str) -> str:
     default=None,
     help="Permission mode for this run (default, acceptEdits, plan, dontAsk, bypassPermissions); outranks every file.",
 )
+@click.option(
+    "--wait-approvals",
+    is_flag=True,
+    help="When a tool call needs approval, leave the run waiting (exit 4) for `bearagent approvals answer` "
+    "instead of denying it.",
+)
 @budget_options
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def run(
@@ -55,11 +61,13 @@ def run(
     as_json: bool,
     stream_json: bool,
     permission_mode: str | None,
+    wait_approvals: bool,
     debug: bool,
     **budget_flags: object,
 ) -> None:
     """Run PROMPT once (`-` reads it from stdin; piped stdin is appended to a PROMPT) and exit: 0 success, 1 run
-    failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run."""
+    failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run, 4 the run waits for an
+    approval (--wait-approvals)."""
     from bearagent.cli.render import TerminalObserver, make_console
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import RunId
@@ -105,6 +113,7 @@ def run(
         session="continue" if continue_ else session,
         budgets=collect_budgets(budget_flags),
         run_id=runtime.ids.new(RunId),
+        wait_approvals=wait_approvals,
     )
 
     async def go() -> RunResult:

@@ -27,19 +27,27 @@ if TYPE_CHECKING:
 FOLLOW_POLL_S = 0.2
 
 
-def _open(workspace: Path | None) -> SqliteEventStore:
+def open_recovered(workspace: Path | None) -> SqliteEventStore:
+    """The workspace's store, after recording `RunInterrupted` for runs whose process died (`leases.py`), so a
+    listing never shows a phantom `running`."""
+    import asyncio
+
     from bearagent.cli._config_common import load
     from bearagent.domain.errors import BearAgentError
+    from bearagent.domain.ids import Uuid4IdGenerator
+    from bearagent.resources import Resources
     from bearagent.runner import open_store
 
     loaded = load(workspace)
     try:
-        return open_store(loaded, create=False)
+        store = open_store(loaded, create=False)
+        asyncio.run(Resources(loaded, Uuid4IdGenerator(), store=store).recover())
+        return store
     except BearAgentError as exc:
         fail(exc.info.message, exc.hint)
 
 
-def _resolve(store: SqliteEventStore, ref: str) -> RunId:
+def resolve_ref(store: SqliteEventStore, ref: str) -> RunId:
     from bearagent.domain.errors import BearAgentError
 
     try:
@@ -57,13 +65,42 @@ def runs() -> None:
     """List the runs stored in this workspace's event log."""
 
 
+@runs.command("resume")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+@json_option
+@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+def resume(run_ref: str, workspace: Path | None, as_json: bool, debug: bool) -> None:
+    """Continue an interrupted run (its process died) from its log: completed model calls are not made again,
+    a read-only call in flight runs again, any other is reported to the model as of unknown outcome. Exit codes as
+    for `bearagent run`."""
+    from bearagent.cli._config_common import load
+    from bearagent.cli._run_common import die_from, execute_and_exit
+    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.runner import WorkspaceRuntime
+    from bearagent.runtime.observer import NullObserver, RunObserver
+
+    store = open_recovered(workspace)
+    run_id = resolve_ref(store, run_ref)
+    store.close()
+    try:
+        runtime = WorkspaceRuntime(load(workspace))
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    observer: RunObserver = NullObserver() if as_json else TerminalObserver(make_console())
+    execute_and_exit(
+        runtime, lambda: runtime.resume(run_id, observer), output="json" if as_json else "text", debug=debug
+    )
+
+
 @runs.command("list")
 @workspace_option
 @json_option
 @click.option("--session", "session", default=None, help="Only runs of this session id.")
 @click.option(
     "--status",
-    type=click.Choice(["queued", "running", "succeeded", "failed", "cancelled"]),
+    type=click.Choice(["queued", "running", "waiting", "interrupted", "succeeded", "failed", "cancelled"]),
     default=None,
     help="Only runs in this state.",
 )
@@ -72,7 +109,7 @@ def list_runs(workspace: Path | None, as_json: bool, session: str | None, status
     """Newest runs first: id, status, agent, trigger, usage and goal."""
     from bearagent.domain.ids import SessionId
 
-    store = _open(workspace)
+    store = open_recovered(workspace)
     session_id = None
     if session is not None:
         try:
@@ -128,8 +165,8 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
 
     RUN is a full run id, a unique prefix of one, or `last`.
     """
-    store = _open(workspace)
-    run_id = _resolve(store, run_ref)
+    store = open_recovered(workspace)
+    run_id = resolve_ref(store, run_ref)
     run = store.get_run(run_id)
     if run is None:
         fail(f"run {run_id} has no projection", "rebuild projections or check the store file")
@@ -227,8 +264,8 @@ def events(run_ref: str, workspace: Path | None, as_json: bool, follow: bool) ->
     """
     from bearagent.domain.state import TERMINAL_RUN_STATUSES
 
-    store = _open(workspace)
-    run_id = _resolve(store, run_ref)
+    store = open_recovered(workspace)
+    run_id = resolve_ref(store, run_ref)
     next_sequence = 1
     while True:
         for event in store.read_events(run_id, next_sequence):

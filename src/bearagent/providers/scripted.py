@@ -14,7 +14,8 @@ turns:                         # one item per model call, consumed in order
 ```
 
 One provider instance is one conversation: it keeps its position in the script, and every model call (including a
-failed one and its retries) consumes the next turn. Asking for more turns than the script holds fails with an
+failed one and its retries) consumes the next turn. A resumed run moves it (`seek`) to the turn after the last
+model call its log records as answered. Asking for more turns than the script holds fails with an
 error naming the script and its number of turns; the script never loops. A script that does not parse, or has a
 wrong key or value, fails when it is loaded, naming the file, the line and the fix.
 """
@@ -336,6 +337,11 @@ class ScriptedProvider:
     @property
     def turns_used(self) -> int:
         return self._position
+
+    def seek(self, position: int) -> None:
+        """Continue at turn `position` (0-based): a resumed run's position comes from its log (the model calls that
+        were answered before), not from the memory of the process that started it."""
+        self._position = max(0, min(position, len(self.script.turns)))
 
     @property
     def turns_left(self) -> int:

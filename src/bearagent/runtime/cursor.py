@@ -43,6 +43,8 @@ class InFlightCall:
     approval_id: str | None = None
     decision: str | None = None
     """The answer to its approval (allow_once / allow_always / deny), when it waited for one and was answered."""
+    rule: str | None = None
+    """The permission rule "allow always" remembers for it (the approval's suggested rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,7 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
     answered: set[ToolCallId] = set()
     requested: dict[ToolCallId, tuple[ActivityId, str]] = {}
     approvals: dict[ToolCallId, tuple[str, str | None]] = {}
+    rules: dict[str, str | None] = {}
     for event in events[1:]:
         payload = parse_run_event_payload(event.event_type, event.schema_version, event.payload)
         if isinstance(payload, ModelCallCompletedV2):
@@ -125,6 +128,7 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
             requested.pop(payload.tool_call_id, None)
         elif isinstance(payload, ApprovalRequestedV1):
             approvals[payload.tool_call_id] = (payload.approval_id, None)
+            rules[payload.approval_id] = payload.suggested_rule or payload.tool_name
         elif isinstance(payload, ApprovalResolvedV1):
             for call_id, (approval_id, _none) in list(approvals.items()):
                 if approval_id == payload.approval_id:
@@ -138,7 +142,8 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
     if requested:
         call_id, (activity_id, name) = next(iter(requested.items()))
         approval_id, decision = approvals.get(call_id, (None, None))
-        in_flight = InFlightCall(call_id, activity_id, name, approval_id, decision)
+        rule = rules.get(approval_id) if approval_id is not None else None
+        in_flight = InFlightCall(call_id, activity_id, name, approval_id, decision, rule)
     if last is not None:
         last = LastTurn(last.text, last.tool_calls, last.stop_reason, last.refusal, frozenset(answered))
     pending = tuple(c for c in last.tool_calls if c.tool_call_id not in answered) if last is not None else ()

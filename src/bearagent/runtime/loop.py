@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from typing import Literal
 
 from bearagent.domain.budgets import BudgetUsage, TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -196,11 +197,11 @@ class AgentLoop:
         *,
         changes: Sequence[str] = (),
         wall_time_used_ms: int = 0,
-        resumed: bool = False,
+        reason: Literal["interrupted", "approval"] = "interrupted",
     ) -> RunOutcome:
-        """Continue the stopped run `spec.run_id` from `cursor` (its events): record `RunResumed` (unless the caller
-        did, `resumed=True`), then run on from where it stood, never repeating a completed model call nor running
-        a side-effecting tool call a second time. Its wall-time budget is what the run has left."""
+        """Continue the stopped run `spec.run_id` from `cursor` (its events): record `RunResumed` with this loop's
+        owner, then run on from where it stood, never repeating a completed model call nor running a side-effecting
+        tool call a second time. Its wall-time budget is what the run has left."""
         assert spec.run_id is not None
         recorder = RunRecorder(
             writer=self._writer,
@@ -211,12 +212,9 @@ class AgentLoop:
             last_sequence=cursor.last_sequence,
         )
         state = _LoopState(plan=plan, switch_count=cursor.switch_count, steps=cursor.steps)
-        if not resumed:
-            if self._owner is None:
-                raise ValueError("resuming a run needs the owner that takes it over")
-            await recorder.append(RunResumedV1(owner=self._owner, reason="interrupted", changes=tuple(changes)))
-        else:
-            await recorder.load()
+        if self._owner is None:
+            raise ValueError("resuming a run needs the owner that takes it over")
+        await recorder.append(RunResumedV1(owner=self._owner, reason=reason, changes=tuple(changes)))
         self._observer.run_started(spec.run_id, plan.agent_name)
         for change in changes:
             self._observer.notice(spec.run_id, f"since this run started: {change}")
@@ -712,6 +710,17 @@ class AgentLoop:
         projection = recorder.projection
         active = projection.active_activity_id if projection is not None else None
         if in_flight.decision is not None and active == in_flight.activity_id:
+            if in_flight.decision == "deny":  # the answer decides, whatever the mode of the resuming process
+                request = ToolRequest(
+                    tool_call_id=call.tool_call_id, name=in_flight.tool_name, arguments=call.arguments
+                )
+                denied = ErrorInfo.of("permission", "denied", f"{call.name} call was denied by the user.")
+                result = ToolResult.failure(request, denied)
+                await recorder.append(
+                    ToolCallFailedV2(activity_id=in_flight.activity_id, tool_call_id=call.tool_call_id, result=result)
+                )
+                self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, result.content, True)
+                return result
             return await self._tool_call(spec, recorder, state, call, continuing=in_flight.activity_id)
         side_effect = state.plan.side_effect(call.name)
         if side_effect == "read_only":

@@ -1,0 +1,155 @@
+"""`bearagent approvals list` and `approvals answer RUN ID allow|allow-always|deny`: approvals as facts.
+
+A run that asked for an approval nobody attached could give (`bearagent run --wait-approvals`, a server) waits in
+the log (status `waiting`). `answer` records the answer once (`ApprovalResolved`) and, unless the process that
+asked is still attached to the run (an interactive terminal picks the answer up itself), continues the run here.
+What the listing shows came from a model (tool arguments): it goes through `safe_text.visible`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bearagent.cli._config_common import emit_json, json_option, print_table, short, workspace_option
+from bearagent.cli._groups import ListGroup
+from bearagent.cli.safe_text import visible
+
+DECISIONS = {"allow": "allow_once", "allow-once": "allow_once", "allow-always": "allow_always", "deny": "deny"}
+
+
+@click.group("approvals", cls=ListGroup)
+def approvals() -> None:
+    """List the runs waiting for an approval; answer one (allow/deny) and the run continues."""
+
+
+@approvals.command("list")
+@workspace_option
+@json_option
+def list_approvals(workspace: Path | None, as_json: bool) -> None:
+    """The approvals runs wait for: run, approval id, tool, what it would do, and why it asks."""
+    import json
+
+    from bearagent.cli.runs import open_recovered
+
+    store = open_recovered(workspace)
+    rows: list[dict[str, object]] = []
+    for run in store.list_runs(status="waiting", limit=10_000):
+        pending = run.pending_approval
+        if pending is None:
+            continue
+        asked = next(
+            (
+                e
+                for e in reversed(store.read_events(run.run_id))
+                if e.event_type == "ApprovalRequested" and e.payload.get("approval_id") == pending.approval_id
+            ),
+            None,
+        )
+        payload: dict[str, object] = asked.model_dump(mode="json")["payload"] if asked is not None else {}
+        rows.append(
+            {
+                "run_id": str(run.run_id),
+                "approval_id": pending.approval_id,
+                "tool": pending.tool_name,
+                "arguments": payload.get("arguments", {}),
+                "reason": payload.get("reason", ""),
+                "suggested_rule": payload.get("suggested_rule"),
+                "requested_at": pending.requested_at.isoformat(),
+                "answered": pending.decision,
+                "goal": run.goal or "",
+            }
+        )
+    if as_json:
+        emit_json(rows)  # pyright: ignore[reportArgumentType]
+        return
+    if not rows:
+        click.echo("no run waits for an approval")
+        return
+    table = [
+        [
+            str(row["run_id"])[:8],
+            str(row["approval_id"]),
+            str(row["tool"]),
+            short(json.dumps(row["arguments"], ensure_ascii=False), 50),
+            short(str(row["reason"]), 60),
+            str(row["answered"] or "-"),
+        ]
+        for row in rows
+    ]
+    print_table(["RUN", "APPROVAL", "TOOL", "ARGUMENTS", "WHY", "ANSWERED"], [[visible(c) for c in r] for r in table])
+    click.echo("answer with: bearagent approvals answer RUN APPROVAL allow|allow-always|deny")
+
+
+@approvals.command("answer")
+@click.argument("run_ref", metavar="RUN")
+@click.argument("approval_id", metavar="APPROVAL")
+@click.argument("decision", type=click.Choice(sorted(DECISIONS)))
+@click.option("--message", default=None, help="A note kept with the answer (shown to nobody but the log).")
+@click.option("--no-continue", "no_continue", is_flag=True, help="Only record the answer; do not continue the run.")
+@workspace_option
+@json_option
+@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+def answer(
+    run_ref: str,
+    approval_id: str,
+    decision: str,
+    message: str | None,
+    no_continue: bool,
+    workspace: Path | None,
+    as_json: bool,
+    debug: bool,
+) -> None:
+    """Answer approval APPROVAL of run RUN once (a second or late answer is refused), then continue the run here
+    (unless its asking process is still attached, or --no-continue). Exit codes as for `bearagent run`."""
+    import asyncio
+    import getpass
+
+    from bearagent.cli._config_common import load
+    from bearagent.cli._run_common import die_from, execute_and_exit
+    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.cli.runs import open_recovered, resolve_ref
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.resuming import answer_approval, attached_elsewhere
+    from bearagent.runner import RunResult, WorkspaceRuntime
+    from bearagent.runtime.observer import NullObserver, RunObserver
+
+    store = open_recovered(workspace)
+    run_id = resolve_ref(store, run_ref)
+    run = store.get_run(run_id)
+    store.close()
+    go_on = not no_continue and run is not None and not attached_elsewhere(run)
+    try:
+        runtime = WorkspaceRuntime(load(workspace))
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    who = f"cli:{getpass.getuser()}"
+    choice = DECISIONS[decision]
+
+    async def record() -> None:
+        await answer_approval(runtime, run_id, approval_id, choice, answered_by=who, message=message)  # pyright: ignore[reportArgumentType]
+        click.echo(f"approval {approval_id} of run {str(run_id)[:8]}: {choice} (by {who})", err=True)
+
+    if not go_on:
+
+        async def only_record() -> None:
+            try:
+                await record()
+            finally:
+                await runtime.aclose()
+
+        try:
+            asyncio.run(only_record())
+        except BearAgentError as exc:
+            die_from(exc, debug=debug)
+        if not no_continue:
+            click.echo("the process that asked is still attached to the run: it continues there", err=True)
+        return
+    observer: RunObserver = NullObserver() if as_json else TerminalObserver(make_console())
+
+    async def answer_and_continue() -> RunResult:
+        await record()
+        return await runtime.resume(run_id, observer)
+
+    execute_and_exit(runtime, answer_and_continue, output="json" if as_json else "text", debug=debug)

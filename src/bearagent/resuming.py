@@ -1,0 +1,254 @@
+"""Continuing stopped runs: `runs resume` (an interrupted run) and `approvals answer` (a waiting run).
+
+Both rebuild the run from its log (`runtime/cursor.py`), plan its effective agent again, say what changed since the
+run started (the agent's prompt, its tool specs), and hand the loop the cursor (`AgentLoop.resume`). A completed
+model call is never made again; the scripted model continues at the turn after the run's last answered model call
+(its position comes from the log, `ScriptedProvider.seek`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.events import Event
+from bearagent.domain.ids import RunId, SessionId, ToolCallId
+from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1
+from bearagent.domain.state import RunProjection
+from bearagent.hooks.bridge import LoopHookAdapter
+from bearagent.leases import is_self, owner_gone
+from bearagent.run_types import RunResult
+from bearagent.runtime.cursor import RunCursor, run_cursor
+from bearagent.runtime.history import history_from_events
+from bearagent.runtime.observer import NullObserver, RunObserver
+from bearagent.runtime.plan import AgentPlan, RunSpec
+from bearagent.runtime.recorder import RunRecorder
+
+if TYPE_CHECKING:
+    from bearagent.runner import WorkspaceRuntime
+
+
+def _refuse(code: str, message: str, hint: str) -> BearAgentError:
+    return BearAgentError(ErrorInfo.of("invalid_request", code, message), hint=hint)
+
+
+async def _load(runtime: WorkspaceRuntime, run_id: RunId) -> RunProjection:
+    run = await runtime.store.fetch_run(run_id)
+    if run is None:
+        raise BearAgentError(
+            ErrorInfo.of("not_found", "run", f"there is no run {run_id} in this workspace"),
+            hint="`bearagent runs list` shows the runs",
+        )
+    return run
+
+
+def _resumable(run: RunProjection) -> str:
+    """The reason RunResumed records, or a clear refusal."""
+    if run.parent_run_id is not None:
+        raise _refuse(
+            "child_run",
+            f"run {run.run_id} is a child run of {run.parent_run_id}; it is resumed with its parent",
+            f"resume the parent: bearagent runs resume {run.parent_run_id}",
+        )
+    if run.status == "interrupted":
+        return "interrupted"
+    pending = run.pending_approval
+    if run.status == "waiting" and pending is not None and pending.decision is not None:
+        return "approval"
+    if run.status == "waiting":
+        approval = pending.approval_id if pending is not None else "?"
+        raise _refuse(
+            "waiting_for_approval",
+            f"run {run.run_id} waits for an answer to approval {approval}",
+            f"answer it: bearagent approvals answer {run.run_id} {approval} allow|deny",
+        )
+    if run.status == "running":
+        raise _refuse(
+            "still_running",
+            f"run {run.run_id} is running in another process (pid {run.owner.pid} on {run.owner.host})"
+            if run.owner is not None
+            else f"run {run.run_id} is running",
+            "wait for it to finish, or cancel it there; a run whose process died is marked interrupted",
+        )
+    raise _refuse(
+        "finished", f"run {run.run_id} is {run.status}; only an interrupted or answered run resumes", "start a new run"
+    )
+
+
+def _changes(runtime: WorkspaceRuntime, cursor: RunCursor, plan: AgentPlan, created_agent: str) -> list[str]:
+    changes: list[str] = []
+    if plan.agent_name == created_agent and runtime.prompt_hash(plan.system_prompt) != cursor.prompt_hash:
+        changes.append(f"agent {plan.agent_name}: its system prompt changed")
+    now = plan.tool_spec_versions
+    before = cursor.tool_spec_versions
+    if plan.agent_name == created_agent and before and now != before:
+        added = sorted(set(now) - set(before))
+        removed = sorted(set(before) - set(now))
+        changed = sorted(n for n in set(now) & set(before) if now[n] != before[n])
+        parts = [
+            f"{label}: {', '.join(names)}"
+            for label, names in (("added", added), ("removed", removed), ("changed", changed))
+            if names
+        ]
+        changes.append(f"agent {plan.agent_name}: its tools changed ({'; '.join(parts)})")
+    return changes
+
+
+async def model_calls_so_far(runtime: WorkspaceRuntime, session_id: SessionId | None, run_id: RunId | None) -> int:
+    """Model calls that reached the conversation's provider so far, from the log: every run of the session (or the
+    detached run `run_id` and its children) except hook judges, which have providers of their own. Where a
+    scripted model continues (`ScriptedProvider.seek`)."""
+    if session_id is not None:
+        runs = list(await runtime.store.fetch_runs(session_id=session_id, limit=100_000))
+    else:
+        runs = [] if run_id is None else list(await runtime.store.fetch_runs(parent_run_id=run_id, limit=100_000))
+        own = await runtime.store.fetch_run(run_id) if run_id is not None else None
+        runs += [own] if own is not None else []
+    total = 0
+    for other in runs:
+        if other.trigger_type == "hook":
+            continue
+        events = list(await runtime.store.fetch_events(other.run_id))
+        if events and events[0].schema_version >= 2:
+            total += run_cursor(events).model_calls
+    return total
+
+
+async def seek_provider(
+    runtime: WorkspaceRuntime, plan: AgentPlan, session_id: SessionId | None, run_id: RunId | None
+) -> None:
+    """Move a positioned provider (the scripted model) to where the log says the conversation is."""
+    seek = getattr(plan.provider, "seek", None)
+    if callable(seek):
+        seek(await model_calls_so_far(runtime, session_id, run_id))
+
+
+async def resume_run(runtime: WorkspaceRuntime, run_id: RunId, observer: RunObserver | None = None) -> RunResult:
+    """Continue an interrupted run, or a waiting run whose approval was answered, to a terminal state (or to its
+    next wait)."""
+    runtime.check_guards()
+    runtime.check_trust()
+    runtime.check_hooks()
+    await runtime.resources.recover()
+    run = await _load(runtime, run_id)
+    reason = _resumable(run)
+    session = await runtime.store.fetch_session(run.session_id) if run.session_id is not None else None
+    session_key = str(run.session_id) if run.session_id is not None else f"detached:{run.run_id}"
+
+    async def go() -> RunResult:
+        events = list(await runtime.store.fetch_events(run_id))
+        cursor = run_cursor(events)
+        created_agent = run.agent_name or cursor.agent_name
+        earlier: list[list[Event]] = []
+        if run.session_id is not None:
+            for other in reversed(await runtime.store.fetch_runs(session_id=run.session_id, limit=100_000)):
+                if other.parent_run_id is None and other.created_at < run.created_at:
+                    earlier.append(list(await runtime.store.fetch_events(other.run_id)))
+        agent = runtime.require_agent(cursor.agent_name)
+        hooks = runtime.session_hooks(session_key, str(runtime.mode_in_force(agent).mode))
+        in_flight = cursor.in_flight
+        preanswered: dict[ToolCallId, ApprovalChoice] = {}
+        if in_flight is not None and in_flight.decision is not None:
+            preanswered[in_flight.tool_call_id] = in_flight.decision  # pyright: ignore[reportArgumentType]
+        ask = runtime.broker(run.session_id, wait=True, preanswered=preanswered)
+        remembered: tuple[str, ...] = session.allowed_rules if session is not None else ()
+        if in_flight is not None and in_flight.decision == "allow_always" and in_flight.rule:
+            remembered = (*remembered, in_flight.rule)
+            if run.session_id is not None:  # remembered now: the resuming process's mode may not ask again
+                await runtime.store.allow_in_session(run.session_id, in_flight.rule)
+
+        async def planner(name: str) -> AgentPlan:
+            return await runtime.plan(name, session_key=session_key, hooks=hooks, extra_allow=remembered, ask=ask)
+
+        plan = await planner(cursor.agent_name)
+        await seek_provider(runtime, plan, run.session_id, run.run_id)
+        spec = RunSpec(
+            goal=cursor.goal,
+            workspace_root=runtime.root,
+            budgets=run.budget_limits,
+            session_id=run.session_id,
+            run_id=run.run_id,
+            trigger_type="message",
+            history=tuple(history_from_events(earlier)),
+        )
+        loop = runtime.loop(
+            hooks=LoopHookAdapter(hooks, runtime.sessions.transcript(session_key)) if hooks.enabled else None,
+            observer=observer or NullObserver(),
+        )
+        outcome = await loop.resume(
+            spec,
+            plan,
+            planner,
+            cursor,
+            changes=_changes(runtime, cursor, plan, created_agent),
+            wall_time_used_ms=run.usage.wall_time_ms,
+            reason=reason,  # pyright: ignore[reportArgumentType]
+        )
+        if session is not None:
+            fresh = await runtime.store.fetch_session(session.session_id) or session
+            await runtime.store.save_session(
+                fresh.model_copy(update={"updated_at": runtime.clock.now(), "active_agent_name": outcome.agent_name})
+            )
+        return runtime.result_of(outcome, run.session_id)
+
+    if run.session_id is None:
+        return await go()
+    async with runtime.store.session_lock(run.session_id, wait=True):
+        return await go()
+
+
+async def answer_approval(
+    runtime: WorkspaceRuntime,
+    run_id: RunId,
+    approval_id: str,
+    decision: ApprovalChoice,
+    *,
+    answered_by: str,
+    message: str | None = None,
+) -> RunProjection:
+    """Record the answer to a waiting run's approval (once: a second, late or misdirected answer is refused with
+    what the run waits for). Returns the run as it stands after the answer."""
+    await runtime.resources.recover()
+    run = await _load(runtime, run_id)
+    pending = run.pending_approval
+    if run.status != "waiting" or pending is None:
+        raise _refuse(
+            "no_pending_approval",
+            f"run {run_id} waits for no approval (it is {run.status})",
+            "`bearagent approvals list` shows the runs that wait for an answer",
+        )
+    if pending.approval_id != approval_id:
+        raise _refuse(
+            "wrong_approval",
+            f"run {run_id} waits for approval {pending.approval_id}, not {approval_id}",
+            f"answer the pending one: bearagent approvals answer {run_id} {pending.approval_id} allow|deny",
+        )
+    if pending.decision is not None:
+        raise _refuse(
+            "already_answered",
+            f"approval {approval_id} of run {run_id} was already answered ({pending.decision} by {pending.answered_by})",
+            f"continue the run: bearagent runs resume {run_id}",
+        )
+    recorder = RunRecorder(
+        writer=runtime.writer, clock=runtime.clock, ids=runtime.ids, run_id=run_id, last_sequence=run.last_sequence
+    )
+    try:
+        return await recorder.append(
+            ApprovalResolvedV1(approval_id=approval_id, decision=decision, answered_by=answered_by, message=message)
+        )
+    except BearAgentError as exc:
+        if exc.info.category == "conflict":
+            raise _refuse(
+                "already_answered",
+                f"approval {approval_id} of run {run_id} was answered by someone else just now",
+                f"see the answer: bearagent runs inspect {run_id}",
+            ) from exc
+        raise
+
+
+def attached_elsewhere(run: RunProjection) -> bool:
+    """Whether a live process other than this one still holds the run (an interactive terminal waiting for the
+    answer): then that process continues it, not the one that answered."""
+    if run.owner is None or is_self(run.owner):
+        return False
+    return owner_gone(run.owner, run.created_at, run.created_at) is None
