@@ -84,6 +84,7 @@ class DryReplay:
     check: LogCheck
     steps: RunSteps
     children: tuple[DryReplay, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -118,8 +119,23 @@ class RunReplay:
 def dry_replay(events_of: EventsOf, run_id: str, *, depth: int = 0) -> DryReplay:
     """Check the log of `run_id` (and of its child runs) without executing anything."""
     check, steps = read_log(run_id, events_of(run_id))
-    children = tuple(dry_replay(events_of, child, depth=depth + 1) for child in steps.children if depth < MAX_DEPTH)
-    return DryReplay(check, steps, children)
+    children, missing = _recorded_children(events_of, steps, depth)
+    return DryReplay(check, steps, tuple(dry_replay(events_of, c, depth=depth + 1) for c in children), missing)
+
+
+def _recorded_children(events_of: EventsOf, steps: RunSteps, depth: int) -> tuple[list[str], tuple[str, ...]]:
+    """The child runs to follow, and a note for each one that was started but has no log (cancelled before its
+    first event was written)."""
+    if depth >= MAX_DEPTH:
+        return [], ()
+    found: list[str] = []
+    notes: list[str] = []
+    for child in steps.children:
+        if events_of(child):
+            found.append(child)
+        else:
+            notes.append(f"child run {child} was started but has no events (stopped before it was recorded, or removed)")
+    return found, tuple(notes)
 
 
 # ---- replay ---------------------------------------------------------------------------------------------------
@@ -205,16 +221,14 @@ class _Replay:
         executed = set[str]().union(*(c.executed for c in callers))
         reused = {k: v for c in callers for k, v in c.reused.items()}
         verdicts = _verdicts(align(recorded, replayed, REPLAY), recorded, executed, reused)
-        children: list[RunReplay] = []
-        if depth < MAX_DEPTH:
-            for child in recorded.children:
-                children.append(await self.run(child, depth + 1))
+        to_follow, missing = _recorded_children(self.events_of, recorded, depth)
+        children = [await self.run(child, depth + 1) for child in to_follow]
         return RunReplay(
             check,
             recorded,
             replayed_status=outcome.status,
             verdicts=tuple(verdicts),
-            notes=tuple(_notes(recorded, replayed)),
+            notes=(*_notes(recorded, replayed), *missing),
             children=tuple(children),
         )
 

@@ -470,3 +470,28 @@ turns:
     assert (grep["verdict"], grep["note"]) == ("mismatch", "refused by the loop before any tool ran")
     assert [c["field"] for c in grep["changes"]] == ["is_error", "content"]
     assert "there is no tool named 'Grep'" in grep["changes"][1]["b"]
+
+
+def test_a_child_run_without_events_is_a_note_not_a_failed_replay(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Task, arguments: {subagent_type: scout, prompt: "look", description: look}}]
+  - text: "scout done"
+  - text: "All done."
+"""
+    agents = {
+        "main": agent_md("Main agent.", mode="primary", tools="[Read, Task]", subagents="[scout]"),
+        "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
+    }
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    run_id = run_once(root, tmp_path, "go")
+    with sqlite3.connect(root / ".bearagent" / "state.db") as db:  # as if cancelled before its first commit
+        db.execute(
+            "DELETE FROM events WHERE run_id IN (SELECT run_id FROM run_projections WHERE parent_run_id = ?)", (run_id,)
+        )
+    code, report = replay_json(root, tmp_path, run_id)
+    assert code == 0, report
+    assert report["children"] == []
+    assert any("was started but has no events" in note for note in report["notes"])
+    dry = invoke(["replay", run_id, "-w", str(root), "--dry"], tmp_path)
+    assert dry.exit_code == 0 and "note: child run" in dry.output

@@ -176,6 +176,7 @@ def _dry_json(dry: DryReplay) -> dict[str, JsonValue]:
         "status": dry.check.status,
         "events": dry.check.events,
         "problems": _problems_json(dry.check),
+        "notes": list(dry.notes),
         "steps": [*steps_json(dry.steps)],
         "children": [_dry_json(child) for child in dry.children],
     }
@@ -199,6 +200,8 @@ def _print_dry(dry: DryReplay, *, child: bool = False) -> None:
     print_table(["STEP", "KIND", "AGENT", "WHAT", "OUTCOME"], _step_rows(dry.steps))
     for problem in check.problems:
         click.echo(visible(f"  {problem.severity}: {problem.message}"))
+    for note in dry.notes:
+        click.echo(visible(f"  note: {note}"))
     for sub in dry.children:
         click.echo("")
         _print_dry(sub, child=True)
