@@ -20,6 +20,7 @@ from typing import Self
 
 from bearagent.app import load_workspace
 from bearagent.domain._base import JsonValue
+from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
 from bearagent.domain.state import ActivityProjection, RunProjection
@@ -57,10 +58,15 @@ class Workspace:
         session: str | None = None,
         budgets: Mapping[str, int] | None = None,
         observer: RunObserver | None = None,
+        wait_approvals: bool = False,
     ) -> RunResult:
         """Run `prompt` to the end. `session=None` starts a new session, `"continue"` continues the latest one,
-        a session id continues that one. `budgets` overrides budget fields (`max_tool_calls=...`)."""
-        options = RunOptions(agent=agent, model=model, session=session, budgets=dict(budgets or {}))
+        a session id continues that one. `budgets` overrides budget fields (`max_tool_calls=...`). With
+        `wait_approvals` and no asker, a call that needs approval leaves the run `waiting` (status "waiting")
+        for `answer_approval` instead of being denied."""
+        options = RunOptions(
+            agent=agent, model=model, session=session, budgets=dict(budgets or {}), wait_approvals=wait_approvals
+        )
         return await self._runtime.run(prompt, options, observer)
 
     def run_sync(
@@ -120,6 +126,31 @@ class Workspace:
         run_id = await resolve_run_ref(store, run_ref, where=str(store.path))
         async for event in follow_run(store, self._runtime.writer, run_id, after_seq=after_seq):
             yield event
+
+    async def resume(self, run_ref: str, *, observer: RunObserver | None = None) -> RunResult:
+        """Continue a stopped run from its log: an interrupted one (its process died), or a waiting one whose
+        approval was answered (`answer_approval`). `run_ref` is a run id, a unique prefix or `last`."""
+        store = self._runtime.store
+        run_id = await resolve_run_ref(store, run_ref, where=str(store.path))
+        return await self._runtime.resume(run_id, observer)
+
+    async def answer_approval(
+        self, run_ref: str, approval_id: str, decision: str, *, answered_by: str = "api", resume: bool = True
+    ) -> RunResult | None:
+        """Answer a waiting run's approval once (`allow_once`, `allow_always` or `deny`; a second or late answer is
+        refused) and, with `resume`, continue the run to its end here."""
+        from bearagent.domain.run_events import APPROVAL_CHOICES
+        from bearagent.resuming import answer_approval
+
+        if decision not in APPROVAL_CHOICES:
+            raise BearAgentError(
+                ErrorInfo.of("invalid_request", "bad_decision", f"decision {decision!r} is not one of the answers"),
+                hint=f"answer with one of {', '.join(APPROVAL_CHOICES)}",
+            )
+        store = self._runtime.store
+        run_id = await resolve_run_ref(store, run_ref, where=str(store.path))
+        await answer_approval(self._runtime, run_id, approval_id, decision, answered_by=answered_by)  # pyright: ignore[reportArgumentType]
+        return await self._runtime.resume(run_id) if resume else None
 
     async def run_action(self, name: str, inputs: Mapping[str, JsonValue] | None = None) -> RunResult:
         """Run action `name` with `inputs` (trigger type `api_action`)."""
