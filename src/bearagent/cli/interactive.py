@@ -44,9 +44,21 @@ Ctrl-C cancels a running answer."""
 class InteractiveState:
     agent: str
     session: str | None = None
-    approved_rules: set[str] = field(default_factory=lambda: set[str]())
     model: str | None = None  # -m or /model; None: the agent's own
     totals: SessionTotals = field(default_factory=SessionTotals)
+
+
+def _session_rules(runtime: WorkspaceRuntime, session: str | None) -> tuple[str, ...]:
+    """The rules answered "always" in the current session (kept on its record in the store)."""
+    from bearagent.domain.ids import SessionId
+
+    if session is None:
+        return ()
+    try:
+        record = runtime.store.get_session(SessionId(session))
+    except (ValueError, BearAgentError):
+        return ()
+    return record.allowed_rules if record is not None else ()
 
 
 def _history_file(runtime: WorkspaceRuntime) -> Path:
@@ -72,9 +84,7 @@ def _setup_readline(path: Path) -> Callable[[], None]:
 
 def make_asker(console: Console, state: InteractiveState, read: Callable[[str], str]) -> Asker:
     async def ask(request: AskRequest) -> AskAnswer:
-        rule = request.suggested_rule
-        if rule is not None and rule in state.approved_rules:
-            return "allow_once"
+        # "always" is remembered on the session record (the approval broker stores it; the next plan allows it)
         console.print(
             Text(
                 f"? {visible(request.tool_name)}({preview_arguments(request.arguments)}) needs approval", style="yellow"
@@ -88,8 +98,6 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
             if answer in ("y", "yes"):
                 return "allow_once"
             if answer in ("a", "always"):
-                if rule is not None:
-                    state.approved_rules.add(rule)
                 return "allow_always"
             if answer in ("n", "no", ""):
                 return "deny"
@@ -270,7 +278,7 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
             runtime,
             agent=state.agent,
             model=state.model,
-            approved_rules=state.approved_rules,
+            session_rules=_session_rules(runtime, state.session),
             totals=state.totals,
             console=console,
         )

@@ -8,6 +8,7 @@ through `safe_text.visible`.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -121,7 +122,7 @@ def run_session_command(
     *,
     agent: str,
     model: str | None,
-    approved_rules: set[str],
+    session_rules: Sequence[str],
     totals: SessionTotals,
     console: Console,
 ) -> str | None:
@@ -168,8 +169,8 @@ def run_session_command(
         rules = loaded.config.permissions
         for kind, values in (("allow", rules.allow), ("ask", rules.ask), ("deny", rules.deny)):
             console.print(visible(f"  {kind:<6} {', '.join(values) if values else '-'}"), markup=False)
-        if approved_rules:
-            console.print(visible(f"  allowed this session: {', '.join(sorted(approved_rules))}"), markup=False)
+        if session_rules:
+            console.print(visible(f"  allowed this session: {', '.join(sorted(session_rules))}"), markup=False)
         return None
     if name == "cost":
         console.print(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from typing import cast
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ToolCallId
@@ -92,12 +93,21 @@ class ApprovalBroker:
             raise RunSuspended(approval_id)
         started = time.monotonic()
         answer = await self._attached(request)
-        await recorder.append_many(
-            (
-                ApprovalResolvedV1(approval_id=approval_id, decision=answer, answered_by=self._answered_by),
-                RunResumedV1(owner=self._owner, reason="approval"),
+        try:
+            await recorder.append_many(
+                (
+                    ApprovalResolvedV1(approval_id=approval_id, decision=answer, answered_by=self._answered_by),
+                    RunResumedV1(owner=self._owner, reason="approval"),
+                )
             )
-        )
+        except BearAgentError as exc:  # answered from elsewhere meanwhile (`approvals answer`): that answer wins
+            projection = await recorder.load()
+            pending = projection.pending_approval if projection is not None else None
+            if exc.info.category != "conflict" or pending is None or pending.decision is None:
+                raise
+            answer = cast(ApprovalChoice, pending.decision)
+            run.observer.notice(recorder.run_id, f"approval {approval_id} was answered by {pending.answered_by}")
+            await recorder.append(RunResumedV1(owner=self._owner, reason="approval"))
         run.extend_deadline(time.monotonic() - started)
         await self._remembered(answer, request.suggested_rule or request.tool_name)
         return answer

@@ -60,10 +60,11 @@ class AgentPlan:
         return tuple(tool.descriptor for tool in self.tools.values())
 
     def side_effect(self, name: str) -> str:
-        """What calling tool `name` (as the model names it) may do: `read_only`, `write`, `execute`, `network`; MCP
-        tools and tools the plan does not know count as `unknown` (never safe to run twice)."""
+        """What calling tool `name` (as the model names it) may do: `read_only`, `write`, `execute`, `network`. MCP
+        tools, tools that start child runs (`Task`, actions: the child may write) and tools the plan does not know
+        count as `unknown` (never safe to run twice)."""
         bound = self.tools.get(name)
-        if bound is None or bound.source == "mcp":
+        if bound is None or bound.source in ("mcp", "action") or bound.internal_name == "Task":
             return "unknown"
         tools = cast(Mapping[str, object], getattr(self.gate, "tools", {}))
         spec = getattr(tools.get(bound.internal_name), "spec", None)

@@ -46,9 +46,11 @@ class RunRecorder:
         return self._sequence
 
     async def load(self) -> RunProjection | None:
-        """Read the run's projection from the store (a recorder taking over a run someone else last wrote)."""
+        """Read the run's projection from the store (a recorder taking over a run someone else last wrote to)."""
         stored = await self._writer.storage.load_run(self.run_id)
         self.projection = stored.state.to_projection() if stored is not None else None
+        if self.projection is not None:  # appends go on after what the other writer appended
+            self._sequence = self.projection.last_sequence
         return self.projection
 
     async def append(self, payload: RunEventPayload) -> RunProjection:
