@@ -91,6 +91,21 @@ turns:
 """
 
 
+async def _to_first_request(root: Path, home: Path, act: str) -> tuple[float, str]:
+    """Seconds from `act` ("run" a new run, "resume" the last one) to its first committed ModelCallRequested."""
+    async with open_ws(root, home) as ws:
+        first: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+
+        def watch(item: Published) -> None:
+            if isinstance(item, Committed) and item.event.event_type == "ModelCallRequested" and not first.done():
+                first.set_result(time.perf_counter())
+
+        ws.runtime.writer.subscribe(watch)
+        t0 = time.perf_counter()
+        done = await (ws.run("read the notes") if act == "run" else ws.resume("last"))
+        return (await first) - t0, str(done.run_id)
+
+
 def bench_resume(rounds: int) -> None:
     best_resume = best_new = float("inf")
     for _ in range(rounds):
@@ -100,41 +115,10 @@ def bench_resume(rounds: int) -> None:
             )
             (root / "notes.md").write_text("hi\n")
             home = Path(tmp) / "home"
-
-            async def go() -> tuple[float, float]:
-                async with open_ws(root, home) as ws:
-                    first: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-
-                    def watch(item: Published) -> None:
-                        if isinstance(item, Committed) and item.event.event_type == "ModelCallRequested":
-                            if not first.done():
-                                first.set_result(time.perf_counter())
-
-                    ws.runtime.writer.subscribe(watch)
-                    t0 = time.perf_counter()
-                    done = await ws.run("read the notes")
-                    new = (await first) - t0 if first.done() else float("nan")
-                    # make it look killed after its first model call: cut the log after ModelCallCompleted and
-                    # mark the run as owned by a dead process
-                    return new, _cut_after_first_turn(root, str(done.run_id))
-
-            new, _ = asyncio.run(go())
-
-            async def resume() -> float:
-                async with open_ws(root, home) as ws:
-                    first: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-
-                    def watch(item: Published) -> None:
-                        if isinstance(item, Committed) and item.event.event_type == "ModelCallRequested":
-                            if not first.done():
-                                first.set_result(time.perf_counter())
-
-                    ws.runtime.writer.subscribe(watch)
-                    t0 = time.perf_counter()
-                    await ws.resume("last")
-                    return (await first) - t0
-
-            best_resume = min(best_resume, asyncio.run(resume()))
+            new, run_id = asyncio.run(_to_first_request(root, home, "run"))
+            _cut_after_first_turn(root, run_id)  # the state kill -9 leaves just after the first model turn
+            resumed, _ = asyncio.run(_to_first_request(root, home, "resume"))
+            best_resume = min(best_resume, resumed)
             best_new = min(best_new, new)
     print(
         f"resume of an interrupted run to its first new model request: {best_resume * 1000:.1f} ms "
@@ -142,7 +126,7 @@ def bench_resume(rounds: int) -> None:
     )
 
 
-def _cut_after_first_turn(root: Path, run_id: str) -> float:
+def _cut_after_first_turn(root: Path, run_id: str) -> None:
     """Rewrite the stored run as a process killed just after its first model turn (events cut, projections
     rebuilt, owner dead), the state `kill -9` leaves."""
     db = root / ".bearagent" / "state.db"
@@ -158,7 +142,6 @@ def _cut_after_first_turn(root: Path, run_id: str) -> float:
         )
     with SqliteEventStore(db) as store:
         store.rebuild_projections()
-    return 0.0
 
 
 def main() -> None:
