@@ -7,6 +7,7 @@ from typing import Literal
 
 from tests.support.events import SEED_RUN_ID, EventFactory, seed_001_steps
 
+from bearagent.cli.run_steps_view import steps_json
 from bearagent.domain.budgets import BudgetLimits, TokenUsage
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.events import Event
@@ -38,7 +39,7 @@ from bearagent.domain.tools import ToolResult
 from bearagent.runtime.log_check import read_log
 from bearagent.runtime.replaying import reuse_reason
 from bearagent.runtime.run_alignment import DIFF, REPLAY, align, text_diff
-from bearagent.runtime.run_steps import canonical_tool_name, steps_json
+from bearagent.runtime.run_steps import canonical_tool_name
 
 PROMPT_HASH = "0" * 64
 

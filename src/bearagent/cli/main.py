@@ -22,7 +22,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "List the runs waiting for an approval; answer one (allow/deny) and the run continues.",
     ),
     "replay": ("bearagent.cli.replay:replay", "Re-drive a run from its log, no model called; --dry only checks it."),
-    "diff": ("bearagent.cli.replay:diff", "Align two runs step by step: text, tool calls, results, usage."),
+    "diff": ("bearagent.cli.diff:diff", "Align two runs step by step: text, tool calls, results, usage."),
     "agents": ("bearagent.cli.agents:agents", "List and show agents, with source and shadowing."),
     "skills": ("bearagent.cli.skills:skills", "List and show skills, with the catalog budget."),
     "actions": ("bearagent.cli.actions:actions", "List and show actions."),

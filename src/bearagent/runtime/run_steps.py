@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from bearagent.domain._base import JsonMapping, JsonValue, thaw_json_mapping
+from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.budgets import BudgetLimits, TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
@@ -449,59 +449,3 @@ def steps_of(run_id: str, events: Iterable[Event], *, status: str | None = None)
     for event in events:
         reader.feed(event, _parsed(event))
     return reader.result(status)
-
-
-# ---- JSON views ----------------------------------------------------------------------------------------------
-
-
-def _error_json(error: ErrorInfo | None) -> dict[str, JsonValue] | None:
-    return None if error is None else {"code": error.code, "message": error.message}
-
-
-def tool_step_json(step: ToolStep) -> dict[str, JsonValue]:
-    return {
-        "tool_call_id": step.tool_call_id,
-        "name": step.name,
-        "arguments": thaw_json_mapping(step.arguments) if step.arguments is not None else None,
-        "outcome": step.outcome,
-        "content": step.content,
-        "is_error": step.is_error,
-        "error": _error_json(step.error),
-        "child_runs": list(step.child_run_ids),
-        "sequence": step.requested_sequence,
-    }
-
-
-def model_step_json(step: ModelStep) -> dict[str, JsonValue]:
-    calls = step.tool_calls
-    return {
-        "agent": step.agent,
-        "text": step.text,
-        "tool_calls": None
-        if calls is None
-        else [
-            {"tool_call_id": str(c.tool_call_id), "name": c.name, "arguments": thaw_json_mapping(c.arguments)}
-            for c in calls
-        ],
-        "usage": {"input_tokens": step.usage.input_tokens, "output_tokens": step.usage.output_tokens},
-        "stop_reason": step.stop_reason,
-        "error": _error_json(step.error),
-        "failed_attempts": [{"sequence": a.sequence, "kind": a.kind, "code": a.code} for a in step.failed_attempts],
-        "switched_to": step.switched_to,
-        "sequence": step.requested_sequence,
-    }
-
-
-def end_json(steps: RunSteps) -> dict[str, JsonValue]:
-    return {"status": steps.status, "final_text": steps.final_text, "error": _error_json(steps.error)}
-
-
-def steps_json(steps: RunSteps) -> list[dict[str, JsonValue]]:
-    """The step list (`replay --dry --json`): one object per model turn, tool call and the end."""
-    out: list[dict[str, JsonValue]] = []
-    for turn in steps.turns:
-        out.append({"step": str(turn.index), "kind": "model", **model_step_json(turn)})
-        for i, tool in enumerate(turn.tools, start=1):
-            out.append({"step": f"{turn.index}.{i}", "kind": "tool", **tool_step_json(tool)})
-    out.append({"step": "end", "kind": "end", **end_json(steps)})
-    return out
