@@ -193,9 +193,20 @@ def test_require_unknown_agent_suggests(tmp_path: Path) -> None:
     assert "did you mean 'build'" in info.value.info.message and info.value.hint
 
 
-def test_agent_files_in_subdirectories_are_reported_not_silently_skipped(tmp_path: Path) -> None:
-    write(tmp_path, ".claude/agents/review/security.md", agent_file())
+def test_agent_files_in_subdirectories_load_and_a_name_two_files_share_is_an_error_naming_both(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, ".claude/agents/review/security.md", agent_file("Reviews security."))
+    write(tmp_path, ".claude/agents/lang/python/py-expert.md", agent_file("Python.", name="py-expert"))
+    write(tmp_path, ".claude/agents/review/README.md", "# not an agent\n")
+    write(tmp_path, ".claude/agents/.archive/old.md", agent_file("Old."))
+    write(tmp_path, ".claude/agents/a/tester.md", agent_file("A tester."))
+    write(tmp_path, ".claude/agents/b/tester.md", agent_file("Another tester."))
     ws = load(tmp_path, tmp_path / "home")
-    d = only(ws.agents.diagnostics, "agent.nested_file")
-    assert "review/" in d.message and d.fix and "move them up" in d.fix
-    assert ws.agents.get("security") is None
+    security = ws.agents.get("security")
+    assert security is not None and security.description == "Reviews security."  # the folder is not in the name
+    assert ws.agents.get("py-expert") is not None and ws.agents.get("old") is None
+    duplicate = only(ws.agents.diagnostics, "config.duplicate_name")
+    assert duplicate.severity == "error" and "a/tester.md" in duplicate.message and "b/tester.md" in duplicate.message
+    assert duplicate.fix and "a subdirectory does not change an agent's name" in duplicate.fix
+    assert ws.agents.get("tester") is None and "tester" in ws.agents.broken

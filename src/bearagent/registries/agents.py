@@ -1,7 +1,15 @@
-"""AgentRegistry: `agents/*.md` files from every source, with Claude Code / OpenCode aliases accepted."""
+"""AgentRegistry: `agents/**/*.md` files from every source, with Claude Code / OpenCode aliases accepted.
+
+Agent directories are read recursively, as Claude Code reads `.claude/agents/` (hidden and vendored folders, and
+`README.md` files, are skipped). A subdirectory does not change a name: an agent is named by its `name:` field, or
+its file name. Two files of one name in one source (`review/security.md` and `security.md`, wherever they sit
+below it) are an error naming both paths, and the name is unusable until one is renamed: never a filesystem-order
+pick, which is what Claude Code does (and reports in `/doctor`).
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -357,7 +365,6 @@ def load_agents(sources: Iterable[tuple[Source, Iterable[Path]]], root: Path, en
 
     all_files: list[Path] = []
     for source, files in sources:
-        diags.extend(_nested_agent_files(source.directory))
         listed = list(files)
         all_files.extend(listed)
         candidates.extend(
@@ -366,6 +373,7 @@ def load_agents(sources: Iterable[tuple[Source, Iterable[Path]]], root: Path, en
             )
         )
     registry = AgentRegistry.from_candidates(candidates, diags, kind="agent")
+    registry.diagnostics = tuple(_name_the_rule(d) for d in registry.diagnostics)
     registry.skipped = _skipped(all_files, {c.path for c in candidates}, diags)
     return registry
 
@@ -395,28 +403,32 @@ def _skipped(files: Iterable[Path], loaded: set[str], diags: Sequence[Diagnostic
     return out
 
 
-def _nested_agent_files(directory: Path | None) -> list[Diagnostic]:
-    """Claude Code scans agent dirs recursively; we read the top level only, and say so instead of skipping quietly."""
-    if directory is None or not directory.is_dir():
-        return []
-    out: list[Diagnostic] = []
-    for sub in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        nested = sorted(sub.rglob("*.md"))
-        if nested:
-            out.append(
-                Diagnostic(
-                    severity="warning",
-                    code="agent.nested_file",
-                    message=f"{len(nested)} agent file(s) in the subdirectory {sub.name}/ were not loaded (agents are read from the top level of {directory.name}/ only)",
-                    source=str(nested[0]),
-                    fix=f"move them up into {directory}",
-                )
-            )
-    return out
+def _name_the_rule(d: Diagnostic) -> Diagnostic:
+    """A duplicate agent name says why folders do not help (they do not namespace agents)."""
+    if d.code != "config.duplicate_name":
+        return d
+    return d.model_copy(
+        update={
+            "fix": (d.fix or "rename one of them")
+            + "; a subdirectory does not change an agent's name: give one of them another `name:`"
+        }
+    )
+
+
+MAX_AGENT_FILES = 2_000
+_SKIP_DIRS = frozenset({"node_modules", "__pycache__", ".venv", "venv"})
 
 
 def agent_files(directory: Path | None) -> list[Path]:
-    """`*.md` directly in `directory` (sorted; README.md is documentation, not an agent)."""
+    """`*.md` in `directory` and below it, sorted by relative path (README.md is documentation, not an agent;
+    hidden and vendored folders are skipped; symlinked folders are not followed; at most `MAX_AGENT_FILES`)."""
     if directory is None or not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob("*.md") if p.is_file() and p.name.lower() != "readme.md")
+    found: list[Path] = []
+    for current, dirs, files in os.walk(directory, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in files:
+            path = Path(current) / name
+            if name.endswith(".md") and name.lower() != "readme.md" and path.is_file():
+                found.append(path)
+    return sorted(found, key=lambda p: p.relative_to(directory).parts)[:MAX_AGENT_FILES]
