@@ -5,7 +5,12 @@ tools re-executed, side-effecting ones not), checked, and compared."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -495,3 +500,49 @@ turns:
     assert any("was started but has no events" in note for note in report["notes"])
     dry = invoke(["replay", run_id, "-w", str(root), "--dry"], tmp_path)
     assert dry.exit_code == 0 and "note: child run" in dry.output
+
+
+def test_a_run_killed_during_bash_and_resumed_replays_without_running_bash_again(tmp_path: Path) -> None:
+    script = """
+turns:
+  - text: "Long step."
+    tool_calls: [{name: Bash, arguments: {command: "echo once >> effects.log; sleep 30"}}]
+  - tool_calls: [{name: Read, arguments: {file_path: effects.log}}]
+  - text: "Checked."
+"""
+    agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Bash]")}
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
+    env = {**os.environ, **isolated_env(tmp_path), "NO_COLOR": "1"}
+    cli = [sys.executable, "-m", "bearagent"]
+    proc = subprocess.Popen(
+        [*cli, "run", "-w", str(root), "--permission-mode", "acceptEdits", "go"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not (root / "effects.log").exists():
+        assert time.monotonic() < deadline, "the Bash call never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # a real process, killed in the middle of its Bash call
+    proc.wait(timeout=30)
+    listed = subprocess.run([*cli, "runs", "list", "-w", str(root), "--json"], env=env, capture_output=True, text=True)
+    run_id = str(json.loads(listed.stdout)[0]["run_id"])
+    resume = subprocess.run([*cli, "runs", "resume", run_id, "-w", str(root)], env=env, capture_output=True, text=True)
+    assert resume.returncode == 0, resume.stdout + resume.stderr
+
+    code, report = replay_json(root, tmp_path, run_id)
+    assert code == 0, report
+    assert report["recorded_status"] == "succeeded"
+    assert verdicts(report) == [
+        ("1", "model", "match"),
+        ("1.1", "tool", "reused"),  # abandoned by the resume: its outcome is unknown, never run again
+        ("2", "model", "match"),
+        ("2.1", "tool", "match"),  # the Read of effects.log, run again
+        ("3", "model", "match"),
+        ("end", "end", "match"),
+    ]
+    assert report["steps"][1]["note"] == "execute tool: not executed, recorded result reused"
+    assert any("interrupted 1 time(s)" in note for note in report["notes"])
+    assert (root / "effects.log").read_text().split() == ["once"]
