@@ -127,3 +127,24 @@ def test_skill_allowed_tools_are_split_outside_parentheses(project: Path, tmp_pa
     assert helper is not None and helper.allowed_tools == ("Bash(git add:*)", "Bash(git diff:*)")
     s2 = ws.skills.get("s2")
     assert s2 is not None and s2.allowed_tools == ("Bash(git log --format=%h, -1)", "Read")
+
+
+def test_a_skill_is_a_slash_command_between_actions_and_commands(tmp_path: Path) -> None:
+    from bearagent.cli.slash_commands import SlashInvocation, command_help, workspace_command
+
+    write(tmp_path, ".claude/skills/deploy/SKILL.md", "---\nname: deploy\ndescription: Deploys.\n---\nDeploy $1 now.\n")
+    write(tmp_path, ".claude/commands/deploy.md", "---\ndescription: The old command.\n---\nOld deploy.\n")
+    write(tmp_path, ".bearagent/actions/ship.md", "---\ndescription: Ships.\n---\nShip.\n")
+    write(tmp_path, ".claude/skills/ship/SKILL.md", "---\nname: ship\ndescription: A ship skill.\n---\nSkill ship.\n")
+    write(tmp_path, ".claude/skills/quiet/SKILL.md", "---\nname: quiet\ndescription: Q.\nuser-invocable: no\n---\nq\n")
+    ws = load(tmp_path, tmp_path / "home")
+    deploy = workspace_command("/deploy staging", ws)
+    assert isinstance(deploy, SlashInvocation) and deploy.prompt.startswith("Deploy staging now.")  # skill > command
+    ship = workspace_command("/ship", ws)
+    assert isinstance(ship, SlashInvocation) and ship.prompt == "Ship."  # an action > a skill
+    assert workspace_command("/quiet", ws) is None  # `user-invocable: no`
+    quiet = ws.skills.get("quiet")
+    assert quiet is not None and not quiet.user_invocable
+    help_text = "\n".join(command_help(ws))
+    assert "/deploy (shadowed by the skill of this name)" in help_text
+    assert "/ship (shadowed by the action of this name)" in help_text and "/quiet" not in help_text

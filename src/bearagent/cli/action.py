@@ -1,15 +1,20 @@
-"""`bearagent action run NAME [k=v...]`: run a named action with its agent."""
+"""`bearagent action run NAME [k=v...]`: run a named action with its agent. A skill runs the same way, as the slash
+command it is (`bearagent action run commit-helper fix the typo`; `cli/slash_commands.py` has the precedence)."""
 
 from __future__ import annotations
 
 import json
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bearagent.cli._config_common import workspace_option
 from bearagent.cli._run_common import budget_options, collect_budgets, die, execute_and_exit
+
+if TYPE_CHECKING:
+    from bearagent.app import LoadedWorkspace
 
 
 def parse_inputs(pairs: tuple[str, ...]) -> dict[str, object]:
@@ -62,6 +67,13 @@ def run_action(
     from bearagent.runtime.observer import NullObserver
 
     loaded = load(workspace)
+    from bearagent.cli.slash_commands import invocable_skill
+
+    skill = invocable_skill(loaded, name)
+    found = loaded.actions.get(name)
+    if skill is not None and (found is None or found.kind == "command"):
+        _run_skill(loaded, name, inputs, model, as_json, debug, budget_flags)
+        return
     try:
         spec = loaded.actions.require(name)
     except BearAgentError as exc:
@@ -82,6 +94,46 @@ def run_action(
     execute_and_exit(
         runtime,
         lambda: runtime.run_action(name, plain, observer=observer, budgets=budgets, model=model),
+        output="json" if as_json else "text",
+        debug=debug,
+    )
+
+
+def _run_skill(
+    loaded: LoadedWorkspace,
+    name: str,
+    inputs: tuple[str, ...],
+    model: str | None,
+    as_json: bool,
+    debug: bool,
+    budget_flags: dict[str, object],
+) -> None:
+    """`bearagent action run SKILL args`: the skill's instructions with its arguments, its allowed-tools pre-approved
+    for this run, by the default agent."""
+    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.cli.slash_commands import invocable_skill, skill_invocation
+    from bearagent.runner import RunOptions, WorkspaceRuntime
+    from bearagent.runtime.observer import NullObserver
+
+    skill = invocable_skill(loaded, name)
+    assert skill is not None
+    arguments = inputs[0] if len(inputs) == 1 else shlex.join(inputs)
+    invocation = skill_invocation(skill, arguments, loaded)
+    for note in invocation.notes:
+        click.echo(f"note: {note}", err=True)
+    runtime = WorkspaceRuntime(loaded)
+    observer = NullObserver() if as_json else TerminalObserver(make_console())
+    options = RunOptions(
+        agent=loaded.config.default_agent,
+        model=model,
+        trigger_type="manual_action",
+        trigger_ref=skill.name,
+        budgets=dict(collect_budgets(budget_flags)),
+        allowed_tools=invocation.allowed_tools,
+    )
+    execute_and_exit(
+        runtime,
+        lambda: runtime.run(invocation.prompt, options, observer),
         output="json" if as_json else "text",
         debug=debug,
     )

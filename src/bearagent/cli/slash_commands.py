@@ -6,6 +6,13 @@ The session's built-in commands (`/agent`, `/help`, `/exit`, ...) win over a wor
 session, run by the command's `agent` if it names one, else the session's agent, with its `allowed-tools`
 pre-approved for that run only. An action (`.bearagent/actions/`) takes `key=value` arguments, or the whole line as
 `arguments` when its inputs have that property.
+
+A skill is a slash command too, as in Claude Code (which merged commands into skills): `/commit-helper fix typo`
+sends the skill's instructions, rendered like a command's body (`$ARGUMENTS`, `$1`…; `ARGUMENTS:` appended when it
+has none), with its folder and bundled files named so `Read` can open them, and pre-approves its `allowed-tools`
+for that run. Precedence of one name: the session's built-ins, then an action, then a skill, then a custom command
+(Claude Code: "the skill wins" over a command of its name); `/help` says which command a skill shadows. A skill with
+`user-invocable: false` is not a slash command.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from bearagent.domain.errors import BearAgentError
 
 if TYPE_CHECKING:
     from bearagent.app import LoadedWorkspace
-    from bearagent.domain.specs import ActionSpec
+    from bearagent.domain.specs import ActionSpec, SkillSpec
 
 BUILTIN_COMMANDS = frozenset(
     {"exit", "quit", "help", "agent", "agents", "skills", "tools", "clear", "model", "mcp", "permissions", "cost"}
@@ -48,6 +55,10 @@ def workspace_command(text: str, loaded: LoadedWorkspace) -> SlashInvocation | s
     name, _, arg = text[1:].partition(" ")
     if not name or name in BUILTIN_COMMANDS:
         return None
+    action = loaded.actions.get(name)
+    skill = invocable_skill(loaded, name)
+    if skill is not None and (action is None or action.kind == "command"):
+        return skill_invocation(skill, arg.strip(), loaded)
     several = loaded.actions.ambiguous(name)
     if several:
         return f"/{name} could be any of {', '.join('/' + n for n in several)}; type it in full"
@@ -76,6 +87,49 @@ def workspace_command(text: str, loaded: LoadedWorkspace) -> SlashInvocation | s
     )
 
 
+def invocable_skill(loaded: LoadedWorkspace, name: str) -> SkillSpec | None:
+    """The skill `/name` invokes (None when there is none, or it is not `user-invocable`)."""
+    skill = loaded.skills.get(name)
+    return skill if skill is not None and skill.user_invocable else None
+
+
+def skill_command(skill: SkillSpec) -> ActionSpec:
+    """A skill as a custom command: its body (rendered as a command's) with its folder and bundled files named."""
+    from bearagent.domain.specs import ActionSpec
+    from bearagent.registries.actions import DEFAULT_INPUTS
+
+    listing = "\n".join(f"- {path}" for path in skill.files)
+    how = f"read one with Skill(name={skill.name!r}, file=...)"
+    files = f"\n\nBundled files of this skill ({how}):\n{listing}" if skill.files else ""
+    return ActionSpec(
+        name=skill.name,
+        description=skill.description,
+        inputs=DEFAULT_INPUTS,  # type: ignore[arg-type]
+        template=f"{skill.body.strip()}\n\n(The instructions of skill {skill.name!r}; its folder is {skill.directory}.){files}",
+        source=skill.source,
+        level=skill.level,
+        origin=skill.origin,
+        kind="command",
+        argument_hint=skill.argument_hint,
+        allowed_tools=skill.allowed_tools,
+    )
+
+
+def skill_invocation(skill: SkillSpec, arguments: str, loaded: LoadedWorkspace) -> SlashInvocation:
+    from bearagent.registries.commands import render_command
+
+    action = skill_command(skill)
+    rendered = render_command(action, arguments, root=loaded.root)
+    return SlashInvocation(
+        action=action,
+        prompt=rendered.prompt,
+        agent=None,
+        model=None,
+        allowed_tools=skill.allowed_tools,
+        notes=rendered.notes,
+    )
+
+
 def _action_inputs(action: ActionSpec, arguments: str) -> dict[str, JsonValue]:
     properties = action.inputs.get("properties")
     if isinstance(properties, dict) and "arguments" in properties and "=" not in arguments.split(" ", 1)[0]:
@@ -95,9 +149,21 @@ def _action_inputs(action: ActionSpec, arguments: str) -> dict[str, JsonValue]:
 def command_help(loaded: LoadedWorkspace) -> list[str]:
     """One line per workspace command for `/help`: `/name [hint]  description` (built-in names shadow)."""
     lines: list[str] = ["workspace commands:"] if loaded.actions.all() else []
+    skills = {s.name: s for s in loaded.skills.all() if s.user_invocable}
     for action in loaded.actions.all():
         usage = f"/{action.name}" + (f" {action.argument_hint}" if action.argument_hint else "")
         if action.name in BUILTIN_COMMANDS:
             usage += " (shadowed by the built-in; use `bearagent action run`)"
+        elif action.kind == "command" and action.name in skills:
+            usage += " (shadowed by the skill of this name)"
         lines.append(f"  {usage:<30} {action.description.splitlines()[0][:80]}")
+    shown = [s for name, s in sorted(skills.items()) if name not in BUILTIN_COMMANDS]
+    if shown:
+        lines.append("skills (as commands):")
+    for skill in shown:
+        usage = f"/{skill.name}" + (f" {skill.argument_hint}" if skill.argument_hint else "")
+        action = loaded.actions.get(skill.name)
+        if action is not None and action.kind != "command":
+            usage += " (shadowed by the action of this name)"
+        lines.append(f"  {usage:<30} {skill.description.splitlines()[0][:80]}")
     return lines

@@ -213,6 +213,9 @@ class SkillSpec(DomainModel):
     source: str = Field(default="", max_length=4_096)
     level: Level = "workspace"
     origin: str = Field(default="", max_length=256)
+    user_invocable: bool = True
+    """Also the slash command `/<name>` (Claude Code's `user-invocable`, default true)."""
+    argument_hint: str | None = Field(default=None, max_length=512)
 
 
 COMMAND_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(?::[A-Za-z0-9][A-Za-z0-9_.-]*)*$")

@@ -1,4 +1,7 @@
-"""SkillRegistry: Agent Skills folders (`skills/<name>/SKILL.md`) with lenient loading and a budgeted catalog."""
+"""SkillRegistry: Agent Skills folders (`skills/<name>/SKILL.md`) with lenient loading and a budgeted catalog.
+
+Claude Code's `user-invocable` (false: not a slash command) and `argument-hint` (shown by `/help`) are read: a skill
+is also the slash command `/<name>` (`cli/slash_commands.py`), as Claude Code merged commands into skills."""
 
 from __future__ import annotations
 
@@ -19,12 +22,13 @@ from bearagent.domain.specs import SkillSpec
 from bearagent.registries._base import LayeredRegistry, frontmatter_candidates, frontmatter_reporter, unknown_key
 
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-SKILL_KEYS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
+SKILL_KEYS = frozenset(
+    {"name", "description", "license", "compatibility", "metadata", "allowed-tools", "user-invocable", "argument-hint"}
+)
 # Claude Code extensions: accepted, reported as ignored (never silently dropped).
 CLAUDE_SKILL_KEYS = frozenset(
     {
         "disable-model-invocation",
-        "user-invocable",
         "context",
         "agent",
         "paths",
@@ -251,6 +255,18 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
     for key in ("license", "compatibility"):
         value = data.get(key)
         texts[key] = str(value) if value is not None else None
+    hint = data.get("argument-hint")
+    if isinstance(hint, list):  # an unquoted `[issue-number]` is a YAML list
+        hint = " ".join(f"[{v}]" for v in cast(list[object], hint))
+    invocable = _flag(data.get("user-invocable", True))
+    if invocable is None:
+        add(
+            "warning",
+            "skill.invalid_field",
+            "user-invocable",
+            "user-invocable must be true or false; the skill stays a slash command",
+            "write `user-invocable: false`",
+        )
     spec = SkillSpec(
         name=dir_name,
         description=description[:4096],
@@ -264,8 +280,22 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
         source=str(path),
         level=source.level,
         origin=source.id,
+        user_invocable=invocable is not False,
+        argument_hint=str(hint)[:512] if hint is not None and str(hint).strip() else None,
     )
     return spec, diags
+
+
+def _flag(value: object) -> bool | None:
+    """A boolean as Claude Code reads one in skill frontmatter (`true`, `yes`, `on`, `1`, and their opposites)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    return None
 
 
 def rule_problem(entry: str) -> str | None:
