@@ -69,6 +69,7 @@ def serve(host: str, port: int, workspaces: tuple[Path, ...], config_file: Path 
         Authenticator(token, config.jwt),
         max_body_bytes=config.max_body_bytes,
         max_active_runs_per_caller=config.max_active_runs_per_caller,
+        resume_on_start=config.resume_on_start,
     )
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
     original = server.startup

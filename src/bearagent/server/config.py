@@ -8,6 +8,7 @@ workspaces:
 auth:
   jwt: {key_file: gateway-public.pem, algorithms: [RS256], audience: bearagent, issuer: https://gateway.example}
 limits: {max_body_bytes: 1048576, max_active_runs_per_caller: 8}
+runs: {resume_on_start: true}   # continue interrupted runs (and answered waiting ones) when the server starts
 ```
 """
 
@@ -30,6 +31,7 @@ class ServerConfig:
     jwt: JwtSettings | None = None
     max_body_bytes: int = 1_048_576
     max_active_runs_per_caller: int = 8
+    resume_on_start: bool = False
 
 
 def _bad(path: Path | None, message: str, fix: str) -> BearAgentError:
@@ -88,7 +90,14 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         except (OSError, ValueError) as exc:
             raise _bad(path, f"auth.jwt: {exc}", "see docs/server.md#auth") from None
     limits = cast(Mapping[str, object], raw.get("limits") or {})
+    runs: object = raw.get("runs") or {}
+    if not isinstance(runs, dict):
+        raise _bad(path, "`runs` must be a mapping", "write `runs: {resume_on_start: true}`")
+    resume = cast(Mapping[str, object], runs).get("resume_on_start", False)
+    if not isinstance(resume, bool):
+        raise _bad(path, f"runs.resume_on_start must be true or false, not {resume!r}", "write `resume_on_start: true`")
     return ServerConfig(
+        resume_on_start=resume,
         workspaces=entries,
         jwt=jwt,
         max_body_bytes=_int(limits, "max_body_bytes", 1_048_576),

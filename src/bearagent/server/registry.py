@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,8 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId
 from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
 from bearagent.runtime.observer import NullObserver
+
+_log = logging.getLogger("bearagent.server")
 
 Strategy: TypeAlias = Literal["enqueue", "reject", "interrupt"]
 _ID_RE = re.compile(r"[^a-z0-9-]+")
@@ -81,6 +84,14 @@ class _SilentObserver(NullObserver):
 class _Active:
     run_id: RunId
     task: asyncio.Task[RunResult]
+
+
+def _log_resume_failure(run_id: RunId) -> Callable[[asyncio.Task[RunResult]], None]:
+    def done(task: asyncio.Task[RunResult]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            _log.warning("resuming run %s failed: %s", run_id, task.exception())
+
+    return done
 
 
 class RunManager:
@@ -161,6 +172,34 @@ class RunManager:
         if session is not None:
             self._active[session] = _Active(run_id, task)
         return run_id
+
+    async def resume_interrupted(self) -> list[RunId]:
+        """Continue, in the background, every interrupted top-level run of the served workspaces and every waiting
+        one whose approval was answered (`runs.resume_on_start`). Each resumes as its session's caller."""
+        resumed: list[RunId] = []
+        for workspace_id in self.workspaces:
+            probe = self.runtime(workspace_id, "local")
+            await probe.resources.recover()
+            candidates = [
+                *await probe.store.fetch_runs(status="interrupted", limit=10_000),
+                *await probe.store.fetch_runs(status="waiting", limit=10_000),
+            ]
+            for run in candidates:
+                if run.parent_run_id is not None:
+                    continue
+                if run.status == "waiting" and (run.pending_approval is None or run.pending_approval.decision is None):
+                    continue
+                session = await probe.store.fetch_session(run.session_id) if run.session_id is not None else None
+                subject = session.caller if session is not None and session.caller else "local"
+                runtime = self.runtime(workspace_id, subject)
+                task = asyncio.create_task(runtime.resume(run.run_id))
+                task.add_done_callback(_log_resume_failure(run.run_id))
+                self._tasks[run.run_id] = task
+                self._owner[run.run_id] = subject
+                if run.session_id is not None:
+                    self._active[str(run.session_id)] = _Active(run.run_id, task)
+                resumed.append(run.run_id)
+        return resumed
 
     def owner_of(self, run_id: RunId) -> str | None:
         """The subject that started a run through this server (detached runs have no session to say so)."""
