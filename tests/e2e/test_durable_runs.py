@@ -269,3 +269,34 @@ def test_runs_list_filters_the_waiting_state(tmp_path: Path) -> None:
     for status, expected in (("waiting", [run_id]), ("interrupted", []), ("running", [])):
         found = json.loads(_cli(["runs", "list", "-w", str(root), "--status", status, "--json"], home).stdout)
         assert [r["run_id"] for r in found] == expected, status
+
+
+def test_a_resumed_run_says_what_changed_since_it_started(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    script = """
+turns:
+  - text: "Long step."
+    tool_calls: [{name: Bash, arguments: {command: "echo once >> effects.log; sleep 30"}}]
+  - text: "Checked."
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "--permission-mode", "acceptEdits", "go"],
+        env=_env(home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not (root / "effects.log").exists():
+        assert time.monotonic() < deadline, "the Bash call never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    agent = root / ".bearagent" / "agents" / "main.md"
+    agent.write_text(agent.read_text().replace("You are a test agent.", "You are a changed agent."))
+    (run,) = _runs(root, home)
+    done = _cli(["runs", "resume", str(run["run_id"]), "-w", str(root)], home)
+    assert "since this run started: agent main: its system prompt changed" in done.stdout + done.stderr
+    resumed = [p for t, p in _events(root, str(run["run_id"])) if t == "RunResumed"]
+    assert resumed[0]["changes"] == ["agent main: its system prompt changed"]
