@@ -207,7 +207,7 @@ def load_workspace(
     )
     actions = load_actions(action_sources(ws_root, user_dir), command_sources(ws_root, user_dir, compat=compat))
     diags.extend(command_model_diagnostics(actions.all(), models))
-    from bearagent.runtime.projection import alias_diagnostics
+    from bearagent.runtime.agent_model import alias_diagnostics
 
     diags.extend(alias_diagnostics(agents.all(), models))  # `model: sonnet` with no `sonnet` entry, at load
     mcp = load_mcp_servers(files, ws_root, contrib)

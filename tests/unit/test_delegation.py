@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.support.config_ws import agent_file, load, write
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
-from bearagent.runtime.projection import TASK_DESCRIPTION_CHARS, TASK_LISTING_CHARS, TASK_NAMES_CHARS
+from bearagent.runtime.runtime_tools import TASK_DESCRIPTION_CHARS, TASK_LISTING_CHARS, TASK_NAMES_CHARS
 
 CONFIG = "default_model: demo\nmodels:\n  demo: {provider: scripted, script: s.yaml}\n"
 
@@ -110,7 +110,7 @@ turns:
 def test_a_roster_past_the_name_budget_is_counted_and_the_description_stays_valid() -> None:
     from bearagent.domain.specs import AgentSpec
     from bearagent.domain.tools import ToolSpec
-    from bearagent.runtime.projection import agent_listing
+    from bearagent.runtime.runtime_tools import agent_listing
 
     agents = [AgentSpec(name=f"agent-number-{i:04d}", description="Does one thing.") for i in range(2000)]
     text, cut = agent_listing(agents)

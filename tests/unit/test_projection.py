@@ -13,7 +13,7 @@ from bearagent.domain.errors import BearAgentError
 from bearagent.domain.tools import ToolSpec
 from bearagent.plugins.manager import PluginHost
 from bearagent.ports import Tool
-from bearagent.runtime.projection import PROVIDER_SAFE_RE, provider_safe_name
+from bearagent.runtime.tool_names import PROVIDER_SAFE_RE, provider_safe_name
 
 CONFIG = "models:\n  demo: {provider: scripted, script: s.yaml}\n  sonnet: {provider: anthropic, model: claude-x}\ndefault_model: demo\n"
 NATIVE = {"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite"}

@@ -23,7 +23,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
     agent's tool projection. Exits 0 when there is no error, 2 when there is (warnings do not fail)."""
     from bearagent.domain.diagnostics import Diagnostic
     from bearagent.domain.errors import BearAgentError
-    from bearagent.runtime.projection import CLAUDE_MODEL_ALIASES
+    from bearagent.runtime.agent_model import CLAUDE_MODEL_ALIASES
 
     ws = load(workspace)
     diags: list[Diagnostic] = list(ws.diagnostics())

@@ -12,42 +12,40 @@ allowed skills; absent when none). Each allowed action is a tool `action__<name>
 (`subagent_type` enum; omitted on a primary agent = every other agent of mode subagent or all, as in Claude Code; its
 description lists each with its description so the model can choose), `switch` adds `SwitchAgent` (`agent` enum). MCP tools are projected as
 `mcp__<server>__<tool>`. A chat workspace projects no tools.
+
+The pieces it composes: the model an agent runs with (`agent_model.py`), the runtime tools' descriptors and the
+Task listing (`runtime_tools.py`), provider-safe, unique names (`tool_names.py`).
 """
 
 from __future__ import annotations
 
-import difflib
-import hashlib
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Literal
 
-from bearagent.domain._base import JsonValue
 from bearagent.domain.diagnostics import Diagnostic
-from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.errors import BearAgentError
 from bearagent.domain.grant import ToolGrant
 from bearagent.domain.models import ToolDescriptor
 from bearagent.domain.specs import ActionSpec, AgentSpec, ModelEntry, SkillSpec
 from bearagent.domain.tools import ToolSource, ToolSpec
 from bearagent.ports import Tool
-
-PROVIDER_SAFE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "fable"})
-SKILL_TOOL = "Skill"
-TASK_TOOL = "Task"
-SWITCH_TOOL = "SwitchAgent"
-ACTION_PREFIX = "action__"
-
-
-class ModelLookup(Protocol):
-    """What the projection needs of the model registry (`ModelRegistry` satisfies it)."""
-
-    def get(self, ref: str) -> ModelEntry | None: ...
-
-    def resolve(self, ref: str, *, where: str = ...) -> ModelEntry: ...
-
-    def all(self) -> list[ModelEntry]: ...
+from bearagent.runtime.agent_model import ModelLookup, resolve_agent_model
+from bearagent.runtime.agent_refs import agent_warning, agents_for, did_you_mean, mcp_servers_for
+from bearagent.runtime.runtime_tools import (
+    RUNTIME_TOOL_NAMES,
+    SKILL_TOOL,
+    SWITCH_TOOL,
+    TASK_LISTING_CHARS,
+    TASK_TOOL,
+    agent_listing,
+    default_subagents,
+    skill_spec,
+    switch_spec,
+    task_entry_names,
+    task_spec,
+)
+from bearagent.runtime.tool_names import action_tool_name, check_collisions, mcp_tool_name, provider_safe_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,100 +136,9 @@ class InvocationProjection:
         return tuple(d for d in self.diagnostics if d.severity == "error")
 
 
-def provider_safe_name(name: str) -> str:
-    """`name` with every character outside `[A-Za-z0-9_-]` replaced by `_`, shortened to 64 with a hash suffix."""
-    safe = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "_"
-    if len(safe) > 64:
-        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-        safe = f"{safe[:55]}_{digest}"
-    return safe
-
-
-def model_alias_message(ref: str) -> str:
-    """The one wording of `agent.model_alias_inherited` (load time and projection agree, so the run-start summary
-    and `doctor` fold the same warning of many files into one line)."""
-    return (
-        f"model {ref!r} is a Claude Code alias and no model entry is named {ref!r}; the agent inherits the default "
-        "model"
-    )
-
-
-def alias_diagnostics(agents: Iterable[AgentSpec], models: ModelLookup) -> list[Diagnostic]:
-    """`agent.model_alias_inherited` for each agent whose `model` is an unresolved Claude alias (at load time)."""
-    out: list[Diagnostic] = []
-    for agent in agents:
-        ref = agent.model
-        if ref is not None and ref in CLAUDE_MODEL_ALIASES and models.get(ref) is None:
-            out.append(_alias_diagnostic(agent, ref))
-    return out
-
-
-def _alias_diagnostic(agent: AgentSpec, ref: str) -> Diagnostic:
-    return Diagnostic(
-        severity="warning",
-        code="agent.model_alias_inherited",
-        message=model_alias_message(ref),
-        source=agent.source,
-        field="model",
-        subject=agent.name,
-        fix=f"add a `{ref}:` entry under `models:` in config.yaml, or write a model ref",
-    )
-
-
-def resolve_agent_model(
-    agent: AgentSpec, models: ModelLookup, *, default_model: str | None, parent_model: ModelEntry | None = None
-) -> tuple[ModelEntry, list[Diagnostic]]:
-    """The model entry an agent runs with. Order: the agent's `model` (a Claude alias resolves to an entry of that
-    name, else inherits with a warning) > the parent run's model (`inherit` for subagents) > `default_model` > the
-    only configured entry. Raises a configuration error naming the agent and the close matches."""
-    diags: list[Diagnostic] = []
-    ref = agent.model
-    if ref is not None and ref in CLAUDE_MODEL_ALIASES and models.get(ref) is None:
-        diags.append(_alias_diagnostic(agent, ref))
-        ref = None
-    if ref is not None:
-        return models.resolve(ref, where=f"agent {agent.name!r} ({agent.source or 'built-in'}): model"), diags
-    if parent_model is not None:
-        return parent_model, diags
-    if default_model:
-        return models.resolve(default_model, where="config.yaml: default_model"), diags
-    entries = models.all()
-    if len(entries) == 1:
-        return entries[0], diags
-    raise BearAgentError(
-        ErrorInfo.of(
-            "configuration", "no_model", f"agent {agent.name!r} has no model and config.yaml sets no default_model"
-        ),
-        hint="set `default_model: <entry>` in .bearagent/config.yaml (or `model:` in the agent file)"
-        + (
-            f"; entries: {', '.join(e.ref for e in entries)}"
-            if entries
-            else "; `bearagent init` scaffolds a working config"
-        ),
-    )
-
-
-def _suggest(word: str, candidates: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _warn(
-    agent: AgentSpec, code: str, key: str, message: str, fix: str, severity: Literal["warning", "error"] = "warning"
-) -> Diagnostic:
-    return Diagnostic(
-        severity=severity,
-        code=code,
-        message=f"agent {agent.name!r}: {message}",
-        source=agent.source,
-        field=key,
-        subject=agent.name,
-        fix=fix,
-    )
-
-
-def _object_schema(properties: Mapping[str, JsonValue], required: Sequence[str]) -> dict[str, JsonValue]:
-    return {"type": "object", "properties": dict(properties), "required": list(required), "additionalProperties": False}
+def grant_for(agent: AgentSpec) -> ToolGrant:
+    """The agent's `tools`, `disallowed_tools` and `mcp` lists resolved into the one value projection and gate use."""
+    return ToolGrant.resolve(agent.tools, agent.disallowed_tools, mcp=agent.mcp)
 
 
 def project_invocation(
@@ -256,7 +163,9 @@ def project_invocation(
         if require_model:
             raise
         diags.append(
-            _warn(agent, "agent.model_unresolved", "model", exc.info.message, exc.hint or "fix the model ref", "error")
+            agent_warning(
+                agent, "agent.model_unresolved", "model", exc.info.message, exc.hint or "fix the model ref", "error"
+            )
         )
     if caps.workspace_kind == "chat":
         diags.append(
@@ -269,11 +178,10 @@ def project_invocation(
         )
         return InvocationProjection(agent, model, (), diagnostics=tuple(diags), grant=grant_for(agent))
 
-    out: list[ProjectedTool] = []
     grant = grant_for(agent)
     for problem in grant.problems:
         diags.append(
-            _warn(
+            agent_warning(
                 agent,
                 "agent.invalid_tool_entry",
                 problem.key,
@@ -282,198 +190,30 @@ def project_invocation(
                 "error",
             )
         )
-    runtime_names = {SKILL_TOOL, TASK_TOOL, SWITCH_TOOL, "Agent"}  # Agent: Claude Code's current name of Task
-
-    # native + plugin tools
-    if grant.listed is None:
-        wanted = sorted(caps.default_tools)
-    elif grant.everything:
-        wanted = sorted(caps.tools)
-    else:
-        wanted = list(grant.listed)
-        unknown = [n for n in wanted if n not in caps.tools and n not in runtime_names]
-        for name in unknown:
-            diags.append(
-                _warn(
-                    agent,
-                    "agent.unknown_tool",
-                    "tools",
-                    f"tool {name!r} is not available{_suggest(name, caps.tools)}; it is skipped",
-                    "fix the name, or install the plugin that provides it",
-                )
-            )
-        if agent.tools and not grant.mcp_entries and all(n in unknown for n in wanted):
-            diags.append(
-                _warn(
-                    agent,
-                    "agent.no_tools_resolved",
-                    "tools",
-                    "none of the names in `tools` is an available tool",
-                    f"available: {', '.join(sorted(caps.tools))}",
-                    "error",
-                )
-            )
-    for name in wanted:
-        available = caps.tools.get(name)
-        if available is None or not grant.permits(name):
-            continue
-        source: ToolSource = "native" if available.origin == "native" else "plugin"
-        out.append(
-            ProjectedTool(provider_safe_name(name), source, name, available.origin, available.tool.spec, available.tool)
-        )
-
-    # skills -> one Skill tool
-    skill_names: list[str] = []
-    if grant.permits(SKILL_TOOL):
-        candidates = sorted(caps.skills) if agent.skills is None else list(dict.fromkeys(agent.skills))
-        for name in candidates:
-            if name in caps.skills:
-                skill_names.append(name)
-            else:
-                diags.append(
-                    _warn(
-                        agent,
-                        "agent.unknown_skill",
-                        "skills",
-                        f"skill {name!r} does not exist{_suggest(name, caps.skills)}; it is skipped",
-                        "`bearagent skills list` shows the skills",
-                    )
-                )
+    out = _granted_tools(agent, caps, grant, diags)
+    skill_names = _skills(agent, caps, grant, diags)
     if skill_names:
-        schema = _object_schema(
-            {
-                "name": {"type": "string", "enum": list(skill_names), "description": "the skill to load"},
-                "file": {
-                    "type": "string",
-                    "description": "optional: one of the skill's bundled files (as listed), to read its content",
-                },
-            },
-            ["name"],
-        )
-        spec = ToolSpec(
-            name=SKILL_TOOL,
-            description="Load a skill: returns its instructions and the list of its bundled files. Call it again with "
-            "`file` to read a bundled file. Use it when a task matches a skill in the catalog.",
-            input_schema=schema,
-        )
-        out.append(ProjectedTool(SKILL_TOOL, "skill", SKILL_TOOL, "runtime", spec))
-
-    # actions -> one tool each
-    action_names: list[str] = []
-    for name in dict.fromkeys(agent.actions or ()):
-        action = caps.actions.get(name)
-        if action is None:
-            diags.append(
-                _warn(
-                    agent,
-                    "agent.unknown_action",
-                    "actions",
-                    f"action {name!r} does not exist{_suggest(name, caps.actions)}; it is skipped",
-                    "`bearagent actions list` shows the actions",
-                )
-            )
-            continue
-        projected = provider_safe_name(ACTION_PREFIX + name)
-        if not grant.permits(projected) or grant.is_removed(name):
-            continue
-        action_names.append(name)
-        spec = ToolSpec(
-            name=projected, description=action.description, input_schema=action.inputs, side_effect="execute"
-        )
-        out.append(ProjectedTool(projected, "action", name, f"action {action.source or name}", spec))
-
-    # subagents -> Task
-    if agent.subagents is None:
-        subagents = default_subagents(agent, caps, grant)
-        named = _task_entry_names(agent)
-        if named:  # Claude Code's `tools: Agent(a, b)`: delegation to those agents only
-            subagents = _agents_for(
-                agent, named, caps, "tools", lambda a: a.is_subagent, "a subagent (mode: subagent or all)", diags
-            )
-    else:
-        subagents = _agents_for(
-            agent,
-            agent.subagents,
-            caps,
-            "subagents",
-            lambda a: a.is_subagent,
-            "a subagent (mode: subagent or all)",
-            diags,
-        )
+        out.append(ProjectedTool(SKILL_TOOL, "skill", SKILL_TOOL, "runtime", skill_spec(skill_names)))
+    action_names = _actions(agent, caps, grant, diags, out)
+    subagents = _subagents(agent, caps, grant, diags)
     if subagents and grant.permits(TASK_TOOL):
-        listing, cut = agent_listing([caps.agents[n] for n in subagents])
-        if cut:
-            diags.append(
-                Diagnostic(
-                    severity="info",
-                    code="projection.task_listing_cut",
-                    message=f"agent {agent.name!r}: the Task tool lists {len(cut)} agent(s) without their "
-                    f"description (the listing is limited to {TASK_LISTING_CHARS:,} characters): {', '.join(cut)}",
-                    source=agent.source,
-                    subject=agent.name,
-                    fix="shorten the descriptions of the agents, or narrow the agent's `subagents:` list",
-                )
-            )
-        schema = _object_schema(
-            {
-                "subagent_type": {
-                    "type": "string",
-                    "enum": list(subagents),
-                    "description": "which agent runs the task",
-                },
-                "prompt": {"type": "string", "description": "the complete task for the subagent"},
-                "description": {"type": "string", "description": "a short (3-5 word) label of the task"},
-            },
-            ["subagent_type", "prompt"],
-        )
-        spec = ToolSpec(
-            name=TASK_TOOL,
-            description="Delegate a task to a subagent, which runs it in a fresh context and returns its final "
-            "answer. Choose the agent whose description fits the task; use it proactively when a description says "
-            f"so.\nAvailable agents:\n{listing}",
-            input_schema=schema,
-            side_effect="execute",
-        )
-        out.append(ProjectedTool(TASK_TOOL, "runtime", TASK_TOOL, "runtime", spec))
-
-    # switch -> SwitchAgent
-    targets = _agents_for(
-        agent, agent.switch, caps, "switch", lambda a: a.is_primary, "a primary agent (mode: primary or all)", diags
+        out.append(_task_tool(agent, caps, subagents, diags))
+    targets = agents_for(
+        agent,
+        agent.switch,
+        caps.agents,
+        "switch",
+        lambda a: a.is_primary,
+        "a primary agent (mode: primary or all)",
+        diags,
     )
     if targets and grant.permits(SWITCH_TOOL):
-        listing = "\n".join(f"- {n}: {caps.agents[n].description}" for n in targets)
-        schema = _object_schema(
-            {
-                "agent": {"type": "string", "enum": list(targets)},
-                "reason": {"type": "string", "description": "why the switch"},
-            },
-            ["agent"],
-        )
-        spec = ToolSpec(
-            name=SWITCH_TOOL,
-            description=f"Hand this session over to another primary agent.\nAvailable agents:\n{listing}",
-            input_schema=schema,
-        )
+        spec = switch_spec({n: caps.agents[n].description for n in targets})
         out.append(ProjectedTool(SWITCH_TOOL, "runtime", SWITCH_TOOL, "runtime", spec))
+    allowed_servers = mcp_servers_for(agent, caps.mcp_servers, diags)
+    out.extend(_mcp_tools(grant, mcp_tools or ()))
 
-    # MCP
-    allowed_servers = _mcp_servers(agent, caps, diags)
-    for server, mcp_spec in mcp_tools or ():
-        projected = provider_safe_name(f"mcp__{server}__{mcp_spec.name}")
-        # the gate checks the projected name, so both must pass (they differ only for unusual server names)
-        if not grant.permits_mcp(server, mcp_spec.name) or not grant.permits(projected):
-            continue
-        out.append(
-            ProjectedTool(
-                projected,
-                "mcp",
-                f"{server}.{mcp_spec.name}",
-                f"mcp server {server}",
-                mcp_spec.model_copy(update={"name": projected}),
-            )
-        )
-
-    _check_collisions(agent, out)
+    check_collisions(agent.name, out)
     return InvocationProjection(
         agent,
         model,
@@ -488,140 +228,148 @@ def project_invocation(
     )
 
 
-TASK_LISTING_CHARS = 10_000
-"""The most the descriptions in the Task tool's agent listing may take (the model reads it on every call); agents
-past it are listed by name, and past TASK_NAMES_CHARS only counted (the enum still names each)."""
-TASK_NAMES_CHARS = 15_000
-TASK_DESCRIPTION_CHARS = 600
-"""The most one agent's description takes in that listing (a wizard-written one with examples runs to pages)."""
+def _granted_tools(
+    agent: AgentSpec, caps: Capabilities, grant: ToolGrant, diags: list[Diagnostic]
+) -> list[ProjectedTool]:
+    """The native and plugin tools the grant names (omitted: the default set; `*`: every one)."""
+    if grant.listed is None:
+        wanted = sorted(caps.default_tools)
+    elif grant.everything:
+        wanted = sorted(caps.tools)
+    else:
+        wanted = list(grant.listed)
+        unknown = [n for n in wanted if n not in caps.tools and n not in RUNTIME_TOOL_NAMES]
+        for name in unknown:
+            diags.append(
+                agent_warning(
+                    agent,
+                    "agent.unknown_tool",
+                    "tools",
+                    f"tool {name!r} is not available{did_you_mean(name, caps.tools)}; it is skipped",
+                    "fix the name, or install the plugin that provides it",
+                )
+            )
+        if agent.tools and not grant.mcp_entries and all(n in unknown for n in wanted):
+            diags.append(
+                agent_warning(
+                    agent,
+                    "agent.no_tools_resolved",
+                    "tools",
+                    "none of the names in `tools` is an available tool",
+                    f"available: {', '.join(sorted(caps.tools))}",
+                    "error",
+                )
+            )
+    out: list[ProjectedTool] = []
+    for name in wanted:
+        available = caps.tools.get(name)
+        if available is None or not grant.permits(name):
+            continue
+        source: ToolSource = "native" if available.origin == "native" else "plugin"
+        out.append(
+            ProjectedTool(provider_safe_name(name), source, name, available.origin, available.tool.spec, available.tool)
+        )
+    return out
 
 
-def default_subagents(agent: AgentSpec, caps: Capabilities, grant: ToolGrant) -> list[str]:
-    """`subagents` omitted: a primary agent delegates to every other agent whose mode allows it (subagent or all),
-    as Claude Code's main agent does; a `mode: subagent` agent to none. An explicit `tools` list is a restriction
-    (as in Claude Code): then only when it names `Task` or `Agent` (or is `*`)."""
-    if not agent.is_primary:
-        return []
-    if grant.restricts_tools and not {"Task", "Agent"} & set(grant.listed or ()):
-        return []
-    return sorted(n for n, a in caps.agents.items() if n != agent.name and a.is_subagent)
+def _skills(agent: AgentSpec, caps: Capabilities, grant: ToolGrant, diags: list[Diagnostic]) -> list[str]:
+    """The skills the one `Skill` tool offers (none when the grant removes `Skill`)."""
+    skill_names: list[str] = []
+    if grant.permits(SKILL_TOOL):
+        candidates = sorted(caps.skills) if agent.skills is None else list(dict.fromkeys(agent.skills))
+        for name in candidates:
+            if name in caps.skills:
+                skill_names.append(name)
+            else:
+                diags.append(
+                    agent_warning(
+                        agent,
+                        "agent.unknown_skill",
+                        "skills",
+                        f"skill {name!r} does not exist{did_you_mean(name, caps.skills)}; it is skipped",
+                        "`bearagent skills list` shows the skills",
+                    )
+                )
+    return skill_names
 
 
-_TASK_ENTRY = re.compile(r"^(?:Task|Agent)\((?P<names>[^()]*)\)$")
-
-
-def _task_entry_names(agent: AgentSpec) -> list[str]:
-    """The agent names of `Agent(a, b)` / `Task(a, b)` entries in `tools`."""
-    names: list[str] = []
-    for entry in agent.tools or ():
-        match = _TASK_ENTRY.match(entry.strip())
-        if match is not None:
-            names.extend(n.strip() for n in match.group("names").split(",") if n.strip() and n.strip() != "*")
-    return names
-
-
-def agent_listing(agents: Sequence[AgentSpec]) -> tuple[str, list[str]]:
-    """`- name: description` lines for the Task tool (whitespace collapsed, each description at most
-    TASK_DESCRIPTION_CHARS); past TASK_LISTING_CHARS the rest are listed by name only. Returns (text, names cut)."""
-    lines: list[str] = []
-    cut: list[str] = []
-    total = 0
-    for index, target in enumerate(agents):
-        text = " ".join(target.description.split())
-        if len(text) > TASK_DESCRIPTION_CHARS:
-            text = text[: TASK_DESCRIPTION_CHARS - 1].rstrip() + "…"
-        line = f"- {target.name}: {text}"
-        if cut or total + len(line) > TASK_LISTING_CHARS:
-            cut.append(target.name)
-            line = f"- {target.name}"
-        if total + len(line) > TASK_NAMES_CHARS:
-            cut.extend(a.name for a in agents[index + 1 :])
-            lines.append(f"- … and {len(agents) - index} more (every subagent_type value is an agent)")
-            break
-        lines.append(line)
-        total += len(line) + 1
-    return "\n".join(lines), cut
-
-
-def grant_for(agent: AgentSpec) -> ToolGrant:
-    """The agent's `tools`, `disallowed_tools` and `mcp` lists resolved into the one value projection and gate use."""
-    return ToolGrant.resolve(agent.tools, agent.disallowed_tools, mcp=agent.mcp)
-
-
-def _agents_for(
-    agent: AgentSpec,
-    names: Sequence[str],
-    caps: Capabilities,
-    key: str,
-    check: Callable[[AgentSpec], bool],
-    need: str,
-    diags: list[Diagnostic],
+def _actions(
+    agent: AgentSpec, caps: Capabilities, grant: ToolGrant, diags: list[Diagnostic], out: list[ProjectedTool]
 ) -> list[str]:
-    found: list[str] = []
-    for name in dict.fromkeys(names):
-        target = caps.agents.get(name)
-        if target is None:
+    """One `action__<name>` tool each for the agent's actions (appended to `out`); returns their names."""
+    action_names: list[str] = []
+    for name in dict.fromkeys(agent.actions or ()):
+        action = caps.actions.get(name)
+        if action is None:
             diags.append(
-                _warn(
+                agent_warning(
                     agent,
-                    f"agent.unknown_{key}",
-                    key,
-                    f"{key} names {name!r}, which does not exist{_suggest(name, caps.agents)}; it is skipped",
-                    "`bearagent agents list` shows the agents",
-                )
-            )
-        elif not check(target):
-            diags.append(
-                _warn(
-                    agent,
-                    f"agent.invalid_{key}",
-                    key,
-                    f"{key} names {name!r}, which is not {need}; it is skipped",
-                    f"set `mode:` in {target.source or name}",
-                )
-            )
-        else:
-            found.append(name)
-    return found
-
-
-def _mcp_servers(agent: AgentSpec, caps: Capabilities, diags: list[Diagnostic]) -> set[str]:
-    """The configured servers the agent's `mcp` allowlist names (all when omitted); unknown names are warnings."""
-    if agent.mcp is None:
-        return set(caps.mcp_servers)
-    servers: set[str] = set()
-    for entry in agent.mcp:
-        server = entry.partition(".")[0]
-        if server not in caps.mcp_servers:
-            diags.append(
-                _warn(
-                    agent,
-                    "agent.unknown_mcp_server",
-                    "mcp",
-                    f"MCP server {server!r} is not configured{_suggest(server, caps.mcp_servers)}; it is skipped",
-                    "declare it under `mcp_servers:` in config.yaml or in .mcp.json",
+                    "agent.unknown_action",
+                    "actions",
+                    f"action {name!r} does not exist{did_you_mean(name, caps.actions)}; it is skipped",
+                    "`bearagent actions list` shows the actions",
                 )
             )
             continue
-        servers.add(server)
-    return servers
+        projected = action_tool_name(name)
+        if not grant.permits(projected) or grant.is_removed(name):
+            continue
+        action_names.append(name)
+        spec = ToolSpec(
+            name=projected, description=action.description, input_schema=action.inputs, side_effect="execute"
+        )
+        out.append(ProjectedTool(projected, "action", name, f"action {action.source or name}", spec))
+    return action_names
 
 
-def _check_collisions(agent: AgentSpec, tools: Sequence[ProjectedTool]) -> None:
-    seen: dict[str, ProjectedTool] = {}
-    for tool in tools:
-        if not PROVIDER_SAFE_RE.match(tool.name):  # pragma: no cover - provider_safe_name guarantees it
-            raise AssertionError(tool.name)
-        other = seen.get(tool.name)
-        if other is not None:
-            raise BearAgentError(
-                ErrorInfo.of(
-                    "configuration",
-                    "tool_name_collision",
-                    f"agent {agent.name!r}: tool name {tool.name!r} is projected twice: {other.source} {other.internal_name!r} "
-                    f"from {other.origin} and {tool.source} {tool.internal_name!r} from {tool.origin}",
-                    tool=tool.name,
-                ),
-                hint="rename one of them, or remove one from the agent's allowlists (`tools`, `disallowed_tools`, `mcp`)",
+def _subagents(agent: AgentSpec, caps: Capabilities, grant: ToolGrant, diags: list[Diagnostic]) -> list[str]:
+    """The agents `Task` may delegate to: `subagents`, else `Agent(a, b)` entries of `tools`, else the default."""
+    if agent.subagents is None:
+        named = task_entry_names(agent)
+        if not named:
+            return default_subagents(agent, caps.agents, grant)
+        names: Sequence[str] = named  # Claude Code's `tools: Agent(a, b)`: delegation to those agents only
+        key = "tools"
+    else:
+        names, key = agent.subagents, "subagents"
+    return agents_for(
+        agent, names, caps.agents, key, lambda a: a.is_subagent, "a subagent (mode: subagent or all)", diags
+    )
+
+
+def _task_tool(
+    agent: AgentSpec, caps: Capabilities, subagents: Sequence[str], diags: list[Diagnostic]
+) -> ProjectedTool:
+    listing, cut = agent_listing([caps.agents[n] for n in subagents])
+    if cut:
+        diags.append(
+            Diagnostic(
+                severity="info",
+                code="projection.task_listing_cut",
+                message=f"agent {agent.name!r}: the Task tool lists {len(cut)} agent(s) without their "
+                f"description (the listing is limited to {TASK_LISTING_CHARS:,} characters): {', '.join(cut)}",
+                source=agent.source,
+                subject=agent.name,
+                fix="shorten the descriptions of the agents, or narrow the agent's `subagents:` list",
             )
-        seen[tool.name] = tool
+        )
+    return ProjectedTool(TASK_TOOL, "runtime", TASK_TOOL, "runtime", task_spec(subagents, listing))
+
+
+def _mcp_tools(grant: ToolGrant, mcp_tools: Iterable[tuple[str, ToolSpec]]) -> list[ProjectedTool]:
+    out: list[ProjectedTool] = []
+    for server, mcp_spec in mcp_tools:
+        projected = mcp_tool_name(server, mcp_spec.name)
+        # the gate checks the projected name, so both must pass (they differ only for unusual server names)
+        if not grant.permits_mcp(server, mcp_spec.name) or not grant.permits(projected):
+            continue
+        out.append(
+            ProjectedTool(
+                projected,
+                "mcp",
+                f"{server}.{mcp_spec.name}",
+                f"mcp server {server}",
+                mcp_spec.model_copy(update={"name": projected}),
+            )
+        )
+    return out
