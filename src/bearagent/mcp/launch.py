@@ -7,16 +7,23 @@ after `bearagent trust`), so, as in Claude Code, it inherits the manager's whole
 a private CA), and the entry's `env` is laid over it. (The SDK also adds HOME, LOGNAME, PATH, SHELL, TERM and USER
 from the process environment under ours; the values we pass win.) Only Bash gets a filtered environment
 (`bearagent.sandbox.env`).
+
+With `sandbox.mcp: true` a stdio launch is wrapped in the Bash sandbox (`confine`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bearagent.config.env import expand_env
 from bearagent.domain.specs import McpServerSpec
+from bearagent.mcp.errors import McpFailure
+
+if TYPE_CHECKING:
+    from bearagent.sandbox.settings import SandboxSettings
 
 
 def where_of(spec: McpServerSpec) -> str:
@@ -84,3 +91,35 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
+
+
+def confine(launch: Launch, sandbox: SandboxSettings, workspace_root: Path, server: str) -> Launch | McpFailure:
+    """The stdio launch wrapped in the sandbox (`bearagent.sandbox.launch.confined_launch`, same environment), or
+    why the server cannot start (the sandbox is unavailable or could not be prepared): it never runs unconfined."""
+    from bearagent.sandbox.launch import SandboxUnavailableError, confined_launch, unavailable_message
+
+    try:
+        confined = confined_launch(
+            launch.command,
+            sandbox,
+            launch.env,
+            workspace_root,
+            cwd=Path(launch.cwd) if launch.cwd else None,
+        )
+    except (SandboxUnavailableError, OSError) as exc:
+        what = f"MCP server {server!r}"
+        if isinstance(exc, SandboxUnavailableError):
+            message = unavailable_message(what, "mcp", exc.status)
+        else:
+            message = f"{what} was not run: the sandbox could not be prepared ({exc.strerror or exc})"
+        message, _, fix = message.partition(". To fix: ")
+        return McpFailure("sandbox_unavailable", message + ".", fix or "check `bearagent doctor`.")
+    done = False
+
+    def cleanup() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            confined.finish()
+
+    return replace(launch, command=confined.argv, env=confined.env, cleanup=cleanup)

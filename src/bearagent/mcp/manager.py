@@ -20,64 +20,32 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonMapping
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.ids import ToolCallId
 from bearagent.domain.specs import McpServerSpec
 from bearagent.domain.tools import ToolResult, ToolSpec
-from bearagent.mcp.errors import ConnectContext, McpConnectError, McpFailure, describe_failure
-from bearagent.mcp.launch import Launch, redact, resolve_launch, where_of
+from bearagent.mcp.calls import CallFailure, call_remote, failed_result
+from bearagent.mcp.errors import McpConnectError, McpFailure, describe_failure
+from bearagent.mcp.launch import Launch, confine, resolve_launch, where_of
+from bearagent.mcp.slot import (
+    DEFAULT_BACKOFF_S,
+    DEFAULT_MAX_BACKOFF_S,
+    DEFAULT_MAX_CONNECT_ATTEMPTS,
+    DEFAULT_MAX_RESTARTS,
+    McpServerStatus,
+    ReconnectPolicy,
+    ServerSlot,
+    ServerState,
+)
 from bearagent.mcp.tool import McpTool, build_tools
 from bearagent.ports import Tool, ToolContext
 
 if TYPE_CHECKING:
     from bearagent.mcp._sdk import Connection
     from bearagent.sandbox.settings import SandboxSettings
-
-ServerState: TypeAlias = Literal["pending", "connecting", "ready", "failed", "closed"]
-
-DEFAULT_MAX_CONNECT_ATTEMPTS = 3
-DEFAULT_MAX_RESTARTS = 5
-DEFAULT_BACKOFF_S = 0.5
-DEFAULT_MAX_BACKOFF_S = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class McpServerStatus:
-    """What `bearagent mcp list` shows for one server."""
-
-    name: str
-    transport: str
-    state: ServerState
-    tool_count: int
-    last_error: str | None
-    hint: str | None
-    connect_attempts: int
-    restarts: int
-    source: str
-    protocol_version: str | None
-
-
-class _Slot:
-    """One configured server: its spec, current connection, tools and failure bookkeeping."""
-
-    def __init__(self, spec: McpServerSpec, in_process: object | None) -> None:
-        self.spec = spec
-        self.in_process = in_process
-        self.state: ServerState = "pending"
-        self.failure: McpFailure | None = None
-        self.conn: Connection | None = None
-        self.tools: tuple[McpTool, ...] = ()
-        self.attempts = 0  # connect attempts, total
-        self.failed_in_row = 0  # consecutive failed connect attempts
-        self.restarts = 0  # reconnects after a connection that worked died
-        self.next_attempt_at = 0.0
-        self.lock = asyncio.Lock()
-        self.had_connection = False
 
 
 class McpConnectionManager:
@@ -106,11 +74,8 @@ class McpConnectionManager:
         self._env = dict(env)
         self._sandbox = sandbox
         self._root = workspace_root
-        self._max_attempts = max_connect_attempts
-        self._max_restarts = max_restarts
-        self._backoff = backoff_s
-        self._max_backoff = max_backoff_s
-        self._slots: dict[str, _Slot] = {}
+        self._policy = ReconnectPolicy(max_connect_attempts, max_restarts, backoff_s, max_backoff_s)
+        self._slots: dict[str, ServerSlot] = {}
         for spec in specs:
             if spec.name in self._slots:
                 raise BearAgentError(
@@ -122,11 +87,11 @@ class McpConnectionManager:
                     ),
                     hint="rename one of the entries; the registry should have resolved shadowing before this point",
                 )
-            self._slots[spec.name] = _Slot(spec, (in_process or {}).get(spec.name))
+            self._slots[spec.name] = ServerSlot(spec, (in_process or {}).get(spec.name), self._policy)
         for name, server in (in_process or {}).items():
             if name not in self._slots:
                 spec = McpServerSpec(name=name, transport="stdio", command="(in-process)", source="in-process")
-                self._slots[name] = _Slot(spec, server)
+                self._slots[name] = ServerSlot(spec, server, self._policy)
         self._closed = False
         self._retry_task: asyncio.Task[None] | None = None
         self._retry_interval = 0.0
@@ -157,7 +122,7 @@ class McpConnectionManager:
         due = [
             slot
             for slot in self._slots.values()
-            if slot.state == "failed" and self._may_retry(slot) and slot.next_attempt_at <= now
+            if slot.state == "failed" and slot.may_retry() and slot.next_attempt_at <= now
         ]
         await asyncio.gather(*(self._connect_guarded(slot) for slot in due))
         return [slot.spec.name for slot in due if slot.state == "ready"]
@@ -173,7 +138,7 @@ class McpConnectionManager:
 
         async def loop() -> None:
             while not self._closed:
-                if not any(s.state == "failed" and self._may_retry(s) for s in self._slots.values()):
+                if not any(s.state == "failed" and s.may_retry() for s in self._slots.values()):
                     return  # a later crash is handled by the next call, not by this loop
                 await asyncio.sleep(interval_s)
                 await self.retry_failed()
@@ -231,10 +196,10 @@ class McpConnectionManager:
         return list(self._slot(server).tools)
 
     def status(self) -> list[McpServerStatus]:
-        return [self._status(slot) for slot in self._slots.values()]
+        return [slot.status() for slot in self._slots.values()]
 
     def server_status(self, server: str) -> McpServerStatus:
-        return self._status(self._slot(server))
+        return self._slot(server).status()
 
     def unavailable_summary(self) -> str:
         """Text for the model (and the user): which servers are unavailable and why. Empty when all are ready."""
@@ -243,7 +208,7 @@ class McpConnectionManager:
             if slot.state in ("ready", "pending", "closed"):
                 continue
             reason = slot.failure.message if slot.failure else "still connecting"
-            retry = " It will be retried." if slot.state == "failed" and self._may_retry(slot) else ""
+            retry = " It will be retried." if slot.state == "failed" and slot.may_retry() else ""
             lines.append(f"- {slot.spec.name}: {reason}{retry}")
         if not lines:
             return ""
@@ -255,72 +220,37 @@ class McpConnectionManager:
     async def call_tool(
         self, tool: McpTool, arguments: JsonMapping, context: ToolContext, *, exact_name: str
     ) -> ToolResult:
-        from bearagent.mcp import _sdk
-
         slot = self._slot(tool.server)
         started = time.monotonic()
 
-        def elapsed() -> int:
-            return int((time.monotonic() - started) * 1000)
+        def failed(failure: CallFailure) -> ToolResult:
+            secrets = slot.conn.launch.secrets if slot.conn is not None else ()
+            return failed_result(tool, context, failure, int((time.monotonic() - started) * 1000), secrets)
 
         try:
             conn = await self._ensure_connected(slot)
         except McpConnectError as exc:
-            return self._failed(tool, context, "server_unavailable", exc.failure.text(), elapsed(), retryable=True)
+            return failed(CallFailure("server_unavailable", exc.failure.text(), retryable=True))
 
-        timeout = slot.spec.call_timeout_s
-        try:
-            pending = conn.call_tool(exact_name, _thaw(arguments), timeout)
-            # A dead stdio (or in-process) server fails pending requests at once (-32000); a dead HTTP transport
-            # does not always, so HTTP calls race the connection's death.
-            raw = await (_sdk.run_with_death_watch(conn, pending) if conn.launch.transport == "http" else pending)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if _sdk.is_connection_closed(exc) or conn.dead.is_set():
-                await asyncio.sleep(0)  # let the runner record why the transport died
-                failure = conn.failure if conn.failure is not None else conn.failure_now(exc)
-                self._mark_dead(slot, conn, failure)
-                then = (
-                    "The next call restarts it."
-                    if self._may_retry(slot)
-                    else f"It will not be restarted again in this session ({slot.restarts} restart(s) so far)."
-                )
-                return self._failed(
-                    tool,
-                    context,
-                    "connection_lost",
-                    f"MCP server {slot.spec.name!r} died during the call to {exact_name!r}: {failure.message} {then}",
-                    elapsed(),
-                    retryable=True,
-                )
-            if _sdk.is_timeout(exc):
-                return self._failed(
-                    tool,
-                    context,
-                    "call_timeout",
-                    f"MCP tool {exact_name!r} on server {slot.spec.name!r} did not answer within {timeout:g}s "
-                    f"(the call was cancelled). Fix: raise `call_timeout_s` in {where_of(slot.spec)} if the tool "
-                    "is just slow.",
-                    elapsed(),
-                    retryable=True,
-                )
-            text = _sdk.mcp_error_text(exc)
-            if text is not None:
-                return self._failed(
-                    tool,
-                    context,
-                    "protocol_error",
-                    f"MCP server {slot.spec.name!r} refused the call to {exact_name!r} with {text}",
-                    elapsed(),
-                )
-            failure = describe_failure(exc, self._ctx(slot, conn.launch))
-            return self._failed(tool, context, "call_failed", failure.text(), elapsed())
-        return _sdk.to_tool_result(raw, spec=tool.spec, context=context, server=slot.spec.name, duration_ms=elapsed())
+        def died(failure: McpFailure) -> str:
+            self._mark_dead(slot, conn, failure)
+            if slot.may_retry():
+                return "The next call restarts it."
+            return f"It will not be restarted again in this session ({slot.restarts} restart(s) so far)."
+
+        outcome = await call_remote(
+            conn, slot.spec, exact_name, arguments, on_death=died, context=lambda: slot.context(conn.launch)
+        )
+        if isinstance(outcome, CallFailure):
+            return failed(outcome)
+        from bearagent.mcp._results import to_tool_result
+
+        duration_ms = int((time.monotonic() - started) * 1000)
+        return to_tool_result(outcome, spec=tool.spec, context=context, server=slot.spec.name, duration_ms=duration_ms)
 
     # ----- internals -----
 
-    def _slot(self, server: str) -> _Slot:
+    def _slot(self, server: str) -> ServerSlot:
         slot = self._slots.get(server)
         if slot is None:
             raise BearAgentError(
@@ -329,45 +259,13 @@ class McpConnectionManager:
             )
         return slot
 
-    def _may_retry(self, slot: _Slot) -> bool:
-        if slot.failed_in_row >= self._max_attempts:
-            return False
-        return not (slot.had_connection and slot.restarts >= self._max_restarts)
-
-    def _status(self, slot: _Slot) -> McpServerStatus:
-        conn = slot.conn
-        return McpServerStatus(
-            name=slot.spec.name,
-            transport="in-process" if slot.in_process is not None else slot.spec.transport,
-            state=slot.state,
-            tool_count=len(slot.tools),
-            last_error=slot.failure.message if slot.failure else None,
-            hint=slot.failure.hint if slot.failure else None,
-            connect_attempts=slot.attempts,
-            restarts=slot.restarts,
-            source=slot.spec.source,
-            protocol_version=conn.protocol_version if conn is not None else None,
-        )
-
-    def _ctx(self, slot: _Slot, launch: Launch | None) -> ConnectContext:
-        spec = slot.spec
-        return ConnectContext(
-            server=spec.name,
-            where=where_of(spec),
-            transport="in-process" if slot.in_process is not None else spec.transport,
-            command=launch.command if launch else ((spec.command or "?"), *spec.args),
-            cwd=launch.cwd if launch else spec.cwd,
-            url=launch.url if launch else spec.url,
-            startup_timeout_s=spec.startup_timeout_s,
-        )
-
-    async def _connect_guarded(self, slot: _Slot) -> None:
+    async def _connect_guarded(self, slot: ServerSlot) -> None:
         async with slot.lock:
             if slot.state == "ready" or self._closed:
                 return
             await self._connect(slot)
 
-    async def _connect(self, slot: _Slot) -> None:
+    async def _connect(self, slot: ServerSlot) -> None:
         """One connect attempt (the caller holds `slot.lock`). Sets `ready` or `failed`."""
         from bearagent.mcp import _sdk
 
@@ -381,9 +279,9 @@ class McpConnectionManager:
                 else resolve_launch(spec, self._env, self._root)
             )
         except BearAgentError as exc:
-            self._record_failure(slot, describe_failure(exc, self._ctx(slot, None)))
+            slot.record_failure(describe_failure(exc, slot.context(None)))
             return
-        ctx = self._ctx(slot, launch)  # messages show the server's own command, not the sandbox around it
+        ctx = slot.context(launch)  # messages show the server's own command, not the sandbox around it
         if launch.transport == "stdio" and slot.in_process is None and self._sandbox is not None and self._sandbox.mcp:
             confined = self._confine(slot, launch)
             if confined is None:
@@ -402,7 +300,7 @@ class McpConnectionManager:
             await conn.open()
         except McpConnectError as exc:
             await conn.close()
-            self._record_failure(slot, exc.failure)
+            slot.record_failure(exc.failure)
             return
         if self._closed:
             await conn.close()
@@ -415,61 +313,22 @@ class McpConnectionManager:
         slot.failed_in_row = 0
         slot.had_connection = True
 
-    def _confine(self, slot: _Slot, launch: Launch) -> Launch | None:
+    def _confine(self, slot: ServerSlot, launch: Launch) -> Launch | None:
         """The launch wrapped in the sandbox, or None after recording why the server cannot start (not retried:
         the sandbox will not start on the next attempt either)."""
-        from bearagent.sandbox.launch import SandboxUnavailableError, confined_launch, unavailable_message
-
         assert self._sandbox is not None
-        try:
-            confined = confined_launch(
-                launch.command,
-                self._sandbox,
-                launch.env,
-                self._root,
-                cwd=Path(launch.cwd) if launch.cwd else None,
-            )
-        except (SandboxUnavailableError, OSError) as exc:
-            what = f"MCP server {slot.spec.name!r}"
-            if isinstance(exc, SandboxUnavailableError):
-                message = unavailable_message(what, "mcp", exc.status)
-            else:
-                message = f"{what} was not run: the sandbox could not be prepared ({exc.strerror or exc})"
-            message, _, fix = message.partition(". To fix: ")
-            self._record_failure(
-                slot, McpFailure("sandbox_unavailable", message + ".", fix or "check `bearagent doctor`.")
-            )
-            slot.failed_in_row = max(slot.failed_in_row, self._max_attempts)
+        confined = confine(launch, self._sandbox, self._root, slot.spec.name)
+        if isinstance(confined, McpFailure):
+            slot.record_failure(confined)
+            slot.give_up()
             return None
-        done = False
+        return confined
 
-        def cleanup() -> None:
-            nonlocal done
-            if not done:
-                done = True
-                confined.finish()
+    def _mark_dead(self, slot: ServerSlot, conn: Connection, failure: McpFailure) -> None:
+        if slot.mark_dead(conn, failure):
+            self._spawn(conn.close())
 
-        return replace(launch, command=confined.argv, env=confined.env, cleanup=cleanup)
-
-    def _record_failure(self, slot: _Slot, failure: McpFailure) -> None:
-        slot.state = "failed"
-        slot.failure = failure
-        slot.failed_in_row += 1
-        slot.tools = ()
-        delay = min(self._backoff * (2 ** (slot.failed_in_row - 1)), self._max_backoff)
-        slot.next_attempt_at = time.monotonic() + delay
-
-    def _mark_dead(self, slot: _Slot, conn: Connection, failure: McpFailure) -> None:
-        if slot.conn is not conn:
-            return
-        slot.conn = None
-        slot.state = "failed"
-        slot.failure = failure
-        slot.tools = ()
-        slot.next_attempt_at = time.monotonic()  # the first restart after a crash is immediate
-        self._spawn(conn.close())
-
-    async def _ensure_connected(self, slot: _Slot) -> Connection:
+    async def _ensure_connected(self, slot: ServerSlot) -> Connection:
         conn = slot.conn
         if slot.state == "ready" and conn is not None and not conn.dead.is_set():
             return conn
@@ -483,7 +342,7 @@ class McpConnectionManager:
                 raise McpConnectError(
                     McpFailure("closed", f"MCP server {slot.spec.name!r} is closed.", "start a new session.")
                 )
-            if not self._may_retry(slot):
+            if not slot.may_retry():
                 last = slot.failure.message if slot.failure else "it failed"
                 raise McpConnectError(
                     McpFailure(
@@ -496,7 +355,7 @@ class McpConnectionManager:
                 )
             wait = slot.next_attempt_at - time.monotonic()
             if wait > 0:
-                await asyncio.sleep(min(wait, self._max_backoff))
+                await asyncio.sleep(min(wait, self._policy.max_backoff_s))
             if slot.had_connection:
                 slot.restarts += 1
             await self._connect(slot)
@@ -505,7 +364,7 @@ class McpConnectionManager:
                 raise McpConnectError(slot.failure)
             return slot.conn
 
-    def _schedule_refresh(self, slot: _Slot) -> None:
+    def _schedule_refresh(self, slot: ServerSlot) -> None:
         async def refresh() -> None:
             conn = slot.conn
             if conn is None:
@@ -523,34 +382,6 @@ class McpConnectionManager:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-    def _failed(
-        self,
-        tool: McpTool,
-        context: ToolContext,
-        specific: str,
-        message: str,
-        duration_ms: int,
-        *,
-        retryable: bool = False,
-    ) -> ToolResult:
-        slot = self._slots[tool.server]
-        secrets = slot.conn.launch.secrets if slot.conn is not None else ()
-        error = ErrorInfo.of("mcp", specific, redact(message, secrets), retryable=retryable, server=tool.server)
-        return ToolResult(
-            tool_call_id=context.tool_call_id or context.ids.new(ToolCallId),
-            tool_name=tool.spec.name,
-            status="failed",
-            content=error.message,
-            error=error,
-            duration_ms=duration_ms,
-        )
-
-
-def _thaw(arguments: JsonMapping) -> dict[str, object]:
-    from bearagent.domain._base import thaw_json_mapping
-
-    return dict(thaw_json_mapping(arguments))
 
 
 __all__ = ["McpConnectionManager", "McpServerStatus", "ServerState"]
