@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from bearagent.domain.specs import AgentSpec
 from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, PermissionMode, parse_permission_mode
-from bearagent.trust.surface import mode_looseness
+from bearagent.trust.widening import mode_looseness
 
 
 @dataclass(frozen=True, slots=True)
