@@ -1,24 +1,24 @@
-"""What the three SDK adapters share: settings, the per-loop client, the stream loop with its deadline, errors."""
+"""What the three SDK adapters share: settings, the history helpers, the `Accumulator` of one answer, and
+`SdkProvider` with the stream loop and its deadline. The per-loop client, the limits and the error path are
+`_core.py` (shared with the public kit); the facts of SDK exceptions `_failures.py`."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypedDict, TypeVar, cast
+from typing import Protocol, TypedDict, TypeVar, cast
 
 from bearagent.domain._base import JsonBoundsError, JsonValue, validate_json_object
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorCategory, ErrorInfo
-from bearagent.domain.ids import IdGenerator, ToolCallId, Uuid4IdGenerator
+from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message, ToolCallPart, ToolResultPart
 from bearagent.domain.models import (
     MAX_DELTA_CHARS,
-    MAX_RECORDED_NAME_CHARS,
     MAX_REFUSAL_CHARS,
     ModelCompleted,
     ModelEvent,
@@ -30,6 +30,8 @@ from bearagent.domain.models import (
     text_deltas,
     valid_unicode,
 )
+from bearagent.providers._core import ProviderCore, bounded_or_none
+from bearagent.providers._failures import stream_request_id, transport_failure
 from bearagent.providers.errors import (
     CallContext,
     ProviderFailure,
@@ -209,8 +211,8 @@ class Accumulator(ABC):
         if refusal is not None:
             refusal = bounded_text(refusal, MAX_REFUSAL_CHARS)
         completed = ModelCompleted(
-            provider_request_id=_bounded_or_none(self.request_id),
-            model=_bounded_or_none(self.model),
+            provider_request_id=bounded_or_none(self.request_id),
+            model=bounded_or_none(self.model),
             stop_reason=stop,
             usage=self.usage,
             refusal=refusal,
@@ -240,30 +242,12 @@ class Accumulator(ABC):
         )
 
 
-class SdkProvider(ABC, Generic[ClientT]):
+class SdkProvider(ProviderCore[ClientT], ABC):
     """Base of the OpenAI and Anthropic adapters. One instance may serve many calls (and many conversations)."""
 
     request_id_header = "x-request-id"
 
-    def __init__(self, settings: ProviderSettings, *, ids: IdGenerator | None = None) -> None:
-        self.settings = settings
-        self.ids: IdGenerator = ids or Uuid4IdGenerator()
-        self.redactor = settings.redactor()
-        self.context = CallContext(
-            provider_label=settings.provider_label,
-            entry_ref=settings.entry_ref,
-            model=settings.model,
-            base_url=settings.base_url,
-            api_key_env=settings.api_key_env,
-            timeout_s=settings.timeout_s,
-        )
-        self._client: ClientT | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
-
     # -- per adapter -------------------------------------------------------------------------------------------
-    @abstractmethod
-    def _make_client(self) -> ClientT: ...
-
     @abstractmethod
     def _accumulator(self, request: ModelRequest, names: ToolNameMap) -> Accumulator: ...
 
@@ -284,21 +268,13 @@ class SdkProvider(ABC, Generic[ClientT]):
         """The facts of an SDK exception, or None when it is not an SDK error."""
 
     # -- shared ------------------------------------------------------------------------------------------------
-    def _client_for_loop(self) -> ClientT:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = self._make_client()
-            self._client_loop = loop
-        return self._client
+    @property
+    def context(self) -> CallContext:
+        """Names used in error messages, with the entry's own timeout."""
+        return self._context
 
-    async def aclose(self) -> None:
-        """Close the HTTP client (connection pool). The provider can still be used; a new client is made."""
-        client = self._client
-        self._client = None
-        self._client_loop = None
-        close = getattr(client, "close", None)
-        if close is not None:
-            await close()
+    def _exception_failure(self, exc: BaseException) -> ProviderFailure | None:
+        return self._failure(exc) or transport_failure(exc)
 
     def _client_options(self) -> ClientOptions:
         """No SDK retries (the runtime decides on retries), the entry's timeout and extra headers."""
@@ -317,36 +293,8 @@ class SdkProvider(ABC, Generic[ClientT]):
             parsed = await parsed
         return parsed, raw.headers.get(self.request_id_header)
 
-    def max_output_tokens(self, request: ModelRequest) -> int | None:
-        """The output-token limit sent: the request's, else the entry's (None: not sent)."""
-        return request.max_output_tokens or self.settings.max_output_tokens
-
-    def temperature(self, request: ModelRequest) -> float | None:
-        return request.temperature if request.temperature is not None else self.settings.temperature
-
     def _to_error(self, exc: BaseException, acc: Accumulator) -> ProviderStreamError:
-        ctx = self.context
-        effective = min(ctx.timeout_s, acc.request.timeout_ms / 1000)
-        if effective != ctx.timeout_s:
-            ctx = dataclasses.replace(ctx, timeout_s=effective)
-        if isinstance(exc, TimeoutError):
-            info = classify_failure(ProviderFailure(kind="timeout", message="deadline reached"), ctx, self.redactor)
-            return acc.stream_error(info)
-        failure = self._failure(exc) or transport_failure(exc)
-        if failure is None:
-            # Not a provider failure: a bug or a broken SDK. Not retryable; the message names the exception.
-            text = self.redactor.redact(f"{type(exc).__name__}: {exc}")
-            return acc.stream_error(
-                ErrorInfo.of(
-                    "internal",
-                    "adapter",
-                    f"The {self.context.provider_label} adapter failed unexpectedly for model entry "
-                    f"{self.context.entry_ref} ({text[:800]}). This is a bug: please report it with this message.",
-                )
-            )
-        if failure.request_id and acc.request_id is None:
-            acc.request_id = failure.request_id
-        return acc.stream_error(classify_failure(failure, ctx, self.redactor))
+        return self._stream_error(exc, acc.request, acc, acc.stream_error)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one model call. Closing this iterator (or cancelling its task) closes the HTTP stream."""
@@ -416,90 +364,3 @@ class SdkProvider(ABC, Generic[ClientT]):
             await sdk_stream.close()
         for event in events:
             yield event
-
-
-def _bounded_or_none(value: str | None) -> str | None:
-    """A provider's request id or model name as `ModelCompleted` holds them (valid Unicode, cut to the bound)."""
-    return bounded_text(value, MAX_RECORDED_NAME_CHARS) if value else None
-
-
-def _mapping_get(value: object, key: str) -> object:
-    if isinstance(value, Mapping):
-        return value.get(key)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return None
-
-
-def _str_or_none(value: object) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
-
-
-def failure_from_sdk(
-    exc: BaseException,
-    *,
-    timeout_error: type[BaseException],
-    connection_error: type[BaseException],
-    status_error: type[BaseException],
-    api_error: type[BaseException],
-    request_id_header: str,
-) -> ProviderFailure | None:
-    """The facts of an `openai`/`anthropic` exception (both SDKs share the shape)."""
-    if isinstance(exc, timeout_error):
-        return ProviderFailure(kind="timeout", message="request timed out")
-    if isinstance(exc, connection_error):
-        cause = exc.__cause__
-        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-        return ProviderFailure(kind="network", message=detail)
-    if not isinstance(exc, api_error):
-        return None
-    body: object = getattr(exc, "body", None)
-    inner = _mapping_get(body, "error")
-    err: object = cast(object, inner) if isinstance(inner, Mapping) else body
-    message = _str_or_none(_mapping_get(err, "message"))
-    if not message:
-        message = _str_or_none(getattr(exc, "message", None)) or str(exc)
-    error_type = _str_or_none(_mapping_get(err, "type"))
-    error_code = _str_or_none(_mapping_get(err, "code"))
-    if isinstance(exc, status_error):
-        status: object = getattr(exc, "status_code", None)
-        response: object = getattr(exc, "response", None)
-        raw_headers: object = getattr(response, "headers", None)
-        headers: dict[str, str] = {}
-        if isinstance(raw_headers, Mapping):
-            for key, value in raw_headers.items():  # pyright: ignore[reportUnknownVariableType]
-                headers[str(key).lower()] = str(value)  # pyright: ignore[reportUnknownArgumentType]
-        status_code = status if isinstance(status, int) else None
-        kind = "stream" if status_code == 200 else "status"
-        return ProviderFailure(
-            kind=kind,
-            message=message,
-            status=status_code if kind == "status" else None,
-            error_type=error_type,
-            error_code=error_code,
-            request_id=headers.get(request_id_header),
-            headers=headers,
-        )
-    return ProviderFailure(kind="stream", message=message, error_type=error_type, error_code=error_code)
-
-
-def stream_request_id(stream: object, header: str) -> str | None:
-    """The request-id response header of an SDK stream (`x-request-id` for OpenAI, `request-id` for Anthropic)."""
-    response: object = getattr(stream, "response", None)
-    headers: object = getattr(response, "headers", None)
-    get: object = getattr(headers, "get", None)
-    if not callable(get):
-        return None
-    value: object = get(header)
-    return value[:256] if isinstance(value, str) and value else None
-
-
-def transport_failure(exc: BaseException) -> ProviderFailure | None:
-    """An HTTP transport error the SDK let through unwrapped (e.g. a connection dropped mid-stream)."""
-    import httpx2
-
-    if isinstance(exc, httpx2.TimeoutException):
-        return ProviderFailure(kind="timeout", message="request timed out")
-    if isinstance(exc, httpx2.TransportError):
-        return ProviderFailure(kind="network", message=f"{type(exc).__name__}: {exc}")
-    return None

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.messages import ToolCallPart
 from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall, StopReason
-from bearagent.providers._base import Accumulator, ProviderFailure, SdkProvider, failure_from_sdk
+from bearagent.providers._base import Accumulator, ProviderFailure, SdkProvider
+from bearagent.providers._failures import failure_from_sdk
 from bearagent.providers.tool_names import ToolNameMap
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class OpenAIProvider(SdkProvider["AsyncOpenAI"]):
     request_id_header = "x-request-id"
     max_tokens_field: str
 
-    def _make_client(self) -> AsyncOpenAI:
+    def _new_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
 
         return AsyncOpenAI(**self._client_options())

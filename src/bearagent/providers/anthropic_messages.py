@@ -28,11 +28,11 @@ from bearagent.providers._base import (
     RawResponse,
     SdkProvider,
     SdkStream,
-    failure_from_sdk,
     result_call_id,
     tool_result_of,
     wire_call_ids,
 )
+from bearagent.providers._failures import failure_from_sdk
 from bearagent.providers.tool_names import ToolNameMap
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ class AnthropicMessagesProvider(SdkProvider["AsyncAnthropic"]):
     def __init__(self, settings: ProviderSettings, *, ids: IdGenerator | None = None) -> None:
         super().__init__(settings, ids=ids)
 
-    def _make_client(self) -> AsyncAnthropic:
+    def _new_client(self) -> AsyncAnthropic:
         from anthropic import AsyncAnthropic
 
         return AsyncAnthropic(**self._client_options())

@@ -24,22 +24,17 @@ provider never retries.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-import inspect
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bearagent.domain._base import JsonBoundsError, JsonValue, validate_json_object
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.ids import IdGenerator, ToolCallId, Uuid4IdGenerator
+from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import ToolCallPart, ToolResultPart
 from bearagent.domain.models import (
-    MAX_RECORDED_NAME_CHARS,
     MAX_REFUSAL_CHARS,
     ModelCompleted,
     ModelEvent,
@@ -51,9 +46,10 @@ from bearagent.domain.models import (
     text_deltas,
     valid_unicode,
 )
-from bearagent.providers._base import ProviderSettings, name_map_for, parse_arguments, transport_failure, wire_call_ids
+from bearagent.providers._base import name_map_for, parse_arguments, wire_call_ids
+from bearagent.providers._core import ProviderCore, bounded_or_none, close_resource
+from bearagent.providers._failures import default_failure
 from bearagent.providers.errors import (
-    CallContext,
     ProviderFailure,
     ProviderStreamError,
     classify_failure,
@@ -62,7 +58,7 @@ from bearagent.providers.errors import (
 )
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 ClientT = TypeVar("ClientT")
 _CUT_SHORT: frozenset[str] = frozenset({"max_output_tokens", "content_filter"})
@@ -248,8 +244,8 @@ class ModelCall:
         if stop is None:
             stop = "refusal" if self._refusal and not calls else ("tool_use" if calls else "end_turn")
         completed = ModelCompleted(
-            provider_request_id=_bounded_or_none(self.request_id),
-            model=_bounded_or_none(self.model),
+            provider_request_id=bounded_or_none(self.request_id),
+            model=bounded_or_none(self.model),
             stop_reason=stop,
             usage=self.usage,
             refusal=self._refusal,
@@ -262,27 +258,14 @@ class ModelCall:
         return ModelToolCall.from_model(self._ids.new(ToolCallId), slot.call_id, internal, parsed, invalid)
 
 
-class StreamingProvider(ABC, Generic[ClientT]):
+class StreamingProvider(ProviderCore[ClientT], ABC):
     """Base of a `ModelProvider` over a streaming API; see the module docstring. One instance serves many calls
     (and conversations): keep per-call state on the `ModelCall`, not on the provider.
 
     `settings` comes from `provider_settings(entry, env, ...)`; `ids` is the generator of tool-call ids (the
     provider factory receives the run's generator when it declares an `ids` parameter)."""
 
-    def __init__(self, settings: ProviderSettings, *, ids: IdGenerator | None = None) -> None:
-        self.settings = settings
-        self.ids: IdGenerator = ids or Uuid4IdGenerator()
-        self.redactor = settings.redactor()
-        self._context = CallContext(
-            provider_label=settings.provider_label,
-            entry_ref=settings.entry_ref,
-            model=settings.model,
-            base_url=settings.base_url,
-            api_key_env=settings.api_key_env,
-            timeout_s=settings.timeout_s,
-        )
-        self._client: ClientT | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+    _bug_advice = "This is a bug in the plugin that provides it: please report it to its author with this message."
 
     # ----- what a provider writes -----
 
@@ -309,21 +292,6 @@ class StreamingProvider(ABC, Generic[ClientT]):
         return None
 
     # ----- what the kit provides -----
-
-    def max_output_tokens(self, request: ModelRequest) -> int | None:
-        """The output-token limit to send: the request's, else the entry's (None: not sent)."""
-        return request.max_output_tokens or self.settings.max_output_tokens
-
-    def temperature(self, request: ModelRequest) -> float | None:
-        """The temperature to send: the request's, else the entry's (None: not sent)."""
-        return request.temperature if request.temperature is not None else self.settings.temperature
-
-    def _call_context(self, request: ModelRequest) -> CallContext:
-        """Names used in error messages (provider label, entry, model, base URL, key variable, effective timeout)."""
-        effective = min(self._context.timeout_s, request.timeout_ms / 1000)
-        if effective == self._context.timeout_s:
-            return self._context
-        return dataclasses.replace(self._context, timeout_s=effective)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one model call (the `ModelProvider` protocol). Closing this iterator closes the HTTP stream."""
@@ -362,107 +330,19 @@ class StreamingProvider(ABC, Generic[ClientT]):
         except Exception as exc:
             raise self._error(exc, call) from None
         finally:
-            await _close(events)
+            await close_resource(events)
         for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
             yield delta  # not streaming (`stream: false`): the whole text at the end
         for event in outcome:
             yield event
 
-    async def aclose(self) -> None:
-        """Close the client (its connection pool). The provider stays usable: a new client is made."""
-        client = self._client
-        self._client = None
-        self._client_loop = None
-        if client is not None:
-            await _close(client)
-
     # ----- internals -----
 
-    def _client_for_loop(self) -> ClientT:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = self.make_client()
-            self._client_loop = loop
-        return self._client
+    def _new_client(self) -> ClientT:
+        return self.make_client()
+
+    def _exception_failure(self, exc: BaseException) -> ProviderFailure | None:
+        return self.failure(exc) or default_failure(exc)
 
     def _error(self, exc: BaseException, call: ModelCall) -> ProviderStreamError:
-        context = self._call_context(call.request)
-        if isinstance(exc, TimeoutError):
-            failure: ProviderFailure | None = ProviderFailure(kind="timeout", message="deadline reached")
-        else:
-            failure = self.failure(exc) or default_failure(exc)
-        if failure is None:
-            text = self.redactor.redact(f"{type(exc).__name__}: {exc}")
-            return call._failed(  # pyright: ignore[reportPrivateUsage]
-                ErrorInfo.of(
-                    "internal",
-                    "adapter",
-                    f"The {context.provider_label} adapter failed unexpectedly for model entry {context.entry_ref} "
-                    f"({text[:800]}). This is a bug in the plugin that provides it: please report it to its author "
-                    "with this message.",
-                )
-            )
-        if failure.request_id and call.request_id is None:
-            call.request_id = failure.request_id
-        return call._failed(classify_failure(failure, context, self.redactor))  # pyright: ignore[reportPrivateUsage]
-
-
-def default_failure(exc: BaseException) -> ProviderFailure | None:
-    """What the kit understands without a `failure()` override: `httpx` timeouts, transport errors and
-    `HTTPStatusError`s (with the status, headers and an `{"error": {"message", "type", "code"}}` body), the
-    SDKs' HTTP transport errors, and `ConnectionError`."""
-    found = transport_failure(exc)
-    if found is not None:
-        return found
-    if "httpx" in sys.modules:
-        import httpx
-
-        if isinstance(exc, httpx.TimeoutException):
-            return ProviderFailure(kind="timeout", message="request timed out")
-        if isinstance(exc, httpx.HTTPStatusError):
-            return _status_failure(exc.response)
-        if isinstance(exc, httpx.TransportError):
-            return ProviderFailure(kind="network", message=f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, ConnectionError):
-        return ProviderFailure(kind="network", message=f"{type(exc).__name__}: {exc}")
-    return None
-
-
-def _status_failure(response: httpx.Response) -> ProviderFailure:
-    headers = {k.lower(): v for k, v in response.headers.items()}
-    message = f"HTTP {response.status_code}"
-    error_type: str | None = None
-    error_code: str | None = None
-    try:
-        body: object = response.json()
-    except Exception:  # not read, not JSON: the text, when there is one
-        with contextlib.suppress(Exception):
-            message = response.text[:2000] or message
-    else:
-        inner = cast(Mapping[str, object], body).get("error") if isinstance(body, Mapping) else None
-        if isinstance(inner, Mapping):
-            err = cast(Mapping[str, object], inner)
-            message = str(err.get("message") or message)[:2000]
-            error_type = str(err["type"]) if err.get("type") else None
-            error_code = str(err["code"]) if err.get("code") else None
-    return ProviderFailure(
-        kind="status",
-        message=message,
-        status=response.status_code,
-        error_type=error_type,
-        error_code=error_code,
-        request_id=headers.get("x-request-id") or headers.get("request-id"),
-        headers=headers,
-    )
-
-
-async def _close(resource: object) -> None:
-    close: object = getattr(resource, "aclose", None) or getattr(resource, "close", None)
-    if callable(close):
-        result: object = close()
-        if inspect.isawaitable(result):
-            await result
-
-
-def _bounded_or_none(value: str | None) -> str | None:
-    return bounded_text(value, MAX_RECORDED_NAME_CHARS) if value else None
+        return self._stream_error(exc, call.request, call, call._failed)  # pyright: ignore[reportPrivateUsage]

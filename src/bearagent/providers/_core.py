@@ -1,0 +1,130 @@
+"""What every provider base shares (the built-in adapters' `SdkProvider` and the public kit's
+`StreamingProvider`): its settings, the tool-call id generator, the secret redactor, the names error messages use,
+one client per event loop (closed with the provider), the request's limits, and how an exception raised while
+calling the API becomes the `ProviderStreamError` the runtime sees."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
+
+from bearagent.domain.errors import ErrorInfo
+from bearagent.domain.ids import IdGenerator, Uuid4IdGenerator
+from bearagent.domain.models import MAX_RECORDED_NAME_CHARS, ModelRequest, bounded_text
+from bearagent.providers.errors import CallContext, ProviderFailure, ProviderStreamError, classify_failure
+
+if TYPE_CHECKING:
+    from bearagent.providers._base import ProviderSettings
+
+ClientT = TypeVar("ClientT")
+
+
+class CallInProgress(Protocol):
+    """What the error path needs of a call: the provider's request id, when known (a failure may bring it)."""
+
+    request_id: str | None
+
+
+class ProviderCore(Generic[ClientT]):
+    _bug_advice: ClassVar[str] = "This is a bug: please report it with this message."
+    """What the message of an unexpected adapter exception asks the user to do."""
+
+    def __init__(self, settings: ProviderSettings, *, ids: IdGenerator | None = None) -> None:
+        self.settings = settings
+        self.ids: IdGenerator = ids or Uuid4IdGenerator()
+        self.redactor = settings.redactor()
+        self._context = CallContext(
+            provider_label=settings.provider_label,
+            entry_ref=settings.entry_ref,
+            model=settings.model,
+            base_url=settings.base_url,
+            api_key_env=settings.api_key_env,
+            timeout_s=settings.timeout_s,
+        )
+        self._client: ClientT | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @abstractmethod
+    def _new_client(self) -> ClientT:
+        """A new SDK or HTTP client (made on first use in each event loop)."""
+
+    @abstractmethod
+    def _exception_failure(self, exc: BaseException) -> ProviderFailure | None:
+        """The facts of an exception the client raised, or None when it is not a provider failure (a bug)."""
+
+    def max_output_tokens(self, request: ModelRequest) -> int | None:
+        """The output-token limit to send: the request's, else the entry's (None: not sent)."""
+        return request.max_output_tokens or self.settings.max_output_tokens
+
+    def temperature(self, request: ModelRequest) -> float | None:
+        """The temperature to send: the request's, else the entry's (None: not sent)."""
+        return request.temperature if request.temperature is not None else self.settings.temperature
+
+    async def aclose(self) -> None:
+        """Close the client (its connection pool). The provider stays usable: a new client is made."""
+        client = self._client
+        self._client = None
+        self._client_loop = None
+        if client is not None:
+            await close_resource(client)
+
+    def _client_for_loop(self) -> ClientT:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = self._new_client()
+            self._client_loop = loop
+        return self._client
+
+    def _call_context(self, request: ModelRequest) -> CallContext:
+        """Names used in error messages (provider label, entry, model, base URL, key variable, effective timeout)."""
+        effective = min(self._context.timeout_s, request.timeout_ms / 1000)
+        if effective == self._context.timeout_s:
+            return self._context
+        return dataclasses.replace(self._context, timeout_s=effective)
+
+    def _stream_error(
+        self,
+        exc: BaseException,
+        request: ModelRequest,
+        call: CallInProgress,
+        failed: Callable[[ErrorInfo], ProviderStreamError],
+    ) -> ProviderStreamError:
+        """The `ProviderStreamError` for `exc` (`failed` adds the call's partial text and usage): the deadline, a
+        classified provider failure, or, for anything else, an `internal.adapter` error naming the exception."""
+        context = self._call_context(request)
+        if isinstance(exc, TimeoutError):
+            failure: ProviderFailure | None = ProviderFailure(kind="timeout", message="deadline reached")
+        else:
+            failure = self._exception_failure(exc)
+        if failure is None:
+            # Not a provider failure: a bug or a broken SDK. Not retryable; the message names the exception.
+            text = self.redactor.redact(f"{type(exc).__name__}: {exc}")
+            return failed(
+                ErrorInfo.of(
+                    "internal",
+                    "adapter",
+                    f"The {context.provider_label} adapter failed unexpectedly for model entry {context.entry_ref} "
+                    f"({text[:800]}). {self._bug_advice}",
+                )
+            )
+        if failure.request_id and call.request_id is None:
+            call.request_id = failure.request_id
+        return failed(classify_failure(failure, context, self.redactor))
+
+
+async def close_resource(resource: object) -> None:
+    """`aclose()` (else `close()`) of a client or stream, awaited when it is a coroutine."""
+    close: object = getattr(resource, "aclose", None) or getattr(resource, "close", None)
+    if callable(close):
+        result: object = close()
+        if inspect.isawaitable(result):
+            await result
+
+
+def bounded_or_none(value: str | None) -> str | None:
+    """A provider's request id or model name as `ModelCompleted` holds them (valid Unicode, cut to the bound)."""
+    return bounded_text(value, MAX_RECORDED_NAME_CHARS) if value else None
