@@ -8,29 +8,25 @@ backtracks, so one catastrophic pattern (`(a|a?)+$` over a long line) froze the 
 wall-time budget included. The search runs in a daemon thread with the GIL released (`concurrent=True`); every
 search gets the time left until the call's deadline (the tool timeout or the run's wall-time budget, whichever comes
 first), and the cancel flag is checked before every file, so a cancelled or timed-out call stops its thread and
-never keeps the process from exiting.
+never keeps the process from exiting. The engine side (compiling, the literal pre-check, the timed scan, the
+daemon thread) is `tools/regex_search.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib
 import os
-import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
-
-import regex
+from collections.abc import Mapping
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, int_arg, str_arg, tool_error
 from bearagent.tools.paths import WorkspacePaths
+from bearagent.tools.regex_search import compile_pattern, in_daemon_thread, matching_lines, required_literal
 from bearagent.tools.walk import Cancelled, WorkspaceWalker, cancellable, check_glob, hidden_spec
 
 DEFAULT_HEAD_LIMIT = 250
@@ -42,7 +38,6 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 DEADLINE_MARGIN_S = 0.25
 """The search stops this much before the call's deadline, so its own error (which names the pattern and the file)
 reaches the model before the gate's generic timeout does."""
-_T = TypeVar("_T")
 
 SPEC = ToolSpec(
     name="Grep",
@@ -81,7 +76,7 @@ class GrepTool(NativeTool):
 
     def normalise(self, arguments: dict[str, JsonValue], context: ToolContext) -> Mapping[str, object]:
         pattern = str_arg(arguments, "pattern")
-        _compile(pattern, arguments.get("-i") is True)
+        compile_pattern(pattern, arguments.get("-i") is True)
         out: dict[str, object] = {
             "pattern": pattern,
             "path": WorkspacePaths(context.workspace_root).normalise(str_arg(arguments, "path")),
@@ -104,7 +99,7 @@ class GrepTool(NativeTool):
         deadline -= DEADLINE_MARGIN_S
         progress = _Progress()
         with cancellable() as cancel:
-            search = _in_daemon_thread(lambda: self._grep(arguments, context, cancel, deadline, progress))
+            search = in_daemon_thread(lambda: self._grep(arguments, context, cancel, deadline, progress))
             try:
                 async with asyncio.timeout_at(_loop_time_of(deadline)):
                     return await search
@@ -126,8 +121,8 @@ class GrepTool(NativeTool):
         mode = str_arg(arguments, "output_mode", "files_with_matches")
         numbers = arguments.get("-n") is not False
         head_limit = int_arg(arguments, "head_limit", DEFAULT_HEAD_LIMIT)
-        compiled = _compile(pattern, arguments.get("-i") is True)
-        literal = _literal(pattern) if arguments.get("-i") is not True else None
+        compiled = compile_pattern(pattern, arguments.get("-i") is True)
+        literal = required_literal(pattern) if arguments.get("-i") is not True else None
         glob = arguments.get("glob")
         glob_re = check_glob(glob, "glob") if isinstance(glob, str) else None
         glob_on_name = isinstance(glob, str) and "/" not in glob
@@ -172,7 +167,7 @@ class GrepTool(NativeTool):
                 entries.append(rel_shown)
                 return True
             try:
-                lines = _matching_lines(compiled, data, time_left(rel_shown))
+                lines = matching_lines(compiled, data, time_left(rel_shown))
             except TimeoutError:
                 raise _timed_out(pattern, rel_shown) from None
             if not lines:
@@ -272,32 +267,6 @@ def _loop_time_of(monotonic_deadline: float) -> float:
     return loop.time() + (monotonic_deadline - time.monotonic())
 
 
-async def _in_daemon_thread(work: Callable[[], _T]) -> _T:
-    """`asyncio.to_thread` on a daemon thread of its own: the default executor's threads are joined when the loop
-    and the interpreter shut down, so a search still running after its call was cancelled would hold up the exit."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[_T] = loop.create_future()
-
-    def settle(setter: Callable[[Any], None], outcome: object) -> None:
-        if not future.done():  # the awaiting task may have been cancelled meanwhile
-            setter(outcome)
-
-    def deliver(setter: Callable[[Any], None], outcome: object) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the call was abandoned long ago
-            loop.call_soon_threadsafe(settle, setter, outcome)
-
-    def target() -> None:
-        try:
-            value = work()
-        except BaseException as exc:  # handed to the awaiting task, which decides
-            deliver(future.set_exception, exc)
-        else:
-            deliver(future.set_result, value)
-
-    threading.Thread(target=target, name="bearagent-grep", daemon=True).start()
-    return await future
-
-
 def _timed_out(pattern: str, where: str) -> BaseException:
     return tool_error(
         "timeout",
@@ -308,83 +277,6 @@ def _timed_out(pattern: str, where: str) -> BaseException:
         "with `path` or `glob`.",
         file=where[:1024],
     )
-
-
-_QUANTIFIER_BRACES = re.compile(r"\{(?!\d*,?\d*\})")
-
-
-def _compile(pattern: str, ignore_case: bool) -> regex.Pattern[bytes]:
-    flags = regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)
-    try:
-        return regex.compile(pattern.encode("utf-8", "surrogateescape"), flags)
-    except (regex.error, ValueError, OverflowError) as exc:
-        raise tool_error(
-            "validation",
-            "invalid_regex",
-            f"Grep pattern {pattern!r} is not a valid regular expression: {exc}. Escape special characters "
-            "(e.g. '\\(' for a literal parenthesis) or use Python `re` syntax.",
-        ) from None
-
-
-_META = set(".^$*+?{}[]\\|()")
-_MIN_LITERAL = 3
-
-
-def _literal(pattern: str) -> bytes | None:
-    """The longest literal every match must contain, for a quick `in` pre-check (as ripgrep does): files without
-    it are skipped without running the regex. None when no such literal is found."""
-    if not any(ch in _META for ch in pattern):
-        return pattern.encode("utf-8", "surrogateescape")
-    if _QUANTIFIER_BRACES.search(pattern):
-        # a '{' that is not a repeat count: literal text for `re`'s parser, but fuzzy matching (`(?:foo){e<=1}`) in
-        # `regex`, whose matches need not contain it
-        return None
-    try:
-        parser = cast(Any, importlib.import_module("re._parser"))
-        tree = parser.parse(pattern)
-        if int(tree.state.flags) & re.IGNORECASE:
-            return None
-        parsed = cast(list[tuple[Any, Any]], list(tree))
-        literal_op = parser.LITERAL
-    except Exception:
-        return None
-    best: list[int] = []
-    run: list[int] = []
-    for op, arg in parsed:
-        if op is literal_op:
-            run.append(int(arg))
-            continue
-        if len(run) > len(best):
-            best = run
-        run = []
-    if len(run) > len(best):
-        best = run
-    if len(best) < _MIN_LITERAL:
-        return None
-    try:
-        return "".join(chr(c) for c in best).encode("utf-8")
-    except (ValueError, UnicodeEncodeError):
-        return None
-
-
-def _matching_lines(compiled: regex.Pattern[bytes], data: bytes, timeout: float) -> list[tuple[int, bytes]]:
-    """The lines holding a match (line number, bytes); `timeout` bounds the whole scan (raises TimeoutError)."""
-    out: list[tuple[int, bytes]] = []
-    line_no = 1
-    counted_to = 0
-    last_line_start = -1
-    for m in compiled.finditer(data, timeout=timeout, concurrent=True):
-        start = data.rfind(b"\n", 0, m.start()) + 1
-        if start == last_line_start:
-            continue
-        line_no += data.count(b"\n", counted_to, start)
-        counted_to = start
-        end = data.find(b"\n", start)
-        out.append((line_no, data[start : end if end >= 0 else len(data)]))
-        last_line_start = start
-        if m.end() == m.start() and end < 0:
-            break
-    return out
 
 
 def _read_at(dir_fd: int, name: str) -> bytes | None:
