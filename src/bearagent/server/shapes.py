@@ -1,0 +1,110 @@
+"""What the HTTP API speaks: the error shape (`{"error": {category, code, message, retryable}}` and the status of each
+category), the request and response bodies (the OpenAPI schema is generated from them), the JSON of sessions, runs
+and events, and the SSE resume id (`<seq>-<n>`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, cast
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from bearagent.domain.events import Event
+from bearagent.domain.state import RunProjection, SessionRecord
+from bearagent.server.registry import WorkspaceEntry
+
+SKIP_ALL = 1_000_000
+
+
+def resume_point(last_event_id: str) -> tuple[int, int]:
+    """`(log sequence, stream events of it already delivered)` from an SSE id `<seq>-<n>` (or a bare `<seq>`: all
+    of it delivered); `(0, 0)` means from the start."""
+    head, _, tail = last_event_id.strip().partition("-")
+    if not head.isdigit():
+        return 0, 0
+    return int(head), int(tail) if tail.isdigit() else SKIP_ALL
+
+
+STATUS_OF: Mapping[str, int] = {
+    "invalid_request": 400,
+    "validation": 422,
+    "not_found": 404,
+    "permission": 403,
+    "configuration": 409,
+    "budget": 409,
+}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, category: str, code: str, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status, self.category, self.code, self.message, self.retryable = status, category, code, message, retryable
+
+
+def error_response(status: int, category: str, code: str, message: str, retryable: bool = False) -> JSONResponse:
+    body = {"error": {"category": category, "code": code, "message": message, "retryable": retryable}}
+    return JSONResponse(body, status_code=status)
+
+
+def not_found(what: str, ref: str) -> ApiError:
+    return ApiError(404, "not_found", f"not_found.{what}", f"there is no {what} {ref[:80]!r} you can see")
+
+
+# ---- request and response bodies -------------------------------------------------------------------------------
+
+
+class SessionCreate(BaseModel):
+    agent: str | None = Field(default=None, max_length=64)
+    title: str | None = Field(default=None, max_length=512)
+
+
+class RunCreate(BaseModel):
+    prompt: str = Field(min_length=1, max_length=1_048_576)
+    agent: str | None = Field(default=None, max_length=64)
+    model: str | None = Field(default=None, max_length=256)
+    budgets: dict[str, int] = Field(default_factory=dict[str, int])
+    strategy: Literal["enqueue", "reject", "interrupt"] = "enqueue"
+
+
+class ActionRunCreate(BaseModel):
+    inputs: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+
+class RunAccepted(BaseModel):
+    run_id: str
+    status: str
+
+
+def session_json(ws: WorkspaceEntry, record: SessionRecord) -> dict[str, object]:
+    return {
+        "id": str(record.session_id),
+        "workspace_id": ws.id,
+        "subject_ref": record.caller,
+        "agent": record.agent_name,
+        "active_agent": record.active_agent_name,
+        "title": record.title,
+        "status": "active",
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+        "last_run_at": record.updated_at.isoformat(),
+    }
+
+
+def run_json(ws: WorkspaceEntry, run: RunProjection) -> dict[str, object]:
+    data = cast(dict[str, object], run.model_dump(mode="json"))
+    data["workspace_id"] = ws.id
+    limits = run.budget_limits.model_dump()
+    used = run.usage.model_dump()
+    data["budgets"] = {
+        "max_model_iterations": {"limit": limits["max_model_iterations"], "used": used["model_iterations"]},
+        "max_tool_calls": {"limit": limits["max_tool_calls"], "used": used["tool_calls"]},
+        "max_tokens": {"limit": limits["max_tokens"], "used": used["input_tokens"] + used["output_tokens"]},
+        "max_cost_microusd": {"limit": limits["max_cost_microusd"], "used": used["cost_microusd"]},
+        "max_wall_time_ms": {"limit": limits["max_wall_time_ms"], "used": used["wall_time_ms"]},
+    }
+    return data
+
+
+def event_json(event: Event) -> dict[str, object]:
+    return cast(dict[str, object], event.model_dump(mode="json"))
