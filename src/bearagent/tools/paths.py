@@ -12,6 +12,11 @@ Writes (`open_target`) also guard the workspace's control files (`tools/protecte
 lexical path, so a path that only *reaches* a control file through a symlink (`link/config.yaml` with
 `link -> .bearagent`, or `conf/config.yaml` when `.bearagent -> conf`) is refused here, in the same walk that yields
 the directory fd the write uses. A control file is written only by its own name.
+
+Why this module is longer than most: it is one idea, the walk. The lexical check, the fd walk with its
+symlink re-resolution, the control-file guard and the final-object checks share the root fd and the alias map and
+must agree step by step on the same path; split across modules, a check could end up made on a path other than the
+one that is opened.
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ A malformed rule is a load error naming the rule, never silently ignored.
 
 from __future__ import annotations
 
+Why this module is longer than most: it is one syntax, parsed and evaluated together. How a rule is
+parsed decides how it matches (a Bash pattern, a path spec, a domain, a name glob), and the rule set's deny > ask >
+allow evaluation (compound Bash commands checked part by part, a `Read` deny covering Edit and Write) reads those
+matchers directly; both change whenever Claude Code's syntax does, so they stay in one place.
+
 import fnmatch
 import os
 import posixpath
