@@ -14,14 +14,14 @@ Specifiers by tool:
 - `mcp__server` (every tool of that server), `mcp__server__tool`, `mcp__server__*`.
 - `Tool(param:value)`: any other tool, matched on one top-level argument (glob on its string form).
 A malformed rule is a load error naming the rule, never silently ignored.
-"""
-
-from __future__ import annotations
 
 Why this module is longer than most: it is one syntax, parsed and evaluated together. How a rule is
 parsed decides how it matches (a Bash pattern, a path spec, a domain, a name glob), and the rule set's deny > ask >
 allow evaluation (compound Bash commands checked part by part, a `Read` deny covering Edit and Write) reads those
 matchers directly; both change whenever Claude Code's syntax does, so they stay in one place.
+"""
+
+from __future__ import annotations
 
 import fnmatch
 import os
