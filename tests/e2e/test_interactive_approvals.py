@@ -33,7 +33,7 @@ def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Pat
     home = tmp_path / "home"
     env = {**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "NO_COLOR": "1"}
     env.update({"TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
-    child = pexpect.spawn(
+    child: pexpect.spawn[str] = pexpect.spawn(
         sys.executable,
         ["-m", "bearagent", "-w", str(root)],
         env=env,
@@ -87,7 +87,7 @@ def test_an_answer_from_another_terminal_wins_over_a_later_one_here(tmp_path: Pa
     home = tmp_path / "home"
     env = {**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "NO_COLOR": "1"}
     env.update({"TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
-    child = pexpect.spawn(
+    child: pexpect.spawn[str] = pexpect.spawn(
         sys.executable,
         ["-m", "bearagent", "-w", str(root)],
         env=env,

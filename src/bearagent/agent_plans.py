@@ -1,0 +1,217 @@
+"""Planning, the I/O half of the agent planner: from an agent's name in a running workspace to the `AgentPlan`
+the loop runs (`planner.plan_agent` is the pure half).
+
+It starts the MCP connections the agent's projection needs, resolves the model entry and its provider (one per
+session), binds the runtime tools (Skill, Task, SwitchAgent, actions) to their executors, probes the shell sandbox,
+gathers the policy inputs (config rules, remembered session rules, the permission mode in force) and the context
+(instructions, skill catalog), and hands them to `plan_agent`. It also owns the budget arithmetic of a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.specs import AgentSpec, ModelEntry
+from bearagent.domain.tools import ToolSpec
+from bearagent.hooks.bridge import SessionHooks
+from bearagent.hooks.interceptor import HookToolInterceptor
+from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
+from bearagent.plugins.permission import PluginPermissionInterceptor, has_impls
+from bearagent.ports import Tool, ToolInterceptor
+from bearagent.runtime.approvals import ApprovalBroker
+from bearagent.runtime.context import ContextBuilder
+from bearagent.runtime.plan import AgentPlan
+from bearagent.runtime.projection import InvocationProjection
+from bearagent.sandbox import probe as sandbox_probe
+from bearagent.sandbox import request as sandbox_request
+from bearagent.skill_grants import SkillGrants
+from bearagent.tools.gate import Asker, ToolGate
+from bearagent.tools.permissions import PermissionRules
+from bearagent.tools.runtime_tools import ActionTool, SkillContent, SkillTool, SwitchAgentTool, TaskTool
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from bearagent.runner import WorkspaceRuntime
+
+
+class AgentPlans:
+    """Plans the agents of one workspace runtime (see the module docstring)."""
+
+    def __init__(self, runtime: WorkspaceRuntime) -> None:
+        self._rt = runtime
+        self.context = ContextBuilder()
+        """The one context builder of the runtime's plans (system prompts, reminders, prompt hashes)."""
+
+    def require_agent(self, name: str) -> AgentSpec:
+        agent = self._rt.loaded.agents.get(name)
+        if agent is None:
+            missing = self._rt.loaded.agents.why_missing(name)  # a file of that name that was skipped, or a duplicate
+            if missing is not None:
+                raise missing
+            available = ", ".join(a.name for a in self._rt.loaded.agents.all()) or "none"
+            raise BearAgentError(
+                ErrorInfo.of("not_found", "agent", f"there is no agent named {name!r}"),
+                hint=f"available agents: {available} (`bearagent agents list` shows where each comes from)",
+            )
+        return agent
+
+    async def plan(
+        self,
+        agent_name: str,
+        *,
+        session_key: str,
+        model_override: str | None = None,
+        hooks: SessionHooks | None = None,
+        parent_tools: frozenset[str] | None = None,
+        parent_model: ModelEntry | None = None,
+        depth: int = 0,
+        extra_allow: Sequence[str] = (),
+        ask: Asker | ApprovalBroker | None = None,
+    ) -> AgentPlan:
+        """The plan of `agent_name`. `ask` answers the gate's `ask` (a top-level run's approval broker); child runs
+        keep the runtime's attached asker (a subagent never suspends its parent)."""
+        agent = self.require_agent(agent_name)
+        manager = await self._rt.resources.mcp_manager()
+        mcp_inputs: list[tuple[str, ToolSpec]] = []
+        unavailable: list[str] = []
+        if manager is not None:
+            mcp_inputs = manager.projection_inputs()
+            summary = manager.unavailable_summary()
+            unavailable = [line.lstrip("- ") for line in summary.splitlines() if line.strip()]
+        projection = self._rt.loaded.project(agent.name, mcp_tools=mcp_inputs, parent_model=parent_model)
+        entry = projection.model
+        if model_override is not None:
+            entry = self._rt.loaded.models.resolve(model_override, where="--model")
+        if entry is None:
+            raise BearAgentError(
+                ErrorInfo.of("configuration", "no_model", f"agent {agent.name!r} has no model"),
+                hint="set `default_model:` in .bearagent/config.yaml or `model:` in the agent file",
+            )
+        entry = self._rt.loaded.models.for_use(entry, self._rt.loaded.env)
+        grants = SkillGrants(self._load_skill, self._skill_allowed_tools, self._rt.root)  # skill allowed-tools
+        executors = self._runtime_executors(
+            projection, session_key=session_key, depth=depth, model=entry, grants=grants
+        )
+        if manager is not None:
+            for projected in projection.tools:
+                if projected.source == "mcp":
+                    server, _, remote = projected.internal_name.partition(".")
+                    tool = manager.find_tool(server, remote)
+                    if tool is not None:
+                        executors[projected.name] = tool
+        config = self._rt.loaded.config
+        in_force = self._rt.mode_in_force(agent)
+        shell = sandbox_probe.probe(config.sandbox)
+        hook_interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
+        interceptor: ToolInterceptor | None = hook_interceptor
+        if has_impls(self._rt.loaded.plugins, "resolve_permission"):
+            interceptor = PluginPermissionInterceptor(self._rt.loaded.plugins, self._rt.root, hook_interceptor)
+        skills = [self._rt.loaded.skills.get(name) for name in projection.skills]
+        catalog = self._rt.loaded.skills.catalog(
+            [s.name for s in skills if s is not None], budget_chars=config.skill_catalog_chars
+        )
+        instructions = self._rt.loaded.instructions
+        settings: dict[str, JsonValue] = {
+            "allow_private_network": bool(config.web_fetch.allow_private_network),
+            **sandbox_request.tool_settings(
+                config.sandbox,
+                config.shell_env,
+                self._rt.loaded.env,
+                [m.api_key_env for m in self._rt.loaded.models.all() if m.api_key_env],
+            ),
+        }
+        plan = plan_agent(
+            PlanInputs(
+                agent=agent,
+                projection=projection,
+                model=entry,
+                provider=self._rt.resources.provider(entry, session_key),
+                root=self._rt.root,
+                today=self._rt.clock.now().date(),
+                executors=executors,
+                policy=PolicyInputs(
+                    rules=PermissionRules.parse(
+                        allow=(*config.permissions.allow, *extra_allow),
+                        ask=config.permissions.ask,
+                        deny=config.permissions.deny,
+                        root=self._rt.root,
+                    ),
+                    mode=in_force.mode,
+                    user_bypass=in_force.user_bypass,
+                    shell_sandboxed=shell.active,
+                    unsandboxed_reason=shell.unconfined_reason(),
+                    workspace_kind=config.kind,
+                ),
+                parent_tools=parent_tools,
+                interceptor=interceptor,
+                ask=ask if ask is not None else self._rt.ask,  # pyright: ignore[reportArgumentType]
+                depth=depth,
+                instructions=(instructions.text, instructions.path.name) if instructions is not None else None,
+                skill_catalog=catalog.text,
+                unavailable_servers=unavailable,
+                tool_settings=settings,
+                context=self.context,
+            )
+        )
+        if isinstance(plan.gate, ToolGate):
+            grants.bind(plan.gate.policy)
+        return plan
+
+    def _runtime_executors(
+        self,
+        projection: InvocationProjection,
+        *,
+        session_key: str,
+        depth: int,
+        model: ModelEntry,
+        grants: SkillGrants | None = None,
+    ) -> dict[str, Tool]:
+        out: dict[str, Tool] = {}
+        for projected in projection.tools:
+            if projected.tool is not None and projected.source != "runtime" and projected.source != "action":
+                continue
+            if projected.internal_name == "Skill":
+                out[projected.name] = SkillTool(projected.spec, grants.load if grants else self._load_skill)
+            elif projected.internal_name == "Task":
+                out[projected.name] = TaskTool(projected.spec, self._rt.children.task_runner(session_key, depth, model))
+            elif projected.internal_name == "SwitchAgent":
+                out[projected.name] = SwitchAgentTool(projected.spec)
+            elif projected.source == "action":
+                out[projected.name] = ActionTool(
+                    projected.spec, projected.internal_name, self._rt.children.action_runner(session_key, depth, model)
+                )
+        return out
+
+    def _skill_allowed_tools(self, name: str) -> tuple[str, ...]:
+        skill = self._rt.loaded.skills.get(name)
+        return skill.allowed_tools if skill is not None else ()
+
+    def _load_skill(self, name: str) -> SkillContent:
+        skill = self._rt.loaded.skills.get(name)
+        if skill is None:
+            raise BearAgentError(ErrorInfo.of("tool", "unknown_skill", f"there is no skill named {name!r}"))
+        return SkillContent(name=skill.name, body=skill.body, directory=skill.directory, files=list(skill.files))
+
+    # ---- budgets -----------------------------------------------------------------------------------------------
+
+    def budgets_for(self, agent: AgentSpec, overrides: Mapping[str, int]) -> BudgetLimits:
+        """config.yaml `budgets:` < command-line flags; then intersected with the agent's own policy."""
+        values = self._rt.loaded.config.budgets.model_dump()  # already the defaults overlaid with config.yaml
+        unknown = sorted(set(overrides) - set(BUDGET_FIELDS))
+        if unknown:
+            raise BearAgentError(
+                ErrorInfo.of("invalid_request", "unknown_budget", f"unknown budget field(s): {', '.join(unknown)}"),
+                hint=f"budget fields are: {', '.join(BUDGET_FIELDS)}",
+            )
+        values.update(overrides)
+        limits = BudgetLimits.model_validate(values)
+        policy_values = limits.model_dump()
+        policy_values.update({k: v for k, v in agent.policy.budgets.items() if k in BUDGET_FIELDS})
+        if agent.policy.max_turns is not None:
+            policy_values["max_model_iterations"] = agent.policy.max_turns
+        return limits.intersect(BudgetLimits.model_validate(policy_values))
