@@ -216,6 +216,15 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
         atomically, never lost to a concurrent save of the session."""
         ...
 
+    async def queue_session_facts(self, session_id: SessionId, facts: Sequence[JsonValue]) -> None:
+        """Keep facts of a session that happened outside any run (a SessionEnd hook's execution), each as
+        `{"event_type", "schema_version", "payload"}`, until the session's next run records them."""
+        ...
+
+    async def take_session_facts(self, session_id: SessionId) -> list[JsonValue]:
+        """The session's kept facts, oldest first, removed as they are returned (each is taken once)."""
+        ...
+
     async def insert_session(self, session: SessionRecord) -> SessionRecord:
         """Store a new session; `BearAgentError(conflict.session_exists)` if its id is taken."""
         ...

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from bearagent import preflight
 from bearagent.agent_plans import AgentPlans
@@ -37,7 +37,7 @@ from bearagent.sessions import SessionService
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpServerStatus
-from bearagent.domain.run_events import ApprovalChoice
+from bearagent.domain.run_events import ApprovalChoice, parse_run_event_payload
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks, assemble_hook_groups
 from bearagent.hooks.dispatcher import HookDispatcher, HookSettings
@@ -93,7 +93,8 @@ class WorkspaceRuntime:
         self.children = ChildRuns(self)
         self.plans = AgentPlans(self)
         self._started_sessions: set[str] = set()
-        self._session_facts: list[HookExecutedV1] = []
+        self._session_facts: dict[str, list[HookExecutedV1]] = {}
+        """Hook executions of each session outside any run (SessionStart before its first run, SessionEnd)."""
 
     # ---- collaborators -------------------------------------------------------------------------------------------
 
@@ -137,6 +138,17 @@ class WorkspaceRuntime:
         for session_id in list(self._started_sessions):
             await self._fire_session_hook("SessionEnd", session_id, {"reason": "other"})
         self._started_sessions.clear()
+        for session_key, facts in self._session_facts.items():  # recorded by the session's next run, anywhere
+            if facts and not session_key.startswith(("detached:", "judge:")):
+                with contextlib.suppress(BearAgentError, ValueError):
+                    await self.store.queue_session_facts(
+                        SessionId(session_key),
+                        [
+                            {"event_type": "HookExecuted", "schema_version": 1, "payload": f.model_dump(mode="json")}
+                            for f in facts
+                        ],
+                    )
+        self._session_facts.clear()
         await self.resources.aclose()
 
     # ---- planning ----------------------------------------------------------------------------------------------
@@ -195,21 +207,42 @@ class WorkspaceRuntime:
             python_handlers=functions,
             judge=self.children.judge,
             agent_judge=self.children.agent_judge,
-            record=self._record_hook,
+            record=self._hook_recorder(session_id),
             transcript=self.sessions.transcript(session_id),
             settings=settings,
         )
         return SessionHooks(dispatcher=dispatcher, enabled=enabled)
 
-    async def _record_hook(self, payload: HookExecutedV1) -> None:
-        """Hook executions become facts of the run they happen in; a session-level hook (SessionStart, before any
-        run) is kept and recorded at the start of the session's next run."""
-        run = current_run.get()
-        if run is None:
-            self._session_facts.append(payload)
-            return
-        with contextlib.suppress(BearAgentError):
-            await run.recorder.append(payload)
+    def _hook_recorder(self, session_key: str) -> Callable[[HookExecutedV1], Awaitable[None]]:
+        """Hook executions become facts of the run they happen in; a session-level one (SessionStart before any
+        run, SessionEnd after the last) is kept and recorded at the start of the session's next run (in this
+        process, or, kept on the session record at close, in the next one)."""
+
+        async def record(payload: HookExecutedV1) -> None:
+            run = current_run.get()
+            if run is None:
+                self._session_facts.setdefault(session_key, []).append(payload)
+                return
+            with contextlib.suppress(BearAgentError):
+                await run.recorder.append(payload)
+
+        return record
+
+    async def _session_prelude(self, session_key: str, session_id: SessionId | None) -> tuple[HookExecutedV1, ...]:
+        """The session-level facts a run records first: those kept on the session record, then this process's."""
+        kept: list[HookExecutedV1] = []
+        if session_id is not None:
+            for item in await self.store.take_session_facts(session_id):
+                with contextlib.suppress(BearAgentError, KeyError, TypeError):
+                    fact = cast(dict[str, JsonValue], item)
+                    payload = parse_run_event_payload(
+                        str(fact["event_type"]),
+                        int(cast(int, fact["schema_version"])),
+                        cast(dict[str, JsonValue], fact["payload"]),
+                    )
+                    if isinstance(payload, HookExecutedV1):
+                        kept.append(payload)
+        return (*kept, *self._session_facts.pop(session_key, []))
 
     async def _fire_session_hook(self, event: str, session_id: str, payload: Mapping[str, JsonValue]) -> None:
         agent = self.loaded.agents.get(self.loaded.config.default_agent)
@@ -280,7 +313,7 @@ class WorkspaceRuntime:
                 from bearagent.resuming import seek_provider
 
                 await seek_provider(self, plan, session.session_id, None)  # the scripted model's place, from the log
-            prelude, self._session_facts = tuple(self._session_facts), []
+            prelude = await self._session_prelude(session_key, session.session_id if session is not None else None)
             spec = RunSpec(
                 goal=prompt,
                 workspace_root=self.root,

@@ -408,6 +408,22 @@ def test_allow_always_answers_add_up_and_survive_a_stale_save(harness: Harness) 
     run(go)
 
 
+def test_session_facts_are_kept_in_order_and_taken_once(harness: Harness) -> None:
+    first, second = harness.open(), harness.open()
+
+    async def go() -> None:
+        session = _session(1)
+        await first.insert_session(session)
+        await first.queue_session_facts(session.session_id, [{"n": 1}])
+        await second.queue_session_facts(session.session_id, [{"n": 2}, {"n": 3}])
+        assert await second.take_session_facts(session.session_id) == [{"n": 1}, {"n": 2}, {"n": 3}]
+        assert await first.take_session_facts(session.session_id) == []
+        await first.queue_session_facts(_session(9).session_id, [{"n": 4}])  # no such session: nothing kept
+        assert await first.take_session_facts(_session(9).session_id) == []
+
+    run(go)
+
+
 def test_leases_keep_the_latest_heartbeat_per_run(harness: Harness) -> None:
     storage = harness.open()
     one, two = RunId("11111111-1111-4111-8111-000000000001"), RunId("11111111-1111-4111-8111-000000000002")

@@ -73,14 +73,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE run_projections ADD COLUMN goal TEXT",
         "UPDATE run_projections SET goal = json_extract(data, '$.goal'), data = json_remove(data, '$.goal')",
     ),
-    # 4: leases (the heartbeat of each run a live process executes: written often, so not in the run row) and the
-    #    session's "allow always" answers (a JSON array of permission rules, added to one at a time)
+    # 4: leases (the heartbeat of each run a live process executes: written often, so not in the run row), the
+    #    session's "allow always" answers (a JSON array of permission rules, added to one at a time) and its
+    #    pending facts
     (
         """CREATE TABLE run_leases (
             run_id TEXT PRIMARY KEY,
             heartbeat_at TEXT NOT NULL
         ) WITHOUT ROWID""",
         "ALTER TABLE sessions ADD COLUMN allowed_rules TEXT NOT NULL DEFAULT '[]'",
+        # facts of the session that happened outside any run (a SessionEnd hook's execution), recorded at the
+        # start of the session's next run
+        "ALTER TABLE sessions ADD COLUMN pending_facts TEXT NOT NULL DEFAULT '[]'",
     ),
 )
 

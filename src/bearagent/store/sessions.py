@@ -9,6 +9,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import cast
 
+from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import SessionId
 from bearagent.domain.state import SessionRecord
@@ -105,6 +106,45 @@ def allow_in_session_on(conn: sqlite3.Connection, path: Path, session_id: Sessio
             )
     except sqlite3.Error as exc:
         raise translate_sqlite_error(path, exc, f"remembering an answer in session {session_id}") from exc
+
+
+def queue_facts_on(conn: sqlite3.Connection, path: Path, session_id: SessionId, facts: list[JsonValue]) -> None:
+    """Append `facts` (event payloads as JSON, `{"event_type", "schema_version", "payload"}`) to the session's
+    pending facts, in one transaction."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT pending_facts FROM sessions WHERE session_id = ?", (str(session_id),)).fetchone()
+            if row is not None:
+                pending = cast(list[JsonValue], json.loads(cast(str, row[0]) or "[]"))
+                conn.execute(
+                    "UPDATE sessions SET pending_facts = ? WHERE session_id = ?",
+                    (json.dumps([*pending, *facts]), str(session_id)),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(path, exc, f"keeping facts of session {session_id}") from exc
+
+
+def take_facts_on(conn: sqlite3.Connection, path: Path, session_id: SessionId) -> list[JsonValue]:
+    """The session's pending facts, oldest first, removed in the same transaction (each is taken once)."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT pending_facts FROM sessions WHERE session_id = ?", (str(session_id),)).fetchone()
+            taken = cast(list[JsonValue], json.loads(cast(str, row[0]) or "[]")) if row is not None else []
+            if taken:
+                conn.execute("UPDATE sessions SET pending_facts = '[]' WHERE session_id = ?", (str(session_id),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(path, exc, f"taking facts of session {session_id}") from exc
+    return taken
 
 
 def session_on(conn: sqlite3.Connection, path: Path, session_id: SessionId) -> SessionRecord | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar, cast
 
+from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
@@ -174,6 +175,13 @@ class SqliteEventStore:
 
     async def allow_in_session(self, session_id: SessionId, rule: str) -> None:
         await self._writer.call(lambda conn: sessions.allow_in_session_on(conn, self.path, session_id, rule))
+
+    async def queue_session_facts(self, session_id: SessionId, facts: Sequence[JsonValue]) -> None:
+        if facts:
+            await self._writer.call(lambda conn: sessions.queue_facts_on(conn, self.path, session_id, list(facts)))
+
+    async def take_session_facts(self, session_id: SessionId) -> list[JsonValue]:
+        return await self._writer.call(lambda conn: sessions.take_facts_on(conn, self.path, session_id))
 
     async def insert_session(self, session: SessionRecord) -> SessionRecord:
         return await self._writer.call(lambda conn: sessions.insert_session_on(conn, self.path, session))
