@@ -61,6 +61,7 @@ def mode_for(loaded: LoadedWorkspace, agent: AgentSpec, *, flag: str | None = No
         user_ceiling=config.permission_ceiling,
         shadowed=shadowed,
         flag=flag,
+        bypass_disabled_by=config.bypass_disabled_by,
     )
 
 

@@ -136,17 +136,17 @@ def test_unsupported_claude_code_settings_and_hook_events_are_named_never_droppe
         {
             "model": "sonnet",
             "apiKeyHelper": "/bin/echo sk-x",
-            "permissions": {"additionalDirectories": ["../shared"], "defaultMode": "auto"},
+            "permissions": {"disableAutoMode": "disable", "defaultMode": "auto"},
             "hooks": {"Notification": [{"hooks": [{"type": "command", "command": "true"}]}]},
         },
     )
     ws = load(tmp_path, tmp_path / "home")
     diags = ws.diagnostics()
     assert codes(diags).count("claude.setting_unsupported") == 4
-    additional = next(d for d in diags if d.field == "permissions.additionalDirectories")
-    assert additional.severity == "warning" and "never leave the workspace" in additional.message
+    auto = next(d for d in diags if d.field == "permissions.disableAutoMode")
+    assert auto.severity == "warning" and "no auto mode" in auto.message
     event = only(diags, "claude.hook_event_unsupported")
-    assert event.severity == "warning" and "'Notification'" in event.message and event.line == 11
+    assert event.severity == "warning" and "'Notification'" in event.message and event.line == 9
     assert ws.hooks.all() == () and ws.config.permission_mode is None
     assert guard_failures(diags) == []
 
@@ -177,3 +177,30 @@ def test_a_settings_file_linked_out_of_the_workspace_is_refused(tmp_path: Path) 
     ws = load(ws_root, tmp_path / "home")
     assert "workspace.path_refused" in codes(ws.diagnostics())
     assert ws.config.permissions.allow == ()
+
+
+def test_disable_bypass_permissions_mode_is_read_and_a_wrong_value_stops_the_run(tmp_path: Path) -> None:
+    settings(tmp_path, {"permissions": {"disableBypassPermissionsMode": "disable", "defaultMode": "bypassPermissions"}})
+    ws = load(tmp_path, tmp_path / "home")
+    assert ws.config.bypass_disabled_by == str(tmp_path / ".claude" / "settings.json")
+    assert not [i for i in workspace_trust_surface(ws).items if "disableBypass" in i.key]  # it only restricts
+    settings(tmp_path, {"permissions": {"disableBypassPermissionsMode": True}}, "settings.local.json")
+    failures = guard_failures(load(tmp_path, tmp_path / "home").diagnostics())
+    assert [d.field for d in failures] == ["permissions.disableBypassPermissionsMode"]
+
+
+def test_a_disabled_bypass_is_skipped_and_the_next_source_decides() -> None:
+    from bearagent.domain.specs import AgentPolicy, AgentSpec
+    from bearagent.trust.modes import mode_in_force
+
+    agent = AgentSpec(name="a", description="A.", policy=AgentPolicy(permission_mode="bypassPermissions"))
+    off = "/ws/.claude/settings.json"
+    forced = mode_in_force(agent, workspace_mode="default", user_ceiling=None, bypass_disabled_by=off)
+    assert forced.mode == "default" and not forced.user_bypass  # the agent's bypass is skipped: the workspace's mode
+    assert forced.capped and "disabled by disableBypassPermissionsMode in /ws/.claude/settings.json" in forced.capped
+    flagged = mode_in_force(
+        agent, workspace_mode=None, user_ceiling=None, flag="bypassPermissions", bypass_disabled_by=off
+    )
+    assert flagged.mode == "acceptEdits" and flagged.capped and "(--permission-mode)" in flagged.capped
+    allowed = mode_in_force(agent, workspace_mode=None, user_ceiling=None)
+    assert allowed.mode == "bypassPermissions" and allowed.capped is None

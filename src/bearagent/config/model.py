@@ -71,6 +71,8 @@ class BearConfig(DomainModel):
     """The mode of the most specific config that set one (workspace over user); agents may set their own."""
     permission_ceiling: str | None = None
     """The user config's `permission_mode`: nothing in a workspace may be looser (see docs/security.md)."""
+    bypass_disabled_by: str | None = None
+    """The file whose `permissions.disableBypassPermissionsMode: "disable"` forbids bypassPermissions (None: allowed)."""
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     """The Bash sandbox; the user config's mode is a ceiling (`bearagent.sandbox.settings.merge_sandbox`)."""
     shell_env: ShellEnvPolicy = Field(default_factory=ShellEnvPolicy)
@@ -319,6 +321,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     catalog = DEFAULT_SKILL_CATALOG_CHARS
     permission_mode: str | None = None
     ceiling: str | None = None
+    bypass_disabled_by: str | None = None
     sandbox_layers = [(cf.level, cast(dict[str, object], cf.settings.get("sandbox", {}))) for cf in files]
     shell_env_layers = [(cf.level, cast(dict[str, object], cf.settings.get("shell_env", {}))) for cf in files]
     for cf in files:
@@ -330,6 +333,8 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             compat = cast(bool, s.get("compat", compat))
         for key, rules in cast(dict[str, tuple[str, ...]], s.get("permissions", {})).items():
             permissions[key].extend(r for r in rules if r not in permissions[key])
+        if s.get("disable_bypass") is True:
+            bypass_disabled_by = str(cf.path)
         budgets.update(cast(dict[str, int], s.get("budgets", {})))
         allow_private = cast(
             bool, cast(dict[str, object], s.get("web_fetch", {})).get("allow_private_network", allow_private)
@@ -350,6 +355,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         skill_catalog_chars=catalog,
         permission_mode=permission_mode,
         permission_ceiling=ceiling,
+        bypass_disabled_by=bypass_disabled_by,
         sandbox=merge_sandbox(sandbox_layers),
         shell_env=merge_shell_env(shell_env_layers),
     )
