@@ -26,6 +26,7 @@ from bearagent.runtime.projection import InvocationProjection
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
 from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, PermissionMode, ToolPolicy, WorkspaceKind
+from bearagent.tools.roots import additional_directories
 
 DEFAULT_MAX_SWITCHES = 10
 
@@ -96,6 +97,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         workspace_kind=p.workspace_kind,
         shell_sandboxed=p.shell_sandboxed,
         unsandboxed_reason=p.unsandboxed_reason,
+        extra_roots=additional_directories(inputs.tool_settings),
     )
     gate = ToolGate(gate_tools, policy=policy, interceptor=inputs.interceptor, ask=inputs.ask)
     instructions = inputs.instructions if agent.is_primary and inputs.depth == 0 else None
@@ -108,6 +110,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         project_instructions_source=instructions[1] if instructions is not None else None,
         skill_catalog=inputs.skill_catalog if projection.skills else None,
         system_reminder=agent.system_reminder,
+        additional_directories=additional_directories(inputs.tool_settings),
         unavailable_servers=list(inputs.unavailable_servers),
     )
     return AgentPlan(

@@ -179,6 +179,39 @@ def test_a_settings_file_linked_out_of_the_workspace_is_refused(tmp_path: Path) 
     assert ws.config.permissions.allow == ()
 
 
+def test_additional_directories_resolve_from_the_project_root_and_home_and_are_trust_surface(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / "notes").mkdir(parents=True)
+    (tmp_path / "shared").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    ws_root = tmp_path / "ws"
+    path = settings(ws_root, {"permissions": {"additionalDirectories": ["../shared", "~/notes", "../missing"]}})
+    ws = load(ws_root, home)
+    expected = (str((tmp_path / "shared").resolve()), str((home / "notes").resolve()))
+    assert ws.config.permissions.additional_directories == expected
+    assert ws.config.sandbox.additional_directories == expected  # the shell's confinement gets them too
+    missing = only(ws.diagnostics(), "claude.directory_missing")
+    assert missing.severity == "warning" and "'../missing'" in missing.message and missing.line == 3
+    items = [i for i in workspace_trust_surface(ws).items if i.key.startswith("additional directory")]
+    assert sorted(str(i.canonical) for i in items) == sorted(expected)
+    assert all(i.file == ".claude/settings.json" for i in items)
+    assert items[0].render().startswith(".claude/settings.json:3: additional directory ")
+    assert guard_failures(ws.diagnostics()) == [] and path.exists()
+
+
+def test_the_users_additional_directories_are_trusted_and_a_relative_one_there_is_an_error(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "mine").mkdir()
+    write(home, "bearagent/config.yaml", f"permissions:\n  additional_directories: [{tmp_path / 'mine'}, rel/dir]\n")
+    ws = load(tmp_path / "ws", home)
+    assert ws.config.permissions.additional_directories == (str((tmp_path / "mine").resolve()),)
+    assert not [i for i in workspace_trust_surface(ws).items if i.key.startswith("additional directory")]
+    bad = only(ws.diagnostics(), "config.invalid_value")
+    assert "'rel/dir': a relative path has no base in the user config" in bad.message
+
+
 def test_disable_bypass_permissions_mode_is_read_and_a_wrong_value_stops_the_run(tmp_path: Path) -> None:
     settings(tmp_path, {"permissions": {"disableBypassPermissionsMode": "disable", "defaultMode": "bypassPermissions"}})
     ws = load(tmp_path, tmp_path / "home")

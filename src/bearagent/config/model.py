@@ -5,6 +5,7 @@ registries (each entry validated on its own)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,8 @@ TOP_LEVEL_KEYS = frozenset(
 )
 BUDGET_KEYS = BUDGET_FIELDS
 PERMISSION_KEYS = ("allow", "ask", "deny")
+DIRECTORY_KEYS = ("additional_directories", "additionalDirectories")
+"""`permissions.additional_directories` (Claude Code's `additionalDirectories` is accepted as an alias)."""
 DEFAULT_SKILL_CATALOG_CHARS = 8_000
 
 
@@ -50,6 +53,9 @@ class PermissionLists(DomainModel):
     allow: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    additional_directories: tuple[str, ...] = ()
+    """Absolute directories the file tools (and a sandboxed Bash) may use besides the workspace, from every level
+    (`permissions.additional_directories`, Claude Code's `permissions.additionalDirectories`)."""
 
 
 class WebFetchSettings(DomainModel):
@@ -205,8 +211,11 @@ def _parse_permissions(cf: ConfigFile, value: object, diagnostics: list[Diagnost
         return
     rules: dict[str, tuple[str, ...]] = {}
     for key, item in cast(dict[str, object], value).items():
+        if key in DIRECTORY_KEYS:
+            _parse_directories(cf, key, item, diagnostics)
+            continue
         if key not in PERMISSION_KEYS:
-            diagnostics.append(_unknown(cf, f"permissions.{key}", key, PERMISSION_KEYS))
+            diagnostics.append(_unknown(cf, f"permissions.{key}", key, (*PERMISSION_KEYS, DIRECTORY_KEYS[0])))
             continue
         strings = _string_list(item) if item is not None else ()
         if strings is None:
@@ -218,6 +227,41 @@ def _parse_permissions(cf: ConfigFile, value: object, diagnostics: list[Diagnost
             continue
         rules[key] = strings
     cf.settings["permissions"] = rules
+
+
+def _parse_directories(cf: ConfigFile, key: str, value: object, diagnostics: list[Diagnostic]) -> None:
+    """Absolute paths of the listed directories: `~` is the home directory; a relative path starts at the workspace
+    root for the workspace's config.yaml and is an error in the user's (which serves every workspace)."""
+    from bearagent.config.claude_settings import resolve_directory
+
+    field = f"permissions.{key}"
+    strings = _string_list(value) if value is not None else ()
+    if strings is None:
+        diagnostics.append(_error(cf, field, "must be a list of directories", f"write `{key}: [~/shared]`"))
+        return
+    root = cf.path.parent.parent if cf.level == "workspace" else None
+    found: list[str] = []
+    for entry in strings:
+        relative = not entry.strip().startswith(("~", "/"))
+        path = resolve_directory(entry, root)
+        if path is None:
+            why = "a relative path has no base in the user config" if relative else "it cannot be resolved"
+            diagnostics.append(_error(cf, field, f"{entry!r}: {why}", "write an absolute path or one starting with ~/"))
+        elif not os.path.isdir(path):
+            diagnostics.append(
+                Diagnostic(
+                    severity="warning",
+                    code="claude.directory_missing",
+                    message=f"{field}: {entry!r} is not a directory ({path}); it is left out",
+                    source=str(cf.path),
+                    line=cf.line_of(key),
+                    field=field,
+                    fix="create it, or fix the path",
+                )
+            )
+        elif path not in found:
+            found.append(path)
+    cf.settings["additional_directories"] = tuple(found)
 
 
 def _parse_permission_mode(cf: ConfigFile, data: Mapping[str, object], diagnostics: list[Diagnostic]) -> None:
@@ -321,6 +365,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     catalog = DEFAULT_SKILL_CATALOG_CHARS
     permission_mode: str | None = None
     ceiling: str | None = None
+    directories: list[str] = []
     bypass_disabled_by: str | None = None
     sandbox_layers = [(cf.level, cast(dict[str, object], cf.settings.get("sandbox", {}))) for cf in files]
     shell_env_layers = [(cf.level, cast(dict[str, object], cf.settings.get("shell_env", {}))) for cf in files]
@@ -333,6 +378,9 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             compat = cast(bool, s.get("compat", compat))
         for key, rules in cast(dict[str, tuple[str, ...]], s.get("permissions", {})).items():
             permissions[key].extend(r for r in rules if r not in permissions[key])
+        directories.extend(
+            d for d in cast(tuple[str, ...], s.get("additional_directories", ())) if d not in directories
+        )
         if s.get("disable_bypass") is True:
             bypass_disabled_by = str(cf.path)
         budgets.update(cast(dict[str, int], s.get("budgets", {})))
@@ -349,13 +397,15 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         default_agent=default_agent,
         compat=compat,
         default_model=default_model,
-        permissions=PermissionLists(**{k: tuple(v) for k, v in permissions.items()}),
+        permissions=PermissionLists(
+            **{k: tuple(v) for k, v in permissions.items()}, additional_directories=tuple(directories)
+        ),
         budgets=BudgetLimits(**budgets),
         web_fetch=WebFetchSettings(allow_private_network=allow_private),
         skill_catalog_chars=catalog,
         permission_mode=permission_mode,
         permission_ceiling=ceiling,
         bypass_disabled_by=bypass_disabled_by,
-        sandbox=merge_sandbox(sandbox_layers),
+        sandbox=merge_sandbox(sandbox_layers).model_copy(update={"additional_directories": tuple(directories)}),
         shell_env=merge_shell_env(shell_env_layers),
     )

@@ -30,6 +30,8 @@ class ContextParts:
     skill_catalog: str | None = None
     system_reminder: str | None = None
     unavailable_servers: Sequence[str] = field(default_factory=tuple[str, ...])
+    additional_directories: Sequence[str] = field(default_factory=tuple[str, ...])
+    """Directories besides the workspace the file tools may use (`permissions.additionalDirectories`)."""
     platform_name: str = field(default_factory=lambda: f"{platform.system()} {platform.release()}")
 
 
@@ -52,6 +54,12 @@ class ContextBuilder:
             f"- Today's date: {parts.today.isoformat()}\n"
             f"- Platform: {parts.platform_name}\n"
             "- File paths in tool calls are relative to the workspace root."
+            + (
+                "\n- Additional working directories (use their absolute paths): "
+                + ", ".join(parts.additional_directories)
+                if parts.additional_directories
+                else ""
+            )
         )
         if parts.unavailable_servers:
             listed = "\n".join(f"- {line}" for line in parts.unavailable_servers)

@@ -12,7 +12,9 @@ The argv, in mount order (later mounts cover earlier ones):
    (`_forward.py`) are bound into that /tmp, and the command runs under the forwarder (`python3 -I -S`), which
    listens on the sandbox's 127.0.0.1, sets the proxy variables and then becomes the command.
 3. hidden paths that contain the workspace (rare), then the workspace: `--bind` (workspace-write) or `--ro-bind`
-   (read-only).
+   (read-only); in workspace-write, each additional directory (`permissions.additionalDirectories`) is bound
+   writable the same way, with its own control files protected as in step 4, and the hidden paths of step 5 stay
+   hidden inside it.
 4. workspace-write: the control files (`bearagent.tools.protected.SHELL_READ_ONLY`) read-only. A directory on the
    way to one (`.git` for `.git/config`) is bound onto itself first, which makes it a mount point that cannot be
    renamed away and replaced. A control file that does not exist gets a read-only placeholder (an empty directory
@@ -203,10 +205,15 @@ class BwrapBackend:
         for path in around:
             _hide(plan, path, root)
         plan.args += ["--bind" if request.mode == "workspace-write" else "--ro-bind", str(root), str(root)]
+        extra = [Path(os.path.realpath(d)) for d in request.writable] if request.mode == "workspace-write" else []
+        extra = [d for d in dict.fromkeys(extra) if d.is_dir() and not _inside(d, root)]
+        for directory in extra:
+            plan.args += ["--bind", str(directory), str(directory)]
         try:
             if request.mode == "workspace-write":
-                for rel in SHELL_READ_ONLY:
-                    _protect(plan, root, rel)
+                for base in (root, *extra):
+                    for rel in SHELL_READ_ONLY:
+                        _protect(plan, base, rel)
             for path in hidden:
                 if path not in around and path != root:
                     _hide(plan, path, root)

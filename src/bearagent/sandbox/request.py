@@ -30,11 +30,13 @@ from bearagent.sandbox.settings import (
     ShellEnvPolicy,
     normalise_host_entry,
 )
+from bearagent.tools.roots import ADDITIONAL_DIRECTORIES_SETTING
 
 SANDBOX_SETTING = "sandbox"
 """ToolContext.settings key: the resolved sandbox request (`SandboxRequest.to_json`)."""
 SHELL_ENV_SETTING = "shell_env"
 """ToolContext.settings key: the environment for Bash (already filtered by the shell_env policy)."""
+
 
 HIDDEN_IN_HOME: tuple[str, ...] = (
     ".ssh",
@@ -81,9 +83,13 @@ class SandboxRequest:
     hidden: tuple[str, ...] = ()
     readable: tuple[str, ...] = ()
     bwrap_path: str | None = None
+    writable: tuple[str, ...] = ()
+    """Absolute directories besides the workspace the shell may write (workspace-write only)."""
 
     def settings(self) -> SandboxSettings:
-        return SandboxSettings(mode=self.mode, network=self.network, bwrap_path=self.bwrap_path)
+        return SandboxSettings(
+            mode=self.mode, network=self.network, bwrap_path=self.bwrap_path, additional_directories=self.writable
+        )
 
     def to_json(self) -> dict[str, JsonValue]:
         return {
@@ -92,6 +98,7 @@ class SandboxRequest:
             "hidden": list(self.hidden),
             "readable": list(self.readable),
             "bwrap_path": self.bwrap_path,
+            "writable": list(self.writable),
         }
 
     @classmethod
@@ -109,6 +116,7 @@ class SandboxRequest:
             hidden=_str_tuple(data.get("hidden")),
             readable=_str_tuple(data.get("readable")),
             bwrap_path=program if isinstance(program, str) else None,
+            writable=tuple(p for p in _str_tuple(data.get("writable")) if os.path.isabs(p)),
         )
 
 
@@ -171,6 +179,7 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         hidden=tuple(unique),
         readable=tuple(dict.fromkeys(str(p) for p in readable)),
         bwrap_path=settings.bwrap_path,
+        writable=settings.additional_directories,
     )
 
 
@@ -182,9 +191,12 @@ def tool_settings(
     sandbox: SandboxSettings, shell_env: ShellEnvPolicy, env: Mapping[str, str], secret_names: Iterable[str]
 ) -> dict[str, JsonValue]:
     """The `ToolContext.settings` entries the Bash tool reads: the resolved request and the filtered environment
-    (`secret_names`: the variables model entries read their keys from; they never reach the shell)."""
+    (`secret_names`: the variables model entries read their keys from; they never reach the shell); and the
+    additional directories the file tools may use (`permissions.additionalDirectories`, carried by the sandbox
+    settings because the shell's confinement needs them too)."""
     shell = build_shell_env(env, shell_env, secret_names=secret_names)
     return {
         SANDBOX_SETTING: build_request(sandbox, env).to_json(),
         SHELL_ENV_SETTING: cast(dict[str, JsonValue], shell),
+        ADDITIONAL_DIRECTORIES_SETTING: list(sandbox.additional_directories),
     }

@@ -115,6 +115,10 @@ class SandboxSettings(DomainModel):
     mcp: bool = False
     """Run stdio MCP servers in the sandbox too (`mcp.manager`); a server is unavailable when it cannot start.
     Turns on from any level; a workspace cannot turn off the user's."""
+    additional_directories: tuple[str, ...] = ()
+    """Absolute directories besides the workspace that the shell may write as it writes the workspace (and the file
+    tools may use): `permissions.additional_directories` / Claude Code's `additionalDirectories`, merged from every
+    level by `config.model.merge_config`, never from `sandbox:`."""
 
 
 class ShellEnvPolicy(DomainModel):

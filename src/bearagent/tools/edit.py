@@ -10,7 +10,8 @@ from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, str_arg, tool_error
 from bearagent.tools.fileio import read_existing
-from bearagent.tools.paths import TargetDir, WorkspacePaths
+from bearagent.tools.paths import TargetDir
+from bearagent.tools.roots import WorkspaceRoots
 from bearagent.tools.write import write_text_file
 
 SPEC = ToolSpec(
@@ -57,7 +58,7 @@ class EditTool(NativeTool):
                 "old_string and new_string are identical, so the edit would change nothing. Give the new text.",
             )
         return {
-            "file_path": WorkspacePaths(context.workspace_root).normalise(str_arg(arguments, "file_path")),
+            "file_path": WorkspaceRoots.for_context(context).normalise(str_arg(arguments, "file_path")),
             "old_string": old,
             "new_string": new,
             "replace_all": arguments.get("replace_all") is True,

@@ -11,7 +11,7 @@ from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, str_arg, tool_error
-from bearagent.tools.paths import WorkspacePaths
+from bearagent.tools.roots import WorkspaceRoots
 from bearagent.tools.walk import (
     Cancelled,
     WorkspaceWalker,
@@ -58,7 +58,7 @@ class GlobTool(NativeTool):
         check_glob(pattern, "pattern")
         return {
             "pattern": pattern,
-            "path": WorkspacePaths(context.workspace_root).normalise(str_arg(arguments, "path")),
+            "path": WorkspaceRoots.for_context(context).normalise(str_arg(arguments, "path")),
         }
 
     async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
@@ -69,9 +69,8 @@ class GlobTool(NativeTool):
         pattern = str_arg(arguments, "pattern")
         start = str_arg(arguments, "path")
         regex = check_glob(pattern, "pattern")
-        walker = WorkspaceWalker(
-            WorkspacePaths(context.workspace_root), start, cancel=cancel, hidden=hidden_spec(context.settings)
-        )
+        walk_paths, walk_start = WorkspaceRoots.for_context(context).walk_root(start)
+        walker = WorkspaceWalker(walk_paths, walk_start, cancel=cancel, hidden=hidden_spec(context.settings))
         found: list[tuple[float, str]] = []
         scan_capped = False
         # `**/NAME-GLOB` (the common case) only needs the file name: skip building every relative path

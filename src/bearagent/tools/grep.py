@@ -27,6 +27,7 @@ from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, int_arg, str_arg, tool_error
 from bearagent.tools.paths import WorkspacePaths
 from bearagent.tools.regex_search import compile_pattern, in_daemon_thread, matching_lines, required_literal
+from bearagent.tools.roots import WorkspaceRoots
 from bearagent.tools.walk import Cancelled, WorkspaceWalker, cancellable, check_glob, hidden_spec
 
 DEFAULT_HEAD_LIMIT = 250
@@ -79,7 +80,7 @@ class GrepTool(NativeTool):
         compile_pattern(pattern, arguments.get("-i") is True)
         out: dict[str, object] = {
             "pattern": pattern,
-            "path": WorkspacePaths(context.workspace_root).normalise(str_arg(arguments, "path")),
+            "path": WorkspaceRoots.for_context(context).normalise(str_arg(arguments, "path")),
             "output_mode": str_arg(arguments, "output_mode", "files_with_matches"),
             "-i": arguments.get("-i") is True,
             "-n": arguments.get("-n") is not False,
@@ -126,7 +127,7 @@ class GrepTool(NativeTool):
         glob = arguments.get("glob")
         glob_re = check_glob(glob, "glob") if isinstance(glob, str) else None
         glob_on_name = isinstance(glob, str) and "/" not in glob
-        paths = WorkspacePaths(context.workspace_root)
+        paths = WorkspaceRoots.for_context(context)
         prefix = f"{start}/" if start else ""
 
         single_file = self._single_file(paths, start)
@@ -195,7 +196,8 @@ class GrepTool(NativeTool):
                 consider(single_file[0], single_file[1])
             else:
                 stop = False
-                walker = WorkspaceWalker(paths, start, cancel=cancel, hidden=hidden_spec(context.settings))
+                walk_paths, walk_start = paths.walk_root(start)
+                walker = WorkspaceWalker(walk_paths, walk_start, cancel=cancel, hidden=hidden_spec(context.settings))
                 for batch in walker.batches():
                     for name in batch.names:
                         if cancel.is_set():

@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool
-from bearagent.tools.paths import WorkspacePaths
+from bearagent.tools.roots import WorkspaceRoots
 
 
 class BaseTool(NativeTool):
@@ -57,5 +57,5 @@ def open_workspace_file(context: ToolContext, path: str) -> WorkspaceFile:
     FIFOs and look-alike characters are refused, and the file is opened race-safely (no check-then-open). Raises
     `BearAgentError` (`permission.path_refused`, `tool.not_found`, ...) whose message says why and what to use
     instead: raised inside `BaseTool.run`, it becomes the failed result the model reads."""
-    opened = WorkspacePaths(context.workspace_root).open_read(path)
+    opened = WorkspaceRoots.for_context(context).open_read(path)
     return WorkspaceFile(path=opened.rel, size_bytes=opened.st.st_size, file=os.fdopen(opened.fd, "rb"))

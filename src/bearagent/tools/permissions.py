@@ -5,7 +5,10 @@ Specifiers by tool:
   legacy `:*` suffix equals ` *`. Compound commands are split (see `shell_split`) and every part is checked: any
   part denied -> deny, any part asking -> ask, allowed only if every part is allowed.
 - `Read(path)`, `Edit(path)`, `Write(path)`, `Glob(path)`, `Grep(path)`: gitignore-style patterns (`pathspec`),
-  relative to the workspace root (`/x` and `./x` too), `//abs/path` absolute, `~/x` the home directory.
+  relative to the workspace root (`/x` and `./x` too), `//abs/path` absolute, `~/x` the home directory. A path in
+  an additional directory (outside the workspace) is matched by absolute rules and by the rules that match at any
+  depth (`.env`, `*.pem`, `**/secrets/**`); a rule anchored to the workspace (`/src/**`, `docs/x.md`) never matches
+  it.
   `Read` rules also cover Glob and Grep (and a `Read` deny also blocks Edit and Write of the path); `Edit` rules
   also cover Write.
 - `WebFetch(domain:example.com)`, `WebFetch(domain:*.example.com)` (subdomains at any depth, not the apex; any
@@ -178,7 +181,10 @@ class PermissionRule:
             return isinstance(command, str) and self.matches_command(" ".join(command.split()))
         if self._paths is not None:
             rel = _call_path(tool_name, arguments, root)
-            return rel is not None and self.matches_path(rel)
+            if rel is not None:
+                return self.matches_path(rel)
+            outside = _outside_path(tool_name, arguments)
+            return outside is not None and self.matches_outside(outside)
         if self._domain is not None:
             url = arguments.get("url")
             return isinstance(url, str) and _domain_matches(self._domain, url)
@@ -211,6 +217,14 @@ class PermissionRule:
             text = text[2:]
         top = entry.casefold()
         return text == top or text.startswith(top + "/")
+
+    def matches_outside(self, absolute: str) -> bool:
+        """Whether this path rule covers `absolute`, a path outside the workspace (an additional directory's)."""
+        if self._paths is None:
+            return True
+        if self._abs_prefix is None and not _any_depth(self.path_lines):
+            return False
+        return self._paths.match_file(absolute.lstrip("/"))
 
     def matches_path(self, rel: str) -> bool:
         if self._paths is None:
@@ -278,6 +292,23 @@ def _call_path(tool_name: str, arguments: Mapping[str, JsonValue], root: Path) -
         return None
     rel = posixpath.normpath(path)
     return "" if rel == "." else rel
+
+
+def _outside_path(tool_name: str, arguments: Mapping[str, JsonValue]) -> str | None:
+    """The absolute path a path tool's call names when it is not a workspace path (`_call_path` gave None)."""
+    key = _PATH_ARG.get(tool_name)
+    value = arguments.get(key, "") if key is not None else None
+    if not isinstance(value, str) or not posixpath.isabs(value.replace("\\", "/")):
+        return None
+    return posixpath.normpath(value.replace("\\", "/"))
+
+
+def _any_depth(lines: Sequence[str]) -> bool:
+    """A workspace-relative gitignore pattern that matches at any depth (no `/` but a trailing one, or `**/...`)."""
+    if len(lines) != 1:
+        return False
+    text = lines[0].rstrip("/")
+    return not text.startswith("/") and ("/" not in text or text.startswith("**/"))
 
 
 def _domain_matches(pattern: str, url: str) -> bool:

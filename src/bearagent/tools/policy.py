@@ -8,6 +8,7 @@ Order of a decision for one call:
 3. a write to BearAgent's own state (`.bearagent/state.db`, `locks/`, `transcripts/`) -> deny, whatever the rules;
 4. permission rules: deny, then ask, then allow (first match wins); a write to a protected control file
    (`tools/protected.py`) is only allowed by an allow rule whose path names it, otherwise it asks, in every mode;
+   the control files of an additional directory (`extra_roots`: its `.git/hooks`, `.claude`, ...) always ask;
 5. otherwise the default of the permission mode for the tool's side-effect class (table in docs/tools.md). The
    shell (`Bash`) has its own default: outside the shell sandbox it asks in every mode except a
    `bypassPermissions` the user set; inside the sandbox it is allowed (plan and dontAsk still deny).
@@ -120,8 +121,10 @@ class ToolPolicy:
         shell_sandboxed: bool = False,
         user_bypass: bool = False,
         unsandboxed_reason: str | None = None,
+        extra_roots: tuple[str, ...] = (),
     ) -> None:
         self.mode: PermissionMode = mode
+        self.extra_roots = extra_roots
         self.workspace_kind: WorkspaceKind = workspace_kind
         self.grant = grant if grant is not None else ToolGrant()
         self.shell_sandboxed = shell_sandboxed
@@ -181,6 +184,11 @@ class ToolPolicy:
             reason = protected_reason(target)
             if reason is not None:
                 return self._protected(spec, arguments, root, target, reason, match)
+        elif self.extra_roots and (outside := extra_write_target(spec, arguments, self.extra_roots)) is not None:
+            absolute, rel = outside
+            reason = protected_reason(rel) or state_reason(rel)
+            if reason is not None:
+                return self._protected(spec, arguments, root, absolute, reason, match)
         if match is not None:
             if match.decision == "ask":
                 return PolicyDecision(
@@ -279,6 +287,23 @@ def write_target(spec: ToolSpec, arguments: Mapping[str, JsonValue], root: Path)
                 return WorkspacePaths(root).normalise(value)
             except PathRefused:
                 return None
+    return None
+
+
+def extra_write_target(
+    spec: ToolSpec, arguments: Mapping[str, JsonValue], extra_roots: tuple[str, ...]
+) -> tuple[str, str] | None:
+    """`(absolute path, path relative to its additional directory)` of a `write` call into one (its arguments are
+    already normalised by the file tools: absolute for such a path), else None."""
+    if spec.side_effect != "write":
+        return None
+    for key in PATH_ARGUMENTS:
+        value = arguments.get(key)
+        if isinstance(value, str) and posixpath.isabs(value):
+            norm = posixpath.normpath(value)
+            for root in extra_roots:
+                if norm == root or norm.startswith(root.rstrip("/") + "/"):
+                    return norm, norm[len(root) :].lstrip("/")
     return None
 
 

@@ -10,7 +10,7 @@ from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, int_arg, str_arg, tool_error
-from bearagent.tools.paths import WorkspacePaths
+from bearagent.tools.roots import WorkspaceRoots
 
 DEFAULT_LIMIT = 2_000
 MAX_LINE_CHARS = 2_000
@@ -53,7 +53,7 @@ class ReadTool(NativeTool):
 
     def normalise(self, arguments: dict[str, JsonValue], context: ToolContext) -> Mapping[str, object]:
         return {
-            "file_path": WorkspacePaths(context.workspace_root).normalise(str_arg(arguments, "file_path")),
+            "file_path": WorkspaceRoots.for_context(context).normalise(str_arg(arguments, "file_path")),
             "offset": int_arg(arguments, "offset", 1),
             "limit": min(int_arg(arguments, "limit", DEFAULT_LIMIT), 100_000),
         }
@@ -62,7 +62,7 @@ class ReadTool(NativeTool):
         return await asyncio.to_thread(self._read, arguments, context)
 
     def _read(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
-        opened = WorkspacePaths(context.workspace_root).open_read(str_arg(arguments, "file_path"))
+        opened = WorkspaceRoots.for_context(context).open_read(str_arg(arguments, "file_path"))
         rel = opened.rel
         offset = int_arg(arguments, "offset", 1)
         limit = int_arg(arguments, "limit", DEFAULT_LIMIT)

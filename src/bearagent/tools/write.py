@@ -12,7 +12,8 @@ from bearagent.domain.tools import Artifact, ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, str_arg, text_artifact
 from bearagent.tools.fileio import atomic_write
-from bearagent.tools.paths import TargetDir, WorkspacePaths
+from bearagent.tools.paths import TargetDir
+from bearagent.tools.roots import WorkspaceRoots
 
 SPEC = ToolSpec(
     name="Write",
@@ -49,7 +50,7 @@ class WriteTool(NativeTool):
 
     def normalise(self, arguments: dict[str, JsonValue], context: ToolContext) -> Mapping[str, object]:
         return {
-            "file_path": WorkspacePaths(context.workspace_root).normalise(str_arg(arguments, "file_path")),
+            "file_path": WorkspaceRoots.for_context(context).normalise(str_arg(arguments, "file_path")),
             "content": str_arg(arguments, "content"),
         }
 
@@ -91,7 +92,7 @@ def write_text_file(
     """Replace `file_path` (a normalised workspace path) atomically with `render(target)`, the new content (render
     may read the current file through `target`, or raise a tool error to leave it untouched), and describe the
     result as a text Artifact. Used by Write and Edit."""
-    target = WorkspacePaths(context.workspace_root).open_target(file_path, create_parents=create_parents)
+    target = WorkspaceRoots.for_context(context).open_target(file_path, create_parents=create_parents)
     try:
         payload = render(target)
         created = atomic_write(target, payload)

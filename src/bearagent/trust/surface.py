@@ -12,7 +12,9 @@ What is collected (workspace-level only: user config, plugins and built-ins are 
 - hooks (config.yaml and agent frontmatter) and MCP servers (config.yaml and `.mcp.json`), and the content of every
   script or program file inside the workspace that they run;
 - permission widening: `permissions.allow` rules, a `permission_mode` looser than the built-in default on the
-  workspace or an agent (when the user set no ceiling), pre-approving specifiers in an agent's `tools`;
+  workspace or an agent (when the user set no ceiling), pre-approving specifiers in an agent's `tools`, and each
+  additional directory (`additionalDirectories`: the file tools could read and write it), so a stranger's
+  repository cannot silently widen what the tools reach;
 - `web_fetch.allow_private_network`, and sandbox / shell-environment loosening;
 - Claude Code's `.claude/settings*.json` (config files of the workspace level): their allow rules, a looser
   `defaultMode`, their hooks (through the hook registry) and every `env` entry;

@@ -127,7 +127,8 @@ def pre_approvals(c: Collector, owner: str, source: str, entries: Iterable[str])
 
 
 def config_file(c: Collector, cf: ConfigFileLike, *, ceiling_set: bool) -> None:
-    """A workspace config file's allow rules, `env`, a looser mode, web_fetch and sandbox loosening."""
+    """A workspace config file's allow rules, additional directories (each one: the file tools could reach it),
+    `env`, a looser mode, web_fetch and sandbox loosening."""
     file = c.rel(cf.path)
     text = read_text(cf.path)
     permissions = cast(Mapping[str, Sequence[str]], cf.settings.get("permissions", {}))
@@ -139,6 +140,15 @@ def config_file(c: Collector, cf: ConfigFileLike, *, ceiling_set: bool) -> None:
             rule,
             file=file,
             line=line_in(text, rule),
+        )
+    for directory in cast(Sequence[str], cf.settings.get("additional_directories", ())):
+        c.add(
+            "permission",
+            f"additional directory {directory}",
+            f"additional directory {directory} lets the file tools (and a sandboxed Bash) read and write it",
+            directory,
+            file=file,
+            line=key_line(text, "additionalDirectories") or key_line(text, "additional_directories"),
         )
     for name, value in sorted(cast(Mapping[str, str], cf.settings.get("env", {})).items()):
         c.add(
