@@ -110,7 +110,7 @@ def test_kill_9_at_random_points_then_resume_finishes_each_run_without_repeats(t
             stderr=subprocess.DEVNULL,
         )
         _wait_for_first_event(root, proc)
-        time.sleep(rng.uniform(0.0, 1.6))  # a random point from RunCreated to past the end of the run
+        time.sleep(rng.uniform(0.0, 1.2))  # a random point from RunCreated to (about) the end of the run
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         if not (root / ".bearagent" / "state.db").exists():

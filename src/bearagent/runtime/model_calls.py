@@ -1,0 +1,221 @@
+"""One model turn of a run: the bounded request (with a PreModelRequest hook's say), `ModelCallRequested` (the
+budget check), the provider stream (token deltas published live), retries with backoff, each attempt a fact, and
+`ModelCallCompleted` with the turn bounded (`turn_bounds.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId
+from bearagent.domain.messages import Message
+from bearagent.domain.models import (
+    MAX_TOOL_CALLS_PER_TURN,
+    MAX_TURN_TEXT_CHARS,
+    ModelCompleted,
+    ModelRequest,
+    ModelToolCall,
+    TextDelta,
+)
+from bearagent.domain.pricing import cost_microusd
+from bearagent.domain.run_events import (
+    ModelCallCompletedV2,
+    ModelCallFailedV2,
+    ModelCallRequestedV2,
+    ModelCallStartedV1,
+    RecordedToolCall,
+)
+from bearagent.runtime.context import ContextBuilder
+from bearagent.runtime.loop_state import Active, LoopState, ModelTurn, RunFailure, admit, usage_of
+from bearagent.runtime.observer import RunObserver
+from bearagent.runtime.plan import AgentPlan, LoopHooks
+from bearagent.runtime.recorder import RunRecorder
+from bearagent.runtime.retry import RetryPolicy
+from bearagent.runtime.run_writer import RunWriter
+from bearagent.runtime.turn_bounds import bound_turn
+
+
+class ModelCalls:
+    """Takes the model turns of the runs of one loop."""
+
+    def __init__(
+        self,
+        *,
+        writer: RunWriter,
+        ids: IdGenerator,
+        retry: RetryPolicy,
+        hooks: LoopHooks | None,
+        observer: RunObserver,
+        context: ContextBuilder,
+    ) -> None:
+        self._writer = writer
+        self._ids = ids
+        self._retry = retry
+        self._hooks = hooks
+        self._observer = observer
+        self._context = context
+
+    async def turn(self, recorder: RunRecorder, state: LoopState, messages: list[Message]) -> ModelTurn:
+        attempt = 1
+        while True:
+            plan = state.plan
+            request_messages: Sequence[Message] = messages
+            reminder = self._context.reminder_message(plan.system_reminder)
+            if reminder is not None:
+                request_messages = [*messages, reminder]
+            if state.template is None or state.template_plan is not plan:
+                state.template = ModelRequest(
+                    model=plan.model_name,
+                    messages=(messages[0],),
+                    tools=plan.descriptors,
+                    max_output_tokens=plan.max_output_tokens,
+                    temperature=plan.temperature,
+                    timeout_ms=plan.timeout_ms,
+                )
+                state.template_plan = plan
+            request = state.template.with_messages(request_messages)
+            if self._hooks is not None:
+                decision = await self._hooks.pre_model_request(recorder.run_id, plan.agent_name, request)
+                if decision.block_reason is not None:
+                    raise RunFailure(
+                        ErrorInfo.of(
+                            "hook",
+                            "model_request_blocked",
+                            f"a PreModelRequest hook blocked the call: {decision.block_reason}",
+                        )
+                    )
+                request = decision.request
+            activity = Active(
+                kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
+            )
+            assert activity.model_call_id is not None
+            await admit(
+                recorder,
+                ModelCallRequestedV2(
+                    activity_id=activity.activity_id,
+                    model_call_id=activity.model_call_id,
+                    model_ref=plan.model_ref,
+                    attempt=attempt,
+                ),
+                ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id),
+            )
+            state.active = activity
+            try:
+                turn = await self._stream(recorder.run_id, plan, request, activity)
+            except BearAgentError as exc:
+                usage = usage_of(exc)
+                partial = activity.partial_text
+                delay = self._retry.delay_for(exc.info, attempt)
+                await recorder.append(
+                    ModelCallFailedV2(
+                        activity_id=activity.activity_id,
+                        model_call_id=activity.model_call_id,
+                        usage=usage,
+                        cost_microusd=cost_microusd(usage, plan.price),
+                        error=exc.info,
+                        partial_text=partial,
+                        will_retry=delay is not None,
+                    )
+                )
+                state.active = None
+                if delay is None:
+                    state.partial_text = partial
+                    raise RunFailure(exc.info, partial) from exc
+                self._observer.notice(
+                    recorder.run_id,
+                    f"model call failed ({exc.info.code}); retrying in {delay:.1f}s (attempt {attempt + 1})",
+                )
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
+            completed = turn.completed
+            bounded = bound_turn(turn.text, turn.text_chars, turn.tool_calls, turn.calls_asked)
+            turn.text, turn.tool_calls, turn.call_errors = bounded.text, bounded.tool_calls, bounded.call_errors
+            await recorder.append(
+                ModelCallCompletedV2(
+                    activity_id=activity.activity_id,
+                    model_call_id=activity.model_call_id,
+                    usage=completed.usage,
+                    cost_microusd=cost_microusd(completed.usage, plan.price),
+                    text=turn.text,
+                    tool_calls=tuple(
+                        RecordedToolCall(
+                            tool_call_id=call.tool_call_id,
+                            provider_call_id=call.provider_call_id,
+                            name=call.name,
+                            arguments=call.arguments,
+                            invalid_arguments=call.invalid_arguments,
+                        )
+                        for call in turn.tool_calls
+                    ),
+                    provider_request_id=completed.provider_request_id,
+                    model=completed.model,
+                    stop_reason=completed.stop_reason,
+                    refusal=completed.refusal,
+                )
+            )
+            state.active = None
+            if bounded.error is not None:
+                raise RunFailure(bounded.error)
+            return turn
+
+    async def _stream(self, run_id: RunId, plan: AgentPlan, request: ModelRequest, activity: Active) -> ModelTurn:
+        text_parts: list[str] = []
+        text_chars = 0
+        tool_calls: list[ModelToolCall] = []
+        calls_asked = 0
+        completed: ModelCompleted | None = None
+        stream = plan.provider.stream(request)
+        try:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    piece = event.text
+                    if piece:
+                        text_chars += len(piece)
+                        if text_chars > MAX_TURN_TEXT_CHARS:  # kept up to the limit; the turn will fail
+                            piece = piece[: max(0, MAX_TURN_TEXT_CHARS - (text_chars - len(piece)))]
+                            if not piece:
+                                continue
+                        text_parts.append(piece)
+                        self._writer.publish_token(run_id, str(activity.activity_id), len(activity.partial_text), piece)
+                        activity.partial_text += piece
+                        self._observer.token(run_id, piece)
+                elif isinstance(event, ModelToolCall):
+                    calls_asked += 1
+                    if calls_asked <= MAX_TOOL_CALLS_PER_TURN:
+                        tool_calls.append(event)
+                else:
+                    completed = event
+        except BearAgentError:
+            raise
+        except (asyncio.CancelledError, TimeoutError):
+            raise
+        except Exception as exc:
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "internal", "provider_crashed", f"the model provider failed unexpectedly: {type(exc).__name__}"
+                )
+            ) from exc
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+        if completed is None:
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "truncated_stream",
+                    "no_completion",
+                    "the model stream ended without a completion event",
+                    retryable=True,
+                )
+            )
+        return ModelTurn(
+            text="".join(text_parts),
+            tool_calls=tool_calls,
+            completed=completed,
+            text_chars=text_chars,
+            calls_asked=calls_asked,
+        )

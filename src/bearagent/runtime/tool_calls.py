@@ -1,0 +1,173 @@
+"""One tool call of a run: `ToolCallRequested` (the budget check), the call through the agent's gate (or the
+failure the loop decides itself: invalid arguments, an unknown tool, a turn's limits, the switch limit), its
+result as a fact, the to-do list it updates; and, for a resumed run, the call that was in flight when the run
+stopped (run again if read-only, answered from its approval, else abandoned, never repeated)."""
+
+from __future__ import annotations
+
+from bearagent.domain.errors import ErrorInfo
+from bearagent.domain.ids import ActivityId, IdGenerator
+from bearagent.domain.models import ModelToolCall
+from bearagent.domain.run_events import (
+    TodosUpdatedV1,
+    ToolCallAbandonedV1,
+    ToolCallCompletedV2,
+    ToolCallFailedV2,
+    ToolCallRequestedV2,
+    ToolCallStartedV1,
+)
+from bearagent.domain.tools import ToolRequest, ToolResult
+from bearagent.ports import ToolContext
+from bearagent.runtime.cursor import InFlightCall
+from bearagent.runtime.loop_state import SWITCH_TOOL, TODO_TOOL, Active, LoopState, admit
+from bearagent.runtime.observer import RunObserver
+from bearagent.runtime.plan import RunSpec
+from bearagent.runtime.recorder import RunRecorder
+
+ABANDONED_MESSAGE = (
+    "interrupted; the outcome is unknown: check before you redo it. (The run was interrupted while {tool} was "
+    "running, and BearAgent never runs a call that may have had effects twice on its own.)"
+)
+
+
+class ToolCalls:
+    """Makes the tool calls of the runs of one loop."""
+
+    def __init__(self, *, ids: IdGenerator, observer: RunObserver) -> None:
+        self._ids = ids
+        self._observer = observer
+
+    async def call(
+        self,
+        spec: RunSpec,
+        recorder: RunRecorder,
+        state: LoopState,
+        call: ModelToolCall,
+        limit_error: ErrorInfo | None = None,
+        continuing: ActivityId | None = None,
+    ) -> ToolResult:
+        """Run one tool call through the gate as a new activity (or, `continuing`, in the activity a resumed run
+        left running: a call whose approval was answered while the run waited)."""
+        plan = state.plan
+        bound = plan.tools.get(call.name)
+        internal = bound.internal_name if bound is not None else call.name
+        activity = Active(
+            kind="tool_call",
+            activity_id=continuing if continuing is not None else self._ids.new(ActivityId),
+            tool_call_id=call.tool_call_id,
+            tool_name=internal,
+        )
+        if continuing is None:
+            await admit(
+                recorder,
+                ToolCallRequestedV2(
+                    activity_id=activity.activity_id,
+                    tool_call_id=call.tool_call_id,
+                    tool_name=internal,
+                    arguments=call.arguments,
+                    provider_call_id=call.provider_call_id,
+                    source=bound.source if bound is not None else "unknown",
+                ),
+                ToolCallStartedV1(activity_id=activity.activity_id, tool_call_id=call.tool_call_id),
+            )
+        state.active = activity
+        self._observer.tool_call(recorder.run_id, str(call.tool_call_id), call.name, call.arguments)
+        request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
+        if limit_error is not None:
+            result = ToolResult.failure(request, limit_error)
+        elif call.invalid_arguments is not None:
+            result = ToolResult.failure(
+                request,
+                ErrorInfo.of(
+                    "validation",
+                    "invalid_tool_arguments",
+                    f"the arguments for {call.name} could not be used: {call.invalid_arguments}. "
+                    "Call the tool again with a valid JSON object.",
+                ),
+            )
+        elif internal == SWITCH_TOOL and state.switch_count >= plan.max_switches:
+            result = ToolResult.failure(
+                request,
+                ErrorInfo.of(
+                    "permission",
+                    "switch_limit",
+                    f"this run already switched agents {state.switch_count} time(s), the most agent "
+                    f"{plan.agent_name}'s policy allows (policy.max_switches: {plan.max_switches}); continue the "
+                    "task with the current agent",
+                ),
+            )
+        elif bound is None:
+            available = ", ".join(sorted(plan.tools)) or "none"
+            result = ToolResult.failure(
+                request,
+                ErrorInfo.of(
+                    "tool",
+                    "unknown_tool",
+                    f"there is no tool named {call.name!r} for agent {plan.agent_name}; available tools: {available}",
+                ),
+            )
+        else:
+            context = ToolContext(
+                workspace_root=spec.workspace_root,
+                run_id=recorder.run_id,
+                session_id=spec.session_id,
+                tool_call_id=call.tool_call_id,
+                agent_name=plan.agent_name,
+                ids=self._ids,
+                settings=plan.tool_settings,
+                deadline=state.deadline,
+            )
+            result = await plan.gate.call(request, context)
+        if result.is_error:
+            await recorder.append(
+                ToolCallFailedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
+            )
+        else:
+            await recorder.append(
+                ToolCallCompletedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
+            )
+        state.active = None
+        if not result.is_error and internal == TODO_TOOL and result.data is not None:
+            todos = result.data.get("todos")
+            if isinstance(todos, (list, tuple)):
+                await recorder.append(TodosUpdatedV1.model_validate({"todos": todos}))
+        self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, result.content, result.is_error)
+        return result
+
+    async def resume_call(
+        self, spec: RunSpec, recorder: RunRecorder, state: LoopState, call: ModelToolCall, in_flight: InFlightCall
+    ) -> ToolResult:
+        """The call a stopped run had in flight. Answered approval: it never ran, so it runs now (the broker has the
+        answer). Otherwise it may have run: a read-only tool runs again; any other is abandoned, never repeated."""
+        projection = recorder.projection
+        active = projection.active_activity_id if projection is not None else None
+        if in_flight.decision is not None and active == in_flight.activity_id:
+            if in_flight.decision == "deny":  # the answer decides, whatever the mode of the resuming process
+                request = ToolRequest(
+                    tool_call_id=call.tool_call_id, name=in_flight.tool_name, arguments=call.arguments
+                )
+                denied = ErrorInfo.of("permission", "denied", f"{call.name} call was denied by the user.")
+                result = ToolResult.failure(request, denied)
+                await recorder.append(
+                    ToolCallFailedV2(activity_id=in_flight.activity_id, tool_call_id=call.tool_call_id, result=result)
+                )
+                self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, result.content, True)
+                return result
+            return await self.call(spec, recorder, state, call, continuing=in_flight.activity_id)
+        side_effect = state.plan.side_effect(call.name)
+        if side_effect == "read_only":
+            self._observer.notice(recorder.run_id, f"{call.name} was running when the run stopped; running it again")
+            return await self.call(spec, recorder, state, call)
+        message = ABANDONED_MESSAGE.format(tool=call.name)
+        await recorder.append(
+            ToolCallAbandonedV1(
+                tool_call_id=call.tool_call_id, tool_name=in_flight.tool_name, side_effect=side_effect, message=message
+            )
+        )
+        self._observer.notice(
+            recorder.run_id, f"{call.name} was running when the run stopped; its outcome is unknown, not run again"
+        )
+        request = ToolRequest(tool_call_id=call.tool_call_id, name=in_flight.tool_name, arguments=call.arguments)
+        result = ToolResult.failure(request, ErrorInfo.of("tool", "abandoned", message))
+        self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, message, True)
+        return result.model_copy(update={"content": message})
