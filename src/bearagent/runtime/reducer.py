@@ -18,6 +18,10 @@ The public entry is `reduce` (immutable projections in and out). `apply` is the 
 `RunState`/`ActivityState` the store and replay keep, so an append costs the same on event 10 and event 10,000: it
 needs the run and its active activity, never the whole log. `apply` reads the raw JSON payload; callers that take
 events from outside validate them first (`reduce` and the store do, with `parse_run_event_payload`).
+
+Why one long module: it is one transition function. Every handler is a few lines, and keeping all of them beside
+the table that dispatches on them (`_HANDLERS`, checked against every registered event type at import) is what
+lets a reader check a state machine against seed 001 in one file.
 """
 
 from __future__ import annotations
