@@ -3,44 +3,42 @@
 `app.py` loads a workspace; a `WorkspaceRuntime` composes what running needs, each in a module of its own:
 `resources.py` (store, writer, providers, MCP, leases), `sessions.py` (resolve, history, transcripts),
 `preflight.py` (guards, trust, hooks, the permission mode), `agent_plans.py` (an agent's name -> `AgentPlan`),
-`children.py` (subagents, action tools, hook judges), `resuming.py` (resume, approvals answered later) and the
-approval broker (`runtime/approvals.py`). What is left here: a run from prompt to outcome in a session (locks,
-SessionStart hooks, the loop), actions, the hook wiring of a session. The CLI, the server and the Python API
-(`bearagent.api`) are thin layers over it.
+`children.py` (subagents, action tools, hook judges), `session_hooks.py` (a session's hooks and their facts),
+`resuming.py` (resume, approvals answered later) and the approval broker (`runtime/approvals.py`). What is left
+here: a run from prompt to outcome in a session (lock, history, plan, loop, session record), actions, and the
+loop and broker every run gets. The CLI, the server and the Python API (`bearagent.api`) are thin layers over it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from bearagent import preflight
 from bearagent.agent_plans import AgentPlans
 from bearagent.app import LoadedWorkspace
-from bearagent.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns, suppressed_hook_events
+from bearagent.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import Message
 from bearagent.domain.run_events import (
-    HookExecutedV1,
     TriggerType,
 )
 from bearagent.domain.specs import AgentSpec, ModelEntry
 from bearagent.resources import Resources, open_store, state_dir
 from bearagent.run_types import RunOptions, RunResult
+from bearagent.session_hooks import SessionHookWiring
 from bearagent.sessions import SessionService
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpServerStatus
-from bearagent.domain.run_events import ApprovalChoice, parse_run_event_payload
+from bearagent.domain.run_events import ApprovalChoice
 from bearagent.domain.state import SessionRecord
-from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks, assemble_hook_groups
-from bearagent.hooks.dispatcher import HookDispatcher, HookSettings
+from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
 from bearagent.ports import (
     Clock,
     SystemClock,
@@ -55,7 +53,6 @@ from bearagent.runtime.plan import (
     RunSpec,
 )
 from bearagent.runtime.retry import RetryPolicy
-from bearagent.runtime.run_context import current_run
 from bearagent.runtime.run_writer import RunWriter
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import Asker
@@ -92,9 +89,7 @@ class WorkspaceRuntime:
         self.sessions = SessionService(loaded, self.resources, self.clock, self.ids, caller)
         self.children = ChildRuns(self)
         self.plans = AgentPlans(self)
-        self._started_sessions: set[str] = set()
-        self._session_facts: dict[str, list[HookExecutedV1]] = {}
-        """Hook executions of each session outside any run (SessionStart before its first run, SessionEnd)."""
+        self.hook_wiring = SessionHookWiring(self)
 
     # ---- collaborators -------------------------------------------------------------------------------------------
 
@@ -135,20 +130,7 @@ class WorkspaceRuntime:
         return self.sessions.session_history(session_id)
 
     async def aclose(self) -> None:
-        for session_id in list(self._started_sessions):
-            await self._fire_session_hook("SessionEnd", session_id, {"reason": "other"})
-        self._started_sessions.clear()
-        for session_key, facts in self._session_facts.items():  # recorded by the session's next run, anywhere
-            if facts and not session_key.startswith(("detached:", "judge:")):
-                with contextlib.suppress(BearAgentError, ValueError):
-                    await self.store.queue_session_facts(
-                        SessionId(session_key),
-                        [
-                            {"event_type": "HookExecuted", "schema_version": 1, "payload": f.model_dump(mode="json")}
-                            for f in facts
-                        ],
-                    )
-        self._session_facts.clear()
+        await self.hook_wiring.close()
         await self.resources.aclose()
 
     # ---- planning ----------------------------------------------------------------------------------------------
@@ -188,68 +170,7 @@ class WorkspaceRuntime:
     # ---- hooks -------------------------------------------------------------------------------------------------
 
     def session_hooks(self, session_id: str, permission_mode: str) -> SessionHooks:
-        groups, functions = assemble_hook_groups(
-            self.loaded.hooks.all(),
-            self.loaded.agents.all(),
-            self.loaded.hooks.python_handlers(),
-            exclude_events=suppressed_hook_events.get(),  # inside a judge run: its starting events stay quiet
-        )
-        enabled = self.loaded.config.kind != "chat" and bool(groups)
-        settings = HookSettings(
-            workspace_root=self.root,
-            session_id=session_id,
-            permission_mode=permission_mode,
-            env=self.loaded.child_env(),
-            sandbox=self.loaded.config.sandbox,
-        )
-        dispatcher = HookDispatcher(
-            groups,
-            python_handlers=functions,
-            judge=self.children.judge,
-            agent_judge=self.children.agent_judge,
-            record=self._hook_recorder(session_id),
-            transcript=self.sessions.transcript(session_id),
-            settings=settings,
-        )
-        return SessionHooks(dispatcher=dispatcher, enabled=enabled)
-
-    def _hook_recorder(self, session_key: str) -> Callable[[HookExecutedV1], Awaitable[None]]:
-        """Hook executions become facts of the run they happen in; a session-level one (SessionStart before any
-        run, SessionEnd after the last) is kept and recorded at the start of the session's next run (in this
-        process, or, kept on the session record at close, in the next one)."""
-
-        async def record(payload: HookExecutedV1) -> None:
-            run = current_run.get()
-            if run is None:
-                self._session_facts.setdefault(session_key, []).append(payload)
-                return
-            with contextlib.suppress(BearAgentError):
-                await run.recorder.append(payload)
-
-        return record
-
-    async def _session_prelude(self, session_key: str, session_id: SessionId | None) -> tuple[HookExecutedV1, ...]:
-        """The session-level facts a run records first: those kept on the session record, then this process's."""
-        kept: list[HookExecutedV1] = []
-        if session_id is not None:
-            for item in await self.store.take_session_facts(session_id):
-                with contextlib.suppress(BearAgentError, KeyError, TypeError):
-                    fact = cast(dict[str, JsonValue], item)
-                    payload = parse_run_event_payload(
-                        str(fact["event_type"]),
-                        int(cast(int, fact["schema_version"])),
-                        cast(dict[str, JsonValue], fact["payload"]),
-                    )
-                    if isinstance(payload, HookExecutedV1):
-                        kept.append(payload)
-        return (*kept, *self._session_facts.pop(session_key, []))
-
-    async def _fire_session_hook(self, event: str, session_id: str, payload: Mapping[str, JsonValue]) -> None:
-        agent = self.loaded.agents.get(self.loaded.config.default_agent)
-        mode = str(self.mode_in_force(agent).mode) if agent is not None else "default"
-        hooks = self.session_hooks(session_id, mode)
-        if hooks.enabled:
-            await hooks.dispatcher.fire(event, payload)  # pyright: ignore[reportArgumentType]
+        return self.hook_wiring.hooks(session_id, permission_mode)
 
     # ---- running -----------------------------------------------------------------------------------------------
 
@@ -293,9 +214,7 @@ class WorkspaceRuntime:
             hooks = self.session_hooks(session_key, str(self.mode_in_force(agent).mode))
             if session is not None:
                 history = self.session_history(session.session_id)
-                if session_key not in self._started_sessions and hooks.enabled:
-                    await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
-                self._started_sessions.add(session_key)
+                await self.hook_wiring.start(session_key, hooks, created=created)
             remembered = session.allowed_rules if session is not None else ()
             fresh = await self.store.fetch_session(session.session_id) if session is not None else None
             if fresh is not None:
@@ -313,7 +232,7 @@ class WorkspaceRuntime:
                 from bearagent.resuming import seek_provider
 
                 await seek_provider(self, plan, session.session_id, None)  # the scripted model's place, from the log
-            prelude = await self._session_prelude(session_key, session.session_id if session is not None else None)
+            prelude = await self.hook_wiring.prelude(session_key, session.session_id if session is not None else None)
             spec = RunSpec(
                 goal=prompt,
                 workspace_root=self.root,

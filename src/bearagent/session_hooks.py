@@ -1,0 +1,122 @@
+"""A runtime's session hooks: the hook dispatcher of each session (one group assembly for runs and `hooks test`,
+`hooks/bridge.py`), hook executions recorded as facts of the run they happen in, and the session-level ones
+(SessionStart before a session's first run here, SessionEnd when the process closes it) kept until the session's
+next run records them: in this process, or, kept on the session record, in the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, cast
+
+from bearagent.children import suppressed_hook_events
+from bearagent.domain._base import JsonValue
+from bearagent.domain.errors import BearAgentError
+from bearagent.domain.ids import SessionId
+from bearagent.domain.run_events import HookExecutedV1, parse_run_event_payload
+from bearagent.hooks.bridge import SessionHooks, assemble_hook_groups
+from bearagent.hooks.dispatcher import HookDispatcher, HookSettings
+from bearagent.runtime.run_context import current_run
+
+if TYPE_CHECKING:
+    from bearagent.runner import WorkspaceRuntime
+
+
+class SessionHookWiring:
+    """The session hooks of one workspace runtime (see the module docstring)."""
+
+    def __init__(self, runtime: WorkspaceRuntime) -> None:
+        self._rt = runtime
+        self._started: set[str] = set()
+        self._facts: dict[str, list[HookExecutedV1]] = {}
+        """Hook executions of each session outside any run (SessionStart before its first run, SessionEnd)."""
+
+    def hooks(self, session_id: str, permission_mode: str) -> SessionHooks:
+        """The hooks of a session: one group assembly (`hooks/bridge.py`), executions recorded as facts."""
+        groups, functions = assemble_hook_groups(
+            self._rt.loaded.hooks.all(),
+            self._rt.loaded.agents.all(),
+            self._rt.loaded.hooks.python_handlers(),
+            exclude_events=suppressed_hook_events.get(),  # inside a judge run: its starting events stay quiet
+        )
+        enabled = self._rt.loaded.config.kind != "chat" and bool(groups)
+        settings = HookSettings(
+            workspace_root=self._rt.root,
+            session_id=session_id,
+            permission_mode=permission_mode,
+            env=self._rt.loaded.child_env(),
+            sandbox=self._rt.loaded.config.sandbox,
+        )
+        dispatcher = HookDispatcher(
+            groups,
+            python_handlers=functions,
+            judge=self._rt.children.judge,
+            agent_judge=self._rt.children.agent_judge,
+            record=self._recorder(session_id),
+            transcript=self._rt.sessions.transcript(session_id),
+            settings=settings,
+        )
+        return SessionHooks(dispatcher=dispatcher, enabled=enabled)
+
+    def _recorder(self, session_key: str) -> Callable[[HookExecutedV1], Awaitable[None]]:
+        """Hook executions become facts of the run they happen in; a session-level one (SessionStart before any
+        run, SessionEnd after the last) is kept and recorded at the start of the session's next run (in this
+        process, or, kept on the session record at close, in the next one)."""
+
+        async def record(payload: HookExecutedV1) -> None:
+            run = current_run.get()
+            if run is None:
+                self._facts.setdefault(session_key, []).append(payload)
+                return
+            with contextlib.suppress(BearAgentError):
+                await run.recorder.append(payload)
+
+        return record
+
+    async def prelude(self, session_key: str, session_id: SessionId | None) -> tuple[HookExecutedV1, ...]:
+        """The session-level facts a run records first: those kept on the session record, then this process's."""
+        kept: list[HookExecutedV1] = []
+        if session_id is not None:
+            for item in await self._rt.store.take_session_facts(session_id):
+                with contextlib.suppress(BearAgentError, KeyError, TypeError):
+                    fact = cast(dict[str, JsonValue], item)
+                    payload = parse_run_event_payload(
+                        str(fact["event_type"]),
+                        int(cast(int, fact["schema_version"])),
+                        cast(dict[str, JsonValue], fact["payload"]),
+                    )
+                    if isinstance(payload, HookExecutedV1):
+                        kept.append(payload)
+        return (*kept, *self._facts.pop(session_key, []))
+
+    async def _fire(self, event: str, session_id: str, payload: Mapping[str, JsonValue]) -> None:
+        agent = self._rt.loaded.agents.get(self._rt.loaded.config.default_agent)
+        mode = str(self._rt.mode_in_force(agent).mode) if agent is not None else "default"
+        hooks = self.hooks(session_id, mode)
+        if hooks.enabled:
+            await hooks.dispatcher.fire(event, payload)  # pyright: ignore[reportArgumentType]
+
+    async def start(self, session_key: str, hooks: SessionHooks, *, created: bool) -> None:
+        """SessionStart, once per session in this process (before its first run here)."""
+        if session_key not in self._started and hooks.enabled:
+            await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
+        self._started.add(session_key)
+
+    async def close(self) -> None:
+        """SessionEnd for every session this process started; facts still pending are kept on their session
+        record, for its next run (anywhere) to record."""
+        for session_id in list(self._started):
+            await self._fire("SessionEnd", session_id, {"reason": "other"})
+        self._started.clear()
+        for session_key, facts in self._facts.items():
+            if facts and not session_key.startswith(("detached:", "judge:")):
+                with contextlib.suppress(BearAgentError, ValueError):
+                    await self._rt.store.queue_session_facts(
+                        SessionId(session_key),
+                        [
+                            {"event_type": "HookExecuted", "schema_version": 1, "payload": f.model_dump(mode="json")}
+                            for f in facts
+                        ],
+                    )
+        self._facts.clear()
