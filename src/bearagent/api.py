@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from bearagent.app import load_workspace
 from bearagent.domain._base import JsonValue
@@ -27,6 +27,9 @@ from bearagent.domain.state import ActivityProjection, RunProjection
 from bearagent.domain.stream import StreamEventModel
 from bearagent.plugins.manager import PluginHost
 from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
+
+if TYPE_CHECKING:
+    from bearagent.replay_runs import DryReplay, RunReplay
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.run_refs import resolve_run_ref
 from bearagent.runtime.streaming import RunTreeStream, follow_run
@@ -151,6 +154,22 @@ class Workspace:
         run_id = await resolve_run_ref(store, run_ref, where=str(store.path))
         await answer_approval(self._runtime, run_id, approval_id, decision, answered_by=answered_by)  # pyright: ignore[reportArgumentType]
         return await self._runtime.resume(run_id) if resume else None
+
+    async def replay(self, run_ref: str, *, dry: bool = False) -> RunReplay | DryReplay:
+        """Re-drive a run from its log without calling a model (read-only tool calls run again and are compared
+        with the log; nothing else is executed), or with `dry=True` only check that the log is a valid run. The
+        report's `ok` says whether every step matched. See docs/replay.md."""
+        from bearagent.replay_runs import dry_replay, replay_run
+
+        store = self._runtime.store
+        run_id = await resolve_run_ref(store, run_ref, where=str(store.path))
+
+        def events_of(ref: str) -> Sequence[Event]:
+            return store.read_events(RunId(ref))
+
+        if dry:
+            return dry_replay(events_of, str(run_id))
+        return await replay_run(self._runtime.loaded, events_of, str(run_id))  # checks guards and trust first
 
     async def run_action(self, name: str, inputs: Mapping[str, JsonValue] | None = None) -> RunResult:
         """Run action `name` with `inputs` (trigger type `api_action`)."""

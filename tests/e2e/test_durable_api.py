@@ -38,3 +38,28 @@ def test_a_waiting_run_is_answered_and_resumed_through_the_api(tmp_path: Path) -
             assert done.usage.model_iterations == 2
 
     asyncio.run(go())
+
+
+def test_a_run_replays_through_the_api(tmp_path: Path) -> None:
+    script = """
+turns:
+  - text: "Reading."
+    tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
+  - text: "Read."
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=AGENTS)
+    (root / "notes.md").write_text("notes\n")
+
+    async def go() -> None:
+        async with open_ws(root, tmp_path / "home") as ws:
+            done = await ws.run("read")
+            assert done.status == "succeeded"
+            dry = await ws.replay("last", dry=True)
+            assert dry.ok
+            again = await ws.replay(str(done.run_id))
+            assert again.ok
+            (root / "notes.md").write_text("changed\n")
+            changed = await ws.replay("last")
+            assert not changed.ok
+
+    asyncio.run(go())

@@ -60,7 +60,7 @@ class FakeModel:
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
                 chunks: list[dict[str, object]] = [{"role": "assistant", "content": ""}]
-                chunks += [{"content": word + " "} for word in text.split()]
+                chunks += [cast(dict[str, object], {"content": word + " "}) for word in text.split()]
                 if call is not None:
                     name, arguments = call
                     chunks.append(
