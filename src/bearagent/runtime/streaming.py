@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.events import Event
@@ -183,6 +183,22 @@ class RunTreeStream:
             self._sink(event)
         if stream.finished and item.run_id == self.root:
             self.finished = True
+
+    def catch_up(self, events: Iterable[Event]) -> list[StreamEventModel]:
+        """Feed the root run's events already in the log (in sequence order) to its stream without handing them to
+        the sink, for a subscriber attached to a run that goes on (a resumed run): the events committed after are
+        then made with the run's whole state (tool names, step numbers, child agents). Returns the stream events the
+        earlier ones make, for a sink that needs to know what came before without showing it."""
+        stream = self._streams[str(self.root)]
+        made: list[StreamEventModel] = []
+        for event in events:
+            for out in stream.committed(event):
+                if self._children and isinstance(out, SubagentStartedEvent):
+                    self._streams[str(out.run_id)] = LogStream(out.run_id)
+                made.append(out)
+        if stream.finished:
+            self.finished = True
+        return made
 
 
 POLL_INTERVAL_S = 0.25
