@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from bearagent.cli.live_markdown import LiveText, WaitingLine, Wrapped, settled_length
-from bearagent.cli.render import MarkdownStreamObserver
+from bearagent.cli.render import MarkdownView
 from bearagent.domain.ids import RunId
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -56,9 +56,9 @@ def test_wrapped_markdown_is_word_wrapped_on_a_soft_wrap_console() -> None:
     assert max(len(line) for line in lines) <= 20
 
 
-def test_the_stream_observer_prints_every_word_at_a_narrow_width() -> None:
+def test_the_markdown_view_prints_every_word_at_a_narrow_width() -> None:
     console, out = _terminal(30)
-    observer = MarkdownStreamObserver(console)
+    observer = MarkdownView(console)
     observer.waiting()
     words = [f"w{i:02d}" for i in range(60)]
     text = " ".join(words[:30]) + "\n\n" + " ".join(words[30:])

@@ -1,5 +1,11 @@
 """Terminal rendering of a live run: streamed text, one compact line per tool call and outcome, a summary line.
 
+`TerminalView` (and `MarkdownView`, the interactive session's) draws; what drives it is the event stream: the CLI
+attaches the terminal to a run with `cli/terminal_stream.py` (`attach_terminal`), which subscribes a renderer of the
+run tree's stream events to the run writer and gives the loop an observer that shows only notices (what is not a
+fact of the log). `TerminalObserver` is the same drawing as a `RunObserver` the loop calls, for callers that pass an
+observer (`Workspace.run(observer=...)`, `bearagent action run`).
+
 Colour only on a TTY and never with `NO_COLOR`; everything the user sees goes through a rich `Console`, and every
 text that comes from a model, a tool or a workspace file through `safe_text.visible` first: control sequences in it
 are shown (`␛[2J`), never interpreted by the terminal.
@@ -58,8 +64,10 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class TerminalObserver:
-    """Prints a run as it happens. Tokens stream to stdout; tool lines and notices too, dimmed when colour is on."""
+class TerminalView:
+    """Draws a run as it happens. Tokens stream to stdout; tool lines and notices too, dimmed when colour is on. A
+    child run's lines are nested under its parent's (`subagent_started` says whose child it is). What drives it
+    hands it only the top-level run's text, final answer and end: a child's text comes back as its Task's result."""
 
     def __init__(self, console: Console, *, show_tokens: bool = True) -> None:
         self._console = console
@@ -82,12 +90,6 @@ class TerminalObserver:
         if self._mid_line:
             self._console.print()
             self._mid_line = False
-
-    def run_started(self, run_id: RunId, agent: str) -> None:
-        return None
-
-    def step(self, run_id: RunId, index: int, kind: str) -> None:
-        return None
 
     def token(self, run_id: RunId, text: str) -> None:
         if not self._show_tokens:
@@ -140,10 +142,7 @@ class TerminalObserver:
             self._console.print(visible(content), markup=False, highlight=False)
         self._end_line()
 
-    def run_succeeded(self, run_id: RunId, steps: int) -> None:
-        self._end_line()
-
-    def run_failed(self, run_id: RunId, error: ErrorInfo) -> None:
+    def run_ended(self, run_id: RunId) -> None:
         self._end_line()
 
     def agent_switched(self, run_id: RunId, from_agent: str, to_agent: str) -> None:
@@ -164,9 +163,30 @@ class TerminalObserver:
         self._end_line()
         self._console.print(Text(visible(f"! {text}"), style="yellow"))
 
+    def close(self) -> None:
+        """The run is over (or abandoned): end the line being written."""
+        self._end_line()
 
-class MarkdownStreamObserver(TerminalObserver):
-    """Like `TerminalObserver`, but on a terminal the model's text is rendered as Markdown while it streams, and a
+
+class TerminalObserver(TerminalView):
+    """The terminal as a `RunObserver` the loop calls (tokens, tool calls and results, subagents, notices), for a
+    caller that passes an observer instead of attaching the terminal to the event stream."""
+
+    def run_started(self, run_id: RunId, agent: str) -> None:
+        return None
+
+    def step(self, run_id: RunId, index: int, kind: str) -> None:
+        return None
+
+    def run_succeeded(self, run_id: RunId, steps: int) -> None:
+        self.run_ended(run_id)
+
+    def run_failed(self, run_id: RunId, error: ErrorInfo) -> None:
+        self.run_ended(run_id)
+
+
+class MarkdownView(TerminalView):
+    """Like `TerminalView`, but on a terminal the model's text is rendered as Markdown while it streams, and a
     spinner with the elapsed time shows while the session waits (for MCP servers to start, for the model's first
     token, for the next model call after a tool). Off a terminal it streams plain text and shows no spinner.
 
