@@ -23,11 +23,13 @@ from rich.text import Text
 
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.model_hint import key_config_lines, no_model_fix
-from bearagent.cli.render import MarkdownStreamObserver, make_console, preview_arguments
+from bearagent.cli.render import make_console, preview_arguments
 from bearagent.cli.safe_text import visible
 from bearagent.cli.session_commands import SESSION_COMMANDS, SessionTotals, StatusLine, run_session_command
 from bearagent.cli.slash_commands import command_help, workspace_command
+from bearagent.cli.terminal_stream import TerminalAttachment, attach_terminal
 from bearagent.domain.errors import BearAgentError
+from bearagent.domain.ids import RunId
 from bearagent.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
@@ -189,26 +191,29 @@ def interactive(
                     options.agent = invocation.agent or state.agent
                     options.model = invocation.model or state.model
                     options.allowed_tools = invocation.allowed_tools
-                observer = MarkdownStreamObserver(console)
-                observer.waiting()  # MCP servers start, the model thinks: a spinner until text arrives
+                options.run_id = runtime.ids.new(RunId)  # known up front: the terminal follows it in the stream
                 started = time.monotonic()
                 try:
-                    result = runner.run(runtime.run(text, options, observer))
+                    terminal: TerminalAttachment | None = None
+                    try:
+                        terminal = attach_terminal(runtime, options.run_id, console, markdown=True)
+                        terminal.waiting()  # MCP servers start, the model thinks: a spinner until text arrives
+                        result = runner.run(runtime.run(text, options, terminal))
+                    finally:
+                        if terminal is not None:
+                            terminal.close()
                 except KeyboardInterrupt:
-                    observer.close()
                     with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
                         console.print(Text("cancelled", style="yellow"))
                     if termination.signal is not None:
                         break
                     continue
                 except BearAgentError as exc:
-                    observer.close()
                     console.print(Text(visible(f"error: {exc.info.message}"), style="red"))
                     fix = no_model_fix(exc.info.code, exc.hint)
                     if fix:
                         console.print(Text(visible(f"fix: {fix}"), style="red"))
                     continue
-                observer.close()
                 state.session = str(result.session_id) if result.session_id is not None else state.session
                 if result.agent != state.agent:
                     state.agent = result.agent

@@ -68,7 +68,8 @@ def run(
     """Run PROMPT once (`-` reads it from stdin; piped stdin is appended to a PROMPT) and exit: 0 success, 1 run
     failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run, 4 the run waits for an
     approval (--wait-approvals)."""
-    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.cli.render import make_console
+    from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import RunId
     from bearagent.domain.stream import StreamEventModel, encode_stream_event
@@ -104,9 +105,6 @@ def run(
     def emit(event: StreamEventModel) -> None:
         click.echo(encode_stream_event(event))
 
-    # --stream-json follows the run writer (events with run_id and seq), not an observer
-    observer: RunObserver = NullObserver() if stream_json or as_json else TerminalObserver(make_console())
-
     options = RunOptions(
         agent=agent,
         model=model,
@@ -117,9 +115,14 @@ def run(
     )
 
     async def go() -> RunResult:
+        # --stream-json and the terminal follow the run writer (the events of the log, with run_id and seq); the
+        # terminal's observer shows only the notices, which are not facts of the log
+        assert options.run_id is not None
+        observer: RunObserver = NullObserver()
         if stream_json:
-            assert options.run_id is not None
             runtime.writer.subscribe(RunTreeStream(options.run_id, emit))
+        elif not as_json:
+            observer = attach_terminal(runtime, options.run_id, make_console())
         return await runtime.run(text, options, observer)
 
     output = "stream-json" if stream_json else ("json" if as_json else "text")
