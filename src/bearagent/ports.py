@@ -261,6 +261,14 @@ class ToolContext:
     deadline: float | None = None
     """`time.monotonic()` by which the run must end (its wall-time budget), None when unknown. Work a tool cannot
     cancel mid-way (a regex search in a worker thread) bounds itself by it, so it stops when the run does."""
+    parallel: bool = False
+    """True while the call runs in a batch of read-only calls of one turn: it cannot wait for an approval then
+    (the gate raises `ApprovalDeferred` and the call runs again alone, after the batch)."""
+
+
+class ApprovalDeferred(BaseException):
+    """A call of a parallel batch needs an approval: the loop runs it again on its own, where one can be asked.
+    A BaseException so no tool or hook wrapper that catches `Exception` swallows it."""
 
 
 @runtime_checkable

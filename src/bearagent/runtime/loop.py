@@ -376,31 +376,35 @@ class AgentLoop:
             state.steps += 1
             self._observer.step(run_id, state.steps - 1, "tool_call")
             switch_to: str | None = None
-            for call in turn.tool_calls:
-                if call.tool_call_id in start.answered:
-                    continue  # a resumed turn: this call has its result in the log (and in `messages`)
-                in_flight = start.in_flight
-                if in_flight is not None and in_flight.tool_call_id == call.tool_call_id:
-                    result = await self._tools.resume_call(spec, recorder, state, call, in_flight)
+            # a resumed turn skips the calls whose result is in the log (and in `messages`)
+            pending = [call for call in turn.tool_calls if call.tool_call_id not in start.answered]
+            for group in _groups(pending, turn, state, start):
+                if len(group) > 1:
+                    results = await self._tools.batch(spec, recorder, state, group)
                 else:
-                    result = await self._tools.call(
-                        spec, recorder, state, call, turn.call_errors.get(call.tool_call_id)
-                    )
-                messages.append(
-                    Message.tool(
-                        ToolResultPart(
-                            tool_call_id=call.tool_call_id,
-                            provider_call_id=call.provider_call_id,
-                            name=call.name,
-                            content=bound_for_model(result.content or ("ok" if not result.is_error else "error")),
-                            is_error=result.is_error,
+                    (call,) = group
+                    in_flight = start.in_flight
+                    if in_flight is not None and in_flight.tool_call_id == call.tool_call_id:
+                        results = [await self._tools.resume_call(spec, recorder, state, call, in_flight)]
+                    else:
+                        error = turn.call_errors.get(call.tool_call_id)
+                        results = [await self._tools.call(spec, recorder, state, call, error)]
+                for call, result in zip(group, results, strict=True):
+                    messages.append(
+                        Message.tool(
+                            ToolResultPart(
+                                tool_call_id=call.tool_call_id,
+                                provider_call_id=call.provider_call_id,
+                                name=call.name,
+                                content=bound_for_model(result.content or ("ok" if not result.is_error else "error")),
+                                is_error=result.is_error,
+                            )
                         )
                     )
-                )
-                if not result.is_error and result.tool_name == SWITCH_TOOL and result.data is not None:
-                    target = result.data.get("agent")
-                    if isinstance(target, str):
-                        switch_to = target
+                    if not result.is_error and result.tool_name == SWITCH_TOOL and result.data is not None:
+                        target = result.data.get("agent")
+                        if isinstance(target, str):
+                            switch_to = target
             if switch_to is not None and switch_to != state.plan.agent_name:
                 if planner is None:
                     raise RunFailure(
@@ -457,6 +461,33 @@ class AgentLoop:
             steps=state.steps,
             error=error,
         )
+
+
+def _groups(calls: list[ModelToolCall], turn: ModelTurn, state: LoopState, start: _Start) -> list[list[ModelToolCall]]:
+    """The calls of a turn in order, consecutive read-only ones grouped to run in parallel (`ToolCalls.batch`);
+    everything else (side effects, runtime tools, a call that breaks a limit, the in-flight call of a resumed run)
+    alone."""
+    plan = state.plan
+    in_flight = start.in_flight.tool_call_id if start.in_flight is not None else None
+
+    def parallel(call: ModelToolCall) -> bool:
+        bound = plan.tools.get(call.name)
+        return (
+            bound is not None
+            and bound.source != "runtime"
+            and plan.side_effect(call.name) == "read_only"
+            and call.invalid_arguments is None
+            and call.tool_call_id not in turn.call_errors
+            and call.tool_call_id != in_flight
+        )
+
+    groups: list[list[ModelToolCall]] = []
+    for call in calls:
+        if parallel(call) and groups and len(groups[-1]) >= 1 and parallel(groups[-1][-1]):
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+    return groups
 
 
 @dataclass(slots=True)

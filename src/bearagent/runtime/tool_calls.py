@@ -5,6 +5,10 @@ stopped (run again if read-only, answered from its approval, else abandoned, nev
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, IdGenerator
 from bearagent.domain.models import ModelToolCall
@@ -17,13 +21,15 @@ from bearagent.domain.run_events import (
     ToolCallStartedV1,
 )
 from bearagent.domain.tools import ToolRequest, ToolResult
-from bearagent.ports import ToolContext
+from bearagent.ports import ApprovalDeferred, ToolContext
 from bearagent.runtime.cursor import InFlightCall
 from bearagent.runtime.loop_state import SWITCH_TOOL, TODO_TOOL, Active, LoopState, admit
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.plan import RunSpec
 from bearagent.runtime.recorder import RunRecorder
 
+MAX_PARALLEL_TOOLS = 8
+"""How many read-only calls of one turn run at once."""
 ABANDONED_MESSAGE = (
     "interrupted; the outcome is unknown: check before you redo it. (The run was interrupted while {tool} was "
     "running, and BearAgent never runs a call that may have had effects twice on its own.)"
@@ -73,10 +79,81 @@ class ToolCalls:
         state.active = activity
         self._observer.tool_call(recorder.run_id, str(call.tool_call_id), call.name, call.arguments)
         request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
+        result = self._refused(state, call, request, limit_error)
+        if result is None:
+            result = await plan.gate.call(request, self._context(spec, recorder, state, call))
+        await self._finish(recorder, state, call, activity, result)
+        return result
+
+    async def batch(
+        self, spec: RunSpec, recorder: RunRecorder, state: LoopState, calls: Sequence[ModelToolCall]
+    ) -> list[ToolResult]:
+        """Read-only calls of one turn, run concurrently (at most `MAX_PARALLEL_TOOLS` at once, hooks still per
+        call), their facts then recorded in call order: Requested + Started + Completed/Failed of each, so the log
+        reads as if they ran one after another. Only as many run as the tool-call budget has room for; a call that
+        needs an approval (`ApprovalDeferred`) and the calls beyond the budget run alone afterwards, in order. A
+        crash mid-batch leaves the batch's calls without results: a resume runs them again (they are read-only)."""
+        plan = state.plan
+        projection = recorder.projection
+        room = len(calls)
+        if projection is not None:
+            room = max(0, projection.budget_limits.max_tool_calls - projection.usage.tool_calls)
+        parallel = list(calls[:room])
+        gate = asyncio.Semaphore(MAX_PARALLEL_TOOLS)
+
+        async def run_one(call: ModelToolCall) -> ToolResult | None:
+            bound = plan.tools[call.name]
+            request = ToolRequest(tool_call_id=call.tool_call_id, name=bound.internal_name, arguments=call.arguments)
+            context = dataclasses.replace(self._context(spec, recorder, state, call), parallel=True)
+            async with gate:
+                try:
+                    return await plan.gate.call(request, context)
+                except ApprovalDeferred:
+                    return None
+
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(run_one(call)) for call in parallel]
+        done: list[ToolResult | None] = [task.result() for task in tasks]
+        done += [None] * (len(calls) - len(done))
+        results: list[ToolResult] = []
+        for call, result in zip(calls, done, strict=True):
+            if result is None:
+                results.append(await self.call(spec, recorder, state, call))
+                continue
+            bound = plan.tools[call.name]
+            activity = Active(
+                kind="tool_call",
+                activity_id=self._ids.new(ActivityId),
+                tool_call_id=call.tool_call_id,
+                tool_name=bound.internal_name,
+            )
+            await admit(
+                recorder,
+                ToolCallRequestedV2(
+                    activity_id=activity.activity_id,
+                    tool_call_id=call.tool_call_id,
+                    tool_name=bound.internal_name,
+                    arguments=call.arguments,
+                    provider_call_id=call.provider_call_id,
+                    source=bound.source,
+                ),
+                ToolCallStartedV1(activity_id=activity.activity_id, tool_call_id=call.tool_call_id),
+            )
+            state.active = activity
+            self._observer.tool_call(recorder.run_id, str(call.tool_call_id), call.name, call.arguments)
+            await self._finish(recorder, state, call, activity, result)
+            results.append(result)
+        return results
+
+    def _refused(
+        self, state: LoopState, call: ModelToolCall, request: ToolRequest, limit_error: ErrorInfo | None
+    ) -> ToolResult | None:
+        """The failure the loop decides itself, without the gate (None: the call goes to the gate)."""
+        plan = state.plan
         if limit_error is not None:
-            result = ToolResult.failure(request, limit_error)
-        elif call.invalid_arguments is not None:
-            result = ToolResult.failure(
+            return ToolResult.failure(request, limit_error)
+        if call.invalid_arguments is not None:
+            return ToolResult.failure(
                 request,
                 ErrorInfo.of(
                     "validation",
@@ -85,8 +162,8 @@ class ToolCalls:
                     "Call the tool again with a valid JSON object.",
                 ),
             )
-        elif internal == SWITCH_TOOL and state.switch_count >= plan.max_switches:
-            result = ToolResult.failure(
+        if request.name == SWITCH_TOOL and state.switch_count >= plan.max_switches:
+            return ToolResult.failure(
                 request,
                 ErrorInfo.of(
                     "permission",
@@ -96,9 +173,9 @@ class ToolCalls:
                     "task with the current agent",
                 ),
             )
-        elif bound is None:
+        if plan.tools.get(call.name) is None:
             available = ", ".join(sorted(plan.tools)) or "none"
-            result = ToolResult.failure(
+            return ToolResult.failure(
                 request,
                 ErrorInfo.of(
                     "tool",
@@ -106,18 +183,25 @@ class ToolCalls:
                     f"there is no tool named {call.name!r} for agent {plan.agent_name}; available tools: {available}",
                 ),
             )
-        else:
-            context = ToolContext(
-                workspace_root=spec.workspace_root,
-                run_id=recorder.run_id,
-                session_id=spec.session_id,
-                tool_call_id=call.tool_call_id,
-                agent_name=plan.agent_name,
-                ids=self._ids,
-                settings=plan.tool_settings,
-                deadline=state.deadline,
-            )
-            result = await plan.gate.call(request, context)
+        return None
+
+    def _context(self, spec: RunSpec, recorder: RunRecorder, state: LoopState, call: ModelToolCall) -> ToolContext:
+        plan = state.plan
+        return ToolContext(
+            workspace_root=spec.workspace_root,
+            run_id=recorder.run_id,
+            session_id=spec.session_id,
+            tool_call_id=call.tool_call_id,
+            agent_name=plan.agent_name,
+            ids=self._ids,
+            settings=plan.tool_settings,
+            deadline=state.deadline,
+        )
+
+    async def _finish(
+        self, recorder: RunRecorder, state: LoopState, call: ModelToolCall, activity: Active, result: ToolResult
+    ) -> None:
+        """Record a call's result (and the to-do list it updates) and show it."""
         if result.is_error:
             await recorder.append(
                 ToolCallFailedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
@@ -127,12 +211,11 @@ class ToolCalls:
                 ToolCallCompletedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
             )
         state.active = None
-        if not result.is_error and internal == TODO_TOOL and result.data is not None:
+        if not result.is_error and activity.tool_name == TODO_TOOL and result.data is not None:
             todos = result.data.get("todos")
             if isinstance(todos, (list, tuple)):
                 await recorder.append(TodosUpdatedV1.model_validate({"todos": todos}))
         self._observer.tool_result(recorder.run_id, str(call.tool_call_id), call.name, result.content, result.is_error)
-        return result
 
     async def resume_call(
         self, spec: RunSpec, recorder: RunRecorder, state: LoopState, call: ModelToolCall, in_flight: InFlightCall

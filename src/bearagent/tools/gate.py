@@ -21,7 +21,7 @@ from typing import Literal, TypeAlias
 from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.tools import MAX_TOOL_CONTENT_CHARS, ToolRequest, ToolResult, ToolSpec
-from bearagent.ports import PreToolDecision, Tool, ToolContext, ToolInterceptor
+from bearagent.ports import ApprovalDeferred, PreToolDecision, Tool, ToolContext, ToolInterceptor
 from bearagent.tools.permissions import PermissionRule, RuleError
 from bearagent.tools.policy import PolicyDecision, ToolPolicy, permission_config_line
 from bearagent.tools.walk import HIDDEN_PATHS_SETTING
@@ -202,6 +202,8 @@ class ToolGate:
         self, spec: ToolSpec, arguments: JsonMapping, context: ToolContext, decision: PolicyDecision
     ) -> PolicyDecision:
         rule = decision.suggested_rule or spec.name
+        if context.parallel and self._ask is not None:
+            raise ApprovalDeferred  # asked alone, after its batch: never several prompts at once
         if self._ask is None:
             alternative = f" ({decision.alternative})" if decision.alternative else ""
             return PolicyDecision(
