@@ -156,6 +156,7 @@ class AgentPlans:
                 unavailable_servers=unavailable,
                 tool_settings=settings,
                 context=self.context,
+                max_output_continuations=config.max_output_continuations,
             )
         )
         if isinstance(plan.gate, ToolGate):

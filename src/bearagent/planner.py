@@ -66,6 +66,7 @@ class PlanInputs:
     unavailable_servers: Sequence[str] = ()
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
     context: ContextBuilder = field(default_factory=ContextBuilder)
+    max_output_continuations: int = 3
 
 
 def plan_agent(inputs: PlanInputs) -> AgentPlan:
@@ -128,5 +129,6 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         timeout_ms=int(entry.timeout_s * 1000),
         permission_mode=str(p.mode),
         max_switches=agent.policy.max_switches if agent.policy.max_switches is not None else DEFAULT_MAX_SWITCHES,
+        max_output_continuations=inputs.max_output_continuations,
         tool_settings=dict(inputs.tool_settings),
     )

@@ -91,6 +91,7 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
     ("ChildRunStarted", 1): {"child_run_id": str(RUN), "agent_name": "explore", "tool_call_id": str(TC)},
     ("ChildRunFinished", 1): {"child_run_id": str(RUN), "status": "succeeded"},
     ("MessageInjected", 1): {"kind": "stop_feedback", "text": "Stop hook feedback: run the tests"},
+    ("MessageInjected", 2): {"kind": "continuation", "text": "Continue exactly where it stopped."},
     ("ChildRunFinished", 2): {
         "child_run_id": str(RUN),
         "status": "succeeded",

@@ -27,6 +27,7 @@ from bearagent.domain.run_events import (
     ChildUsage,
     HookExecutedV1,
     MessageInjectedV1,
+    MessageInjectedV2,
     ModelCallCompletedV2,
     ModelCallFailedV1,
     ModelCallFailedV2,
@@ -357,6 +358,7 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
             ToolCallAbandonedV1(tool_call_id=f6.tool_call_id, tool_name="Bash", side_effect="execute", message="?")
         )
     )
+    folder6.feed(f6.event(MessageInjectedV2(kind="continuation", text="go on")))
     seen |= folder6.seen
     assert seen == set(RUN_EVENT_PAYLOADS)
 

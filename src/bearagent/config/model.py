@@ -37,6 +37,7 @@ TOP_LEVEL_KEYS = frozenset(
         "permission_mode",
         "sandbox",
         "shell_env",
+        "model_turns",
     }
 )
 BUDGET_KEYS = BUDGET_FIELDS
@@ -44,6 +45,8 @@ PERMISSION_KEYS = ("allow", "ask", "deny")
 DIRECTORY_KEYS = ("additional_directories", "additionalDirectories")
 """`permissions.additional_directories` (Claude Code's `additionalDirectories` is accepted as an alias)."""
 DEFAULT_SKILL_CATALOG_CHARS = 8_000
+DEFAULT_OUTPUT_CONTINUATIONS = 3
+MAX_OUTPUT_CONTINUATIONS = 20
 
 
 class PermissionLists(DomainModel):
@@ -82,6 +85,8 @@ class BearConfig(DomainModel):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     """The Bash sandbox; the user config's mode is a ceiling (`bearagent.sandbox.settings.merge_sandbox`)."""
     shell_env: ShellEnvPolicy = Field(default_factory=ShellEnvPolicy)
+    max_output_continuations: int = Field(default=DEFAULT_OUTPUT_CONTINUATIONS, ge=0, le=MAX_OUTPUT_CONTINUATIONS)
+    """`model_turns.max_output_continuations`: how often a turn cut by the output limit is continued."""
 
 
 @dataclass
@@ -168,6 +173,21 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
     _parse_budgets(cf, data.get("budgets"), diagnostics)
     _parse_small_section(cf, data.get("web_fetch"), "web_fetch", {"allow_private_network": bool}, diagnostics)
     _parse_small_section(cf, data.get("skills"), "skills", {"catalog_budget_chars": int}, diagnostics)
+    _parse_small_section(
+        cf, data.get("model_turns"), "model_turns", {"max_output_continuations": int}, diagnostics
+    )
+    turns = cast(dict[str, object], cf.settings.get("model_turns", {}))
+    count = turns.get("max_output_continuations")
+    if isinstance(count, int) and not 0 <= count <= MAX_OUTPUT_CONTINUATIONS:
+        del turns["max_output_continuations"]
+        diagnostics.append(
+            _error(
+                cf,
+                "model_turns.max_output_continuations",
+                f"must be between 0 and {MAX_OUTPUT_CONTINUATIONS}, got {count}",
+                "write e.g. `max_output_continuations: 3` (0: a turn cut by the output limit fails the run)",
+            )
+        )
     _parse_sandbox_sections(cf, data, diagnostics)
     return cf
 
@@ -363,6 +383,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     budgets: dict[str, int] = {}
     allow_private = False
     catalog = DEFAULT_SKILL_CATALOG_CHARS
+    continuations = DEFAULT_OUTPUT_CONTINUATIONS
     permission_mode: str | None = None
     ceiling: str | None = None
     directories: list[str] = []
@@ -388,6 +409,9 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             bool, cast(dict[str, object], s.get("web_fetch", {})).get("allow_private_network", allow_private)
         )
         catalog = cast(int, cast(dict[str, object], s.get("skills", {})).get("catalog_budget_chars", catalog))
+        continuations = cast(
+            int, cast(dict[str, object], s.get("model_turns", {})).get("max_output_continuations", continuations)
+        )
         if isinstance(s.get("permission_mode"), str):
             permission_mode = cast(str, s["permission_mode"])
             if cf.level != "workspace":
@@ -403,6 +427,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         budgets=BudgetLimits(**budgets),
         web_fetch=WebFetchSettings(allow_private_network=allow_private),
         skill_catalog_chars=catalog,
+        max_output_continuations=continuations,
         permission_mode=permission_mode,
         permission_ceiling=ceiling,
         bypass_disabled_by=bypass_disabled_by,

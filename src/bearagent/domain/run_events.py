@@ -340,6 +340,14 @@ class MessageInjectedV1(RunEventPayload):
     text: str = Field(min_length=1, max_length=1_048_576)
 
 
+class MessageInjectedV2(RunEventPayload):
+    """v1's kinds plus `continuation`: the run asked the model to go on with an answer the output limit cut
+    (`model_turns.max_output_continuations`)."""
+
+    kind: Literal["prompt_context", "stop_feedback", "continuation"]
+    text: str = Field(min_length=1, max_length=1_048_576)
+
+
 class ChildUsage(DomainModel):
     """What a child run consumed, charged to its parent when it finishes (wall time is not: it overlaps)."""
 
@@ -395,6 +403,7 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("ChildRunFinished", 1): ChildRunFinishedV1,
     ("ChildRunFinished", 2): ChildRunFinishedV2,
     ("MessageInjected", 1): MessageInjectedV1,
+    ("MessageInjected", 2): MessageInjectedV2,
 }
 
 LATEST_VERSIONS: Mapping[str, int] = {

@@ -14,6 +14,7 @@ from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from bearagent.domain.run_events import (
     MessageInjectedV1,
+    MessageInjectedV2,
     ModelCallCompletedV2,
     RunCreatedV2,
     ToolCallAbandonedV1,
@@ -62,7 +63,7 @@ def run_messages(events: Sequence[Event], *, answer_pending: bool = True) -> lis
         if isinstance(payload, RunCreatedV2):
             if payload.goal.strip():
                 out.append(Message.user(payload.goal))
-        elif isinstance(payload, MessageInjectedV1):
+        elif isinstance(payload, MessageInjectedV1 | MessageInjectedV2):
             if payload.kind == "prompt_context" and out and out[-1].role == "user":
                 out[-1] = Message.user(f"{out[-1].text}\n\n{payload.text}")
             else:

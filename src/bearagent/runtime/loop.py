@@ -34,6 +34,7 @@ from bearagent.domain.models import (
 from bearagent.domain.run_events import (
     AgentSwitchedV1,
     MessageInjectedV1,
+    MessageInjectedV2,
     ModelCallFailedV2,
     RunCancelledV1,
     RunCreatedV2,
@@ -67,6 +68,10 @@ from bearagent.runtime.run_writer import RunWriter
 from bearagent.runtime.tool_calls import ToolCalls
 
 _log = logging.getLogger("bearagent.runtime")
+CONTINUE_PROMPT = (
+    "Your previous answer was cut off by the output limit. Continue exactly where it stopped, without repeating "
+    "anything and without any preamble."
+)
 
 DEFAULT_STOP_HOOK_CAP = STOP_BLOCK_CAP
 
@@ -327,7 +332,9 @@ class AgentLoop:
         first_new = start.first_new
         resumed_turn = start.turn
         stop_blocks = 0
+        continued: list[str] = []  # the parts of an answer the output limit cut, continued since
         while True:
+            state.continuations_left = state.plan.max_output_continuations - len(continued)
             if resumed_turn is not None:
                 turn, resumed_turn = resumed_turn, None
             else:
@@ -336,8 +343,22 @@ class AgentLoop:
                 if assistant is not None:
                     messages.append(assistant)
                 start.answered, start.in_flight = frozenset(), None
+            if (
+                turn.completed.stop_reason == "max_output_tokens"
+                and not turn.tool_calls
+                and state.continuations_left > 0
+            ):
+                continued.append(turn.text)
+                self._observer.notice(
+                    run_id,
+                    f"the answer reached the output limit; asking the model to continue it "
+                    f"({len(continued)}/{state.plan.max_output_continuations})",
+                )
+                await recorder.append(MessageInjectedV2(kind="continuation", text=CONTINUE_PROMPT))
+                messages.append(Message.user(CONTINUE_PROMPT))
+                continue
             if not turn.tool_calls:
-                final_text = turn.text
+                final_text = "".join(continued) + turn.text
                 if turn.completed.stop_reason == "refusal" and turn.completed.refusal:
                     final_text = turn.completed.refusal
                 if self._hooks is not None and turn.completed.stop_reason != "refusal":
@@ -373,6 +394,7 @@ class AgentLoop:
                     new_messages=tuple(messages[first_new:]),
                 )
             stop_blocks = 0
+            continued.clear()
             state.steps += 1
             self._observer.step(run_id, state.steps - 1, "tool_call")
             switch_to: str | None = None

@@ -70,6 +70,8 @@ class LoopState:
     template_plan: AgentPlan | None = None
     deadline: float | None = None
     """`time.monotonic()` at which the wall-time budget ends: tools get it to bound work they cannot cancel."""
+    continuations_left: int = 0
+    """How often the answer being given may still be continued when the output limit cuts it."""
 
 
 async def admit(

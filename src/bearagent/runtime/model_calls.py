@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 
+from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId
 from bearagent.domain.messages import Message
@@ -107,6 +108,8 @@ class ModelCalls:
             except BearAgentError as exc:
                 usage = usage_of(exc)
                 partial = activity.partial_text
+                if exc.info.category == "max_output_tokens" and partial and state.continuations_left > 0:
+                    return await self._cut_short(recorder, state, activity, plan, partial, usage)
                 delay = self._retry.delay_for(exc.info, attempt)
                 await recorder.append(
                     ModelCallFailedV2(
@@ -160,6 +163,34 @@ class ModelCalls:
             if bounded.error is not None:
                 raise RunFailure(bounded.error)
             return turn
+
+    async def _cut_short(
+        self,
+        recorder: RunRecorder,
+        state: LoopState,
+        activity: Active,
+        plan: AgentPlan,
+        partial: str,
+        usage: TokenUsage,
+    ) -> ModelTurn:
+        """The output limit cut the answer and it may be continued: the call completed with what it said (stop
+        reason `max_output_tokens`, no tool calls: a cut tool call cannot be trusted); the loop asks for the rest."""
+        assert activity.model_call_id is not None
+        bounded = bound_turn(partial, len(partial), [], 0)
+        await recorder.append(
+            ModelCallCompletedV2(
+                activity_id=activity.activity_id,
+                model_call_id=activity.model_call_id,
+                usage=usage,
+                cost_microusd=cost_microusd(usage, plan.price),
+                text=bounded.text,
+                stop_reason="max_output_tokens",
+            )
+        )
+        state.active = None
+        return ModelTurn(
+            text=bounded.text, tool_calls=[], completed=ModelCompleted(stop_reason="max_output_tokens", usage=usage)
+        )
 
     async def _stream(self, run_id: RunId, plan: AgentPlan, request: ModelRequest, activity: Active) -> ModelTurn:
         text_parts: list[str] = []

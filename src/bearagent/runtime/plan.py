@@ -53,6 +53,8 @@ class AgentPlan:
     timeout_ms: int = 120_000
     permission_mode: str = "default"
     max_switches: int = 10
+    max_output_continuations: int = 3
+    """How often an answer the output limit cut is continued (`model_turns.max_output_continuations`)."""
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
 
     @property

@@ -30,6 +30,7 @@ from bearagent.domain.run_events import (
     ChildRunStartedV1,
     HookExecutedV1,
     MessageInjectedV1,
+    MessageInjectedV2,
     ModelCallCompletedV1,
     ModelCallCompletedV2,
     ModelCallFailedV1,
@@ -126,6 +127,10 @@ class ModelStep:
     switched_to: str | None = None
     stop_feedback: str | None = None
     """The reason a Stop hook gave for keeping the agent going after this turn."""
+    ended_sequence: int | None = None
+    """The `ModelCallCompleted` (or final `ModelCallFailed`) that ended the turn; None while it is in flight."""
+    switched_sequence: int | None = None
+    """The `AgentSwitched` after this turn's `SwitchAgent` call, when there was one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +157,8 @@ class RunSteps:
     hook_executions: int = 0
     interruptions: int = 0
     last_sequence: int = 0
+    model_call_in_flight: int | None = None
+    """The sequence of a `ModelCallRequested` the log has no end for (the call is running, or was cut)."""
 
     @property
     def tool_steps(self) -> tuple[ToolStep, ...]:
@@ -183,6 +190,8 @@ class _Turn:
         self.tools: list[ToolStep] = []
         self.switched_to: str | None = None
         self.stop_feedback: str | None = None
+        self.ended_sequence: int | None = None
+        self.switched_sequence: int | None = None
 
     def freeze(self) -> ModelStep:
         return ModelStep(
@@ -201,6 +210,8 @@ class _Turn:
             tools=tuple(self.tools),
             switched_to=self.switched_to,
             stop_feedback=self.stop_feedback,
+            ended_sequence=self.ended_sequence,
+            switched_sequence=self.switched_sequence,
         )
 
 
@@ -219,6 +230,8 @@ class _Reader:
         """Sequence of the model call in flight (requested, not yet ended)."""
         self.failed: tuple[int, ModelCallFailedV1 | ModelCallFailedV2] | None = None
         """The last model call failure, until a new request shows it was retried (or the run ends on it)."""
+        self.failed_at: int | None = None
+        """The sequence of that `ModelCallFailed`."""
         self.open_tool: ToolStep | None = None
         self.status: str | None = None
         self.final_text: str | None = None
@@ -247,6 +260,7 @@ class _Reader:
             return
         turn = self._new_turn(sequence)
         turn.usage = failure.usage
+        turn.ended_sequence = self.failed_at
         if v2 is not None:
             turn.text, turn.tool_calls, turn.error = v2.partial_text, (), v2.error
         else:
@@ -271,6 +285,7 @@ class _Reader:
     def model_completed(self, sequence: int, payload: ModelCallCompletedV1 | ModelCallCompletedV2) -> None:
         turn = self._new_turn(sequence)
         turn.usage = payload.usage
+        turn.ended_sequence = sequence
         if isinstance(payload, ModelCallCompletedV2):
             turn.text, turn.tool_calls, turn.stop_reason = payload.text, payload.tool_calls, payload.stop_reason
             turn.provider_request_id, turn.model, turn.refusal = (
@@ -349,6 +364,7 @@ class _Reader:
             self.model_completed(sequence, payload)
         elif isinstance(payload, (ModelCallFailedV1, ModelCallFailedV2)):
             self.failed = (self.requested or sequence, payload)
+            self.failed_at = sequence
             self.requested = None
         elif isinstance(payload, (ToolCallRequestedV1, ToolCallRequestedV2)):
             self.tool_requested(sequence, payload)
@@ -374,8 +390,11 @@ class _Reader:
             self.agent = payload.to_agent
             if self.turns:
                 self.turns[-1].switched_to = payload.to_agent
-        elif isinstance(payload, MessageInjectedV1):
-            if payload.kind == "prompt_context":
+                self.turns[-1].switched_sequence = sequence
+        elif isinstance(payload, MessageInjectedV1 | MessageInjectedV2):
+            if payload.kind == "continuation":
+                pass  # the loop asks for the rest of a cut answer itself, on replay too
+            elif payload.kind == "prompt_context":
                 self.prompt_context = payload.text
             elif self.turns:
                 text = payload.text
@@ -428,6 +447,7 @@ class _Reader:
             hook_executions=self.hooks,
             interruptions=self.interruptions,
             last_sequence=self.last_sequence,
+            model_call_in_flight=self.requested,
         )
 
 

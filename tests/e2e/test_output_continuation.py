@@ -1,0 +1,59 @@
+"""An answer cut by the output limit is continued (`model_turns.max_output_continuations`) instead of failing the
+run; the continuation is a fact, so the history rebuilt from the log is what the model was sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
+
+from bearagent.runtime.history import history_from_events
+
+CUT = "{category: max_output_tokens, message: 'the answer reached max_output_tokens'}"
+SCRIPT = f"""
+turns:
+  - text: "The first half of the answer, "
+    error: {CUT}
+  - text: "the second half, "
+    error: {CUT}
+  - text: "and the end."
+"""
+AGENTS = {"main": agent_md("Main.", mode="primary", tools="[Read]")}
+
+
+def test_a_cut_answer_is_continued_to_the_whole_answer(tmp_path: Path) -> None:
+    root = scripted_workspace(tmp_path / "ws", SCRIPT, agents=AGENTS)
+    with open_ws(root, tmp_path / "home") as ws:
+        result = ws.run_sync("answer")
+        assert result.status == "succeeded", result.error
+        assert result.final == "The first half of the answer, the second half, and the end."
+        assert result.usage.model_iterations == 3
+        events = ws.events(str(result.run_id))
+    completed = [e.payload["stop_reason"] for e in events if e.event_type == "ModelCallCompleted"]
+    assert completed == ["max_output_tokens", "max_output_tokens", "end_turn"]
+    injected = [e.payload["kind"] for e in events if e.event_type == "MessageInjected"]
+    assert injected == ["continuation", "continuation"]
+    history = history_from_events([events])
+    assert [m.role for m in history] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+
+
+def test_with_continuations_off_the_cut_fails_the_run_keeping_the_partial_text(tmp_path: Path) -> None:
+    root = scripted_workspace(
+        tmp_path / "ws", SCRIPT, agents=AGENTS, config=CONFIG + "model_turns: {max_output_continuations: 0}\n"
+    )
+    with open_ws(root, tmp_path / "home") as ws:
+        result = ws.run_sync("answer")
+        assert result.status == "failed" and result.error is not None
+        assert result.error.category == "max_output_tokens"
+        events = ws.events(str(result.run_id))
+    failed = [e.payload for e in events if e.event_type == "RunFailed"]
+    assert failed[0]["partial_text"] == "The first half of the answer, "
+
+
+def test_a_bad_continuation_count_is_a_diagnostic_naming_the_key(tmp_path: Path) -> None:
+    root = scripted_workspace(
+        tmp_path / "ws", SCRIPT, agents=AGENTS, config=CONFIG + "model_turns: {max_output_continuations: 99}\n"
+    )
+    with open_ws(root, tmp_path / "home") as ws:
+        problems = [d for d in ws.runtime.loaded.diagnostics() if d.field == "model_turns.max_output_continuations"]
+    assert problems and "between 0 and 20, got 99" in problems[0].message
