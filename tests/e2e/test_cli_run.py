@@ -221,6 +221,11 @@ def test_runs_list_inspect_and_events(ws: Path, tmp_path: Path) -> None:
     assert inspected.exit_code == 0, inspected.output
     for needle in ("status    succeeded", "agent     main", "model iterations", "tool calls", "Read", "activities"):
         assert needle in inspected.output
+    steps_table = inspected.output[inspected.output.index("steps") :]
+    assert "model_call" in steps_table and "tool_call" in steps_table and "Read" in steps_table
+    steps = json.loads(invoke(["inspect", "last", "-w", str(ws), "--json"], tmp_path).output)["steps"]
+    assert [(s["seq"], s["step_type"]) for s in steps] == [(1, "model_call"), (2, "tool_call"), (3, "model_call")]
+    assert steps[1]["name"] == "Read" and steps[1]["status"] == "succeeded" and steps[1]["agent_name"] == "main"
     lines = invoke(["events", run["run_id"], "-w", str(ws), "--json"], tmp_path).output.splitlines()
     envelopes = [json.loads(line) for line in lines]
     assert [e["sequence"] for e in envelopes] == list(range(1, len(envelopes) + 1))

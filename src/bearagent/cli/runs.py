@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from bearagent.domain.events import Event
     from bearagent.domain.ids import RunId
     from bearagent.domain.state import RunProjection
+    from bearagent.runtime.step_records import RunStepRecord
     from bearagent.store.sqlite import SqliteEventStore
 
 FOLLOW_POLL_S = 0.2
@@ -175,6 +176,9 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
     events = store.read_events(run_id)
     switches = [e for e in events if e.event_type == "AgentSwitched"]
     hooks = [e for e in events if e.event_type == "HookExecuted"]
+    from bearagent.runtime.step_records import run_step_records
+
+    steps = run_step_records(str(run_id), events, status=run.status)
     if as_json:
         emit_json(
             {
@@ -183,6 +187,7 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
                 "children": [c.model_dump(mode="json") for c in children],
                 "agent_switches": [dict(e.model_dump(mode="json")["payload"]) for e in switches],
                 "hook_executions": len(hooks),
+                "steps": [s.to_json() for s in steps],
             }
         )
         return
@@ -216,6 +221,9 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
         kind = "model" if act.kind == "model_call" else "tool"
         rows.append([str(act.requested_sequence), kind, visible(act.name or "-"), took, outcome])
     print_table(["SEQ", "KIND", "NAME", "TOOK", "OUTCOME"], rows, title="activities")
+    if steps:
+        click.echo("")
+        print_table(["STEP", "TYPE", "NAME", "AGENT", "STATUS", "EVENTS", "TOOK"], _step_rows(steps), title="steps")
     if children:
         click.echo("")
         print_table(
@@ -226,6 +234,32 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
     if switches or hooks:
         click.echo("")
         click.echo(f"agent switches: {len(switches)}   hook executions: {len(hooks)}")
+
+
+def _step_rows(steps: Sequence[RunStepRecord]) -> list[list[str]]:
+    """One row per RunStep (`runtime/step_records.py`): what ran, as which agent, how it ended, its log range."""
+    rows: list[list[str]] = []
+    for step in steps:
+        took = "-"
+        if step.started_at is not None and step.ended_at is not None:
+            took = f"{(step.ended_at - step.started_at).total_seconds() * 1000:.0f} ms"
+        span = (
+            f"{step.started_seq}-{step.ended_seq}"
+            if step.ended_seq not in (None, step.started_seq)
+            else str(step.started_seq)
+        )
+        rows.append(
+            [
+                str(step.seq),
+                step.step_type,
+                visible(short(step.name, 40)),
+                visible(step.agent_name or "-"),
+                step.status,
+                span,
+                took,
+            ]
+        )
+    return rows
 
 
 def _summary(event: Event) -> str:
