@@ -38,7 +38,32 @@ def history_from_events(runs: Iterable[Sequence[Event]]) -> list[Message]:
 def run_messages(events: Sequence[Event], *, answer_pending: bool = True) -> list[Message]:
     """One run's messages. `answer_pending=False` leaves the calls of the last turn that have no result unanswered
     (a resumed run answers them itself)."""
-    out: list[Message] = []
+    return list(_rebuild(events, answer_pending))
+
+
+def sourced_run_messages(events: Sequence[Event]) -> list[tuple[Message, Event]]:
+    """One run's messages exactly as `run_messages` rebuilds them, each with the event it came from (the goal's
+    `RunCreated`, the `ModelCallCompleted` of a turn, the result of a tool call; a synthetic result of a call that
+    never finished comes from the event that closed it): where a message record's time comes from."""
+    out = _rebuild(events, True)
+    return [(message, source) for message, source in zip(out, out.sources, strict=True) if source is not None]
+
+
+class _Sourced(list[Message]):
+    """The messages being rebuilt and, beside each, the event being read when it was added."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading: Event | None = None
+        self.sources: list[Event | None] = []
+
+    def append(self, message: Message, /) -> None:
+        super().append(message)
+        self.sources.append(self.reading)
+
+
+def _rebuild(events: Sequence[Event], answer_pending: bool) -> _Sourced:
+    out = _Sourced()
     pending: dict[ToolCallId, ToolCallPart] = {}
 
     def flush_pending() -> None:
@@ -57,6 +82,7 @@ def run_messages(events: Sequence[Event], *, answer_pending: bool = True) -> lis
         pending.clear()
 
     for event in events:
+        out.reading = event
         if event.event_type not in _INTERESTING:
             continue
         payload = parse_run_event_payload(event.event_type, event.schema_version, event.payload)
