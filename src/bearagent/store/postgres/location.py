@@ -1,0 +1,82 @@
+"""Where a PostgreSQL store lives: the server (a libpq connection string or URL, `dsn`) and the schema holding
+its tables. The DSN may carry a password: it is only ever handed to libpq. Messages, errors and logs name the store
+by `display`, which keeps host, port, database, user and schema and drops everything else."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import LiteralString, TypeAlias
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow
+
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+
+Conn: TypeAlias = psycopg.AsyncConnection[TupleRow]
+
+DEFAULT_SCHEMA = "bearagent"
+SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _bad_dsn(why: str) -> BearAgentError:
+    return BearAgentError(
+        ErrorInfo.of("configuration", "invalid_store_dsn", f"the PostgreSQL connection string is not valid ({why})"),
+        hint="give a libpq connection string (host=... dbname=...) or a postgresql:// URL",
+    )
+
+
+def display_of(dsn: str, schema: str) -> str:
+    """`postgresql://user@host:port/dbname#schema`, without the password or any other parameter."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except Exception:
+        raise _bad_dsn("libpq could not parse it") from None
+    user = params.get("user")
+    host = params.get("host") or params.get("hostaddr") or "localhost"
+    port = params.get("port")
+    dbname = params.get("dbname") or user or ""
+    who = f"{user}@" if user else ""
+    where = f"{host}:{port}" if port else str(host)
+    return f"postgresql://{who}{where}/{dbname}#{schema}"
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    dsn: str = field(repr=False)
+    schema: str
+    display: str
+
+    @classmethod
+    def of(cls, dsn: str, schema: str = DEFAULT_SCHEMA) -> Location:
+        if not SCHEMA_RE.match(schema):
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "configuration",
+                    "invalid_store_schema",
+                    f"store schema {schema!r} is not a plain PostgreSQL name",
+                    schema=schema,
+                ),
+                hint="use lower-case letters, digits and '_' (at most 63, not starting with a digit)",
+            )
+        return cls(dsn, schema, display_of(dsn, schema))
+
+    def __str__(self) -> str:
+        return self.display
+
+
+class Queries:
+    """SQL of one store: each template names its tables as `{s}.table`; the schema goes in as a quoted
+    identifier (never as text), and each composed statement is kept, so psycopg can prepare it."""
+
+    def __init__(self, schema: str) -> None:
+        self._schema = sql.Identifier(schema)
+        self._made: dict[str, sql.Composed] = {}
+
+    def __call__(self, template: LiteralString) -> sql.Composed:
+        made = self._made.get(template)
+        if made is None:
+            made = self._made[template] = sql.SQL(template).format(s=self._schema)
+        return made
