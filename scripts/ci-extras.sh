@@ -81,3 +81,32 @@ if [ -f "$REAL_LLM_SETUP" ]; then
   bash "$REAL_LLM_SETUP" || echo "ci-extras: the real-LLM build failed; tests/integration/test_real_llm.py will skip" >&2
 fi
 # --- end real LLM block ----------------------------------------------------------------------------------------
+
+# --- store: PostgreSQL server binaries for the postgres store tests (tests/support/postgres_cluster.py) ---------
+# The tests start a throwaway cluster of their own (initdb into a temp dir, a free port on 127.0.0.1; as root they
+# run it as the `postgres` user the package creates) and never skip in CI. They look for pg_ctl/initdb on PATH,
+# then in /usr/lib/postgresql/*/bin, where Debian puts them. No system cluster is created or started.
+pg_found=""
+if command -v pg_ctl >/dev/null 2>&1 && command -v initdb >/dev/null 2>&1; then
+  pg_found=yes
+else
+  for bin in /usr/lib/postgresql/*/bin; do
+    if [ -x "$bin/pg_ctl" ] && [ -x "$bin/initdb" ] && [ -x "$bin/postgres" ]; then
+      pg_found=yes
+    fi
+  done
+fi
+if [ -z "$pg_found" ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    (
+      apt-get update -qq \
+        && apt-get install -y -qq postgresql-common >/dev/null \
+        && sed -i 's/^#* *create_main_cluster *=.*/create_main_cluster = false/' \
+          /etc/postgresql-common/createcluster.conf \
+        && apt-get install -y -qq postgresql >/dev/null
+    ) || echo "ci-extras: could not install postgresql; the postgres store tests will fail" >&2
+  else
+    echo "ci-extras: PostgreSQL not found and no apt-get; the postgres store tests will fail" >&2
+  fi
+fi
+# --- end store block -------------------------------------------------------------------------------------------

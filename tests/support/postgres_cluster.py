@@ -7,7 +7,8 @@ The server binaries come from `pg_ctl`/`initdb` on PATH, else the newest `/usr/l
 `postgresql` package puts them). PostgreSQL refuses to run as root: as root the cluster runs as the `postgres` OS
 user (which the Debian package creates), else as `nobody`; its directory lives under the system temp directory,
 where that user can reach it. Without the binaries `unavailable()` names the package to install, and the postgres
-tests skip with that reason (CI installs it: `scripts/ci-extras.sh`).
+tests skip with that reason (`require`), except in CI, which installs it (`scripts/ci-extras.sh`) and where they
+fail instead.
 """
 
 from __future__ import annotations
@@ -157,6 +158,19 @@ def unavailable() -> str | None:
             "(apt-get install postgresql; scripts/ci-extras.sh does in CI)"
         )
     return None
+
+
+def require() -> None:
+    """Skip the calling test where PostgreSQL is not installed; in CI (`CI=true`) fail instead: there the postgres
+    tests must run (`scripts/ci-extras.sh` installs the server)."""
+    import pytest
+
+    reason = unavailable()
+    if reason is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason}; CI must run the postgres tests")
+    pytest.skip(reason)
 
 
 def cluster() -> Cluster:

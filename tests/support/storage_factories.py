@@ -7,7 +7,7 @@ must pass the suite unchanged.
 
 `location` makes a fresh, empty backing store for one test. PostgreSQL's is a new database in the test session's
 throwaway cluster (`tests/support/postgres_cluster.py`, started on first use); where the server binaries are
-missing it skips the test with a reason naming the package to install.
+missing it skips the test with a reason naming the package to install (in CI it fails: there it must run).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from bearagent.ports import RunStorage
 from bearagent.store.postgres import PostgresRunStorage
@@ -44,9 +42,7 @@ def _close_postgres(storage: RunStorage) -> None:
 
 
 def _postgres_database(_tmp: Path) -> str:
-    reason = postgres_cluster.unavailable()
-    if reason is not None:
-        pytest.skip(reason)
+    postgres_cluster.require()
     return postgres_cluster.new_database()
 
 
