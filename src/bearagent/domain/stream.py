@@ -4,7 +4,10 @@ event, discriminated by `type`.
 Encoding is `encode_stream_event` (one JSON line). Decoding is the trust boundary: `parse_stream_event` /
 `parse_stream_event_json` turn untrusted JSON into exactly one of the models below, and fail with a `BearAgentError`
 (`validation.stream_event`) that names the problem on an unknown `type`, a missing or malformed field, or a line that
-is not a JSON object.
+is not a JSON object. They accept exactly what the TypeScript client's decoder accepts (clients/typescript/src/
+decode.ts; tests/fixtures/stream_edge_cases.json is the table both are tested against), so a few rules exist for
+JavaScript's sake: integer fields stop at 2^53-1, run ids are UUIDs in the 8-4-4-4-12 form only, and no field, known or
+ignored, may nest deeper than 64 levels, hold a number that is no finite double (or NaN/Infinity) or a lone surrogate.
 
 Protocol 2 adds `run_id` to every event and `seq` (the log sequence it comes from), and `activity_id`/`offset` to
 `token`, all optional: protocol-1 lines still parse, and a protocol-1 client ignores them.
@@ -18,10 +21,13 @@ Compatibility rules (see docs/stream-protocol.md):
 from __future__ import annotations
 
 import json
+import math
+import re
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Final, Literal, TypeAlias, cast
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic.config import JsonDict
 
 from bearagent.domain._base import DomainModel, JsonObject, JsonValue, thaw_json_mapping
@@ -33,6 +39,13 @@ STREAM_PROTOCOL_VERSION: Final = 2
 
 MAX_STREAM_TEXT_CHARS = 4 * 1_048_576
 MAX_STREAM_LINE_CHARS = 16 * 1_048_576
+MAX_STREAM_INT: Final = 2**53 - 1
+"""The largest integer field value (`seq`, `index`, `offset`, `steps`): the largest a JavaScript number holds exactly."""
+MAX_STREAM_JSON_DEPTH: Final = 64
+"""How deeply a stream event line may nest (the event object is level 1), in any field, known or not."""
+
+_UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _type_is_required(schema: JsonDict) -> None:
@@ -60,7 +73,16 @@ class StreamEventModel(_StreamPart):
     carries the run's last committed sequence when it was generated. A consumer that reconnects asks for the events
     after the last `seq` it has all events of (`Workspace.stream_run(run_id, after_seq=...)`)."""
 
-    seq: int | None = Field(default=None, ge=1)
+    seq: int | None = Field(default=None, ge=1, le=MAX_STREAM_INT)
+
+    @field_validator("run_id", "parent_run_id", mode="before", check_fields=False)
+    @classmethod
+    def _uuid_on_the_wire(cls, value: object) -> object:
+        # `uuid.UUID` also takes braces, a `urn:uuid:` prefix or no hyphens and rewrites them; on the wire a run id
+        # is only the 8-4-4-4-12 form (any case), so both decoders accept the same strings and return the same value.
+        if isinstance(value, str) and not _UUID_FORM.fullmatch(value):
+            raise ValueError("a run id must be a UUID string in the 8-4-4-4-12 form")
+        return value
 
 
 class RunStartedEvent(StreamEventModel):
@@ -72,7 +94,7 @@ class StepEvent(StreamEventModel):
     """A new loop step begins: `kind` says whether it ends in tool calls or the final answer."""
 
     type: Literal["step"] = "step"
-    index: int = Field(ge=0)
+    index: int = Field(ge=0, le=MAX_STREAM_INT)
     kind: Literal["tool_call", "final"]
     run_id: RunId | None = None
 
@@ -86,7 +108,7 @@ class TokenEvent(StreamEventModel):
     text: str = Field(max_length=MAX_STREAM_TEXT_CHARS)
     run_id: RunId | None = None
     activity_id: str | None = Field(default=None, min_length=1, max_length=64)
-    offset: int | None = Field(default=None, ge=0)
+    offset: int | None = Field(default=None, ge=0, le=MAX_STREAM_INT)
 
 
 class ToolCallEvent(StreamEventModel):
@@ -115,7 +137,7 @@ class FinalEvent(StreamEventModel):
 class RunSucceededEvent(StreamEventModel):
     type: Literal["run.succeeded"] = "run.succeeded"
     run_id: RunId
-    steps: int = Field(ge=0)
+    steps: int = Field(ge=0, le=MAX_STREAM_INT)
 
 
 class StreamError(_StreamPart):
@@ -219,6 +241,13 @@ def parse_stream_event(obj: object) -> StreamEvent:
             f"unknown stream event type {event_type[:64]!r}; known types: {', '.join(STREAM_EVENT_TYPES)}",
             "upgrade the client if the producer is a newer BearAgent, otherwise fix the 'type' value",
         )
+    problem = _wire_problem(mapping)
+    if problem is not None:
+        field, message = problem
+        raise _decode_error(
+            f"invalid {event_type!r} stream event: field {field}: {message}" if field else message,
+            "see docs/stream-protocol.md for what a stream event line may hold",
+        )
     # Plain dicts and lists all the way down (a read-only mapping from Python code is as good as JSON's dict).
     plain = thaw_json_mapping(cast(Mapping[str, JsonValue], mapping))
     try:
@@ -244,13 +273,67 @@ def parse_stream_event_json(line: str | bytes) -> StreamEvent:
             "split large content across several token events",
         )
     try:
-        obj: object = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        obj: object = json.loads(line, parse_constant=_not_json, parse_int=_json_int)
+    except RecursionError:  # json.loads gives up near 500 levels; the limit is far lower, so it says the same
+        raise _decode_error(_TOO_DEEP, "see docs/stream-protocol.md for what a stream event line may hold") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, _not_json
         raise _decode_error(
             f"stream event line is not valid JSON: {exc}",
             "each line of --stream-json output is one complete JSON object",
         ) from exc
     return parse_stream_event(obj)
+
+
+def _not_json(name: str) -> object:
+    # Python's json module reads NaN, Infinity and -Infinity; JSON has no such literals (and JSON.parse refuses them).
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_int(text: str) -> int | float:
+    # An integer literal longer than any finite double becomes float("inf") (as JSON.parse makes it Infinity), which
+    # `_wire_problem` refuses, instead of int()'s ValueError beyond 4300 digits.
+    return int(text) if len(text) <= 400 else float(text)
+
+
+_MAX_DOUBLE = sys.float_info.max
+_TOO_DEEP = f"stream event line nests deeper than {MAX_STREAM_JSON_DEPTH} levels"
+
+
+def _wire_problem(event: Mapping[object, object]) -> tuple[str | None, str] | None:
+    """What no stream event may hold, in any field (known or ignored): nesting deeper than MAX_STREAM_JSON_DEPTH, a
+    number that is not a finite IEEE-754 double, a string with a lone surrogate (not Unicode, not encodable as
+    UTF-8). These are the limits of JSON every consumer can read (RFC 8259 §6 and §8.2); checking them everywhere
+    keeps Python's verdict and the TypeScript decoder's the same. Returns (top-level field, problem), with no field
+    for nesting (a line too deep for the json module has no field to name either), or None."""
+    for key in event:
+        if isinstance(key, str) and _SURROGATE.search(key):
+            return "event", "a field name with a lone surrogate is not Unicode"
+    stack: list[tuple[str, object, int]] = [(str(key), value, 2) for key, value in event.items()]
+    while stack:
+        field, value, depth = stack.pop()
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            if not -_MAX_DOUBLE <= value <= _MAX_DOUBLE:
+                return field, "a number out of the range of a double"
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return field, "a number out of the range of a double"
+        elif isinstance(value, str):
+            if _SURROGATE.search(value):
+                return field, "a string with a lone surrogate is not Unicode"
+        elif isinstance(value, Mapping | list | tuple):
+            if depth > MAX_STREAM_JSON_DEPTH:
+                return None, _TOO_DEEP
+            if isinstance(value, Mapping):
+                items = cast(Mapping[object, object], value)
+                for key in items:
+                    if isinstance(key, str) and _SURROGATE.search(key):
+                        return field, "a string with a lone surrogate is not Unicode"
+                stack.extend((field, item, depth + 1) for item in items.values())
+            else:
+                stack.extend((field, item, depth + 1) for item in cast(list[object] | tuple[object, ...], value))
+    return None
 
 
 def encode_stream_event(event: StreamEventModel) -> str:
