@@ -37,7 +37,7 @@ def _is_loopback(host: str) -> bool:
     "config_file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
-    help="Server config: workspaces, gateway JWT verification, limits (docs/server.md).",
+    help="Server config: workspaces, gateway JWT or proxy-header auth, limits (docs/server.md).",
 )
 def serve(host: str, port: int, workspaces: tuple[Path, ...], config_file: Path | None) -> None:
     """Serve workspaces over HTTP: sessions, background runs, events as JSON or SSE (OpenAPI at /openapi.json).
@@ -51,10 +51,10 @@ def serve(host: str, port: int, workspaces: tuple[Path, ...], config_file: Path 
         config = load_server_config(config_file, workspaces or (() if config_file else (Path.cwd(),)))
     except BearAgentError as exc:
         die_from(exc, debug=False)
-    if not _is_loopback(host) and config.jwt is None:
+    if not _is_loopback(host) and not config.gateway_auth:
         die(
             f"refusing to bind {host}: it is not a loopback address and no gateway auth is configured",
-            "configure `auth.jwt` in --config (docs/server.md#auth), or bind 127.0.0.1 behind your gateway",
+            "configure `auth.jwt` or `auth.proxy` in --config (docs/server.md#auth), or bind 127.0.0.1 behind your gateway",
         )
     import uvicorn
 
@@ -66,12 +66,18 @@ def serve(host: str, port: int, workspaces: tuple[Path, ...], config_file: Path 
     manager = RunManager(config.workspaces, dict(os.environ))
     app = create_app(
         manager,
-        Authenticator(token, config.jwt),
+        Authenticator(token, config.jwt, config.proxy),
         max_body_bytes=config.max_body_bytes,
         max_active_runs_per_caller=config.max_active_runs_per_caller,
+        max_sse_per_caller=config.max_sse_per_caller,
+        sse_idle_timeout_s=config.sse_idle_timeout_s,
         resume_on_start=config.resume_on_start,
     )
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    # proxy_headers off: the client address is the TCP peer, so auth.proxy.trusted cannot be met by a forged
+    # X-Forwarded-For from a client that reaches the server directly
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", proxy_headers=False)
+    )
     original = server.startup
 
     async def startup(sockets: object = None) -> None:

@@ -7,11 +7,16 @@ Two kinds of token (SPEC §16):
   `scope` (space-separated) or `scopes` (a list) the scopes, `workspaces` (a list of workspace ids, or `*`) the
   workspace access. An expired, unsigned or wrongly signed token is refused.
 Tokens are compared in constant time; no token value ever reaches a log line or an error message.
+
+And, with `auth.proxy` configured, identity headers set by a reverse proxy (`X-Forwarded-User`, scopes, workspaces):
+believed only from the configured proxy addresses (the TCP peer, never an `X-Forwarded-For` it sends); the same
+headers from anywhere else are refused (401), so a client that can reach the server directly cannot claim a name.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +25,7 @@ from typing import Literal, TypeAlias, cast
 
 SCOPES: tuple[str, ...] = ("runs:read", "runs:write", "approvals:write", "actions:run", "admin")
 Scope: TypeAlias = Literal["runs:read", "runs:write", "approvals:write", "actions:run", "admin"]
-AuthSource: TypeAlias = Literal["local_token", "jwt"]
+AuthSource: TypeAlias = Literal["local_token", "jwt", "proxy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,18 +90,80 @@ class JwtSettings:
         )
 
 
-class Authenticator:
-    """Maps an `Authorization: Bearer …` header to a `CallerContext`, or raises `AuthError`."""
+IpNetwork: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-    def __init__(self, local_token: str, jwt: JwtSettings | None = None) -> None:
+
+@dataclass(frozen=True, slots=True)
+class ProxySettings:
+    """Identity from headers a reverse proxy sets, believed only from `trusted` addresses. The scopes header is
+    space- or comma-separated; the workspaces header comma-separated ids, or `*`."""
+
+    trusted: tuple[IpNetwork, ...]
+    subject_header: str = "X-Forwarded-User"
+    scopes_header: str = "X-Forwarded-Scopes"
+    workspaces_header: str = "X-Forwarded-Workspaces"
+
+    @classmethod
+    def from_config(cls, raw: Mapping[str, object]) -> ProxySettings:
+        trusted = raw.get("trusted")
+        if not isinstance(trusted, list) or not trusted:
+            raise ValueError("auth.proxy.trusted must list the proxy's addresses, e.g. [127.0.0.1/32]")
+        networks: list[IpNetwork] = []
+        for item in cast(list[object], trusted):
+            try:
+                networks.append(ipaddress.ip_network(str(item), strict=False))
+            except ValueError:
+                raise ValueError(f"auth.proxy.trusted: {item!r} is not an address or a network (10.0.0.0/8)") from None
+        names: dict[str, str] = {}
+        for key in ("subject_header", "scopes_header", "workspaces_header"):
+            value = raw.get(key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"auth.proxy.{key} must be a header name")
+            if isinstance(value, str):
+                names[key] = value.strip()
+        return cls(trusted=tuple(networks), **names)
+
+    def trusts(self, peer: str | None) -> bool:
+        if not peer:
+            return False
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self.trusted)
+
+
+class Authenticator:
+    """Maps an `Authorization: Bearer …` header (or a trusted proxy's identity headers) to a `CallerContext`, or
+    raises `AuthError`."""
+
+    def __init__(self, local_token: str, jwt: JwtSettings | None = None, proxy: ProxySettings | None = None) -> None:
         self._local = local_token
         self._jwt = jwt
+        self._proxy = proxy
 
     @staticmethod
     def new_local_token() -> str:
         return secrets.token_urlsafe(32)
 
-    def authenticate(self, authorization: str | None) -> CallerContext:
+    def authenticate(
+        self,
+        authorization: str | None,
+        *,
+        peer: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> CallerContext:
+        """`peer` is the address the request came from (the TCP peer); `headers` the request's headers, for the
+        proxy's identity headers (case-insensitive, as Starlette's are)."""
+        proxy = self._proxy
+        subject = headers.get(proxy.subject_header) if proxy is not None and headers is not None else None
+        if proxy is not None and headers is not None and subject is not None:
+            if not proxy.trusts(peer):
+                raise AuthError(
+                    f"identity headers ({proxy.subject_header}) are accepted only from the configured proxy "
+                    "addresses (auth.proxy.trusted)"
+                )
+            return self._from_proxy(subject, headers, proxy)
         if not authorization or not authorization.lower().startswith("bearer "):
             raise AuthError("missing bearer token: send `Authorization: Bearer <token>`")
         token = authorization[7:].strip()
@@ -105,6 +172,19 @@ class Authenticator:
         if self._jwt is None:
             raise AuthError("the token is not valid for this server")
         return self._from_jwt(token, self._jwt)
+
+    def _from_proxy(self, subject: str, headers: Mapping[str, str], proxy: ProxySettings) -> CallerContext:
+        subject = subject.strip()
+        if not subject:
+            raise AuthError(f"the {proxy.subject_header} header is empty")
+        scopes = (headers.get(proxy.scopes_header) or "").replace(",", " ").split()
+        workspaces = [w.strip() for w in (headers.get(proxy.workspaces_header) or "").split(",") if w.strip()]
+        return CallerContext(
+            subject_ref=subject[:256],
+            scopes=frozenset(s for s in scopes if s in SCOPES),
+            workspace_access=frozenset(workspaces),
+            auth_source="proxy",
+        )
 
     def _from_jwt(self, token: str, settings: JwtSettings) -> CallerContext:
         import jwt

@@ -7,7 +7,8 @@ workspaces:
   - {id: docs, path: /srv/repos/docs, name: Docs site, external_ref: "gh:acme/docs", metadata: {team: web}}
 auth:
   jwt: {key_file: gateway-public.pem, algorithms: [RS256], audience: bearagent, issuer: https://gateway.example}
-limits: {max_body_bytes: 1048576, max_active_runs_per_caller: 8}
+  proxy: {trusted: [127.0.0.1/32], subject_header: X-Forwarded-User}   # identity headers from these addresses only
+limits: {max_body_bytes: 1048576, max_active_runs_per_caller: 8, max_sse_per_caller: 16, sse_idle_timeout_s: 300}
 runs: {resume_on_start: true}   # continue interrupted runs (and answered waiting ones) when the server starts
 ```
 """
@@ -21,7 +22,7 @@ from typing import cast
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.safe_yaml import yaml_bounds_problem
-from bearagent.server.auth import JwtSettings
+from bearagent.server.auth import JwtSettings, ProxySettings
 from bearagent.server.registry import WorkspaceEntry, workspace_id_for
 
 
@@ -29,9 +30,17 @@ from bearagent.server.registry import WorkspaceEntry, workspace_id_for
 class ServerConfig:
     workspaces: Mapping[str, WorkspaceEntry] = field(default_factory=dict[str, WorkspaceEntry])
     jwt: JwtSettings | None = None
+    proxy: ProxySettings | None = None
     max_body_bytes: int = 1_048_576
     max_active_runs_per_caller: int = 8
+    max_sse_per_caller: int = 16
+    sse_idle_timeout_s: float = 300.0
     resume_on_start: bool = False
+
+    @property
+    def gateway_auth(self) -> bool:
+        """Whether callers other than the local token's holder can be told apart (a non-loopback bind needs it)."""
+        return self.jwt is not None or self.proxy is not None
 
 
 def _bad(path: Path | None, message: str, fix: str) -> BearAgentError:
@@ -89,6 +98,15 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
             jwt = JwtSettings.from_config(cast(Mapping[str, object], jwt_raw), base)
         except (OSError, ValueError) as exc:
             raise _bad(path, f"auth.jwt: {exc}", "see docs/server.md#auth") from None
+    proxy_raw = auth.get("proxy")
+    proxy = None
+    if proxy_raw is not None:
+        if not isinstance(proxy_raw, dict):
+            raise _bad(path, "auth.proxy must be a mapping", "write `proxy: {trusted: [127.0.0.1/32]}`")
+        try:
+            proxy = ProxySettings.from_config(cast(Mapping[str, object], proxy_raw))
+        except ValueError as exc:
+            raise _bad(path, str(exc), "see docs/server.md#auth") from None
     limits = cast(Mapping[str, object], raw.get("limits") or {})
     runs: object = raw.get("runs") or {}
     if not isinstance(runs, dict):
@@ -100,8 +118,11 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         resume_on_start=resume,
         workspaces=entries,
         jwt=jwt,
+        proxy=proxy,
         max_body_bytes=_int(limits, "max_body_bytes", 1_048_576),
         max_active_runs_per_caller=_int(limits, "max_active_runs_per_caller", 8),
+        max_sse_per_caller=_int(limits, "max_sse_per_caller", 16),
+        sse_idle_timeout_s=_seconds(limits, "sse_idle_timeout_s", 300.0),
     )
 
 
@@ -122,6 +143,13 @@ def _entry(ws_id: str, root: Path, data: Mapping[str, object]) -> WorkspaceEntry
         metadata=cast(Mapping[str, object], meta) if isinstance(meta, dict) else {},
         execution_policy=cast(Mapping[str, object], policy) if isinstance(policy, dict) else {},
     )
+
+
+def _seconds(raw: Mapping[str, object], key: str, default: float) -> float:
+    value = raw.get(key, default)
+    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+        raise _bad(None, f"limits.{key} must be a positive number of seconds", f"write `{key}: {default:g}`")
+    return float(value)
 
 
 def _int(raw: Mapping[str, object], key: str, default: int) -> int:

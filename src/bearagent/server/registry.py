@@ -3,13 +3,17 @@
 Workspaces come from the server's own configuration (`--config FILE`, `-w DIR`), never from a request. Each caller
 gets its own `WorkspaceRuntime` per workspace (its `caller` is the subject, so sessions are the caller's own).
 Runs execute as background tasks; a second message to a session with an active run follows the request's strategy:
-`enqueue` (wait for the active one), `reject` (409) or `interrupt` (cancel the active run, then run).
+`enqueue` (wait for the active one), `reject` (400 `session_busy`) or `interrupt` (cancel the active run, then
+run). A run that waits for an approval counts as active for `reject` and `interrupt` (it is cancelled); `enqueue`
+does not wait for it (nobody may ever answer). A run continued after an answer (`resume`) is registered like a
+started one, so cancel, the per-caller limit and the session's queue see it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -19,14 +23,20 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.ids import RunId
+from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.run_events import RunCancelledV1
+from bearagent.domain.state import RunProjection
 from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
 from bearagent.runtime.observer import NullObserver
+from bearagent.runtime.recorder import RunRecorder
 
 _log = logging.getLogger("bearagent.server")
 
 Strategy: TypeAlias = Literal["enqueue", "reject", "interrupt"]
+RuntimeListener: TypeAlias = Callable[[str, WorkspaceRuntime], None]
 _ID_RE = re.compile(r"[^a-z0-9-]+")
+STOPPED = frozenset({"waiting", "interrupted", "queued"})
+"""Run states no process executes: cancelling one records `RunCancelled` (the reducer accepts it in each)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +115,8 @@ class RunManager:
         self._session_locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[RunId, asyncio.Task[RunResult]] = {}
         self._owner: dict[RunId, str] = {}
+        self._listeners: list[RuntimeListener] = []
+        self._auth_contexts: dict[str, Mapping[str, object]] = {}
 
     def runtime(self, workspace_id: str, subject: str) -> WorkspaceRuntime:
         key = (workspace_id, subject)
@@ -115,7 +127,30 @@ class RunManager:
             entry = self.workspaces[workspace_id]
             runtime = WorkspaceRuntime(load_workspace(entry.root_path, env=self._env), caller=subject)
             self._runtimes[key] = runtime
+            for listener in tuple(self._listeners):
+                listener(workspace_id, runtime)
         return runtime
+
+    def runtimes_of(self, workspace_id: str) -> list[WorkspaceRuntime]:
+        """The runtimes this server made for a workspace so far (one per caller)."""
+        return [r for (ws, _), r in self._runtimes.items() if ws == workspace_id]
+
+    def on_runtime(self, listener: RuntimeListener) -> None:
+        """Call `listener(workspace_id, runtime)` for every runtime made from now on (the workspace feed subscribes
+        to each runtime's writer)."""
+        self._listeners.append(listener)
+
+    def remember_auth_context(self, session_id: SessionId, snapshot: Mapping[str, object]) -> None:
+        """The caller context a session was created with. Kept in memory: the session record has no column for it
+        yet, so after a restart a session's `auth_context` is unknown."""
+        self._auth_contexts[str(session_id)] = dict(snapshot)
+
+    def auth_context_of(self, session_id: SessionId) -> Mapping[str, object] | None:
+        return self._auth_contexts.get(str(session_id))
+
+    def session_running(self, session_id: SessionId) -> bool:
+        active = self._active.get(str(session_id))
+        return active is not None and not active.task.done()
 
     async def start(
         self,
@@ -130,6 +165,8 @@ class RunManager:
         workspace, unknown agent, …) raise here, before anything runs."""
         runtime = self.runtime(workspace_id, subject)
         session = options.session
+        if session is not None and strategy != "enqueue":
+            await self._settle_waiting(runtime, session, subject, strategy)
         if session is not None:
             active = self._active.get(session)
             if active is not None and not active.task.done():
@@ -148,6 +185,10 @@ class RunManager:
                         await active.task
         started: asyncio.Future[RunId] = asyncio.get_running_loop().create_future()
         lock = self._session_locks.setdefault(session, asyncio.Lock()) if session is not None else None
+        if options.run_id is None:  # known before the first event: the feed can tell whose run it is at once
+            options = dataclasses.replace(options, run_id=runtime.ids.new(RunId))
+        assert options.run_id is not None
+        self._owner[options.run_id] = subject
 
         async def go() -> RunResult:
             if lock is None:
@@ -167,11 +208,52 @@ class RunManager:
 
         task.add_done_callback(done)
         run_id = await started
+        self._register(run_id, subject, task, session)
+        return run_id
+
+    def _register(self, run_id: RunId, subject: str, task: asyncio.Task[RunResult], session: str | None) -> None:
         self._tasks[run_id] = task
         self._owner[run_id] = subject
         if session is not None:
             self._active[session] = _Active(run_id, task)
-        return run_id
+
+    async def _settle_waiting(self, runtime: WorkspaceRuntime, session: str, subject: str, strategy: Strategy) -> None:
+        """`reject` refuses, and `interrupt` cancels, a run of the session that waits for an approval."""
+        newest = await runtime.store.fetch_runs(session_id=SessionId(session), limit=5)
+        waiting = next((r for r in newest if r.parent_run_id is None and r.status == "waiting"), None)
+        if waiting is None:
+            return
+        if strategy == "reject":
+            approval = waiting.pending_approval.approval_id if waiting.pending_approval is not None else "?"
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "invalid_request",
+                    "session_busy",
+                    f"session {session} has a run waiting for approval {approval} ({waiting.run_id}); the request "
+                    "asked to reject",
+                ),
+                hint="answer the approval (POST /v1/runs/{id}/approvals/{approval_id}), or send strategy "
+                "`interrupt` (cancel the waiting run) or `enqueue`",
+            )
+        await cancel_stopped(runtime, waiting, f"a new message interrupted it (by {subject})")
+
+    def resume(self, workspace_id: str, subject: str, run: RunProjection) -> None:
+        """Continue a run in the background (an answered approval, an interrupted run) as `subject`, registered like
+        a started run and behind the session's queue."""
+        runtime = self.runtime(workspace_id, subject)
+        session = str(run.session_id) if run.session_id is not None else None
+        lock = self._session_locks.setdefault(session, asyncio.Lock()) if session is not None else None
+        run_id = run.run_id
+
+        async def go() -> RunResult:
+            if lock is None:
+                return await runtime.resume(run_id)
+            async with lock:
+                return await runtime.resume(run_id)
+
+        task = asyncio.create_task(go())
+        task.add_done_callback(_log_resume_failure(run_id))
+        self._register(run_id, subject, task, session)
 
     async def resume_interrupted(self) -> list[RunId]:
         """Continue, in the background, every interrupted top-level run of the served workspaces and every waiting
@@ -191,13 +273,7 @@ class RunManager:
                     continue
                 session = await probe.store.fetch_session(run.session_id) if run.session_id is not None else None
                 subject = session.caller if session is not None and session.caller else "local"
-                runtime = self.runtime(workspace_id, subject)
-                task = asyncio.create_task(runtime.resume(run.run_id))
-                task.add_done_callback(_log_resume_failure(run.run_id))
-                self._tasks[run.run_id] = task
-                self._owner[run.run_id] = subject
-                if run.session_id is not None:
-                    self._active[str(run.session_id)] = _Active(run.run_id, task)
+                self.resume(workspace_id, subject, run)
                 resumed.append(run.run_id)
         return resumed
 
@@ -211,6 +287,9 @@ class RunManager:
             return False
         task.cancel()
         return True
+
+    def task_of(self, run_id: RunId) -> asyncio.Task[RunResult] | None:
+        return self._tasks.get(run_id)
 
     def is_running(self, run_id: RunId) -> bool:
         task = self._tasks.get(run_id)
@@ -230,3 +309,12 @@ class RunManager:
         for runtime in self._runtimes.values():
             await runtime.aclose()
         self._runtimes.clear()
+
+
+async def cancel_stopped(runtime: WorkspaceRuntime, run: RunProjection, reason: str) -> RunProjection:
+    """Record `RunCancelled` for a run no process executes (waiting, interrupted, queued); a run that moved on
+    meanwhile refuses it (the reducer) and that error propagates."""
+    recorder = RunRecorder(
+        writer=runtime.writer, clock=runtime.clock, ids=runtime.ids, run_id=run.run_id, last_sequence=run.last_sequence
+    )
+    return await recorder.append(RunCancelledV1(reason=reason[:500]))

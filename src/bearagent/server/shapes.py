@@ -5,6 +5,7 @@ and events, and the SSE resume id (`<seq>-<n>`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Literal, cast
 
 from fastapi.responses import JSONResponse
@@ -31,6 +32,7 @@ STATUS_OF: Mapping[str, int] = {
     "validation": 422,
     "not_found": 404,
     "permission": 403,
+    "conflict": 409,
     "configuration": 409,
     "budget": 409,
 }
@@ -59,16 +61,29 @@ class SessionCreate(BaseModel):
     title: str | None = Field(default=None, max_length=512)
 
 
+WAIT_APPROVALS = (
+    "When a tool call needs an approval: true (the default: nobody is attached to a server run) leaves the run "
+    "`waiting` until someone answers it (POST /v1/runs/{id}/approvals/{approval_id}); false denies the call at once."
+)
+
+
 class RunCreate(BaseModel):
     prompt: str = Field(min_length=1, max_length=1_048_576)
     agent: str | None = Field(default=None, max_length=64)
     model: str | None = Field(default=None, max_length=256)
     budgets: dict[str, int] = Field(default_factory=dict[str, int])
     strategy: Literal["enqueue", "reject", "interrupt"] = "enqueue"
+    wait_approvals: bool = Field(default=True, description=WAIT_APPROVALS)
 
 
 class ActionRunCreate(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict[str, Any])
+    wait_approvals: bool = Field(default=True, description=WAIT_APPROVALS)
+
+
+class ApprovalAnswer(BaseModel):
+    decision: Literal["allow_once", "allow_always", "deny"]
+    message: str | None = Field(default=None, max_length=2_000, description="A note kept with the answer in the log")
 
 
 class RunAccepted(BaseModel):
@@ -76,7 +91,14 @@ class RunAccepted(BaseModel):
     status: str
 
 
-def session_json(ws: WorkspaceEntry, record: SessionRecord) -> dict[str, object]:
+def session_json(
+    ws: WorkspaceEntry,
+    record: SessionRecord,
+    *,
+    status: str = "active",
+    last_run_at: datetime | None = None,
+    auth_context: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     return {
         "id": str(record.session_id),
         "workspace_id": ws.id,
@@ -84,16 +106,20 @@ def session_json(ws: WorkspaceEntry, record: SessionRecord) -> dict[str, object]
         "agent": record.agent_name,
         "active_agent": record.active_agent_name,
         "title": record.title,
-        "status": "active",
+        "status": status,
+        "auth_context": dict(auth_context) if auth_context is not None else None,
         "created_at": record.created_at.isoformat(),
         "updated_at": record.updated_at.isoformat(),
-        "last_run_at": record.updated_at.isoformat(),
+        "last_run_at": last_run_at.isoformat() if last_run_at is not None else None,
     }
 
 
-def run_json(ws: WorkspaceEntry, run: RunProjection) -> dict[str, object]:
+def run_json(ws: WorkspaceEntry, run: RunProjection, extra: Mapping[str, object] | None = None) -> dict[str, object]:
+    """The run projection plus `workspace_id`, `budgets` (limit and use of each) and `extra` (the record fields the
+    projection has no column for: `trigger_ref`, `initiator_ref`, `metadata`)."""
     data = cast(dict[str, object], run.model_dump(mode="json"))
     data["workspace_id"] = ws.id
+    data.update(extra or {})
     limits = run.budget_limits.model_dump()
     used = run.usage.model_dump()
     data["budgets"] = {

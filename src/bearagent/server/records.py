@@ -1,0 +1,66 @@
+"""The JSON records of sessions and runs (seed 002's fields), with what the store keeps no column for derived:
+
+- a run's `trigger_ref` and `metadata` (`model_ref`, `depth`, `prompt_hash`) come from its `RunCreated`;
+- its `initiator_ref` is the subject it belongs to (`Access.initiator`: the root run's session's subject, or the
+  subject that started a detached run through this server; null when neither is known);
+- a session's `last_run_at` is the creation time of its newest top-level run (null before its first run), its
+  `status` is `running` (a run of it executes or is queued), `waiting` (its newest run waits for an approval) or
+  `active`, and its `auth_context` the caller context it was created with, kept in this server's memory (null
+  for a session made elsewhere or before a restart).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.state import RunProjection, SessionRecord
+from bearagent.runner import WorkspaceRuntime
+from bearagent.server.access import Access
+from bearagent.server.registry import WorkspaceEntry
+from bearagent.server.shapes import run_json, session_json
+
+_RECENT_RUNS = 50
+"""Runs of a session read to find its newest top-level one (its child runs share its session id)."""
+
+
+async def run_record(
+    access: Access, ws: WorkspaceEntry, runtime: WorkspaceRuntime, run: RunProjection
+) -> dict[str, object]:
+    first = await runtime.store.fetch_events(run.run_id, 0, limit=1)
+    created: Mapping[str, JsonValue] = first[0].payload if first and first[0].event_type == "RunCreated" else {}
+    trigger_ref = created.get("trigger_ref")
+    return run_json(
+        ws,
+        run,
+        {
+            "trigger_ref": trigger_ref if isinstance(trigger_ref, str) else None,
+            "initiator_ref": await access.initiator(runtime, run),
+            "metadata": {
+                "model_ref": created.get("model_ref"),
+                "depth": created.get("depth", 0),
+                "prompt_hash": created.get("prompt_hash"),
+            },
+        },
+    )
+
+
+async def session_record(
+    access: Access, ws: WorkspaceEntry, runtime: WorkspaceRuntime, record: SessionRecord
+) -> dict[str, object]:
+    runs = await runtime.store.fetch_runs(session_id=record.session_id, limit=_RECENT_RUNS)
+    newest = next((r for r in runs if r.parent_run_id is None), None)
+    status = "active"
+    if access.manager.session_running(record.session_id) or (
+        newest is not None and newest.status in ("queued", "running")
+    ):
+        status = "running"
+    elif newest is not None and newest.status == "waiting":
+        status = "waiting"
+    return session_json(
+        ws,
+        record,
+        status=status,
+        last_run_at=newest.created_at if newest is not None else None,
+        auth_context=access.manager.auth_context_of(record.session_id),
+    )

@@ -1,0 +1,212 @@
+"""The resource routes: workspaces, sessions and their messages, runs and their steps, cancellation, actions and
+the read-only listings. Access rules: `access.py`; record fields: `records.py`; events and the feed: `streams.py`;
+approvals: `approvals.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from fastapi import FastAPI
+
+from bearagent.domain._base import thaw_json_mapping
+from bearagent.domain.errors import BearAgentError
+from bearagent.domain.ids import SessionId
+from bearagent.domain.state import SessionRecord
+from bearagent.runner import RunOptions
+from bearagent.runtime.message_records import session_message_records
+from bearagent.runtime.step_records import run_step_records
+from bearagent.server.access import Access, Caller
+from bearagent.server.auth import CallerContext
+from bearagent.server.records import run_record, session_record
+from bearagent.server.registry import STOPPED, cancel_stopped
+from bearagent.server.shapes import ActionRunCreate, ApiError, RunAccepted, RunCreate, SessionCreate, not_found
+
+CANCEL_WAIT_S = 5.0
+
+
+def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -> None:
+    manager = access.manager
+    need = access.need
+
+    def room_for_a_run(who: CallerContext) -> None:
+        if manager.active_count(who.subject_ref) >= max_active_runs_per_caller:
+            raise ApiError(
+                429,
+                "rate_limit",
+                "rate_limit.active_runs",
+                f"you have {max_active_runs_per_caller} runs executing already (limits.max_active_runs_per_caller)",
+                retryable=True,
+            )
+
+    @app.get("/health")
+    async def health() -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        return {"status": "ok", "workspaces": len(manager.workspaces)}
+
+    @app.get("/v1/workspaces")
+    async def list_workspaces(who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        need(who, "runs:read")
+        return {"workspaces": [w.to_json(admin=who.has("admin")) for w in access.visible(who)]}
+
+    # ---- sessions ----
+
+    @app.post("/v1/workspaces/{ws_id}/sessions", status_code=201)
+    async def create_session(ws_id: str, body: SessionCreate, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        need(who, "runs:write")
+        ws = access.workspace(who, ws_id)
+        runtime = access.runtime_for(who, ws)
+        runtime.check_guards()
+        runtime.check_trust()
+        agent = body.agent or runtime.loaded.config.default_agent
+        runtime.loaded.agents.require(agent)
+        now = runtime.clock.now()
+        record = await runtime.store.insert_session(
+            SessionRecord(
+                session_id=runtime.ids.new(SessionId),
+                created_at=now,
+                updated_at=now,
+                agent_name=agent,
+                active_agent_name=agent,
+                title=body.title,
+                caller=who.subject_ref,
+            )
+        )
+        manager.remember_auth_context(record.session_id, who.snapshot())
+        return await session_record(access, ws, runtime, record)
+
+    @app.get("/v1/workspaces/{ws_id}/sessions")
+    async def list_sessions(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        need(who, "runs:read")
+        ws = access.workspace(who, ws_id)
+        runtime = access.runtime_for(who, ws)
+        records = await runtime.store.fetch_sessions(caller=None if who.has("admin") else who.subject_ref, limit=200)
+        return {"sessions": [await session_record(access, ws, runtime, r) for r in records]}
+
+    @app.get("/v1/sessions/{session_id}")
+    async def get_session(session_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        need(who, "runs:read")
+        ws, runtime, record = await access.find_session(who, session_id)
+        return await session_record(access, ws, runtime, record)
+
+    @app.get("/v1/sessions/{session_id}/messages")
+    async def session_messages(session_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        """The session's conversation as message records, oldest first (rebuilt from its runs' logs)."""
+        need(who, "runs:read")
+        _, runtime, record = await access.find_session(who, session_id)
+        runs = [
+            r
+            for r in await runtime.store.fetch_runs(session_id=record.session_id, limit=100_000)
+            if r.parent_run_id is None
+        ]
+        logs = [(str(r.run_id), await runtime.store.fetch_events(r.run_id)) for r in reversed(runs)]
+        return {"messages": [m.to_json() for m in session_message_records(str(record.session_id), logs)]}
+
+    # ---- runs ----
+
+    @app.post("/v1/sessions/{session_id}/runs", status_code=202)
+    async def create_run(session_id: str, body: RunCreate, who: Caller) -> RunAccepted:  # pyright: ignore[reportUnusedFunction]
+        need(who, "runs:write")
+        ws, _, record = await access.find_session(who, session_id)
+        room_for_a_run(who)
+        if ws.kind == "chat" and body.agent is not None:
+            raise ApiError(400, "invalid_request", "chat_agent", "a chat workspace serves prompts only")
+        options = RunOptions(
+            agent=body.agent,
+            model=body.model,
+            session=str(record.session_id),
+            budgets=dict(body.budgets),
+            wait_approvals=body.wait_approvals,
+        )
+        run_id = await manager.start(ws.id, who.subject_ref, body.prompt, options, strategy=body.strategy)
+        return RunAccepted(run_id=str(run_id), status="running")
+
+    @app.get("/v1/runs/{run_id}")
+    async def get_run(run_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        need(who, "runs:read")
+        ws, runtime, run = await access.find_run(who, run_id)
+        return await run_record(access, ws, runtime, run)
+
+    @app.get("/v1/runs/{run_id}/steps")
+    async def run_steps(run_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        """The run's RunSteps: model calls, tool calls, delegations and agent switches, from its log."""
+        need(who, "runs:read")
+        _, runtime, run = await access.find_run(who, run_id)
+        events = await runtime.store.fetch_events(run.run_id)
+        steps = run_step_records(str(run.run_id), events, status=run.status)
+        return {"run_id": str(run.run_id), "status": run.status, "steps": [s.to_json() for s in steps]}
+
+    @app.post("/v1/runs/{run_id}/cancel", status_code=202)
+    async def cancel_run(run_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        """Cancel a run: the one this server executes is stopped (its log ends with `RunCancelled`); one nobody
+        executes (waiting for an approval, interrupted) gets its `RunCancelled` at once."""
+        need(who, "runs:write")
+        _, runtime, run = await access.find_run(who, run_id)
+        task = manager.task_of(run.run_id)
+        cancelling = manager.cancel(run.run_id)
+        if cancelling and task is not None:  # stopping is quick; waiting a little makes `status` true
+            await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
+        now = await runtime.store.fetch_run(run.run_id) or run
+        if now.status in STOPPED and now.parent_run_id is None and not manager.is_running(run.run_id):
+            with contextlib.suppress(BearAgentError):  # it moved on meanwhile: what it is now is the answer
+                now = await cancel_stopped(runtime, now, f"cancelled over the HTTP API by {who.subject_ref}")
+            cancelling = True
+        return {"run_id": str(run.run_id), "cancelling": cancelling, "status": now.status}
+
+    # ---- actions and listings ----
+
+    @app.get("/v1/workspaces/{ws_id}/actions")
+    async def list_actions(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        runtime = access.readable(who, ws_id)
+        return {
+            "actions": [
+                {"name": a.name, "description": a.description, "agent": a.agent, "inputs": thaw_json_mapping(a.inputs)}
+                for a in runtime.loaded.actions.all()
+            ]
+        }
+
+    @app.post("/v1/workspaces/{ws_id}/actions/{name}/runs", status_code=202)
+    async def run_action(ws_id: str, name: str, body: ActionRunCreate, who: Caller) -> RunAccepted:  # pyright: ignore[reportUnusedFunction]
+        need(who, "actions:run")
+        ws = access.workspace(who, ws_id)
+        room_for_a_run(who)
+        runtime = access.runtime_for(who, ws)
+        action = runtime.loaded.actions.get(name)
+        if action is None:
+            raise not_found("action", name)
+        from bearagent.registries.actions import render_action
+
+        prompt = render_action(action, body.inputs)
+        options = RunOptions(
+            agent=action.agent or runtime.loaded.config.default_agent,
+            model=action.model,
+            trigger_type="api_action",
+            trigger_ref=name,
+            wait_approvals=body.wait_approvals,
+        )
+        run_id = await manager.start(ws.id, who.subject_ref, prompt, options)
+        return RunAccepted(run_id=str(run_id), status="running")
+
+    @app.get("/v1/workspaces/{ws_id}/agents")
+    async def list_agents(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        runtime = access.readable(who, ws_id)
+        return {
+            "agents": [
+                {"name": a.name, "description": a.description, "mode": a.mode, "level": a.level}
+                for a in runtime.loaded.agents.all()
+            ]
+        }
+
+    @app.get("/v1/workspaces/{ws_id}/skills")
+    async def list_skills(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        runtime = access.readable(who, ws_id)
+        return {"skills": [{"name": s.name, "description": s.description} for s in runtime.loaded.skills.all()]}
+
+    @app.get("/v1/workspaces/{ws_id}/tools")
+    async def list_tools(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
+        runtime = access.readable(who, ws_id)
+        return {
+            "tools": [
+                {"name": e.name, "description": e.tool.spec.description, "side_effect": e.tool.spec.side_effect}
+                for e in runtime.loaded.tools.entries()
+            ]
+        }
