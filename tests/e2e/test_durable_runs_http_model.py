@@ -148,7 +148,7 @@ def test_kill_9_then_resume_never_repeats_a_completed_call_at_the_server(tmp_pat
             env=_env(home),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=(tmp_path / f"run{point}.err").open("w"),
         )
         deadline = time.monotonic() + 60
         while not fake_model.requests and time.monotonic() < deadline and proc.poll() is None:
@@ -157,6 +157,7 @@ def test_kill_9_then_resume_never_repeats_a_completed_call_at_the_server(tmp_pat
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         listed = json.loads(_bear(["runs", "list", "-w", str(root), "--json"], home).stdout)
+        assert len(listed) == 1, (point, (tmp_path / f"run{point}.err").read_text()[-2000:])
         (run,) = listed
         if run["status"] == "interrupted":
             done = _bear(["runs", "resume", str(run["run_id"]), "-w", str(root), "--json"], home)
