@@ -110,3 +110,20 @@ if [ -z "$pg_found" ]; then
   fi
 fi
 # --- end store block -------------------------------------------------------------------------------------------
+
+# --- TypeScript client: @types/node for tests/clients/test_typescript_client.py --------------------------------
+# The client's node:test suite (clients/typescript/test/) is compiled by the pinned TypeScript of the stream protocol
+# block with these Node types, installed into .cache/npm-types-node/ (gitignored; a prefix of its own, since an
+# `npm install --no-save` into the compiler's prefix would prune the compiler). The test installs the same version on
+# demand when this block did not run, and skips only when node/npm are absent. Keep the version in sync with
+# tests/support/typescript.py and clients/typescript/package.json.
+NODE_TYPES_VERSION="20.19.43"
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  if ! grep -q "\"version\": \"${NODE_TYPES_VERSION}\"" .cache/npm-types-node/node_modules/@types/node/package.json 2>/dev/null; then
+    mkdir -p .cache/npm-types-node
+    npm install --prefix .cache/npm-types-node --no-audit --no-fund --no-save "@types/node@${NODE_TYPES_VERSION}"
+  fi
+else
+  echo "ci-extras: node/npm not found; the TypeScript client tests will be skipped" >&2
+fi
+# --- end TypeScript client block -------------------------------------------------------------------------------

@@ -1,0 +1,203 @@
+// The client against a live `bearagent serve` (started by tests/clients/test_typescript_client.py with three
+// scripted workspaces: alpha reads a file then answers, beta answers after 4 s, gamma streams its answer slowly).
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { BearAgentApiError, BearAgentClient, type StreamFrame } from "../src/index.ts";
+import { LIVE_SKIP, live } from "./helpers.ts";
+
+const client = new BearAgentClient({ baseUrl: live.baseUrl, token: live.token });
+
+async function collect(frames: AsyncIterable<StreamFrame>, limit = Infinity): Promise<StreamFrame[]> {
+  const out: StreamFrame[] = [];
+  for await (const frame of frames) {
+    out.push(frame);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<BearAgentApiError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof BearAgentApiError, `expected a BearAgentApiError, got ${String(error)}`);
+    assert.equal(error.status, status, error.message);
+    assert.equal(error.code, code, error.message);
+    assert.equal(typeof error.retryable, "boolean");
+    return error;
+  }
+  assert.fail(`expected ${status} ${code}`);
+}
+
+describe("a live bearagent serve", { skip: LIVE_SKIP }, () => {
+  test("health, workspaces and the read-only listings", async () => {
+    const anonymous = new BearAgentClient({ baseUrl: live.baseUrl });
+    assert.equal((await anonymous.health()).status, "ok");
+    const workspaces = await client.listWorkspaces();
+    assert.deepEqual(
+      workspaces.map((w) => w.id),
+      ["alpha", "beta", "gamma"],
+    );
+    const alpha = workspaces[0];
+    assert.ok(alpha !== undefined);
+    assert.equal(alpha.name, "Alpha");
+    assert.equal(alpha.external_ref, "gh:acme/alpha");
+    assert.equal(typeof alpha.root_path, "string"); // the local token has admin
+    assert.ok((await client.listAgents("alpha")).some((a) => a.name === "main"));
+    assert.ok((await client.listTools("alpha")).some((t) => t.name === "Read"));
+    assert.ok(Array.isArray(await client.listSkills("alpha")));
+    const actions = await client.listActions("alpha");
+    assert.deepEqual(
+      actions.map((a) => a.name),
+      ["greet"],
+    );
+  });
+
+  test("a session, a background run, its projection and its log as JSON pages", async () => {
+    const session = await client.createSession("alpha", { title: "from typescript" });
+    assert.equal(session.title, "from typescript");
+    assert.equal(session.workspace_id, "alpha");
+    assert.equal((await client.getSession(session.id)).id, session.id);
+    assert.ok((await client.listSessions("alpha")).some((s) => s.id === session.id));
+
+    const accepted = await client.createRun(session.id, { prompt: "read the notes" });
+    const run = await client.waitForRun(accepted.run_id);
+    assert.equal(run.status, "succeeded");
+    assert.equal(run.final_text, "first answer");
+    assert.equal(run.workspace_id, "alpha");
+    assert.equal(run.budgets.max_model_iterations.used, 2);
+    assert.equal(run.budgets.max_tool_calls.used, 1);
+
+    const page = await client.listRunEvents(run.run_id);
+    const types = page.events.map((e) => e.event_type);
+    assert.equal(types[0], "RunCreated");
+    assert.equal(types.at(-1), "RunSucceeded");
+    assert.equal(page.next, page.events.at(-1)?.sequence);
+    const later = await client.listRunEvents(run.run_id, { after: 2 });
+    assert.deepEqual(
+      later.events.map((e) => e.sequence),
+      page.events.slice(2).map((e) => e.sequence),
+    );
+
+    const second = await client.createRun(session.id, { prompt: "and again" });
+    assert.equal((await client.waitForRun(second.run_id)).final_text, "second answer");
+  });
+
+  test("SSE: every event type of the run, resumable after any event without gaps or duplicates", async () => {
+    const session = await client.createSession("alpha");
+    const { run_id } = await client.createRun(session.id, { prompt: "read the notes" });
+    await client.waitForRun(run_id);
+    const whole = await collect(client.streamRunEvents(run_id));
+    const kinds = whole.map((f) => f.event.type);
+    assert.equal(kinds[0], "run.started");
+    assert.equal(kinds.at(-1), "run.succeeded");
+    for (const kind of ["step", "tool_call", "tool_result", "final"]) assert.ok(kinds.includes(kind as never), kind);
+    const logged = whole.filter((f) => f.id !== null);
+    for (const frame of logged) {
+      assert.equal(frame.event.run_id, run_id);
+      assert.ok(frame.id?.startsWith(`${frame.event.seq}-`));
+    }
+    const call = whole.find((f) => f.event.type === "tool_call")?.event;
+    assert.ok(call?.type === "tool_call" && call.name === "Read");
+    assert.deepEqual(call.arguments, { file_path: "notes.md" });
+    const result = whole.find((f) => f.event.type === "tool_result")?.event;
+    assert.ok(result?.type === "tool_result" && !result.is_error && result.result.includes("the notes of alpha"));
+
+    for (let cut = 1; cut < logged.length; cut++) {
+      const lastEventId = logged[cut - 1]?.id ?? undefined;
+      const rest = await collect(client.streamRunEvents(run_id, lastEventId === undefined ? {} : { lastEventId }));
+      assert.deepEqual(
+        [...logged.slice(0, cut), ...rest.filter((f) => f.id !== null)],
+        logged,
+        `resumed after ${lastEventId}`,
+      );
+    }
+    const afterLog = await collect(client.streamRunEvents(run_id, { after: logged[0]?.event.seq ?? 0 }));
+    assert.ok(afterLog.every((f) => (f.event.seq ?? 0) > (logged[0]?.event.seq ?? 0)));
+  });
+
+  test("followRun on a live run: tokens as generated, then picks up again after the caller drops it", async () => {
+    const session = await client.createSession("gamma");
+    const { run_id } = await client.createRun(session.id, { prompt: "stream it" });
+    const controller = new AbortController();
+    const first: StreamFrame[] = [];
+    try {
+      for await (const frame of client.followRun(run_id, { signal: controller.signal })) {
+        first.push(frame);
+        if (frame.event.type === "token") controller.abort(); // drop the connection in the middle of the answer
+      }
+      assert.fail("the aborted stream ended normally");
+    } catch (error) {
+      assert.ok(controller.signal.aborted, String(error));
+    }
+    const token = first.at(-1)?.event;
+    assert.ok(token?.type === "token" && token.run_id === run_id && token.offset === 0);
+    assert.equal(typeof token.activity_id, "string");
+    const lastEventId = [...first].reverse().find((f) => f.id !== null)?.id ?? undefined;
+    assert.ok(lastEventId !== undefined);
+    const rest = await collect(client.followRun(run_id, { lastEventId }));
+    const end = rest.at(-1)?.event;
+    assert.ok(end?.type === "run.succeeded" && end.run_id === run_id);
+    const tokens = [...first, ...rest].filter((f) => f.event.type === "token");
+    assert.ok(tokens.length >= 2, "the answer streamed in several tokens");
+    // Every logged event exactly once across the two connections, as a replay of the finished run shows them.
+    const replay = (await collect(client.streamRunEvents(run_id))).filter((f) => f.id !== null);
+    assert.deepEqual(
+      [...first, ...rest].filter((f) => f.id !== null),
+      replay,
+    );
+    const final = replay.find((f) => f.event.type === "final")?.event;
+    assert.ok(final?.type === "final" && final.content === "one two three four five six");
+  });
+
+  test("cancel, and the strategies for a second message while a run is active", async () => {
+    const session = await client.createSession("beta");
+    const slow = await client.createRun(session.id, { prompt: "slowly" });
+    const busy = await rejects(
+      client.createRun(session.id, { prompt: "now", strategy: "reject" }),
+      400,
+      "invalid_request.session_busy",
+    );
+    assert.equal(busy.category, "invalid_request");
+    const cancel = await client.cancelRun(slow.run_id);
+    assert.equal(cancel.run_id, slow.run_id);
+    assert.equal((await client.waitForRun(slow.run_id)).status, "cancelled");
+    const events = await collect(client.streamRunEvents(slow.run_id));
+    const failed = events.at(-1)?.event;
+    assert.ok(failed?.type === "run.failed" && failed.error.code === "cancelled.by_caller");
+
+    const other = await client.createSession("beta");
+    const first = await client.createRun(other.id, { prompt: "slowly" });
+    const instead = await client.createRun(other.id, { prompt: "instead", strategy: "interrupt" });
+    assert.equal((await client.waitForRun(first.run_id)).status, "cancelled");
+    assert.equal((await client.waitForRun(instead.run_id)).status, "succeeded");
+  });
+
+  test("an action run is detached from sessions", async () => {
+    const accepted = await client.runAction("alpha", "greet", {});
+    const run = await client.waitForRun(accepted.run_id);
+    assert.equal(run.trigger_type, "api_action");
+    assert.equal(run.session_id, null);
+  });
+
+  test("errors arrive typed: 401, 403, 404, 422", async () => {
+    await rejects(new BearAgentClient({ baseUrl: live.baseUrl, token: "wrong" }).listWorkspaces(), 401, "authentication.token");
+    await rejects(new BearAgentClient({ baseUrl: live.baseUrl }).listWorkspaces(), 401, "authentication.token");
+    const reader = new BearAgentClient({ baseUrl: live.baseUrl, token: live.readerToken });
+    assert.deepEqual(
+      (await reader.listWorkspaces()).map((w) => [w.id, w.root_path]),
+      [["alpha", undefined]],
+    );
+    const denied = await rejects(reader.createSession("alpha"), 403, "permission.scope");
+    assert.equal(denied.category, "permission");
+    await rejects(reader.getSession("00000000-0000-4000-8000-000000000000"), 404, "not_found.session");
+    await rejects(client.getRun("not-a-run"), 404, "not_found.run");
+    await rejects(client.createSession("nowhere"), 404, "not_found.workspace");
+    const session = await client.createSession("alpha");
+    const invalid = await rejects(client.createRun(session.id, { prompt: "" }), 422, "validation.request");
+    assert.equal(invalid.category, "validation");
+    await rejects(collect(client.streamRunEvents("not-a-run")), 404, "not_found.run");
+  });
+});
