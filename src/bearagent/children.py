@@ -21,7 +21,7 @@ from bearagent.domain.ids import RunId, SessionId, ToolCallId
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import ChildRunFinishedV2, ChildRunStartedV1, ChildUsage, TriggerType
-from bearagent.domain.specs import ModelEntry
+from bearagent.domain.specs import ModelEntry, call_timeout_ms
 from bearagent.domain.state import TERMINAL_RUN_STATUSES, RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
 from bearagent.hooks.dispatcher import firing_hook_event
@@ -58,7 +58,11 @@ class ChildRuns:
         provider = self._rt.resources.provider(entry, f"judge:{self._rt.ids.new(SessionId)}")
         parent = current_run.get()
         if parent is None:
-            request = ModelRequest(model=entry.model or entry.name, messages=(Message.user(prompt),))
+            request = ModelRequest(
+                model=entry.model or entry.name,
+                messages=(Message.user(prompt),),
+                timeout_ms=call_timeout_ms(entry),
+            )
             chunks: list[str] = []
             async for event in provider.stream(request):
                 if event.kind == "text_delta":
@@ -73,7 +77,7 @@ class ChildRuns:
             provider=provider,
             gate=ToolGate({}),
             price=entry.price,
-            timeout_ms=int(entry.timeout_s * 1000),
+            timeout_ms=call_timeout_ms(entry),
         )
         event = firing_hook_event.get() or "hook"
         result = await self.spawn(

@@ -18,7 +18,7 @@ from datetime import date
 from pathlib import Path
 
 from bearagent.domain._base import JsonValue
-from bearagent.domain.specs import AgentSpec, ModelEntry
+from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.ports import ModelProvider, Tool, ToolInterceptor
 from bearagent.runtime.context import ContextBuilder, ContextParts
 from bearagent.runtime.plan import AgentPlan, BoundTool
@@ -126,7 +126,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         price=entry.price,
         max_output_tokens=agent.max_output_tokens or entry.max_output_tokens,
         temperature=agent.temperature if agent.temperature is not None else entry.temperature,
-        timeout_ms=int(entry.timeout_s * 1000),
+        timeout_ms=call_timeout_ms(entry),
         permission_mode=str(p.mode),
         max_switches=agent.policy.max_switches if agent.policy.max_switches is not None else DEFAULT_MAX_SWITCHES,
         max_output_continuations=inputs.max_output_continuations,

@@ -1,6 +1,8 @@
 """Stream lifecycle against the replay server: closing or cancelling the consumer closes the HTTP stream promptly,
-and both the request deadline (`ModelRequest.timeout_ms`) and the entry's I/O timeout (`timeout_s`) end a silent
-stream as a retryable `timeout` failure."""
+and the time limits of a call mean what they say. `timeout_s` is the time to the first event (a slow but live
+answer outlives it), `stream_idle_timeout_s` the silence allowed between events, `max_stream_s` and the request's
+deadline (`ModelRequest.timeout_ms`) cap the whole answer; each ends a call as a retryable `timeout` failure that
+names the limit."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import AsyncGenerator, Iterator
 from typing import cast
 
 import pytest
-from tests.support.providers import collect, make_provider, simple_request
+from tests.support.providers import Outcome, collect, collect_async, make_provider, simple_request
 from tests.support.replay_server import ReplayServer
 
 from bearagent.domain.errors import BearAgentError
@@ -88,19 +90,113 @@ def test_the_request_deadline_ends_a_silent_stream(replay: ReplayServer, protoco
     outcome = collect(provider, simple_request(timeout_ms=400))
     elapsed = time.monotonic() - started
     error = outcome.stream_error
-    assert error.info.category == "timeout"
+    assert error.info.code == "timeout.deadline"
     assert error.info.retryable
-    assert "0.4s" in error.info.message and "timeout_s" in error.info.message
+    assert "0.4s" in error.info.message and "timeout_ms" in error.info.message
     assert elapsed < 5
 
 
 @pytest.mark.network_local
-def test_the_entry_io_timeout_ends_a_silent_stream(replay: ReplayServer) -> None:
-    provider = make_provider("openai_chat", replay.route_url("hang", "openai_chat"), timeout_s=0.3)
+def test_a_slow_but_streaming_answer_outlives_timeout_s(replay: ReplayServer) -> None:
+    """A chunk every second for 5 s with `timeout_s: 2`: every protocol answers in full (`timeout_s` is the time to
+    the first event, and the silence allowed between events defaults to it)."""
+
+    async def one(protocol: str) -> tuple[Outcome, float]:
+        provider = make_provider(protocol, replay.route_url(f"drip/{protocol}/5/1000", protocol), timeout_s=2)
+        started = time.monotonic()
+        outcome = await collect_async(provider, simple_request(timeout_ms=60_000))
+        return outcome, time.monotonic() - started
+
+    async def main() -> list[tuple[Outcome, float]]:
+        for protocol in PROTOCOLS:  # warm up: the SDKs' first imports would block the loop during the timed calls
+            warm = await collect_async(
+                make_provider(protocol, replay.route_url(f"gen/{protocol}/1", protocol)), simple_request()
+            )
+            assert warm.error is None
+        return await asyncio.gather(*(one(protocol) for protocol in PROTOCOLS))
+
+    for protocol, (outcome, elapsed) in zip(PROTOCOLS, asyncio.run(main()), strict=True):
+        assert outcome.error is None, f"{protocol}: {outcome.error!r}"
+        assert outcome.text == "t0 t1 t2 t3 t4 ", protocol
+        assert outcome.completed is not None and outcome.completed.stop_reason == "end_turn"
+        assert elapsed >= 4.5, f"{protocol}: the answer took {elapsed:.1f}s, not the 5 s the server dripped it over"
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_silent_server_fails_at_timeout_s_naming_it(replay: ReplayServer, protocol: str) -> None:
+    provider = make_provider(protocol, replay.route_url("hang", protocol), timeout_s=0.5)
     started = time.monotonic()
     outcome = collect(provider, simple_request(timeout_ms=60_000))
-    assert outcome.stream_error.info.category == "timeout"
-    assert time.monotonic() - started < 5
+    elapsed = time.monotonic() - started
+    error = outcome.stream_error
+    assert error.info.code == "timeout.first_byte" and error.info.retryable
+    assert "`timeout_s`" in error.info.message and "0.5s" in error.info.message
+    assert error.info.details["timeout"] == "first_byte" and error.info.details["limit_s"] == 0.5
+    assert 0.4 <= elapsed < 4
+
+
+@pytest.mark.network_local
+def test_a_server_that_sends_not_even_its_headers_fails_at_timeout_s(replay: ReplayServer) -> None:
+    provider = make_provider("openai_chat", replay.route_url("late/openai_chat/10000", "openai_chat"), timeout_s=0.5)
+    started = time.monotonic()
+    outcome = collect(provider, simple_request(timeout_ms=60_000))
+    assert outcome.stream_error.info.code == "timeout.first_byte"
+    assert time.monotonic() - started < 4
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_answer_that_stops_midway_fails_at_the_idle_timeout(replay: ReplayServer, protocol: str) -> None:
+    provider = make_provider(
+        protocol, replay.route_url(f"stall/{protocol}/3", protocol), timeout_s=30, stream_idle_timeout_s=0.5
+    )
+    started = time.monotonic()
+    outcome = collect(provider, simple_request(timeout_ms=60_000))
+    elapsed = time.monotonic() - started
+    error = outcome.stream_error
+    assert error.info.code == "timeout.stream_idle" and error.info.retryable
+    assert "`stream_idle_timeout_s`" in error.info.message and "0.5s" in error.info.message
+    assert error.partial_text == outcome.text == "t0 t1 t2 "
+    assert 0.4 <= elapsed < 4
+    if protocol == "anthropic_messages":
+        # the usage the stream reported before it stopped (message_start) goes with the failure
+        assert error.usage.input_tokens == 5 and error.usage.output_tokens == 1
+
+
+@pytest.mark.network_local
+def test_the_idle_timeout_defaults_to_timeout_s(replay: ReplayServer) -> None:
+    provider = make_provider(
+        "openai_responses", replay.route_url("stall/openai_responses/2", "openai_responses"), timeout_s=0.5
+    )
+    outcome = collect(provider, simple_request(timeout_ms=60_000))
+    error = outcome.stream_error
+    assert error.info.code == "timeout.stream_idle" and error.info.details["limit_s"] == 0.5
+    assert error.partial_text == "t0 t1 "
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_max_stream_s_caps_a_live_answer(replay: ReplayServer, protocol: str) -> None:
+    provider = make_provider(
+        protocol, replay.route_url(f"drip/{protocol}/100/50", protocol), timeout_s=2, max_stream_s=1
+    )
+    started = time.monotonic()
+    outcome = collect(provider, simple_request(timeout_ms=60_000))
+    elapsed = time.monotonic() - started
+    error = outcome.stream_error
+    assert error.info.code == "timeout.max_stream" and error.info.retryable
+    assert "`max_stream_s`" in error.info.message
+    assert error.partial_text.startswith("t0 t1 ") and error.partial_text == outcome.text
+    assert 0.9 <= elapsed < 4
+
+
+@pytest.mark.network_local
+def test_a_non_streaming_call_is_bounded_by_timeout_s_as_a_whole(replay: ReplayServer) -> None:
+    provider = make_provider("openai_chat", replay.route_url("hang", "openai_chat"), timeout_s=0.5, stream=False)
+    outcome = collect(provider, simple_request(timeout_ms=60_000))
+    error = outcome.stream_error
+    assert error.info.code == "timeout.first_byte" and "stream: false" in error.info.message
 
 
 @pytest.mark.network_local
@@ -121,11 +217,11 @@ def test_a_provider_error_is_a_bearagent_error() -> None:
 @pytest.mark.network_local
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_request_deadline_ends_a_stream_that_never_finishes(replay: ReplayServer, protocol: str) -> None:
-    """Deltas every 20 ms keep the read timeout happy; the whole-call deadline still ends the call."""
+    """Deltas every 20 ms keep the idle timeout happy; the whole-call deadline still ends the call."""
     provider = make_provider(protocol, replay.route_url(f"slow/{protocol}", protocol), timeout_s=30)
     started = time.monotonic()
     outcome = collect(provider, simple_request(timeout_ms=2_000))
     error = outcome.stream_error
-    assert error.info.category == "timeout" and error.info.retryable
+    assert error.info.code == "timeout.deadline" and error.info.retryable
     assert error.partial_text.startswith("t0 ") and error.partial_text == outcome.text
     assert time.monotonic() - started < 8

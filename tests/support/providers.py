@@ -26,6 +26,8 @@ def make_provider(
     stream: bool = True,
     api_key: str = CANARY_KEY,
     timeout_s: float = 30.0,
+    stream_idle_timeout_s: float | None = None,
+    max_stream_s: float | None = None,
     headers: dict[str, str] | None = None,
 ) -> AnyProvider:
     settings = ProviderSettings(
@@ -35,6 +37,8 @@ def make_provider(
         api_key=api_key,
         api_key_env="TEST_API_KEY",
         timeout_s=timeout_s,
+        stream_idle_timeout_s=stream_idle_timeout_s,
+        max_stream_s=max_stream_s,
         headers=headers or {},
         stream=stream,
         provider_label={"openai_chat": "OpenAI", "openai_responses": "OpenAI", "anthropic_messages": "Anthropic"}[

@@ -15,6 +15,12 @@ Other routes:
 - `/slow/<protocol>/v1/...`: an endless stream of text deltas, one every 20 ms; `closed` is set when the client
   goes away (the cancellation tests).
 - `/hang/v1/...`: headers of a 200 stream, then silence (the timeout tests).
+- `/drip/<protocol>/<n>/<every_ms>/v1/...`: a slow but live answer: the stream's head at once, then `n` text deltas
+  (`t0 `, `t1 `, ...), one every `every_ms`, then the terminal events.
+- `/stall/<protocol>/<n>/v1/...`: the head and `n` deltas at once, then silence (an answer that stops in the
+  middle).
+- `/late/<protocol>/<delay_ms>/v1/...`: nothing at all (not even the status line) for `delay_ms`, then a short
+  complete answer (a server that takes long to start answering).
 - `/gen/<protocol>/<n>/v1/...`: a generated stream of `n` text deltas then the terminal event (the benchmark).
 
 Every request is recorded (method, path, headers, JSON body) in `requests`.
@@ -273,6 +279,13 @@ def _one_delta(protocol: str, i: int) -> bytes:
     )
 
 
+def stream_head_and_tail(protocol: str) -> tuple[bytes, bytes]:
+    """The events of a generated stream before its first text delta, and after its last one (the terminal events)."""
+    events = [e + b"\n\n" for e in generated_stream(protocol, 0).split(b"\n\n") if e]
+    split = 0 if protocol == "openai_chat" else 2
+    return b"".join(events[:split]), b"".join(events[split:])
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -313,6 +326,13 @@ class _Handler(BaseHTTPRequestHandler):
             elif parts[0] == "hang":
                 self._start_stream({"content-type": "text/event-stream"})
                 state.stop.wait(30)
+            elif parts[0] == "drip":
+                self._serve_drip(parts[1], int(parts[2]), every_s=int(parts[3]) / 1000)
+            elif parts[0] == "stall":
+                self._serve_drip(parts[1], int(parts[2]), every_s=0.0, stall=True)
+            elif parts[0] == "late":
+                if not state.stop.wait(int(parts[2]) / 1000):
+                    self._serve_drip(parts[1], 2, every_s=0.0)
             elif parts[0] == "gen":
                 data = generated_stream(parts[1], int(parts[2]))
                 self._start_stream({"content-type": "text/event-stream", "x-request-id": "req_gen"})
@@ -380,6 +400,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(_one_delta(protocol, i))
             i += 1
             time.sleep(0.02)
+
+    def _serve_drip(self, protocol: str, n: int, *, every_s: float, stall: bool = False) -> None:
+        state = self.state
+        head, tail = stream_head_and_tail(protocol)
+        self._start_stream({"content-type": "text/event-stream", "x-request-id": "req_drip"})
+        self._chunk(head)
+        for i in range(n):
+            if every_s and state.stop.wait(every_s):
+                return
+            self._chunk(_one_delta(protocol, i))
+        if not stall:
+            self._chunk(tail)
+            self._end_chunks()
+            return
+        state.stop.wait(30)
 
     def _send_json(self, status: int, payload: Mapping[str, object], headers: Mapping[str, str]) -> None:
         merged = {**headers, "content-type": "application/json"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import httpx
@@ -258,14 +258,33 @@ def test_connection_errors_and_timeouts_of_httpx_are_understood() -> None:
     seen = run(FakeProvider(Script([], raises=httpx.ConnectError("refused")), settings()))
     assert seen.error is not None and seen.error.info.code == "network.connection" and seen.error.info.retryable
     seen = run(FakeProvider(Script([], raises=httpx.ReadTimeout("slow")), settings()))
-    assert seen.error is not None and seen.error.info.code == "timeout.request"
+    # the client's own timeout is named after the limit in force: nothing had arrived yet
+    assert seen.error is not None and seen.error.info.code == "timeout.first_byte"
+    assert "`timeout_s`" in seen.error.info.message
 
 
 def test_the_request_deadline_is_enforced_by_the_kit() -> None:
     script = Script([{"t": "a"}, {"t": "b"}, {"done": None}], delay_s=0.5)
     seen = run(FakeProvider(script, settings()), request(timeout_ms=200))
-    assert seen.error is not None and seen.error.info.code == "timeout.request"
+    assert seen.error is not None and seen.error.info.code == "timeout.deadline"
     assert "0.2s" in seen.error.info.message and script.closed
+
+
+def test_the_entry_time_limits_are_enforced_by_the_kit() -> None:
+    """`timeout_s` bounds the wait for the first event, `stream_idle_timeout_s` each wait after it, `max_stream_s`
+    the whole call; a slow but steady stream outlives `timeout_s`."""
+    steady = Script([{"t": "a"}, {"t": "b"}, {"t": "c"}, {"done": None}], delay_s=0.15)
+    seen = run(FakeProvider(steady, settings(timeout_s=0.25)))
+    assert seen.error is None and seen.text == "abc"
+    late = run(FakeProvider(Script([{"t": "a"}, {"done": None}], delay_s=0.3), settings(timeout_s=0.1)))
+    assert late.error is not None and late.error.info.code == "timeout.first_byte"
+    stalls = Script([{"t": "a"}, {"t": "b"}, {"done": None}], delay_s=0.3)
+    idle = run(FakeProvider(stalls, replace(settings(timeout_s=1.0), stream_idle_timeout_s=0.1)))
+    assert isinstance(idle.error, ProviderStreamError) and idle.error.info.code == "timeout.stream_idle"
+    assert idle.error.partial_text == "a"
+    capped = run(FakeProvider(steady, replace(settings(timeout_s=1.0), max_stream_s=0.2)))
+    assert capped.error is not None and capped.error.info.code == "timeout.max_stream"
+    assert "`max_stream_s`" in capped.error.info.message
 
 
 def test_an_unexpected_exception_is_an_internal_error_naming_the_plugin_as_the_place_to_report() -> None:

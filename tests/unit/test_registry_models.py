@@ -10,11 +10,12 @@ from tests.support.config_ws import load, only, write
 
 from bearagent import hookimpl
 from bearagent.domain.errors import BearAgentError
-from bearagent.domain.specs import ModelEntry
+from bearagent.domain.models import MAX_CALL_TIMEOUT_MS
+from bearagent.domain.specs import ModelEntry, call_timeout_ms
 from bearagent.plugins.contributions import ProviderRegistration
 from bearagent.plugins.manager import PluginHost
 from bearagent.ports import ModelProvider
-from bearagent.providers.factory import BUILTIN_FACTORIES
+from bearagent.providers.factory import BUILTIN_FACTORIES, provider_settings
 
 
 def _two_levels(tmp_path: Path) -> Path:
@@ -117,3 +118,53 @@ def test_stream_false_is_a_known_model_key(tmp_path: Path) -> None:
     entry = loaded.models.resolve("local")
     assert entry.stream is False
     assert not [d for d in loaded.diagnostics() if d.code == "config.unknown_key"]
+
+
+def test_stream_timeouts_are_model_keys_and_reach_the_provider_settings(tmp_path: Path) -> None:
+    write(
+        tmp_path / "ws",
+        ".bearagent/config.yaml",
+        "models:\n"
+        "  slow: {provider: openai, model: m, timeout_s: 300, stream_idle_timeout_s: 45, max_stream_s: 1800}\n"
+        "  plain: {provider: openai, model: m}\n",
+    )
+    loaded = load(tmp_path / "ws", tmp_path / "home")
+    slow, plain = loaded.models.resolve("slow"), loaded.models.resolve("plain")
+    assert (slow.timeout_s, slow.stream_idle_timeout_s, slow.max_stream_s) == (300, 45, 1800)
+    assert (plain.timeout_s, plain.stream_idle_timeout_s, plain.max_stream_s) == (120, None, None)
+    assert not [d for d in loaded.diagnostics() if d.code.startswith(("config.", "model."))]
+    settings = provider_settings(slow, {"OPENAI_API_KEY": "k"}, label="OpenAI", default_base_url="https://x/v1")
+    assert (settings.timeout_s, settings.idle_timeout_s, settings.max_stream_s) == (300, 45, 1800)
+    default = provider_settings(plain, {"OPENAI_API_KEY": "k"}, label="OpenAI", default_base_url="https://x/v1")
+    assert default.idle_timeout_s == 120 and default.max_stream_s is None  # the idle limit defaults to timeout_s
+    # the call's deadline is the cap on a whole answer, never timeout_s (which only bounds the first event)
+    assert call_timeout_ms(slow) == 1_800_000 and call_timeout_ms(plain) == MAX_CALL_TIMEOUT_MS
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("0", "greater than 0"), ("-5", "greater than 0"), ("'soon'", "valid number"), ("7200", "less than or equal")],
+)
+def test_a_bad_stream_timeout_is_an_error_naming_the_key_and_the_entry_is_skipped(
+    tmp_path: Path, value: str, problem: str
+) -> None:
+    for key in ("stream_idle_timeout_s", "max_stream_s"):
+        write(
+            tmp_path / key, ".bearagent/config.yaml", f"models:\n  m: {{provider: openai, model: m, {key}: {value}}}\n"
+        )
+        loaded = load(tmp_path / key, tmp_path / "home")
+        d = only(loaded.models.diagnostics, "model.invalid")
+        assert f"models.m.{key}" in d.message and problem in d.message and d.severity == "error"
+        assert loaded.models.get("m") is None
+
+
+def test_a_cap_shorter_than_a_wait_is_a_warning(tmp_path: Path) -> None:
+    write(
+        tmp_path / "ws",
+        ".bearagent/config.yaml",
+        "models:\n  m: {provider: openai, model: m, timeout_s: 120, max_stream_s: 60}\n",
+    )
+    loaded = load(tmp_path / "ws", tmp_path / "home")
+    d = only(loaded.models.diagnostics, "model.max_stream_too_short")
+    assert d.severity == "warning" and "max_stream_s (60s) is shorter than timeout_s (120s)" in d.message
+    assert d.fix is not None and loaded.models.resolve("m").max_stream_s == 60

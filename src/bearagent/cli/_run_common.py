@@ -77,7 +77,8 @@ FIXES: dict[str, str] = {
     "overloaded": "the provider is overloaded: run again later",
     "server": "the provider failed: run again later",
     "network": "check the network connection and `base_url` of the model entry",
-    "timeout": "raise `timeout_s` on the model entry, or try again",
+    "timeout": "raise the limit the message names on the model entry (`timeout_s`, `stream_idle_timeout_s` or "
+    "`max_stream_s`), or try again",
     "context_overflow": "start a new session (omit --continue) or shorten the prompt; compaction is not available yet",
     "budget": "raise the budget with the matching --max-* flag or `budgets:` in .bearagent/config.yaml",
     "content_filter": "rephrase the request",

@@ -42,6 +42,8 @@ run."""
 MAX_RECORDED_NAME_CHARS = 256
 """The longest tool name (and provider id) a tool call records; adapters cut longer ones to this length."""
 MAX_INVALID_ARGUMENTS_CHARS = 2_000
+MAX_CALL_TIMEOUT_MS = 3_600_000
+"""The longest deadline a model call can have (`ModelRequest.timeout_ms`): one hour."""
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -70,7 +72,10 @@ class ModelRequest(DomainModel):
     tools: tuple[ToolDescriptor, ...] = Field(default=(), max_length=512)
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
-    timeout_ms: int = Field(default=120_000, ge=1, le=3_600_000)
+    timeout_ms: int = Field(default=120_000, ge=1, le=MAX_CALL_TIMEOUT_MS)
+    """The deadline of the whole call, streaming included. The model entry's own limits (time to the first event,
+    silence between events, `max_stream_s`) are the provider's; the runtime sets this to `max_stream_s`, else to
+    `MAX_CALL_TIMEOUT_MS`."""
     prompt_version: str | None = Field(default=None, max_length=128)
 
     def with_messages(self, messages: Sequence[Message]) -> ModelRequest:

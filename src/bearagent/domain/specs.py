@@ -9,6 +9,7 @@ from typing import Literal, TypeAlias
 from pydantic import Field, field_validator
 
 from bearagent.domain._base import DomainModel, JsonObject
+from bearagent.domain.models import MAX_CALL_TIMEOUT_MS
 
 Level: TypeAlias = Literal["workspace", "platform"]
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*$")
@@ -45,6 +46,12 @@ class ModelEntry(DomainModel):
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout_s: float = Field(default=120.0, gt=0, le=3_600)
+    """Time to the first streamed event of an answer (with `stream: false`, to the whole answer)."""
+    stream_idle_timeout_s: float | None = Field(default=None, gt=0, le=3_600)
+    """Longest silence between two streamed events of an answer; None: the same as `timeout_s`."""
+    max_stream_s: float | None = Field(default=None, gt=0, le=3_600)
+    """Cap on a whole answer, streaming included; None: none of the entry's own (a call still ends after
+    `MAX_CALL_TIMEOUT_MS`, an hour)."""
     price: ModelPrice | None = None
     script: str | None = Field(default=None, max_length=4_096)
     stream: bool = True
@@ -55,6 +62,14 @@ class ModelEntry(DomainModel):
     @property
     def ref(self) -> str:
         return f"{self.level}/{self.name}"
+
+
+def call_timeout_ms(entry: ModelEntry) -> int:
+    """The deadline of one model call of `entry` (`ModelRequest.timeout_ms`): its `max_stream_s`, else the longest a
+    call may have. `timeout_s` is not part of it: it bounds the wait for the first event, not the whole answer."""
+    if entry.max_stream_s is None:
+        return MAX_CALL_TIMEOUT_MS
+    return max(1, min(int(entry.max_stream_s * 1000), MAX_CALL_TIMEOUT_MS))
 
 
 class McpServerSpec(DomainModel):

@@ -30,7 +30,7 @@ from bearagent.domain.models import (
     text_deltas,
     valid_unicode,
 )
-from bearagent.providers._core import ProviderCore, bounded_or_none
+from bearagent.providers._core import CallTimer, ProviderCore, bounded_or_none
 from bearagent.providers._failures import stream_request_id, transport_failure
 from bearagent.providers.errors import (
     CallContext,
@@ -58,11 +58,21 @@ class ProviderSettings:
     api_key: str
     api_key_env: str | None = None
     timeout_s: float = 120.0
+    """Time to the first streamed event of an answer (with `stream: false`, to the whole answer)."""
     max_output_tokens: int | None = None
     temperature: float | None = None
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     stream: bool = True
     provider_label: str = "the model provider"
+    stream_idle_timeout_s: float | None = None
+    """Longest silence between two streamed events; None: the same as `timeout_s`."""
+    max_stream_s: float | None = None
+    """Cap on a whole answer; None: only the request's deadline (`ModelRequest.timeout_ms`)."""
+
+    @property
+    def idle_timeout_s(self) -> float:
+        """The silence allowed between two streamed events: `stream_idle_timeout_s`, else `timeout_s`."""
+        return self.stream_idle_timeout_s if self.stream_idle_timeout_s is not None else self.timeout_s
 
     def redactor(self) -> SecretRedactor:
         return SecretRedactor([self.api_key, *self.headers.values()])
@@ -277,12 +287,13 @@ class SdkProvider(ProviderCore[ClientT], ABC):
         return self._failure(exc) or transport_failure(exc)
 
     def _client_options(self) -> ClientOptions:
-        """No SDK retries (the runtime decides on retries), the entry's timeout and extra headers."""
+        """No SDK retries (the runtime decides on retries), the entry's timeouts and extra headers. Each request
+        also gets its own timeout (`CallTimer.io_timeout_s`)."""
         return ClientOptions(
             api_key=self.settings.api_key,
             base_url=self.settings.base_url,
             max_retries=0,
-            timeout=self.settings.timeout_s,
+            timeout=max(self.settings.timeout_s, self.settings.idle_timeout_s),
             default_headers=dict(self.settings.headers) or None,
         )
 
@@ -293,26 +304,26 @@ class SdkProvider(ProviderCore[ClientT], ABC):
             parsed = await parsed
         return parsed, raw.headers.get(self.request_id_header)
 
-    def _to_error(self, exc: BaseException, acc: Accumulator) -> ProviderStreamError:
-        return self._stream_error(exc, acc.request, acc, acc.stream_error)
+    def _to_error(self, exc: BaseException, acc: Accumulator, timer: CallTimer) -> ProviderStreamError:
+        return self._stream_error(exc, acc.request, acc, acc.stream_error, timer)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Stream one model call. Closing this iterator (or cancelling its task) closes the HTTP stream."""
+        """Stream one model call. Closing this iterator (or cancelling its task) closes the HTTP stream.
+
+        Timed by a `CallTimer`: the stream's first event within `timeout_s`, then at most `stream_idle_timeout_s`
+        between events, the whole call within `max_stream_s` and the request's deadline."""
         names = name_map_for(request)
         acc = self._accumulator(request, names)
-        loop = asyncio.get_running_loop()
-        total_s = request.timeout_ms / 1000
-        deadline = loop.time() + total_s
-        io_timeout = min(self.settings.timeout_s, total_s)
-        client = self._client_for_loop()
+        client = self._client_for_loop()  # first: making it may import the SDK, which is not the server's time
+        timer = CallTimer(self.settings, request, asyncio.get_running_loop().time)
         if not self.settings.stream:
             try:
-                async with asyncio.timeout_at(deadline):
-                    result, request_id = await self._complete(client, request, names, io_timeout)
+                async with asyncio.timeout_at(timer.wait_until()):
+                    result, request_id = await self._complete(client, request, names, timer.io_timeout_s())
             except BearAgentError:
                 raise
             except Exception as exc:
-                raise self._to_error(exc, acc) from None
+                raise self._to_error(exc, acc, timer) from None
             acc.request_id = request_id
             try:
                 final_events = acc.from_final(result)
@@ -325,27 +336,26 @@ class SdkProvider(ProviderCore[ClientT], ABC):
                 yield event
             return
         try:
-            async with asyncio.timeout_at(deadline):
-                sdk_stream = await self._open_stream(client, request, names, io_timeout)
+            async with asyncio.timeout_at(timer.wait_until()):
+                sdk_stream = await self._open_stream(client, request, names, timer.io_timeout_s())
         except BearAgentError:
             raise
         except Exception as exc:
-            raise self._to_error(exc, acc) from None
+            raise self._to_error(exc, acc, timer) from None
         acc.request_id = stream_request_id(sdk_stream, self.request_id_header)
         try:
             feed = acc.feed
             append = acc.text_parts.append
             nxt = sdk_stream.__anext__
-            clock = loop.time
-            # A stalled stream is ended by the SDK's read timeout (at most the time left); a slowly dripping one by
-            # this check, so no per-event timer is needed.
+            wait_until = timer.wait_until
+            timeout_at = asyncio.timeout_at
             while True:
                 try:
-                    item = await nxt()
+                    async with timeout_at(wait_until()):
+                        item = await nxt()
                 except StopAsyncIteration:
                     break
-                if clock() > deadline:
-                    raise TimeoutError
+                timer.received = True
                 text = feed(item)
                 if text:
                     text = valid_unicode(text)
@@ -359,7 +369,7 @@ class SdkProvider(ProviderCore[ClientT], ABC):
         except BearAgentError:
             raise
         except Exception as exc:
-            raise self._to_error(exc, acc) from None
+            raise self._to_error(exc, acc, timer) from None
         finally:
             await sdk_stream.close()
         for event in events:

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import IdGenerator, Uuid4IdGenerator
 from bearagent.domain.models import MAX_RECORDED_NAME_CHARS, ModelRequest, bounded_text
-from bearagent.providers.errors import CallContext, ProviderFailure, ProviderStreamError, classify_failure
+from bearagent.providers.errors import (
+    CallContext,
+    ProviderFailure,
+    ProviderStreamError,
+    TimeoutKind,
+    classify_failure,
+    timeout_info,
+)
 
 if TYPE_CHECKING:
     from bearagent.providers._base import ProviderSettings
@@ -27,6 +34,67 @@ class CallInProgress(Protocol):
     """What the error path needs of a call: the provider's request id, when known (a failure may bring it)."""
 
     request_id: str | None
+
+
+class CallTimer:
+    """The time limits of one model call, on the event loop's clock: its first event within `timeout_s` of the
+    request, then at most `stream_idle_timeout_s` of silence between two events, and the whole call within the
+    entry's `max_stream_s` and the request's deadline (`timeout_ms`), whichever ends first.
+
+    `wait_until()` is the instant the wait that starts now (for the stream to open, for its next event) must end by;
+    it remembers which limit that is (`current`), so a timeout, raised by this timer or by the HTTP client, is
+    reported as the limit that was in force. Only the awaits of the stream are timed: the time the consumer takes
+    between two events is not silence of the server."""
+
+    __slots__ = ("_clock", "_end", "_end_kind", "_first_at", "current", "first_byte_s", "idle_s", "received", "total_s")
+
+    def __init__(self, settings: ProviderSettings, request: ModelRequest, clock: Callable[[], float]) -> None:
+        now = clock()
+        self._clock = clock
+        self.first_byte_s = settings.timeout_s
+        self.idle_s = settings.idle_timeout_s
+        deadline_s = request.timeout_ms / 1000
+        cap = settings.max_stream_s
+        if cap is not None and cap <= deadline_s:
+            self._end_kind: TimeoutKind = "max_stream"
+            self.total_s = cap
+        else:
+            self._end_kind = "deadline"
+            self.total_s = deadline_s
+        self._end = now + self.total_s
+        self._first_at = now + self.first_byte_s
+        self.received = False
+        """Set once the stream delivered its first event: from then on the idle limit applies."""
+        self.current: TimeoutKind = "first_byte"
+
+    def wait_until(self) -> float:
+        """The loop time by which the wait starting now must end (and `current`: which limit that is)."""
+        if self.received:
+            at = self._clock() + self.idle_s
+            kind: TimeoutKind = "stream_idle"
+        else:
+            at = self._first_at
+            kind = "first_byte"
+        if self._end < at:  # on a tie the entry's wait is named: it is the one the user set
+            self.current = self._end_kind
+            return self._end
+        self.current = kind
+        return at
+
+    def io_timeout_s(self) -> float:
+        """The connect/read timeout to give the HTTP client: a backstop no shorter than the waits this timer
+        allows (it enforces them itself), cut to the time the call has left."""
+        left = self._end - self._clock()
+        return max(min(max(self.first_byte_s, self.idle_s), left), 0.001)
+
+    def limit_s(self) -> float:
+        """The value of the limit in force (`current`), in seconds."""
+        kind = self.current
+        if kind == "first_byte":
+            return self.first_byte_s
+        if kind == "stream_idle":
+            return self.idle_s
+        return self.total_s
 
 
 class ProviderCore(Generic[ClientT]):
@@ -86,15 +154,27 @@ class ProviderCore(Generic[ClientT]):
             return self._context
         return dataclasses.replace(self._context, timeout_s=effective)
 
+    def _failure_info(
+        self, failure: ProviderFailure, request: ModelRequest, request_id: str | None, timer: CallTimer | None
+    ) -> ErrorInfo:
+        """The `ErrorInfo` of a provider failure; a timeout is named after the call's limit in force."""
+        if failure.kind == "timeout" and timer is not None:
+            return timeout_info(
+                timer.current, self._context, timer.limit_s(), request_id, streaming=self.settings.stream
+            )
+        return classify_failure(failure, self._call_context(request), self.redactor)
+
     def _stream_error(
         self,
         exc: BaseException,
         request: ModelRequest,
         call: CallInProgress,
         failed: Callable[[ErrorInfo], ProviderStreamError],
+        timer: CallTimer | None = None,
     ) -> ProviderStreamError:
-        """The `ProviderStreamError` for `exc` (`failed` adds the call's partial text and usage): the deadline, a
-        classified provider failure, or, for anything else, an `internal.adapter` error naming the exception."""
+        """The `ProviderStreamError` for `exc` (`failed` adds the call's partial text and usage): a time limit of
+        the call (`timer`'s, or the HTTP client's), a classified provider failure, or, for anything else, an
+        `internal.adapter` error naming the exception."""
         context = self._call_context(request)
         if isinstance(exc, TimeoutError):
             failure: ProviderFailure | None = ProviderFailure(kind="timeout", message="deadline reached")
@@ -113,7 +193,7 @@ class ProviderCore(Generic[ClientT]):
             )
         if failure.request_id and call.request_id is None:
             call.request_id = failure.request_id
-        return failed(classify_failure(failure, context, self.redactor))
+        return failed(self._failure_info(failure, request, call.request_id, timer))
 
 
 async def close_resource(resource: object) -> None:

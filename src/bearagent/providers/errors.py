@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
 
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.errors import BearAgentError, DetailValue, ErrorCategory, ErrorInfo
@@ -316,6 +317,47 @@ def _call_details(ctx: CallContext, request_id: str | None, **extra: DetailValue
     if request_id:
         details["provider_request_id"] = _clip(request_id, 256)
     return details
+
+
+TimeoutKind: TypeAlias = Literal["first_byte", "stream_idle", "max_stream", "deadline"]
+"""Which limit ended a model call: the wait for its first event (`timeout_s`), the silence between two events
+(`stream_idle_timeout_s`), the entry's cap on the whole answer (`max_stream_s`) or the request's deadline."""
+
+
+def timeout_info(
+    kind: TimeoutKind, ctx: CallContext, limit_s: float, request_id: str | None, *, streaming: bool = True
+) -> ErrorInfo:
+    """A model call ended by one of its time limits (retryable): the message names the limit and the key to raise."""
+    where = f"{ctx.provider_label} (model entry {ctx.entry_ref}, model {ctx.model})"
+    details = _call_details(ctx, request_id, timeout=kind, limit_s=round(limit_s, 3))
+    if kind == "first_byte" and streaming:
+        message = (
+            f"{where} sent nothing within {limit_s:g}s of the request (`timeout_s`: the time to the first event of "
+            "the answer). Raise `timeout_s` in the model entry if the model needs longer to start (a long prompt on "
+            "a local model), or check that the server at the entry's base_url is responsive."
+        )
+    elif kind == "first_byte":
+        message = (
+            f"{where} did not answer within {limit_s:g}s (`timeout_s`; with `stream: false` it bounds the whole "
+            "answer). Raise `timeout_s` in the model entry, or stream the answer (`stream: true`) if the server can."
+        )
+    elif kind == "stream_idle":
+        message = (
+            f"{where} stopped in the middle of its answer: nothing arrived for {limit_s:g}s "
+            "(`stream_idle_timeout_s`). Raise `stream_idle_timeout_s` in the model entry if the model pauses that "
+            "long (long reasoning), or check the server and any proxy between."
+        )
+    elif kind == "max_stream":
+        message = (
+            f"{where} was still answering after {limit_s:g}s, the entry's cap on a whole answer (`max_stream_s`). "
+            "Raise or remove `max_stream_s` in the model entry, or ask for a shorter answer."
+        )
+    else:
+        message = (
+            f"{where} did not finish within {limit_s:g}s, the deadline of this model call (`ModelRequest.timeout_ms`; "
+            "the runtime sets it to the entry's `max_stream_s`, else one hour). Give the call a longer deadline."
+        )
+    return make_info("timeout", kind, message, details, retryable=True)
 
 
 def truncated_stream_info(ctx: CallContext, terminal: str, request_id: str | None) -> ErrorInfo:

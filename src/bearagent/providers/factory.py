@@ -130,6 +130,8 @@ def provider_settings(
         headers=dict(entry.headers),
         stream=entry.stream,
         provider_label=label,
+        stream_idle_timeout_s=entry.stream_idle_timeout_s,
+        max_stream_s=entry.max_stream_s,
     )
 
 

@@ -10,7 +10,9 @@ A plugin subclasses `StreamingProvider` and writes three methods:
 
 and, optionally, `failure(exc)`: the facts (a `ProviderFailure`) of an SDK exception. The kit does the rest the
 way the built-in adapters do: tool names projected to provider-safe names and back, tool-call arguments parsed and
-bounded, text emitted as it arrives, the request's deadline (`timeout_ms`) enforced, a stream that ends without
+bounded, text emitted as it arrives, the entry's time limits (the first event within `timeout_s`, at most
+`stream_idle_timeout_s` between events, `max_stream_s` and the request's deadline for the whole call) enforced and
+named when they end a call, a stream that ends without
 `call.finish()` failed as `truncated_stream`, `max_output_tokens` / `content_filter` stops failed with the partial
 text kept, and every failure classified into a stable, secret-free `ErrorInfo` (`rate_limit.exceeded` retryable
 after `retry-after`, `authentication.invalid_key` naming the key variable, ...). `httpx` timeouts, connection
@@ -47,12 +49,11 @@ from bearagent.domain.models import (
     valid_unicode,
 )
 from bearagent.providers._base import name_map_for, parse_arguments, wire_call_ids
-from bearagent.providers._core import ProviderCore, bounded_or_none, close_resource
+from bearagent.providers._core import CallTimer, ProviderCore, bounded_or_none, close_resource
 from bearagent.providers._failures import default_failure
 from bearagent.providers.errors import (
     ProviderFailure,
     ProviderStreamError,
-    classify_failure,
     stopped_info,
     truncated_stream_info,
 )
@@ -75,7 +76,8 @@ class ModelCall:
     """One model call in progress: the request to send, and what the API answered so far.
 
     Request side: `request` (model, messages, tools, limits), `timeout_s` (the I/O timeout to give the client: the
-    entry's `timeout_s`, at most the time the call has left), `max_output_tokens` / `temperature` (the request's,
+    longer of the entry's `timeout_s` and `stream_idle_timeout_s`, at most the time the call has left; the kit
+    enforces the shorter limits itself), `max_output_tokens` / `temperature` (the request's,
     else the entry's; None = do not send), `wire_name(tool_name)` (the provider-safe spelling of a tool name) and
     `wire_call_id(part)` (the id to send for a tool call or tool result in the history).
 
@@ -95,6 +97,7 @@ class ModelCall:
         "_refusal",
         "_stop",
         "_text",
+        "_timer",
         "_wire_ids",
         "model",
         "request",
@@ -106,6 +109,8 @@ class ModelCall:
     def __init__(self, provider: StreamingProvider[Any], request: ModelRequest, timeout_s: float) -> None:
         self.request = request
         self.timeout_s = timeout_s
+        self._timer: CallTimer | None = None
+        """The call's time limits (set by `StreamingProvider.stream`): a timeout is named after the one in force."""
         self.usage = TokenUsage()
         """Tokens the call used, as the API reported them (assign a `TokenUsage`; the last assignment counts)."""
         self.request_id: str | None = None
@@ -209,8 +214,8 @@ class ModelCall:
         provider = self._provider
         if failure.request_id and self.request_id is None:
             self.request_id = failure.request_id
-        context = provider._call_context(self.request)  # pyright: ignore[reportPrivateUsage]
-        return self._failed(classify_failure(failure, context, provider.redactor))
+        info = provider._failure_info(failure, self.request, self.request_id, self._timer)  # pyright: ignore[reportPrivateUsage]
+        return self._failed(info)
 
     # ----- used by StreamingProvider -----
 
@@ -295,10 +300,9 @@ class StreamingProvider(ProviderCore[ClientT], ABC):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one model call (the `ModelProvider` protocol). Closing this iterator closes the HTTP stream."""
-        loop = asyncio.get_running_loop()
-        total_s = request.timeout_ms / 1000
-        deadline = loop.time() + total_s
-        call = ModelCall(self, request, min(self.settings.timeout_s, total_s))
+        timer = CallTimer(self.settings, request, asyncio.get_running_loop().time)
+        call = ModelCall(self, request, timer.io_timeout_s())
+        call._timer = timer  # pyright: ignore[reportPrivateUsage]
         live = self.settings.stream
         try:
             events = self.open_stream(self._client_for_loop(), call)
@@ -309,12 +313,14 @@ class StreamingProvider(ProviderCore[ClientT], ABC):
         try:
             nxt = events.__anext__
             feed = self.feed
+            wait_until = timer.wait_until
             while True:
                 try:
-                    async with asyncio.timeout_at(deadline):
+                    async with asyncio.timeout_at(wait_until()):
                         item = await nxt()
                 except StopAsyncIteration:
                     break
+                timer.received = True
                 feed(item, call)
                 if live and call._pending:  # pyright: ignore[reportPrivateUsage]
                     for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
@@ -345,4 +351,4 @@ class StreamingProvider(ProviderCore[ClientT], ABC):
         return self.failure(exc) or default_failure(exc)
 
     def _error(self, exc: BaseException, call: ModelCall) -> ProviderStreamError:
-        return self._stream_error(exc, call.request, call, call._failed)  # pyright: ignore[reportPrivateUsage]
+        return self._stream_error(exc, call.request, call, call._failed, call._timer)  # pyright: ignore[reportPrivateUsage]

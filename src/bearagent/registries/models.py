@@ -38,6 +38,8 @@ MODEL_KEYS = frozenset(
         "max_output_tokens",
         "temperature",
         "timeout_s",
+        "stream_idle_timeout_s",
+        "max_stream_s",
         "price",
         "script",
         "headers",
@@ -193,7 +195,7 @@ def parse_model_entries(
                     f"models.{name}.script",
                 )
         try:
-            out.append(ModelEntry.model_validate({**data, "name": name, "level": level, "source": str(path)}))
+            entry = ModelEntry.model_validate({**data, "name": name, "level": level, "source": str(path)})
         except ValidationError as exc:
             key, problem = first_error(exc)
             add(
@@ -203,7 +205,29 @@ def parse_model_entries(
                 f"fix models.{name}.{key}",
                 f"models.{name}.{key}",
             )
+            continue
+        out.append(entry)
+        too_short = _cap_shorter_than_waits(entry)
+        if too_short is not None:
+            message, fix = too_short
+            add("warning", "model.max_stream_too_short", message, fix, f"models.{name}.max_stream_s")
     return out, diags
+
+
+def _cap_shorter_than_waits(entry: ModelEntry) -> tuple[str, str] | None:
+    """(message, fix) when the entry's cap on a whole answer (`max_stream_s`) ends every call before one of its
+    waits (`timeout_s`, `stream_idle_timeout_s`) could: that wait then never applies."""
+    cap = entry.max_stream_s
+    if cap is None:
+        return None
+    for key, value in (("timeout_s", entry.timeout_s), ("stream_idle_timeout_s", entry.stream_idle_timeout_s)):
+        if value is not None and cap < value:
+            return (
+                f"models.{entry.name}.max_stream_s ({cap:g}s) is shorter than {key} ({value:g}s): every answer "
+                f"ends at max_stream_s before {key} can apply",
+                f"raise max_stream_s above {key}, or remove it (no cap on a whole answer)",
+            )
+    return None
 
 
 def build_model_registry(
