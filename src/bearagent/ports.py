@@ -240,6 +240,21 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
         ...
 
 
+class WorkspaceStore(RunStorage, EventStore, SessionStore, Protocol):
+    """A store as a workspace opens it (`resources.open_store`): the async port, the synchronous faces for the CLI's
+    read commands, run references, and what messages name it by (a file, or a redacted database location).
+    Implemented by `store.sqlite.SqliteEventStore` and `store.postgres.PostgresRunStorage`."""
+
+    @property
+    def path(self) -> Path | str: ...
+
+    def read_events(self, run_id: RunId, from_sequence: int = 1, *, limit: int | None = None) -> Sequence[Event]: ...
+
+    def resolve_run_ref(self, ref: str) -> RunId:
+        """A run id from a full id, a unique prefix of one, or `last`."""
+        ...
+
+
 class ModelProvider(Protocol):
     """Turns a `ModelRequest` into a stream of `ModelEvent`s. Raises `BearAgentError` (with `ErrorInfo`) on failure;
     never retries; SDK objects never leave the adapter. Closing the iterator closes the HTTP stream."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.app import LoadedWorkspace
+from bearagent.config.store_settings import StoreSettings
 from bearagent.domain._base import frozen_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
@@ -19,7 +20,7 @@ from bearagent.domain.tools import ToolResult
 from bearagent.hooks.mcp_tool import McpCaller, current_mcp_caller
 from bearagent.hooks.protocol import JsonDict
 from bearagent.leases import LeaseKeeper, recover_interrupted
-from bearagent.ports import Clock, ModelProvider, SystemClock
+from bearagent.ports import Clock, ModelProvider, RunStorage, SystemClock, WorkspaceStore
 from bearagent.providers.factory import create_provider
 from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
@@ -40,6 +41,31 @@ def state_dir(loaded: LoadedWorkspace) -> Path:
     return loaded.state_dir
 
 
+def writer_over(loaded: LoadedWorkspace, storage: RunStorage) -> RunWriter:
+    """A run writer over `storage` whose subscribers include the plugins' event sinks (they see every commit)."""
+    writer = RunWriter(storage)
+    for _plugin, sink in loaded.plugins.contributions().event_sinks:
+        writer.subscribe(_event_sink(sink))
+    return writer
+
+
+def runtime_store(loaded: LoadedWorkspace) -> SqliteEventStore:
+    """The store a `WorkspaceRuntime` executes runs on. Runs are executed on the SQLite store only so far:
+    `WorkspaceRuntime.store` (runner.py) is typed to it; the read commands use `open_store` and read PostgreSQL."""
+    if loaded.config.store.backend != "sqlite":
+        raise BearAgentError(
+            ErrorInfo.of(
+                "configuration",
+                "store_backend_unsupported",
+                f"store.backend is {loaded.config.store.backend} ({loaded.config.store.source}); this BearAgent "
+                "reads runs from it (runs list, inspect, events, approvals list, replay, diff) but does not "
+                "execute runs on it yet",
+            ),
+            hint="remove `store:` from the user config to run on the workspace's SQLite store",
+        )
+    return open_sqlite_store(loaded)
+
+
 def _event_sink(sink: Callable[[Event], None]) -> Subscriber:
     """A plugin's event sink as a run writer subscriber: committed events only (tokens are not log events)."""
 
@@ -50,9 +76,47 @@ def _event_sink(sink: Callable[[Event], None]) -> Subscriber:
     return subscriber
 
 
-def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
-    """The workspace's event store. With `create=False` a missing database is a clear error (nothing has run).
-    The data dir (`.bearagent`) and the database are never reached through a symlink (`runtime/state_files.py`)."""
+def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> WorkspaceStore:
+    """The workspace's event store, of the backend the user's config chose (`store:`; never a workspace file's):
+    SQLite in the workspace by default, or a schema of a PostgreSQL database. With `create=False` a store nothing has
+    been written to is a clear error (nothing has run)."""
+    settings = loaded.config.store
+    if settings.backend == "postgres":
+        return _open_postgres(loaded, settings, create=create)
+    return open_sqlite_store(loaded, create=create)
+
+
+def postgres_schema(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
+    """The configured schema, else one per workspace: `bearagent_` and the hash of the workspace's path (as separate
+    as one state.db per workspace; hosts that share a store name its schema in their config)."""
+    if settings.pg_schema is not None:
+        return settings.pg_schema
+    return "bearagent_" + hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
+
+
+def _open_postgres(loaded: LoadedWorkspace, settings: StoreSettings, *, create: bool) -> WorkspaceStore:
+    from bearagent.store.postgres import PostgresRunStorage
+
+    dsn = loaded.env.get(settings.dsn_env)
+    if not dsn:
+        raise BearAgentError(
+            ErrorInfo.of(
+                "configuration",
+                "missing_store_dsn",
+                f"store.backend is postgres ({settings.source}) but the environment variable {settings.dsn_env}, "
+                "which holds its connection string, is not set",
+                variable=settings.dsn_env,
+            ),
+            hint=f"export {settings.dsn_env}='postgresql://USER@HOST/DB' (see docs/store.md, PostgreSQL)",
+        )
+    return PostgresRunStorage(
+        dsn, schema=postgres_schema(loaded, settings), pool_size=settings.pool_size, create=create
+    )
+
+
+def open_sqlite_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
+    """The workspace's SQLite store. The data dir (`.bearagent`) and the database are never reached through a
+    symlink (`runtime/state_files.py`)."""
     data_dir = state_dir(loaded)
     path = data_dir / STATE_DB
     refuse_symlinks([data_dir, path])
@@ -112,7 +176,7 @@ class Resources:
     @property
     def store(self) -> SqliteEventStore:
         if self._store is None:
-            self._store = open_store(self.loaded)
+            self._store = runtime_store(self.loaded)
         return self._store
 
     @property
@@ -120,9 +184,7 @@ class Resources:
         """The one writer of this runtime's store: every run and child run appends through it, and its
         subscribers see every commit."""
         if self._writer is None or self._writer.storage is not self.store:
-            self._writer = RunWriter(self.store)
-            for _plugin, sink in self.loaded.plugins.contributions().event_sinks:  # plugin sinks see every commit
-                self._writer.subscribe(_event_sink(sink))
+            self._writer = writer_over(self.loaded, self.store)
         return self._writer
 
     def override_providers(self, make: Callable[[ModelEntry, str], ModelProvider] | None) -> None:

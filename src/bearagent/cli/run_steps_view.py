@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from bearagent.domain._base import JsonMapping, JsonValue
     from bearagent.domain.errors import BearAgentError, ErrorInfo
     from bearagent.domain.events import Event
+    from bearagent.ports import WorkspaceStore
     from bearagent.runtime.run_alignment import FieldChange
     from bearagent.runtime.run_steps import ModelStep, RunSteps, ToolStep
-    from bearagent.store.sqlite import SqliteEventStore
 
 EXIT_OK = 0
 EXIT_DIFFERENT = 1
@@ -43,7 +43,7 @@ def fail_with(exc: BearAgentError, fix: str | None = None) -> NoReturn:
     fail(exc.info.message, exc.hint or fix)
 
 
-def open_log(workspace: Path | None) -> tuple[LoadedWorkspace, SqliteEventStore]:
+def open_log(workspace: Path | None) -> tuple[LoadedWorkspace, WorkspaceStore]:
     from bearagent.cli._config_common import load
     from bearagent.domain.errors import BearAgentError
     from bearagent.resources import open_store
@@ -55,7 +55,7 @@ def open_log(workspace: Path | None) -> tuple[LoadedWorkspace, SqliteEventStore]
         fail_with(exc)
 
 
-def resolve_run(store: SqliteEventStore, ref: str) -> str:
+def resolve_run(store: WorkspaceStore, ref: str) -> str:
     from bearagent.domain.errors import BearAgentError
 
     try:
@@ -64,14 +64,14 @@ def resolve_run(store: SqliteEventStore, ref: str) -> str:
         fail_with(exc, "list the runs with `bearagent runs list`")
 
 
-def events_reader(store: SqliteEventStore) -> Callable[[str], Sequence[Event]]:
+def events_reader(store: WorkspaceStore) -> Callable[[str], Sequence[Event]]:
     def events_of(run_id: str) -> Sequence[Event]:
         return read_events(store, run_id)
 
     return events_of
 
 
-def read_events(store: SqliteEventStore, run_id: str) -> Sequence[Event]:
+def read_events(store: WorkspaceStore, run_id: str) -> Sequence[Event]:
     from bearagent.domain.ids import RunId
 
     return store.read_events(RunId(run_id))

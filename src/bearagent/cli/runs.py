@@ -22,13 +22,13 @@ if TYPE_CHECKING:
     from bearagent.domain.events import Event
     from bearagent.domain.ids import RunId
     from bearagent.domain.state import RunProjection
+    from bearagent.ports import WorkspaceStore
     from bearagent.runtime.step_records import RunStepRecord
-    from bearagent.store.sqlite import SqliteEventStore
 
 FOLLOW_POLL_S = 0.2
 
 
-def open_recovered(workspace: Path | None) -> SqliteEventStore:
+def open_recovered(workspace: Path | None) -> WorkspaceStore:
     """The workspace's store, after recording `RunInterrupted` for runs whose process died (`leases.py`), so a
     listing never shows a phantom `running`."""
     import asyncio
@@ -36,19 +36,20 @@ def open_recovered(workspace: Path | None) -> SqliteEventStore:
     from bearagent.cli._config_common import load
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import Uuid4IdGenerator
-    from bearagent.resources import Resources
-    from bearagent.runner import open_store
+    from bearagent.leases import recover_interrupted
+    from bearagent.ports import SystemClock
+    from bearagent.resources import open_store, writer_over
 
     loaded = load(workspace)
     try:
         store = open_store(loaded, create=False)
-        asyncio.run(Resources(loaded, Uuid4IdGenerator(), store=store).recover())
+        asyncio.run(recover_interrupted(store, writer_over(loaded, store), SystemClock(), Uuid4IdGenerator()))
         return store
     except BearAgentError as exc:
         fail(exc.info.message, exc.hint)
 
 
-def resolve_ref(store: SqliteEventStore, ref: str) -> RunId:
+def resolve_ref(store: WorkspaceStore, ref: str) -> RunId:
     from bearagent.domain.errors import BearAgentError
 
     try:

@@ -14,6 +14,7 @@ from typing import Literal, cast, get_args
 from pydantic import Field
 
 from bearagent.config.files import YamlDoc, did_you_mean, load_yaml_mapping, unknown_key_diagnostics
+from bearagent.config.store_settings import StoreSettings
 from bearagent.domain._base import DomainModel
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
 from bearagent.domain.diagnostics import Diagnostic
@@ -38,6 +39,7 @@ TOP_LEVEL_KEYS = frozenset(
         "sandbox",
         "shell_env",
         "model_turns",
+        "store",
     }
 )
 BUDGET_KEYS = BUDGET_FIELDS
@@ -87,6 +89,8 @@ class BearConfig(DomainModel):
     shell_env: ShellEnvPolicy = Field(default_factory=ShellEnvPolicy)
     max_output_continuations: int = Field(default=DEFAULT_OUTPUT_CONTINUATIONS, ge=0, le=MAX_OUTPUT_CONTINUATIONS)
     """`model_turns.max_output_continuations`: how often a turn cut by the output limit is continued."""
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    """Where runs are kept (`store:`, user config only: `config/store_settings.py`)."""
 
 
 @dataclass
@@ -173,9 +177,7 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
     _parse_budgets(cf, data.get("budgets"), diagnostics)
     _parse_small_section(cf, data.get("web_fetch"), "web_fetch", {"allow_private_network": bool}, diagnostics)
     _parse_small_section(cf, data.get("skills"), "skills", {"catalog_budget_chars": int}, diagnostics)
-    _parse_small_section(
-        cf, data.get("model_turns"), "model_turns", {"max_output_continuations": int}, diagnostics
-    )
+    _parse_small_section(cf, data.get("model_turns"), "model_turns", {"max_output_continuations": int}, diagnostics)
     turns = cast(dict[str, object], cf.settings.get("model_turns", {}))
     count = turns.get("max_output_continuations")
     if isinstance(count, int) and not 0 <= count <= MAX_OUTPUT_CONTINUATIONS:
@@ -193,12 +195,16 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
 
 
 def _parse_sandbox_sections(cf: ConfigFile, data: Mapping[str, object], diagnostics: list[Diagnostic]) -> None:
-    """`sandbox:` and `shell_env:` (parsed by `bearagent.sandbox.settings`; only valid keys land in settings)."""
+    """`sandbox:` and `shell_env:` (parsed by `bearagent.sandbox.settings`) and `store:` (by
+    `bearagent.config.store_settings`): sections whose parser reports problems per field; only valid keys land in
+    settings."""
+    from bearagent.config.store_settings import parse_store
     from bearagent.sandbox.settings import parse_sandbox, parse_shell_env
 
     for key, (parsed, problems) in (
         ("sandbox", parse_sandbox(data.get("sandbox"), level=cf.level)),
         ("shell_env", parse_shell_env(data.get("shell_env"))),
+        ("store", parse_store(data.get("store"), level=cf.level)),
     ):
         if key in data:
             cf.settings[key] = parsed
@@ -388,6 +394,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     ceiling: str | None = None
     directories: list[str] = []
     bypass_disabled_by: str | None = None
+    store = StoreSettings()
     sandbox_layers = [(cf.level, cast(dict[str, object], cf.settings.get("sandbox", {}))) for cf in files]
     shell_env_layers = [(cf.level, cast(dict[str, object], cf.settings.get("shell_env", {}))) for cf in files]
     for cf in files:
@@ -416,6 +423,8 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             permission_mode = cast(str, s["permission_mode"])
             if cf.level != "workspace":
                 ceiling = permission_mode
+        if s.get("store") and cf.level != "workspace":  # a workspace's is refused when parsed; never merged
+            store = StoreSettings.model_validate({**cast(dict[str, object], s["store"]), "source": str(cf.path)})
     return BearConfig(
         kind=cast(WorkspaceKind, kind),
         default_agent=default_agent,
@@ -433,4 +442,5 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         bypass_disabled_by=bypass_disabled_by,
         sandbox=merge_sandbox(sandbox_layers).model_copy(update={"additional_directories": tuple(directories)}),
         shell_env=merge_shell_env(shell_env_layers),
+        store=store,
     )

@@ -4,7 +4,6 @@ by `display`, which keeps host, port, database, user and schema and drops everyt
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import LiteralString, TypeAlias
 
@@ -14,11 +13,9 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.store.postgres.naming import DEFAULT_SCHEMA, SCHEMA_RE
 
 Conn: TypeAlias = psycopg.AsyncConnection[TupleRow]
-
-DEFAULT_SCHEMA = "bearagent"
-SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 def _bad_dsn(why: str) -> BearAgentError:

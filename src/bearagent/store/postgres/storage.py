@@ -25,6 +25,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bearagent.domain._base import JsonValue
+from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord
@@ -32,7 +33,8 @@ from bearagent.ports import RunCommit, StoredRun
 from bearagent.store.postgres import leases, run_commit, run_reads, sessions
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.io_loop import IoLoop
-from bearagent.store.postgres.location import DEFAULT_SCHEMA, Conn, Location, Queries
+from bearagent.store.postgres.location import Conn, Location, Queries
+from bearagent.store.postgres.naming import DEFAULT_SCHEMA
 from bearagent.store.postgres.schema import applied_version, migrate
 from bearagent.store.postgres.session_lock import LockConnections, PgSessionLock
 from bearagent.store.postgres.sync_face import SyncFace
@@ -53,13 +55,16 @@ class PostgresRunStorage(SyncFace):
         schema: str = DEFAULT_SCHEMA,
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_timeout_s: float = 30.0,
+        create: bool = True,
     ) -> None:
+        """`create=False`: a schema that holds no store yet is `not_found.no_state` (nothing has run), not created."""
         self.location = Location.of(dsn, schema)
         self.path: str = self.location.display
         """What messages and errors name the store by: host, port, database, user and schema (no password)."""
         self._q = Queries(schema)
         self._pool_size = max(1, pool_size)
         self._connect_timeout_s = connect_timeout_s
+        self._create = create
         self._io = IoLoop(f"bearagent-pg-{schema}")
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._opening: asyncio.Lock | None = None
@@ -79,6 +84,11 @@ class PostgresRunStorage(SyncFace):
                 try:
                     conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
                     async with conn:  # the real error of a bad DSN or a down server, not a pool timeout
+                        if not self._create and await applied_version(conn, self.location) is None:
+                            raise BearAgentError(
+                                ErrorInfo.of("not_found", "no_state", f"no runs have been stored in {self.path} yet"),
+                                hint='start a run with `bearagent run "..."` in this workspace first',
+                            )
                         await migrate(conn, self.location)
                 except psycopg.Error as exc:
                     raise translate(self.path, exc, "opening the store") from exc

@@ -1,0 +1,117 @@
+"""Choosing the store: `store:` in the user's config.yaml (never a workspace's), the DSN from the environment
+variable it names, a schema per workspace by default, and the CLI's read commands on a PostgreSQL store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from tests.support.config_ws import codes, isolated_env, load, write
+from tests.support.events import EventFactory
+
+from bearagent.cli import main
+from bearagent.domain.budgets import BudgetLimits
+from bearagent.domain.errors import BearAgentError
+from bearagent.domain.ids import Uuid4IdGenerator
+from bearagent.domain.run_events import RunCreatedV2
+from bearagent.ports import WorkspaceStore
+from bearagent.resources import open_store, postgres_schema, runtime_store
+from bearagent.store.postgres import PostgresRunStorage
+from bearagent.store.sqlite import SqliteEventStore
+
+USER_STORE = """
+store:
+  backend: postgres
+  dsn_env: TEAM_PG
+  pool_size: 2
+"""
+
+
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / ".bearagent").mkdir(parents=True)
+    return root
+
+
+def test_the_user_config_chooses_the_store(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    write(tmp_path / "home" / "bearagent", "config.yaml", USER_STORE + "  schema: team_docs\n")
+    loaded = load(root, tmp_path / "home")
+    store = loaded.config.store
+    assert (store.backend, store.dsn_env, store.pg_schema, store.pool_size) == ("postgres", "TEAM_PG", "team_docs", 2)
+    assert store.source is not None and store.source.endswith("config.yaml")
+    assert postgres_schema(loaded, store) == "team_docs"
+    assert postgres_schema(loaded, store.model_copy(update={"pg_schema": None})).startswith("bearagent_")
+
+
+def test_a_workspace_file_cannot_choose_the_store(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    write(root, ".bearagent/config.yaml", USER_STORE)
+    loaded = load(root, tmp_path / "home")
+    assert loaded.config.store.backend == "sqlite"
+    problem = next(d for d in loaded.diagnostics() if d.field == "store")
+    assert problem.severity == "error" and "user config" in problem.message
+    assert isinstance(open_store(loaded), SqliteEventStore)
+
+
+def test_bad_store_values_fall_back_with_errors(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    write(
+        tmp_path / "home" / "bearagent",
+        "config.yaml",
+        "store: {backend: mysql, dsn_env: 'postgresql://u:pw@h/db', schema: Bad-Name, pool_size: 0, dns_env: X}\n",
+    )
+    loaded = load(root, tmp_path / "home")
+    assert loaded.config.store.backend == "sqlite"
+    fields = {d.field for d in loaded.diagnostics() if d.field and d.field.startswith("store.")}
+    assert fields == {"store.backend", "store.dsn_env", "store.schema", "store.pool_size", "store.dns_env"}
+    assert "config.unknown_key" in codes(loaded.diagnostics())
+
+
+def test_a_missing_dsn_variable_is_a_clear_error(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    write(tmp_path / "home" / "bearagent", "config.yaml", USER_STORE)
+    with pytest.raises(BearAgentError) as caught:
+        open_store(load(root, tmp_path / "home"))
+    assert caught.value.info.code == "configuration.missing_store_dsn" and "TEAM_PG" in caught.value.info.message
+
+
+def test_the_read_commands_read_a_postgres_store(tmp_path: Path, postgres_dsn: str) -> None:
+    root = workspace(tmp_path)
+    home = tmp_path / "home"
+    write(home / "bearagent", "config.yaml", USER_STORE)
+    env = isolated_env(home, TEAM_PG=postgres_dsn)
+    loaded = load(root, home, env=env)
+
+    def cli(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(main, [*args, "-w", str(root)], env=env, prog_name="bearagent")
+        return result.exit_code, result.output
+
+    code, out = cli("runs", "list")
+    assert code != 0 and "no runs have been stored" in out  # nothing has run: no schema is created by a read
+
+    store = open_store(loaded)
+    assert isinstance(store, PostgresRunStorage) and postgres_schema(loaded, loaded.config.store) in store.path
+    typed: WorkspaceStore = store
+    f = EventFactory(ids=Uuid4IdGenerator())
+    goal = {"goal": "summarise the notes", "agent_name": "build", "prompt_hash": "0" * 64}
+    typed.append_many(
+        [f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **goal})), f.run_started()]
+    )
+    store.close()
+
+    code, out = cli("runs", "list", "--json")
+    assert code == 0, out
+    listed = json.loads(out)
+    assert [r["run_id"] for r in listed] == [str(f.run_id)]
+    code, out = cli("events", str(f.run_id)[:8], "--json")
+    assert code == 0, out
+    events = [json.loads(line) for line in out.splitlines() if line.strip()]
+    # the read command recovered the run first: it was running with no owner recorded and no heartbeat
+    assert [(e["sequence"], e["event_type"]) for e in events][2:] == [(3, "RunInterrupted")]
+
+    with pytest.raises(BearAgentError) as refused:  # runs are not executed on it yet (see runtime_store)
+        runtime_store(loaded)
+    assert refused.value.info.code == "configuration.store_backend_unsupported"
