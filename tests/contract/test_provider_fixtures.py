@@ -327,3 +327,23 @@ def test_a_refusal_explanation_longer_than_the_limit_is_cut_not_an_error(replay:
     assert len(done.refusal) == 16_384
     assert done.refusal.startswith("This request was refused due to policy.")
     assert done.refusal.endswith("…")
+
+
+# (input, output, cache read, cache write) the stream had reported when it failed: Anthropic counts the input in
+# `message_start`, so a stream that breaks after it still says what the attempt cost; Chat Completions reports
+# usage only in its last chunk, so a stream cut before it has none to give.
+USAGE_BEFORE_FAILURE = {
+    "anthropic_messages/stream_error_overloaded.sse": (24, 1, 0, 0),
+    "anthropic_messages/stream_truncated.sse": (24, 1, 0, 0),
+    "anthropic_messages/stream_disconnect.sse": (117, 1, 100, 5),
+    "openai_chat/stream_truncated.sse": (0, 0, 0, 0),
+}
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("name", sorted(USAGE_BEFORE_FAILURE))
+def test_a_failed_stream_carries_the_usage_it_reported_before_failing(replay: ReplayServer, name: str) -> None:
+    outcome = _run(replay, ALL_FIXTURES[("local", name)])
+    error = outcome.stream_error
+    assert error.partial_text  # text had streamed: a retry restarts the answer, and the log records this usage
+    assert _usage_got(error.usage) == USAGE_BEFORE_FAILURE[name]

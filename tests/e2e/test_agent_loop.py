@@ -14,6 +14,7 @@ from bearagent.domain.ids import DeterministicIdGenerator, RunId, SessionId
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import (
     ModelCallCompletedV2,
+    ModelCallFailedV2,
     RunCreatedV2,
     RunSucceededV2,
     ToolCallCompletedV2,
@@ -24,6 +25,7 @@ from bearagent.domain.specs import ModelPrice
 from bearagent.ports import SystemClock
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.loop import AgentLoop
+from bearagent.runtime.observer import NullObserver
 from bearagent.runtime.plan import ModelRequestDecision, PromptDecision, RunSpec, StopDecision
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.store.sqlite import SqliteEventStore
@@ -206,6 +208,62 @@ turns:
     assert attempts == [1, 2]
     failed = next(e for e in events if e.event_type == "ModelCallFailed")
     assert failed.payload["will_retry"] is True
+
+
+class Notices(NullObserver):
+    def __init__(self) -> None:
+        self.notices: list[str] = []
+        self.tokens: list[str] = []
+
+    def token(self, run_id: RunId, text: str) -> None:
+        self.tokens.append(text)
+
+    def notice(self, run_id: RunId, text: str) -> None:
+        self.notices.append(text)
+
+
+def test_a_retry_after_streamed_text_says_the_answer_restarts_and_counts_the_failed_attempt(workspace: Path) -> None:
+    """The user saw `Half an ans` stream, then the call failed: the notice says that text is thrown away and the
+    answer starts over, and the tokens the provider reported for the failed attempt are recorded and charged."""
+    script = """
+turns:
+  - text: "Half an ans"
+    error: {category: timeout, message: "the stream went silent", retryable: true}
+    usage: {input_tokens: 300, output_tokens: 4}
+  - error: {category: overloaded, message: "busy", retryable: true}
+    usage: {input_tokens: 0, output_tokens: 0}
+  - text: "A whole answer."
+    usage: {input_tokens: 300, output_tokens: 5}
+"""
+    store = SqliteEventStore(workspace / "state.db")
+    observer = Notices()
+    loop = AgentLoop(
+        store=store,
+        clock=SystemClock(),
+        ids=DeterministicIdGenerator(),
+        retry=RetryPolicy(max_attempts=3, base_delay_s=0.01),
+        observer=observer,
+    )
+    spec = RunSpec(goal="hi", workspace_root=workspace, budgets=BudgetLimits())
+    outcome = asyncio.run(loop.run(spec, scripted_plan(workspace, script)))
+    assert outcome.status == "succeeded" and outcome.final_text == "A whole answer."
+    restart, retry = observer.notices
+    assert restart.startswith("model call failed (timeout.scripted); the answer so far (11 chars) is discarded; ")
+    assert "restarting in" in restart and restart.endswith("(attempt 2)")
+    assert retry.startswith("model call failed (overloaded.scripted); retrying in ") and "discarded" not in retry
+    events = store.read_events(outcome.run_id)
+    failed = [
+        parse_run_event_payload(e.event_type, e.schema_version, e.payload)
+        for e in events
+        if e.event_type == "ModelCallFailed"
+    ]
+    assert isinstance(failed[0], ModelCallFailedV2)
+    assert failed[0].partial_text == "Half an ans" and failed[0].will_retry
+    assert (failed[0].usage.input_tokens, failed[0].usage.output_tokens) == (300, 4)
+    # the failed attempt's tokens count toward the run's usage (and its token budget)
+    run = store.get_run(outcome.run_id)
+    assert run is not None and (run.usage.input_tokens, run.usage.output_tokens) == (600, 9)
+    assert outcome.usage.total_tokens == 609
 
 
 def test_non_retryable_model_error_fails_the_run_with_its_error(workspace: Path) -> None:

@@ -56,7 +56,7 @@ Switching
   └ Switching to agent builder.
 ↪ switched agent: main → builder
 partial
-! model call failed (rate_limit.scripted); retrying in 0.0s (attempt 2)
+! model call failed (rate_limit.scripted); the answer so far (7 chars) is discarded; restarting in 0.0s (attempt 2)
 All done.
 """
 

@@ -38,6 +38,18 @@ from bearagent.runtime.run_writer import RunWriter
 from bearagent.runtime.turn_bounds import bound_turn
 
 
+def retry_notice(error: ErrorInfo, partial_text: str, delay_s: float, next_attempt: int) -> str:
+    """What the user is told when a failed model call is retried. When text had already streamed, the retry starts
+    the answer over: the notice says the text shown so far is thrown away, so a different answer after it does not
+    read as its continuation."""
+    if partial_text:
+        return (
+            f"model call failed ({error.code}); the answer so far ({len(partial_text):,} chars) is discarded; "
+            f"restarting in {delay_s:.1f}s (attempt {next_attempt})"
+        )
+    return f"model call failed ({error.code}); retrying in {delay_s:.1f}s (attempt {next_attempt})"
+
+
 class ModelCalls:
     """Takes the model turns of the runs of one loop."""
 
@@ -126,10 +138,7 @@ class ModelCalls:
                 if delay is None:
                     state.partial_text = partial
                     raise RunFailure(exc.info, partial) from exc
-                self._observer.notice(
-                    recorder.run_id,
-                    f"model call failed ({exc.info.code}); retrying in {delay:.1f}s (attempt {attempt + 1})",
-                )
+                self._observer.notice(recorder.run_id, retry_notice(exc.info, partial, delay, attempt + 1))
                 await asyncio.sleep(delay)
                 attempt += 1
                 continue
