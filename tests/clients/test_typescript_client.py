@@ -20,7 +20,7 @@ from typing import cast
 import pytest
 from tests.server.test_http_api import JWT_SECRET, TOKEN, Server, gateway_token, start
 from tests.support.config_ws import write
-from tests.support.run_ws import agent_md, scripted_workspace
+from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 from tests.support.typescript import ensure_node_types, ensure_tsc, node_missing_reason, run_tsc
 
 from bearagent.domain.errors import BearAgentError
@@ -156,6 +156,12 @@ turns:
   - text: "one two three four five six"
     delta_delay_ms: 150
 """
+WRITE_SCRIPT = """
+turns:
+  - text: "Writing."
+    tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "made\\n"}}]
+  - text: "Done."
+"""
 
 
 @pytest.fixture
@@ -166,11 +172,16 @@ def server(tmp_path: Path) -> Iterator[Server]:
     write(alpha, ".bearagent/actions/greet.md", "---\ndescription: Greets.\n---\nSay hello.\n")
     beta = scripted_workspace(tmp_path / "beta", SLOW_SCRIPT, agents=agents)
     gamma = scripted_workspace(tmp_path / "gamma", STREAMING_SCRIPT, agents=agents)
+    writers = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")}
+    delta = scripted_workspace(
+        tmp_path / "delta", WRITE_SCRIPT, agents=writers, config=CONFIG + "permission_mode: default\n"
+    )
     config = f"""
 workspaces:
   - {{id: alpha, path: {alpha}, name: Alpha, external_ref: "gh:acme/alpha"}}
   - {{id: beta, path: {beta}}}
   - {{id: gamma, path: {gamma}}}
+  - {{id: delta, path: {delta}}}
 auth:
   jwt: {{key: {JWT_SECRET}, algorithms: [HS256], audience: bearagent}}
 """

@@ -4,7 +4,14 @@
 // stored log (`listRunEvents`) or as the live stream protocol over SSE (`streamRunEvents`, one connection;
 // `followRun`, which reconnects with `Last-Event-ID` until the run's terminal event), decoded by decode.ts.
 
-import { SseParser, decodeFrame, type StreamFrame } from "./decode.ts";
+import {
+  SseParser,
+  decodeFeedFrame,
+  decodeFrame,
+  type FeedFrame,
+  type SseFrame,
+  type StreamFrame,
+} from "./decode.ts";
 import { isTerminal } from "./stream.ts";
 
 // ---- what the routes return -----------------------------------------------------------------------------------
@@ -159,6 +166,71 @@ export interface ToolInfo {
 
 export type Strategy = "enqueue" | "reject" | "interrupt";
 
+export type ApprovalDecision = "allow_once" | "allow_always" | "deny";
+
+/** An approval a run asked for (`GET /v1/runs/{id}/approvals`, `GET /v1/workspaces/{ws}/approvals`). */
+export interface Approval {
+  run_id: string;
+  session_id: string | null;
+  approval_id: string;
+  tool_call_id: string | null;
+  tool: string | null;
+  arguments: JsonObject;
+  reason: string;
+  suggested_rule: string | null;
+  choices: ApprovalDecision[];
+  requested_at: string;
+  status: "pending" | "answered";
+  decision: ApprovalDecision | null;
+  answered_by: string | null;
+  answered_at: string | null;
+  message: string | null;
+}
+
+export interface ApprovalAnswered {
+  run_id: string;
+  approval_id: string;
+  decision: ApprovalDecision;
+  answered_by: string;
+  /** True when this server continues the run now (false: another process holds it). */
+  continuing: boolean;
+  status: string;
+}
+
+/** A session message as a record (`GET /v1/sessions/{id}/messages`); `content` parts are `text`, `tool-call`, `tool-result`. */
+export interface MessageRecord {
+  id: string;
+  session_id: string;
+  run_id: string;
+  role: string;
+  content: JsonObject[];
+  metadata: JsonObject;
+  created_at: string;
+}
+
+/** One step of a run for diagnosis and display (`GET /v1/runs/{id}/steps`). */
+export interface RunStep {
+  id: string;
+  run_id: string;
+  seq: number;
+  step_type: "model_call" | "tool_call" | "agent_switch" | "agent_delegate" | string;
+  name: string;
+  agent_name: string | null;
+  status: string;
+  input: JsonObject;
+  output: JsonObject | null;
+  started_at: string | null;
+  ended_at: string | null;
+  started_seq: number;
+  ended_seq: number | null;
+}
+
+export interface RunSteps {
+  run_id: string;
+  status: RunStatus;
+  steps: RunStep[];
+}
+
 export interface RunCreate {
   prompt: string;
   agent?: string | undefined;
@@ -167,6 +239,8 @@ export interface RunCreate {
   budgets?: Partial<Record<BudgetName, number>> | undefined;
   /** What happens when the session has an active run: wait (`enqueue`, default), 400 (`reject`), cancel it. */
   strategy?: Strategy | undefined;
+  /** A tool call that needs approval makes the run wait for an answer over HTTP (default true). */
+  wait_approvals?: boolean | undefined;
 }
 
 // ---- errors ---------------------------------------------------------------------------------------------------
@@ -320,6 +394,11 @@ export class BearAgentClient {
     return withId<Session>(await this.#json("GET", `/v1/sessions/${seg(sessionId)}`), "id", "session");
   }
 
+  /** `GET /v1/sessions/{id}/messages`: the conversation as message records, oldest first. */
+  async listMessages(sessionId: string): Promise<MessageRecord[]> {
+    return this.#list<MessageRecord>(await this.#json("GET", `/v1/sessions/${seg(sessionId)}/messages`), "messages");
+  }
+
   // -- runs --
 
   /** `POST /v1/sessions/{id}/runs`: `202 {run_id, status}` as soon as the run is recorded; it runs in the background. */
@@ -329,12 +408,48 @@ export class BearAgentClient {
     if (run.model !== undefined) body["model"] = run.model;
     if (run.budgets !== undefined) body["budgets"] = run.budgets;
     if (run.strategy !== undefined) body["strategy"] = run.strategy;
+    if (run.wait_approvals !== undefined) body["wait_approvals"] = run.wait_approvals;
     return accepted(await this.#json("POST", `/v1/sessions/${seg(sessionId)}/runs`, { body }));
   }
 
   /** `GET /v1/runs/{id}`: the projection plus `workspace_id` and `budgets: {name: {limit, used}}`. */
   async getRun(runId: string): Promise<Run> {
     return withId<Run>(await this.#json("GET", `/v1/runs/${seg(runId)}`), "run_id", "run");
+  }
+
+  /** `GET /v1/runs/{id}/steps`: model calls, tool calls, delegations and agent switches, from the log. */
+  async listRunSteps(runId: string): Promise<RunSteps> {
+    const body = await this.#json("GET", `/v1/runs/${seg(runId)}/steps`);
+    const steps = this.#list<RunStep>(body, "steps");
+    return { ...withId<Omit<RunSteps, "steps">>(body, "run_id", "steps"), steps };
+  }
+
+  // -- approvals --
+
+  /** `GET /v1/workspaces/{ws}/approvals`: what the caller's waiting runs there wait for, oldest first. */
+  async listApprovals(workspace: string): Promise<Approval[]> {
+    return this.#list<Approval>(await this.#json("GET", `/v1/workspaces/${seg(workspace)}/approvals`), "approvals");
+  }
+
+  /** `GET /v1/runs/{id}/approvals`: every approval the run asked for, with its answer. */
+  async listRunApprovals(runId: string): Promise<Approval[]> {
+    return this.#list<Approval>(await this.#json("GET", `/v1/runs/${seg(runId)}/approvals`), "approvals");
+  }
+
+  /**
+   * `POST /v1/runs/{id}/approvals/{approval_id}` (needs `approvals:write`): answer once; the run continues in the
+   * background. A second or late answer is a 409 `conflict.*`.
+   */
+  async answerApproval(
+    runId: string,
+    approvalId: string,
+    decision: ApprovalDecision,
+    options: { message?: string | undefined } = {},
+  ): Promise<ApprovalAnswered> {
+    const body: JsonObject = { decision };
+    if (options.message !== undefined) body["message"] = options.message;
+    const path = `/v1/runs/${seg(runId)}/approvals/${seg(approvalId)}`;
+    return withId<ApprovalAnswered>(await this.#json("POST", path, { body }), "run_id", "approval answer");
   }
 
   /** `POST /v1/runs/{id}/cancel` (`202`); the run ends `cancelled`. */
@@ -370,20 +485,38 @@ export class BearAgentClient {
    * resume with the last frame's `id` as `lastEventId` (or use `followRun`). Every frame is checked by `decodeFrame`.
    */
   async *streamRunEvents(runId: string, options: StreamOptions = {}): AsyncGenerator<StreamFrame, void, undefined> {
+    const query: Query = options.lastEventId === undefined ? { after: options.after } : {};
+    yield* this.#sse(`/v1/runs/${seg(runId)}/events`, query, options, decodeFrame);
+  }
+
+  /**
+   * `GET /v1/workspaces/{ws}/events`: every run of the workspace the caller may see, live, as one SSE stream (from
+   * now on; tokens included). Frame ids are `<run_id>:<seq>-<n>`: reconnect with the last one as `lastEventId` to get
+   * every later frame once. When the server no longer holds that id the stream starts with a `reset` frame: reload
+   * what you show from the run routes. Frames are checked by `decodeFeedFrame`.
+   */
+  async *streamWorkspaceEvents(
+    workspace: string,
+    options: { lastEventId?: string | undefined; signal?: AbortSignal | undefined } = {},
+  ): AsyncGenerator<FeedFrame, void, undefined> {
+    yield* this.#sse(`/v1/workspaces/${seg(workspace)}/events`, {}, options, decodeFeedFrame);
+  }
+
+  async *#sse<T>(
+    path: string,
+    query: Query,
+    options: { lastEventId?: string | undefined; signal?: AbortSignal | undefined },
+    decode: (frame: SseFrame) => T,
+  ): AsyncGenerator<T, void, undefined> {
     const headers: Record<string, string> = { accept: "text/event-stream" };
     if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
-    const query: Query = options.lastEventId === undefined ? { after: options.after } : {};
     const controller = new AbortController();
     const outer = options.signal;
     const abort = (): void => controller.abort(outer?.reason);
     if (outer?.aborted) abort();
     outer?.addEventListener("abort", abort, { once: true });
     try {
-      const response = await this.#send("GET", `/v1/runs/${seg(runId)}/events`, {
-        query,
-        headers,
-        signal: controller.signal,
-      });
+      const response = await this.#send("GET", path, { query, headers, signal: controller.signal });
       const type = response.headers.get("content-type") ?? "";
       if (!type.startsWith("text/event-stream") || response.body === null) {
         throw new BearAgentApiError(response.status, "invalid_request", "http.not_sse", `not an SSE response (${type})`, false);
@@ -395,9 +528,9 @@ export class BearAgentClient {
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
-          for (const frame of parser.push(decoder.decode(value, { stream: true }))) yield decodeFrame(frame);
+          for (const frame of parser.push(decoder.decode(value, { stream: true }))) yield decode(frame);
         }
-        for (const frame of parser.push(decoder.decode())) yield decodeFrame(frame);
+        for (const frame of parser.push(decoder.decode())) yield decode(frame);
         parser.finish();
       } finally {
         await reader.cancel().catch(() => undefined);

@@ -659,3 +659,51 @@ export function decodeFrame(frame: SseFrame): StreamFrame {
   }
   return { id: frame.id, event };
 }
+
+/** A frame of the workspace feed: an event of one of its runs, or `reset` (the feed lost the id you resumed from). */
+export type FeedFrame =
+  | { kind: "event"; id: string | null; event: AgentEvent }
+  | { kind: "reset"; lastEventId: string; oldestEventId: string | null; message: string };
+
+const FEED_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}):([1-9][0-9]{0,15})-([1-9][0-9]{0,15})$/;
+
+/**
+ * Decode a frame of `GET /v1/workspaces/{ws}/events`. An event frame is checked as `decodeFrame` checks a run's, but
+ * its id is `<run_id>:<seq>-<n>`: the run whose log the event comes from (the parent's for `subagent.*`) and its seq.
+ * A `feed.reset` frame is read field by field into `{kind: "reset", …}`.
+ */
+export function decodeFeedFrame(frame: SseFrame): FeedFrame {
+  if (frame.event === "feed.reset") {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(frame.data);
+    } catch {
+      parsed = undefined;
+    }
+    const raw = isObject(parsed) ? parsed : {};
+    const last = own(raw, "last_event_id");
+    const oldest = own(raw, "oldest_event_id");
+    const message = own(raw, "message");
+    if (
+      own(raw, "type") !== "feed.reset" ||
+      typeof last !== "string" ||
+      (oldest !== null && typeof oldest !== "string") ||
+      typeof message !== "string"
+    ) {
+      throw new StreamDecodeError("a feed.reset frame needs type, last_event_id, oldest_event_id and message", "data");
+    }
+    return { kind: "reset", lastEventId: last, oldestEventId: oldest, message };
+  }
+  const { event } = decodeFrame({ event: frame.event, data: frame.data }); // its id is checked below, as a feed id
+  if (frame.id === undefined) return { kind: "event", id: null, event };
+  const match = FEED_ID.exec(frame.id);
+  const owner = event.type === "subagent.started" || event.type === "subagent.finished" ? event.parent_run_id : event.run_id;
+  if (match === null || match[1] !== owner || event.seq === undefined || Number(match[2]) !== event.seq) {
+    throw new StreamDecodeError(
+      `feed frame id ${JSON.stringify(frame.id.slice(0, 120))} is not "<run_id>:<seq>-<n>" of the event's run and seq`,
+      "id",
+      event.type,
+    );
+  }
+  return { kind: "event", id: frame.id, event };
+}

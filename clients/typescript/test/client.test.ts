@@ -1,10 +1,11 @@
-// The client against a live `bearagent serve` (started by tests/clients/test_typescript_client.py with three
-// scripted workspaces: alpha reads a file then answers, beta answers after 4 s, gamma streams its answer slowly).
+// The client against a live `bearagent serve` (started by tests/clients/test_typescript_client.py with four
+// scripted workspaces: alpha reads a file then answers, beta answers after 4 s, gamma streams its answer slowly,
+// delta writes a file, which needs an approval).
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { BearAgentApiError, BearAgentClient, type StreamFrame } from "../src/index.ts";
+import { BearAgentApiError, BearAgentClient, type FeedFrame, type Run, type StreamFrame } from "../src/index.ts";
 import { LIVE_SKIP, live } from "./helpers.ts";
 
 const client = new BearAgentClient({ baseUrl: live.baseUrl, token: live.token });
@@ -16,6 +17,16 @@ async function collect(frames: AsyncIterable<StreamFrame>, limit = Infinity): Pr
     if (out.length >= limit) break;
   }
   return out;
+}
+
+async function until(runId: string, status: string): Promise<Run> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const run = await client.getRun(runId);
+    if (run.status === status) return run;
+    assert.ok(Date.now() < deadline && ["queued", "running"].includes(run.status), `${runId} is ${run.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<BearAgentApiError> {
@@ -38,7 +49,7 @@ describe("a live bearagent serve", { skip: LIVE_SKIP }, () => {
     const workspaces = await client.listWorkspaces();
     assert.deepEqual(
       workspaces.map((w) => w.id),
-      ["alpha", "beta", "gamma"],
+      ["alpha", "beta", "gamma", "delta"],
     );
     const alpha = workspaces[0];
     assert.ok(alpha !== undefined);
@@ -81,8 +92,23 @@ describe("a live bearagent serve", { skip: LIVE_SKIP }, () => {
       page.events.slice(2).map((e) => e.sequence),
     );
 
+    const steps = await client.listRunSteps(run.run_id);
+    assert.equal(steps.run_id, run.run_id);
+    assert.deepEqual(
+      steps.steps.map((step) => step.step_type),
+      ["model_call", "tool_call", "model_call"],
+    );
+    assert.equal(steps.steps[1]?.name, "Read");
+
     const second = await client.createRun(session.id, { prompt: "and again" });
     assert.equal((await client.waitForRun(second.run_id)).final_text, "second answer");
+    const messages = await client.listMessages(session.id);
+    assert.equal(messages[0]?.role, "user");
+    assert.ok(messages.every((m) => m.session_id === session.id));
+    assert.deepEqual(
+      [...new Set(messages.map((m) => m.run_id))],
+      [run.run_id, second.run_id],
+    );
   });
 
   test("SSE: every event type of the run, resumable after any event without gaps or duplicates", async () => {
@@ -173,6 +199,71 @@ describe("a live bearagent serve", { skip: LIVE_SKIP }, () => {
     const instead = await client.createRun(other.id, { prompt: "instead", strategy: "interrupt" });
     assert.equal((await client.waitForRun(first.run_id)).status, "cancelled");
     assert.equal((await client.waitForRun(instead.run_id)).status, "succeeded");
+  });
+
+  test("approvals: a run waits, the approval is listed and answered, the run finishes", async () => {
+    const session = await client.createSession("delta");
+    const { run_id } = await client.createRun(session.id, { prompt: "write it" });
+    const waiting = await until(run_id, "waiting");
+    const [approval] = (await client.listApprovals("delta")).filter((a) => a.run_id === run_id);
+    assert.ok(approval !== undefined);
+    assert.equal(waiting.pending_approval?.["approval_id"], approval.approval_id);
+    assert.equal(approval.tool, "Write");
+    assert.equal(approval.arguments["file_path"], "out.txt");
+    assert.equal(approval.status, "pending");
+    assert.ok(approval.choices.includes("allow_once"));
+    const reader = new BearAgentClient({ baseUrl: live.baseUrl, token: live.readerToken });
+    await rejects(reader.answerApproval(run_id, approval.approval_id, "allow_once"), 403, "permission.scope");
+    const answered = await client.answerApproval(run_id, approval.approval_id, "allow_once", { message: "ok" });
+    assert.equal(answered.decision, "allow_once");
+    assert.equal(typeof answered.continuing, "boolean");
+    assert.equal((await client.waitForRun(run_id)).status, "succeeded");
+    await rejects(client.answerApproval(run_id, approval.approval_id, "deny"), 409, "conflict.no_pending_approval");
+    const history = await client.listRunApprovals(run_id);
+    assert.deepEqual(
+      history.map((a) => [a.approval_id, a.status, a.decision, a.message]),
+      [[approval.approval_id, "answered", "allow_once", "ok"]],
+    );
+  });
+
+  test("the workspace feed: every run's events live, resumable, and a reset for an id it does not hold", async () => {
+    const controller = new AbortController();
+    const frames: FeedFrame[] = [];
+    const feed = client.streamWorkspaceEvents("gamma", { signal: controller.signal });
+    const reading = (async () => {
+      for await (const frame of feed) {
+        frames.push(frame);
+        if (frame.kind === "event" && frame.event.type === "run.succeeded") break;
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the feed gives what happens from now on
+    const session = await client.createSession("gamma");
+    const { run_id } = await client.createRun(session.id, { prompt: "stream it" });
+    await reading;
+    controller.abort();
+    const events = frames.flatMap((f) => (f.kind === "event" ? [f] : []));
+    assert.ok(events.every((f) => f.event.run_id === run_id));
+    assert.equal(events[0]?.event.type, "run.started");
+    assert.ok(events.some((f) => f.event.type === "token" && f.id === null));
+    const logged = events.filter((f) => f.id !== null);
+    assert.ok(logged.every((f) => f.id?.startsWith(`${run_id}:${f.event.seq}-`)));
+
+    const resumed: FeedFrame[] = [];
+    const again = new AbortController();
+    for await (const frame of client.streamWorkspaceEvents("gamma", { lastEventId: logged[0]?.id ?? undefined, signal: again.signal })) {
+      resumed.push(frame);
+      if (frame.kind === "event" && frame.event.type === "run.succeeded") break;
+    }
+    again.abort();
+    assert.deepEqual(resumed, logged.slice(1));
+
+    const lost = new AbortController();
+    for await (const frame of client.streamWorkspaceEvents("gamma", { lastEventId: "not-an-id", signal: lost.signal })) {
+      assert.equal(frame.kind, "reset");
+      assert.ok(frame.kind === "reset" && frame.lastEventId === "not-an-id" && frame.message.length > 0);
+      break;
+    }
+    lost.abort();
   });
 
   test("an action run is detached from sessions", async () => {

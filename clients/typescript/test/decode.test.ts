@@ -9,6 +9,7 @@ import {
   SseParser,
   StreamDecodeError,
   decodeEvent,
+  decodeFeedFrame,
   decodeFrame,
   describe as describeEvent,
   type AgentEvent,
@@ -223,5 +224,41 @@ describe("decodeFrame", () => {
       () => decodeFrame(frame("step", '{"type": "step", "index": 1.0, "kind": "final"}')),
       (e: unknown) => e instanceof StreamDecodeError && e.field === "index",
     );
+  });
+});
+
+describe("decodeFeedFrame", () => {
+  const CHILD = "7a1c9e2d-5b3f-4e8a-8d6c-0f1e2d3c4b5a";
+  const started = { type: "subagent.started", run_id: CHILD, parent_run_id: RUN, agent: "explore", seq: 9 } as const;
+
+  test("ids name the run whose log the event comes from: the parent's for subagent.*", () => {
+    const final = { type: "final", content: "x", run_id: RUN, seq: 5 } as const;
+    const ok = decodeFeedFrame({ id: `${RUN}:5-2`, event: "final", data: JSON.stringify(final) });
+    assert.deepEqual(ok, { kind: "event", id: `${RUN}:5-2`, event: final });
+    const child = decodeFeedFrame({ id: `${RUN}:9-1`, event: "subagent.started", data: JSON.stringify(started) });
+    assert.equal(child.kind === "event" && child.event.type, "subagent.started");
+    for (const id of [`${CHILD}:9-1`, `${RUN}:8-1`, `${RUN}:9`, "9-1", `${RUN.toUpperCase()}:9-1`]) {
+      assert.throws(
+        () => decodeFeedFrame({ id, event: "subagent.started", data: JSON.stringify(started) }),
+        (e: unknown) => e instanceof StreamDecodeError && e.field === "id",
+        id,
+      );
+    }
+  });
+
+  test("feed.reset is read field by field", () => {
+    const data = { type: "feed.reset", last_event_id: "x", oldest_event_id: null, message: "reload" };
+    assert.deepEqual(decodeFeedFrame({ event: "feed.reset", data: JSON.stringify(data) }), {
+      kind: "reset",
+      lastEventId: "x",
+      oldestEventId: null,
+      message: "reload",
+    });
+    for (const bad of [{ ...data, message: 5 }, { ...data, type: "other" }, [], "x"]) {
+      assert.throws(
+        () => decodeFeedFrame({ event: "feed.reset", data: JSON.stringify(bad) }),
+        (e: unknown) => e instanceof StreamDecodeError && e.field === "data",
+      );
+    }
   });
 });
