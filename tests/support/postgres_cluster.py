@@ -95,7 +95,9 @@ class Cluster:
 
     @classmethod
     def start(cls, bin_dir: Path) -> Cluster:
-        root = Path(tempfile.mkdtemp(prefix="bearagent-pg-"))
+        _reap_stale(bin_dir)
+        root = Path(tempfile.mkdtemp(prefix=_PREFIX))
+        (root / "owner.pid").write_text(str(os.getpid()))
         user = _run_as()
         (root / "sock").mkdir()
         os.chmod(root, 0o755)
@@ -143,6 +145,34 @@ class Cluster:
         stop = self._command(str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "immediate", "-w", "stop")
         subprocess.run(stop, capture_output=True, text=True, cwd=self.root, check=False)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+_PREFIX = "bearagent-pg-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reap_stale(bin_dir: Path) -> None:
+    """Stop the clusters of test sessions that died without stopping theirs (killed by a timeout): each cluster
+    directory names the process that started it; a live owner's cluster is left alone."""
+    for owner in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*/owner.pid"):
+        try:
+            pid = int(owner.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if pid == os.getpid() or _alive(pid):
+            continue
+        root = owner.parent
+        user = _run_as() if (root / "data").exists() else None
+        Cluster(bin_dir, root, 0, user).stop()
 
 
 _lock = threading.Lock()
