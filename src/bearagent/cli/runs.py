@@ -163,7 +163,7 @@ def _budget_rows(run: RunProjection) -> list[list[str]]:
 @workspace_option
 @json_option
 def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
-    """Show one run: status, agent, usage against every budget, activities, errors and child runs.
+    """Show one run: status, agent, usage against every budget, activities, steps, errors and child runs.
 
     RUN is a full run id, a unique prefix of one, or `last`.
     """
