@@ -51,6 +51,8 @@ BACKLOG_FRAMES = 10_000
 """Frames one connection may fall behind by; a slower one is closed and resumes from the journal."""
 DISCOVER_RUNS = 50
 """The newest runs each poll reads, to find runs other processes started."""
+SLOW_POLL_S = 10.0
+"""The longest a followed run that is not among the newest goes without a look in the store."""
 _ACTIVE: tuple[RunStatus, ...] = ("queued", "running", "waiting", "interrupted")
 
 
@@ -72,6 +74,10 @@ class _Track:
     """The last sequence of the run fed to `stream`."""
     silent_until: int = 0
     """Events up to this sequence happened before the feed started: fed to the stream, never framed."""
+    still: int = 0
+    """Polls in a row that found nothing new in the store."""
+    next_look: float = 0.0
+    """When the poll looks at this run again (`time.monotonic()`), if it is not among the newest."""
 
 
 @dataclass
@@ -249,17 +255,28 @@ class WorkspaceFeed:
             self._feed(item.run_id, track, item.event)
 
     async def _poll(self) -> None:
+        """One look at the store for what other processes wrote: the newest runs (to find new ones) and the runs this
+        feed follows that are not among them, each looked at again later the longer it stays still (up to
+        `SLOW_POLL_S`: a run waiting for days costs a read a few times a minute, not twice a second)."""
         runs = list(await self._storage.fetch_runs(limit=DISCOVER_RUNS))
         seen = {r.run_id for r in runs}
-        for run_id in list(self._tracks):
-            if run_id not in seen:
-                run = await self._storage.fetch_run(run_id)
-                if run is not None:
-                    runs.append(run)
+        now = time.monotonic()
+        for run_id, track in list(self._tracks.items()):
+            if run_id in seen or now < track.next_look:
+                continue
+            run = await self._storage.fetch_run(run_id)
+            if run is not None:
+                runs.append(run)
         for run in runs:
             track = self._track(run.run_id)
-            if track is not None and run.last_sequence > track.known:
+            if track is None:
+                continue
+            if run.last_sequence > track.known:
                 await self._catch_up(run.run_id, track)
+                track.still = 0
+            else:
+                track.still += 1
+            track.next_look = now + min(self._poll_s * 2**track.still, SLOW_POLL_S)
 
     async def _catch_up(self, run_id: RunId, track: _Track, *, upto: int | None = None) -> None:
         limit = None if upto is None else upto - track.known
