@@ -49,23 +49,6 @@ def writer_over(loaded: LoadedWorkspace, storage: RunStorage) -> RunWriter:
     return writer
 
 
-def runtime_store(loaded: LoadedWorkspace) -> SqliteEventStore:
-    """The store a `WorkspaceRuntime` executes runs on. Runs are executed on the SQLite store only so far:
-    `WorkspaceRuntime.store` (runner.py) is typed to it; the read commands use `open_store` and read PostgreSQL."""
-    if loaded.config.store.backend != "sqlite":
-        raise BearAgentError(
-            ErrorInfo.of(
-                "configuration",
-                "store_backend_unsupported",
-                f"store.backend is {loaded.config.store.backend} ({loaded.config.store.source}); this BearAgent "
-                "reads runs from it (runs list, inspect, events, approvals list, replay, diff) but does not "
-                "execute runs on it yet",
-            ),
-            hint="remove `store:` from the user config to run on the workspace's SQLite store",
-        )
-    return open_sqlite_store(loaded)
-
-
 def _event_sink(sink: Callable[[Event], None]) -> Subscriber:
     """A plugin's event sink as a run writer subscriber: committed events only (tokens are not log events)."""
 
@@ -153,7 +136,7 @@ class Resources:
         loaded: LoadedWorkspace,
         ids: IdGenerator,
         *,
-        store: SqliteEventStore | None = None,
+        store: WorkspaceStore | None = None,
         in_process_mcp: Mapping[str, object] | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -174,9 +157,9 @@ class Resources:
         return self.loaded.root
 
     @property
-    def store(self) -> SqliteEventStore:
+    def store(self) -> WorkspaceStore:
         if self._store is None:
-            self._store = runtime_store(self.loaded)
+            self._store = open_store(self.loaded)
         return self._store
 
     @property

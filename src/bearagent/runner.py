@@ -39,10 +39,7 @@ if TYPE_CHECKING:
 from bearagent.domain.run_events import ApprovalChoice
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
-from bearagent.ports import (
-    Clock,
-    SystemClock,
-)
+from bearagent.ports import Clock, SystemClock, WorkspaceStore
 from bearagent.registries.actions import render_action
 from bearagent.registries.commands import command_model, render_command
 from bearagent.runtime.approvals import ApprovalBroker
@@ -54,7 +51,6 @@ from bearagent.runtime.plan import (
 )
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_writer import RunWriter
-from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import Asker
 from bearagent.trust.modes import ModeInForce
 
@@ -68,7 +64,7 @@ class WorkspaceRuntime:
         self,
         loaded: LoadedWorkspace,
         *,
-        store: SqliteEventStore | None = None,
+        store: WorkspaceStore | None = None,
         clock: Clock | None = None,
         ids: IdGenerator | None = None,
         retry: RetryPolicy | None = None,
@@ -94,7 +90,7 @@ class WorkspaceRuntime:
     # ---- collaborators -------------------------------------------------------------------------------------------
 
     @property
-    def store(self) -> SqliteEventStore:
+    def store(self) -> WorkspaceStore:
         return self.resources.store
 
     @property

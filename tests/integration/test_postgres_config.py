@@ -10,14 +10,17 @@ import pytest
 from click.testing import CliRunner
 from tests.support.config_ws import codes, isolated_env, load, write
 from tests.support.events import EventFactory
+from tests.support.run_ws import agent_md, scripted_workspace
 
+from bearagent.api import open_workspace
 from bearagent.cli import main
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import Uuid4IdGenerator
 from bearagent.domain.run_events import RunCreatedV2
+from bearagent.plugins.manager import PluginHost
 from bearagent.ports import WorkspaceStore
-from bearagent.resources import open_store, postgres_schema, runtime_store
+from bearagent.resources import open_store, postgres_schema
 from bearagent.store.postgres import PostgresRunStorage
 from bearagent.store.sqlite import SqliteEventStore
 
@@ -112,6 +115,30 @@ def test_the_read_commands_read_a_postgres_store(tmp_path: Path, postgres_dsn: s
     # the read command recovered the run first: it was running with no owner recorded and no heartbeat
     assert [(e["sequence"], e["event_type"]) for e in events][2:] == [(3, "RunInterrupted")]
 
-    with pytest.raises(BearAgentError) as refused:  # runs are not executed on it yet (see runtime_store)
-        runtime_store(loaded)
-    assert refused.value.info.code == "configuration.store_backend_unsupported"
+
+SCRIPT = """
+turns:
+  - text: "Reading."
+    tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
+  - text: "Read it."
+  - text: "Second answer."
+"""
+
+
+def test_runs_execute_on_a_postgres_store_in_a_session(tmp_path: Path, postgres_dsn: str) -> None:
+    root = scripted_workspace(
+        tmp_path / "ws", SCRIPT, agents={"main": agent_md("Main.", mode="primary", tools="[Read]")}
+    )
+    write(root, "notes.md", "notes\n")
+    home = tmp_path / "home"
+    write(home / "bearagent", "config.yaml", USER_STORE)
+    env = isolated_env(home, TEAM_PG=postgres_dsn)
+    with open_workspace(root, env=env, plugins=PluginHost()) as ws:
+        assert isinstance(ws.runtime.store, PostgresRunStorage)
+        first = ws.run_sync("read the notes")
+        assert first.status == "succeeded" and first.final == "Read it."
+        second = ws.run_sync("and now?", session=str(first.session_id))
+        assert second.status == "succeeded" and second.final == "Second answer."
+        types = [e.event_type for e in ws.events(str(first.run_id))]
+    assert types[0] == "RunCreated" and types[-1] == "RunSucceeded" and "ToolCallCompleted" in types
+    assert not (root / ".bearagent" / "state.db").exists(), "nothing was written to the workspace's SQLite"
