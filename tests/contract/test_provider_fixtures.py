@@ -28,6 +28,7 @@ from tests.support.replay_server import (
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
+from bearagent.domain.overflow import is_context_overflow
 
 SHARED_DIR = shared_fixtures_dir()
 ALL_FIXTURES: dict[tuple[str, str], Fixture] = {
@@ -76,6 +77,16 @@ REQUIRED_LOCAL = {
 ERROR_CATEGORY = {
     "error_400_invalid_request.json": "invalid_request",
     "error_400_context_length_exceeded.json": "context_overflow",
+    # context overflow in the words of each server (domain/overflow.py): never invalid_request with another hint
+    "error_400_llamacpp_context_size.json": "context_overflow",
+    "error_400_llamacpp_python_context_window.json": "context_overflow",
+    "error_400_vllm_context_length.json": "context_overflow",
+    "error_400_vllm_legacy_context_length.json": "context_overflow",
+    "error_400_ollama_context_length.json": "context_overflow",
+    "error_500_ollama_llama_server_context_size.json": "context_overflow",
+    "error_400_lmstudio_context_overflow.json": "context_overflow",
+    "error_400_lmstudio_n_keep.json": "context_overflow",
+    "error_400_max_tokens_exceed_context.json": "context_overflow",
     "error_401_invalid_api_key.json": "authentication",
     "error_401_authentication.json": "authentication",
     "error_429_rate_limit.json": "rate_limit",
@@ -102,13 +113,16 @@ def replay() -> Iterator[ReplayServer]:
 
 def _run(replay: ReplayServer, fixture: Fixture) -> Outcome:
     provider = make_provider(fixture.protocol, replay.base_url(fixture), stream=fixture.is_stream)
-    tools = cast(
-        list[str],
-        json.loads(fixture.path.parent.parent.joinpath("manifest.json").read_text())["fixtures"][fixture.name].get(
-            "tools", []
-        ),
+    entry = cast(
+        dict[str, object],
+        json.loads(fixture.path.parent.parent.joinpath("manifest.json").read_text())["fixtures"][fixture.name],
     )
-    request: ModelRequest = simple_request(tools=tools) if tools else simple_request()
+    tools = cast(list[str], entry.get("tools", []))
+    # the output limit of the request the fixture answers: a length stop short of it is the context window filling
+    example = cast(dict[str, object], entry.get("request_example") or {})
+    limits = [example.get(k) for k in ("max_tokens", "max_output_tokens", "max_completion_tokens")]
+    limit = next((v for v in limits if isinstance(v, int)), None)
+    request: ModelRequest = simple_request(tools=tools, max_output_tokens=limit)
     outcome = collect(provider, request)
     _assert_no_secret(outcome)
     return outcome
@@ -347,3 +361,27 @@ def test_a_failed_stream_carries_the_usage_it_reported_before_failing(replay: Re
     error = outcome.stream_error
     assert error.partial_text  # text had streamed: a retry restarts the answer, and the log records this usage
     assert _usage_got(error.usage) == USAGE_BEFORE_FAILURE[name]
+
+
+def _expected_category(key: tuple[str, str]) -> object:
+    """The category a local fixture must fail with: by file name, or its edge case's `expect.bearagent.error`."""
+    edge = cast(dict[str, dict[str, object]], ALL_FIXTURES[key].expect.get("bearagent") or {})
+    return ERROR_CATEGORY.get(key[1].rsplit("/", 1)[-1]) or (edge.get("error") or {}).get("category")
+
+
+OVERFLOW_FIXTURES = sorted(k for k in LOCAL_WIRE + LOCAL_EDGE if _expected_category(k) == "context_overflow")
+
+
+@pytest.mark.network_local
+@pytest.mark.parametrize("key", OVERFLOW_FIXTURES, ids=[k[1] for k in OVERFLOW_FIXTURES])
+def test_every_context_overflow_says_the_conversation_is_longer_than_the_window(
+    replay: ReplayServer, key: tuple[str, str]
+) -> None:
+    """OpenAI, Anthropic, llama-server, llama-cpp-python, vLLM, Ollama, LM Studio: each server's overflow (refused
+    request, or a window that filled while answering) is `context_overflow`, with the hint about the conversation's
+    length, never the hint of a rejected request; `is_context_overflow` (what the loop asks) agrees."""
+    error = _run(replay, ALL_FIXTURES[key]).stream_error
+    assert error.info.category == "context_overflow" and not error.info.retryable
+    assert "longer than the context window" in error.info.message and "start a new session" in error.info.message
+    assert "Check the model entry's options" not in error.info.message
+    assert is_context_overflow(error.info)

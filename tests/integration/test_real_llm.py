@@ -20,7 +20,9 @@ import pytest
 from tests.contract.test_provider_requests import history_request
 from tests.support.providers import AnyProvider, collect, simple_request
 
+from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest, TextDelta
+from bearagent.domain.overflow import is_context_overflow
 from bearagent.domain.specs import ModelEntry
 from bearagent.providers.anthropic_messages import AnthropicMessagesProvider
 from bearagent.providers.factory import create_provider
@@ -151,3 +153,17 @@ def test_a_plain_question(llama_url: str, protocol: str, stream: bool) -> None:
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_tools_and_tool_call_history(llama_url: str, protocol: str, stream: bool) -> None:
     _check_shape(_provider(llama_url, protocol, stream), history_request(), stream=stream)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streaming", "plain"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_prompt_longer_than_the_window_is_a_context_overflow(llama_url: str, protocol: str, stream: bool) -> None:
+    """llama-server refuses a prompt longer than its context size (`-c 4096`) before it reads it: on every protocol
+    that is `context_overflow` with the hint about the conversation's length, never `invalid_request`."""
+    request = simple_request([Message.user("word " * 6000)]).model_copy(update={"model": "smollm2"})
+    outcome = collect(_provider(llama_url, protocol, stream), request)
+    error = outcome.stream_error
+    assert error.info.category == "context_overflow" and not error.info.retryable, error.info
+    assert "exceeds the available context size" in error.info.message
+    assert error.info.message.startswith("The conversation is longer than the context window")
+    assert is_context_overflow(error.info)

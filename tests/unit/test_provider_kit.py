@@ -220,6 +220,16 @@ def test_the_output_token_limit_fails_the_call_and_keeps_the_text() -> None:
     assert seen.text == "long answer"  # emitted before the failure even when not streaming
 
 
+def test_a_length_stop_short_of_the_limit_sent_is_a_context_overflow() -> None:
+    """The API said "max tokens" after 5 of the 321 tokens allowed: the context window filled, not the limit."""
+    script = Script([{"t": "half"}, {"usage": (4000, 5)}, {"done": "max_output_tokens"}])
+    seen = run(FakeProvider(script, settings()))
+    assert isinstance(seen.error, ProviderStreamError)
+    assert seen.error.info.code == "context_overflow.during_output" and not seen.error.info.retryable
+    assert seen.error.info.details["output_used"] == 5 and seen.error.info.details["output_limit"] == 321
+    assert seen.error.partial_text == "half" and seen.error.usage.output_tokens == 5
+
+
 def test_a_refusal_is_a_final_answer() -> None:
     seen = run(FakeProvider(Script([{"done": None, "refusal": "No."}]), settings()))
     completed = seen.events[-1]

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from bearagent.domain.budgets import TokenUsage
+from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.pricing import cost_microusd
 from bearagent.domain.specs import ModelPrice
 from bearagent.providers._base import parse_arguments
@@ -16,6 +17,8 @@ from bearagent.providers.errors import (
     ProviderFailure,
     SecretRedactor,
     classify_failure,
+    is_context_overflow,
+    length_stop_category,
     parse_retry_after,
 )
 from bearagent.providers.tool_names import SAFE_NAME_RE, ToolNameMap
@@ -125,6 +128,117 @@ def test_every_error_message_says_how_to_fix_it() -> None:
     )
     assert "retrying will not help" in quota.message
     assert quota.details["provider_code"] == "insufficient_quota"
+
+
+# What servers say when a request does not fit in the context window (domain/overflow.py), as (status, error type,
+# error code, message). Every one is `context_overflow`, with the hint about the conversation's length.
+OVERFLOWS = {
+    "openai code": (400, "invalid_request_error", "context_length_exceeded", "This model's maximum context length..."),
+    "openai responses": (400, "invalid_request_error", None, "Your input exceeds the context window of this model."),
+    "anthropic prompt": (400, "invalid_request_error", None, "prompt is too long: 214392 tokens > 200000 maximum"),
+    "anthropic input + max_tokens": (
+        400,
+        "invalid_request_error",
+        None,
+        "input length and `max_tokens` exceed context limit: 196309 + 8192 > 200000, decrease input length",
+    ),
+    "llama-server": (
+        400,
+        "exceed_context_size_error",
+        "400",
+        "request (433 tokens) exceeds the available context size (256 tokens), try increasing it",
+    ),
+    "llama-server in a 200 stream": (
+        None,
+        "exceed_context_size_error",
+        None,
+        "request (433 tokens) exceeds the available context size",
+    ),
+    "vllm": (
+        400,
+        "BadRequestError",
+        "400",
+        "This model's maximum context length is 4096 tokens. However, you requested 1024 output tokens and your "
+        "prompt contains at least 3073 input tokens, for a total of at least 4097 tokens.",
+    ),
+    "ollama": (400, "invalid_request_error", None, "the input length exceeds the context length"),
+    "ollama as a 500": (500, "api_error", None, "the input length exceeds the context length"),
+    "lm studio": (
+        400,
+        None,
+        None,
+        "Trying to keep the first 14538 tokens when context the overflows. However, the model is loaded with "
+        "context length of only 2048 tokens",
+    ),
+    "lm studio n_keep": (
+        400,
+        None,
+        None,
+        "The number of tokens to keep from the initial prompt is greater than the context length (n_keep: 13055>= "
+        "n_ctx: 4096).",
+    ),
+    "gemini": (
+        400,
+        "INVALID_ARGUMENT",
+        None,
+        "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+    ),
+    "tgi": (
+        422,
+        "validation",
+        None,
+        "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens",
+    ),
+    "bedrock-like": (400, None, None, "Input is too long for requested model."),
+}
+
+
+@pytest.mark.parametrize("said", sorted(OVERFLOWS))
+def test_a_context_overflow_is_classified_in_the_words_of_every_server(said: str) -> None:
+    status, error_type, error_code, message = OVERFLOWS[said]
+    failure = ProviderFailure(
+        kind="status" if status is not None else "stream",
+        message=message,
+        status=status,
+        error_type=error_type,
+        error_code=error_code,
+    )
+    info = classify_failure(failure, CTX, SecretRedactor())
+    assert (info.category, info.code, info.retryable) == ("context_overflow", "context_overflow.exceeded", False)
+    assert info.message.startswith("The conversation is longer than the context window of OpenAI")
+    assert "start a new session" in info.message and "Check the model entry's options" not in info.message
+    assert is_context_overflow(info)
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "message"),
+    [
+        (400, "invalid_request_error", "Invalid 'messages[1].content': string too long. Expected a maximum length"),
+        (400, "invalid_request_error", "'temperature' must be at most 2"),
+        (500, "api_error", "model runner has unexpectedly stopped; context length unknown"),  # loose words, a 500
+        (404, "not_found_error", "model 'qwen2.5:0.5b' not found"),
+    ],
+)
+def test_an_error_that_is_not_about_the_window_is_not_called_an_overflow(
+    status: int, error_type: str, message: str
+) -> None:
+    info = classify_failure(
+        ProviderFailure(kind="status", message=message, status=status, error_type=error_type), CTX, SecretRedactor()
+    )
+    assert info.category != "context_overflow" and not is_context_overflow(info)
+
+
+def test_is_context_overflow_also_reads_a_plugins_invalid_request_in_an_overflows_words() -> None:
+    assert not is_context_overflow(ErrorInfo.of("invalid_request", "rejected", "unknown field 'x'"))
+    assert is_context_overflow(ErrorInfo.of("invalid_request", "rejected", "This model's maximum context length is 8k"))
+    assert not is_context_overflow(ErrorInfo.of("server", "error", "maximum context length"))  # only what was refused
+
+
+def test_a_length_stop_short_of_the_limit_sent_is_the_window_filling_up() -> None:
+    assert length_stop_category(200, TokenUsage(input_tokens=249, output_tokens=7)) == "context_overflow"
+    assert length_stop_category(16, TokenUsage(input_tokens=14, output_tokens=16)) == "max_output_tokens"
+    assert length_stop_category(None, TokenUsage(output_tokens=7)) == "max_output_tokens"  # no limit was sent
+    assert length_stop_category(200, TokenUsage()) == "max_output_tokens"  # the server reported no usage
 
 
 def test_retry_after_forms() -> None:

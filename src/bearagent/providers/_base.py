@@ -38,6 +38,7 @@ from bearagent.providers.errors import (
     ProviderStreamError,
     SecretRedactor,
     classify_failure,
+    length_stop_category,
     stopped_info,
     truncated_stream_info,
 )
@@ -234,9 +235,16 @@ class Accumulator(ABC):
         return self.stream_error(truncated_stream_info(self.provider.context, terminal, request_id))
 
     def stopped(self, category: ErrorCategory, request_id: str | None) -> ProviderStreamError:
-        """The provider cut the answer short: content filter, the output-token limit (the one sent) or the context."""
-        limit = self.provider.max_output_tokens(self.request) if category == "max_output_tokens" else None
-        return self.stream_error(stopped_info(category, self.provider.context, request_id, max_output_tokens=limit))
+        """The provider cut the answer short: content filter, the output-token limit (the one sent) or the context.
+        A length stop short of the limit sent is the context window filling up (`length_stop_category`)."""
+        if category != "max_output_tokens":
+            return self.stream_error(stopped_info(category, self.provider.context, request_id))
+        limit = self.provider.max_output_tokens(self.request)
+        category = length_stop_category(limit, self.usage)
+        info = stopped_info(
+            category, self.provider.context, request_id, max_output_tokens=limit, output_tokens=self.usage.output_tokens
+        )
+        return self.stream_error(info)
 
     def fail(self, info_failure: ProviderFailure) -> ProviderStreamError:
         info = classify_failure(info_failure, self.provider.context, self.provider.redactor)

@@ -5,6 +5,7 @@ the facts into a stable `ErrorInfo` is `providers/errors.py`."""
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
@@ -27,6 +28,23 @@ def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
+def _error_object(body: object) -> object:
+    """The error object of an error body: `body["error"]` when it is an object, else the body itself (vLLM's older
+    servers put `message`/`type`/`code` at the top). A string error (`{"error": "..."}`, as LM Studio and Ollama
+    answer; the SDKs hand over that string as the body) is returned as it is. When the error (or its `message`) is
+    the JSON text of another error object (Ollama passing llama-server's error on), that object is returned."""
+    inner = _mapping_get(body, "error")
+    err: object = cast(object, inner) if isinstance(inner, (Mapping, str)) else body
+    text = err if isinstance(err, str) else _mapping_get(err, "message")
+    if isinstance(text, str) and text.lstrip().startswith("{"):  # also Ollama's /v1: the JSON text as `message`
+        with contextlib.suppress(ValueError, RecursionError):
+            parsed: object = json.loads(text)
+            nested = _mapping_get(parsed, "error")
+            if _mapping_get(nested, "message"):
+                return nested
+    return err
+
+
 def failure_from_sdk(
     exc: BaseException,
     *,
@@ -45,10 +63,8 @@ def failure_from_sdk(
         return ProviderFailure(kind="network", message=detail)
     if not isinstance(exc, api_error):
         return None
-    body: object = getattr(exc, "body", None)
-    inner = _mapping_get(body, "error")
-    err: object = cast(object, inner) if isinstance(inner, Mapping) else body
-    message = _str_or_none(_mapping_get(err, "message"))
+    err = _error_object(getattr(exc, "body", None))
+    message = err if isinstance(err, str) and err else _str_or_none(_mapping_get(err, "message"))
     if not message:
         message = _str_or_none(getattr(exc, "message", None)) or str(exc)
     error_type = _str_or_none(_mapping_get(err, "type"))
@@ -129,8 +145,10 @@ def _status_failure(response: httpx.Response) -> ProviderFailure:
         with contextlib.suppress(Exception):
             message = response.text[:2000] or message
     else:
-        inner = cast(Mapping[str, object], body).get("error") if isinstance(body, Mapping) else None
-        if isinstance(inner, Mapping):
+        inner = _error_object(body)
+        if isinstance(inner, str) and inner:
+            message = inner[:2000]
+        elif isinstance(inner, Mapping):
             err = cast(Mapping[str, object], inner)
             message = str(err.get("message") or message)[:2000]
             error_type = str(err["type"]) if err.get("type") else None

@@ -18,6 +18,8 @@ from typing import Literal, TypeAlias
 
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.errors import BearAgentError, DetailValue, ErrorCategory, ErrorInfo
+from bearagent.domain.overflow import CONTEXT_OVERFLOW_FIX, LOOSE_OVERFLOW_TEXT, OVERFLOW_CODES, says_context_overflow
+from bearagent.domain.overflow import is_context_overflow as is_context_overflow  # the loop's test, from the domain
 
 REDACTED = "[REDACTED]"
 _MIN_SECRET_CHARS = 4
@@ -107,11 +109,14 @@ class ProviderFailure:
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
 
 
-_CONTEXT_OVERFLOW_RE = re.compile(
-    r"(prompt is too long|context length|context_length|context window|maximum context|too many tokens"
-    r"|exceeds the context|input is too long|reduce the length)",
-    re.IGNORECASE,
-)
+def _is_overflow(failure: ProviderFailure, etype: str, ecode: str, server_msg: str) -> bool:
+    """A request that does not fit in the context window, in any of the words servers use (`domain/overflow.py`):
+    an overflow code or type, a wording only an overflow uses (whatever the status: Ollama has answered 500, an older
+    llama-server sends it inside a 200 stream), or a looser wording on a request the server called invalid."""
+    if ecode in OVERFLOW_CODES or etype in OVERFLOW_CODES or says_context_overflow(server_msg):
+        return True
+    invalid = failure.status in (400, 413, 422) or etype == "invalid_request_error"
+    return invalid and LOOSE_OVERFLOW_TEXT.search(server_msg) is not None
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -218,16 +223,11 @@ def classify_failure(failure: ProviderFailure, ctx: CallContext, redactor: Secre
             "the spending limit in the provider's billing settings; retrying will not help.",
             retryable=False,
         )
-    if (
-        ecode == "context_length_exceeded"
-        or etype == "context_length_exceeded"
-        or ((status in (400, 413) or etype == "invalid_request_error") and _CONTEXT_OVERFLOW_RE.search(server_msg))
-    ):
+    if _is_overflow(failure, etype, ecode, server_msg):
         return info(
             "context_overflow",
             "exceeded",
-            f"The conversation is too long for {where} ({said}). Shorten the input, compact the history, or pick "
-            "a model with a larger context window.",
+            f"The conversation is longer than the context window of {where} ({said}). {CONTEXT_OVERFLOW_FIX}",
             retryable=False,
         )
     if status == 401 or etype == "authentication_error" or ecode == "invalid_api_key":
@@ -374,11 +374,30 @@ def truncated_stream_info(ctx: CallContext, terminal: str, request_id: str | Non
     )
 
 
+def length_stop_category(max_output_tokens: int | None, usage: TokenUsage) -> ErrorCategory:
+    """What an answer that stopped for length (`length`, `max_tokens`, `incomplete: max_output_tokens`) ran out of:
+    the output-token limit, or the context window when a limit was sent and the answer stopped short of it (a
+    server whose window fills while it answers, such as llama-server or Ollama, reports the same stop; continuing
+    such an answer cannot help)."""
+    if max_output_tokens is not None and 0 < usage.output_tokens < max_output_tokens:
+        return "context_overflow"
+    return "max_output_tokens"
+
+
 def stopped_info(
-    category: ErrorCategory, ctx: CallContext, request_id: str | None, *, max_output_tokens: int | None = None
+    category: ErrorCategory,
+    ctx: CallContext,
+    request_id: str | None,
+    *,
+    max_output_tokens: int | None = None,
+    output_tokens: int | None = None,
 ) -> ErrorInfo:
-    """A turn the provider cut short: content filter, the context window or the output-token limit (not retryable)."""
+    """A turn the provider cut short: content filter, the context window or the output-token limit (not retryable).
+    `output_tokens` (with the limit sent) says how far a length stop got."""
     details = _call_details(ctx, request_id)
+    if output_tokens and max_output_tokens:  # ("token" in a details key reads as a secret: these names do not)
+        details["output_used"] = output_tokens
+        details["output_limit"] = max_output_tokens
     if category == "content_filter":
         return make_info(
             "content_filter",
@@ -388,11 +407,17 @@ def stopped_info(
             details,
         )
     if category == "context_overflow":
+        short = (
+            f" (it stopped for length after {output_tokens} output tokens, short of max_output_tokens={max_output_tokens})"
+            if output_tokens and max_output_tokens
+            else ""
+        )
         return make_info(
             "context_overflow",
             "during_output",
-            f"Model entry {ctx.entry_ref} ran out of context window while answering; the partial text is kept in the "
-            "run log. Shorten the conversation or pick a model with a larger context window.",
+            f"The conversation and its answer are longer than the context window of model entry {ctx.entry_ref}: "
+            f"it filled while the model answered{short}; the partial text is kept in the run log. "
+            f"{CONTEXT_OVERFLOW_FIX}",
             details,
         )
     limit = f" (max_output_tokens={max_output_tokens})" if max_output_tokens else ""

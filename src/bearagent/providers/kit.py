@@ -54,6 +54,7 @@ from bearagent.providers._failures import default_failure
 from bearagent.providers.errors import (
     ProviderFailure,
     ProviderStreamError,
+    length_stop_category,
     stopped_info,
     truncated_stream_info,
 )
@@ -62,7 +63,6 @@ if TYPE_CHECKING:
     pass
 
 ClientT = TypeVar("ClientT")
-_CUT_SHORT: frozenset[str] = frozenset({"max_output_tokens", "content_filter"})
 
 
 @dataclass(slots=True)
@@ -242,10 +242,18 @@ class ModelCall:
             self._streamed(slot) for _, slot in sorted(self._partial.items(), key=lambda item: item[0])
         ]
         stop = self._stop
-        if stop in _CUT_SHORT:
-            limit = self.max_output_tokens if stop == "max_output_tokens" else None
-            category = "max_output_tokens" if stop == "max_output_tokens" else "content_filter"
-            raise self._failed(stopped_info(category, context, self.request_id, max_output_tokens=limit))
+        if stop == "content_filter":
+            raise self._failed(stopped_info("content_filter", context, self.request_id))
+        if stop == "max_output_tokens":
+            limit = self.max_output_tokens
+            info = stopped_info(
+                length_stop_category(limit, self.usage),
+                context,
+                self.request_id,
+                max_output_tokens=limit,
+                output_tokens=self.usage.output_tokens,
+            )
+            raise self._failed(info)
         if stop is None:
             stop = "refusal" if self._refusal and not calls else ("tool_use" if calls else "end_turn")
         completed = ModelCompleted(
