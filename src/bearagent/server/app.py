@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bearagent.domain.errors import BearAgentError
-from bearagent.server import approvals, routes, streams
+from bearagent.server import approvals, routes, streams, ui
 from bearagent.server.access import Access
 from bearagent.server.auth import Authenticator
 from bearagent.server.feed import Feeds
@@ -98,4 +98,5 @@ def create_app(
     routes.register(app, access, max_active_runs_per_caller=max_active_runs_per_caller)
     streams.register(app, access, feeds, StreamSlots(max_sse_per_caller), idle_s=sse_idle_timeout_s)
     approvals.register(app, access)
+    ui.mount(app, access)  # the run inspector page at /ui (ui.py)
     return app

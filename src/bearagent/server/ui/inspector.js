@@ -1,0 +1,509 @@
+// BearAgent run inspector (served at /ui). Plain JS, no build step, nothing from another origin.
+// Everything a run produced is untrusted: it is only ever inserted as text (textContent / text nodes), never as
+// markup, and the page's Content-Security-Policy (default-src 'self') forbids inline script besides.
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "bearagent.token";
+  const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
+  const TERMINAL_EVENTS = new Set(["run.succeeded", "run.failed"]);
+  const MAX_DEPTH = 4; // subagent nesting shown
+  const POLL_MS = 1500; // approvals are not in the stream protocol: a non-terminal run is also polled
+
+  const $ = (id) => {
+    const node = document.getElementById(id);
+    if (node === null) throw new Error(`missing #${id}`);
+    return node;
+  };
+
+  // el("li", {className: "x", dataset: {seq: "3"}}, "text", child): children are nodes or text, never markup.
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    if (props) {
+      for (const [key, value] of Object.entries(props)) {
+        if (value === undefined || value === null) continue;
+        if (key === "className") node.className = String(value);
+        else if (key === "dataset") for (const [k, v] of Object.entries(value)) node.dataset[k] = String(v);
+        else if (["type", "title", "value", "min", "max", "low", "high"].includes(key)) node.setAttribute(key, String(value));
+        else throw new Error(`el: property ${key} not allowed`);
+      }
+    }
+    for (const child of children) {
+      if (child === undefined || child === null || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  const json = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
+  const short = (id) => String(id).slice(0, 8);
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  // ---- the API ----
+
+  class ApiError extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  function token() {
+    return sessionStorage.getItem(TOKEN_KEY);
+  }
+
+  function headers(extra) {
+    return Object.assign({ Authorization: `Bearer ${token() || ""}` }, extra || {});
+  }
+
+  async function api(path, init) {
+    const response = await fetch(path, Object.assign({ cache: "no-store" }, init || {}, {
+      headers: headers(init && init.headers),
+    }));
+    let body = null;
+    try {
+      body = await response.json();
+    } catch {
+      body = null;
+    }
+    if (!response.ok) {
+      const error = body && typeof body === "object" && body.error && typeof body.error === "object" ? body.error : {};
+      const code = typeof error.code === "string" ? error.code : `http.${response.status}`;
+      const message = typeof error.message === "string" ? error.message : response.statusText;
+      if (response.status === 401) showLogin(`The server refused the token: ${message}`);
+      throw new ApiError(response.status, code, message);
+    }
+    return body;
+  }
+
+  // ---- SSE over fetch (EventSource cannot send Authorization) ----
+
+  class SseParser {
+    constructor(onFrame) {
+      this.onFrame = onFrame;
+      this.buffer = "";
+      this.reset();
+    }
+    reset() {
+      this.data = [];
+      this.event = "";
+      this.id = null;
+    }
+    push(chunk) {
+      this.buffer += chunk;
+      for (;;) {
+        const match = /\r\n|\r|\n/.exec(this.buffer);
+        if (match === null) return;
+        // a lone "\r" at the end may be the first half of "\r\n": wait for the next chunk
+        if (match[0] === "\r" && match.index === this.buffer.length - 1) return;
+        const line = this.buffer.slice(0, match.index);
+        this.buffer = this.buffer.slice(match.index + match[0].length);
+        this.line(line);
+      }
+    }
+    line(line) {
+      if (line === "") {
+        if (this.data.length > 0) this.onFrame({ id: this.id, event: this.event || "message", data: this.data.join("\n") });
+        this.reset();
+        return;
+      }
+      if (line.startsWith(":")) return; // a comment (keep-alive)
+      const colon = line.indexOf(":");
+      const field = colon === -1 ? line : line.slice(0, colon);
+      let value = colon === -1 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "data") this.data.push(value);
+      else if (field === "event") this.event = value;
+      else if (field === "id" && !value.includes("\0")) this.id = value;
+    }
+  }
+
+  // Follows one run's events until its terminal event, reconnecting with Last-Event-ID when the connection drops.
+  async function follow(runId, signal, onEvent) {
+    let lastId = null;
+    let delay = 250;
+    while (!signal.aborted) {
+      let terminal = false;
+      try {
+        const extra = { Accept: "text/event-stream" };
+        if (lastId !== null) extra["Last-Event-ID"] = lastId;
+        const response = await fetch(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+          headers: headers(extra),
+          cache: "no-store",
+          signal,
+        });
+        if (response.status === 401) {
+          showLogin("The server refused the token.");
+          return;
+        }
+        if (response.status === 404 || response.status === 403) return;
+        if (!response.ok || response.body === null) throw new Error(`HTTP ${response.status}`);
+        setConnection(lastId === null ? "live" : `live (resumed after ${lastId})`);
+        delay = 250;
+        const parser = new SseParser((frame) => {
+          let data;
+          try {
+            data = JSON.parse(frame.data);
+          } catch {
+            return; // not a frame of the protocol: ignored
+          }
+          if (data === null || typeof data !== "object" || data.type !== frame.event) return;
+          if (frame.id !== null) lastId = frame.id;
+          if (TERMINAL_EVENTS.has(data.type) && data.run_id === runId) terminal = true;
+          onEvent(data, frame.id);
+        });
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          parser.push(value);
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+        setConnection(`disconnected (${error instanceof Error ? error.message : error}); reconnecting`);
+      }
+      if (terminal) {
+        setConnection("run ended");
+        return;
+      }
+      try {
+        const run = await api(`/v1/runs/${encodeURIComponent(runId)}`);
+        if (TERMINAL.has(run.status)) {
+          setConnection("run ended");
+          return;
+        }
+      } catch {
+        // reconnect below
+      }
+      setConnection(`reconnecting${lastId === null ? "" : ` after ${lastId}`}`);
+      await sleep(delay);
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+
+  // ---- state ----
+
+  const state = { workspace: null, runId: null, abort: null, poll: null, generation: 0, pending: null, events: 0, approvalsKey: null };
+
+  function setConnection(text) {
+    $("connection").textContent = text;
+  }
+
+  function showLogin(message) {
+    $("login").hidden = false;
+    $("app").hidden = true;
+    $("forget").hidden = true;
+    $("login-error").textContent = message || "";
+    closeRun();
+  }
+
+  function showError(where, error) {
+    $(where).textContent = error instanceof Error ? error.message : String(error);
+  }
+
+  function setHash() {
+    const params = new URLSearchParams();
+    if (state.workspace) params.set("ws", state.workspace);
+    if (state.runId) params.set("run", state.runId);
+    history.replaceState(null, "", `#${params.toString()}`);
+  }
+
+  // ---- workspaces and runs ----
+
+  async function loadWorkspaces() {
+    const { workspaces } = await api("/v1/workspaces");
+    const select = $("workspace");
+    const wanted = new URLSearchParams(location.hash.slice(1));
+    select.replaceChildren(...workspaces.map((w) => el("option", { value: w.id }, w.name ? `${w.name} (${w.id})` : w.id)));
+    $("login").hidden = true;
+    $("app").hidden = false;
+    $("forget").hidden = false;
+    const ws = workspaces.find((w) => w.id === wanted.get("ws")) || workspaces[0];
+    if (!ws) {
+      showError("app-error", "This token sees no workspace.");
+      return;
+    }
+    select.value = ws.id;
+    state.workspace = ws.id;
+    await loadRuns();
+    const run = wanted.get("run");
+    if (run) await openRun(run);
+  }
+
+  async function loadRuns() {
+    if (!state.workspace) return;
+    const { runs } = await api(`/v1/workspaces/${encodeURIComponent(state.workspace)}/runs`);
+    const list = $("runs");
+    list.replaceChildren(
+      ...runs.map((run) => {
+        const button = el(
+          "button",
+          { type: "button", className: "run-link", dataset: { runId: run.run_id } },
+          el("span", { className: `status status-${run.status}` }, run.status),
+          " ",
+          el("span", { className: "agent" }, run.effective_agent_name || run.agent_name || run.trigger_type),
+          " ",
+          el("code", null, short(run.run_id)),
+          el("br"),
+          el("small", null, new Date(run.created_at).toLocaleString()),
+        );
+        button.addEventListener("click", () => void openRun(run.run_id));
+        return el("li", { className: run.run_id === state.runId ? "selected" : "" }, button);
+      }),
+    );
+    if (runs.length === 0) list.append(el("li", { className: "empty" }, "No runs in this workspace yet."));
+  }
+
+  // ---- one run ----
+
+  function closeRun() {
+    if (state.abort) state.abort.abort();
+    if (state.poll) clearInterval(state.poll);
+    state.abort = null;
+    state.poll = null;
+    state.runId = null;
+    state.approvalsKey = null;
+    state.generation += 1;
+  }
+
+  async function openRun(runId) {
+    closeRun();
+    state.runId = runId;
+    state.events = 0;
+    setHash();
+    $("run").hidden = false;
+    $("timeline").replaceChildren();
+    $("events").replaceChildren();
+    $("event-count").textContent = "0";
+    $("live").textContent = "";
+    $("run-error").textContent = "";
+    for (const li of $("runs").children) {
+      const button = li.querySelector("button");
+      li.className = button && button.dataset.runId === runId ? "selected" : "";
+    }
+    const controller = new AbortController();
+    state.abort = controller;
+    await refresh();
+    state.poll = setInterval(() => void refresh(), POLL_MS);
+    void follow(runId, controller.signal, (event, id) => onStreamEvent(runId, event, id));
+  }
+
+  function onStreamEvent(runId, event, id) {
+    if (runId !== state.runId) return;
+    if (event.type === "token") {
+      $("live").textContent += event.text;
+      return;
+    }
+    state.events += 1;
+    $("event-count").textContent = String(state.events);
+    const detail = event.name || event.kind || event.agent || (event.error && event.error.code) || "";
+    $("events").append(el("li", null, el("code", null, id || "-"), " ", event.type, detail ? ` ${detail}` : ""));
+    if (event.type === "final" || event.type === "step") $("live").textContent = "";
+    scheduleRefresh();
+  }
+
+  function scheduleRefresh() {
+    if (state.pending !== null) return;
+    state.pending = setTimeout(() => {
+      state.pending = null;
+      void refresh();
+    }, 100);
+  }
+
+  async function refresh() {
+    const runId = state.runId;
+    const generation = state.generation;
+    if (!runId) return;
+    try {
+      const path = `/v1/runs/${encodeURIComponent(runId)}`;
+      const [run, approvals] = await Promise.all([api(path), api(`${path}/approvals`)]);
+      const timeline = await stepList(runId, 0);
+      if (generation !== state.generation) return; // another run was opened meanwhile
+      renderRun(run);
+      renderApprovals(runId, approvals.approvals);
+      const shown = $("timeline");
+      if (shown.textContent !== timeline.textContent || shown.childElementCount !== timeline.childElementCount) {
+        timeline.id = "timeline";
+        shown.replaceWith(timeline); // only when it changed: a poll must not re-create what the user is reading
+      }
+      if (TERMINAL.has(run.status) && state.poll) {
+        clearInterval(state.poll);
+        state.poll = null;
+        $("live").textContent = "";
+        void loadRuns();
+      }
+    } catch (error) {
+      if (generation === state.generation) showError("run-error", error);
+    }
+  }
+
+  function renderRun(run) {
+    $("run-title").replaceChildren(
+      "Run ",
+      el("code", null, run.run_id),
+      " ",
+      el("span", { className: `status status-${run.status}` }, run.status),
+    );
+    const meta = [
+      ["agent", run.effective_agent_name || run.agent_name],
+      ["trigger", run.trigger_ref ? `${run.trigger_type} (${run.trigger_ref})` : run.trigger_type],
+      ["session", run.session_id],
+      ["initiator", run.initiator_ref],
+      ["model", run.metadata && run.metadata.model_ref],
+      ["created", run.created_at],
+      ["ended", run.ended_at],
+      ["stop reason", run.stop_reason],
+    ];
+    $("run-meta").replaceChildren(
+      ...meta.filter(([, v]) => v !== null && v !== undefined).flatMap(([k, v]) => [el("dt", null, k), el("dd", null, v)]),
+    );
+    $("run-error").textContent = run.error ? `${run.error.code}: ${run.error.message}` : "";
+    const rows = Object.entries(run.budgets || {}).map(([name, { limit, used }]) => {
+      const bar = limit ? el("meter", { min: 0, max: limit, value: Math.min(used, limit), high: limit * 0.8 }) : "no limit";
+      return el("tr", { dataset: { budget: name } }, el("td", null, name), el("td", null, used), el("td", null, limit ?? "—"), el("td", null, bar));
+    });
+    $("budgets").querySelector("tbody").replaceChildren(...rows);
+    $("final").textContent = run.final_text || "";
+  }
+
+  function renderApprovals(runId, approvals) {
+    const key = JSON.stringify([runId, approvals]);
+    if (key === state.approvalsKey) return; // unchanged: keep the buttons the user may be about to click
+    state.approvalsKey = key;
+    $("approvals-section").hidden = approvals.length === 0;
+    $("approvals").replaceChildren(
+      ...approvals.map((a) => {
+        const item = el(
+          "li",
+          { className: `approval approval-${a.status}`, dataset: { approvalId: a.approval_id } },
+          el("strong", null, a.tool),
+          " ",
+          el("span", { className: "status" }, a.status === "pending" ? "waiting for an answer" : `${a.decision} by ${a.answered_by}`),
+          el("pre", { className: "arguments" }, json(a.arguments)),
+          a.reason ? el("p", { className: "reason" }, a.reason) : null,
+          a.suggested_rule ? el("p", null, "rule: ", el("code", null, a.suggested_rule)) : null,
+        );
+        if (a.status === "pending") {
+          const choices = Array.isArray(a.choices) ? a.choices : ["allow_once", "deny"];
+          const labels = { allow_once: "Allow", allow_always: "Always allow", deny: "Deny" };
+          const buttons = el("div", { className: "buttons" });
+          for (const choice of ["allow_once", "allow_always", "deny"].filter((c) => choices.includes(c))) {
+            const button = el("button", { type: "button", className: `answer answer-${choice}`, dataset: { decision: choice } }, labels[choice]);
+            button.addEventListener("click", () => void answer(runId, a.approval_id, choice, buttons));
+            buttons.append(button);
+          }
+          item.append(buttons);
+        }
+        return item;
+      }),
+    );
+  }
+
+  async function answer(runId, approvalId, decision, buttons) {
+    for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+    try {
+      await api(`/v1/runs/${encodeURIComponent(runId)}/approvals/${encodeURIComponent(approvalId)}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ decision }),
+      });
+    } catch (error) {
+      showError("run-error", error);
+    }
+    await refresh();
+  }
+
+  // ---- the timeline: the run's steps, child runs nested under the step that started them ----
+
+  async function stepList(runId, depth) {
+    const { steps } = await api(`/v1/runs/${encodeURIComponent(runId)}/steps`);
+    const list = el("ol", { className: depth === 0 ? "timeline" : "timeline nested" });
+    for (const step of steps) list.append(await stepItem(step, depth));
+    if (steps.length === 0) list.append(el("li", { className: "empty" }, "No steps yet."));
+    return list;
+  }
+
+  async function stepItem(step, depth) {
+    const input = step.input || {};
+    const output = step.output || {};
+    const labels = { model_call: "model call", tool_call: "tool call", agent_delegate: "subagent", agent_switch: "agent switch" };
+    const item = el(
+      "li",
+      { className: `step step-${step.step_type} status-${step.status}`, dataset: { seq: step.seq, stepType: step.step_type } },
+      el(
+        "div",
+        { className: "step-head" },
+        el("span", { className: "kind" }, labels[step.step_type] || step.step_type),
+        " ",
+        el("strong", { className: "name" }, step.name || ""),
+        " ",
+        el("span", { className: `status status-${step.status}` }, step.status),
+        step.agent_name ? el("span", { className: "by" }, ` · ${step.agent_name}`) : null,
+      ),
+    );
+    if (step.step_type === "model_call") {
+      if (output.text) item.append(el("pre", { className: "text" }, output.text));
+      for (const call of output.tool_calls || []) {
+        item.append(el("div", { className: "call" }, "calls ", el("code", null, call.name || call.tool_name || "?"), el("pre", { className: "arguments" }, json(call.arguments ?? call.input ?? {}))));
+      }
+      const usage = output.usage;
+      if (usage) item.append(el("small", { className: "usage" }, `tokens in ${usage.input_tokens ?? "?"} · out ${usage.output_tokens ?? "?"}${output.stop_reason ? ` · ${output.stop_reason}` : ""}`));
+      if (output.error) item.append(el("p", { className: "error" }, json(output.error)));
+      if (Array.isArray(input.failed_attempts) && input.failed_attempts.length) item.append(el("small", null, `${input.failed_attempts.length} failed attempt(s) retried`));
+    } else if (step.step_type === "tool_call") {
+      item.append(el("div", { className: "label" }, "arguments"), el("pre", { className: "arguments" }, json(input.arguments ?? {})));
+      for (const decision of output.hook_decisions || []) item.append(el("p", { className: "hook" }, "hook decision: ", el("code", null, json(decision))));
+      if (output.approval) item.append(el("p", { className: "approval-note" }, "approval: ", el("code", null, output.approval)));
+      if (step.output) {
+        item.append(el("div", { className: "label" }, output.is_error ? "error result" : "result"), el("pre", { className: output.is_error ? "result error" : "result" }, json(output.content ?? "")));
+        if (output.error) item.append(el("p", { className: "error" }, json(output.error)));
+      }
+    } else if (step.step_type === "agent_delegate") {
+      const child = input.child_run_id || output.child_run_id;
+      if (child) {
+        item.append(el("div", { className: "label" }, "child run ", el("code", null, child)));
+        if (depth < MAX_DEPTH) {
+          try {
+            item.append(await stepList(child, depth + 1));
+          } catch (error) {
+            item.append(el("p", { className: "error" }, `child run: ${error instanceof Error ? error.message : error}`));
+          }
+        }
+      }
+    } else if (step.step_type === "agent_switch") {
+      item.append(el("p", null, `${input.from_agent ?? step.agent_name ?? "?"} → ${output.to_agent ?? step.name ?? "?"}`, input.reason ? ` (${input.reason})` : ""));
+    }
+    return item;
+  }
+
+  // ---- start ----
+
+  function init() {
+    $("token-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const value = $("token").value.trim();
+      if (!value) return;
+      sessionStorage.setItem(TOKEN_KEY, value);
+      $("token").value = "";
+      $("login-error").textContent = "";
+      loadWorkspaces().catch((error) => showError("login-error", error));
+    });
+    $("forget").addEventListener("click", () => {
+      sessionStorage.removeItem(TOKEN_KEY);
+      showLogin("");
+    });
+    $("workspace").addEventListener("change", () => {
+      closeRun();
+      $("run").hidden = true;
+      state.workspace = $("workspace").value;
+      setHash();
+      loadRuns().catch((error) => showError("app-error", error));
+    });
+    $("refresh-runs").addEventListener("click", () => void loadRuns().catch((error) => showError("app-error", error)));
+    if (token()) loadWorkspaces().catch((error) => showError("login-error", error));
+    else showLogin("");
+  }
+
+  init();
+})();
