@@ -8,6 +8,7 @@ model call is never made again; the scripted model continues at the turn after t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -147,15 +148,27 @@ async def resume_run(runtime: WorkspaceRuntime, run_id: RunId, observer: RunObse
         agent = runtime.require_agent(cursor.agent_name)
         hooks = runtime.session_hooks(session_key, str(runtime.mode_in_force(agent).mode))
         in_flight = cursor.in_flight
+        if in_flight is not None and in_flight.decision is not None and in_flight.approval_id is not None:
+            sealed = runtime.seals.verify(
+                in_flight.seal, "approval", str(run.run_id), in_flight.approval_id, in_flight.decision
+            )
+            if not sealed:  # not answered by this user (a forged or copied log): ask again instead of obeying it
+                in_flight = replace(in_flight, decision=None)
+                cursor = replace(cursor, in_flight=in_flight)
+                (observer or NullObserver()).notice(
+                    run.run_id,
+                    f"the answer to approval {in_flight.approval_id} in the log is not sealed by you; asking again",
+                )
         preanswered: dict[ToolCallId, ApprovalChoice] = {}
         if in_flight is not None and in_flight.decision is not None:
             preanswered[in_flight.tool_call_id] = in_flight.decision  # pyright: ignore[reportArgumentType]
         ask = runtime.broker(run.session_id, wait=True, preanswered=preanswered)
-        remembered: tuple[str, ...] = session.allowed_rules if session is not None else ()
+        remembered = await runtime.session_rules(run.session_id) if run.session_id is not None else ()
         if in_flight is not None and in_flight.decision == "allow_always" and in_flight.rule:
             remembered = (*remembered, in_flight.rule)
             if run.session_id is not None:  # remembered now: the resuming process's mode may not ask again
-                await runtime.store.allow_in_session(run.session_id, in_flight.rule)
+                sealed_rule = runtime.seals.sealed_rule(str(run.session_id), in_flight.rule)
+                await runtime.store.allow_in_session(run.session_id, sealed_rule)
 
         async def planner(name: str) -> AgentPlan:
             return await runtime.plan(name, session_key=session_key, hooks=hooks, extra_allow=remembered, ask=ask)
@@ -232,9 +245,12 @@ async def answer_approval(
     recorder = RunRecorder(
         writer=runtime.writer, clock=runtime.clock, ids=runtime.ids, run_id=run_id, last_sequence=run.last_sequence
     )
+    seal = runtime.seal_answer(str(run_id), approval_id, decision)
     try:
         return await recorder.append(
-            ApprovalResolvedV1(approval_id=approval_id, decision=decision, answered_by=answered_by, message=message)
+            ApprovalResolvedV1(
+                approval_id=approval_id, decision=decision, answered_by=answered_by, message=message, seal=seal
+            )
         )
     except BearAgentError as exc:
         if exc.info.category == "conflict":

@@ -33,6 +33,7 @@ from bearagent.resources import Resources, open_store, state_dir
 from bearagent.run_types import RunOptions, RunResult
 from bearagent.session_hooks import SessionHookWiring
 from bearagent.sessions import SessionService
+from bearagent.trust.seals import Sealer
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpServerStatus
@@ -86,6 +87,8 @@ class WorkspaceRuntime:
         self.children = ChildRuns(self)
         self.plans = AgentPlans(self)
         self.hook_wiring = SessionHookWiring(self)
+        self.seals = Sealer(loaded.user_dir)
+        """Seals the answers kept in the (workspace's, untrusted) log: approvals and "allow always" rules."""
 
     # ---- collaborators -------------------------------------------------------------------------------------------
 
@@ -211,10 +214,7 @@ class WorkspaceRuntime:
             if session is not None:
                 history = self.session_history(session.session_id)
                 await self.hook_wiring.start(session_key, hooks, created=created)
-            remembered = session.allowed_rules if session is not None else ()
-            fresh = await self.store.fetch_session(session.session_id) if session is not None else None
-            if fresh is not None:
-                remembered = fresh.allowed_rules
+            remembered = await self.session_rules(session.session_id) if session is not None else ()
             ask = self.broker(session.session_id if session is not None else None, wait=options.wait_approvals)
             plan = await self.plan(
                 agent.name,
@@ -314,7 +314,7 @@ class WorkspaceRuntime:
 
         async def remember(rule: str) -> None:
             if session_id is not None:
-                await self.store.allow_in_session(session_id, rule)
+                await self.store.allow_in_session(session_id, self.seals.sealed_rule(str(session_id), rule))
 
         return ApprovalBroker(
             owner=self.resources.lease.owner,
@@ -324,7 +324,18 @@ class WorkspaceRuntime:
             preanswered=preanswered,
             remember=remember,
             new_id=lambda: str(self.ids.new(SessionId)).replace("-", "")[-12:],
+            seal=self.seal_answer,
         )
+
+    def seal_answer(self, run_id: str, approval_id: str, decision: str) -> str:
+        """This user's seal over an approval's answer (`trust/seals.py`)."""
+        return self.seals.seal("approval", run_id, approval_id, decision)
+
+    async def session_rules(self, session_id: SessionId) -> tuple[str, ...]:
+        """The session's "allow always" rules that this user answered (their seals verify); a rule in the log
+        that does not verify (a cloned repository's, a forged one) is ignored."""
+        record = await self.store.fetch_session(session_id)
+        return self.seals.rules(str(session_id), record.allowed_rules) if record is not None else ()
 
     def _result(self, outcome: RunOutcome, session_id: SessionId | None) -> RunResult:
         return RunResult(

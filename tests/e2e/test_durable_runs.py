@@ -17,6 +17,8 @@ from pathlib import Path
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import agent_md, scripted_workspace
 
+from bearagent.trust.seals import Sealer
+
 KILL_POINTS = int(os.environ.get("BEARAGENT_KILL_POINTS", "30"))
 
 STEPS = """
@@ -244,7 +246,9 @@ def test_record_only_then_resume_and_allow_always_lives_on_the_session(tmp_path:
     assert (root / "out.txt").read_text() == "made\n"
     with sqlite3.connect(root / ".bearagent" / "state.db") as conn:
         (rules,) = conn.execute("SELECT allowed_rules FROM sessions").fetchone()
-    assert json.loads(rules) == ["Edit(/out.txt)"], "the rule Claude Code would add (Edit rules cover writes)"
+    (entry,) = json.loads(rules)  # `<seal> <rule>`: the rule Claude Code would add (Edit rules cover writes)
+    assert entry.endswith(" Edit(/out.txt)")
+    assert Sealer(home / "bearagent").rules(str(run["session_id"]), (entry,)) == ("Edit(/out.txt)",)
     # the next run of the session is not asked again
     again = _cli(["run", "-w", str(root), "--permission-mode", "default", "--continue", "write it again"], home)
     assert "Done again." in again.stdout

@@ -64,7 +64,8 @@ def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Pat
     with sqlite3.connect(root / ".bearagent" / "state.db") as conn:
         rows = conn.execute("SELECT event_type, payload FROM events ORDER BY seq_no").fetchall()
         (rules,) = conn.execute("SELECT allowed_rules FROM sessions").fetchone()
-    assert json.loads(rules) == ["Edit(/out.txt)"]
+    (entry,) = json.loads(rules)
+    assert entry.endswith(" Edit(/out.txt)"), "stored sealed: `<seal> <rule>`"
     facts = [(t, json.loads(p)) for t, p in rows]
     asked = [p for t, p in facts if t == "ApprovalRequested"]
     answered = [p for t, p in facts if t == "ApprovalResolved"]

@@ -120,9 +120,11 @@ def test_wrong_answers_scopes_and_other_subjects(server: tuple[Server, Path]) ->
         assert not (root / "out.txt").exists()  # denied: the call never ran, the model was told
         events = a.get(f"/v1/runs/{run_id}/events").json()["events"]
         resolved = [e["payload"] for e in events if e["event_type"] == "ApprovalResolved"]
+        seals = [r.pop("seal") for r in resolved]  # the server user's seal over the answer (trust/seals.py)
         assert resolved == [
             {"approval_id": approval["approval_id"], "decision": "deny", "answered_by": "alice", "message": "not now"}
         ]
+        assert len(seals[0]) == 64
         assert run["final_text"] == "Done."
 
 

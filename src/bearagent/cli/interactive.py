@@ -60,7 +60,7 @@ def _session_rules(runtime: WorkspaceRuntime, session: str | None) -> tuple[str,
         record = runtime.store.get_session(SessionId(session))
     except (ValueError, BearAgentError):
         return ()
-    return record.allowed_rules if record is not None else ()
+    return runtime.seals.rules(session, record.allowed_rules) if record is not None else ()
 
 
 def _history_file(runtime: WorkspaceRuntime) -> Path:

@@ -181,6 +181,9 @@ class ApprovalResolvedV1(RunEventPayload):
     decision: ApprovalChoice
     answered_by: str = Field(min_length=1, max_length=256)
     message: str | None = Field(default=None, max_length=2_000)
+    seal: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The answering user's seal over (run, approval, decision) (`trust/seals.py`): the log is a workspace file, so
+    a resume acts on an answer only if its seal verifies with the resuming user's key."""
 
 
 # ---- model activity ------------------------------------------------------------------------------------------

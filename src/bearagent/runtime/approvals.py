@@ -45,7 +45,9 @@ class ApprovalBroker:
         preanswered: Mapping[ToolCallId, ApprovalChoice] | None = None,
         remember: Callable[[str], Awaitable[None]] | None = None,
         new_id: Callable[[], str],
+        seal: Callable[[str, str, str], str] | None = None,
     ) -> None:
+        """`seal(run_id, approval_id, decision)` seals an answer given here (`trust/seals.py`)."""
         self._owner = owner
         self._attached = attached
         self._wait = wait
@@ -53,6 +55,7 @@ class ApprovalBroker:
         self._pre: dict[ToolCallId, ApprovalChoice] = dict(preanswered or {})
         self._remember = remember
         self._new_id = new_id
+        self._seal = seal
 
     @property
     def can_answer(self) -> bool:
@@ -96,7 +99,12 @@ class ApprovalBroker:
         try:
             await recorder.append_many(
                 (
-                    ApprovalResolvedV1(approval_id=approval_id, decision=answer, answered_by=self._answered_by),
+                    ApprovalResolvedV1(
+                        approval_id=approval_id,
+                        decision=answer,
+                        answered_by=self._answered_by,
+                        seal=self._seal(str(recorder.run_id), approval_id, answer) if self._seal is not None else None,
+                    ),
                     RunResumedV1(owner=self._owner, reason="approval"),
                 )
             )

@@ -45,6 +45,8 @@ class InFlightCall:
     """The answer to its approval (allow_once / allow_always / deny), when it waited for one and was answered."""
     rule: str | None = None
     """The permission rule "allow always" remembers for it (the approval's suggested rule)."""
+    seal: str | None = None
+    """The answer's seal (`trust/seals.py`): a resume acts on the answer only if it verifies."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,7 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
     requested: dict[ToolCallId, tuple[ActivityId, str]] = {}
     approvals: dict[ToolCallId, tuple[str, str | None]] = {}
     rules: dict[str, str | None] = {}
+    seals: dict[str, str | None] = {}
     for event in events[1:]:
         payload = parse_run_event_payload(event.event_type, event.schema_version, event.payload)
         if isinstance(payload, ModelCallCompletedV2):
@@ -133,6 +136,7 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
             for call_id, (approval_id, _none) in list(approvals.items()):
                 if approval_id == payload.approval_id:
                     approvals[call_id] = (approval_id, payload.decision)
+                    seals[approval_id] = payload.seal
         elif isinstance(payload, AgentSwitchedV1):
             agent = payload.to_agent
             switch_count = payload.switch_count
@@ -143,7 +147,8 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
         call_id, (activity_id, name) = next(iter(requested.items()))
         approval_id, decision = approvals.get(call_id, (None, None))
         rule = rules.get(approval_id) if approval_id is not None else None
-        in_flight = InFlightCall(call_id, activity_id, name, approval_id, decision, rule)
+        seal = seals.get(approval_id) if approval_id is not None else None
+        in_flight = InFlightCall(call_id, activity_id, name, approval_id, decision, rule, seal)
     if last is not None:
         last = LastTurn(last.text, last.tool_calls, last.stop_reason, last.refusal, frozenset(answered))
     pending = tuple(c for c in last.tool_calls if c.tool_call_id not in answered) if last is not None else ()

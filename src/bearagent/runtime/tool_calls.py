@@ -224,7 +224,9 @@ class ToolCalls:
         answer). Otherwise it may have run: a read-only tool runs again; any other is abandoned, never repeated."""
         projection = recorder.projection
         active = projection.active_activity_id if projection is not None else None
-        if in_flight.decision is not None and active == in_flight.activity_id:
+        if in_flight.approval_id is not None and active == in_flight.activity_id:
+            # it waited at the gate for an approval, so it never ran: the answer decides (the broker has it), or,
+            # with no answer it can trust, the gate asks again
             if in_flight.decision == "deny":  # the answer decides, whatever the mode of the resuming process
                 request = ToolRequest(
                     tool_call_id=call.tool_call_id, name=in_flight.tool_name, arguments=call.arguments
