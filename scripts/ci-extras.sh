@@ -127,3 +127,16 @@ else
   echo "ci-extras: node/npm not found; the TypeScript client tests will be skipped" >&2
 fi
 # --- end TypeScript client block -------------------------------------------------------------------------------
+
+# --- run inspector: Debian's chromium + chromium-driver for tests/server/test_ui.py ------------------------------
+# Selenium (a dev dependency) drives the system browser through the system chromedriver: no browser download. The
+# tests skip without them outside CI and fail in CI (CI=true), so this block must install them.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) \
+      || echo "ci-extras: could not install chromium/chromium-driver; the /ui browser tests will fail" >&2
+  else
+    echo "ci-extras: chromium/chromedriver not found and no apt-get; the /ui browser tests will fail" >&2
+  fi
+fi
+# --- end run inspector block ------------------------------------------------------------------------------------

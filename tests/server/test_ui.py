@@ -189,6 +189,8 @@ def test_a_waiting_run_is_shown_live_and_allowed_from_the_page(
         until(lambda: int(text_of(browser, "#event-count") or 0) >= 3, "stream events")
         assert "run.succeeded" in text_of(browser, "#events")
         shot = tmp_path / "ui-inspector.png"
+        height = browser.execute_script("return document.documentElement.scrollHeight")
+        browser.set_window_size(1280, min(max(int(height) + 40, 900), 1800))
         browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
         target = os.environ.get("BEARAGENT_UI_SCREENSHOT")

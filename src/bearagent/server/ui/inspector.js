@@ -430,7 +430,7 @@
     const labels = { model_call: "model call", tool_call: "tool call", agent_delegate: "subagent", agent_switch: "agent switch" };
     const item = el(
       "li",
-      { className: `step step-${step.step_type} status-${step.status}`, dataset: { seq: step.seq, stepType: step.step_type } },
+      { className: `step step-${step.step_type} step-${step.status}`, dataset: { seq: step.seq, stepType: step.step_type } },
       el(
         "div",
         { className: "step-head" },
