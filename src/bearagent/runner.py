@@ -357,8 +357,10 @@ class WorkspaceRuntime:
         observer: RunObserver | None = None,
         budgets: Mapping[str, int] | None = None,
         model: str | None = None,
+        run_id: RunId | None = None,
     ) -> RunResult:
-        """Render action `name` with `inputs` and run it with the action's agent (a detached run). A custom
+        """Render action `name` with `inputs` and run it with the action's agent (a detached run; `run_id`: the id it
+        gets, known up front so a subscriber can follow it from its start). A custom
         command (`registries/commands.py`) takes its `arguments` input as typed; its `allowed-tools` are pre-approved
         for this run, and a `model` that names no model entry leaves the agent's model. `model` (`-m`) wins over
         both."""
@@ -378,6 +380,7 @@ class WorkspaceRuntime:
             trigger_ref=action.name,
             budgets=dict(budgets or {}),
             allowed_tools=action.allowed_tools,
+            run_id=run_id,
         )
         return await self.run(prompt, options, observer)
 

@@ -60,11 +60,13 @@ def run_action(
     """Render action NAME with INPUTS (key=value ...) and run it with the action's agent. A custom command
     (`.claude/commands/*.md`) takes its arguments as typed: `bearagent action run review 42 high`."""
     from bearagent.cli._config_common import load
-    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.cli.render import make_console
+    from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain._base import JsonValue
     from bearagent.domain.errors import BearAgentError
-    from bearagent.runner import WorkspaceRuntime
-    from bearagent.runtime.observer import NullObserver
+    from bearagent.domain.ids import RunId
+    from bearagent.runner import RunResult, WorkspaceRuntime
+    from bearagent.runtime.observer import NullObserver, RunObserver
 
     loaded = load(workspace)
     from bearagent.cli.slash_commands import invocable_skill
@@ -87,16 +89,15 @@ def run_action(
     else:
         values = parse_inputs(inputs)
     runtime = WorkspaceRuntime(loaded)
-    observer = NullObserver() if as_json else TerminalObserver(make_console())
-
     plain: dict[str, JsonValue] = {k: v for k, v in values.items()}  # pyright: ignore[reportAssignmentType]
     budgets = collect_budgets(budget_flags)
-    execute_and_exit(
-        runtime,
-        lambda: runtime.run_action(name, plain, observer=observer, budgets=budgets, model=model),
-        output="json" if as_json else "text",
-        debug=debug,
-    )
+    run_id = runtime.ids.new(RunId)
+
+    async def go() -> RunResult:
+        observer: RunObserver = NullObserver() if as_json else attach_terminal(runtime, run_id, make_console())
+        return await runtime.run_action(name, plain, observer=observer, budgets=budgets, model=model, run_id=run_id)
+
+    execute_and_exit(runtime, go, output="json" if as_json else "text", debug=debug)
 
 
 def _run_skill(
@@ -110,10 +111,12 @@ def _run_skill(
 ) -> None:
     """`bearagent action run SKILL args`: the skill's instructions with its arguments, its allowed-tools pre-approved
     for this run, by the default agent."""
-    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.cli.render import make_console
     from bearagent.cli.slash_commands import invocable_skill, skill_invocation
-    from bearagent.runner import RunOptions, WorkspaceRuntime
-    from bearagent.runtime.observer import NullObserver
+    from bearagent.cli.terminal_stream import attach_terminal
+    from bearagent.domain.ids import RunId
+    from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
+    from bearagent.runtime.observer import NullObserver, RunObserver
 
     skill = invocable_skill(loaded, name)
     assert skill is not None
@@ -122,7 +125,6 @@ def _run_skill(
     for note in invocation.notes:
         click.echo(f"note: {note}", err=True)
     runtime = WorkspaceRuntime(loaded)
-    observer = NullObserver() if as_json else TerminalObserver(make_console())
     options = RunOptions(
         agent=loaded.config.default_agent,
         model=model,
@@ -130,10 +132,12 @@ def _run_skill(
         trigger_ref=skill.name,
         budgets=dict(collect_budgets(budget_flags)),
         allowed_tools=invocation.allowed_tools,
+        run_id=runtime.ids.new(RunId),
     )
-    execute_and_exit(
-        runtime,
-        lambda: runtime.run(invocation.prompt, options, observer),
-        output="json" if as_json else "text",
-        debug=debug,
-    )
+
+    async def go() -> RunResult:
+        assert options.run_id is not None
+        observer: RunObserver = NullObserver() if as_json else attach_terminal(runtime, options.run_id, make_console())
+        return await runtime.run(invocation.prompt, options, observer)
+
+    execute_and_exit(runtime, go, output="json" if as_json else "text", debug=debug)

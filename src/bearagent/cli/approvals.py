@@ -108,8 +108,9 @@ def answer(
 
     from bearagent.cli._config_common import load
     from bearagent.cli._run_common import die_from, execute_and_exit
-    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.cli.render import make_console
     from bearagent.cli.runs import open_recovered, resolve_ref
+    from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
     from bearagent.resuming import answer_approval, attached_elsewhere
     from bearagent.runner import RunResult, WorkspaceRuntime
@@ -146,10 +147,10 @@ def answer(
         if not no_continue:
             click.echo("the process that asked is still attached to the run: it continues there", err=True)
         return
-    observer: RunObserver = NullObserver() if as_json else TerminalObserver(make_console())
 
     async def answer_and_continue() -> RunResult:
         await record()
+        observer: RunObserver = NullObserver() if as_json else attach_terminal(runtime, run_id, make_console())
         return await runtime.resume(run_id, observer)
 
     execute_and_exit(runtime, answer_and_continue, output="json" if as_json else "text", debug=debug)

@@ -3,8 +3,7 @@
 `TerminalView` (and `MarkdownView`, the interactive session's) draws; what drives it is the event stream: the CLI
 attaches the terminal to a run with `cli/terminal_stream.py` (`attach_terminal`), which subscribes a renderer of the
 run tree's stream events to the run writer and gives the loop an observer that shows only notices (what is not a
-fact of the log). `TerminalObserver` is the same drawing as a `RunObserver` the loop calls, for callers that pass an
-observer (`Workspace.run(observer=...)`, `bearagent action run`).
+fact of the log). Every command that runs or resumes a run draws it that way.
 
 Colour only on a TTY and never with `NO_COLOR`; everything the user sees goes through a rich `Console`, and every
 text that comes from a model, a tool or a workspace file through `safe_text.visible` first: control sequences in it
@@ -27,7 +26,6 @@ from bearagent.cli.live_markdown import LiveText, WaitingLine, Wrapped, settled_
 from bearagent.cli.safe_text import VisibleStream, visible
 from bearagent.cli.tool_lines import bash_failure, diff_lines, diff_summary
 from bearagent.domain._base import JsonMapping, thaw_json_mapping
-from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import RunId
 
 MAX_ARG_PREVIEW = 80
@@ -166,23 +164,6 @@ class TerminalView:
     def close(self) -> None:
         """The run is over (or abandoned): end the line being written."""
         self._end_line()
-
-
-class TerminalObserver(TerminalView):
-    """The terminal as a `RunObserver` the loop calls (tokens, tool calls and results, subagents, notices), for a
-    caller that passes an observer instead of attaching the terminal to the event stream."""
-
-    def run_started(self, run_id: RunId, agent: str) -> None:
-        return None
-
-    def step(self, run_id: RunId, index: int, kind: str) -> None:
-        return None
-
-    def run_succeeded(self, run_id: RunId, steps: int) -> None:
-        self.run_ended(run_id)
-
-    def run_failed(self, run_id: RunId, error: ErrorInfo) -> None:
-        self.run_ended(run_id)
 
 
 class MarkdownView(TerminalView):

@@ -78,9 +78,10 @@ def resume(run_ref: str, workspace: Path | None, as_json: bool, debug: bool) -> 
     for `bearagent run`."""
     from bearagent.cli._config_common import load
     from bearagent.cli._run_common import die_from, execute_and_exit
-    from bearagent.cli.render import TerminalObserver, make_console
+    from bearagent.cli.render import make_console
+    from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
-    from bearagent.runner import WorkspaceRuntime
+    from bearagent.runner import RunResult, WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver, RunObserver
 
     store = open_recovered(workspace)
@@ -90,10 +91,12 @@ def resume(run_ref: str, workspace: Path | None, as_json: bool, debug: bool) -> 
         runtime = WorkspaceRuntime(load(workspace))
     except BearAgentError as exc:
         die_from(exc, debug=debug)
-    observer: RunObserver = NullObserver() if as_json else TerminalObserver(make_console())
-    execute_and_exit(
-        runtime, lambda: runtime.resume(run_id, observer), output="json" if as_json else "text", debug=debug
-    )
+
+    async def go() -> RunResult:
+        observer: RunObserver = NullObserver() if as_json else attach_terminal(runtime, run_id, make_console())
+        return await runtime.resume(run_id, observer)
+
+    execute_and_exit(runtime, go, output="json" if as_json else "text", debug=debug)
 
 
 @runs.command("list")
