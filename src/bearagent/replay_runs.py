@@ -134,7 +134,9 @@ def _recorded_children(events_of: EventsOf, steps: RunSteps, depth: int) -> tupl
         if events_of(child):
             found.append(child)
         else:
-            notes.append(f"child run {child} was started but has no events (stopped before it was recorded, or removed)")
+            notes.append(
+                f"child run {child} was started but has no events (stopped before it was recorded, or removed)"
+            )
     return found, tuple(notes)
 
 
