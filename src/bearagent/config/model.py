@@ -1,7 +1,11 @@
 """`config.yaml` (workspace and user) into a typed `BearConfig`. Lenient per file, strict per field: a bad value is
 an error naming the file, line and key (the key falls back to its default); an unknown key is a warning with a
 did-you-mean. The `models`, `mcp_servers` and `hooks` sections are kept raw here and turned into specs by their
-registries (each entry validated on its own)."""
+registries (each entry validated on its own).
+
+Why it is long: every top-level key of config.yaml is parsed and merged here, with its diagnostic; splitting the
+keys across modules would split the one list of what config.yaml may contain.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ Adapters pull the protocol-neutral facts out of an SDK exception (HTTP status, t
 `code`, its message, the response headers) into a `ProviderFailure`, and `classify_failure` turns that into an
 `ErrorInfo` with a stable category. Every text that leaves goes through a `SecretRedactor` first, so an API key or
 an `Authorization` header echoed back by a server never reaches an error, an event or a log line.
+
+Why one long module: it is one classification table. The error categories, the SDK and server wordings that
+map to them and the fix each one names are read together whenever a provider changes its messages.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ Agent directories are read recursively, as Claude Code reads `.claude/agents/` (
 its file name. Two files of one name in one source (`review/security.md` and `security.md`, wherever they sit
 below it) are an error naming both paths, and the name is unusable until one is renamed: never a filesystem-order
 pick, which is what Claude Code does (and reports in `/doctor`).
+
+Its length is the one agent registry: loading from every source, the shadowing of one name across levels and
+the diagnostics for what was skipped, which `run -a`, `agents list` and `doctor` all read the same way.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ RunSucceeded | RunFailed | RunCancelled. Every step is a fact appended through t
 
 This module is the order of the steps: starting or resuming a run (from its cursor), the turn loop with its Stop
 hooks and agent switches, suspension for an approval, and how a run ends (wall time, failure, cancellation). A
-model turn is `model_calls.py`, a tool call `tool_calls.py`, the state they share `loop_state.py`. It is a little
-over 400 lines because those endings are one `try` around one loop, which reads best in one place.
+model turn is `model_calls.py`, a tool call `tool_calls.py`, the state they share `loop_state.py`. It is over
+400 lines because the endings are one `try` around one loop and the continuation of cut answers and the grouping
+of parallel calls are steps of that loop: they read best in one place.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ that call.
 Older logs: a v1 `ModelCallCompleted` records no text and no tool calls, a v1 `ToolCallRequested` no arguments and a
 v1 result no content. Those fields are `None` here (not recorded), never an empty value that would compare equal
 to something. The seeds' tool names (`workspace.read`) are today's `Read` / `Write` (`canonical_tool_name`).
+
+Why one long module: it is the one reader of a log as steps (replay, diff, `inspect`, the server's RunSteps), and
+every event type and version it reads must be handled beside the others, or a new one is silently dropped.
 """
 
 from __future__ import annotations
