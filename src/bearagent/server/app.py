@@ -99,4 +99,46 @@ def create_app(
     streams.register(app, access, feeds, StreamSlots(max_sse_per_caller), idle_s=sse_idle_timeout_s)
     approvals.register(app, access)
     ui.mount(app, access)  # the run inspector page at /ui (ui.py)
+    _document_errors(app)
     return app
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["category", "code", "message", "retryable"],
+            "properties": {
+                "category": {"type": "string"},
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "retryable": {"type": "boolean"},
+            },
+        }
+    },
+}
+
+
+def _document_errors(app: FastAPI) -> None:
+    """Make `/openapi.json` tell the truth about errors: every operation may answer the error shape (`default`,
+    for 400/401/403/404/409/413/429/...), and its 422 is that shape too, not FastAPI's `{detail: [...]}`."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = generate()
+        schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+        error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
+                responses = operation.setdefault("responses", {})
+                if "422" in responses:
+                    responses["422"] = {"description": "The request is invalid", "content": error}
+                responses["default"] = {"description": "An error", "content": error}
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi
