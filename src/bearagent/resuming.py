@@ -137,6 +137,9 @@ async def resume_run(runtime: WorkspaceRuntime, run_id: RunId, observer: RunObse
     session_key = str(run.session_id) if run.session_id is not None else f"detached:{run.run_id}"
 
     async def go() -> RunResult:
+        nonlocal run, reason
+        run = await _load(runtime, run_id)  # again, under the session lock: another process may have resumed it
+        reason = _resumable(run)
         events = list(await runtime.store.fetch_events(run_id))
         cursor = run_cursor(events)
         created_agent = run.agent_name or cursor.agent_name

@@ -304,3 +304,46 @@ turns:
     assert "since this run started: agent main: its system prompt changed" in done.stdout + done.stderr
     resumed = [p for t, p in _events(root, str(run["run_id"])) if t == "RunResumed"]
     assert resumed[0]["changes"] == ["agent main: its system prompt changed"]
+
+
+def test_two_resumes_at_once_continue_the_run_once(tmp_path: Path) -> None:
+    import asyncio
+
+    from tests.support.run_ws import open_ws
+
+    from bearagent.domain.errors import BearAgentError
+
+    home = tmp_path / "home"
+    script = """
+turns:
+  - text: "Long step."
+    tool_calls: [{name: Bash, arguments: {command: "echo once >> effects.log; sleep 30"}}]
+  - text: "Checked."
+"""
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "--permission-mode", "acceptEdits", "go"],
+        env=_env(home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not (root / "effects.log").exists():
+        assert time.monotonic() < deadline, "the Bash call never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    (run,) = _runs(root, home)
+    run_id = str(run["run_id"])
+
+    async def both() -> list[object]:
+        async with open_ws(root, home) as one, open_ws(root, home) as two:
+            return list(await asyncio.gather(one.resume(run_id), two.resume(run_id), return_exceptions=True))
+
+    outcomes = asyncio.run(both())
+    refused = [o for o in outcomes if isinstance(o, BearAgentError)]
+    assert len(refused) == 1, outcomes
+    assert refused[0].info.code in ("invalid_request.finished", "invalid_request.still_running")
+    types = [t for t, _ in _events(root, run_id)]
+    assert types.count("RunResumed") == 1 and types[-1] == "RunSucceeded"
