@@ -32,6 +32,7 @@ from bearagent.skill_grants import SkillGrants
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
 from bearagent.tools.runtime_tools import ActionTool, SkillContent, SkillTool, SwitchAgentTool, TaskTool
+from bearagent.tools.spill import SPILL_DIR_SETTING
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -118,6 +119,8 @@ class AgentPlans:
         instructions = self._rt.loaded.instructions
         settings: dict[str, JsonValue] = {
             "allow_private_network": bool(config.web_fetch.allow_private_network),
+            # a result over its tool's cap is kept whole beside the run's state (tools/spill.py)
+            **({SPILL_DIR_SETTING: str(self._rt.loaded.state_dir)} if config.kind == "project" else {}),
             **sandbox_request.tool_settings(
                 config.sandbox,
                 config.shell_env,

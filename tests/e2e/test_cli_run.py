@@ -358,11 +358,12 @@ turns:
         time.sleep(0.05)
         if db.exists():
             store = SqliteEventStore(db)
-            try:
-                running = bool(store.list_runs(status="running", limit=1))
+            try:  # the model call is in flight (not only the run started): the cancel then closes it
+                runs = store.list_runs(status="running", limit=1)
+                running = bool(runs) and any(a.status == "running" for a in store.list_activities(runs[0].run_id))
             finally:
                 store.close()
-    assert running, "the run never started"
+    assert running, "the run's model call never started"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, (out, err)

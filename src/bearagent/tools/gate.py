@@ -24,6 +24,7 @@ from bearagent.domain.tools import MAX_TOOL_CONTENT_CHARS, ToolRequest, ToolResu
 from bearagent.ports import ApprovalDeferred, PreToolDecision, Tool, ToolContext, ToolInterceptor
 from bearagent.tools.permissions import PermissionRule, RuleError
 from bearagent.tools.policy import PolicyDecision, ToolPolicy, permission_config_line
+from bearagent.tools.spill import spill
 from bearagent.tools.walk import HIDDEN_PATHS_SETTING
 
 _SEARCH_TOOLS = frozenset({"Glob", "Grep"})
@@ -183,7 +184,7 @@ class ToolGate:
                     "tool", "crashed", f"{spec.name} failed with an unexpected error: {_describe(exc)}", tool=spec.name
                 ),
             )
-        result = _stamp(result, request, spec)
+        result = _stamp(result, request, spec, context)
         extra_context = pre.additional_context if pre is not None else None
         if self._interceptor is not None:
             post = await self._interceptor.after_tool(
@@ -272,12 +273,14 @@ def _append(result: ToolResult, note: str) -> ToolResult:
     return result.model_copy(update={"content": content})
 
 
-def _stamp(result: ToolResult, request: ToolRequest, spec: ToolSpec) -> ToolResult:
+def _stamp(result: ToolResult, request: ToolRequest, spec: ToolSpec, context: ToolContext) -> ToolResult:
     update: dict[str, object] = {}
     if result.tool_call_id != request.tool_call_id or result.tool_name != request.name:
         update["tool_call_id"] = request.tool_call_id
         update["tool_name"] = request.name
     limit = spec.max_output_chars
+    if len(result.content) > limit and (kept := spill(result, request, spec, context)) is not None:
+        return kept.model_copy(update=update) if update else kept
     if len(result.content) > limit:
         cut = len(result.content) - limit
         note = f"\n\n[output truncated: {cut} of {len(result.content)} characters cut, limit {limit}]"
