@@ -144,15 +144,17 @@ def test_kill_9_at_random_points_then_resume_finishes_each_run_without_repeats(t
     assert resumed >= KILL_POINTS // 3, f"only {resumed} of {KILL_POINTS} kills left a run to resume"
 
 
-def test_an_abandoned_call_tells_the_model_its_outcome_is_unknown(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    script = """
+LONG_BASH = """
 turns:
   - text: "Long step."
     tool_calls: [{name: Bash, arguments: {command: "echo once >> effects.log; sleep 30"}}]
   - text: "Checked."
 """
-    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
+
+
+def _killed_during_bash(tmp_path: Path, home: Path) -> Path:
+    """A workspace whose run was killed with SIGKILL while its Bash call ran (the call had its effect)."""
+    root = scripted_workspace(tmp_path / "ws", LONG_BASH, agents=MAIN)
     proc = subprocess.Popen(
         [sys.executable, "-m", "bearagent", "run", "-w", str(root), "--permission-mode", "acceptEdits", "go"],
         env=_env(home),
@@ -166,6 +168,12 @@ turns:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
+    return root
+
+
+def test_an_abandoned_call_tells_the_model_its_outcome_is_unknown(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    root = _killed_during_bash(tmp_path, home)
     (run,) = _runs(root, home)
     assert run["status"] == "interrupted"
     inspect = _cli(["inspect", str(run["run_id"]), "-w", str(root)], home).stdout
@@ -277,26 +285,7 @@ def test_runs_list_filters_the_waiting_state(tmp_path: Path) -> None:
 
 def test_a_resumed_run_says_what_changed_since_it_started(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    script = """
-turns:
-  - text: "Long step."
-    tool_calls: [{name: Bash, arguments: {command: "echo once >> effects.log; sleep 30"}}]
-  - text: "Checked."
-"""
-    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "--permission-mode", "acceptEdits", "go"],
-        env=_env(home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while not (root / "effects.log").exists():
-        assert time.monotonic() < deadline, "the Bash call never started"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    root = _killed_during_bash(tmp_path, home)
     agent = root / ".bearagent" / "agents" / "main.md"
     agent.write_text(agent.read_text().replace("You are a test agent.", "You are a changed agent."))
     (run,) = _runs(root, home)
@@ -314,26 +303,7 @@ def test_two_resumes_at_once_continue_the_run_once(tmp_path: Path) -> None:
     from bearagent.domain.errors import BearAgentError
 
     home = tmp_path / "home"
-    script = """
-turns:
-  - text: "Long step."
-    tool_calls: [{name: Bash, arguments: {command: "echo once >> effects.log; sleep 30"}}]
-  - text: "Checked."
-"""
-    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "--permission-mode", "acceptEdits", "go"],
-        env=_env(home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while not (root / "effects.log").exists():
-        assert time.monotonic() < deadline, "the Bash call never started"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    root = _killed_during_bash(tmp_path, home)
     (run,) = _runs(root, home)
     run_id = str(run["run_id"])
 

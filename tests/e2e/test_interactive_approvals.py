@@ -23,7 +23,8 @@ turns:
 """
 
 
-def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Path) -> None:
+def _session(tmp_path: Path) -> tuple[Path, dict[str, str], pexpect.spawn[str]]:
+    """A workspace whose Write asks (permission mode default), and an interactive session on it in a pty."""
     root = scripted_workspace(
         tmp_path / "ws",
         SCRIPT,
@@ -41,6 +42,11 @@ def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Pat
         timeout=30,
         dimensions=(40, 160),
     )
+    return root, env, child
+
+
+def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Path) -> None:
+    root, _env, child = _session(tmp_path)
     try:
         child.expect("main>")
         child.sendline("write it")
@@ -79,23 +85,7 @@ def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Pat
 def test_an_answer_from_another_terminal_wins_over_a_later_one_here(tmp_path: Path) -> None:
     import subprocess
 
-    root = scripted_workspace(
-        tmp_path / "ws",
-        SCRIPT,
-        agents={"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")},
-        config=CONFIG + "permission_mode: default\n",
-    )
-    home = tmp_path / "home"
-    env = {**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "NO_COLOR": "1"}
-    env.update({"TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
-    child: pexpect.spawn[str] = pexpect.spawn(
-        sys.executable,
-        ["-m", "bearagent", "-w", str(root)],
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 160),
-    )
+    root, env, child = _session(tmp_path)
     try:
         child.expect("main>")
         child.sendline("write it")
