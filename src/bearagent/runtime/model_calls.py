@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 
-from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId
 from bearagent.domain.messages import Message
@@ -118,30 +117,15 @@ class ModelCalls:
             try:
                 turn = await self._stream(recorder.run_id, plan, request, activity)
             except BearAgentError as exc:
-                usage = usage_of(exc)
                 partial = activity.partial_text
-                if exc.info.category == "max_output_tokens" and partial and state.continuations_left > 0:
-                    return await self._cut_short(recorder, state, activity, plan, partial, usage)
-                delay = self._retry.delay_for(exc.info, attempt)
-                await recorder.append(
-                    ModelCallFailedV2(
-                        activity_id=activity.activity_id,
-                        model_call_id=activity.model_call_id,
-                        usage=usage,
-                        cost_microusd=cost_microusd(usage, plan.price),
-                        error=exc.info,
-                        partial_text=partial,
-                        will_retry=delay is not None,
-                    )
-                )
-                state.active = None
-                if delay is None:
-                    state.partial_text = partial
-                    raise RunFailure(exc.info, partial) from exc
-                self._observer.notice(recorder.run_id, retry_notice(exc.info, partial, delay, attempt + 1))
-                await asyncio.sleep(delay)
-                attempt += 1
-                continue
+                if exc.info.category != "max_output_tokens" or not partial or state.continuations_left <= 0:
+                    await self._failed(recorder, state, activity, plan, exc, attempt)
+                    attempt += 1
+                    continue
+                # the output limit cut the answer and it may be continued: the call completed with what it said
+                # (no tool calls: a cut tool call cannot be trusted); the loop asks for the rest
+                cut = ModelCompleted(stop_reason="max_output_tokens", usage=usage_of(exc))
+                turn = ModelTurn(text=partial, tool_calls=[], completed=cut, text_chars=len(partial))
             completed = turn.completed
             bounded = bound_turn(turn.text, turn.text_chars, turn.tool_calls, turn.calls_asked)
             turn.text, turn.tool_calls, turn.call_errors = bounded.text, bounded.tool_calls, bounded.call_errors
@@ -173,33 +157,37 @@ class ModelCalls:
                 raise RunFailure(bounded.error)
             return turn
 
-    async def _cut_short(
+    async def _failed(
         self,
         recorder: RunRecorder,
         state: LoopState,
         activity: Active,
         plan: AgentPlan,
-        partial: str,
-        usage: TokenUsage,
-    ) -> ModelTurn:
-        """The output limit cut the answer and it may be continued: the call completed with what it said (stop
-        reason `max_output_tokens`, no tool calls: a cut tool call cannot be trusted); the loop asks for the rest."""
+        exc: BearAgentError,
+        attempt: int,
+    ) -> None:
+        """Record a failed attempt, then wait before the next one, or end the run when it is not retried."""
         assert activity.model_call_id is not None
-        bounded = bound_turn(partial, len(partial), [], 0)
+        usage = usage_of(exc)
+        partial = activity.partial_text
+        delay = self._retry.delay_for(exc.info, attempt)
         await recorder.append(
-            ModelCallCompletedV2(
+            ModelCallFailedV2(
                 activity_id=activity.activity_id,
                 model_call_id=activity.model_call_id,
                 usage=usage,
                 cost_microusd=cost_microusd(usage, plan.price),
-                text=bounded.text,
-                stop_reason="max_output_tokens",
+                error=exc.info,
+                partial_text=partial,
+                will_retry=delay is not None,
             )
         )
         state.active = None
-        return ModelTurn(
-            text=bounded.text, tool_calls=[], completed=ModelCompleted(stop_reason="max_output_tokens", usage=usage)
-        )
+        if delay is None:
+            state.partial_text = partial
+            raise RunFailure(exc.info, partial) from exc
+        self._observer.notice(recorder.run_id, retry_notice(exc.info, partial, delay, attempt + 1))
+        await asyncio.sleep(delay)
 
     async def _stream(self, run_id: RunId, plan: AgentPlan, request: ModelRequest, activity: Active) -> ModelTurn:
         text_parts: list[str] = []
