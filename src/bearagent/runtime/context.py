@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Protocol
 
-from bearagent.domain.messages import Message
+from bearagent.domain.ids import ToolCallId
+from bearagent.domain.messages import Message, ToolResultPart
 
 MAX_TOOL_RESULT_CHARS_FOR_MODEL = 30_000
 
@@ -75,6 +77,29 @@ class ContextBuilder:
         if not system_reminder or not system_reminder.strip():
             return None
         return Message.user(f"<system-reminder>\n{system_reminder.strip()}\n</system-reminder>")
+
+
+class _CallNames(Protocol):
+    @property
+    def tool_call_id(self) -> ToolCallId: ...
+    @property
+    def provider_call_id(self) -> str | None: ...
+    @property
+    def name(self) -> str: ...
+
+
+def tool_result_message(call: _CallNames, content: str, is_error: bool) -> Message:
+    """The message the model is sent for a call's result, and the one a history rebuilt from the log holds (the
+    loop and `runtime/history.py` both build it here, so the two cannot drift)."""
+    return Message.tool(
+        ToolResultPart(
+            tool_call_id=call.tool_call_id,
+            provider_call_id=call.provider_call_id,
+            name=call.name,
+            content=bound_for_model(content or ("error" if is_error else "ok")),
+            is_error=is_error,
+        )
+    )
 
 
 def bound_for_model(content: str, limit: int = MAX_TOOL_RESULT_CHARS_FOR_MODEL) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from bearagent.domain.events import Event
 from bearagent.domain.ids import ToolCallId
-from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from bearagent.domain.messages import Message, TextPart, ToolCallPart
 from bearagent.domain.run_events import (
     MessageInjectedV1,
     MessageInjectedV2,
@@ -22,7 +22,7 @@ from bearagent.domain.run_events import (
     ToolCallFailedV2,
     parse_run_event_payload,
 )
-from bearagent.runtime.context import bound_for_model
+from bearagent.runtime.context import tool_result_message
 
 _INTERRUPTED = "[no result: the run ended before this tool call finished]"
 
@@ -68,17 +68,7 @@ def _rebuild(events: Sequence[Event], answer_pending: bool) -> _Sourced:
 
     def flush_pending() -> None:
         for call in pending.values():
-            out.append(
-                Message.tool(
-                    ToolResultPart(
-                        tool_call_id=call.tool_call_id,
-                        provider_call_id=call.provider_call_id,
-                        name=call.name,
-                        content=_INTERRUPTED,
-                        is_error=True,
-                    )
-                )
-            )
+            out.append(tool_result_message(call, _INTERRUPTED, True))
         pending.clear()
 
     for event in events:
@@ -113,33 +103,12 @@ def _rebuild(events: Sequence[Event], answer_pending: bool) -> _Sourced:
         elif isinstance(payload, ToolCallAbandonedV1):
             call = pending.pop(payload.tool_call_id, None)
             if call is not None:
-                out.append(
-                    Message.tool(
-                        ToolResultPart(
-                            tool_call_id=call.tool_call_id,
-                            provider_call_id=call.provider_call_id,
-                            name=call.name,
-                            content=payload.message,
-                            is_error=True,
-                        )
-                    )
-                )
+                out.append(tool_result_message(call, payload.message, True))
         elif isinstance(payload, (ToolCallCompletedV2, ToolCallFailedV2)):
             call = pending.pop(payload.tool_call_id, None)
             if call is None:
                 continue
-            result = payload.result
-            out.append(
-                Message.tool(
-                    ToolResultPart(
-                        tool_call_id=call.tool_call_id,
-                        provider_call_id=call.provider_call_id,
-                        name=call.name,
-                        content=bound_for_model(result.content or ("error" if result.is_error else "ok")),
-                        is_error=result.is_error,
-                    )
-                )
-            )
+            out.append(tool_result_message(call, payload.result.content, payload.result.is_error))
     if answer_pending:
         flush_pending()
     return out

@@ -26,7 +26,7 @@ from bearagent.domain.budgets import BudgetUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, ToolCallId
-from bearagent.domain.messages import Message, ToolResultPart
+from bearagent.domain.messages import Message
 from bearagent.domain.models import (
     ModelCompleted,
     ModelToolCall,
@@ -50,7 +50,7 @@ from bearagent.domain.run_events import (
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import Clock, RunStorage
 from bearagent.runtime.approvals import RunSuspended
-from bearagent.runtime.context import ContextBuilder, bound_for_model
+from bearagent.runtime.context import ContextBuilder, tool_result_message
 from bearagent.runtime.cursor import InFlightCall, RunCursor
 from bearagent.runtime.loop_state import (
     SWITCH_TOOL,
@@ -413,17 +413,7 @@ class AgentLoop:
                         error = turn.call_errors.get(call.tool_call_id)
                         results = [await self._tools.call(spec, recorder, state, call, error)]
                 for call, result in zip(group, results, strict=True):
-                    messages.append(
-                        Message.tool(
-                            ToolResultPart(
-                                tool_call_id=call.tool_call_id,
-                                provider_call_id=call.provider_call_id,
-                                name=call.name,
-                                content=bound_for_model(result.content or ("ok" if not result.is_error else "error")),
-                                is_error=result.is_error,
-                            )
-                        )
-                    )
+                    messages.append(tool_result_message(call, result.content, result.is_error))
                     if not result.is_error and result.tool_name == SWITCH_TOOL and result.data is not None:
                         target = result.data.get("agent")
                         if isinstance(target, str):
