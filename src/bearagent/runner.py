@@ -12,7 +12,7 @@ loop and broker every run gets. The CLI, the server and the Python API (`bearage
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,14 +21,13 @@ from bearagent.agent_plans import AgentPlans
 from bearagent.app import LoadedWorkspace
 from bearagent.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
 from bearagent.domain._base import JsonValue
-from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import Message
 from bearagent.domain.run_events import (
     TriggerType,
 )
-from bearagent.domain.specs import AgentSpec, ModelEntry
+from bearagent.domain.specs import AgentSpec
 from bearagent.resources import Resources, open_store, state_dir
 from bearagent.run_types import RunOptions, RunResult
 from bearagent.session_hooks import SessionHookWiring
@@ -86,6 +85,10 @@ class WorkspaceRuntime:
         self.sessions = SessionService(loaded, self.resources, self.clock, self.ids, caller)
         self.children = ChildRuns(self)
         self.plans = AgentPlans(self)
+        # planning is agent_plans.py's; the runtime offers it under its own names
+        self.plan = self.plans.plan
+        self.require_agent = self.plans.require_agent
+        self.budgets_for = self.plans.budgets_for
         self.hook_wiring = SessionHookWiring(self)
         self.seals = Sealer(loaded.user_dir)
         """Seals the answers kept in the (workspace's, untrusted) log: approvals and "allow always" rules."""
@@ -131,40 +134,6 @@ class WorkspaceRuntime:
     async def aclose(self) -> None:
         await self.hook_wiring.close()
         await self.resources.aclose()
-
-    # ---- planning ----------------------------------------------------------------------------------------------
-
-    def require_agent(self, name: str) -> AgentSpec:
-        return self.plans.require_agent(name)
-
-    async def plan(
-        self,
-        agent_name: str,
-        *,
-        session_key: str,
-        model_override: str | None = None,
-        hooks: SessionHooks | None = None,
-        parent_tools: frozenset[str] | None = None,
-        parent_model: ModelEntry | None = None,
-        depth: int = 0,
-        extra_allow: Sequence[str] = (),
-        ask: Asker | ApprovalBroker | None = None,
-    ) -> AgentPlan:
-        """The plan of `agent_name` (`agent_plans.py`)."""
-        return await self.plans.plan(
-            agent_name,
-            session_key=session_key,
-            model_override=model_override,
-            hooks=hooks,
-            parent_tools=parent_tools,
-            parent_model=parent_model,
-            depth=depth,
-            extra_allow=extra_allow,
-            ask=ask,
-        )
-
-    def budgets_for(self, agent: AgentSpec, overrides: Mapping[str, int]) -> BudgetLimits:
-        return self.plans.budgets_for(agent, overrides)
 
     # ---- hooks -------------------------------------------------------------------------------------------------
 
