@@ -61,8 +61,12 @@ def boot_id() -> str:
 
 
 def this_process(lease_ms: int = DEFAULT_LEASE_MS) -> RunOwner:
-    """The owner record of the calling process."""
-    pid = os.getpid()
+    """The owner record of the calling process (read once per process: keyed by pid, so a fork reads its own)."""
+    return _owner_of(os.getpid(), lease_ms)
+
+
+@functools.cache
+def _owner_of(pid: int, lease_ms: int) -> RunOwner:
     return RunOwner(
         host=socket.gethostname()[:256] or "localhost",
         boot_id=boot_id(),
