@@ -56,7 +56,7 @@ def validate_json_object(value: object, *, where: str = "value") -> dict[str, Js
     if not isinstance(value, Mapping):
         raise JsonBoundsError(f"{where} must be a JSON object, got {type(value).__name__}")
     counter = _Counter()
-    copied = _copy_checked(cast(object, value), where, 1, counter)
+    copied = _copy_checked(cast(object, value), where, 1, counter, False)
     assert isinstance(copied, dict)
     return copied
 
@@ -69,7 +69,9 @@ class _Counter:
         self.chars = 0
 
 
-def _copy_checked(value: object, path: str, depth: int, counter: _Counter) -> JsonValue:
+def _copy_checked(value: object, path: str, depth: int, counter: _Counter, frozen: bool) -> JsonValue:
+    """The checked deep copy of one JSON value: plain dicts and lists, or (`frozen`) read-only mappings and tuples
+    built in the same pass, so a frozen field is walked once, not checked and then copied again."""
     counter.nodes += 1
     if counter.nodes > MAX_JSON_NODES:
         raise JsonBoundsError(f"{path}: JSON has more than {MAX_JSON_NODES} nodes (max_nodes={MAX_JSON_NODES})")
@@ -101,11 +103,20 @@ def _copy_checked(value: object, path: str, depth: int, counter: _Counter) -> Js
             if len(key) > MAX_JSON_KEY_CHARS:
                 raise JsonBoundsError(f"{path}: object key longer than max_key_chars={MAX_JSON_KEY_CHARS}")
             _add_chars(counter, len(key), path)
-            out[key] = _copy_checked(item, f"{path}.{key}", depth + 1, counter)
-        return out
+            if type(item) is str and len(item) <= MAX_JSON_STRING_CHARS and counter.nodes < MAX_JSON_NODES:
+                # the common leaf, checked as the recursive call would (its path is only built for a message)
+                counter.nodes += 1
+                counter.chars += len(item)
+                if counter.chars > MAX_JSON_TOTAL_CHARS:
+                    _add_chars(counter, 0, f"{path}.{key}")
+                out[key] = item
+            else:
+                out[key] = _copy_checked(item, f"{path}.{key}", depth + 1, counter, frozen)
+        return MappingProxyType(out) if frozen else out
     if isinstance(value, (list, tuple)):
         items = cast(Sequence[object], value)
-        return [_copy_checked(item, f"{path}[{i}]", depth + 1, counter) for i, item in enumerate(items)]
+        copied = [_copy_checked(item, f"{path}[{i}]", depth + 1, counter, frozen) for i, item in enumerate(items)]
+        return tuple(copied) if frozen else copied
     raise JsonBoundsError(f"{path}: {type(value).__name__} is not a JSON type")
 
 
@@ -143,7 +154,12 @@ def thaw_json_value(value: JsonValue) -> JsonValue:
 
 
 def _restrict_and_freeze(value: object) -> JsonMapping:
-    return freeze_json_mapping(validate_json_object(value))
+    """`freeze_json_mapping(validate_json_object(value))` in one walk: the same checks, messages and result."""
+    if not isinstance(value, Mapping):
+        raise JsonBoundsError(f"value must be a JSON object, got {type(value).__name__}")
+    frozen = _copy_checked(cast(object, value), "value", 1, _Counter(), True)
+    assert isinstance(frozen, MappingProxyType)
+    return cast(JsonMapping, frozen)
 
 
 JsonObject = Annotated[
