@@ -25,6 +25,7 @@ from bearagent.domain.run_events import (
     ChildRunFinishedV2,
     ChildRunStartedV1,
     ChildUsage,
+    ContextCompactedV1,
     HookExecutedV1,
     MessageInjectedV1,
     MessageInjectedV2,
@@ -32,6 +33,7 @@ from bearagent.domain.run_events import (
     ModelCallFailedV1,
     ModelCallFailedV2,
     ModelCallRequestedV2,
+    ModelCallRequestedV3,
     ModelCallStartedV1,
     RecordedToolCall,
     RunCreatedV2,
@@ -343,6 +345,39 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     f5, folder5 = running()
     folder5.feed(f5.run_cancelled())
     seen |= folder5.seen
+
+    # a compaction's summary call: Requested v3 (purpose compaction) closed by ContextCompacted, its usage counted
+    f8, folder8 = running()
+    a8, mc8 = f8.ids.new(ActivityId), f8.ids.new(ModelCallId)
+    folder8.feed(
+        f8.event(
+            ModelCallRequestedV3(
+                activity_id=a8, model_call_id=mc8, model_ref="workspace/gpt", purpose="compaction", context_window=8192
+            )
+        )
+    )
+    folder8.feed(f8.event(ModelCallStartedV1(activity_id=a8, model_call_id=mc8)))
+    folder8.feed(
+        f8.event(
+            ContextCompactedV1(
+                activity_id=a8,
+                model_call_id=mc8,
+                usage=TokenUsage(input_tokens=700, output_tokens=50),
+                cost_microusd=3,
+                summary="the user wants the release date",
+                replaced_messages=4,
+                kept_messages=2,
+                tokens_before=7000,
+                tokens_after=900,
+                trigger="threshold",
+                model_ref="workspace/gpt",
+            )
+        )
+    )
+    assert folder8.activities[a8].status == "succeeded" and folder8.state.active_activity_id is None
+    assert folder8.state.usage.model_iterations == 1 and folder8.state.usage.total_tokens == 750
+    assert folder8.state.usage.cost_microusd == 3
+    seen |= folder8.seen
 
     # the pauses: an approval asked and answered, an interruption, a resume, an abandoned call
     from tests.unit.test_reducer_pauses import OWNER, answer, ask, started_by_owner

@@ -370,6 +370,54 @@ class ChildRunFinishedV2(RunEventPayload):
     usage: ChildUsage = Field(default_factory=ChildUsage)
 
 
+# ---- context accounting and compaction -----------------------------------------------------------------------
+
+ModelCallPurpose: TypeAlias = Literal["turn", "compaction"]
+
+
+class ModelCallRequestedV3(RunEventPayload):
+    """v2 plus the size of the request (`runtime/context_size.py`) and what the call is for: a model turn of the
+    conversation, or the summary of a compaction (closed by `ContextCompacted` instead of `ModelCallCompleted`)."""
+
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+    model_ref: str = Field(min_length=1, max_length=256)
+    attempt: int = Field(default=1, ge=1, le=100)
+    purpose: ModelCallPurpose = "turn"
+    estimated_input_tokens: int = Field(default=0, ge=0)
+    """The request's estimated size in tokens (system prompt, messages, tool specs), before it was sent."""
+    estimator: str = Field(default="", max_length=64)
+    """How it was estimated: `tiktoken:<encoding>`, or `chars/<n>` (characters per token), `×<f>` when corrected
+    by the input tokens the provider reported for the run's previous call."""
+    context_window: int | None = Field(default=None, ge=1)
+    """The model's context window in tokens, when known; `context_window_source` says where it came from."""
+    context_window_source: str | None = Field(default=None, max_length=32)
+
+
+class ContextCompactedV1(RunEventPayload):
+    """Earlier turns of the conversation were summarised: the summary replaces the first `replaced_messages`
+    messages of the working history (counted after the system prompt, as `runtime/history.py` rebuilds it at this
+    point of the log) and the rest stays verbatim. Closes the compaction's model call (its `ModelCallRequested` v3
+    has purpose `compaction`) with its usage, so budgets count it; the replaced events stay in the log."""
+
+    activity_id: ActivityId
+    model_call_id: ModelCallId
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_microusd: int = Field(default=0, ge=0)
+    summary: str = Field(min_length=1, max_length=1_048_576)
+    replaced_messages: int = Field(ge=1)
+    kept_messages: int = Field(ge=0)
+    tokens_before: int = Field(ge=0)
+    """Estimated tokens of the request before the compaction."""
+    tokens_after: int = Field(ge=0)
+    """Estimated tokens of the same request with the summary in place of the replaced messages."""
+    trigger: Literal["threshold", "overflow", "manual"]
+    focus: str | None = Field(default=None, max_length=4_000)
+    model_ref: str = Field(min_length=1, max_length=256)
+    model: str | None = Field(default=None, max_length=256)
+    provider_request_id: str | None = Field(default=None, max_length=256)
+
+
 RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 1): RunCreatedV1,
     ("RunCreated", 2): RunCreatedV2,
@@ -407,6 +455,8 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("ChildRunFinished", 2): ChildRunFinishedV2,
     ("MessageInjected", 1): MessageInjectedV1,
     ("MessageInjected", 2): MessageInjectedV2,
+    ("ModelCallRequested", 3): ModelCallRequestedV3,
+    ("ContextCompacted", 1): ContextCompactedV1,
 }
 
 LATEST_VERSIONS: Mapping[str, int] = {

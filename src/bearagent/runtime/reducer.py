@@ -138,6 +138,7 @@ _KIND: Mapping[str, ActivityKind] = {
     "ToolCallStarted": "tool_call",
     "ToolCallCompleted": "tool_call",
     "ToolCallFailed": "tool_call",
+    "ContextCompacted": "model_call",  # closes a compaction's model call, with its usage
 }
 
 
@@ -273,7 +274,7 @@ def _start(run: RunState, active: Active, fact: Fact) -> ActivityState:
 
 def _finish(run: RunState, active: Active, fact: Fact) -> ActivityState:
     kind = _KIND[fact.event_type]
-    outcome: ActivityStatus = "succeeded" if fact.event_type.endswith("Completed") else "failed"
+    outcome: ActivityStatus = "failed" if fact.event_type.endswith("Failed") else "succeeded"
     _require_running(run, fact)
     activity = _active_for(run, active, fact, kind)
     if activity.status != "running":
@@ -526,6 +527,7 @@ _HANDLERS: Mapping[str, _Handler] = {
     "ChildRunStarted": _on_record,
     "ChildRunFinished": _on_child_finished,
     "MessageInjected": _on_record,
+    "ContextCompacted": _finish,
 }
 
 _missing = {t for (t, _v) in RUN_EVENT_PAYLOADS} - set(_HANDLERS)

@@ -31,6 +31,7 @@ from bearagent.domain.run_events import (
     ChildRunFinishedV1,
     ChildRunFinishedV2,
     ChildRunStartedV1,
+    ContextCompactedV1,
     HookExecutedV1,
     MessageInjectedV1,
     MessageInjectedV2,
@@ -40,6 +41,7 @@ from bearagent.domain.run_events import (
     ModelCallFailedV2,
     ModelCallRequestedV1,
     ModelCallRequestedV2,
+    ModelCallRequestedV3,
     RecordedToolCall,
     RunCancelledV1,
     RunCreatedV1,
@@ -162,6 +164,8 @@ class RunSteps:
     last_sequence: int = 0
     model_call_in_flight: int | None = None
     """The sequence of a `ModelCallRequested` the log has no end for (the call is running, or was cut)."""
+    compactions: int = 0
+    """`ContextCompacted` facts: the summary calls are not turns (a replay, which does not compact, skips them)."""
 
     @property
     def tool_steps(self) -> tuple[ToolStep, ...]:
@@ -244,6 +248,9 @@ class _Reader:
         self.hooks = 0
         self.interruptions = 0
         self.last_sequence = 0
+        self.compacting: int | None = None
+        """Sequence of a compaction's summary call in flight (`ModelCallRequested` v3, purpose `compaction`)."""
+        self.compactions = 0
 
     # -- model calls --
 
@@ -361,7 +368,15 @@ class _Reader:
             if isinstance(payload, RunCreatedV2):
                 self.agent = payload.agent_name
                 self.created = payload
-        elif isinstance(payload, (ModelCallRequestedV1, ModelCallRequestedV2)):
+        elif isinstance(payload, ModelCallRequestedV3) and payload.purpose == "compaction":
+            self._close_tool()
+            self.compacting = sequence
+        elif isinstance(payload, ContextCompactedV1):
+            self.compacting = None
+            self.compactions += 1
+        elif isinstance(payload, (ModelCallFailedV1, ModelCallFailedV2)) and self.compacting is not None:
+            self.compacting = None  # a failed summary call is no turn (RunFailed says so when the run ended on it)
+        elif isinstance(payload, (ModelCallRequestedV1, ModelCallRequestedV2, ModelCallRequestedV3)):
             self.model_requested(sequence)
         elif isinstance(payload, (ModelCallCompletedV1, ModelCallCompletedV2)):
             self.model_completed(sequence, payload)
@@ -451,6 +466,7 @@ class _Reader:
             interruptions=self.interruptions,
             last_sequence=self.last_sequence,
             model_call_in_flight=self.requested,
+            compactions=self.compactions,
         )
 
 
