@@ -146,13 +146,7 @@ async def recover_interrupted(
             activities = await storage.fetch_activities(run.run_id)
             active = next((a for a in activities if a.activity_id == run.active_activity_id), None)
             if active is not None:
-                in_flight = InFlight(
-                    activity_id=active.activity_id,
-                    kind=active.kind,
-                    name=active.name,
-                    model_call_id=active.model_call_id,
-                    tool_call_id=active.tool_call_id,
-                )
+                in_flight = InFlight.of(active)
         recorder = RunRecorder(writer=writer, clock=clock, ids=ids, run_id=run.run_id, last_sequence=run.last_sequence)
         try:
             await recorder.append(

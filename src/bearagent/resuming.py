@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId, ToolCallId
-from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1
+from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1, RunRequest
 from bearagent.domain.state import RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.leases import is_self, owner_gone
@@ -124,9 +124,11 @@ async def seek_provider(
         seek(await model_calls_so_far(runtime, session_id, run_id))
 
 
-async def resume_run(runtime: WorkspaceRuntime, run_id: RunId, observer: RunObserver | None = None) -> RunResult:
+async def resume_run(
+    runtime: WorkspaceRuntime, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True
+) -> RunResult:
     """Continue an interrupted run, or a waiting run whose approval was answered, to a terminal state (or to its
-    next wait)."""
+    next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session."""
     runtime.check_guards()
     runtime.check_trust()
     runtime.check_hooks()
@@ -146,7 +148,7 @@ async def resume_run(runtime: WorkspaceRuntime, run_id: RunId, observer: RunObse
         earlier: list[list[Event]] = []
         if run.session_id is not None:
             for other in reversed(await runtime.store.fetch_runs(session_id=run.session_id, limit=100_000)):
-                if other.parent_run_id is None and other.created_at < run.created_at:
+                if other.parent_run_id is None and other.created_at < run.created_at and other.started_at is not None:
                     earlier.append(list(await runtime.store.fetch_events(other.run_id)))
         agent = runtime.require_agent(cursor.agent_name)
         hooks = runtime.session_hooks(session_key, str(runtime.mode_in_force(agent).mode))
@@ -173,8 +175,17 @@ async def resume_run(runtime: WorkspaceRuntime, run_id: RunId, observer: RunObse
                 sealed_rule = runtime.seals.sealed_rule(str(run.session_id), in_flight.rule)
                 await runtime.store.allow_in_session(run.session_id, sealed_rule)
 
+        request = run.request or RunRequest()  # the model and pre-approved tools it was started with
+
         async def planner(name: str) -> AgentPlan:
-            return await runtime.plan(name, session_key=session_key, hooks=hooks, extra_allow=remembered, ask=ask)
+            return await runtime.plan(
+                name,
+                session_key=session_key,
+                model_override=request.model_override,
+                hooks=hooks,
+                extra_allow=(*request.allowed_tools, *remembered),
+                ask=ask,
+            )
 
         plan = await planner(cursor.agent_name)
         await seek_provider(runtime, plan, run.session_id, run.run_id)
@@ -186,6 +197,7 @@ async def resume_run(runtime: WorkspaceRuntime, run_id: RunId, observer: RunObse
             run_id=run.run_id,
             trigger_type="message",
             history=tuple(history_from_events(earlier)),
+            request=request,
         )
         loop = runtime.loop(
             hooks=LoopHookAdapter(hooks, runtime.sessions.transcript(session_key)) if hooks.enabled else None,
@@ -209,7 +221,7 @@ async def resume_run(runtime: WorkspaceRuntime, run_id: RunId, observer: RunObse
 
     if run.session_id is None:
         return await go()
-    async with runtime.store.session_lock(run.session_id, wait=True):
+    async with runtime.store.session_lock(run.session_id, wait=wait):
         return await go()
 
 

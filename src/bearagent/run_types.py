@@ -66,3 +66,7 @@ class RunOptions:
     later (`bearagent approvals answer`) instead of denying the call at once."""
     run_id: RunId | None = None
     """The id the run gets (new by default): known up front, a live subscriber can follow the run from its start."""
+    initiator_ref: str | None = None
+    """Who started the run (the HTTP caller's subject), recorded on it; None for a local run."""
+    auth_context: Mapping[str, JsonValue] | None = None
+    """A snapshot of the caller context the run was started with (never a token), recorded on it."""

@@ -12,7 +12,8 @@ loop and broker every run gets. The CLI, the server and the Python API (`bearage
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,12 +22,12 @@ from bearagent.agent_plans import AgentPlans
 from bearagent.app import LoadedWorkspace
 from bearagent.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
 from bearagent.domain._base import JsonValue
+from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.messages import Message
-from bearagent.domain.run_events import (
-    TriggerType,
-)
+from bearagent.domain.run_events import RunEventPayload, RunRequest, TriggerType
 from bearagent.domain.specs import AgentSpec
 from bearagent.resources import Resources, open_store, state_dir
 from bearagent.run_types import RunOptions, RunResult
@@ -37,7 +38,7 @@ from bearagent.trust.seals import Sealer
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpServerStatus
 from bearagent.domain.run_events import ApprovalChoice
-from bearagent.domain.state import SessionRecord
+from bearagent.domain.state import RunProjection, SessionRecord
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
 from bearagent.ports import Clock, SystemClock, WorkspaceStore
 from bearagent.registries.actions import render_action
@@ -53,6 +54,20 @@ from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_writer import RunWriter
 from bearagent.tools.gate import Asker
 from bearagent.trust.modes import ModeInForce
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A run checked and placed (its session, agent and budgets), not yet recorded."""
+
+    prompt: str
+    options: RunOptions
+    session: SessionRecord | None
+    created: bool
+    agent: AgentSpec
+    budgets: BudgetLimits
+    session_key: str
+
 
 # ---- the runtime ---------------------------------------------------------------------------------------------
 
@@ -128,8 +143,8 @@ class WorkspaceRuntime:
     def resolve_session(self, ref: str | None, agent: str) -> tuple[SessionRecord, bool]:
         return self.sessions.resolve_session(ref, agent)
 
-    def session_history(self, session_id: SessionId) -> list[Message]:
-        return self.sessions.session_history(session_id)
+    def session_history(self, session_id: SessionId, *, before: RunId | None = None) -> list[Message]:
+        return self.sessions.session_history(session_id, before=before)
 
     async def aclose(self) -> None:
         await self.hook_wiring.close()
@@ -146,7 +161,57 @@ class WorkspaceRuntime:
         self, prompt: str, options: RunOptions | None = None, observer: RunObserver | None = None
     ) -> RunResult:
         """Run `prompt` to a terminal state in a session (new by default) and return its final record."""
-        options = options or RunOptions()
+        prepared = await self._prepare(prompt, options or RunOptions())
+        return await self._execute(prepared, observer, None)
+
+    async def enqueue(self, prompt: str, options: RunOptions | None = None) -> RunProjection:
+        """Record a run of `prompt` without executing it (`queued`, RunCreated only) and return its record; a worker
+        (`worker.py`) starts it, after the earlier runs of its session. Configuration errors (untrusted workspace,
+        unknown agent, …) raise here, before anything is recorded."""
+        prepared = await self._prepare(prompt, options or RunOptions())
+        options = prepared.options
+        plan = await self.plan(
+            prepared.agent.name,
+            session_key=prepared.session_key,
+            model_override=options.model,
+            hooks=None,
+            extra_allow=options.allowed_tools,
+            ask=None,
+        )
+        recorder = await self.loop(hooks=None, observer=NullObserver()).create(self._spec(prepared, (), ()), plan)
+        assert recorder.projection is not None
+        return recorder.projection
+
+    async def start_queued(self, run_id: RunId, observer: RunObserver | None = None) -> RunResult:
+        """Execute the queued run `run_id` (recorded by `enqueue`, perhaps in another process) to a terminal state,
+        if it is its session's next (`queue.py`). It is claimed under its session's lock (the run's own for a run
+        without a session), so of two processes only one starts it: the other gets `SessionBusy`, or a `conflict`
+        error (`not_queued`, `not_next`) once it holds the lock."""
+        from bearagent.queue import is_next, no_queued_run, not_queued, queued_request
+
+        run = await self.store.fetch_run(run_id)
+        if run is None:
+            raise no_queued_run(run_id)
+        lane = run.session_id if run.session_id is not None else SessionId(str(run.run_id))
+        async with self.store.session_lock(lane, wait=False):
+            run = await self.store.fetch_run(run_id)
+            if run is None:
+                raise no_queued_run(run_id)
+            if run.status != "queued":
+                raise not_queued(run)
+            if run.session_id is not None and not is_next(
+                run, await self.store.fetch_runs(session_id=run.session_id, limit=100_000)
+            ):
+                raise BearAgentError(
+                    ErrorInfo.of("conflict", "not_next", f"run {run_id} waits for an earlier run of its session"),
+                    hint="its session's earlier runs go first; a worker takes it after them",
+                )
+            events = list(await self.store.fetch_events(run_id))
+            prompt, options = queued_request(run, events)
+            prepared = await self._prepare(prompt, options)
+            return await self._execute(prepared, observer, events[0], locked=True)
+
+    async def _prepare(self, prompt: str, options: RunOptions) -> _Prepared:
         if not prompt.strip():
             raise BearAgentError(
                 ErrorInfo.of("invalid_request", "empty_prompt", "the prompt is empty"),
@@ -173,42 +238,49 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "not_primary", f"agent {agent.name!r} is a subagent (mode: subagent)"),
                 hint="run a primary agent (`bearagent agents list` shows the modes), or delegate to it with Task",
             )
-        budgets = self.budgets_for(agent, options.budgets)
+        if options.run_id is None:  # known before the first event
+            options = replace(options, run_id=self.ids.new(RunId))
         session_key = str(session.session_id) if session is not None else f"detached:{self.ids.new(SessionId)}"
-        history: list[Message] = []
+        return _Prepared(
+            prompt, options, session, created, agent, self.budgets_for(agent, options.budgets), session_key
+        )
+
+    def _spec(self, prepared: _Prepared, history: Sequence[Message], prelude: Sequence[RunEventPayload]) -> RunSpec:
+        options, session = prepared.options, prepared.session
+        return RunSpec(
+            goal=prepared.prompt,
+            workspace_root=self.root,
+            budgets=prepared.budgets,
+            session_id=session.session_id if session is not None else None,
+            trigger_type=options.trigger_type,
+            trigger_ref=options.trigger_ref,
+            history=tuple(history),
+            prelude=prelude,
+            run_id=options.run_id,
+            request=RunRequest(
+                initiator_ref=options.initiator_ref,
+                auth_context=options.auth_context,
+                model_override=options.model,
+                allowed_tools=options.allowed_tools,
+                wait_approvals=options.wait_approvals,
+            ),
+        )
+
+    async def _execute(
+        self, prepared: _Prepared, observer: RunObserver | None, queued: Event | None, *, locked: bool = False
+    ) -> RunResult:
+        """Run a prepared run in its session (under its lock; `locked`: the caller holds it): a new one, or the
+        queued one whose RunCreated is `queued`."""
+        options, session, agent, session_key = prepared.options, prepared.session, prepared.agent, prepared.session_key
 
         async def go() -> RunResult:
-            nonlocal history
             hooks = self.session_hooks(session_key, str(self.mode_in_force(agent).mode))
+            history: list[Message] = []
             if session is not None:
-                history = self.session_history(session.session_id)
-                await self.hook_wiring.start(session_key, hooks, created=created)
+                history = self.session_history(session.session_id, before=options.run_id if queued else None)
+                await self.hook_wiring.start(session_key, hooks, created=prepared.created)
             remembered = await self.session_rules(session.session_id) if session is not None else ()
             ask = self.broker(session.session_id if session is not None else None, wait=options.wait_approvals)
-            plan = await self.plan(
-                agent.name,
-                session_key=session_key,
-                model_override=options.model,
-                hooks=hooks,
-                extra_allow=(*options.allowed_tools, *remembered),
-                ask=ask,
-            )
-            if session is not None and not created:
-                from bearagent.resuming import seek_provider
-
-                await seek_provider(self, plan, session.session_id, None)  # the scripted model's place, from the log
-            prelude = await self.hook_wiring.prelude(session_key, session.session_id if session is not None else None)
-            spec = RunSpec(
-                goal=prompt,
-                workspace_root=self.root,
-                budgets=budgets,
-                session_id=session.session_id if session is not None else None,
-                trigger_type=options.trigger_type,
-                trigger_ref=options.trigger_ref,
-                history=tuple(history),
-                prelude=prelude,
-                run_id=options.run_id,
-            )
 
             async def planner(name: str) -> AgentPlan:
                 return await self.plan(
@@ -220,24 +292,34 @@ class WorkspaceRuntime:
                     ask=ask,
                 )
 
+            plan = await planner(agent.name)
+            if session is not None and not prepared.created:
+                from bearagent.resuming import seek_provider
+
+                await seek_provider(self, plan, session.session_id, None)  # the scripted model's place, from the log
+            prelude = await self.hook_wiring.prelude(session_key, session.session_id if session is not None else None)
+            spec = self._spec(prepared, history, prelude)
             loop = self.loop(
                 hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
             )
-            outcome = await loop.run(spec, plan, planner)
+            if queued is None:
+                outcome = await loop.run(spec, plan, planner)
+            else:
+                outcome = await loop.start(spec, plan, planner, loop.recorder_for(queued))
             if session is not None:
                 await self.store.save_session(
                     session.model_copy(
                         update={
                             "updated_at": self.clock.now(),
                             "active_agent_name": outcome.agent_name,
-                            "title": session.title or prompt.strip().splitlines()[0][:200],
+                            "title": session.title or prepared.prompt.strip().splitlines()[0][:200],
                         }
                     )
                 )
             return self._result(outcome, session.session_id if session is not None else None)
 
-        if session is None:
+        if session is None or locked:
             return await go()
         async with self.store.session_lock(session.session_id, wait=options.wait_for_session):
             return await go()
@@ -249,11 +331,12 @@ class WorkspaceRuntime:
     def prompt_hash(self, system_prompt: str) -> str:
         return self.plans.context.prompt_hash(system_prompt)
 
-    async def resume(self, run_id: RunId, observer: RunObserver | None = None) -> RunResult:
-        """Continue an interrupted run (or a waiting run whose approval was answered) from its log."""
+    async def resume(self, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True) -> RunResult:
+        """Continue an interrupted run (or a waiting run whose approval was answered) from its log; `wait=False`
+        refuses (`SessionBusy`) while another process holds its session."""
         from bearagent.resuming import resume_run
 
-        return await resume_run(self, run_id, observer)
+        return await resume_run(self, run_id, observer, wait=wait)
 
     def loop(self, *, hooks: LoopHookAdapter | None, observer: RunObserver) -> AgentLoop:
         """An agent loop over this runtime's store and writer; its runs are held (owner + heartbeat) by it."""

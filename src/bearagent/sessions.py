@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bearagent.app import LoadedWorkspace
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.ids import IdGenerator, SessionId
+from bearagent.domain.ids import IdGenerator, RunId, SessionId
 from bearagent.domain.messages import Message
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.transcript import TranscriptWriter
@@ -65,11 +65,16 @@ class SessionService:
             )
         return found, False
 
-    def session_history(self, session_id: SessionId) -> list[Message]:
+    def session_history(self, session_id: SessionId, *, before: RunId | None = None) -> list[Message]:
+        """The conversation of the session's runs that started (a queued run, or one cancelled before it started,
+        said nothing yet), oldest first; with `before`, only of the runs recorded before that one."""
         runs = [
             r for r in self._resources.store.list_runs(session_id=session_id, limit=10_000) if r.parent_run_id is None
-        ]
-        runs.reverse()  # oldest first
+        ]  # newest first
+        if before is not None:
+            at = next((i for i, r in enumerate(runs) if r.run_id == before), None)
+            runs = runs[at + 1 :] if at is not None else runs
+        runs = [r for r in reversed(runs) if r.started_at is not None]  # oldest first
         return history_from_events(self._resources.store.read_events(r.run_id) for r in runs)
 
     def transcript(self, session_id: str) -> TranscriptWriter:

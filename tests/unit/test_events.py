@@ -52,6 +52,20 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
         "trigger_type": "subagent",
         "depth": 1,
     },
+    ("RunCreated", 3): {
+        "budget_limits": {},
+        "goal": "summarise docs/project.md",
+        "agent_name": "build",
+        "prompt_hash": "0" * 64,
+        "trigger_type": "api_action",
+        "trigger_ref": "summarise",
+        "request": {
+            "initiator_ref": "user:ada",
+            "auth_context": {"subject_ref": "user:ada", "scopes": ["runs:write"]},
+            "model_override": "fast",
+            "allowed_tools": ["Bash(git status)"],
+        },
+    },
     ("RunStarted", 1): {},
     ("RunSucceeded", 1): {},
     ("RunSucceeded", 2): {"final_text": "done", "stop_reason": "end_turn"},
@@ -263,7 +277,7 @@ def test_unknown_version_fails_closed_and_lists_the_known_ones() -> None:
     with pytest.raises(BearAgentError) as caught:
         parse_run_event_payload("RunCreated", 99, SAMPLES[("RunCreated", 2)])
     assert caught.value.code == "validation.unknown_event"
-    assert "'RunCreated' v99 (known versions of RunCreated: [1, 2])" in str(caught.value)
+    assert "'RunCreated' v99 (known versions of RunCreated: [1, 2, 3])" in str(caught.value)
     assert "upgrade BearAgent" in str(caught.value)
 
 
@@ -295,7 +309,7 @@ def test_v1_payloads_still_parse_with_their_old_meaning() -> None:
 
 
 def test_latest_versions() -> None:
-    assert LATEST_VERSIONS["RunCreated"] == 2
+    assert LATEST_VERSIONS["RunCreated"] == 3
     assert LATEST_VERSIONS["RunStarted"] == 2
     assert set(LATEST_VERSIONS) == {t for (t, _v) in RUN_EVENT_PAYLOADS}
 

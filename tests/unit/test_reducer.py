@@ -37,6 +37,8 @@ from bearagent.domain.run_events import (
     ModelCallStartedV1,
     RecordedToolCall,
     RunCreatedV2,
+    RunCreatedV3,
+    RunRequest,
     RunFailedV1,
     RunFailedV2,
     RunInterruptedV1,
@@ -395,6 +397,21 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     )
     folder6.feed(f6.event(MessageInjectedV2(kind="continuation", text="go on")))
     seen |= folder6.seen
+
+    # v3: the run's request is on its record
+    f7, folder7 = EventFactory(), Folder()
+    request = RunRequest(
+        initiator_ref="user:ada", auth_context={"scopes": ["runs:write"]}, model_override="fast", allowed_tools=("Read",)
+    )
+    folder7.feed(
+        f7.event(
+            RunCreatedV3(
+                budget_limits=BudgetLimits(), goal="g", agent_name="build", prompt_hash=PROMPT_HASH, request=request
+            )
+        )
+    )
+    assert folder7.state.status == "queued" and folder7.state.request == request
+    seen |= folder7.seen
     assert seen == set(RUN_EVENT_PAYLOADS)
 
 

@@ -39,7 +39,23 @@ def _is_loopback(host: str) -> bool:
     default=None,
     help="Server config: workspaces, gateway JWT or proxy-header auth, limits (docs/server.md).",
 )
-def serve(host: str, port: int, workspaces: tuple[Path, ...], config_file: Path | None) -> None:
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(0, 64),
+    help="In-process workers that execute queued runs (0 = API only: `bearagent worker` processes run them).",
+)
+@click.option(
+    "--concurrency",
+    default=16,
+    show_default=True,
+    type=click.IntRange(1, 1024),
+    help="Runs each in-process worker executes at once.",
+)
+def serve(
+    host: str, port: int, workspaces: tuple[Path, ...], config_file: Path | None, workers: int, concurrency: int
+) -> None:
     """Serve workspaces over HTTP: sessions, background runs, events as JSON or SSE (OpenAPI at /openapi.json).
 
     Without gateway auth the server only binds loopback and prints its local token as `token: <value>`
@@ -63,7 +79,13 @@ def serve(host: str, port: int, workspaces: tuple[Path, ...], config_file: Path 
     from bearagent.server.registry import RunManager
 
     token = os.environ.get("BEARAGENT_SERVE_TOKEN") or Authenticator.new_local_token()
-    manager = RunManager(config.workspaces, dict(os.environ))
+    manager = RunManager(
+        config.workspaces,
+        dict(os.environ),
+        workers=workers,
+        concurrency=concurrency,
+        resume_interrupted=config.resume_on_start,
+    )
     app = create_app(
         manager,
         Authenticator(token, config.jwt, config.proxy),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Literal, Protocol, TypeAlias
 
 from pydantic import AfterValidator, Field, PlainSerializer, ValidationError
 
@@ -63,6 +63,31 @@ class RunCreatedV2(RunEventPayload):
     trigger_type: TriggerType = "message"
     trigger_ref: str | None = Field(default=None, max_length=256)
     depth: int = Field(default=0, ge=0, le=16)
+
+
+class RunRequest(DomainModel):
+    """What was asked of a run beyond its goal: who asked (the caller's subject and a snapshot of their context, for
+    runs started over the HTTP API) and the per-run choices a process must repeat to execute or resume it exactly
+    (a queued run is started by whichever worker claims it)."""
+
+    initiator_ref: str | None = Field(default=None, max_length=256)
+    """The subject that started the run (`CallerContext.subject_ref`); None for a local run."""
+    auth_context: JsonObject | None = None
+    """The caller context the run was started with (subject, scopes, workspace access, auth source); never a
+    token."""
+    model_override: str | None = Field(default=None, max_length=256)
+    """The model the request chose (`-m`, a command's `model`), over the agent's own."""
+    allowed_tools: tuple[str, ...] = Field(default=(), max_length=200)
+    """Permission rules pre-approved for this run (a command's `allowed-tools`)."""
+    wait_approvals: bool = False
+    """With nobody attached to answer, an `ask` leaves the run waiting for an answer (else it is denied at once)."""
+
+
+class RunCreatedV3(RunCreatedV2):
+    """Adds the run's request (`RunRequest`), so the record says who started it and a queued run can be started,
+    and any run resumed, by another process with the same choices."""
+
+    request: RunRequest = Field(default_factory=RunRequest)
 
 
 class RunStartedV1(RunEventPayload):
@@ -121,6 +146,29 @@ class InFlight(DomainModel):
     name: str | None = Field(default=None, max_length=256)
     model_call_id: ModelCallId | None = None
     tool_call_id: ToolCallId | None = None
+
+    @classmethod
+    def of(cls, activity: _ActivityLike) -> InFlight:
+        return cls(
+            activity_id=activity.activity_id,
+            kind=activity.kind,
+            name=activity.name,
+            model_call_id=activity.model_call_id,
+            tool_call_id=activity.tool_call_id,
+        )
+
+
+class _ActivityLike(Protocol):
+    @property
+    def activity_id(self) -> ActivityId: ...
+    @property
+    def kind(self) -> Literal["model_call", "tool_call"]: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def model_call_id(self) -> ModelCallId | None: ...
+    @property
+    def tool_call_id(self) -> ToolCallId | None: ...
 
 
 class RunInterruptedV1(RunEventPayload):
@@ -421,6 +469,7 @@ class ContextCompactedV1(RunEventPayload):
 RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 1): RunCreatedV1,
     ("RunCreated", 2): RunCreatedV2,
+    ("RunCreated", 3): RunCreatedV3,
     ("RunStarted", 1): RunStartedV1,
     ("RunStarted", 2): RunStartedV2,
     ("RunInterrupted", 1): RunInterruptedV1,

@@ -7,11 +7,11 @@ from typing import Literal, TypeAlias
 
 from pydantic import Field
 
-from bearagent.domain._base import DomainModel
+from bearagent.domain._base import DomainModel, JsonObject
 from bearagent.domain.budgets import BudgetLimits, BudgetUsage
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
-from bearagent.domain.run_events import RunOwner
+from bearagent.domain.run_events import RunOwner, RunRequest
 
 RunStatus: TypeAlias = Literal["queued", "running", "waiting", "interrupted", "succeeded", "failed", "cancelled"]
 """`waiting`: an approval is pending (wall time paused); `interrupted`: its process died, `runs resume` continues it."""
@@ -84,6 +84,8 @@ class RunProjection(DomainModel):
     while the run runs, its wall time is `now - wall_origin`. None while it does not run (or for a log written
     before runs could pause, where `started_at` is the origin)."""
     pending_approval: PendingApproval | None = None
+    request: RunRequest | None = None
+    """Who started the run and its per-run choices (RunCreated v3); None for a log written before."""
 
 
 class SessionRecord(DomainModel):
@@ -96,6 +98,8 @@ class SessionRecord(DomainModel):
     active_agent_name: str | None = Field(default=None, max_length=64)
     title: str | None = Field(default=None, max_length=512)
     caller: str | None = Field(default=None, max_length=256)
+    auth_context: JsonObject | None = None
+    """The caller context the session was created with over the HTTP API (never a token); kept as created."""
     allowed_rules: tuple[str, ...] = Field(default=(), max_length=500)
     """Permission rules answered "allow always" in this session (`Bash(git status)`, `Write`): the one place that
     memory lives, so every run, process and face of the session sees the same answers."""

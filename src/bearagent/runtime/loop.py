@@ -34,12 +34,14 @@ from bearagent.domain.models import (
 )
 from bearagent.domain.run_events import (
     AgentSwitchedV1,
+    InFlight,
     MessageInjectedV1,
     MessageInjectedV2,
     ModelCallFailedV2,
     RunCancelledV1,
-    RunCreatedV2,
+    RunCreatedV3,
     RunFailedV2,
+    RunInterruptedV1,
     RunOwner,
     RunResumedV1,
     RunStartedV1,
@@ -90,6 +92,19 @@ class RunOutcome:
     new_messages: tuple[Message, ...] = field(default=(), repr=False)
 
 
+HAND_BACK = "bearagent:hand-back"
+"""The message of a cancellation that hands a run back instead of cancelling it (`Worker.stop`): the loop records
+`RunInterrupted`, not `RunCancelled`."""
+
+
+async def _cancel_recorded(recorder: RunRecorder) -> None:
+    """Cancelled while the run was being recorded (a commit finishes before the cancellation goes on): once the run
+    exists, its log still ends with RunCancelled instead of staying queued or running forever."""
+    if recorder.projection is not None:
+        with contextlib.suppress(BearAgentError):
+            await recorder.append(RunCancelledV1(reason="cancelled by the caller"))
+
+
 class AgentLoop:
     def __init__(
         self,
@@ -110,6 +125,7 @@ class AgentLoop:
         """`writer` is the process's writer of `store` (its cache and subscribers); one of its own by default.
         `owner` is recorded as the run's lease holder (RunStarted v2, RunResumed) and `hold` keeps its heartbeat
         while the loop executes it."""
+        self._store = store
         self._writer = writer if writer is not None else RunWriter(store)
         self._clock = clock
         self._ids = ids
@@ -133,34 +149,60 @@ class AgentLoop:
 
     async def run(self, spec: RunSpec, plan: AgentPlan, planner: Planner | None = None) -> RunOutcome:
         """Run to a terminal state. Cancellation is recorded (RunCancelled) and then re-raised."""
+        recorder = await self.create(spec, plan)
+        return await self.start(spec, plan, planner, recorder)
+
+    async def create(self, spec: RunSpec, plan: AgentPlan) -> RunRecorder:
+        """Record the run (`RunCreated`: it is `queued`) and return its recorder; `start` executes it, in this
+        process or, for a queued run, in whichever worker claims it."""
         run_id = spec.run_id or self._ids.new(RunId)
         recorder = RunRecorder(writer=self._writer, clock=self._clock, ids=self._ids, run_id=run_id, sinks=self._sinks)
+        created = RunCreatedV3(
+            session_id=spec.session_id,
+            budget_limits=spec.budgets,
+            goal=spec.goal,
+            agent_name=plan.agent_name,
+            prompt_hash=self._context.prompt_hash(plan.system_prompt),
+            tool_spec_versions=plan.tool_spec_versions,
+            model_ref=plan.model_ref,
+            parent_run_id=spec.parent_run_id,
+            trigger_type=spec.trigger_type,
+            trigger_ref=spec.trigger_ref,
+            depth=spec.depth,
+            request=spec.request,
+        )
+        try:
+            await recorder.append(created)
+        except asyncio.CancelledError:
+            await _cancel_recorded(recorder)
+            raise
+        return recorder
+
+    def recorder_for(self, created: Event) -> RunRecorder:
+        """The recorder of a queued run whose only event is `created` (its RunCreated): appends go on after it, in
+        its correlation."""
+        return RunRecorder(
+            writer=self._writer,
+            clock=self._clock,
+            ids=self._ids,
+            run_id=created.run_id,
+            sinks=self._sinks,
+            last_sequence=created.sequence,
+            correlation_id=created.correlation_id,
+            last_event_id=created.event_id,
+        )
+
+    async def start(self, spec: RunSpec, plan: AgentPlan, planner: Planner | None, recorder: RunRecorder) -> RunOutcome:
+        """Start the queued run of `recorder` (`RunStarted` with this loop's owner: appended at the next sequence,
+        so of two processes starting one queued run only one can) and run it to a terminal state."""
+        run_id = recorder.run_id
         state = LoopState(plan=plan)
         try:
-            await recorder.append(
-                RunCreatedV2(
-                    session_id=spec.session_id,
-                    budget_limits=spec.budgets,
-                    goal=spec.goal,
-                    agent_name=plan.agent_name,
-                    prompt_hash=self._context.prompt_hash(plan.system_prompt),
-                    tool_spec_versions=plan.tool_spec_versions,
-                    model_ref=plan.model_ref,
-                    parent_run_id=spec.parent_run_id,
-                    trigger_type=spec.trigger_type,
-                    trigger_ref=spec.trigger_ref,
-                    depth=spec.depth,
-                )
-            )
             await recorder.append(RunStartedV1() if self._owner is None else RunStartedV2(owner=self._owner))
             if spec.prelude:
                 await recorder.append_many(spec.prelude)
         except asyncio.CancelledError:
-            # cancelled while the run was being recorded (a commit finishes before the cancellation goes on): once
-            # the run exists, its log still ends with RunCancelled instead of staying queued or running forever
-            if recorder.projection is not None:
-                with contextlib.suppress(BearAgentError):
-                    await recorder.append(RunCancelledV1(reason="cancelled by the caller"))
+            await _cancel_recorded(recorder)
             raise
         self._observer.run_started(run_id, plan.agent_name)
         return await self._execute(spec, recorder, state, planner, None, spec.budgets.max_wall_time_ms)
@@ -271,7 +313,11 @@ class AgentLoop:
                 "internal", "unexpected", f"the run failed unexpectedly ({type(exc).__name__}); see the log for details"
             )
             return await self._fail(recorder, state, error, state.partial_text)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            if exc.args == (HAND_BACK,):  # the worker stops: the run is left interrupted, for another to resume
+                with contextlib.suppress(BearAgentError):
+                    await self._hand_back(recorder)
+                raise
             cancelled = ErrorInfo.of("cancelled", "by_caller", "the run was cancelled")
             await self._close_active(recorder, state, cancelled)
             with contextlib.suppress(BearAgentError):
@@ -299,6 +345,27 @@ class AgentLoop:
                 await recorder.append(MessageInjectedV1(kind="prompt_context", text=decision.additional_context))
         messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, Message.user(goal)]
         return _Start(messages=messages, first_new=len(messages) - 1)
+
+    async def _hand_back(self, recorder: RunRecorder) -> None:
+        """Record `RunInterrupted` for a run this process stops executing without ending it (a worker's graceful
+        stop): whatever was in flight is closed as the lease scan would close it, and the run can be resumed."""
+        run = recorder.projection
+        if run is None or run.status != "running":
+            return
+        in_flight: InFlight | None = None
+        if run.active_activity_id is not None:
+            activities = await self._store.fetch_activities(run.run_id)
+            active = next((a for a in activities if a.activity_id == run.active_activity_id), None)
+            if active is not None:
+                in_flight = InFlight.of(active)
+        await recorder.append(
+            RunInterruptedV1(
+                reason="its worker stopped and handed it back",
+                owner=self._owner,
+                last_seen_at=self._clock.now(),
+                in_flight=in_flight,
+            )
+        )
 
     def _continue(self, spec: RunSpec, state: LoopState, cursor: RunCursor) -> _Start:
         """A resumed run's messages and where its last turn stands, from its events."""

@@ -12,7 +12,7 @@ from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest, ToolDescriptor
-from bearagent.domain.run_events import RunEventPayload, TriggerType
+from bearagent.domain.run_events import RunEventPayload, RunRequest, TriggerType
 from bearagent.domain.specs import ModelPrice
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import ModelProvider, ToolContext
@@ -116,6 +116,8 @@ class ModelRequestDecision:
     block_reason: str | None = None
 
 
+    request: RunRequest = field(default_factory=RunRequest)
+    """Who asked and the per-run choices (RunCreated v3)."""
 @dataclass(frozen=True, slots=True)
 class StopDecision:
     block_reason: str | None = None

@@ -37,7 +37,7 @@ class RunRecorder:
         self.run_id = run_id
         self.correlation_id = correlation_id or ids.new(CorrelationId)
         self._sequence = last_sequence
-        self._last_event_id: EventId | None = None
+        self._last_event_id: EventId | None = last_event_id
         self.projection: RunProjection | None = None
         self._sinks = tuple(sinks)
 
@@ -86,6 +86,7 @@ class RunRecorder:
             self.projection = projection
 
         projection = await self._writer.append_many(events, on_commit=committed)
+        last_event_id: EventId | None = None,
         for event in events:
             for sink in self._sinks:
                 try:

@@ -329,6 +329,8 @@ def _create(run_id: str, fact: Fact) -> RunState:
         run.agent_name = run.effective_agent_name = payload["agent_name"]
         run.goal = payload["goal"]
         run.trigger_type = payload.get("trigger_type", "message")
+    if fact.version >= 3:
+        run.request = dict(payload["request"])
     return run
 
 

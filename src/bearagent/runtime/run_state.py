@@ -24,7 +24,7 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BudgetLimits, BudgetUsage
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
-from bearagent.domain.run_events import RunOwner
+from bearagent.domain.run_events import RunOwner, RunRequest
 from bearagent.domain.state import (
     ActivityKind,
     ActivityProjection,
@@ -151,6 +151,7 @@ class RunState(_Lifecycle):
         "owner",
         "parent_run_id",
         "pending_approval",
+        "request",
         "run_id",
         "session_id",
         "status",
@@ -193,6 +194,8 @@ class RunState(_Lifecycle):
         self.wall_origin: datetime | None = None
         self.pending_approval: dict[str, JsonValue] | None = None
         """JSON of the `PendingApproval` a waiting run waits for."""
+        self.request: dict[str, JsonValue] | None = None
+        """JSON of the run's `RunRequest` (RunCreated v3)."""
         self._typed: tuple[RunId, SessionId | None, RunId | None] | None = None
         self._typed_active: tuple[str, ActivityId] | None = None
 
@@ -249,6 +252,7 @@ class RunState(_Lifecycle):
             "owner": self.owner,
             "wall_origin": _iso_or_none(self.wall_origin),
             "pending_approval": self.pending_approval,
+            "request": self.request,
         }
 
     @classmethod
@@ -278,6 +282,7 @@ class RunState(_Lifecycle):
         state.owner = cast(dict[str, JsonValue] | None, data.get("owner"))
         state.wall_origin = _dt(data.get("wall_origin"))
         state.pending_approval = cast(dict[str, JsonValue] | None, data.get("pending_approval"))
+        state.request = cast(dict[str, JsonValue] | None, data.get("request"))
         return state
 
     @classmethod
@@ -337,6 +342,7 @@ class RunState(_Lifecycle):
                 "pending_approval": (
                     None if self.pending_approval is None else PendingApproval.model_validate(self.pending_approval)
                 ),
+                "request": None if self.request is None else RunRequest.model_validate(self.request),
             },
         )
 

@@ -107,6 +107,8 @@ class Access:
         """The subject a run belongs to: its root run's session's subject, else the one that started the root run
         through this server; None when neither is known (a detached run from the CLI, or from before a restart)."""
         root = await self.root_of(runtime, run)
+        if root.request is not None and root.request.initiator_ref:
+            return root.request.initiator_ref
         if root.session_id is not None:
             session = await runtime.store.fetch_session(root.session_id)
             return session.caller if session is not None else None

@@ -48,6 +48,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncGenerator[None]:
+        manager.start_worker()
         if resume_on_start:  # runs interrupted by a crash (and answered waiting ones) continue here
             resumed = await manager.resume_interrupted()
             if resumed:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias, cast
 
+from bearagent.domain._base import JsonValue
+
 SCOPES: tuple[str, ...] = ("runs:read", "runs:write", "approvals:write", "actions:run", "admin")
 Scope: TypeAlias = Literal["runs:read", "runs:write", "approvals:write", "actions:run", "admin"]
 AuthSource: TypeAlias = Literal["local_token", "jwt", "proxy"]
@@ -45,11 +47,11 @@ class CallerContext:
     def has(self, scope: str) -> bool:
         return scope in self.scopes or "admin" in self.scopes
 
-    def snapshot(self) -> dict[str, object]:
+    def snapshot(self) -> dict[str, JsonValue]:
         """What a session or run records of the caller that created it (no secrets)."""
         return {
             "subject_ref": self.subject_ref,
-            "scopes": sorted(self.scopes),
+            "scopes": list(sorted(self.scopes)),
             "auth_source": self.auth_source,
         }
 

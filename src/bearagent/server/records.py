@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bearagent.domain._base import JsonValue
+from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.state import RunProjection, SessionRecord
 from bearagent.runner import WorkspaceRuntime
 from bearagent.server.access import Access
@@ -36,6 +36,9 @@ async def run_record(
         {
             "trigger_ref": trigger_ref if isinstance(trigger_ref, str) else None,
             "initiator_ref": await access.initiator(runtime, run),
+            "auth_context": thaw_json_mapping(run.request.auth_context)
+            if run.request is not None and run.request.auth_context is not None
+            else None,
             "metadata": {
                 "model_ref": created.get("model_ref"),
                 "depth": created.get("depth", 0),
@@ -62,5 +65,5 @@ async def session_record(
         record,
         status=status,
         last_run_at=newest.created_at if newest is not None else None,
-        auth_context=access.manager.auth_context_of(record.session_id),
+        auth_context=record.auth_context,
     )

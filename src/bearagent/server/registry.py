@@ -1,19 +1,20 @@
-"""The workspaces a server serves (seed 002's Workspace entity) and the runs it executes in the background.
+"""The workspaces a server serves (seed 002's Workspace entity) and the runs it accepts.
 
 Workspaces come from the server's own configuration (`--config FILE`, `-w DIR`), never from a request. Each caller
 gets its own `WorkspaceRuntime` per workspace (its `caller` is the subject, so sessions are the caller's own).
-Runs execute as background tasks; a second message to a session with an active run follows the request's strategy:
-`enqueue` (wait for the active one), `reject` (400 `session_busy`) or `interrupt` (cancel the active run, then
-run). A run that waits for an approval counts as active for `reject` and `interrupt` (it is cancelled); `enqueue`
-does not wait for it (nobody may ever answer). A run continued after an answer (`resume`) is registered like a
-started one, so cancel, the per-caller limit and the session's queue see it.
+A run sent to the server is recorded `queued` at once (`WorkspaceRuntime.enqueue`) and executed by a worker
+(`worker.py`): the server's own in-process one (`serve --workers N`) or a `bearagent worker` process sharing the
+store. Runs of one session execute one at a time in submission order (`queue.py`). A second message to a session
+with an active run follows the request's strategy: `enqueue` (queue behind it), `reject` (400 `session_busy`) or
+`interrupt` (cancel the active run and the session's queued ones, then run). A run that waits for an approval
+counts as active for `reject` and `interrupt` (it is cancelled); `enqueue` does not wait for it (nobody may ever
+answer).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -26,9 +27,10 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import RunCancelledV1
 from bearagent.domain.state import RunProjection
+from bearagent.queue import pending_runs
 from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
-from bearagent.runtime.observer import NullObserver
 from bearagent.runtime.recorder import RunRecorder
+from bearagent.worker import Worker
 
 _log = logging.getLogger("bearagent.server")
 
@@ -37,6 +39,10 @@ RuntimeListener: TypeAlias = Callable[[str, WorkspaceRuntime], None]
 _ID_RE = re.compile(r"[^a-z0-9-]+")
 STOPPED = frozenset({"waiting", "interrupted", "queued"})
 """Run states no process executes: cancelling one records `RunCancelled` (the reducer accepts it in each)."""
+FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+_STOP_ATTEMPTS = 50
+DEFAULT_CONCURRENCY = 16
+"""Runs one in-process worker executes at once (`serve --concurrency`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,44 +85,38 @@ def workspace_id_for(path: Path, taken: set[str]) -> str:
     return candidate
 
 
-class _SilentObserver(NullObserver):
-    """Announces the run id as soon as the loop has created the run."""
-
-    def __init__(self, started: asyncio.Future[RunId]) -> None:
-        self._started = started
-
-    def run_started(self, run_id: RunId, agent: str) -> None:
-        if not self._started.done():
-            self._started.set_result(run_id)
-
-
-@dataclass
-class _Active:
-    run_id: RunId
-    task: asyncio.Task[RunResult]
-
-
-def _log_resume_failure(run_id: RunId) -> Callable[[asyncio.Task[RunResult]], None]:
-    def done(task: asyncio.Task[RunResult]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            _log.warning("resuming run %s failed: %s", run_id, task.exception())
-
-    return done
-
-
 class RunManager:
-    """Runtimes per (workspace, caller) and the background runs they execute."""
+    """Runtimes per (workspace, caller), the runs this server accepted, and its in-process worker."""
 
-    def __init__(self, workspaces: Mapping[str, WorkspaceEntry], env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        workspaces: Mapping[str, WorkspaceEntry],
+        env: Mapping[str, str],
+        *,
+        workers: int = 1,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        resume_interrupted: bool = False,
+        poll_s: float = 0.5,
+    ) -> None:
+        """`workers` x `concurrency` runs execute in this process at once (`workers=0`: API only, runs wait for a
+        `bearagent worker`); `resume_interrupted`: its worker also resumes interrupted runs (`runs.resume_on_start`)."""
         self.workspaces = dict(workspaces)
         self._env = dict(env)
         self._runtimes: dict[tuple[str, str], WorkspaceRuntime] = {}
-        self._active: dict[str, _Active] = {}  # session id -> its running run
-        self._session_locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[RunId, asyncio.Task[RunResult]] = {}
+        self._session_of: dict[RunId, str] = {}
         self._owner: dict[RunId, str] = {}
+        self._open: dict[RunId, str] = {}  # accepted here and not seen finished: run id -> workspace id
         self._listeners: list[RuntimeListener] = []
-        self._auth_contexts: dict[str, Mapping[str, object]] = {}
+        self.worker = Worker(
+            lambda: list(self.workspaces),
+            self.runtime,
+            concurrency=workers * concurrency,
+            poll_s=poll_s,
+            track=self._track,
+            resume_interrupted=resume_interrupted,
+        )
+        self._worker_task: asyncio.Task[None] | None = None
 
     def runtime(self, workspace_id: str, subject: str) -> WorkspaceRuntime:
         key = (workspace_id, subject)
@@ -140,17 +140,16 @@ class RunManager:
         to each runtime's writer)."""
         self._listeners.append(listener)
 
-    def remember_auth_context(self, session_id: SessionId, snapshot: Mapping[str, object]) -> None:
-        """The caller context a session was created with. Kept in memory: the session record has no column for it
-        yet, so after a restart a session's `auth_context` is unknown."""
-        self._auth_contexts[str(session_id)] = dict(snapshot)
-
-    def auth_context_of(self, session_id: SessionId) -> Mapping[str, object] | None:
-        return self._auth_contexts.get(str(session_id))
+    def start_worker(self) -> None:
+        """Start the in-process worker (idempotent; a no-op with `workers=0`)."""
+        if self._worker_task is None and self.worker.concurrency > 0:
+            self._worker_task = asyncio.create_task(self.worker.serve(), name="bearagent-worker")
 
     def session_running(self, session_id: SessionId) -> bool:
-        active = self._active.get(str(session_id))
-        return active is not None and not active.task.done()
+        """Whether a run of the session executes in this process."""
+        return any(
+            self._session_of.get(run_id) == str(session_id) and not task.done() for run_id, task in self._tasks.items()
+        )
 
     async def start(
         self,
@@ -160,122 +159,100 @@ class RunManager:
         options: RunOptions,
         *,
         strategy: Strategy = "enqueue",
-    ) -> RunId:
-        """Start a run in the background and return its id once it is recorded. Configuration errors (untrusted
-        workspace, unknown agent, …) raise here, before anything runs."""
+    ) -> RunProjection:
+        """Record a run `queued` and wake the worker; return its record at once. Configuration errors (untrusted
+        workspace, unknown agent, ...) raise here, before anything is recorded."""
         runtime = self.runtime(workspace_id, subject)
         session = options.session
         if session is not None and strategy != "enqueue":
-            await self._settle_waiting(runtime, session, subject, strategy)
-        if session is not None:
-            active = self._active.get(session)
-            if active is not None and not active.task.done():
-                if strategy == "reject":
-                    raise BearAgentError(
-                        ErrorInfo.of(
-                            "invalid_request",
-                            "session_busy",
-                            f"session {session} has an active run ({active.run_id}); the request asked to reject",
-                        ),
-                        hint="retry later, or send strategy `enqueue` (wait) or `interrupt` (cancel the active run)",
-                    )
-                if strategy == "interrupt":
-                    active.task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await active.task
-        started: asyncio.Future[RunId] = asyncio.get_running_loop().create_future()
-        lock = self._session_locks.setdefault(session, asyncio.Lock()) if session is not None else None
-        if options.run_id is None:  # known before the first event: the feed can tell whose run it is at once
-            options = dataclasses.replace(options, run_id=runtime.ids.new(RunId))
-        assert options.run_id is not None
-        self._owner[options.run_id] = subject
+            await self._settle(runtime, SessionId(session), subject, strategy)
+        run = await runtime.enqueue(prompt, options)
+        self._owner[run.run_id] = subject
+        self._open[run.run_id] = workspace_id
+        self.worker.wake()
+        return run
 
-        async def go() -> RunResult:
-            if lock is None:
-                return await runtime.run(prompt, options, _SilentObserver(started))
-            async with lock:  # runs of one session execute one at a time, in submission order
-                return await runtime.run(prompt, options, _SilentObserver(started))
-
-        task = asyncio.create_task(go())
-
-        def done(t: asyncio.Task[RunResult]) -> None:
-            if not started.done():
-                exc = t.exception() if not t.cancelled() else None
-                if exc is not None:
-                    started.set_exception(exc)
-                else:
-                    started.cancel()
-
-        task.add_done_callback(done)
-        run_id = await started
-        self._register(run_id, subject, task, session)
-        return run_id
-
-    def _register(self, run_id: RunId, subject: str, task: asyncio.Task[RunResult], session: str | None) -> None:
-        self._tasks[run_id] = task
-        self._owner[run_id] = subject
-        if session is not None:
-            self._active[session] = _Active(run_id, task)
-
-    async def _settle_waiting(self, runtime: WorkspaceRuntime, session: str, subject: str, strategy: Strategy) -> None:
-        """`reject` refuses, and `interrupt` cancels, a run of the session that waits for an approval."""
-        newest = await runtime.store.fetch_runs(session_id=SessionId(session), limit=5)
-        waiting = next((r for r in newest if r.parent_run_id is None and r.status == "waiting"), None)
-        if waiting is None:
+    async def _settle(self, runtime: WorkspaceRuntime, session: SessionId, subject: str, strategy: Strategy) -> None:
+        """`reject` refuses, and `interrupt` cancels, the session's active runs: the running one (executing in this
+        process), a waiting one, and the queued ones."""
+        newest = [r for r in await runtime.store.fetch_runs(session_id=session, limit=100) if r.parent_run_id is None]
+        active = [r for r in newest if r.status in ("running", "waiting", "queued")]
+        if not active:
             return
         if strategy == "reject":
-            approval = waiting.pending_approval.approval_id if waiting.pending_approval is not None else "?"
+            first = active[-1]
+            state = (
+                f"waiting for approval {first.pending_approval.approval_id}"
+                if first.status == "waiting" and first.pending_approval is not None
+                else first.status
+            )
             raise BearAgentError(
                 ErrorInfo.of(
                     "invalid_request",
                     "session_busy",
-                    f"session {session} has a run waiting for approval {approval} ({waiting.run_id}); the request "
-                    "asked to reject",
+                    f"session {session} has an active run ({first.run_id}, {state}); the request asked to reject",
                 ),
-                hint="answer the approval (POST /v1/runs/{id}/approvals/{approval_id}), or send strategy "
-                "`interrupt` (cancel the waiting run) or `enqueue`",
+                hint="retry later, answer its approval (POST /v1/runs/{id}/approvals/{approval_id}), or send "
+                "strategy `enqueue` (queue behind it) or `interrupt` (cancel it)",
             )
-        await cancel_stopped(runtime, waiting, f"a new message interrupted it (by {subject})")
+        reason = f"a new message interrupted it (by {subject})"
+        for run in active:
+            await self._stop(runtime, run.run_id, reason)
+
+    async def _stop(self, runtime: WorkspaceRuntime, run_id: RunId, reason: str) -> None:
+        """Cancel a run: its task when it executes here, else its `RunCancelled` while nobody executes it. A queued
+        run the worker starts at that moment refuses the `RunCancelled`: then its task is cancelled instead. A run
+        executing in another process is left to it."""
+        for _ in range(_STOP_ATTEMPTS):
+            task = self._tasks.get(run_id)
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                return
+            run = await runtime.store.fetch_run(run_id)
+            if run is None or run.status not in STOPPED:
+                if run is not None and run.status == "running" and run_id not in self._tasks:
+                    await asyncio.sleep(0.02)  # just claimed here: its task is about to be tracked
+                    continue
+                return
+            try:
+                await cancel_stopped(runtime, run, reason)
+                return
+            except BearAgentError:  # it moved on meanwhile (started): look again
+                continue
+
+    def _track(self, run_id: RunId, subject: str, task: asyncio.Task[RunResult], session: str | None) -> None:
+        """The worker executes `run_id` in this process: cancel, the per-caller limit and the feed see it."""
+        self._tasks[run_id] = task
+        self._owner.setdefault(run_id, subject)
+        if session is not None:
+            self._session_of[run_id] = session
+
+        def done(_t: asyncio.Task[RunResult]) -> None:
+            if self._tasks.get(run_id) is task:
+                self._tasks.pop(run_id, None)
+                self._session_of.pop(run_id, None)
+
+        task.add_done_callback(done)
 
     def resume(self, workspace_id: str, subject: str, run: RunProjection) -> None:
-        """Continue a run in the background (an answered approval, an interrupted run) as `subject`, registered like
-        a started run and behind the session's queue."""
-        runtime = self.runtime(workspace_id, subject)
-        session = str(run.session_id) if run.session_id is not None else None
-        lock = self._session_locks.setdefault(session, asyncio.Lock()) if session is not None else None
-        run_id = run.run_id
-
-        async def go() -> RunResult:
-            if lock is None:
-                return await runtime.resume(run_id)
-            async with lock:
-                return await runtime.resume(run_id)
-
-        task = asyncio.create_task(go())
-        task.add_done_callback(_log_resume_failure(run_id))
-        self._register(run_id, subject, task, session)
+        """A stopped run may continue (its approval was answered): the worker takes it, behind its session's
+        earlier runs (here, or in whichever worker process sees it first)."""
+        self._owner.setdefault(run.run_id, subject)
+        self._open.setdefault(run.run_id, workspace_id)
+        self.worker.wake()
 
     async def resume_interrupted(self) -> list[RunId]:
-        """Continue, in the background, every interrupted top-level run of the served workspaces and every waiting
-        one whose approval was answered (`runs.resume_on_start`). Each resumes as its session's caller."""
-        resumed: list[RunId] = []
+        """Every interrupted top-level run of the served workspaces and every waiting one whose approval was
+        answered (`runs.resume_on_start`): the worker resumes them, each as its session's caller."""
+        found: list[RunId] = []
         for workspace_id in self.workspaces:
             probe = self.runtime(workspace_id, "local")
             await probe.resources.recover()
-            candidates = [
-                *await probe.store.fetch_runs(status="interrupted", limit=10_000),
-                *await probe.store.fetch_runs(status="waiting", limit=10_000),
-            ]
-            for run in candidates:
-                if run.parent_run_id is not None:
-                    continue
-                if run.status == "waiting" and (run.pending_approval is None or run.pending_approval.decision is None):
-                    continue
-                session = await probe.store.fetch_session(run.session_id) if run.session_id is not None else None
-                subject = session.caller if session is not None and session.caller else "local"
-                self.resume(workspace_id, subject, run)
-                resumed.append(run.run_id)
-        return resumed
+            found += [p.run.run_id for p in await pending_runs(probe.store) if p.action == "resume"]
+        self.worker.wake()
+        return found
 
     def owner_of(self, run_id: RunId) -> str | None:
         """The subject that started a run through this server (detached runs have no session to say so)."""
@@ -295,11 +272,29 @@ class RunManager:
         task = self._tasks.get(run_id)
         return task is not None and not task.done()
 
-    def active_count(self, subject: str) -> int:
-        """Runs of `subject` still executing (the per-caller limit counts these)."""
-        return sum(1 for run_id, t in self._tasks.items() if self._owner.get(run_id) == subject and not t.done())
+    async def active_count(self, subject: str) -> int:
+        """Runs `subject` sent here that are not finished yet, wherever they execute (the per-caller limit); a run
+        that waits for an answer executes nothing and is not counted."""
+        count = 0
+        for run_id, workspace_id in list(self._open.items()):
+            if self._owner.get(run_id) != subject:
+                continue
+            if not self.is_running(run_id):
+                run = await self.runtime(workspace_id, "local").store.fetch_run(run_id)
+                if run is None or run.status in FINISHED:
+                    self._open.pop(run_id, None)
+                    continue
+                if run.status == "waiting":
+                    continue
+            count += 1
+        return count
 
     async def aclose(self) -> None:
+        await self.worker.stop(grace_s=0.0)
+        if self._worker_task is not None:
+            self._worker_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._worker_task
         for task in list(self._tasks.values()):
             if not task.done():
                 task.cancel()

@@ -29,13 +29,14 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
     manager = access.manager
     need = access.need
 
-    def room_for_a_run(who: CallerContext) -> None:
-        if manager.active_count(who.subject_ref) >= max_active_runs_per_caller:
+    async def room_for_a_run(who: CallerContext) -> None:
+        if await manager.active_count(who.subject_ref) >= max_active_runs_per_caller:
             raise ApiError(
                 429,
                 "rate_limit",
                 "rate_limit.active_runs",
-                f"you have {max_active_runs_per_caller} runs executing already (limits.max_active_runs_per_caller)",
+                f"you have {max_active_runs_per_caller} runs queued or executing already"
+                " (limits.max_active_runs_per_caller)",
                 retryable=True,
             )
 
@@ -69,9 +70,9 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
                 active_agent_name=agent,
                 title=body.title,
                 caller=who.subject_ref,
+                auth_context=who.snapshot(),
             )
         )
-        manager.remember_auth_context(record.session_id, who.snapshot())
         return await session_record(access, ws, runtime, record)
 
     @app.get("/v1/workspaces/{ws_id}/sessions")
@@ -107,7 +108,7 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
     async def create_run(session_id: str, body: RunCreate, who: Caller) -> RunAccepted:  # pyright: ignore[reportUnusedFunction]
         need(who, "runs:write")
         ws, _, record = await access.find_session(who, session_id)
-        room_for_a_run(who)
+        await room_for_a_run(who)
         if ws.kind == "chat" and body.agent is not None:
             raise ApiError(400, "invalid_request", "chat_agent", "a chat workspace serves prompts only")
         options = RunOptions(
@@ -116,9 +117,11 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
             session=str(record.session_id),
             budgets=dict(body.budgets),
             wait_approvals=body.wait_approvals,
+            initiator_ref=who.subject_ref,
+            auth_context=who.snapshot(),
         )
-        run_id = await manager.start(ws.id, who.subject_ref, body.prompt, options, strategy=body.strategy)
-        return RunAccepted(run_id=str(run_id), status="running")
+        run = await manager.start(ws.id, who.subject_ref, body.prompt, options, strategy=body.strategy)
+        return RunAccepted(run_id=str(run.run_id), status=run.status)
 
     @app.get("/v1/runs/{run_id}")
     async def get_run(run_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
@@ -168,7 +171,7 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
     async def run_action(ws_id: str, name: str, body: ActionRunCreate, who: Caller) -> RunAccepted:  # pyright: ignore[reportUnusedFunction]
         need(who, "actions:run")
         ws = access.workspace(who, ws_id)
-        room_for_a_run(who)
+        await room_for_a_run(who)
         runtime = access.runtime_for(who, ws)
         action = runtime.loaded.actions.get(name)
         if action is None:
@@ -182,9 +185,11 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
             trigger_type="api_action",
             trigger_ref=name,
             wait_approvals=body.wait_approvals,
+            initiator_ref=who.subject_ref,
+            auth_context=who.snapshot(),
         )
-        run_id = await manager.start(ws.id, who.subject_ref, prompt, options)
-        return RunAccepted(run_id=str(run_id), status="running")
+        run = await manager.start(ws.id, who.subject_ref, prompt, options)
+        return RunAccepted(run_id=str(run.run_id), status=run.status)
 
     @app.get("/v1/workspaces/{ws_id}/agents")
     async def list_agents(ws_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]

@@ -86,6 +86,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # start of the session's next run
         "ALTER TABLE sessions ADD COLUMN pending_facts TEXT NOT NULL DEFAULT '[]'",
     ),
+    # 5: the caller context a session was created with over the HTTP API (JSON; NULL for a local session)
+    ("ALTER TABLE sessions ADD COLUMN auth_context TEXT",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,7 +9,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import cast
 
-from bearagent.domain._base import JsonValue
+from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import SessionId
 from bearagent.domain.state import SessionRecord
@@ -18,8 +18,8 @@ from bearagent.store.errors import translate_sqlite_error
 from bearagent.store.run_reads import query_on
 
 _SESSION_SELECT = (
-    "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller, allowed_rules"
-    " FROM sessions"
+    "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller, allowed_rules,"
+    " auth_context FROM sessions"
 )
 
 
@@ -46,6 +46,7 @@ def _session_of(row: tuple[object, ...]) -> SessionRecord:
             "title": row[5],
             "caller": row[6],
             "allowed_rules": json.loads(cast(str, row[7])) if row[7] else [],
+            "auth_context": json.loads(cast(str, row[8])) if row[8] else None,
         }
     )
 
@@ -54,8 +55,12 @@ def insert_session_on(conn: sqlite3.Connection, path: Path, session: SessionReco
     try:
         conn.execute(
             "INSERT INTO sessions (session_id, created_at, updated_at, agent_name, active_agent_name, title,"
-            " caller, allowed_rules) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (*_session_row(session), json.dumps(list(session.allowed_rules))),
+            " caller, allowed_rules, auth_context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                *_session_row(session),
+                json.dumps(list(session.allowed_rules)),
+                None if session.auth_context is None else json.dumps(thaw_json_mapping(session.auth_context)),
+            ),
         )
     except sqlite3.IntegrityError as exc:
         raise BearAgentError(

@@ -88,6 +88,8 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         )""",
         "CREATE INDEX session_facts_session ON {s}.session_facts (session_id, fact_order)",
     ),
+    # 2: the caller context a session was created with over the HTTP API (NULL for a local session)
+    ("ALTER TABLE {s}.sessions ADD COLUMN auth_context json",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -12,7 +12,7 @@ import orjson
 import psycopg
 from psycopg import errors as pg_errors
 
-from bearagent.domain._base import JsonValue
+from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import SessionId
 from bearagent.domain.state import SessionRecord
@@ -22,7 +22,8 @@ from bearagent.store.postgres.run_commit import json_string
 from bearagent.store.postgres.run_reads import rows_of
 
 _SELECT = (
-    "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller, allowed_rules"
+    "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller, allowed_rules,"
+    " auth_context"
     " FROM {s}.sessions"
 )
 
@@ -55,6 +56,7 @@ def _session_of(row: tuple[object, ...]) -> SessionRecord:
             "title": row[5],
             "caller": row[6],
             "allowed_rules": row[7] or [],
+            "auth_context": row[8],
         }
     )
 
@@ -64,9 +66,16 @@ async def insert(conn: Conn, q: Queries, where: str, session: SessionRecord) -> 
         await conn.execute(
             q(
                 "INSERT INTO {s}.sessions (session_id, created_at, updated_at, agent_name, active_agent_name, title,"
-                " caller, allowed_rules) VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s::json)"
+                " caller, allowed_rules, auth_context) VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s::json, %s::json)"
             ),
-            (str(session.session_id), *_values(session), orjson.dumps(list(session.allowed_rules)).decode()),
+            (
+                str(session.session_id),
+                *_values(session),
+                orjson.dumps(list(session.allowed_rules)).decode(),
+                None
+                if session.auth_context is None
+                else orjson.dumps(thaw_json_mapping(session.auth_context)).decode(),
+            ),
         )
     except pg_errors.UniqueViolation as exc:
         raise BearAgentError(

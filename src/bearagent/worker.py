@@ -1,0 +1,222 @@
+"""Workers: claim the pending runs of the served workspaces (`queue.py`) and execute them, `concurrency` at once.
+
+The same loop runs inside `bearagent serve` (`--workers N` in-process slots; `0` = API only) and as `bearagent
+worker` processes on any machine sharing the database. Each scan first records `RunInterrupted` for runs whose
+owner died (`leases.recover_interrupted`), so a dead worker's runs become pending and another worker resumes them
+(never repeating a completed model call or a side-effecting tool call: `resuming.py`). A worker wakes at once when
+its own process enqueues (`wake`), on a store notification where the store sends them (PostgreSQL LISTEN/NOTIFY),
+and otherwise every `poll_s`.
+
+Graceful stop (`stop`): no new claims; runs in flight may finish for `grace_s`; what still runs after it is handed
+back (its task is cancelled with `HAND_BACK`: the loop records `RunInterrupted`, not `RunCancelled`), and the next
+worker's scan resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from bearagent.domain.errors import BearAgentError
+from bearagent.domain.ids import RunId
+from bearagent.leases import recover_interrupted
+from bearagent.queue import Pending, pending_runs
+from bearagent.run_types import RunResult
+from bearagent.runner import WorkspaceRuntime
+from bearagent.runtime.loop import HAND_BACK
+
+_log = logging.getLogger("bearagent.worker")
+
+RACE_CODES = frozenset({"session_busy", "not_queued", "not_next", "still_running", "finished"})
+"""Refusals that mean another process took the run (or its session) first: nothing to record, try the next."""
+
+RuntimeFor = Callable[[str, str], WorkspaceRuntime]
+"""(workspace id, subject) -> the runtime that executes that caller's runs in that workspace."""
+
+
+@dataclass(slots=True)
+class WorkerStats:
+    started: int = 0
+    resumed: int = 0
+    lost_races: int = 0
+    failed_to_start: int = 0
+    in_flight: dict[RunId, str] = field(default_factory=dict[RunId, str])
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "started": self.started,
+            "resumed": self.resumed,
+            "lost_races": self.lost_races,
+            "failed_to_start": self.failed_to_start,
+            "in_flight": len(self.in_flight),
+        }
+
+
+class Worker:
+    """Claims pending runs of `workspaces` and executes them through `runtime_for`, at most `concurrency` at once."""
+
+    def __init__(
+        self,
+        workspaces: Callable[[], list[str]],
+        runtime_for: RuntimeFor,
+        *,
+        concurrency: int = 1,
+        poll_s: float = 0.5,
+        track: Callable[[RunId, str, asyncio.Task[RunResult], str | None], None] | None = None,
+        notifications: Callable[[Callable[[], None]], Awaitable[Callable[[], Awaitable[None]]]] | None = None,
+        resume_interrupted: bool = True,
+    ) -> None:
+        """`resume_interrupted`: also take interrupted runs (a dead worker's); answered waiting runs are always
+        taken. `notifications(wake)`: subscribe to the store's notifications, returning how to unsubscribe."""
+        self._workspaces = workspaces
+        self._runtime_for = runtime_for
+        self.concurrency = max(0, concurrency)
+        self.poll_s = poll_s
+        self._track = track
+        self._notifications = notifications
+        self.resume_interrupted = resume_interrupted
+        self._wake = asyncio.Event()
+        self._lanes: set[tuple[str, str]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._executions: set[asyncio.Task[RunResult]] = set()
+        self._stopping = False
+        self.stats = WorkerStats()
+
+    def wake(self) -> None:
+        """Scan now (a run was enqueued, or a run of a busy lane finished)."""
+        self._wake.set()
+
+    @property
+    def free(self) -> int:
+        return self.concurrency - len(self._tasks)
+
+    async def serve(self) -> None:
+        """Scan and claim until `stop`; a failing scan (the database away for a moment) is logged and retried."""
+        if self.concurrency == 0:
+            return
+        unlisten: Callable[[], Awaitable[None]] | None = None
+        if self._notifications is not None:
+            with contextlib.suppress(Exception):
+                unlisten = await self._notifications(self.wake)
+        try:
+            while not self._stopping:
+                self._wake.clear()
+                try:
+                    await self.scan()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # keep serving: the next scan may succeed
+                    _log.warning("worker scan failed: %s", exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.poll_s)
+        finally:
+            if unlisten is not None:
+                with contextlib.suppress(Exception):
+                    await unlisten()
+
+    async def scan(self) -> int:
+        """One pass over every workspace: recover dead owners' runs, then claim lane heads while slots are free.
+        Returns how many runs this pass took."""
+        taken = 0
+        for workspace_id in self._workspaces():
+            if self.free <= 0 or self._stopping:
+                break
+            probe = self._runtime_for(workspace_id, "local")
+            await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
+            for item in await pending_runs(probe.store, interrupted=self.resume_interrupted):
+                if self.free <= 0 or self._stopping:
+                    break
+                key = (workspace_id, item.lane)
+                if key in self._lanes:
+                    continue
+                subject = await _subject_of(probe, item)
+                self._lanes.add(key)
+                task = asyncio.create_task(self._take(workspace_id, subject, item, key))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                taken += 1
+        return taken
+
+    async def _take(self, workspace_id: str, subject: str, item: Pending, key: tuple[str, str]) -> None:
+        run_id = item.run.run_id
+        runtime = self._runtime_for(workspace_id, subject)
+        self.stats.in_flight[run_id] = workspace_id
+        try:
+            execution = asyncio.create_task(
+                runtime.start_queued(run_id) if item.action == "start" else runtime.resume(run_id, wait=False)
+            )
+            self._executions.add(execution)
+            execution.add_done_callback(self._executions.discard)
+            if self._track is not None:
+                self._track(run_id, subject, execution, str(item.run.session_id) if item.run.session_id else None)
+            try:
+                await execution
+            except BearAgentError as exc:
+                if exc.info.code in RACE_CODES:
+                    self.stats.lost_races += 1
+                    return
+                if item.action == "start":
+                    self.stats.failed_to_start += 1
+                    await _record_start_failure(runtime, run_id, exc)
+                _log.warning("run %s could not %s: %s", run_id, item.action, exc.info.message)
+                return
+            except asyncio.CancelledError:
+                if self._stopping:
+                    return  # handed back (RunInterrupted) for another worker
+                return  # cancelled over the API: the run recorded its RunCancelled
+            if item.action == "start":
+                self.stats.started += 1
+            else:
+                self.stats.resumed += 1
+        finally:
+            self.stats.in_flight.pop(run_id, None)
+            self._lanes.discard(key)
+            self.wake()  # the lane's next run may go now
+
+    async def stop(self, *, grace_s: float = 10.0) -> None:
+        """Claim nothing more; let runs in flight finish for up to `grace_s`, then hand the rest back (cancel their
+        tasks in this process without recording an end: the next worker finds them interrupted and resumes)."""
+        self._stopping = True
+        self.wake()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace_s)
+        for execution in list(self._executions):
+            execution.cancel(HAND_BACK)
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def _subject_of(probe: WorkspaceRuntime, item: Pending) -> str:
+    """Whose run it is: its session's caller, else the subject that started it, else the local user."""
+    run = item.run
+    if run.session_id is not None:
+        session = await probe.store.fetch_session(run.session_id)
+        if session is not None and session.caller:
+            return session.caller
+    if run.request is not None and run.request.initiator_ref:
+        return run.request.initiator_ref
+    return "local"
+
+
+async def _record_start_failure(runtime: WorkspaceRuntime, run_id: RunId, exc: BearAgentError) -> None:
+    """A queued run that cannot start (the workspace lost its trust, its agent was removed, …) must not stay queued
+    for ever: it is started and failed with the error, so its log says why."""
+    from bearagent.domain.run_events import RunFailedV2, RunStartedV2
+    from bearagent.runtime.recorder import RunRecorder
+
+    run = await runtime.store.fetch_run(run_id)
+    if run is None or run.status != "queued":
+        return
+    recorder = RunRecorder(
+        writer=runtime.writer, clock=runtime.clock, ids=runtime.ids, run_id=run_id, last_sequence=run.last_sequence
+    )
+    with contextlib.suppress(BearAgentError):  # someone else moved it on meanwhile
+        await recorder.append_many((RunStartedV2(owner=runtime.resources.lease.owner), RunFailedV2(error=exc.info)))
+
+
+def worker_summary(workers: Mapping[str, Worker]) -> dict[str, object]:
+    return {name: {"concurrency": w.concurrency, **w.stats.to_json()} for name, w in workers.items()}
