@@ -10,9 +10,10 @@
 //
 // Protocol 2 adds, all optional (protocol-1 lines still decode): `run_id` on every event (child runs' events name
 // the child), `seq` (the sequence of the run's log event a stream event comes from; a consumer that reconnects asks
-// for what follows the last `seq` it has all events of), and `activity_id` + `offset` on `token`.
+// for what follows the last `seq` it has all events of), and `activity_id` + `offset` on `token`. Protocol 3 adds
+// the types `approval.requested` and `approval.resolved`.
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 // Present on every event: where it comes from in the run's log.
 export interface Position {
@@ -25,6 +26,8 @@ export interface StreamError {
   message: string;
   retryable: boolean;
 }
+
+export type ApprovalDecision = "allow_once" | "allow_always" | "deny";
 
 export type AgentEvent = Position &
   (
@@ -45,6 +48,26 @@ export type AgentEvent = Position &
         agent: string;
         status: "succeeded" | "failed" | "cancelled";
       }
+    | {
+        type: "approval.requested";
+        run_id: string;
+        approval_id: string;
+        tool_call_id: string;
+        tool_name: string;
+        arguments: Record<string, unknown>;
+        reason: string;
+        suggested_rule?: string;
+        choices: readonly ApprovalDecision[];
+      }
+    | {
+        type: "approval.resolved";
+        run_id: string;
+        approval_id: string;
+        decision: ApprovalDecision;
+        answered_by: string;
+        tool_call_id?: string;
+        message?: string;
+      }
   );
 
 export type AgentEventType = AgentEvent["type"];
@@ -61,6 +84,8 @@ export const AGENT_EVENT_TYPES: readonly AgentEventType[] = [
   "agent.switched",
   "subagent.started",
   "subagent.finished",
+  "approval.requested",
+  "approval.resolved",
 ];
 
 type Raw = Record<string, unknown>;
@@ -116,6 +141,19 @@ function oneOf<T extends string>(raw: Raw, type: string, field: string, allowed:
   return typeof value === "string" && (allowed as readonly string[]).includes(value)
     ? (value as T)
     : fail(type, field, `one of ${allowed.join(", ")}`);
+}
+
+const DECISIONS: readonly ApprovalDecision[] = ["allow_once", "allow_always", "deny"];
+
+function decisions(raw: Raw, type: string, field: string): ApprovalDecision[] {
+  const value = raw[field];
+  if (!Array.isArray(value) || value.length === 0) return fail(type, field, "a non-empty array");
+  const items: unknown[] = value;
+  return items.map((item, i) =>
+    typeof item === "string" && (DECISIONS as readonly string[]).includes(item)
+      ? (item as ApprovalDecision)
+      : fail(type, `${field}.${i}`, `one of ${DECISIONS.join(", ")}`),
+  );
 }
 
 // The trust boundary: untrusted JSON text in, a checked AgentEvent out. Every field is read and checked explicitly
@@ -207,6 +245,28 @@ function decodeFields(raw: Raw): AgentEvent {
         agent: str(raw, type, "agent"),
         status: oneOf(raw, type, "status", ["succeeded", "failed", "cancelled"] as const),
       };
+    case "approval.requested":
+      return {
+        type,
+        run_id: str(raw, type, "run_id"),
+        approval_id: str(raw, type, "approval_id"),
+        tool_call_id: str(raw, type, "tool_call_id"),
+        tool_name: str(raw, type, "tool_name"),
+        arguments: obj(raw, type, "arguments"),
+        reason: str(raw, type, "reason"),
+        ...optStr(raw, type, "suggested_rule"),
+        choices: decisions(raw, type, "choices"),
+      };
+    case "approval.resolved":
+      return {
+        type,
+        run_id: str(raw, type, "run_id"),
+        approval_id: str(raw, type, "approval_id"),
+        decision: oneOf(raw, type, "decision", DECISIONS),
+        answered_by: str(raw, type, "answered_by"),
+        ...optStr(raw, type, "tool_call_id"),
+        ...optStr(raw, type, "message"),
+      };
     default:
       throw new Error(
         `unknown stream event type ${JSON.stringify(type)}; known types: ${AGENT_EVENT_TYPES.join(", ")}`,
@@ -240,5 +300,9 @@ export function describe(ev: AgentEvent): string {
       return `subagent.started ${ev.agent} run_id=${ev.run_id}`;
     case "subagent.finished":
       return `subagent.finished ${ev.agent} ${ev.status}`;
+    case "approval.requested":
+      return `approval.requested ${ev.approval_id} ${ev.tool_name}(${JSON.stringify(ev.arguments)})`;
+    case "approval.resolved":
+      return `approval.resolved ${ev.approval_id} ${ev.decision} by ${ev.answered_by}`;
   }
 }

@@ -9,7 +9,8 @@ The user namespace (embedding BearAgent in Python, see docs/python-api.md); plug
 - The live stream (`Workspace.stream`, `bearagent run --stream`): `StreamEvent` (the union) and `StreamEventModel`
   (their base), `RunStartedEvent`, `StepEvent`, `TokenEvent`, `ToolCallEvent`, `ToolResultEvent`, `FinalEvent`,
   `RunSucceededEvent`, `RunFailedEvent`, `StreamError`, `AgentSwitchedEvent`, `SubagentStartedEvent`,
-  `SubagentFinishedEvent`, and `parse_stream_event` / `parse_stream_event_json` for JSON-lines readers.
+  `SubagentFinishedEvent`, `ApprovalRequestedEvent`, `ApprovalResolvedEvent`, and `parse_stream_event` /
+  `parse_stream_event_json` for JSON-lines readers.
 - The log: `Event`, `RunProjection`, `ActivityProjection`, `RunStatus`; usage: `BudgetUsage`, `BudgetLimits`,
   `TokenUsage`.
 - Errors: `BearAgentError`, `ErrorInfo`, `ErrorCategory`.
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
     from bearagent.domain.stream import (
         AgentSwitchedEvent,
+        ApprovalRequestedEvent,
+        ApprovalResolvedEvent,
         FinalEvent,
         RunFailedEvent,
         RunStartedEvent,
@@ -80,6 +83,8 @@ _EXPORTS: dict[str, str] = {
     "AgentSwitchedEvent": _STREAM,
     "SubagentStartedEvent": _STREAM,
     "SubagentFinishedEvent": _STREAM,
+    "ApprovalRequestedEvent": _STREAM,
+    "ApprovalResolvedEvent": _STREAM,
     "parse_stream_event": _STREAM,
     "parse_stream_event_json": _STREAM,
     "Event": "bearagent.domain.events",
@@ -97,6 +102,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "ActivityProjection",
     "AgentSwitchedEvent",
+    "ApprovalRequestedEvent",
+    "ApprovalResolvedEvent",
     "AskAnswer",
     "AskRequest",
     "Asker",

@@ -101,7 +101,8 @@ def test_unknown_type_fails_clearly() -> None:
         parse_stream_event_json('{"type": "thinking", "text": "hmm"}')
     assert str(caught.value) == (
         "unknown stream event type 'thinking'; known types: run.started, step, token, tool_call, tool_result, final, "
-        "run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished"
+        "run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished, approval.requested, "
+        "approval.resolved"
     )
     assert (
         caught.value.hint == "upgrade the client if the producer is a newer BearAgent, otherwise fix the 'type' value"
@@ -318,7 +319,8 @@ def test_typescript_decoder_agrees_with_python(ts_workdir: tuple[Path, Path]) ->
         assert outcome != "ACCEPTED", f"the TypeScript decoder accepted {line}"
     assert result["invalid"][0] == (
         'unknown stream event type "thinking"; known types: run.started, step, token, tool_call, tool_result, final, '
-        "run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished"
+        "run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished, approval.requested, "
+        "approval.resolved"
     )
 
 

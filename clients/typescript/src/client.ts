@@ -12,7 +12,7 @@ import {
   type SseFrame,
   type StreamFrame,
 } from "./decode.ts";
-import { isTerminal } from "./stream.ts";
+import { isTerminal, type ApprovalDecision } from "./stream.ts";
 
 // ---- what the routes return -----------------------------------------------------------------------------------
 
@@ -165,8 +165,6 @@ export interface ToolInfo {
 }
 
 export type Strategy = "enqueue" | "reject" | "interrupt";
-
-export type ApprovalDecision = "allow_once" | "allow_always" | "deny";
 
 /** An approval a run asked for (`GET /v1/runs/{id}/approvals`, `GET /v1/workspaces/{ws}/approvals`). */
 export interface Approval {

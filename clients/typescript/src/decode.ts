@@ -15,6 +15,7 @@ import {
   isAgentEventType,
   type AgentEvent,
   type AgentEventType,
+  type ApprovalDecision,
   type StreamError,
 } from "./stream.ts";
 
@@ -159,6 +160,7 @@ function wireProblem(event: Raw): [string | null, string] | null {
   return null;
 }
 
+const ID_TOKEN = /^[A-Za-z0-9_-]+$/;
 const UUID4 = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$/;
 const UUID_FORM = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
@@ -249,11 +251,38 @@ class Fields {
   }
 
   oneOf<T extends string>(field: string, allowed: readonly T[]): T {
-    const value = this.#value(field, true);
+    return this.#checkOneOf(field, this.#value(field, true), allowed);
+  }
+
+  #checkOneOf<T extends string>(field: string, value: unknown, allowed: readonly T[]): T {
     if (typeof value === "string") {
       for (const candidate of allowed) if (candidate === value) return candidate;
     }
     return this.fail(field, `expected one of ${allowed.join(", ")}`);
+  }
+
+  /**
+   * An array of `min`..`max` values of `allowed`. As pydantic checks a bounded tuple: its first `max + 1` items one by
+   * one (a wrong one is named by its index, `choices.1`), then the length.
+   */
+  listOf<T extends string>(field: string, allowed: readonly T[], min: number, max: number): T[] {
+    const value = this.#value(field, true);
+    if (!Array.isArray(value)) return this.fail(field, "expected an array");
+    const items: unknown[] = value;
+    const out: T[] = [];
+    for (let i = 0; i < Math.min(items.length, max + 1); i++) {
+      out.push(this.#checkOneOf(`${field}.${i}`, items[i], allowed));
+    }
+    if (items.length > max) this.fail(field, `expected at most ${max} items`);
+    if (items.length < min) this.fail(field, `expected at least ${min} item${min === 1 ? "" : "s"}`);
+    return out;
+  }
+
+  /** A string of `bounds` made of letters, digits, `_` and `-` only (an approval id). */
+  token(field: string, bounds: TextBounds): string {
+    const value = this.str(field, bounds);
+    if (!ID_TOKEN.test(value)) this.fail(field, "expected letters, digits, _ and - only");
+    return value;
   }
 
   runId(field: string): string {
@@ -349,6 +378,8 @@ const TEXT: TextBounds = { max: MAX_STREAM_TEXT_CHARS };
 const ID: TextBounds = { min: 1, max: 256 };
 const AGENT: TextBounds = { min: 1, max: 64 };
 const ACTIVITY: TextBounds = { min: 1, max: 64 };
+const APPROVAL_ID: TextBounds = { min: 1, max: 64 };
+const DECISIONS = ["allow_once", "allow_always", "deny"] as const satisfies readonly ApprovalDecision[];
 
 /** Build the event of `f.type` from its checked fields, in the order stream.py declares them. */
 function build(f: Fields): AgentEvent {
@@ -421,6 +452,46 @@ function build(f: Fields): AgentEvent {
       const agent = f.str("agent", AGENT);
       const status = f.oneOf("status", ["succeeded", "failed", "cancelled"] as const);
       return { type: f.type, ...at, run_id, parent_run_id, agent, status };
+    }
+    case "approval.requested": {
+      const run_id = f.runId("run_id");
+      const approval_id = f.token("approval_id", APPROVAL_ID);
+      const tool_call_id = f.str("tool_call_id", ID);
+      const tool_name = f.str("tool_name", ID);
+      const args = f.jsonObject("arguments");
+      const reason = f.str("reason", { max: 4_000 });
+      const suggested_rule = f.optStr("suggested_rule", { max: 1_000 });
+      const choices = f.listOf("choices", DECISIONS, 1, 3);
+      return {
+        type: f.type,
+        ...at,
+        run_id,
+        approval_id,
+        tool_call_id,
+        tool_name,
+        arguments: args,
+        reason,
+        ...(suggested_rule === undefined ? {} : { suggested_rule }),
+        choices,
+      };
+    }
+    case "approval.resolved": {
+      const run_id = f.runId("run_id");
+      const approval_id = f.token("approval_id", APPROVAL_ID);
+      const decision = f.oneOf("decision", DECISIONS);
+      const answered_by = f.str("answered_by", ID);
+      const tool_call_id = f.optStr("tool_call_id", ID);
+      const message = f.optStr("message", { max: 2_000 });
+      return {
+        type: f.type,
+        ...at,
+        run_id,
+        approval_id,
+        decision,
+        answered_by,
+        ...(tool_call_id === undefined ? {} : { tool_call_id }),
+        ...(message === undefined ? {} : { message }),
+      };
     }
   }
 }

@@ -7,10 +7,13 @@
 // carry one (a child run's events name the child), and `activity_id` + `offset` on `token`. An unset optional field
 // is absent, never `undefined` or `null` (the compiler enforces it with exactOptionalPropertyTypes).
 //
+// Protocol 3 adds the types `approval.requested` (a tool call waits for someone's answer) and `approval.resolved`
+// (the answer); a protocol-2 decoder refuses them as unknown types.
+//
 // Compatibility: a `type` is never renamed or removed; fields are only added, as optional; a decoder ignores fields
 // it does not know. A new `type` makes `describe` below stop compiling until its branch is written.
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** The largest value of an integer field (`seq`, `index`, `offset`, `steps`): Number.MAX_SAFE_INTEGER. */
 export const MAX_STREAM_INT = 9007199254740991;
@@ -111,6 +114,44 @@ export interface SubagentFinished extends Position {
   status: "succeeded" | "failed" | "cancelled";
 }
 
+/** An answer to an approval. */
+export type ApprovalDecision = "allow_once" | "allow_always" | "deny";
+
+/**
+ * A tool call waits for someone's answer: the run is `waiting` until the `approval.resolved` of `approval_id` (or
+ * its terminal event). Answer with `BearAgentClient.answerApproval(run_id, approval_id, decision)`.
+ */
+export interface ApprovalRequested extends Position {
+  type: "approval.requested";
+  run_id: string;
+  /** Letters, digits, `_` and `-` (1-64): safe in a URL path as it is. */
+  approval_id: string;
+  /** The `id` of the call's `tool_call` event. */
+  tool_call_id: string;
+  /** The name the model used (as on the `tool_call` event). */
+  tool_name: string;
+  arguments: Record<string, unknown>;
+  /** Why the call needs an answer (may be empty). */
+  reason: string;
+  /** The permission rule `allow_always` adds. */
+  suggested_rule?: string;
+  /** The answers it takes (1-3). */
+  choices: readonly ApprovalDecision[];
+}
+
+export interface ApprovalResolved extends Position {
+  type: "approval.resolved";
+  run_id: string;
+  approval_id: string;
+  decision: ApprovalDecision;
+  /** Who answered: a subject (`user:42`), or `terminal`. */
+  answered_by: string;
+  /** The requested call's id (absent only if the producer did not see the request). */
+  tool_call_id?: string;
+  /** What the answer said to the model, when it said something. */
+  message?: string;
+}
+
 export type AgentEvent =
   | RunStarted
   | Step
@@ -122,7 +163,9 @@ export type AgentEvent =
   | RunFailed
   | AgentSwitched
   | SubagentStarted
-  | SubagentFinished;
+  | SubagentFinished
+  | ApprovalRequested
+  | ApprovalResolved;
 
 export type AgentEventType = AgentEvent["type"];
 
@@ -139,6 +182,8 @@ const EVERY_TYPE: Record<AgentEventType, true> = {
   "agent.switched": true,
   "subagent.started": true,
   "subagent.finished": true,
+  "approval.requested": true,
+  "approval.resolved": true,
 };
 
 export const AGENT_EVENT_TYPES: readonly AgentEventType[] = Object.freeze(
@@ -179,5 +224,9 @@ export function describe(event: AgentEvent): string {
       return `subagent.started ${event.agent} run_id=${event.run_id}`;
     case "subagent.finished":
       return `subagent.finished ${event.agent} ${event.status}`;
+    case "approval.requested":
+      return `approval.requested ${event.approval_id} ${event.tool_name}(${JSON.stringify(event.arguments)})`;
+    case "approval.resolved":
+      return `approval.resolved ${event.approval_id} ${event.decision} by ${event.answered_by}`;
   }
 }

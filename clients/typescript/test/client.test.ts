@@ -226,6 +226,59 @@ describe("a live bearagent serve", { skip: LIVE_SKIP }, () => {
     );
   });
 
+  test("approvals in the stream: answered from the approval.requested event, approval.resolved closes it", async () => {
+    const controller = new AbortController();
+    const feed: FeedFrame[] = [];
+    const watching = (async () => {
+      for await (const frame of client.streamWorkspaceEvents("delta", { signal: controller.signal })) {
+        feed.push(frame);
+        if (frame.kind === "event" && frame.event.type === "approval.resolved") break;
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the feed gives what happens from now on
+    const session = await client.createSession("delta");
+    const { run_id } = await client.createRun(session.id, { prompt: "write it" });
+    const seen: StreamFrame[] = [];
+    for await (const frame of client.followRun(run_id)) {
+      seen.push(frame);
+      const event = frame.event;
+      if (event.type === "approval.requested") {
+        // everything needed to answer is in the event: no listing, no polling
+        assert.equal(event.run_id, run_id);
+        assert.equal(event.tool_name, "Write");
+        assert.equal(event.arguments["file_path"], "out.txt");
+        assert.ok(event.choices.includes("allow_once") && event.reason.length > 0);
+        assert.equal(frame.id, `${event.seq}-1`);
+        await client.answerApproval(run_id, event.approval_id, "allow_once");
+      }
+    }
+    const types = seen.map((f) => f.event.type).filter((t) => t !== "token");
+    assert.deepEqual(types, [
+      "run.started",
+      "step",
+      "tool_call",
+      "approval.requested",
+      "approval.resolved",
+      "tool_result",
+      "step",
+      "final",
+      "run.succeeded",
+    ]);
+    const call = seen.find((f) => f.event.type === "tool_call")?.event;
+    const asked = seen.find((f) => f.event.type === "approval.requested")?.event;
+    const resolved = seen.find((f) => f.event.type === "approval.resolved")?.event;
+    assert.ok(call?.type === "tool_call" && asked?.type === "approval.requested" && resolved?.type === "approval.resolved");
+    assert.equal(asked.tool_call_id, call.id);
+    assert.equal(resolved.approval_id, asked.approval_id);
+    assert.equal(resolved.tool_call_id, call.id);
+    assert.equal(resolved.decision, "allow_once");
+    assert.equal(resolved.answered_by, "local");
+    await watching;
+    controller.abort();
+    const fromFeed = feed.flatMap((f) => (f.kind === "event" && f.event.run_id === run_id ? [f.event.type] : []));
+    assert.ok(fromFeed.includes("approval.requested") && fromFeed.includes("approval.resolved"), fromFeed.join(","));
+  });
+
   test("the workspace feed: every run's events live, resumable, and a reset for an id it does not hold", async () => {
     const controller = new AbortController();
     const frames: FeedFrame[] = [];

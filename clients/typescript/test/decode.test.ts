@@ -71,7 +71,8 @@ describe("the shared samples", () => {
         error.field === "type" &&
         error.message ===
           'unknown stream event type "thinking"; known types: run.started, step, token, tool_call, tool_result, ' +
-            "final, run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished",
+            "final, run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished, approval.requested, " +
+            "approval.resolved",
     );
   });
 });

@@ -10,7 +10,8 @@ JavaScript's sake: integer fields stop at 2^53-1, run ids are UUIDs in the 8-4-4
 ignored, may nest deeper than 64 levels, hold a number that is no finite double (or NaN/Infinity) or a lone surrogate.
 
 Protocol 2 adds `run_id` to every event and `seq` (the log sequence it comes from), and `activity_id`/`offset` to
-`token`, all optional: protocol-1 lines still parse, and a protocol-1 client ignores them.
+`token`, all optional: protocol-1 lines still parse, and a protocol-1 client ignores them. Protocol 3 adds the types
+`approval.requested` and `approval.resolved` (a run waits for someone's answer to a tool call; the answer).
 
 Compatibility rules (see docs/stream-protocol.md):
 - a `type` value, once published, is never renamed or removed; new facts get a new `type`;
@@ -34,8 +35,9 @@ from bearagent.domain._base import DomainModel, JsonObject, JsonValue, thaw_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId
 
-STREAM_PROTOCOL_VERSION: Final = 2
-"""1: the first published events. 2: optional `run_id` and `seq` on every event, `activity_id`/`offset` on `token`."""
+STREAM_PROTOCOL_VERSION: Final = 3
+"""1: the first published events. 2: optional `run_id` and `seq` on every event, `activity_id`/`offset` on `token`.
+3: `approval.requested` and `approval.resolved`."""
 
 MAX_STREAM_TEXT_CHARS = 4 * 1_048_576
 MAX_STREAM_LINE_CHARS = 16 * 1_048_576
@@ -43,6 +45,10 @@ MAX_STREAM_INT: Final = 2**53 - 1
 """The largest integer field value (`seq`, `index`, `offset`, `steps`): the largest a JavaScript number holds exactly."""
 MAX_STREAM_JSON_DEPTH: Final = 64
 """How deeply a stream event line may nest (the event object is level 1), in any field, known or not."""
+
+APPROVAL_ID_PATTERN: Final = r"^[A-Za-z0-9_-]+$"
+"""What an approval id is made of (the run events' rule): it goes into a URL path as it is."""
+ApprovalDecision: TypeAlias = Literal["allow_once", "allow_always", "deny"]
 
 _UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -184,6 +190,43 @@ class SubagentFinishedEvent(StreamEventModel):
     status: Literal["succeeded", "failed", "cancelled"]
 
 
+class ApprovalRequestedEvent(StreamEventModel):
+    """A tool call waits for someone's answer (the run is `waiting` until `approval.resolved`, or ends): answer it
+    with `POST /v1/runs/{run_id}/approvals/{approval_id}` or `bearagent approvals answer`. `tool_call_id` is the `id`
+    of the call's `tool_call` event; `tool_name` the name the model used; `reason` why the gate asks;
+    `suggested_rule` the permission rule "allow always" would add; `choices` the answers it takes."""
+
+    type: Literal["approval.requested"] = "approval.requested"
+    run_id: RunId
+    approval_id: str = Field(min_length=1, max_length=64, pattern=APPROVAL_ID_PATTERN)
+    tool_call_id: str = Field(min_length=1, max_length=256)
+    tool_name: str = Field(min_length=1, max_length=256)
+    arguments: JsonObject
+    reason: str = Field(max_length=4_000)
+    suggested_rule: str | None = Field(default=None, max_length=1_000)
+    choices: tuple[ApprovalDecision, ...] = Field(min_length=1, max_length=3)
+
+    @field_validator("choices", mode="before")
+    @classmethod
+    def _array_on_the_wire(cls, value: object) -> object:
+        # JSON has arrays, not tuples: a strict tuple field would refuse every decoded line.
+        return tuple(cast(list[object], value)) if isinstance(value, list) else value
+
+
+class ApprovalResolvedEvent(StreamEventModel):
+    """The answer to `approval.requested` `approval_id`, given once. `answered_by` is who answered (a subject, or
+    `terminal`); `message`, when the answer had one, is what the model is told with it. `tool_call_id` is the
+    requested call's (absent only if the producer did not see the request)."""
+
+    type: Literal["approval.resolved"] = "approval.resolved"
+    run_id: RunId
+    approval_id: str = Field(min_length=1, max_length=64, pattern=APPROVAL_ID_PATTERN)
+    decision: ApprovalDecision
+    answered_by: str = Field(min_length=1, max_length=256)
+    tool_call_id: str | None = Field(default=None, min_length=1, max_length=256)
+    message: str | None = Field(default=None, max_length=2_000)
+
+
 StreamEvent: TypeAlias = Annotated[
     RunStartedEvent
     | StepEvent
@@ -195,7 +238,9 @@ StreamEvent: TypeAlias = Annotated[
     | RunFailedEvent
     | AgentSwitchedEvent
     | SubagentStartedEvent
-    | SubagentFinishedEvent,
+    | SubagentFinishedEvent
+    | ApprovalRequestedEvent
+    | ApprovalResolvedEvent,
     Field(discriminator="type"),
 ]
 """One event of the live stream (a discriminated union on `type`)."""
@@ -212,6 +257,8 @@ STREAM_EVENT_MODELS: Final[Mapping[str, type[StreamEventModel]]] = {
     "agent.switched": AgentSwitchedEvent,
     "subagent.started": SubagentStartedEvent,
     "subagent.finished": SubagentFinishedEvent,
+    "approval.requested": ApprovalRequestedEvent,
+    "approval.resolved": ApprovalResolvedEvent,
 }
 STREAM_EVENT_TYPES: Final[tuple[str, ...]] = tuple(STREAM_EVENT_MODELS)
 

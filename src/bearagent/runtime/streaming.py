@@ -18,12 +18,15 @@ from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
 from bearagent.domain.run_events import (
     AgentSwitchedV1,
+    ApprovalRequestedV1,
+    ApprovalResolvedV1,
     ChildRunFinishedV1,
     ChildRunFinishedV2,
     ChildRunStartedV1,
     ModelCallCompletedV2,
     RunFailedV2,
     RunSucceededV2,
+    ToolCallAbandonedV1,
     ToolCallCompletedV2,
     ToolCallFailedV2,
     ToolCallRequestedV2,
@@ -31,6 +34,8 @@ from bearagent.domain.run_events import (
 )
 from bearagent.domain.stream import (
     AgentSwitchedEvent,
+    ApprovalRequestedEvent,
+    ApprovalResolvedEvent,
     FinalEvent,
     RunFailedEvent,
     RunStartedEvent,
@@ -64,6 +69,7 @@ class LogStream:
         self._steps = 0
         self._call_names: dict[str, str] = {}
         self._children: dict[str, str] = {}
+        self._approval_calls: dict[str, str] = {}
 
     def committed(self, event: Event) -> list[StreamEventModel]:
         """The stream events of the next committed event (often none: most facts are not shown live)."""
@@ -97,6 +103,46 @@ class LogStream:
                     result=result.content,
                     is_error=result.status == "failed",
                     run_id=run_id,
+                    seq=seq,
+                )
+            ]
+        if isinstance(payload, ToolCallAbandonedV1):  # the call's end: its outcome is unknown, it is not run again
+            call_id = str(payload.tool_call_id)
+            return [
+                ToolResultEvent(
+                    id=call_id,
+                    name=self._call_names.get(call_id, payload.tool_name),
+                    result=payload.message,
+                    is_error=True,
+                    run_id=run_id,
+                    seq=seq,
+                )
+            ]
+        if isinstance(payload, ApprovalRequestedV1):
+            call_id = str(payload.tool_call_id)
+            self._approval_calls[payload.approval_id] = call_id
+            return [
+                ApprovalRequestedEvent(
+                    run_id=run_id,
+                    approval_id=payload.approval_id,
+                    tool_call_id=call_id,
+                    tool_name=self._call_names.get(call_id, payload.tool_name),
+                    arguments=payload.arguments,
+                    reason=payload.reason,
+                    suggested_rule=payload.suggested_rule,
+                    choices=payload.choices,
+                    seq=seq,
+                )
+            ]
+        if isinstance(payload, ApprovalResolvedV1):
+            return [
+                ApprovalResolvedEvent(
+                    run_id=run_id,
+                    approval_id=payload.approval_id,
+                    decision=payload.decision,
+                    answered_by=payload.answered_by,
+                    tool_call_id=self._approval_calls.get(payload.approval_id),
+                    message=payload.message,
                     seq=seq,
                 )
             ]
@@ -147,6 +193,9 @@ _SHOWN = frozenset(
         "ToolCallRequested",
         "ToolCallCompleted",
         "ToolCallFailed",
+        "ToolCallAbandoned",
+        "ApprovalRequested",
+        "ApprovalResolved",
         "RunSucceeded",
         "RunFailed",
         "RunCancelled",
