@@ -5,15 +5,71 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
-from bearagent.domain.events import Event
+from bearagent.domain._base import JsonValue, frozen_json
+from bearagent.domain.events import EVENT_TYPE_RE, Event
 from bearagent.domain.ids import CausationId, CorrelationId, EventId, IdGenerator, RunId
 from bearagent.domain.run_events import RunEventPayload, event_type_of
 from bearagent.domain.state import RunProjection
 from bearagent.ports import Clock
+from bearagent.runtime.run_state import trusted_model
 from bearagent.runtime.run_writer import RunWriter
 
 _log = logging.getLogger("bearagent.events")
+
+
+def _event(
+    *,
+    event_id: EventId,
+    run_id: RunId,
+    sequence: int,
+    event_type: str,
+    schema_version: int,
+    occurred_at: datetime,
+    causation_id: CausationId | None,
+    correlation_id: CorrelationId,
+    payload: dict[str, JsonValue],
+) -> Event:
+    """The envelope of a fact this recorder made. Its fields are typed by construction (ids from the generator,
+    the type and version from the payload registry, the sequence counted here), so only what can still be wrong
+    is checked: the payload's JSON bounds (the same check `Event` applies) and the clock's time zone; anything
+    unexpected goes through full validation instead."""
+    if (
+        type(event_id) is EventId
+        and type(run_id) is RunId
+        and type(correlation_id) is CorrelationId
+        and (causation_id is None or type(causation_id) is CausationId)
+        and sequence >= 1
+        and occurred_at.tzinfo is UTC
+        and EVENT_TYPE_RE.match(event_type) is not None
+        and 1 <= schema_version <= 1_000
+    ):
+        return trusted_model(
+            Event,
+            {
+                "event_id": event_id,
+                "run_id": run_id,
+                "sequence": sequence,
+                "event_type": event_type,
+                "schema_version": schema_version,
+                "occurred_at": occurred_at,
+                "causation_id": causation_id,
+                "correlation_id": correlation_id,
+                "payload": frozen_json(payload),
+            },
+        )
+    return Event(
+        event_id=event_id,
+        run_id=run_id,
+        sequence=sequence,
+        event_type=event_type,
+        schema_version=schema_version,
+        occurred_at=occurred_at,
+        causation_id=causation_id,
+        correlation_id=correlation_id,
+        payload=payload,
+    )
 
 
 class RunRecorder:
@@ -66,7 +122,7 @@ class RunRecorder:
         for payload in payloads:
             event_type, version = event_type_of(payload)
             sequence += 1
-            event = Event(
+            event = _event(
                 event_id=self._ids.new(EventId),
                 run_id=self.run_id,
                 sequence=sequence,
@@ -85,8 +141,8 @@ class RunRecorder:
             self._last_event_id = last_event_id
             self.projection = projection
 
-        projection = await self._writer.append_many(events, on_commit=committed)
         last_event_id: EventId | None = None,
+        projection = await self._writer.append_many(events, on_commit=committed, dumped_from=payloads)
         for event in events:
             for sink in self._sinks:
                 try:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
-from bearagent.domain.run_events import parse_run_event_payload
+from bearagent.domain.run_events import RunEventPayload, event_type_of, parse_run_event_payload
 from bearagent.domain.state import RunProjection
 from bearagent.ports import (
     ActivityIdTaken,
@@ -158,11 +158,19 @@ class RunWriter:
         return await self.append_many((event,))
 
     async def append_many(
-        self, events: Sequence[Event], *, on_commit: Callable[[RunProjection], None] | None = None
+        self,
+        events: Sequence[Event],
+        *,
+        on_commit: Callable[[RunProjection], None] | None = None,
+        dumped_from: Sequence[RunEventPayload] | None = None,
     ) -> RunProjection:
         """Validate, reduce and commit consecutive events of ONE run: all become facts, or none does. Returns the
         run projection after the last. Raises `SequenceConflict` (another writer took the sequence),
         `InvalidTransition`, `BudgetExceeded`, `BearAgentError(validation.*)`, `StoreError`.
+
+        `dumped_from`: the payload models the events' payloads were dumped from (the recorder's), one per event.
+        A model instance was validated when it was built, so its dump is not parsed back into a model here; the
+        pair (type, version) of each is still checked against its event. Without it, every payload is validated.
 
         A commit handed to the store is awaited to its end even if the caller is cancelled meanwhile: `on_commit`
         is called once it is a fact (before the cancellation goes on), so the caller's view of the log stays true.
@@ -170,10 +178,13 @@ class RunWriter:
         if not events:
             raise ValueError("append_many needs at least one event")
         run_id = str(events[0].run_id)
-        for event in events:
+        if dumped_from is not None and len(dumped_from) != len(events):
+            raise ValueError("dumped_from needs one payload model per event")
+        for i, event in enumerate(events):
             if str(event.run_id) != run_id:
                 raise ValueError("append_many takes events of one run")
-            parse_run_event_payload(event.event_type, event.schema_version, event.payload)
+            if dumped_from is None or event_type_of(dumped_from[i]) != (event.event_type, event.schema_version):
+                parse_run_event_payload(event.event_type, event.schema_version, event.payload)
         state, cancelled = await self._write(run_id, events)
         projection = state.to_projection()
         if on_commit is not None:
