@@ -14,6 +14,7 @@ from bearagent.builtin import builtin_agents_dir, builtin_skills_dir
 from bearagent.config.config_files import load_config_files
 from bearagent.config.instructions import load_instructions
 from bearagent.config.model import BearConfig, ConfigFile
+from bearagent.config.store_settings import StoreSettings, choose_store
 from bearagent.config.workspace import (
     WORKSPACE_DIR,
     action_sources,
@@ -179,10 +180,13 @@ def load_workspace(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     plugins: PluginHost | None = None,
+    store: StoreSettings | None = None,
 ) -> LoadedWorkspace:
     """Load everything for one workspace. `root` is `-w` (None = discover from `cwd`); `env` defaults to the process
-    environment; `plugins` defaults to the installed entry points filtered by `BEARAGENT_LOAD_PLUGINS`. Never raises
-    for a broken file: every problem is a diagnostic.
+    environment; `plugins` defaults to the installed entry points filtered by `BEARAGENT_LOAD_PLUGINS`; `store` is the
+    `store:` of the server config serving the workspace (it outranks the user config's; `config.store` is the one
+    that applies: `config/store_settings.choose_store`). Never raises for a broken file: every problem is a
+    diagnostic.
 
     Only composition: the order of the config files is `config/config_files.py`, every source and its rank
     `config/workspace.py`, and each registry loads itself from the files and the plugins' contributions."""
@@ -195,6 +199,7 @@ def load_workspace(
 
     files = load_config_files(ws_root, user_dir, diags)
     config, compat = files.config, files.compat
+    config = config.model_copy(update={"store": choose_store(config.store, environ, server=store)})
     plugin_dirs = plugin_dir_sources(contrib.agent_dirs, contrib.skill_dirs, diags)
 
     models = load_models(files, contrib, builtin_plugin=BUILTIN_PLUGIN)

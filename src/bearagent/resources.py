@@ -64,9 +64,36 @@ def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> WorkspaceStor
     SQLite in the workspace by default, or a schema of a PostgreSQL database. With `create=False` a store nothing has
     been written to is a clear error (nothing has run)."""
     settings = loaded.config.store
+    refuse_unusable(settings)
     if settings.backend == "postgres":
         return _open_postgres(loaded, settings, create=create)
     return open_sqlite_store(loaded, create=create)
+
+
+def refuse_unusable(settings: StoreSettings) -> None:
+    """Raise the error of a `store:` section that cannot be used as written (a literal `dsn:`), naming the file and
+    the key (never the value)."""
+    if settings.refusal is not None:
+        code, what, fix = settings.refusal
+        raise BearAgentError(ErrorInfo.of("configuration", code, f"{settings.source}: {what}"), hint=fix)
+
+
+def store_dsn(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
+    """The DSN of a PostgreSQL store, from BearAgent's own environment (never a settings file's `env`). Only ever
+    handed to libpq: messages name the store by its display form (`store/postgres/location.py`)."""
+    dsn = loaded.env.get(settings.dsn_env)
+    if not dsn:
+        raise BearAgentError(
+            ErrorInfo.of(
+                "configuration",
+                "missing_store_dsn",
+                f"the store is PostgreSQL ({settings.where}) but the environment variable {settings.dsn_env}, "
+                "which holds its connection string, is not set",
+                variable=settings.dsn_env,
+            ),
+            hint=f"export {settings.dsn_env}='postgresql://USER@HOST/DB' (see docs/store.md, PostgreSQL)",
+        )
+    return dsn
 
 
 def postgres_schema(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
@@ -80,20 +107,11 @@ def postgres_schema(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
 def _open_postgres(loaded: LoadedWorkspace, settings: StoreSettings, *, create: bool) -> WorkspaceStore:
     from bearagent.store.postgres import PostgresRunStorage
 
-    dsn = loaded.env.get(settings.dsn_env)
-    if not dsn:
-        raise BearAgentError(
-            ErrorInfo.of(
-                "configuration",
-                "missing_store_dsn",
-                f"store.backend is postgres ({settings.source}) but the environment variable {settings.dsn_env}, "
-                "which holds its connection string, is not set",
-                variable=settings.dsn_env,
-            ),
-            hint=f"export {settings.dsn_env}='postgresql://USER@HOST/DB' (see docs/store.md, PostgreSQL)",
-        )
     return PostgresRunStorage(
-        dsn, schema=postgres_schema(loaded, settings), pool_size=settings.pool_size, create=create
+        store_dsn(loaded, settings),
+        schema=postgres_schema(loaded, settings),
+        pool_size=settings.pool_size,
+        create=create,
     )
 
 

@@ -225,6 +225,9 @@ def _parse_sandbox_sections(cf: ConfigFile, data: Mapping[str, object], diagnost
                         fix=p.fix,
                     )
                 )
+            elif key == "store" and p.field == "store.dsn":  # the store is refused (no default applies)
+                refused = _error(cf, p.field, p.message, p.fix)
+                diagnostics.append(refused.model_copy(update={"message": f"{p.field}: {p.message}"}))
             else:
                 diagnostics.append(_error(cf, p.field, p.message, p.fix))
 

@@ -1,21 +1,27 @@
-"""`store:` of the user's config.yaml: where a workspace's runs, sessions and locks are kept.
+"""`store:` of the user's config.yaml or the server config: where a workspace's runs, sessions and locks are kept.
 
 The backend is the user's (or a server's) choice, never a workspace file's: a cloned repository must not be able to
 send its runs (prompts, tool output, file contents) to a database of its choosing, nor read the runs of another
 project there. So `store:` in a workspace's config.yaml is refused with an error and the default applies. The DSN
 itself (it may hold a password) is never written in a file: `dsn_env` names the environment variable that holds it,
-read from BearAgent's own environment (never from a settings file's `env`).
+or `dsn:` refers to it as `${VAR}` (nothing else: a literal DSN is refused and the store cannot be opened until it
+is fixed), read from BearAgent's own environment (never from a settings file's `env`).
 
     store:
       backend: postgres            # sqlite (default: <workspace>/.bearagent/state.db) | postgres
-      dsn_env: BEARAGENT_PG_DSN    # the variable holding the libpq DSN or postgresql:// URL (this is the default)
+      dsn: ${BEARAGENT_DATABASE_URL}   # or dsn_env: BEARAGENT_DATABASE_URL (default: BEARAGENT_PG_DSN)
       schema: team_docs            # optional; default: one schema per workspace (bearagent_<hash of its path>)
       pool_size: 4                 # optional; connections per process and store (1..64)
+
+Which settings apply (`choose_store`): the server config's `store:` (for the workspaces that server serves), else
+the user config's, else `BEARAGENT_DATABASE_URL` alone in BearAgent's environment (PostgreSQL with that DSN), else
+SQLite.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Literal, cast
 
 from pydantic import Field
@@ -25,10 +31,17 @@ from bearagent.sandbox.settings import Problem
 from bearagent.store.postgres.naming import SCHEMA_RE
 
 StoreBackend = Literal["sqlite", "postgres"]
-STORE_KEYS = ("backend", "dsn_env", "schema", "pool_size")
+StoreLevel = Literal["workspace", "platform", "server"]
+STORE_KEYS = ("backend", "dsn", "dsn_env", "schema", "pool_size")
 DEFAULT_DSN_ENV = "BEARAGENT_PG_DSN"
+DATABASE_URL_ENV = "BEARAGENT_DATABASE_URL"
+"""Set alone (no `store:` in the user or server config), it selects the PostgreSQL store it points at."""
 MAX_POOL_SIZE = 64
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_REF_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+LITERAL_DSN_FIX = (
+    f"write `dsn: ${{{DATABASE_URL_ENV}}}` and export {DATABASE_URL_ENV}='postgresql://USER:PASSWORD@HOST/DB'"
+)
 
 
 class StoreSettings(DomainModel):
@@ -38,12 +51,48 @@ class StoreSettings(DomainModel):
     """`schema:`; None: a schema per workspace, named from the hash of its path (as separate as state.db files)."""
     pool_size: int = Field(default=4, ge=1, le=MAX_POOL_SIZE)
     source: str | None = None
-    """The config file that chose this store (None: the default)."""
+    """The config file that chose this store, or `environment (BEARAGENT_DATABASE_URL)` (None: the default)."""
+    dsn_key: Literal["dsn", "dsn_env"] = "dsn_env"
+    """Which key named the variable (what an error about it points at)."""
+    refusal: tuple[str, str, str] | None = None
+    """(error code, what is wrong, how to fix it) when this section cannot be used as written, e.g. `dsn:` holds a connection
+    string instead of a `${VAR}` reference: the store is refused until it is fixed (the value itself is never kept)."""
+
+    @property
+    def where(self) -> str:
+        """The file and key that chose the variable, for messages: `/home/u/.config/bearagent/config.yaml: store.dsn`."""
+        if self.source is None:
+            return "the default store settings"
+        if self.source.startswith("environment"):
+            return self.source
+        return f"{self.source}: store.{self.dsn_key}"
+
+
+def database_url_store(env: Mapping[str, str]) -> StoreSettings | None:
+    """The store `BEARAGENT_DATABASE_URL` alone selects (PostgreSQL), when it is set and not empty."""
+    if not env.get(DATABASE_URL_ENV):
+        return None
+    return StoreSettings(
+        backend="postgres", dsn_env=DATABASE_URL_ENV, source=f"environment ({DATABASE_URL_ENV})", dsn_key="dsn"
+    )
+
+
+def choose_store(
+    configured: StoreSettings, env: Mapping[str, str], *, server: StoreSettings | None = None
+) -> StoreSettings:
+    """The store that applies: the server config's, else the one the user config chose (`configured` merged from the
+    config files: its `source` is None when none did), else `BEARAGENT_DATABASE_URL` alone, else SQLite."""
+    if server is not None:
+        return server
+    if configured.source is not None:
+        return configured
+    return database_url_store(env) or configured
 
 
 def parse_store(value: object, *, level: str) -> tuple[dict[str, object], list[Problem]]:
     """The valid keys of one file's `store:` section and the problems of the others. A workspace file's section is
-    refused whole."""
+    refused whole. A literal `dsn:` is a problem and marks the section refused (`literal_dsn`); no problem message
+    ever quotes a DSN's value."""
     if value is None:
         return {}, []
     if level == "workspace":
@@ -69,6 +118,18 @@ def parse_store(value: object, *, level: str) -> tuple[dict[str, object], list[P
                 problems.append(
                     Problem(where, f"{item!r} is not a store backend", "write `backend: sqlite` or `postgres`")
                 )
+        elif key == "dsn":
+            ref = _ENV_REF_RE.match(item) if isinstance(item, str) else None
+            if ref is not None:
+                out["dsn_env"] = ref.group(1)
+                out["dsn_key"] = "dsn"
+            else:
+                what = (
+                    "must be a reference to an environment variable, `${VAR}`: a connection string written in a "
+                    "file may hold a password, so the store is refused until this is fixed"
+                )
+                out["refusal"] = ("literal_store_dsn", f"store.dsn {what}", LITERAL_DSN_FIX)
+                problems.append(Problem(where, what, LITERAL_DSN_FIX))
         elif key == "dsn_env":
             if isinstance(item, str) and _ENV_NAME_RE.match(item):
                 out["dsn_env"] = item
@@ -96,4 +157,12 @@ def parse_store(value: object, *, level: str) -> tuple[dict[str, object], list[P
             problems.append(
                 Problem(where, f"unknown key {key!r}", f"known keys: {', '.join(STORE_KEYS)}", severity="warning")
             )
+    named = cast(dict[str, object], value)
+    if isinstance(named.get("dsn"), str) and isinstance(named.get("dsn_env"), str) and "refusal" not in out:
+        ref = _ENV_REF_RE.match(cast(str, named["dsn"]))
+        if ref is not None and ref.group(1) != named["dsn_env"]:
+            what = "store.dsn and store.dsn_env name different variables"
+            fix = "keep one of them"
+            out["refusal"] = ("conflicting_store_dsn", what, fix)
+            problems.append(Problem("store.dsn", "and store.dsn_env name different variables", fix))
     return out, problems

@@ -56,6 +56,10 @@ class AgentPlan:
     max_output_continuations: int = 3
     """How often an answer the output limit cut is continued (`model_turns.max_output_continuations`)."""
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    context_window: int | None = None
+    """The model entry's `context_window` (None: discovered from the server, else the default of the name)."""
+    compaction: CompactionPlan | None = None
+    """None: the history is never compacted (a plan built without one, e.g. a hook judge's)."""
 
     @property
     def descriptors(self) -> tuple[ToolDescriptor, ...]:
@@ -94,6 +98,8 @@ class RunSpec:
     history: Sequence[Message] = ()
     prelude: Sequence[RunEventPayload] = ()
     """Facts that happened before the run existed (SessionStart hook executions), recorded after RunStarted."""
+    request: RunRequest = field(default_factory=RunRequest)
+    """Who asked and the per-run choices (RunCreated v3)."""
 
 
 STOP_BLOCK_CAP = 8

@@ -10,6 +10,7 @@ auth:
   proxy: {trusted: [127.0.0.1/32], subject_header: X-Forwarded-User}   # identity headers from these addresses only
 limits: {max_body_bytes: 1048576, max_active_runs_per_caller: 8, max_sse_per_caller: 16, sse_idle_timeout_s: 300}
 runs: {resume_on_start: true}   # continue interrupted runs (and answered waiting ones) when the server starts
+store: {backend: postgres, dsn: ${BEARAGENT_DATABASE_URL}}   # every served workspace's store (over the user config's)
 ```
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from bearagent.config.store_settings import StoreSettings, parse_store
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.safe_yaml import yaml_bounds_problem
 from bearagent.server.auth import JwtSettings, ProxySettings
@@ -36,6 +38,9 @@ class ServerConfig:
     max_sse_per_caller: int = 16
     sse_idle_timeout_s: float = 300.0
     resume_on_start: bool = False
+    store: StoreSettings | None = None
+    """`store:`: where every served workspace keeps its runs (outranks the user config's; None: as each workspace
+    chooses without a server, `config/store_settings.choose_store`)."""
 
     @property
     def gateway_auth(self) -> bool:
@@ -116,6 +121,7 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         raise _bad(path, f"runs.resume_on_start must be true or false, not {resume!r}", "write `resume_on_start: true`")
     return ServerConfig(
         resume_on_start=resume,
+        store=_store(path, raw["store"]) if raw.get("store") is not None else None,
         workspaces=entries,
         jwt=jwt,
         proxy=proxy,
@@ -124,6 +130,16 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         max_sse_per_caller=_int(limits, "max_sse_per_caller", 16),
         sse_idle_timeout_s=_seconds(limits, "sse_idle_timeout_s", 300.0),
     )
+
+
+def _store(path: Path | None, value: object) -> StoreSettings:
+    """The server's `store:`; every problem (an unknown key too, and a literal `dsn:`) stops the server, naming the
+    key, never its value."""
+    parsed, problems = parse_store(value, level="server")
+    if problems:
+        first = problems[0]
+        raise _bad(path, f"{first.field}: {first.message}", first.fix)
+    return StoreSettings.model_validate({**parsed, "source": str(path)})
 
 
 def _entry(ws_id: str, root: Path, data: Mapping[str, object]) -> WorkspaceEntry:
