@@ -155,7 +155,7 @@ class Worker:
             try:
                 await execution
             except BearAgentError as exc:
-                if exc.info.code in RACE_CODES:
+                if exc.info.code.rsplit(".", 1)[-1] in RACE_CODES:
                     self.stats.lost_races += 1
                     return
                 if item.action == "start":

@@ -48,7 +48,7 @@ class Server:
         return httpx.Client(base_url=self.base, headers=headers, timeout=30)
 
 
-def start(tmp_path: Path, *args: str, config: str | None = None) -> Server:
+def start(tmp_path: Path, *args: str, config: str | None = None, env: dict[str, str] | None = None) -> Server:
     home = tmp_path / "home"
     (home / "bearagent").mkdir(parents=True, exist_ok=True)
     extra: list[str] = []
@@ -62,6 +62,7 @@ def start(tmp_path: Path, *args: str, config: str | None = None) -> Server:
         "BEARAGENT_HOME": str(home / "bearagent"),
         "BEARAGENT_LOAD_PLUGINS": "",
         "BEARAGENT_SERVE_TOKEN": TOKEN,
+        **(env or {}),
     }
     proc = subprocess.Popen(
         [BEARAGENT, "serve", "--port", "0", *extra, *args],

@@ -37,6 +37,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("bearagent.cli.doctor:doctor", "Print every configuration diagnostic."),
     "init": ("bearagent.cli.init:init", "Scaffold .bearagent/ in this directory."),
     "serve": ("bearagent.cli.serve:serve", "Serve workspaces over HTTP: sessions, background runs, SSE events."),
+    "worker": ("bearagent.cli.worker:worker", "Execute queued runs of the served workspaces (scale-out)."),
     "trust": (
         "bearagent.cli.trust:trust",
         "Show what this workspace would run, send or allow, then trust it (or --revoke).",
