@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.specs import AgentSpec, ModelEntry
+from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.domain.tools import ToolSpec
 from bearagent.hooks.bridge import SessionHooks
 from bearagent.hooks.interceptor import HookToolInterceptor
@@ -23,8 +23,9 @@ from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
 from bearagent.plugins.permission import PluginPermissionInterceptor, has_impls
 from bearagent.ports import Tool, ToolInterceptor
 from bearagent.runtime.approvals import ApprovalBroker
+from bearagent.runtime.compaction import DEFAULT_COMPACTION_THRESHOLD, DEFAULT_KEEP_RECENT_TURNS
 from bearagent.runtime.context import ContextBuilder
-from bearagent.runtime.plan import AgentPlan
+from bearagent.runtime.plan import AgentPlan, CompactionPlan
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.sandbox import probe as sandbox_probe
 from bearagent.sandbox import request as sandbox_request
@@ -160,11 +161,39 @@ class AgentPlans:
                 tool_settings=settings,
                 context=self.context,
                 max_output_continuations=config.max_output_continuations,
+                compaction=self._compaction(agent, entry, session_key),
             )
         )
         if isinstance(plan.gate, ToolGate):
             grants.bind(plan.gate.policy)
         return plan
+
+    def _compaction(self, agent: AgentSpec, entry: ModelEntry, session_key: str) -> CompactionPlan:
+        """The agent's `policy.compaction` over config.yaml's `compaction:`; the summary model is
+        `compaction.model` (resolved like any model ref: a bad name fails the run and names the field), else the
+        agent's own."""
+        settings = agent.policy.compaction.over(self._rt.loaded.config.compaction)
+        summariser = entry
+        if settings.model is not None:
+            where = f"policy.compaction.model of agent {agent.name}" if agent.policy.compaction.model else None
+            summariser = self._rt.loaded.models.resolve(
+                settings.model, where=where or "compaction.model in config.yaml"
+            )
+            summariser = self._rt.loaded.models.for_use(summariser, self._rt.loaded.env)
+        return CompactionPlan(
+            model_ref=summariser.ref,
+            model_name=summariser.model or summariser.name,
+            provider=self._rt.resources.provider(summariser, session_key),
+            enabled=settings.enabled if settings.enabled is not None else True,
+            threshold=settings.threshold if settings.threshold is not None else DEFAULT_COMPACTION_THRESHOLD,
+            keep_recent_turns=(
+                settings.keep_recent_turns if settings.keep_recent_turns is not None else DEFAULT_KEEP_RECENT_TURNS
+            ),
+            price=summariser.price,
+            max_output_tokens=summariser.max_output_tokens,
+            timeout_ms=call_timeout_ms(summariser),
+            context_window=summariser.context_window,
+        )
 
     def _runtime_executors(
         self,

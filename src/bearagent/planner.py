@@ -21,7 +21,7 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.ports import ModelProvider, Tool, ToolInterceptor
 from bearagent.runtime.context import ContextBuilder, ContextParts
-from bearagent.runtime.plan import AgentPlan, BoundTool
+from bearagent.runtime.plan import AgentPlan, BoundTool, CompactionPlan
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
@@ -67,6 +67,7 @@ class PlanInputs:
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
     context: ContextBuilder = field(default_factory=ContextBuilder)
     max_output_continuations: int = 3
+    compaction: CompactionPlan | None = None
 
 
 def plan_agent(inputs: PlanInputs) -> AgentPlan:
@@ -131,4 +132,6 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         max_switches=agent.policy.max_switches if agent.policy.max_switches is not None else DEFAULT_MAX_SWITCHES,
         max_output_continuations=inputs.max_output_continuations,
         tool_settings=dict(inputs.tool_settings),
+        context_window=entry.context_window,
+        compaction=inputs.compaction,
     )

@@ -194,7 +194,8 @@ class _Replay:
             plan = await self._plan(agent_name, recorded, key, provider, first=first)
             caller = ReplayToolCaller(plan.gate, by_id, _side_effects_of(plan))
             callers.append(caller)
-            return dataclasses.replace(plan, provider=provider, gate=caller)
+            # no compaction on replay: the recorded turns are served in order, a summary call would take one
+            return dataclasses.replace(plan, provider=provider, gate=caller, compaction=None)
 
         async def switch_planner(agent_name: str) -> AgentPlan:
             return await planned(agent_name)

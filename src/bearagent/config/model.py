@@ -22,7 +22,7 @@ from bearagent.config.store_settings import StoreSettings
 from bearagent.domain._base import DomainModel
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
 from bearagent.domain.diagnostics import Diagnostic
-from bearagent.domain.specs import Level
+from bearagent.domain.specs import CompactionSettings, Level
 from bearagent.sandbox.settings import SandboxSettings, ShellEnvPolicy, merge_sandbox, merge_shell_env
 
 WorkspaceKind = Literal["project", "chat"]
@@ -44,6 +44,7 @@ TOP_LEVEL_KEYS = frozenset(
         "shell_env",
         "model_turns",
         "store",
+        "compaction",
     }
 )
 BUDGET_KEYS = BUDGET_FIELDS
@@ -95,6 +96,8 @@ class BearConfig(DomainModel):
     """`model_turns.max_output_continuations`: how often a turn cut by the output limit is continued."""
     store: StoreSettings = Field(default_factory=StoreSettings)
     """Where runs are kept (`store:`, user config only: `config/store_settings.py`)."""
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    """`compaction:` (docs/runtime.md#compaction); an agent's `policy.compaction` goes over it key by key."""
 
 
 @dataclass
@@ -195,7 +198,30 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
             )
         )
     _parse_sandbox_sections(cf, data, diagnostics)
+    _parse_compaction(cf, data, diagnostics)
     return cf
+
+
+def _parse_compaction(cf: ConfigFile, data: Mapping[str, object], diagnostics: list[Diagnostic]) -> None:
+    """`compaction:`: valid fields land in settings; each bad or unknown one is a diagnostic naming it."""
+    if "compaction" not in data:
+        return
+    from bearagent.config.compaction import parse_compaction
+
+    settings, problems = parse_compaction(data["compaction"], "compaction")
+    cf.settings["compaction"] = settings
+    for p in problems:
+        diagnostics.append(
+            Diagnostic(
+                severity="warning" if p.severity == "warning" else "error",
+                code="config.unknown_key" if p.severity == "warning" else "config.invalid_value",
+                message=p.message,
+                source=str(cf.path),
+                line=cf.line_of(p.field.split(".")[-1]),
+                field=p.field,
+                fix=p.fix,
+            )
+        )
 
 
 def _parse_sandbox_sections(cf: ConfigFile, data: Mapping[str, object], diagnostics: list[Diagnostic]) -> None:
@@ -402,6 +428,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     directories: list[str] = []
     bypass_disabled_by: str | None = None
     store = StoreSettings()
+    compaction = CompactionSettings()
     sandbox_layers = [(cf.level, cast(dict[str, object], cf.settings.get("sandbox", {}))) for cf in files]
     shell_env_layers = [(cf.level, cast(dict[str, object], cf.settings.get("shell_env", {}))) for cf in files]
     for cf in files:
@@ -430,6 +457,9 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             permission_mode = cast(str, s["permission_mode"])
             if cf.level != "workspace":
                 ceiling = permission_mode
+        layer = s.get("compaction")
+        if isinstance(layer, CompactionSettings):
+            compaction = layer.over(compaction)
         if s.get("store") and cf.level != "workspace":  # a workspace's is refused when parsed; never merged
             store = StoreSettings.model_validate({**cast(dict[str, object], s["store"]), "source": str(cf.path)})
     return BearConfig(
@@ -450,4 +480,5 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         sandbox=merge_sandbox(sandbox_layers).model_copy(update={"additional_directories": tuple(directories)}),
         shell_env=merge_shell_env(shell_env_layers),
         store=store,
+        compaction=compaction,
     )

@@ -52,6 +52,9 @@ class ModelEntry(DomainModel):
     max_stream_s: float | None = Field(default=None, gt=0, le=3_600)
     """Cap on a whole answer, streaming included; None: none of the entry's own (a call still ends after
     `MAX_CALL_TIMEOUT_MS`, an hour)."""
+    context_window: int | None = Field(default=None, ge=256, le=100_000_000)
+    """The model's context window in tokens; None: what the server's model listing says, else the default of the
+    model's name (`runtime/context_size.py`)."""
     price: ModelPrice | None = None
     script: str | None = Field(default=None, max_length=4_096)
     stream: bool = True
@@ -165,6 +168,30 @@ PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "dontAsk",
 MAX_PROMPT_CHARS = 262_144
 
 
+class CompactionSettings(DomainModel):
+    """`compaction:` in config.yaml or an agent's `policy:`: when and how earlier turns are summarised
+    (docs/runtime.md#compaction). A key left out takes the next source's value (agent policy, then config.yaml,
+    then the default shown)."""
+
+    enabled: bool | None = None
+    """Default true."""
+    threshold: float | None = Field(default=None, gt=0, le=1)
+    """Compact when the next request is estimated above this share of the model's window; default 0.8."""
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+    """The model entry that writes the summary; default the agent's own model."""
+    keep_recent_turns: int | None = Field(default=None, ge=0, le=1_000)
+    """Turns (a user message, or a model turn with its tool results) kept verbatim; default 2."""
+
+    def over(self, lower: CompactionSettings) -> CompactionSettings:
+        """These settings, with what they leave out taken from `lower`."""
+        return CompactionSettings(
+            enabled=self.enabled if self.enabled is not None else lower.enabled,
+            threshold=self.threshold if self.threshold is not None else lower.threshold,
+            model=self.model if self.model is not None else lower.model,
+            keep_recent_turns=self.keep_recent_turns if self.keep_recent_turns is not None else lower.keep_recent_turns,
+        )
+
+
 class AgentPolicy(DomainModel):
     """`policy:` of an agent. A subagent never gets more than its parent (the runtime intersects them)."""
 
@@ -172,6 +199,7 @@ class AgentPolicy(DomainModel):
     max_switches: int | None = Field(default=None, ge=0, le=1_000)
     budgets: Mapping[str, int] = Field(default_factory=dict[str, int])
     permission_mode: PermissionMode | None = None
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
 
 
 class AgentSpec(DomainModel):

@@ -27,6 +27,7 @@ import difflib
 import json
 import math
 import re
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,7 @@ from bearagent.providers.errors import ProviderStreamError
 from bearagent.safe_yaml import yaml_bounds_problem
 
 TURN_KEYS = ("text", "tool_calls", "usage", "error", "refusal", "delay_ms", "delta_delay_ms", "model")
+KEPT_REQUESTS = 100
 TOOL_CALL_KEYS = ("name", "arguments", "id")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 ERROR_KEYS = ("category", "code", "message", "retryable", "retry_after_s")
@@ -329,6 +331,8 @@ class ScriptedProvider:
         self.entry_ref = entry_ref
         self.ids: IdGenerator = ids or Uuid4IdGenerator()
         self._position = 0
+        self.requests: deque[ModelRequest] = deque(maxlen=KEPT_REQUESTS)
+        """The last requests it was sent (what a test or a demo checks the model was shown)."""
 
     @classmethod
     def from_file(cls, path: Path, *, entry_ref: str = "scripted", ids: IdGenerator | None = None) -> ScriptedProvider:
@@ -367,6 +371,7 @@ class ScriptedProvider:
         return index, self.script.turns[index]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
         index, turn = self._next_turn()
         if turn.delay_ms:
             await asyncio.sleep(turn.delay_ms / 1000)

@@ -87,7 +87,7 @@ UNSUPPORTED_KEYS = frozenset(
         "variant",
     }
 )
-POLICY_KEYS = ("max_turns", "max_switches", "budgets", "permission_mode")
+POLICY_KEYS = ("max_turns", "max_switches", "budgets", "permission_mode", "compaction")
 FRONTMATTER_KEYS = frozenset({*AGENT_KEYS, *AGENT_ALIASES, *UNSUPPORTED_KEYS})
 """Every key an agent file may have (for the lenient reading of frontmatter that is not strict YAML)."""
 CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "fable"})
@@ -354,6 +354,13 @@ def _parse_policy(raw: Mapping[str, object], report: Reporter) -> dict[str, obje
             continue
         if key == "permission_mode" and isinstance(value, str):
             value = _PERMISSION_MODE_ALIASES.get(value, value)
+        if key == "compaction":
+            from bearagent.config.compaction import parse_compaction
+
+            value, problems = parse_compaction(value, "policy.compaction")
+            for p in problems:
+                code = "config.unknown_key" if p.severity == "warning" else "agent.invalid_field"
+                report(p.severity, code, p.field, p.message, p.fix)
         out[key] = value
     return out
 

@@ -40,6 +40,7 @@ MODEL_KEYS = frozenset(
         "timeout_s",
         "stream_idle_timeout_s",
         "max_stream_s",
+        "context_window",
         "price",
         "script",
         "headers",

@@ -19,6 +19,7 @@ from bearagent.domain.run_events import (
     AgentSwitchedV1,
     ApprovalRequestedV1,
     ApprovalResolvedV1,
+    ContextCompactedV1,
     ModelCallCompletedV2,
     ModelCallFailedV2,
     RecordedToolCall,
@@ -30,7 +31,7 @@ from bearagent.domain.run_events import (
     ToolCallRequestedV2,
     parse_run_event_payload,
 )
-from bearagent.runtime.history import run_messages
+from bearagent.runtime.history import conversation, run_messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,12 @@ class RunCursor:
     resumes: int = 0
     pending: tuple[RecordedToolCall, ...] = field(default=())
     """The calls of the last turn with no result yet, in the order the model asked for them."""
+    events: tuple[Event, ...] = field(default=(), repr=False)
+
+    def conversation(self, history: Sequence[Message]) -> list[Message]:
+        """The working history to go on with: the session's `history` before this run, then this run's messages,
+        with the run's compactions applied (`messages` alone has them all)."""
+        return conversation(history, self.events, answer_pending=False)
 
 
 def run_cursor(events: Sequence[Event]) -> RunCursor:
@@ -142,6 +149,8 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
             switch_count = payload.switch_count
         elif isinstance(payload, RunResumedV1):
             resumes += 1
+        elif isinstance(payload, ContextCompactedV1) and payload.model_ref == created.model_ref:
+            model_calls += 1  # the summary came from the run's own provider: a scripted model used a turn for it
     in_flight: InFlightCall | None = None
     if requested:
         call_id, (activity_id, name) = next(iter(requested.items()))
@@ -166,4 +175,5 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
         last_sequence=events[-1].sequence,
         resumes=resumes,
         pending=pending,
+        events=tuple(events),
     )

@@ -3,6 +3,10 @@
 Per run: the user's goal (with a UserPromptSubmit hook's context), then each completed model call as an assistant message (text + tool calls), then each
 tool result and each message a hook injected (`MessageInjected`). A tool call whose result never became a fact (the run was cancelled or crashed mid-call) gets a
 synthetic failed result, so the history stays valid for every provider (each call answered once).
+
+A compaction (`ContextCompacted`) is a fact too: the working history (`history_from_events`, `conversation`) has
+its summary in place of the messages it replaced, as the model was sent after it; `run_messages` and
+`sourced_run_messages` keep every message of a run (the full transcript, e.g. for the message records).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from bearagent.domain.events import Event
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart
 from bearagent.domain.run_events import (
+    ContextCompactedV1,
     MessageInjectedV1,
     MessageInjectedV2,
     ModelCallCompletedV2,
@@ -22,23 +27,41 @@ from bearagent.domain.run_events import (
     ToolCallFailedV2,
     parse_run_event_payload,
 )
+from bearagent.runtime.compaction import compacted
 from bearagent.runtime.context import tool_result_message
 
 _INTERRUPTED = "[no result: the run ended before this tool call finished]"
 
 
 def history_from_events(runs: Iterable[Sequence[Event]]) -> list[Message]:
-    """Messages of several runs, oldest run first, each given as its ordered events."""
+    """The working history of several runs, oldest run first, each given as its ordered events: every run's
+    messages, with each compaction (`ContextCompacted`) applied where it happened, also to earlier runs' part."""
     messages: list[Message] = []
     for events in runs:
-        messages.extend(run_messages(events))
+        messages = conversation(messages, events)
     return messages
 
 
 def run_messages(events: Sequence[Event], *, answer_pending: bool = True) -> list[Message]:
-    """One run's messages. `answer_pending=False` leaves the calls of the last turn that have no result unanswered
-    (a resumed run answers them itself)."""
+    """One run's messages, all of them (its compactions not applied: `conversation` applies them).
+    `answer_pending=False` leaves the calls of the last turn that have no result unanswered (a resumed run answers
+    them itself)."""
     return list(_rebuild(events, answer_pending))
+
+
+def conversation(prior: Sequence[Message], events: Sequence[Event], *, answer_pending: bool = True) -> list[Message]:
+    """The working history after one run: `prior` (the session's history before it) followed by the run's
+    messages, each of the run's compactions replacing the first `replaced_messages` messages of what the history
+    was at that point by its summary."""
+    rebuilt = _rebuild(events, answer_pending)
+    working = list(prior)
+    taken = 0
+    for position, compaction in rebuilt.compactions:
+        working.extend(rebuilt[taken:position])
+        taken = position
+        working = compacted(working, compaction.replaced_messages, compaction.summary)
+    working.extend(rebuilt[taken:])
+    return working
 
 
 def sourced_run_messages(events: Sequence[Event]) -> list[tuple[Message, Event]]:
@@ -56,6 +79,8 @@ class _Sourced(list[Message]):
         super().__init__()
         self.reading: Event | None = None
         self.sources: list[Event | None] = []
+        self.compactions: list[tuple[int, ContextCompactedV1]] = []
+        """Each compaction of the run and how many of the run's messages came before it."""
 
     def append(self, message: Message, /) -> None:
         super().append(message)
@@ -100,6 +125,8 @@ def _rebuild(events: Sequence[Event], answer_pending: bool) -> _Sourced:
                 pending[call.tool_call_id] = part
             if parts:
                 out.append(Message(role="assistant", parts=tuple(parts)))
+        elif isinstance(payload, ContextCompactedV1):
+            out.compactions.append((len(out), payload))
         elif isinstance(payload, ToolCallAbandonedV1):
             call = pending.pop(payload.tool_call_id, None)
             if call is not None:
@@ -115,5 +142,13 @@ def _rebuild(events: Sequence[Event], answer_pending: bool) -> _Sourced:
 
 
 _INTERESTING = frozenset(
-    {"RunCreated", "MessageInjected", "ModelCallCompleted", "ToolCallCompleted", "ToolCallFailed", "ToolCallAbandoned"}
+    {
+        "RunCreated",
+        "MessageInjected",
+        "ModelCallCompleted",
+        "ToolCallCompleted",
+        "ToolCallFailed",
+        "ToolCallAbandoned",
+        "ContextCompacted",
+    }
 )

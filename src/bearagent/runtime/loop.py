@@ -240,6 +240,25 @@ class AgentLoop:
         remaining = max(0, spec.budgets.max_wall_time_ms - wall_time_used_ms)
         return await self._execute(spec, recorder, state, planner, cursor, remaining)
 
+    async def compact(self, spec: RunSpec, plan: AgentPlan, focus: str | None = None) -> RunOutcome:
+        """Compact the session's history (`spec.history`) now, in a run of its own (`/compact [focus]`): see
+        `runtime/compaction_run.py`."""
+        from bearagent.runtime.compaction_run import compaction_run
+
+        run_id = spec.run_id or self._ids.new(RunId)
+        recorder = RunRecorder(writer=self._writer, clock=self._clock, ids=self._ids, run_id=run_id, sinks=self._sinks)
+        return await compaction_run(
+            self._models,
+            recorder,
+            spec,
+            plan,
+            focus,
+            owner=self._owner,
+            hold=self._hold,
+            observer=self._observer,
+            prompt_hash=self._context.prompt_hash(plan.system_prompt),
+        )
+
     async def _execute(
         self,
         spec: RunSpec,
@@ -369,7 +388,8 @@ class AgentLoop:
 
     def _continue(self, spec: RunSpec, state: LoopState, cursor: RunCursor) -> _Start:
         """A resumed run's messages and where its last turn stands, from its events."""
-        messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, *cursor.messages]
+        # the session's history, then this run's messages, with the run's compactions applied
+        messages: list[Message] = [Message.system(state.plan.system_prompt), *cursor.conversation(spec.history)]
         turn: ModelTurn | None = None
         last = cursor.last_turn
         if last is not None and (cursor.pending or not last.tool_calls):
@@ -387,7 +407,7 @@ class AgentLoop:
                 ],
                 completed=ModelCompleted(stop_reason=last.stop_reason, refusal=last.refusal),  # pyright: ignore[reportArgumentType]
             )
-        first_new = len(messages) - len(cursor.messages)
+        first_new = max(1, len(messages) - len(cursor.messages))
         return _Start(
             messages, first_new, turn=turn, answered=last.answered if last else frozenset(), in_flight=cursor.in_flight
         )
@@ -459,7 +479,7 @@ class AgentLoop:
                     usage=projection.usage,
                     steps=state.steps,
                     stop_reason=turn.completed.stop_reason,
-                    new_messages=tuple(messages[first_new:]),
+                    new_messages=tuple(messages[max(1, first_new - state.context.shift) :]),
                 )
             stop_blocks = 0
             continued.clear()

@@ -11,8 +11,15 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ActivityId, ModelCallId, ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart
 from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall
-from bearagent.domain.run_events import ModelCallRequestedV2, ModelCallStartedV1, ToolCallRequestedV2, ToolCallStartedV1
+from bearagent.domain.run_events import (
+    ModelCallRequestedV2,
+    ModelCallRequestedV3,
+    ModelCallStartedV1,
+    ToolCallRequestedV2,
+    ToolCallStartedV1,
+)
 from bearagent.domain.state import ActivityKind
+from bearagent.runtime.context_size import ContextState
 from bearagent.runtime.plan import AgentPlan
 from bearagent.runtime.recorder import RunRecorder
 
@@ -72,11 +79,13 @@ class LoopState:
     """`time.monotonic()` at which the wall-time budget ends: tools get it to bound work they cannot cancel."""
     continuations_left: int = 0
     """How often the answer being given may still be continued when the output limit cuts it."""
+    context: ContextState = field(default_factory=ContextState)
+    """Context accounting of the run (`runtime/context_size.py`): estimates, the model's window, compactions."""
 
 
 async def admit(
     recorder: RunRecorder,
-    requested: ModelCallRequestedV2 | ToolCallRequestedV2,
+    requested: ModelCallRequestedV2 | ModelCallRequestedV3 | ToolCallRequestedV2,
     started: ModelCallStartedV1 | ToolCallStartedV1,
 ) -> None:
     """Append an activity's Requested and Started facts in one transaction (both or neither); a budget refusal

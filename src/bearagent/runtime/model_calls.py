@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from typing import Literal
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ActivityId, IdGenerator, ModelCallId, RunId
@@ -19,18 +20,22 @@ from bearagent.domain.models import (
     ModelToolCall,
     TextDelta,
 )
+from bearagent.domain.overflow import is_context_overflow
 from bearagent.domain.pricing import cost_microusd
 from bearagent.domain.run_events import (
+    ContextCompactedV1,
     ModelCallCompletedV2,
     ModelCallFailedV2,
-    ModelCallRequestedV2,
+    ModelCallRequestedV3,
     ModelCallStartedV1,
     RecordedToolCall,
 )
+from bearagent.runtime.compaction import compacted, split_point, summary_request
 from bearagent.runtime.context import ContextBuilder
+from bearagent.runtime.context_size import ContextWindow, estimator_name, raw_estimate, resolve_context_window
 from bearagent.runtime.loop_state import Active, LoopState, ModelTurn, RunFailure, admit, usage_of
 from bearagent.runtime.observer import RunObserver
-from bearagent.runtime.plan import AgentPlan, LoopHooks
+from bearagent.runtime.plan import AgentPlan, CompactionPlan, LoopHooks
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_writer import RunWriter
@@ -69,25 +74,45 @@ class ModelCalls:
         self._observer = observer
         self._context = context
 
+    def _request(self, state: LoopState, messages: Sequence[Message]) -> ModelRequest:
+        """The request of the plan's model for `messages`, with the agent's reminder at the end."""
+        plan = state.plan
+        request_messages: Sequence[Message] = messages
+        reminder = self._context.reminder_message(plan.system_reminder)
+        if reminder is not None:
+            request_messages = [*messages, reminder]
+        if state.template is None or state.template_plan is not plan:
+            state.template = ModelRequest(
+                model=plan.model_name,
+                messages=(messages[0],),
+                tools=plan.descriptors,
+                max_output_tokens=plan.max_output_tokens,
+                temperature=plan.temperature,
+                timeout_ms=plan.timeout_ms,
+            )
+            state.template_plan = plan
+        return state.template.with_messages(request_messages)
+
+    def _estimate(self, state: LoopState, messages: Sequence[Message]) -> int:
+        """The corrected estimate of the request `messages` would make (without touching the calibration)."""
+        request = self._request(state, messages)
+        return state.context.calibration.apply(raw_estimate(request.messages, request.tools))
+
+    async def _window(self, state: LoopState) -> ContextWindow:
+        """The context window of the plan's model (resolved once per plan; the provider asks its server once)."""
+        context, plan = state.context, state.plan
+        if context.window is None or context.window_for is not plan:
+            context.window = await resolve_context_window(plan.context_window, plan.provider, plan.model_name)
+            context.window_for = plan
+        return context.window
+
     async def turn(self, recorder: RunRecorder, state: LoopState, messages: list[Message]) -> ModelTurn:
         attempt = 1
+        compacted_now = False  # one compaction per turn: what is kept verbatim may be over the threshold alone
+        overflow_compacted = False
         while True:
             plan = state.plan
-            request_messages: Sequence[Message] = messages
-            reminder = self._context.reminder_message(plan.system_reminder)
-            if reminder is not None:
-                request_messages = [*messages, reminder]
-            if state.template is None or state.template_plan is not plan:
-                state.template = ModelRequest(
-                    model=plan.model_name,
-                    messages=(messages[0],),
-                    tools=plan.descriptors,
-                    max_output_tokens=plan.max_output_tokens,
-                    temperature=plan.temperature,
-                    timeout_ms=plan.timeout_ms,
-                )
-                state.template_plan = plan
-            request = state.template.with_messages(request_messages)
+            request = self._request(state, messages)
             if self._hooks is not None:
                 decision = await self._hooks.pre_model_request(recorder.run_id, plan.agent_name, request)
                 if decision.block_reason is not None:
@@ -99,17 +124,42 @@ class ModelCalls:
                         )
                     )
                 request = decision.request
+            _raw, estimate = state.context.calibration.estimate(request)
+            window = await self._window(state)
+            compaction = plan.compaction
+            if (
+                not compacted_now
+                and compaction is not None
+                and compaction.enabled
+                and window.tokens is not None
+                and estimate > compaction.threshold * window.tokens
+            ):
+                compacted_now = True
+                self._observer.notice(
+                    recorder.run_id,
+                    f"the conversation is at ~{estimate:,} of {window.tokens:,} tokens "
+                    f"(compaction.threshold {compaction.threshold:g}); compacting earlier turns",
+                )
+                if (
+                    await self.compact(recorder, state, messages, trigger="threshold", tokens_before=estimate)
+                    is not None
+                ):
+                    continue
             activity = Active(
                 kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
             )
             assert activity.model_call_id is not None
             await admit(
                 recorder,
-                ModelCallRequestedV2(
+                ModelCallRequestedV3(
                     activity_id=activity.activity_id,
                     model_call_id=activity.model_call_id,
                     model_ref=plan.model_ref,
                     attempt=attempt,
+                    estimated_input_tokens=estimate,
+                    estimator=state.context.calibration.label,
+                    context_window=window.tokens,
+                    context_window_source=window.source,
                 ),
                 ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id),
             )
@@ -118,6 +168,28 @@ class ModelCalls:
                 turn = await self._stream(recorder.run_id, plan, request, activity)
             except BearAgentError as exc:
                 partial = activity.partial_text
+                if (
+                    is_context_overflow(exc.info)
+                    and not overflow_compacted
+                    and compaction is not None
+                    and compaction.enabled
+                ):
+                    # the request did not fit: compact once and try again; a second overflow fails the run
+                    overflow_compacted = True
+                    await self._record_failure(recorder, state, activity, plan, exc, will_retry=True)
+                    self._observer.notice(
+                        recorder.run_id,
+                        "the request did not fit in the model's context window; compacting earlier turns",
+                    )
+                    if (
+                        await self.compact(recorder, state, messages, trigger="overflow", tokens_before=estimate)
+                        is not None
+                    ):
+                        attempt += 1
+                        compacted_now = True
+                        continue
+                    state.partial_text = partial
+                    raise RunFailure(exc.info, partial) from exc
                 if exc.info.category != "max_output_tokens" or not partial or state.continuations_left <= 0:
                     await self._failed(recorder, state, activity, plan, exc, attempt)
                     attempt += 1
@@ -127,6 +199,7 @@ class ModelCalls:
                 cut = ModelCompleted(stop_reason="max_output_tokens", usage=usage_of(exc))
                 turn = ModelTurn(text=partial, tool_calls=[], completed=cut, text_chars=len(partial))
             completed = turn.completed
+            state.context.calibration.observe(completed.usage.input_tokens)
             bounded = bound_turn(turn.text, turn.text_chars, turn.tool_calls, turn.calls_asked)
             turn.text, turn.tool_calls, turn.call_errors = bounded.text, bounded.tool_calls, bounded.call_errors
             await recorder.append(
@@ -167,10 +240,27 @@ class ModelCalls:
         attempt: int,
     ) -> None:
         """Record a failed attempt, then wait before the next one, or end the run when it is not retried."""
-        assert activity.model_call_id is not None
-        usage = usage_of(exc)
         partial = activity.partial_text
         delay = self._retry.delay_for(exc.info, attempt)
+        await self._record_failure(recorder, state, activity, plan, exc, will_retry=delay is not None)
+        if delay is None:
+            state.partial_text = partial
+            raise RunFailure(exc.info, partial) from exc
+        self._observer.notice(recorder.run_id, retry_notice(exc.info, partial, delay, attempt + 1))
+        await asyncio.sleep(delay)
+
+    async def _record_failure(
+        self,
+        recorder: RunRecorder,
+        state: LoopState,
+        activity: Active,
+        plan: AgentPlan | CompactionPlan,
+        exc: BearAgentError,
+        *,
+        will_retry: bool,
+    ) -> None:
+        assert activity.model_call_id is not None
+        usage = usage_of(exc)
         await recorder.append(
             ModelCallFailedV2(
                 activity_id=activity.activity_id,
@@ -178,18 +268,120 @@ class ModelCalls:
                 usage=usage,
                 cost_microusd=cost_microusd(usage, plan.price),
                 error=exc.info,
-                partial_text=partial,
-                will_retry=delay is not None,
+                partial_text=activity.partial_text,
+                will_retry=will_retry,
             )
         )
         state.active = None
-        if delay is None:
-            state.partial_text = partial
-            raise RunFailure(exc.info, partial) from exc
-        self._observer.notice(recorder.run_id, retry_notice(exc.info, partial, delay, attempt + 1))
-        await asyncio.sleep(delay)
 
-    async def _stream(self, run_id: RunId, plan: AgentPlan, request: ModelRequest, activity: Active) -> ModelTurn:
+    async def compact(
+        self,
+        recorder: RunRecorder,
+        state: LoopState,
+        messages: list[Message],
+        *,
+        trigger: Literal["threshold", "overflow", "manual"],
+        tokens_before: int | None = None,
+        focus: str | None = None,
+    ) -> ContextCompactedV1 | None:
+        """Replace the earlier turns of `messages` (after its system prompt) by a summary the compaction model
+        writes, in place, and return the fact; None when there is nothing to replace. The summary call is an activity of the run
+        (budgets apply; retried like a model turn); `ContextCompacted` records the result."""
+        compaction = state.plan.compaction
+        if compaction is None:
+            return None
+        conversation = messages[1:]
+        keep = compaction.keep_recent_turns
+        replaced = split_point(conversation, keep)
+        if replaced == 0 and trigger != "threshold" and keep > 1:
+            replaced = split_point(conversation, 1)  # it did not fit, or the user asked: keep only the last turn
+        if replaced == 0:
+            self._observer.notice(recorder.run_id, "nothing to compact: the conversation is its most recent turns")
+            return None
+        if tokens_before is None:
+            tokens_before = self._estimate(state, messages)
+        request = summary_request(compaction, conversation[:replaced], focus)
+        attempt = 1
+        while True:
+            activity = Active(
+                kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
+            )
+            assert activity.model_call_id is not None
+            await admit(
+                recorder,
+                ModelCallRequestedV3(
+                    activity_id=activity.activity_id,
+                    model_call_id=activity.model_call_id,
+                    model_ref=compaction.model_ref,
+                    attempt=attempt,
+                    purpose="compaction",
+                    estimated_input_tokens=raw_estimate(request.messages),
+                    estimator=estimator_name(),
+                    context_window=compaction.context_window,
+                    context_window_source="config" if compaction.context_window is not None else None,
+                ),
+                ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id),
+            )
+            state.active = activity
+            try:
+                turn = await self._stream(recorder.run_id, compaction, request, activity, live=False)
+            except BearAgentError as exc:
+                delay = self._retry.delay_for(exc.info, attempt)
+                await self._record_failure(recorder, state, activity, compaction, exc, will_retry=delay is not None)
+                if delay is None:
+                    raise RunFailure(exc.info) from exc
+                self._observer.notice(recorder.run_id, retry_notice(exc.info, "", delay, attempt + 1))
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
+            break
+        summary = turn.text.strip()
+        if not summary:
+            error = ErrorInfo.of(
+                "invalid_request",
+                "empty_summary",
+                f"the compaction model {compaction.model_ref} answered with no summary text",
+            )
+            await self._record_failure(recorder, state, activity, compaction, BearAgentError(error), will_retry=False)
+            raise RunFailure(error)
+        after = compacted(conversation, replaced, summary)
+        tokens_after = self._estimate(state, [messages[0], *after])
+        usage = turn.completed.usage
+        fact = ContextCompactedV1(
+            activity_id=activity.activity_id,
+            model_call_id=activity.model_call_id,
+            usage=usage,
+            cost_microusd=cost_microusd(usage, compaction.price),
+            summary=summary[:MAX_TURN_TEXT_CHARS],
+            replaced_messages=replaced,
+            kept_messages=len(conversation) - replaced,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            trigger=trigger,
+            focus=focus.strip()[:4_000] if focus and focus.strip() else None,
+            model_ref=compaction.model_ref,
+            model=turn.completed.model,
+            provider_request_id=turn.completed.provider_request_id,
+        )
+        await recorder.append(fact)
+        state.active = None
+        messages[1:] = after
+        state.context.shift += replaced - 1
+        self._observer.notice(
+            recorder.run_id,
+            f"compacted {replaced} earlier messages into a summary (~{tokens_before:,} -> ~{tokens_after:,} tokens)",
+        )
+        return fact
+
+    async def _stream(
+        self,
+        run_id: RunId,
+        plan: AgentPlan | CompactionPlan,
+        request: ModelRequest,
+        activity: Active,
+        *,
+        live: bool = True,
+    ) -> ModelTurn:
         text_parts: list[str] = []
         text_chars = 0
         tool_calls: list[ModelToolCall] = []
@@ -207,9 +399,12 @@ class ModelCalls:
                             if not piece:
                                 continue
                         text_parts.append(piece)
-                        self._writer.publish_token(run_id, str(activity.activity_id), len(activity.partial_text), piece)
+                        if live:  # a summary is not the answer: it is not shown as it streams
+                            self._writer.publish_token(
+                                run_id, str(activity.activity_id), len(activity.partial_text), piece
+                            )
+                            self._observer.token(run_id, piece)
                         activity.partial_text += piece
-                        self._observer.token(run_id, piece)
                 elif isinstance(event, ModelToolCall):
                     calls_asked += 1
                     if calls_asked <= MAX_TOOL_CALLS_PER_TURN:

@@ -36,6 +36,24 @@ class BoundTool:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """How a run's history is compacted (`compaction:` resolved for the agent; `runtime/compaction.py`): when, how
+    much is kept verbatim, and the model that writes the summary (the agent's own unless `compaction.model`)."""
+
+    model_ref: str
+    model_name: str
+    provider: ModelProvider
+    enabled: bool = True
+    threshold: float = 0.8
+    keep_recent_turns: int = 2
+    price: ModelPrice | None = None
+    max_output_tokens: int | None = None
+    timeout_ms: int = 120_000
+    context_window: int | None = None
+    """The summary model's window when its entry sets one (what of the transcript fits is cut to it)."""
+
+
+@dataclass(frozen=True, slots=True)
 class AgentPlan:
     """The resolved agent for the loop: prompt, model and the projected tools with their gate."""
 

@@ -1,0 +1,69 @@
+"""`/compact [focus]`: compact a session's history now, in a run of its own (`runtime/compaction_run.py`), under
+the session's lock, with the agent's budgets and its compaction settings (the summary model included). The
+session's next run starts from the compacted history."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.ids import RunId, SessionId
+from bearagent.runtime.compaction import split_point
+from bearagent.runtime.observer import NullObserver, RunObserver
+from bearagent.runtime.plan import RunSpec
+
+if TYPE_CHECKING:
+    from bearagent.runner import RunResult, WorkspaceRuntime
+
+
+def nothing_to_compact(why: str) -> BearAgentError:
+    return BearAgentError(
+        ErrorInfo.of("invalid_request", "nothing_to_compact", f"nothing to compact: {why}"),
+        hint="compact once the conversation has grown (the most recent turn is always kept as it is)",
+    )
+
+
+async def compact_session(
+    runtime: WorkspaceRuntime,
+    session_ref: str,
+    *,
+    agent: str | None = None,
+    model: str | None = None,
+    focus: str | None = None,
+    observer: RunObserver | None = None,
+) -> RunResult:
+    """Compact the history of session `session_ref` (an id, or `continue`) with `agent`'s settings (the session's
+    agent by default) and `model` as the session's model (`/model`); `focus` is given to the summariser."""
+    from bearagent.resuming import seek_provider
+
+    runtime.check_guards()
+    runtime.check_trust()
+    runtime.check_hooks()
+    await runtime.resources.recover()
+    default = runtime.loaded.config.default_agent
+    session, created = await asyncio.to_thread(runtime.resolve_session, session_ref, agent or default)
+    if created:
+        raise nothing_to_compact("the session has no runs yet")
+    spec_agent = runtime.require_agent(agent or session.active_agent_name or default)
+    session_id = SessionId(str(session.session_id))
+    async with runtime.store.session_lock(session_id, wait=True):
+        history = runtime.session_history(session_id)
+        plan = await runtime.plan(spec_agent.name, session_key=str(session_id), model_override=model, hooks=None)
+        if split_point(history, 1) == 0:
+            raise nothing_to_compact("the session is its most recent turn")
+        await seek_provider(runtime, plan, session_id, None)  # the scripted model's place, from the log
+        spec = RunSpec(
+            goal="",
+            workspace_root=runtime.root,
+            budgets=runtime.budgets_for(spec_agent, {}),
+            session_id=session_id,
+            run_id=runtime.ids.new(RunId),
+            trigger_type="system",
+            history=tuple(history),
+        )
+        loop = runtime.loop(hooks=None, observer=observer or NullObserver())
+        outcome = await loop.compact(spec, plan, focus)
+        fresh = await runtime.store.fetch_session(session_id) or session
+        await runtime.store.save_session(fresh.model_copy(update={"updated_at": runtime.clock.now()}))
+        return runtime.result_of(outcome, session_id)

@@ -1,0 +1,219 @@
+"""Compaction of a long session (issue 21): a scripted session with a small `context_window` compacts twice and still
+answers from what the first turn said; the summary model is scripted too. Each compaction is a fact of the log
+(`ModelCallRequested` v3 with purpose `compaction`, closed by `ContextCompacted`), so the history rebuilt from the
+log is the compacted one, and the requests the model is sent after it hold the summary, not the old turns."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from tests.support.config_ws import write
+from tests.support.run_ws import agent_md, open_ws, scripted_workspace
+
+from bearagent.api import Workspace
+from bearagent.compacting import compact_session
+from bearagent.domain.events import Event
+from bearagent.domain.models import ModelRequest
+from bearagent.domain.run_events import (
+    ContextCompactedV1,
+    ModelCallCompletedV2,
+    ModelCallRequestedV3,
+    RunEventPayload,
+    parse_run_event_payload,
+)
+from bearagent.providers.scripted import ScriptedProvider
+from bearagent.runtime.compaction import SUMMARY_OPENING, is_summary
+from bearagent.runtime.history import history_from_events
+
+FACT = "The launch code is 7-4-1-9."
+FIRST_MARKER = "FIRST-TURN-ONLY"
+PADDING = "The weather report goes on about clouds and wind and rain. " * 70  # ~4,100 chars, ~1,200 tokens raw
+SUMMARY_1 = f"Summary one: the user said {FACT} They sent two long weather reports."
+SUMMARY_2 = f"Summary two: the user's launch code is 7-4-1-9 ({SUMMARY_1[:12]}...); more weather reports followed."
+CONFIG = """
+default_agent: main
+default_model: scripted
+models:
+  scripted: {provider: scripted, script: script.yaml, context_window: 6000}
+  summariser: {provider: scripted, script: summary.yaml}
+compaction: {model: summariser, keep_recent_turns: 1, threshold: 0.5}
+"""
+SCRIPT = """
+turns:
+  - text: "Noted."
+  - text: "Noted, more weather."
+  - text: "Noted, still weather."
+  - text: "Noted, weather again."
+  - text: "The launch code is 7-4-1-9."
+"""
+SUMMARIES = f"""
+turns:
+  - text: "{SUMMARY_1}"
+  - text: "{SUMMARY_2}"
+"""
+P = TypeVar("P", bound=RunEventPayload)
+AGENTS = {"main": agent_md("Main.", mode="primary", tools="[]")}
+
+
+def _provider(ws: Workspace, name: str, session: str) -> ScriptedProvider:
+    loaded = ws.runtime.loaded
+    entry = loaded.models.for_use(loaded.models.resolve(name), loaded.env)
+    provider = ws.runtime.resources.provider(entry, session)
+    assert isinstance(provider, ScriptedProvider)
+    return provider
+
+
+def _facts(events: Sequence[Event], kind: type[P]) -> list[P]:
+    """The payloads of `events` of one type, typed."""
+    out: list[P] = []
+    for event in events:
+        payload = parse_run_event_payload(event.event_type, event.schema_version, event.payload)
+        if isinstance(payload, kind):
+            out.append(payload)
+    return out
+
+
+def _text(request: ModelRequest) -> str:
+    return "\n".join(m.text for m in request.messages if m.role != "tool")
+
+
+def _workspace(tmp_path: Path, config: str = CONFIG, script: str = SCRIPT) -> Path:
+    root = scripted_workspace(tmp_path / "ws", script, agents=AGENTS, config=config)
+    write(root, ".bearagent/summary.yaml", SUMMARIES)
+    return root
+
+
+def test_a_long_session_compacts_twice_and_still_answers_from_the_first_turn(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    prompts = [
+        f"{FIRST_MARKER}: remember this. {FACT}\n{PADDING}",
+        f"Second report.\n{PADDING}",
+        f"Third report.\n{PADDING}",
+        f"Fourth report.\n{PADDING}",
+        f"Fifth report.\n{PADDING}\nWhat is the launch code?",
+    ]
+    with open_ws(root, tmp_path / "home") as ws:
+        first = ws.run_sync(prompts[0])
+        assert first.status == "succeeded", first.error
+        session = str(first.session_id)
+        results = [first] + [ws.run_sync(p, session=session) for p in prompts[1:]]
+        assert [r.status for r in results] == ["succeeded"] * 5, [r.error for r in results]
+        assert results[-1].final == "The launch code is 7-4-1-9."
+        main = _provider(ws, "scripted", session)
+        summariser = _provider(ws, "summariser", session)
+        logs = [ws.events(str(r.run_id)) for r in results]
+
+    compactions = [(i, c) for i, log in enumerate(logs) for c in _facts(log, ContextCompactedV1)]
+    assert [i for i, _ in compactions] == [2, 4]  # the third and the fifth prompt crossed 0.5 × 6,000 tokens
+    assert [c.summary for _, c in compactions] == [SUMMARY_1, SUMMARY_2]
+    assert all(c.trigger == "threshold" and c.model_ref == "workspace/summariser" for _, c in compactions)
+    assert all(c.tokens_after < c.tokens_before for _, c in compactions)
+    # the first compaction replaced prompts 1-2 and their answers; the second, the first summary and prompt 3-4's
+    assert [c.replaced_messages for _, c in compactions] == [4, 5]
+
+    # the summary calls are activities of the runs: a model iteration each, their tokens counted
+    requested = _facts(logs[2], ModelCallRequestedV3)
+    assert [r.purpose for r in requested] == ["compaction", "turn"]
+    assert requested[0].model_ref == "workspace/summariser"
+    assert requested[1].context_window == 6000 and requested[1].context_window_source == "config"
+    assert requested[1].estimated_input_tokens > 0 and requested[1].estimator
+    assert results[2].usage.model_iterations == 2
+    spent = [c.usage.input_tokens for c in _facts(logs[2], ContextCompactedV1)]
+    spent += [c.usage.input_tokens for c in _facts(logs[2], ModelCallCompletedV2)]
+    assert len(spent) == 2 and results[2].usage.input_tokens == sum(spent)
+
+    # what the summariser read: the second time, the first summary (the chain goes on), never tool structures
+    assert len(summariser.requests) == 2
+    assert FIRST_MARKER in _text(summariser.requests[0]) and FACT in _text(summariser.requests[0])
+    assert SUMMARY_1 in _text(summariser.requests[1]) and FIRST_MARKER not in _text(summariser.requests[1])
+    assert not summariser.requests[0].tools
+
+    # what the model was sent: after the first compaction the summary, not the first turns; after the second, the
+    # second summary only, and the question is answered from it
+    after_first, after_second = main.requests[2], main.requests[4]
+    assert SUMMARY_1 in _text(after_first) and FIRST_MARKER not in _text(after_first)
+    assert "Second report." not in _text(after_first) and "Third report." in _text(after_first)
+    assert SUMMARY_2 in _text(after_second) and "7-4-1-9" in _text(after_second)
+    assert SUMMARY_1 not in _text(after_second) and FIRST_MARKER not in _text(after_second)
+    assert [m.role for m in after_second.messages] == ["system", "user", "user"]
+    assert is_summary(after_second.messages[1]) and after_second.messages[1].text.startswith(SUMMARY_OPENING)
+
+    # the session's history rebuilt from the log is the compacted one; the full events stay in the log
+    history = history_from_events(logs)
+    assert [m.role for m in history] == ["user", "user", "assistant"]
+    assert SUMMARY_2 in history[0].text and history[2].text == "The launch code is 7-4-1-9."
+    assert any(FIRST_MARKER in str(e.payload.get("goal", "")) for e in logs[0])
+
+
+def test_a_budget_stops_a_compaction_before_its_call_is_made(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    with open_ws(root, tmp_path / "home") as ws:
+        first = ws.run_sync(f"One.\n{PADDING}")
+        session = str(first.session_id)
+        ws.run_sync(f"Two.\n{PADDING}", session=session)
+        stopped = ws.run_sync(f"Three.\n{PADDING}", session=session, budgets={"max_model_iterations": 0})
+        events = ws.events(str(stopped.run_id))
+        summariser = _provider(ws, "summariser", session)
+    assert stopped.status == "failed" and stopped.error is not None
+    assert stopped.error.code == "budget.max_model_iterations"
+    assert not [e for e in events if e.event_type in ("ModelCallRequested", "ContextCompacted")]
+    assert not summariser.requests  # the summary model was never called
+
+
+def test_a_resumed_run_goes_on_from_the_compacted_history(tmp_path: Path) -> None:
+    """A run interrupted after its compaction (here: waiting for an approval) is resumed from its log: the cursor's
+    conversation is the compacted one, and so is the request the model gets after the resume."""
+    config = CONFIG.replace("default_model: scripted", "default_model: scripted\npermissions: {ask: [Write]}")
+    script = """
+turns:
+  - text: "Noted."
+  - text: "Noted, more weather."
+  - tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "7-4-1-9"}}]
+  - text: "Wrote the launch code."
+"""
+    root = _workspace(tmp_path, config=config, script=script)
+    write(root, ".bearagent/agents/main.md", agent_md("Main.", mode="primary", tools="[Write]"))
+    with open_ws(root, tmp_path / "home") as ws:
+        first = ws.run_sync(f"{FIRST_MARKER}. {FACT}\n{PADDING}")
+        session = str(first.session_id)
+        ws.run_sync(f"Two.\n{PADDING}", session=session)
+
+        waiting = asyncio.run(ws.run(f"Three: write the code.\n{PADDING}", session=session, wait_approvals=True))
+        assert waiting.status == "waiting", waiting.error
+        run_id = str(waiting.run_id)
+        approval = next(e for e in ws.events(run_id) if e.event_type == "ApprovalRequested")
+        answered = asyncio.run(ws.answer_approval(run_id, str(approval.payload["approval_id"]), "allow_once"))
+        assert answered is not None
+        assert answered.status == "succeeded", answered.error
+        main = _provider(ws, "scripted", session)
+        events = ws.events(run_id)
+    assert [e.event_type for e in events].count("ContextCompacted") == 1
+    resumed_request = main.requests[-1]
+    assert SUMMARY_1 in _text(resumed_request) and FIRST_MARKER not in _text(resumed_request)
+    assert (root / "out.txt").read_text() == "7-4-1-9"
+
+
+def test_compact_session_compacts_now_with_the_focus_given_to_the_summariser(tmp_path: Path) -> None:
+    config = CONFIG.replace("threshold: 0.5", "threshold: 1.0")
+    root = _workspace(tmp_path, config=config)
+    with open_ws(root, tmp_path / "home") as ws:
+        first = ws.run_sync(f"{FIRST_MARKER}. {FACT}\n{PADDING}")
+        session = str(first.session_id)
+        ws.run_sync("Short second prompt.", session=session)
+
+        result = asyncio.run(compact_session(ws.runtime, session, focus="the launch code"))
+        assert result.status == "succeeded", result.error
+        assert result.final.startswith("compacted 3 earlier messages into a summary")
+        summariser = _provider(ws, "summariser", session)
+        assert "Focus it on: the launch code" in _text(summariser.requests[0])
+        after = ws.run_sync("And now?", session=session)
+        main = _provider(ws, "scripted", session)
+        events = ws.events(str(result.run_id))
+    (compacted,) = _facts(events, ContextCompactedV1)
+    assert compacted.trigger == "manual" and compacted.focus == "the launch code"
+    assert after.status == "succeeded"
+    last = _text(main.requests[-1])
+    assert SUMMARY_1 in last and FIRST_MARKER not in last and "Short second prompt." not in last
