@@ -140,8 +140,6 @@ class ModelRequestDecision:
     block_reason: str | None = None
 
 
-    request: RunRequest = field(default_factory=RunRequest)
-    """Who asked and the per-run choices (RunCreated v3)."""
 @dataclass(frozen=True, slots=True)
 class StopDecision:
     block_reason: str | None = None
