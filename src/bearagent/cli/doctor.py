@@ -11,6 +11,7 @@ import click
 from bearagent.cli._config_common import EXIT_CONFIG, diag_json, emit_json, json_option, load, workspace_option
 
 if TYPE_CHECKING:
+    from bearagent.app import LoadedWorkspace
     from bearagent.domain.diagnostics import Diagnostic
 
 
@@ -74,6 +75,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
                 fix=sandbox.fix,
             )
         )
+    store, store_line = _store_report(ws, diags)
     if quiet:
         diags = [d for d in diags if d.severity != "info"]
     errors = sum(d.severity == "error" for d in diags)
@@ -95,6 +97,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
                     "program": sandbox.program,
                     "reason": sandbox.reason or None,
                 },
+                "store": store,
                 "errors": errors,
                 "warnings": warnings,
                 "diagnostics": [diag_json(d) for d in diags],
@@ -110,6 +113,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
             f"instructions  {ws.instructions.path.name if ws.instructions else 'none (AGENTS.md / CLAUDE.md)'}{imports}"
         )
         click.echo(f"sandbox       {sandbox.describe(network_label(ws.config.sandbox.network))}")
+        click.echo(f"store         {store_line}")
         click.echo(
             f"loaded        {len(ws.agents.names())} agents, {len(ws.skills.names())} skills, {len(ws.actions.names())} actions, "
             f"{len(ws.models.refs())} models, {len(ws.mcp.names())} MCP servers, {len(ws.hooks.all())} hook groups, {len(ws.plugins.plugins)} plugins"
@@ -124,3 +128,50 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
         click.echo(f"\n{errors} error(s), {warnings} warning(s)" + ("" if errors else " — OK"))
     if errors:
         sys.exit(EXIT_CONFIG)
+
+
+def _store_report(ws: LoadedWorkspace, diags: list[Diagnostic]) -> tuple[dict[str, object], str]:
+    """The store (backend, display form, schema state, queued and interrupted runs) read without creating or
+    migrating it, as `--json` and as one line; a store that cannot be read, or is newer than this BearAgent, is an
+    error diagnostic."""
+    from bearagent.domain.diagnostics import Diagnostic
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.store_status import newer_error, read_status_sync
+
+    settings = ws.config.store
+    source = settings.source or "default"
+    if settings.refusal is not None:  # the config diagnostic of that section says what and how to fix it
+        code = f"configuration.{settings.refusal[0]}"
+        return {"backend": settings.backend, "source": settings.source, "error": code}, f"refused ({source}: {code})"
+    try:
+        found = read_status_sync(ws)
+    except BearAgentError as exc:
+        diags.append(
+            Diagnostic(
+                severity="error",
+                code=exc.info.code,
+                message=f"the {settings.backend} store cannot be read: {exc.info.message}",
+                source=settings.source or "store",
+                fix=exc.hint or "see docs/store.md",
+            )
+        )
+        return (
+            {"backend": settings.backend, "source": settings.source, "error": exc.info.code},
+            f"{settings.backend} ({source}): cannot be read ({exc.info.code})",
+        )
+    if found.state == "newer":
+        error = newer_error(found)
+        diags.append(
+            Diagnostic(
+                severity="error",
+                code=error.info.code,
+                message=error.info.message,
+                source=found.source or "store",
+                fix=error.hint or "upgrade BearAgent",
+            )
+        )
+    line = (
+        f"{found.backend} {found.display} ({source}) · {found.describe_schema()} · "
+        f"{found.describe_runs(('queued', 'interrupted'))} runs"
+    )
+    return found.to_json(), line

@@ -37,6 +37,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("bearagent.cli.doctor:doctor", "Print every configuration diagnostic."),
     "init": ("bearagent.cli.init:init", "Scaffold .bearagent/ in this directory."),
     "serve": ("bearagent.cli.serve:serve", "Serve workspaces over HTTP: sessions, background runs, SSE events."),
+    "db": ("bearagent.cli.db:db", "The store's schema: db status (versions, runs waiting), db migrate."),
     "worker": ("bearagent.cli.worker:worker", "Execute queued runs of the served workspaces (scale-out)."),
     "trust": (
         "bearagent.cli.trust:trust",

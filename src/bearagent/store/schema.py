@@ -123,8 +123,9 @@ def check_identity(path: Path, app_id: int, version: int, tables: int) -> None:
         )
 
 
-def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Apply the missing migrations in one transaction (re-checked inside it: another process may be migrating)."""
+def migrate(conn: sqlite3.Connection, path: Path) -> int:
+    """Apply the missing migrations in one transaction (re-checked inside it: another process may be migrating) and
+    return the version the file had under that lock (0: a new file)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         app_id, version, tables = identify(conn)  # another process may have migrated meanwhile
@@ -138,3 +139,4 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    return version
