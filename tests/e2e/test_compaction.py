@@ -26,6 +26,7 @@ from bearagent.domain.run_events import (
 )
 from bearagent.providers.scripted import ScriptedProvider
 from bearagent.runtime.compaction import SUMMARY_OPENING, is_summary
+from bearagent.runtime.context_size import raw_estimate
 from bearagent.runtime.history import history_from_events
 
 FACT = "The launch code is 7-4-1-9."
@@ -217,3 +218,27 @@ def test_compact_session_compacts_now_with_the_focus_given_to_the_summariser(tmp
     assert after.status == "succeeded"
     last = _text(main.requests[-1])
     assert SUMMARY_1 in last and FIRST_MARKER not in last and "Short second prompt." not in last
+
+
+def test_each_estimate_is_corrected_by_the_input_tokens_the_provider_reported_for_the_previous_call(
+    tmp_path: Path,
+) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
+    usage: {input_tokens: 1000, output_tokens: 10}
+  - text: "Read it."
+"""
+    root = _workspace(tmp_path, script=script)
+    write(root, ".bearagent/agents/main.md", agent_md("Main.", mode="primary", tools="[Read]"))
+    write(root, "notes.md", "some notes\n" * 50)
+    with open_ws(root, tmp_path / "home") as ws:
+        result = ws.run_sync("read notes.md")
+        assert result.status == "succeeded", result.error
+        requests = list(_provider(ws, "scripted", str(result.session_id)).requests)
+        requested = _facts(ws.events(str(result.run_id)), ModelCallRequestedV3)
+    first, second = (raw_estimate(r.messages, r.tools) for r in requests)
+    assert requested[0].estimated_input_tokens == first and "×" not in requested[0].estimator
+    factor = 1000 / first
+    assert requested[1].estimated_input_tokens == int(second * factor + 0.5)
+    assert requested[1].estimator.endswith(f"×{factor:.2f}")

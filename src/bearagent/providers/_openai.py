@@ -12,6 +12,7 @@ from bearagent.domain.messages import ToolCallPart
 from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall, StopReason
 from bearagent.providers._base import Accumulator, ProviderFailure, SdkProvider
 from bearagent.providers._failures import failure_from_sdk
+from bearagent.providers.model_listing import ListingWindow
 from bearagent.providers.tool_names import ToolNameMap
 
 if TYPE_CHECKING:
@@ -51,6 +52,16 @@ class OpenAIProvider(SdkProvider["AsyncOpenAI"]):
 
     request_id_header = "x-request-id"
     max_tokens_field: str
+    _listing: ListingWindow | None = None
+
+    async def discover_context_window(self) -> int | None:
+        """The window the server's `/models` listing reports for this model, asked once per provider
+        (`providers/model_listing.py`); None when it reports none."""
+        if self._listing is None:
+            settings = self.settings
+            headers = {**settings.headers, "Authorization": f"Bearer {settings.api_key}"}
+            self._listing = ListingWindow(settings.base_url, settings.model, headers)
+        return await self._listing.get()
 
     def _new_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
