@@ -346,25 +346,6 @@ class AgentLoop:
         finally:
             current_run.reset(token)
 
-    # ---- the loop --------------------------------------------------------------------------------------------
-
-    async def _begin(self, spec: RunSpec, recorder: RunRecorder, state: LoopState) -> _Start:
-        """A new run's first messages: the goal, with what a UserPromptSubmit hook adds (or its block)."""
-        goal = spec.goal
-        if self._hooks is not None:
-            decision = await self._hooks.user_prompt_submit(recorder.run_id, state.plan.agent_name, goal)
-            if decision.block_reason is not None:
-                raise RunFailure(
-                    ErrorInfo.of(
-                        "hook", "prompt_blocked", f"a UserPromptSubmit hook blocked the prompt: {decision.block_reason}"
-                    )
-                )
-            if decision.additional_context:
-                goal = f"{goal}\n\n{decision.additional_context}"
-                await recorder.append(MessageInjectedV1(kind="prompt_context", text=decision.additional_context))
-        messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, Message.user(goal)]
-        return _Start(messages=messages, first_new=len(messages) - 1)
-
     async def _hand_back(self, recorder: RunRecorder) -> None:
         """Record `RunInterrupted` for a run this process stops executing without ending it (a worker's graceful
         stop): whatever was in flight is closed as the lease scan would close it, and the run can be resumed."""
@@ -385,6 +366,25 @@ class AgentLoop:
                 in_flight=in_flight,
             )
         )
+
+    # ---- the loop --------------------------------------------------------------------------------------------
+
+    async def _begin(self, spec: RunSpec, recorder: RunRecorder, state: LoopState) -> _Start:
+        """A new run's first messages: the goal, with what a UserPromptSubmit hook adds (or its block)."""
+        goal = spec.goal
+        if self._hooks is not None:
+            decision = await self._hooks.user_prompt_submit(recorder.run_id, state.plan.agent_name, goal)
+            if decision.block_reason is not None:
+                raise RunFailure(
+                    ErrorInfo.of(
+                        "hook", "prompt_blocked", f"a UserPromptSubmit hook blocked the prompt: {decision.block_reason}"
+                    )
+                )
+            if decision.additional_context:
+                goal = f"{goal}\n\n{decision.additional_context}"
+                await recorder.append(MessageInjectedV1(kind="prompt_context", text=decision.additional_context))
+        messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, Message.user(goal)]
+        return _Start(messages=messages, first_new=len(messages) - 1)
 
     def _continue(self, spec: RunSpec, state: LoopState, cursor: RunCursor) -> _Start:
         """A resumed run's messages and where its last turn stands, from its events."""

@@ -86,6 +86,7 @@ class RunRecorder:
         correlation_id: CorrelationId | None = None,
         last_sequence: int = 0,
         sinks: Sequence[Callable[[Event], None]] = (),
+        last_event_id: EventId | None = None,
     ) -> None:
         self._writer = writer
         self._clock = clock
@@ -141,7 +142,6 @@ class RunRecorder:
             self._last_event_id = last_event_id
             self.projection = projection
 
-        last_event_id: EventId | None = None,
         projection = await self._writer.append_many(events, on_commit=committed, dumped_from=payloads)
         for event in events:
             for sink in self._sinks:
