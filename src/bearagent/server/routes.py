@@ -42,7 +42,10 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
 
     @app.get("/health")
     async def health() -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
-        return {"status": "ok", "workspaces": len(manager.workspaces)}
+        """No auth: per workspace its store's backend, schema version and queued/running counts (server/health.py)."""
+        from bearagent.server.health import health_report
+
+        return await health_report(manager)
 
     @app.get("/v1/workspaces")
     async def list_workspaces(who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
