@@ -444,12 +444,65 @@ def per_step(seconds: float, n: int) -> float:
     return seconds * 1000 / (n + 1)
 
 
+def report(
+    frameworks: list[Framework],
+    sizes: tuple[int, ...],
+    medians: dict[tuple[str, int], float],
+    fastest: dict[tuple[str, int], float],
+) -> None:
+    """The tables, the ratios at N=50 and the targets of issue 22 (those whose sizes were run)."""
+    names = [fw.name for fw in frameworks]
+    has_ratio = 10 in sizes and 200 in sizes
+    print(
+        f"{'per step, ms (median)':<32}"
+        + "".join(f"{f'N={n}':>10}" for n in sizes)
+        + (f"{'N200/N10':>10}" if has_ratio else "")
+    )
+    for fw in frameworks:
+        cells = "".join(f"{per_step(medians[fw.name, n], n):>10.3f}" for n in sizes)
+        if has_ratio:
+            cells += f"{per_step(medians[fw.name, 200], 200) / per_step(medians[fw.name, 10], 10):>10.2f}"
+        print(f"{f'{fw.name} {fw.version}':<32}{cells}")
+    print()
+    print(f"{'per step, ms (fastest)':<32}" + "".join(f"{f'N={n}':>10}" for n in sizes))
+    for fw in frameworks:
+        cells = "".join(f"{per_step(fastest[fw.name, n], n):>10.3f}" for n in sizes)
+        print(f"{f'{fw.name} {fw.version}':<32}{cells}")
+    print()
+    if "BearAgent" not in names:
+        return
+    bear = {n: per_step(medians["BearAgent", n], n) for n in sizes}
+    print("targets (issue 22):")
+    if 50 in sizes:
+        print(f"  ratios at N=50 (per step, medians): BearAgent = {bear[50]:.3f} ms")
+        for fw in frameworks[1:]:
+            other = per_step(medians[fw.name, 50], 50)
+            print(f"    {fw.name:<22} {other:8.3f} ms   BearAgent / {fw.name} = {bear[50] / other:6.2f}")
+        for hand_name in ("hand+SQLite", "hand-async+SQLite"):
+            if hand_name in names:
+                hand = per_step(medians[hand_name, 50], 50)
+                verdict = "met" if bear[50] <= 3 * hand else "MISSED"
+                print(f"  N=50 per step <= 3x {hand_name}: {bear[50] / hand:.2f}x  {verdict}")
+        if "pydantic-ai" in names:
+            pyd = per_step(medians["pydantic-ai", 50], 50)
+            verdict = "met" if pyd >= 10 * bear[50] else "MISSED"
+            print(f"  N=50 per step >= 10x cheaper than pydantic-ai: {pyd / bear[50]:.2f}x  {verdict}")
+    if has_ratio:
+        ratio = bear[200] / bear[10]
+        print(f"  N=200 per step within 1.2x of N=10: {ratio:.2f}x  {'met' if ratio <= 1.2 else 'MISSED'}")
+    if 0 in sizes:
+        fixed = medians["BearAgent", 0] * 1000
+        print(f"  fixed cost of a run <= 5 ms: N=0 run {fixed:.2f} ms  {'met' if fixed <= 5 else 'MISSED'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=7, help="runs per framework and N (the median is reported)")
     parser.add_argument("--only", default="", help="comma list of framework names to run (default: all)")
+    parser.add_argument("--sizes", default="", help="comma list of N to run instead of 0,10,50,200 (partial report)")
     args = parser.parse_args()
     repeat = max(1, args.repeat)
+    sizes = tuple(int(n) for n in args.sizes.split(",")) if args.sizes else SIZES
 
     print("# bench_loop_frameworks")
     for line in machine_facts():
@@ -470,7 +523,7 @@ def main() -> None:
 
         medians: dict[tuple[str, int], float] = {}
         fastest: dict[tuple[str, int], float] = {}
-        for n in SIZES:
+        for n in sizes:
             times: dict[str, list[float]] = {fw.name: [] for fw in frameworks}
             for _ in range(repeat):
                 for fw in frameworks:
@@ -479,46 +532,7 @@ def main() -> None:
             for fw in frameworks:
                 medians[fw.name, n] = statistics.median(times[fw.name])
                 fastest[fw.name, n] = min(times[fw.name])
-
-        names = [fw.name for fw in frameworks]
-        print(f"{'per step, ms (median)':<32}" + "".join(f"{f'N={n}':>10}" for n in SIZES) + f"{'N200/N10':>10}")
-        for fw in frameworks:
-            cells = "".join(f"{per_step(medians[fw.name, n], n):>10.3f}" for n in SIZES)
-            ratio = per_step(medians[fw.name, 200], 200) / per_step(medians[fw.name, 10], 10)
-            print(f"{f'{fw.name} {fw.version}':<32}{cells}{ratio:>10.2f}")
-        print()
-        print(f"{'per step, ms (fastest)':<32}" + "".join(f"{f'N={n}':>10}" for n in SIZES))
-        for fw in frameworks:
-            cells = "".join(f"{per_step(fastest[fw.name, n], n):>10.3f}" for n in SIZES)
-            print(f"{f'{fw.name} {fw.version}':<32}{cells}")
-        print()
-        if "BearAgent" in names:
-            bear = {n: per_step(medians["BearAgent", n], n) for n in SIZES}
-            print(f"ratios at N=50 (per step, medians): BearAgent = {bear[50]:.3f} ms")
-            for fw in frameworks[1:]:
-                other = per_step(medians[fw.name, 50], 50)
-                print(f"  {fw.name:<22} {other:8.3f} ms   BearAgent / {fw.name} = {bear[50] / other:6.2f}")
-            fixed = medians["BearAgent", 0] * 1000
-            # the intercept of run time against steps, from N=10 and N=200: what a run costs beyond its steps
-            slope = (medians["BearAgent", 200] - medians["BearAgent", 10]) / 190
-            intercept = (medians["BearAgent", 10] - 11 * slope) * 1000
-            print()
-            print("targets (issue 22):")
-            for hand_name in ("hand+SQLite", "hand-async+SQLite"):
-                if hand_name in names:
-                    hand = per_step(medians[hand_name, 50], 50)
-                    verdict = "met" if bear[50] <= 3 * hand else "MISSED"
-                    print(f"  N=50 per step <= 3x {hand_name}: {bear[50] / hand:.2f}x  {verdict}")
-            if "pydantic-ai" in names:
-                pyd = per_step(medians["pydantic-ai", 50], 50)
-                verdict = "met" if pyd >= 10 * bear[50] else "MISSED"
-                print(f"  N=50 per step >= 10x cheaper than pydantic-ai: {pyd / bear[50]:.2f}x  {verdict}")
-            ratio = bear[200] / bear[10]
-            print(f"  N=200 per step within 1.2x of N=10: {ratio:.2f}x  {'met' if ratio <= 1.2 else 'MISSED'}")
-            print(
-                f"  fixed cost of a run <= 5 ms: N=0 run {fixed:.2f} ms  {'met' if fixed <= 5 else 'MISSED'}"
-                f"  (intercept of N=10..200: {intercept:.2f} ms)"
-            )
+        report(frameworks, sizes, medians, fastest)
         load = os.getloadavg()
         print(f"# load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
         for fw in frameworks:

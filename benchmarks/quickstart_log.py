@@ -15,6 +15,7 @@ when they are not equal.
 
     uv run python benchmarks/quickstart_log.py --base <rev>              # <rev> against the working tree
     uv run python benchmarks/quickstart_log.py --base <rev> --head <rev2>
+    uv run python benchmarks/quickstart_log.py --without <c1>,<c2>       # the working tree without two commits
     uv run python benchmarks/quickstart_log.py --dump                     # the working tree's normalised log
 """
 
@@ -170,16 +171,22 @@ def main() -> None:
     parser.add_argument(
         "--without",
         default="",
-        help="comma list of commits: compare --head with --head minus these commits (needs --head, not --base)",
+        help="comma list of commits: compare --head (or the working tree) with itself minus these commits",
     )
     parser.add_argument("--dump", action="store_true", help="print the normalised log and output of --head")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         after = snapshot(extract(args.head, tmp / "head") if args.head else None, tmp)
-        if args.without and args.head:
-            base_src = revert(extract(args.head, tmp / "base").parent, args.without.split(","))
-            args.base = f"{args.head} without {args.without}"
+        if args.without:
+            if args.head:
+                tree = extract(args.head, tmp / "base").parent
+            else:  # the working tree as it is (others' uncommitted edits too), copied
+                tree = tmp / "base"
+                for part in ("src", "examples"):
+                    shutil.copytree(REPO / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+            base_src = revert(tree, args.without.split(","))
+            args.base = f"{args.head or 'working tree'} without {args.without}"
         elif args.base:
             base_src = extract(args.base, tmp / "base")
         else:
