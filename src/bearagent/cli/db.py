@@ -28,7 +28,7 @@ def _debug_option(func: F) -> F:
     return click.option("--debug", is_flag=True, help="Show the traceback of an error.")(func)
 
 
-@db.command("status")
+@db.command("status", short_help="Backend, location, schema version vs this BearAgent's, runs by status.")
 @workspace_option
 @json_option
 @_debug_option
@@ -69,7 +69,7 @@ def _print_status(found: StoreStatus) -> None:
     click.echo(f"runs      {found.describe_runs()}")
 
 
-@db.command("migrate")
+@db.command("migrate", short_help="Bring the schema up to date (creates the store; safe to run at once).")
 @workspace_option
 @_debug_option
 def migrate(workspace: Path | None, debug: bool) -> None:
