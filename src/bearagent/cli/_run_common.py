@@ -79,7 +79,9 @@ FIXES: dict[str, str] = {
     "network": "check the network connection and `base_url` of the model entry",
     "timeout": "raise the limit the message names on the model entry (`timeout_s`, `stream_idle_timeout_s` or "
     "`max_stream_s`), or try again",
-    "context_overflow": "start a new session (omit --continue) or shorten the prompt; compaction is not available yet",
+    "context_overflow": "the request did not fit in the model's window, even after compacting the history once (unless "
+    "`compaction.enabled: false`): shorten the prompt, lower `compaction.keep_recent_turns`, set the model entry's "
+    "`context_window` to its real size, or start a new session (omit --continue)",
     "budget": "raise the budget with the matching --max-* flag or `budgets:` in .bearagent/config.yaml",
     "content_filter": "rephrase the request",
     "max_output_tokens": "raise `max_output_tokens` on the model entry or the agent",

@@ -31,6 +31,7 @@ from bearagent.cli.terminal_stream import TerminalAttachment, attach_terminal
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.runner import RunOptions, WorkspaceRuntime
+from bearagent.runtime.observer import NullObserver
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
 HELP = """commands:
@@ -38,6 +39,7 @@ HELP = """commands:
   /agents       list agents        /skills   list skills        /tools   tools of the current agent
   /clear        start a new session                            /exit    leave (or Ctrl-D)
   /model [NAME] show or switch the model   /mcp  MCP servers   /permissions  mode and rules   /cost  session usage
+  /compact [FOCUS]  summarise the session's earlier turns now (FOCUS: what the summary should keep)
 keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes · Up/Down, Ctrl-R: history
 Ctrl-C cancels a running answer."""
 
@@ -181,6 +183,9 @@ def interactive(
                     if isinstance(invocation, str):
                         console.print(Text(visible(f"error: {invocation}"), style="red"))
                         continue
+                    if invocation is None and text.split(maxsplit=1)[0] == "/compact":
+                        _compact(runner, runtime, state, console, text[len("/compact") :].strip() or None)
+                        continue
                     if invocation is None:
                         if not _command(text, runtime, state, console):
                             break
@@ -230,6 +235,53 @@ def interactive(
                 runner.run(runtime.aclose())
     if termination.signal is not None:
         sys.exit(EXIT_RUN_FAILED)
+
+
+class _NoticePrinter(NullObserver):
+    """Shows a compaction's notices (what is compacted, retries) as they happen."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+
+    def notice(self, run_id: RunId, text: str) -> None:
+        self._console.print(Text(visible(f"! {text}"), style="yellow"))
+
+
+def _compact(
+    runner: asyncio.Runner, runtime: WorkspaceRuntime, state: InteractiveState, console: Console, focus: str | None
+) -> None:
+    """`/compact [focus]`: the session's earlier turns become a summary now (`compacting.py`)."""
+    from bearagent.compacting import compact_session
+
+    if state.session is None:
+        console.print(Text("nothing to compact: the session has no runs yet", style="red"))
+        return
+    try:
+        result = runner.run(
+            compact_session(
+                runtime,
+                state.session,
+                agent=state.agent,
+                model=state.model,
+                focus=focus,
+                observer=_NoticePrinter(console),
+            )
+        )
+    except KeyboardInterrupt:
+        console.print(Text("cancelled", style="yellow"))
+        return
+    except BearAgentError as exc:
+        console.print(Text(visible(f"error: {exc.info.message}"), style="red"))
+        if exc.hint:
+            console.print(Text(visible(f"fix: {exc.hint}"), style="red"))
+        return
+    lines = failure_lines(result)
+    if lines is not None:
+        console.print(Text(lines[0], style="red"))
+        console.print(Text(lines[1], style="red"))
+    else:
+        console.print(Text(visible(result.final), style="magenta"))
+    state.totals.add(result, result.usage.wall_time_ms / 1000)
 
 
 def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, console: Console) -> bool:

@@ -30,7 +30,21 @@ if TYPE_CHECKING:
     from bearagent.domain.specs import ActionSpec, SkillSpec
 
 BUILTIN_COMMANDS = frozenset(
-    {"exit", "quit", "help", "agent", "agents", "skills", "tools", "clear", "model", "mcp", "permissions", "cost"}
+    {
+        "exit",
+        "quit",
+        "help",
+        "agent",
+        "agents",
+        "skills",
+        "tools",
+        "clear",
+        "model",
+        "mcp",
+        "permissions",
+        "cost",
+        "compact",
+    }
 )
 
 
