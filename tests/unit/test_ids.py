@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import uuid
 
 import pytest
@@ -23,6 +24,7 @@ from bearagent.domain.ids import (
     TypedId,
     Uuid4IdGenerator,
     WorkspaceId,
+    retyped,
 )
 
 ALL_KINDS: tuple[type[TypedId], ...] = (
@@ -188,3 +190,33 @@ def test_deterministic_ids_of_different_kinds_never_collide() -> None:
     generator = DeterministicIdGenerator()
     ids = [generator.new(kind) for kind in ALL_KINDS]
     assert len({i.int for i in ids}) == len(ALL_KINDS)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS, ids=lambda k: k.__name__)
+def test_generated_ids_are_what_their_text_parses_to(kind: type[TypedId]) -> None:
+    # ids are made from random bits without a text round trip: each must equal the id its text makes
+    for made in (kind.new(), Uuid4IdGenerator().new(kind)):
+        assert type(made) is kind
+        parsed = kind(str(made))
+        assert parsed == made and hash(parsed) == hash(made) and str(parsed) == str(made)
+        assert made.is_safe == uuid.SafeUUID.unknown
+        assert pickle.loads(pickle.dumps(made)) == made
+
+
+def test_random_ids_fix_only_the_version_and_variant_bits() -> None:
+    made = [Uuid4IdGenerator().new(EventId) for _ in range(512)]
+    fixed = (0xF000 << 64) | (0xC000 << 48)
+    assert all(m.version == 4 and m.variant == uuid.RFC_4122 for m in made)
+    varying = 0
+    for m in made:
+        varying |= m.int ^ made[0].int
+    assert varying == ((1 << 128) - 1) & ~fixed  # every other bit takes both values
+    assert len({m.int for m in made}) == len(made)
+
+
+def test_retyped_keeps_the_uuid_and_changes_the_kind() -> None:
+    event_id = EventId.new()
+    causation = retyped(CausationId, event_id)
+    assert type(causation) is CausationId
+    assert causation == CausationId(str(event_id))
+    assert causation != event_id

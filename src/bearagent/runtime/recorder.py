@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from bearagent.domain._base import JsonValue, frozen_json
 from bearagent.domain.events import EVENT_TYPE_RE, Event
-from bearagent.domain.ids import CausationId, CorrelationId, EventId, IdGenerator, RunId
+from bearagent.domain.ids import CausationId, CorrelationId, EventId, IdGenerator, RunId, retyped
 from bearagent.domain.run_events import RunEventPayload, event_type_of
 from bearagent.domain.state import RunProjection
 from bearagent.ports import Clock
@@ -130,7 +130,7 @@ class RunRecorder:
                 event_type=event_type,
                 schema_version=version,
                 occurred_at=now,
-                causation_id=CausationId(str(last_event_id)) if last_event_id is not None else None,
+                causation_id=retyped(CausationId, last_event_id) if last_event_id is not None else None,
                 correlation_id=self.correlation_id,
                 payload=payload.model_dump(mode="json"),
             )
