@@ -162,6 +162,30 @@ class RunCommits(Protocol):
     async def commit(self, commit: RunCommit) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class CommitNotice:
+    """A run moved in the store (committed by any process): to `last_sequence`, now in `status`."""
+
+    run_id: str
+    last_sequence: int
+    status: str
+
+
+class CommitFeed(Protocol):
+    """Commit notices from every process sharing a store (PostgreSQL's LISTEN/NOTIFY). Optional: a store that has
+    one offers it as its `commits` attribute; without it, readers in other processes poll."""
+
+    def subscribe(self, listener: Callable[[CommitNotice], None]) -> Callable[[], None]:
+        """Call `listener` (on the calling event loop) for every commit from now on; returns how to unsubscribe."""
+        ...
+
+
+def commit_feed(storage: object) -> CommitFeed | None:
+    """The store's commit notices, where it has them."""
+    feed = getattr(storage, "commits", None)
+    return feed if feed is not None and callable(getattr(feed, "subscribe", None)) else None  # pyright: ignore[reportReturnType]
+
+
 class RunStorage(RunCommits, SessionLockPort, Protocol):
     """The async storage port of the run writer (`runtime/run_writer.py`) and of the runtime's reads. No method
     blocks the event loop. Every implementation passes `tests/contract/test_store_contract.py` unchanged.

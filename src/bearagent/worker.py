@@ -4,8 +4,8 @@ The same loop runs inside `bearagent serve` (`--workers N` in-process slots; `0`
 worker` processes on any machine sharing the database. Each scan first records `RunInterrupted` for runs whose
 owner died (`leases.recover_interrupted`), so a dead worker's runs become pending and another worker resumes them
 (never repeating a completed model call or a side-effecting tool call: `resuming.py`). A worker wakes at once when
-its own process enqueues (`wake`), on a store notification where the store sends them (PostgreSQL LISTEN/NOTIFY),
-and otherwise every `poll_s`.
+its own process enqueues (`wake`), on a commit notice from another process where the store sends them (PostgreSQL
+LISTEN/NOTIFY), and otherwise every `poll_s`.
 
 Graceful stop (`stop`): no new claims; runs in flight may finish for `grace_s`; what still runs after it is handed
 back (its task is cancelled with `HAND_BACK`: the loop records `RunInterrupted`, not `RunCancelled`), and the next
@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.leases import recover_interrupted
+from bearagent.ports import CommitNotice, commit_feed
 from bearagent.queue import Pending, pending_runs
 from bearagent.run_types import RunResult
 from bearagent.runner import WorkspaceRuntime
@@ -66,17 +67,15 @@ class Worker:
         concurrency: int = 1,
         poll_s: float = 0.5,
         track: Callable[[RunId, str, asyncio.Task[RunResult], str | None], None] | None = None,
-        notifications: Callable[[Callable[[], None]], Awaitable[Callable[[], Awaitable[None]]]] | None = None,
         resume_interrupted: bool = True,
     ) -> None:
         """`resume_interrupted`: also take interrupted runs (a dead worker's); answered waiting runs are always
-        taken. `notifications(wake)`: subscribe to the store's notifications, returning how to unsubscribe."""
+        taken."""
         self._workspaces = workspaces
         self._runtime_for = runtime_for
         self.concurrency = max(0, concurrency)
         self.poll_s = poll_s
         self._track = track
-        self._notifications = notifications
         self.resume_interrupted = resume_interrupted
         self._wake = asyncio.Event()
         self._lanes: set[tuple[str, str]] = set()
@@ -97,10 +96,7 @@ class Worker:
         """Scan and claim until `stop`; a failing scan (the database away for a moment) is logged and retried."""
         if self.concurrency == 0:
             return
-        unlisten: Callable[[], Awaitable[None]] | None = None
-        if self._notifications is not None:
-            with contextlib.suppress(Exception):
-                unlisten = await self._notifications(self.wake)
+        unlisten = self._listen()
         try:
             while not self._stopping:
                 self._wake.clear()
@@ -113,9 +109,24 @@ class Worker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.poll_s)
         finally:
-            if unlisten is not None:
+            for stop in unlisten:
                 with contextlib.suppress(Exception):
-                    await unlisten()
+                    stop()
+
+    def _listen(self) -> list[Callable[[], None]]:
+        """Wake on the commits of other processes where the store sends notices (PostgreSQL): a run queued, ended,
+        interrupted or answered there may be this worker's to take (a commit of a running run is not)."""
+        stops: list[Callable[[], None]] = []
+
+        def noticed(notice: CommitNotice) -> None:
+            if notice.status != "running":
+                self.wake()
+
+        for workspace_id in self._workspaces():
+            feed = commit_feed(self._runtime_for(workspace_id, "local").store)
+            if feed is not None:
+                stops.append(feed.subscribe(noticed))
+        return stops
 
     async def scan(self) -> int:
         """One pass over every workspace: recover dead owners' runs, then claim lane heads while slots are free.

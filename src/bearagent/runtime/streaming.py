@@ -49,7 +49,7 @@ from bearagent.domain.stream import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from bearagent.ports import RunStorage
+from bearagent.ports import CommitNotice, RunStorage, commit_feed
 from bearagent.runtime.run_writer import Published, RunWriter, TokenDelta
 
 StreamSink = Callable[[StreamEventModel], None]
@@ -263,13 +263,19 @@ async def follow_run(
     taken only if it follows the last sequence already delivered. Tokens are live only (a consumer that reconnects
     gets the rest of the model call's tokens, then its `step`/`final` from the log)."""
     stream = LogStream(run_id)
-    queue: asyncio.Queue[Published] = asyncio.Queue()
+    queue: asyncio.Queue[Published | None] = asyncio.Queue()  # None: another process committed, read the store
 
     def take(item: Published) -> None:
         if item.run_id == run_id:
             queue.put_nowait(item)
 
+    def noticed(notice: CommitNotice) -> None:
+        if notice.run_id == str(run_id) and notice.last_sequence > stream.last_sequence:
+            queue.put_nowait(None)
+
     unsubscribe = writer.subscribe(take) if writer is not None else (lambda: None)
+    feed = commit_feed(storage)
+    unnotice = feed.subscribe(noticed) if feed is not None else (lambda: None)
     try:
         for event in await storage.fetch_events(run_id):  # from 1: the stream's state (steps, names) needs it all
             for out in stream.committed(event):
@@ -279,6 +285,8 @@ async def follow_run(
             try:
                 item = await asyncio.wait_for(queue.get(), POLL_INTERVAL_S)
             except TimeoutError:
+                item = None
+            if item is None:  # nothing live here for a while, or a commit elsewhere: the store has it
                 for event in await storage.fetch_events(run_id, after_sequence=stream.last_sequence):
                     for out in stream.committed(event):
                         if event.sequence > after_seq:
@@ -303,3 +311,5 @@ async def follow_run(
     finally:
         with contextlib.suppress(Exception):
             unsubscribe()
+        with contextlib.suppress(Exception):
+            unnotice()

@@ -69,6 +69,7 @@ class Queries:
     identifier (never as text), and each composed statement is kept, so psycopg can prepare it."""
 
     def __init__(self, schema: str) -> None:
+        self.schema = schema
         self._schema = sql.Identifier(schema)
         self._made: dict[str, sql.Composed] = {}
 

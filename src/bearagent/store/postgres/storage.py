@@ -35,6 +35,7 @@ from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.io_loop import IoLoop
 from bearagent.store.postgres.location import Conn, Location, Queries
 from bearagent.store.postgres.naming import DEFAULT_SCHEMA
+from bearagent.store.postgres.notify import CommitListeners
 from bearagent.store.postgres.schema import applied_version, migrate
 from bearagent.store.postgres.session_lock import LockConnections, PgSessionLock
 from bearagent.store.postgres.sync_face import SyncFace
@@ -69,6 +70,8 @@ class PostgresRunStorage(SyncFace):
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._opening: asyncio.Lock | None = None
         self._locks = LockConnections(self.location)
+        self.commits = CommitListeners(self._io, self.location)
+        """Commit notices of this store from every process (LISTEN/NOTIFY): `commits.subscribe(listener)`."""
         super().__init__()
 
     # ---- connections (on the store's loop) --------------------------------------------------------------------
@@ -209,6 +212,7 @@ class PostgresRunStorage(SyncFace):
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
     async def _shutdown(self) -> None:
+        await self.commits.close()
         await self._locks.close_all()
         pool, self._pool = self._pool, None
         if pool is not None:
