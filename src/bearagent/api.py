@@ -155,6 +155,22 @@ class Workspace:
         await answer_approval(self._runtime, run_id, approval_id, decision, answered_by=answered_by)  # pyright: ignore[reportArgumentType]
         return await self._runtime.resume(run_id) if resume else None
 
+    async def compact(
+        self,
+        session: str,
+        *,
+        focus: str | None = None,
+        agent: str | None = None,
+        model: str | None = None,
+        observer: RunObserver | None = None,
+    ) -> RunResult:
+        """Compact the history of `session` (an id, or `"continue"` for the latest) now, as `/compact` does: its
+        earlier turns become a summary (written by `compaction.model`, else the agent's own model, told to keep
+        `focus`), in a run of its own; the session's next run starts from the summary (docs/runtime.md#compaction)."""
+        from bearagent.compacting import compact_session
+
+        return await compact_session(self._runtime, session, agent=agent, model=model, focus=focus, observer=observer)
+
     async def replay(self, run_ref: str, *, dry: bool = False) -> RunReplay | DryReplay:
         """Re-drive a run from its log without calling a model (read-only tool calls run again and are compared
         with the log; nothing else is executed), or with `dry=True` only check that the log is a valid run. The

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
-from bearagent.runtime.compaction import split_point
+from bearagent.runtime.compaction import is_summary, split_point
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import RunSpec
 
@@ -51,6 +51,8 @@ async def compact_session(
         history = runtime.session_history(session_id)
         plan = await runtime.plan(spec_agent.name, session_key=str(session_id), model_override=model, hooks=None)
         if split_point(history, 1) == 0:
+            if history and is_summary(history[0]):
+                raise nothing_to_compact("the session is already a summary and its most recent turn")
             raise nothing_to_compact("the session is its most recent turn")
         await seek_provider(runtime, plan, session_id, None)  # the scripted model's place, from the log
         spec = RunSpec(

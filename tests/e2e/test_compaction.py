@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import pytest
 from tests.support.config_ws import write
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
 from bearagent.api import Workspace
 from bearagent.compacting import compact_session
+from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import (
@@ -197,7 +199,7 @@ turns:
     assert (root / "out.txt").read_text() == "7-4-1-9"
 
 
-def test_compact_session_compacts_now_with_the_focus_given_to_the_summariser(tmp_path: Path) -> None:
+def test_compact_compacts_the_session_now_with_the_focus_given_to_the_summariser(tmp_path: Path) -> None:
     config = CONFIG.replace("threshold: 0.5", "threshold: 1.0")
     root = _workspace(tmp_path, config=config)
     with open_ws(root, tmp_path / "home") as ws:
@@ -205,7 +207,7 @@ def test_compact_session_compacts_now_with_the_focus_given_to_the_summariser(tmp
         session = str(first.session_id)
         ws.run_sync("Short second prompt.", session=session)
 
-        result = asyncio.run(compact_session(ws.runtime, session, focus="the launch code"))
+        result = asyncio.run(ws.compact(session, focus="the launch code"))
         assert result.status == "succeeded", result.error
         assert result.final.startswith("compacted 3 earlier messages into a summary")
         summariser = _provider(ws, "summariser", session)
@@ -242,3 +244,18 @@ turns:
     factor = 1000 / first
     assert requested[1].estimated_input_tokens == int(second * factor + 0.5)
     assert requested[1].estimator.endswith(f"×{factor:.2f}")
+
+
+def test_compacting_a_session_with_nothing_to_compact_says_why_and_records_no_run(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    with open_ws(root, tmp_path / "home") as ws:
+        first = ws.run_sync("Short.")
+        session = str(first.session_id)
+        ws.run_sync("Also short.", session=session)
+        assert asyncio.run(compact_session(ws.runtime, session)).status == "succeeded"
+        with pytest.raises(BearAgentError) as caught:
+            asyncio.run(compact_session(ws.runtime, session))
+        assert len(ws.runs()) == 3  # the two prompts and the one compaction: a refused one records nothing
+    assert caught.value.info.code == "invalid_request.nothing_to_compact"
+    assert caught.value.info.message == "nothing to compact: the session is already a summary and its most recent turn"
+    assert caught.value.hint is not None and "once the conversation has grown" in caught.value.hint
