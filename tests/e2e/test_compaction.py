@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from tests.support.config_ws import write
+from click.testing import CliRunner
+from tests.support.config_ws import isolated_env, write
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
 from bearagent.api import Workspace
+from bearagent.cli import main
 from bearagent.compacting import compact_session
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
@@ -259,3 +261,18 @@ def test_compacting_a_session_with_nothing_to_compact_says_why_and_records_no_ru
     assert caught.value.info.code == "invalid_request.nothing_to_compact"
     assert caught.value.info.message == "nothing to compact: the session is already a summary and its most recent turn"
     assert caught.value.hint is not None and "once the conversation has grown" in caught.value.hint
+
+
+def test_bearagent_run_continue_compacts_and_says_so(tmp_path: Path) -> None:
+
+    root = _workspace(tmp_path)
+    runner = CliRunner()
+    env = isolated_env(tmp_path / "home")
+    outputs: list[str] = []
+    for i, prompt in enumerate((f"{FIRST_MARKER}. {FACT}\n{PADDING}", f"Two.\n{PADDING}", f"Three.\n{PADDING}")):
+        args = ["run", "-w", str(root), *(["--continue"] if i else []), prompt]
+        result = runner.invoke(main, args, env=env, prog_name="bearagent")
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output)
+    assert "compacting earlier turns" not in outputs[1]
+    assert "compacting earlier turns" in outputs[2] and "compacted 4 earlier messages into a summary" in outputs[2]
