@@ -29,9 +29,11 @@ from bearagent.domain.run_events import (
     parse_run_event_payload,
 )
 from bearagent.providers.scripted import ScriptedProvider
+from bearagent.replay_runs import RunReplay
 from bearagent.runtime.compaction import SUMMARY_OPENING, is_summary
 from bearagent.runtime.context_size import raw_estimate
 from bearagent.runtime.history import history_from_events
+from bearagent.runtime.log_check import read_log
 
 FACT = "The launch code is 7-4-1-9."
 FIRST_MARKER = "FIRST-TURN-ONLY"
@@ -276,3 +278,19 @@ def test_bearagent_run_continue_compacts_and_says_so(tmp_path: Path) -> None:
         outputs.append(result.output)
     assert "compacting earlier turns" not in outputs[1]
     assert "compacting earlier turns" in outputs[2] and "compacted 4 earlier messages into a summary" in outputs[2]
+
+
+def test_a_compacted_run_is_a_valid_log_and_replays_without_a_summary_call(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    with open_ws(root, tmp_path / "home") as ws:
+        first = ws.run_sync(f"{FIRST_MARKER}. {FACT}\n{PADDING}")
+        session = str(first.session_id)
+        ws.run_sync(f"Two.\n{PADDING}", session=session)
+        third = ws.run_sync(f"Three.\n{PADDING}", session=session)
+        events = list(ws.events(str(third.run_id)))
+        replayed = asyncio.run(ws.replay(str(third.run_id)))
+    check, steps = read_log(str(third.run_id), events)
+    assert check.valid and check.problems == ()
+    assert steps.compactions == 1 and len(steps.turns) == 1  # the summary call is not a turn
+    assert steps.turns[0].text == "Noted, still weather." and steps.turns[0].failed_attempts == ()
+    assert isinstance(replayed, RunReplay) and replayed.ok and replayed.mismatches == 0
