@@ -315,3 +315,62 @@ def test_db_commands_on_postgres_errors(tmp_path: Path) -> None:
         code, out = cli(root, env, *args)
         assert code == 2 and "postgresql://agent@127.0.0.1:1/runs#team" in out and SECRET not in out, out
         assert "unreachable" in out or "cannot reach" in out
+
+
+# ---- --config: the stores of a server's workspaces -----------------------------------------------------------------
+
+
+def server_config(tmp_path: Path, roots: list[Path], store: str = "") -> Path:
+    path = tmp_path / "server.yaml"
+    lines = ["workspaces:", *(f"  - {{id: {r.name}, path: {r}}}" for r in roots)]
+    path.write_text("\n".join(lines) + "\n" + store)
+    return path
+
+
+def test_config_covers_every_store_of_a_server(tmp_path: Path, postgres_dsn: str) -> None:
+    _, env = setup(tmp_path, "store: {backend: sqlite}\n", SERVER_DB=f"{postgres_dsn} password={SECRET}")
+    roots = [tmp_path / name for name in ("docs", "api")]
+    for root in roots:
+        (root / ".bearagent").mkdir(parents=True)
+    shared = server_config(tmp_path, roots, "store: {backend: postgres, dsn: '${SERVER_DB}', schema: shared}\n")
+
+    def run(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(main, list(args), env=env, prog_name="bearagent")
+        return result.exit_code, result.output
+
+    code, out = run("db", "status", "--config", str(shared))
+    assert code == 0, out
+    assert out.startswith("workspaces docs, api\nbackend   postgres\n") and "#shared" in out
+    assert f"chosen by {shared}" in out, "the server config's store: outranks the user config's sqlite"
+    listed = json.loads(run("db", "status", "--config", str(shared), "--json")[1])
+    assert [(s["workspaces"], s["state"]) for s in listed] == [(["docs", "api"], "missing")]
+    code, out = run("db", "migrate", "--config", str(shared))
+    assert code == 0 and out.count("created ") == 1 and "#shared at schema version" in out, out
+    assert versions(postgres_dsn, "shared") == list(range(1, pg_schema.SCHEMA_VERSION + 1))
+
+    per_workspace = server_config(tmp_path, roots, "store: {backend: postgres, dsn: '${SERVER_DB}'}\n")
+    code, out = run("db", "migrate", "--config", str(per_workspace))
+    assert code == 0 and out.count("created ") == 2, out  # a schema per workspace: two stores
+    # without a store: in the server config, each workspace's user config decides (sqlite here)
+    code, out = run("db", "migrate", "--config", str(server_config(tmp_path, roots)))
+    assert code == 0 and out.count("created ") == 2 and all((r / ".bearagent" / "state.db").exists() for r in roots)
+    for text in (out, json.dumps(listed)):
+        assert SECRET not in text
+
+
+def test_config_with_a_literal_dsn_or_an_unreachable_store_fails(tmp_path: Path, postgres_dsn: str) -> None:
+    root, env = setup(tmp_path)
+    literal = server_config(tmp_path, [root], f"store: {{backend: postgres, dsn: 'postgresql://a:{SECRET}@h/db'}}\n")
+    result = CliRunner().invoke(main, ["db", "status", "--config", str(literal)], env=env, prog_name="bearagent")
+    assert result.exit_code == 2 and f"{literal}: store.dsn" in result.output and SECRET not in result.output
+    other = tmp_path / "other"
+    (other / ".bearagent").mkdir(parents=True)
+    env["GOOD_DB"] = postgres_dsn
+    env["BAD_DB"] = f"postgresql://agent:{SECRET}@127.0.0.1:1/runs?connect_timeout=2&sslmode=disable"
+    # the same two workspaces, served once from a reachable and once from an unreachable database
+    for variable, expected in (("GOOD_DB", 0), ("BAD_DB", 2)):
+        config = server_config(tmp_path, [root, other], f"store: {{backend: postgres, dsn: '${{{variable}}}'}}\n")
+        result = CliRunner().invoke(main, ["db", "migrate", "--config", str(config)], env=env, prog_name="bearagent")
+        assert result.exit_code == expected, result.output
+        assert SECRET not in result.output
+    assert "2 of 2 stores could not be migrated" in result.output and "cannot reach" in result.output

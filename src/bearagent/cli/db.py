@@ -1,10 +1,14 @@
 """`bearagent db status` and `bearagent db migrate`: the schema of the workspace's store (SQLite or PostgreSQL,
-chosen by the user or server config or `BEARAGENT_DATABASE_URL`; docs/store.md). The store is named by its display
-form only: a DSN's password never reaches the terminal."""
+chosen by the user or server config or `BEARAGENT_DATABASE_URL`; docs/store.md). With `--config FILE` (a server
+config), every store of the workspaces that server serves, with its `store:`. The store is named by its display form
+only: a DSN's password never reaches the terminal."""
 
 from __future__ import annotations
 
+import sys
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -12,8 +16,11 @@ import click
 
 from bearagent.cli._config_common import emit_json, json_option, load, workspace_option
 from bearagent.cli._run_common import EXIT_USAGE, die, die_from
+from bearagent.cli.safe_text import visible
 
 if TYPE_CHECKING:
+    from bearagent.app import LoadedWorkspace
+    from bearagent.domain.errors import BearAgentError
     from bearagent.store_status import StoreStatus
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -24,36 +31,112 @@ def db() -> None:
     """The store's schema: status (versions, runs waiting) and migrate."""
 
 
-def _debug_option(func: F) -> F:
-    return click.option("--debug", is_flag=True, help="Show the traceback of an error.")(func)
+def _options(func: F) -> F:
+    func = click.option("--debug", is_flag=True, help="Show the traceback of an error.")(func)
+    func = click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        default=None,
+        help="A server config (`bearagent serve --config`): every store of the workspaces it serves, with its store:.",
+    )(func)
+    return workspace_option(func)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    loaded: LoadedWorkspace
+    workspaces: tuple[str, ...]
+    """The server config's workspace ids sharing this store (empty without --config)."""
+
+
+def _targets(workspace: Path | None, config_file: Path | None, *, debug: bool) -> list[_Target]:
+    """The workspace's store; with a server config, each distinct store of its workspaces once."""
+    if config_file is None:
+        return [_Target(load(workspace), ())]
+    from bearagent.app import load_workspace
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.resources import postgres_schema, state_dir
+    from bearagent.server.config import load_server_config
+
+    try:
+        config = load_server_config(config_file, [workspace] if workspace is not None else [])
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    found: dict[tuple[str, str, str], tuple[LoadedWorkspace, list[str]]] = {}
+    for ws_id, entry in config.workspaces.items():
+        loaded = load_workspace(entry.root_path, store=config.store)
+        settings = loaded.config.store
+        if settings.backend == "postgres":  # the variable's value is only a key here, never shown
+            key = ("postgres", loaded.env.get(settings.dsn_env, ""), postgres_schema(loaded, settings))
+        else:
+            key = ("sqlite", str(state_dir(loaded)), "")
+        found.setdefault(key, (loaded, []))[1].append(ws_id)
+    return [_Target(loaded, tuple(ids)) for loaded, ids in found.values()]
+
+
+def _report(exc: BearAgentError, *, debug: bool) -> None:
+    """One store's error, as `die` prints it (what, then how to fix it), without ending the command."""
+    if debug:
+        traceback.print_exception(exc)
+    click.echo(visible(f"error: {exc.info.message}"), err=True)
+    click.echo(visible(f"fix: {exc.hint or 'see docs/store.md'}"), err=True)
 
 
 @db.command("status", short_help="Backend, location, schema version vs this BearAgent's, runs by status.")
-@workspace_option
+@_options
 @json_option
-@_debug_option
-def status(workspace: Path | None, as_json: bool, debug: bool) -> None:
+def status(workspace: Path | None, config_file: Path | None, as_json: bool, debug: bool) -> None:
     """Show the store: backend, where it is, its schema version against this BearAgent's, whether it needs
-    `db migrate`, and its runs by status. Reads only: nothing is created or migrated. Exits 2 when the store is
-    newer than this BearAgent or cannot be read."""
+    `db migrate`, and its runs by status. Reads only: nothing is created or migrated. Exits 2 when a store is newer
+    than this BearAgent or cannot be read. `--json`: one object (with --config: a list, each with its
+    `workspaces`)."""
     from bearagent.domain.errors import BearAgentError
     from bearagent.store_status import newer_error, read_status_sync
 
-    loaded = load(workspace)
-    try:
-        found = read_status_sync(loaded)
-    except BearAgentError as exc:
-        die_from(exc, debug=debug)
+    targets = _targets(workspace, config_file, debug=debug)
+    if config_file is None:  # one store: an error that keeps it from being read is the command's error
+        try:
+            found = read_status_sync(targets[0].loaded)
+        except BearAgentError as exc:
+            die_from(exc, debug=debug)
+        if as_json:
+            emit_json({"workspace": str(targets[0].loaded.root), **found.to_json()})
+        else:
+            _print_status(found, ())
+        if found.state == "newer":
+            error = newer_error(found)
+            die(error.info.message, error.hint, EXIT_USAGE)
+        return
+    shown: list[dict[str, object]] = []
+    failed = 0
+    for index, target in enumerate(targets):
+        if index and not as_json:
+            click.echo("")
+        try:
+            found = read_status_sync(target.loaded)
+        except BearAgentError as exc:
+            failed += 1
+            shown.append({"workspaces": list(target.workspaces), "error": exc.info.code})
+            if not as_json:
+                click.echo(f"workspaces {', '.join(target.workspaces)}")
+            _report(exc, debug=debug)
+            continue
+        shown.append({"workspaces": list(target.workspaces), **found.to_json()})
+        if not as_json:
+            _print_status(found, target.workspaces)
+        if found.state == "newer":
+            failed += 1
+            _report(newer_error(found), debug=False)
     if as_json:
-        emit_json({"workspace": str(loaded.root), **found.to_json()})
-    else:
-        _print_status(found)
-    if found.state == "newer":
-        error = newer_error(found)
-        die(error.info.message, error.hint, EXIT_USAGE)
+        emit_json(shown)
+    if failed:
+        sys.exit(EXIT_USAGE)
 
 
-def _print_status(found: StoreStatus) -> None:
+def _print_status(found: StoreStatus, workspaces: tuple[str, ...]) -> None:
+    if workspaces:
+        click.echo(f"workspaces {', '.join(workspaces)}")
     click.echo(f"backend   {found.backend}")
     click.echo(f"store     {found.display}")
     click.echo(f"chosen by {found.source or 'the default (no store: in the user or server config)'}")
@@ -70,23 +153,30 @@ def _print_status(found: StoreStatus) -> None:
 
 
 @db.command("migrate", short_help="Bring the schema up to date (creates the store; safe to run at once).")
-@workspace_option
-@_debug_option
-def migrate(workspace: Path | None, debug: bool) -> None:
+@_options
+def migrate(workspace: Path | None, config_file: Path | None, debug: bool) -> None:
     """Bring the store's schema up to this BearAgent's version, creating the store if there is none. Idempotent and
     safe with several processes at once (one migrates, the others wait for it). A store of a newer BearAgent is
-    refused and left untouched."""
+    refused and left untouched. With --config, every store of the server's workspaces (exit 2 if any failed)."""
     from bearagent.domain.errors import BearAgentError
     from bearagent.store_status import migrate_store
 
-    loaded = load(workspace)
-    try:
-        done = migrate_store(loaded)
-    except BearAgentError as exc:
-        die_from(exc, debug=debug)
-    if done.before is None:
-        click.echo(f"created {done.display} at schema version {done.after}")
-    elif done.before == done.after:
-        click.echo(f"{done.display} is up to date (schema version {done.after})")
-    else:
-        click.echo(f"migrated {done.display} from schema version {done.before} to {done.after}")
+    targets = _targets(workspace, config_file, debug=debug)
+    failed = 0
+    for target in targets:
+        try:
+            done = migrate_store(target.loaded)
+        except BearAgentError as exc:
+            if config_file is None:
+                die_from(exc, debug=debug)
+            failed += 1
+            _report(exc, debug=debug)
+            continue
+        if done.before is None:
+            click.echo(f"created {done.display} at schema version {done.after}")
+        elif done.before == done.after:
+            click.echo(f"{done.display} is up to date (schema version {done.after})")
+        else:
+            click.echo(f"migrated {done.display} from schema version {done.before} to {done.after}")
+    if failed:
+        die(f"{failed} of {len(targets)} stores could not be migrated", "fix what the errors above say", EXIT_USAGE)
