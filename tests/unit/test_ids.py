@@ -220,3 +220,34 @@ def test_retyped_keeps_the_uuid_and_changes_the_kind() -> None:
     assert type(causation) is CausationId
     assert causation == CausationId(str(event_id))
     assert causation != event_id
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "6ba7b810-9dad-41d1-80b4-00c04fd430c8",  # canonical: read without a UUID parse
+        "6BA7B810-9DAD-41D1-80B4-00C04FD430C8",  # other spellings: through uuid.UUID, the same id
+        "{6ba7b810-9dad-41d1-80b4-00c04fd430c8}",
+        "6ba7b8109dad41d180b400c04fd430c8",
+    ],
+)
+def test_every_spelling_of_an_id_reads_as_the_same_id(text: str) -> None:
+    expected = uuid.UUID("6ba7b810-9dad-41d1-80b4-00c04fd430c8")
+    for made in (RunId(text), HoldsRun.model_validate({"run_id": text}).run_id):
+        assert made.int == expected.int and str(made) == str(expected) and made.is_safe == expected.is_safe
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "6ba7b810-9dad-11d1-80b4-00c04fd430c8",  # version 1
+        "6ba7b810-9dad-41d1-c0b4-00c04fd430c8",  # not the RFC 4122 variant
+        "6ba7b810-9dad-41d1-80b4-00c04fd430c8\n",
+        "6ba7b810-9dad-41d1-80b4-00c04fd430cg",
+    ],
+)
+def test_text_that_is_no_version_4_uuid_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        RunId(text)
+    with pytest.raises(ValidationError):
+        HoldsRun.model_validate({"run_id": text})

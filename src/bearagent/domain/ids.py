@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from typing import Any, ClassVar, Protocol, Self, TypeVar
 
@@ -10,6 +11,8 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+_CANONICAL_V4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
+"""The canonical text of a version-4 UUID (lowercase, hyphenated): what `str()` of an id gives."""
 _V4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))  # the variant and version bits
 _V4_SET = (0x8000 << 48) | (4 << 76)  # RFC 4122 variant, version 4 (as `uuid.UUID(version=4)` sets them)
 
@@ -20,6 +23,10 @@ class TypedId(uuid.UUID):
     kind: ClassVar[str] = "id"
 
     def __init__(self, value: str | uuid.UUID) -> None:
+        if type(value) is str and _CANONICAL_V4.match(value):  # the text every id is written as: no UUID parse
+            object.__setattr__(self, "int", int(value.replace("-", ""), 16))
+            object.__setattr__(self, "is_safe", uuid.SafeUUID.unknown)
+            return
         if isinstance(value, TypedId) and type(value) is not type(self):
             raise TypeError(f"expected {type(self).__name__}, got {type(value).__name__}")
         text = str(value) if isinstance(value, uuid.UUID) else value
