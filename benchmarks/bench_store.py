@@ -111,6 +111,37 @@ def store_appends(path: Path, events: list[Event]) -> tuple[float, float, list[f
     return len(events) / elapsed, len(events) / cpu, durations
 
 
+def step_batches(events: list[Event]) -> list[list[Event]]:
+    """`events` (created, started, then model call / tool call cycles) cut into the batches one agent step commits
+    as one `append_many`: created + started first, then each model call's 3 events and each tool call's 3."""
+    batches = [events[:2]]
+    batches += [events[i : i + 3] for i in range(2, len(events), 3)]
+    return batches
+
+
+def store_batched_appends(path: Path, events: list[Event]) -> tuple[float, float]:
+    """Appends of one step's events per `append_many` (one transaction each): (events per wall s, per CPU s)."""
+    store = SqliteEventStore(path, durability="normal")
+    batches = step_batches(events)
+    start, cpu = time.perf_counter(), time.process_time()
+    for batch in batches:
+        store.append_many(batch)
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    store.close()
+    return len(events) / elapsed, len(events) / cpu
+
+
+def read_back(path: Path) -> tuple[int, float, float]:
+    """Every run's events read back through the store (`read_events`, validated): (events, per wall s, per CPU s)."""
+    store = SqliteEventStore(path)
+    run_ids = [run.run_id for run in store.list_runs(limit=100_000)]
+    start, cpu = time.perf_counter(), time.process_time()
+    n = sum(len(store.read_events(run_id)) for run_id in run_ids)
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    store.close()
+    return n, n / elapsed, n / cpu
+
+
 def replay_fixture(path: Path, n_events: int, per_run: int) -> int:
     """A store file holding `n_events` valid events (runs of `per_run`), written with plain inserts."""
     ids = DeterministicIdGenerator()
@@ -180,6 +211,15 @@ def main() -> None:
                 f"{min(late) * 1e6:.0f} us (ratio {min(late) / min(early):.2f})"
             )
 
+        best_batched = best_batched_cpu = 0.0
+        for round_no in range(args.rounds):
+            rate, rate_cpu = store_batched_appends(Path(tmp) / f"batched{round_no}.db", events)
+            best_batched, best_batched_cpu = max(best_batched, rate), max(best_batched_cpu, rate_cpu)
+            print(
+                f"round {round_no + 1}: one step's events per append_many: {rate:,.0f} events/s ({rate_cpu:,.0f} per CPU-s)"
+            )
+        print(f"batched appends: best {best_batched:,.0f} events/s wall clock, {best_batched_cpu:,.0f} per CPU-s")
+
         path = Path(tmp) / "replay.db"
         n = replay_fixture(path, args.replay_events, per_run=100)
         best_replay = best_replay_cpu = 0.0
@@ -196,6 +236,15 @@ def main() -> None:
                 f"{n:,} events in {elapsed:.2f}s = {n / elapsed:,.0f} events/s ({n / cpu:,.0f} per CPU-s)"
             )
         print(f"replay: best {best_replay:,.0f} events/s wall clock, {best_replay_cpu:,.0f} events per CPU-s")
+        best_read = best_read_cpu = 0.0
+        for round_no in range(args.rounds):
+            n_read, rate, rate_cpu = read_back(path)
+            assert n_read == n, (n_read, n)
+            best_read, best_read_cpu = max(best_read, rate), max(best_read_cpu, rate_cpu)
+            print(
+                f"round {round_no + 1}: read back {n_read:,} events: {rate:,.0f} events/s ({rate_cpu:,.0f} per CPU-s)"
+            )
+        print(f"read back: best {best_read:,.0f} events/s wall clock, {best_read_cpu:,.0f} events per CPU-s")
 
 
 if __name__ == "__main__":

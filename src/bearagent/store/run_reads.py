@@ -14,7 +14,7 @@ from typing import cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.events import Event
-from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.ids import CorrelationId, RunId, SessionId
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
 from bearagent.store.errors import StoreError, translate_sqlite_error
 
@@ -54,21 +54,36 @@ def events_on(
         sql += " LIMIT ?"
         params.append(limit)
     rows = query_on(conn, path, sql, params, f"reading events of run {run_id}")
-    return [_event_of(path, row) for row in rows]
+    seen: dict[object, object] = {}
+    return [_event_of(path, row, seen) for row in rows]
 
 
-def _event_of(path: Path, row: tuple[object, ...]) -> Event:
+def _once(seen: dict[object, object], kind: type[RunId] | type[CorrelationId], text: object) -> object:
+    """The id of `text`, parsed once per read: every event of a run repeats its run and correlation ids. Text that
+    is no id is passed on as it is, for the envelope's validation to refuse."""
+    key = (kind, text)
+    found = seen.get(key)
+    if found is None:
+        try:
+            found = kind(text) if isinstance(text, str) else text
+        except ValueError:
+            found = text
+        seen[key] = found
+    return found
+
+
+def _event_of(path: Path, row: tuple[object, ...], seen: dict[object, object]) -> Event:
     try:
         return Event.model_validate(
             {
                 "event_id": row[0],
-                "run_id": row[1],
+                "run_id": _once(seen, RunId, row[1]),
                 "sequence": row[2],
                 "event_type": row[3],
                 "schema_version": row[4],
                 "occurred_at": row[5],
                 "causation_id": row[6],
-                "correlation_id": row[7],
+                "correlation_id": _once(seen, CorrelationId, row[7]),
                 "payload": json.loads(cast(str, row[8])),
             }
         )
