@@ -192,3 +192,62 @@ def test_an_unreachable_store_makes_health_degraded(tmp_path: Path) -> None:
     finally:
         printed = served.stop()
     assert SECRET not in printed
+
+
+# ---- the report itself, in process ---------------------------------------------------------------------------------
+
+
+class _Manager:
+    """What health reads of a RunManager: the workspaces and a runtime per workspace (its loaded workspace)."""
+
+    def __init__(self, loaded: object) -> None:
+        self.workspaces = {"one": object(), "two": object()}
+        self._loaded = loaded
+
+    def runtime(self, workspace_id: str, subject: str) -> object:
+        assert subject == "local"
+        return type("Runtime", (), {"loaded": self._loaded})()
+
+
+def test_reports_are_cached_shared_and_survive_unexpected_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from tests.support.config_ws import load
+
+    from bearagent import store_status
+    from bearagent.server import health
+
+    root = tmp_path / "ws"
+    (root / ".bearagent").mkdir(parents=True)
+    manager = _Manager(load(root, tmp_path / "home"))
+    reads: list[str] = []
+    real = store_status.read_status
+
+    async def counted(loaded: Any, **kwargs: float) -> store_status.StoreStatus:
+        reads.append("read")
+        await asyncio.sleep(0.05)
+        return await real(loaded, **kwargs)
+
+    monkeypatch.setattr(store_status, "read_status", counted)
+
+    async def go() -> list[Body]:
+        return list(await asyncio.gather(*(health.health_report(manager) for _ in range(5))))  # pyright: ignore[reportArgumentType]
+
+    bodies = asyncio.run(go())
+    assert len(reads) == 2, "five callers at once: one read per workspace"
+    assert all(b == bodies[0] for b in bodies) and bodies[0]["status"] == "ok"
+    assert [s["schema_version"] for s in bodies[0]["stores"]] == [None, None]  # nothing there yet, nothing created
+    assert not (root / ".bearagent" / "state.db").exists()
+    asyncio.run(health.health_report(manager))  # pyright: ignore[reportArgumentType]
+    assert len(reads) == 2, "within the TTL the report is reused"
+
+    async def broken(loaded: Any, **kwargs: float) -> store_status.StoreStatus:
+        raise RuntimeError("a bug, not a storage error")
+
+    monkeypatch.setattr(store_status, "read_status", broken)
+    monkeypatch.setattr(health, "TTL_S", 0.0)
+    body = asyncio.run(health.health_report(manager))  # pyright: ignore[reportArgumentType]
+    assert body["status"] == "degraded"
+    assert body["stores"] == [{"backend": "sqlite", "status": "error", "error": "internal.health"}] * 2

@@ -7,6 +7,7 @@ read at a time serves every caller meanwhile, so polling `/health` cannot multip
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import weakref
 from typing import TYPE_CHECKING
@@ -15,6 +16,8 @@ from bearagent.domain.errors import BearAgentError
 
 if TYPE_CHECKING:
     from bearagent.server.registry import RunManager
+
+_log = logging.getLogger("bearagent.server.health")
 
 TTL_S = 2.0
 CONNECT_TIMEOUT_S = 5.0
@@ -46,6 +49,9 @@ class HealthReports:
             found = await read_status(loaded, connect_timeout_s=CONNECT_TIMEOUT_S)
         except BearAgentError as exc:
             return {"backend": loaded.config.store.backend, "status": "error", "error": exc.info.code}
+        except Exception:  # a health check answers; the server log has the traceback
+            _log.exception("reading the store of workspace %s for /health failed", workspace_id)
+            return {"backend": loaded.config.store.backend, "status": "error", "error": "internal.health"}
         return {
             "backend": found.backend,
             "status": "error" if found.state == "newer" else "ok",
