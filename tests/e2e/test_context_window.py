@@ -4,9 +4,9 @@ server reports (llama.cpp's own error body) makes the run compact its history on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.fake_openai import Answer, FakeOpenAI
@@ -37,6 +37,11 @@ def _facts(events: Sequence[Event], kind: type[P]) -> list[P]:
         if isinstance(payload, kind):
             out.append(payload)
     return out
+
+
+def _last_message(body: Mapping[str, object]) -> str:
+    messages = cast(list[Mapping[str, object]], body["messages"])
+    return str(messages[-1]["content"])
 
 
 def _workspace(tmp_path: Path, base_url: str, extra: str = "") -> Workspace:
@@ -147,3 +152,27 @@ def test_with_compaction_disabled_an_overflow_fails_the_run_without_a_summary_ca
     assert second.status == "failed" and second.error is not None
     assert second.error.category == "context_overflow"
     assert len(server.chat_requests()) == 2
+
+
+def test_a_summary_request_the_summary_model_cannot_hold_is_sent_again_with_the_newer_half(tmp_path: Path) -> None:
+    answers = [
+        Answer(text="Noted."),
+        Answer(error_fixture=OVERFLOW),  # the turn does not fit
+        Answer(error_fixture=OVERFLOW),  # nor does the summary request
+        Answer(text="Summary: a note."),
+        Answer(text="Done."),
+    ]
+    with (
+        FakeOpenAI(answers) as server,
+        _workspace(tmp_path, server.base_url, "compaction: {keep_recent_turns: 1}\n") as ws,
+    ):
+        first = ws.run_sync(f"{MARKER}: " + "an old, long note. " * 40)
+        second = ws.run_sync("Go on.", session=str(first.session_id))
+        events = ws.events(str(second.run_id))
+    assert second.status == "succeeded", second.error
+    assert [r.purpose for r in _facts(events, ModelCallRequestedV3)] == ["turn", "compaction", "compaction", "turn"]
+    assert [f.error.category for f in _facts(events, ModelCallFailedV2)] == ["context_overflow"] * 2
+    chats = server.chat_requests()
+    whole, half = (_last_message(chats[i].body) for i in (2, 3))
+    assert MARKER in whole and "are left out" not in whole
+    assert len(half) < len(whole) * 0.75 and "characters of the conversation are left out" in half

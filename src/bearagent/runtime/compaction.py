@@ -24,6 +24,8 @@ DEFAULT_COMPACTION_THRESHOLD = 0.8
 DEFAULT_KEEP_RECENT_TURNS = 2
 DEFAULT_SUMMARY_WINDOW = 32_768
 """Tokens of transcript sent to a summary model whose window is unknown."""
+MAX_TRANSCRIPT_HALVINGS = 3
+"""How often a summary request the summary model's window could not hold is sent again with half the transcript."""
 TOOL_RESULT_CHARS = 4_000
 """Characters of one tool result the summariser reads (head and tail): results are long, their gist is short."""
 
@@ -101,11 +103,13 @@ def transcript(messages: Sequence[Message], max_chars: int) -> str:
     return f"[... the first {len(text) - max_chars:,} characters of the conversation are left out ...]\n{kept}"
 
 
-def summary_request(plan: CompactionPlan, replaced: Sequence[Message], focus: str | None) -> ModelRequest:
-    """The request for the summary of `replaced`: instructions as the system prompt, the transcript (cut to three
-    quarters of the summary model's window) as one user message, no tools."""
-    window = plan.context_window or DEFAULT_SUMMARY_WINDOW
-    max_chars = int(window * 0.75 * CHARS_PER_TOKEN)
+def summary_request(
+    plan: CompactionPlan, replaced: Sequence[Message], focus: str | None, *, max_chars: int | None = None
+) -> ModelRequest:
+    """The request for the summary of `replaced`: instructions as the system prompt, the transcript (cut to
+    `max_chars`, by default three quarters of the summary model's window) as one user message, no tools."""
+    if max_chars is None:
+        max_chars = int((plan.context_window or DEFAULT_SUMMARY_WINDOW) * 0.75 * CHARS_PER_TOKEN)
     ask = "Write the summary of the conversation above."
     if focus and focus.strip():
         ask += f" Focus it on: {focus.strip()}"
@@ -116,6 +120,11 @@ def summary_request(plan: CompactionPlan, replaced: Sequence[Message], focus: st
         max_output_tokens=plan.max_output_tokens,
         timeout_ms=plan.timeout_ms,
     )
+
+
+def transcript_chars(request: ModelRequest) -> int:
+    """How long the transcript in a summary request is."""
+    return len(request.messages[-1].text)
 
 
 def compacted(conversation: Sequence[Message], replaced: int, summary: str) -> list[Message]:

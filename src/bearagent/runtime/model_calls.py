@@ -30,7 +30,13 @@ from bearagent.domain.run_events import (
     ModelCallStartedV1,
     RecordedToolCall,
 )
-from bearagent.runtime.compaction import compacted, split_point, summary_request
+from bearagent.runtime.compaction import (
+    MAX_TRANSCRIPT_HALVINGS,
+    compacted,
+    split_point,
+    summary_request,
+    transcript_chars,
+)
 from bearagent.runtime.context import ContextBuilder
 from bearagent.runtime.context_size import ContextWindow, estimator_name, raw_estimate, resolve_context_window
 from bearagent.runtime.loop_state import Active, LoopState, ModelTurn, RunFailure, admit, usage_of
@@ -302,6 +308,7 @@ class ModelCalls:
             tokens_before = self._estimate(state, messages)
         request = summary_request(compaction, conversation[:replaced], focus)
         attempt = 1
+        shrunk = 0  # how often the transcript was halved because the summary model's window could not hold it
         while True:
             activity = Active(
                 kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
@@ -326,6 +333,14 @@ class ModelCalls:
             try:
                 turn = await self._stream(recorder.run_id, compaction, request, activity, live=False)
             except BearAgentError as exc:
+                if is_context_overflow(exc.info) and shrunk < MAX_TRANSCRIPT_HALVINGS:
+                    # the summary model's window is smaller than we knew: send it the newer half of what it got
+                    shrunk += 1
+                    await self._record_failure(recorder, state, activity, compaction, exc, will_retry=True)
+                    chars = transcript_chars(request) // 2
+                    request = summary_request(compaction, conversation[:replaced], focus, max_chars=chars)
+                    attempt += 1
+                    continue
                 delay = self._retry.delay_for(exc.info, attempt)
                 await self._record_failure(recorder, state, activity, compaction, exc, will_retry=delay is not None)
                 if delay is None:
