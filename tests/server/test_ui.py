@@ -1,6 +1,8 @@
 """The run inspector page at `/ui` in a real headless chromium against a real `bearagent serve`: the token is asked
 for, the workspace's runs are listed, a waiting run's timeline shows up, Allow answers its approval and the run
-finishes live; a tool result with markup in it is shown as text. Plus the page's headers and `/v1/.../runs`.
+finishes live; the approval buttons come from the stream's `approval.requested` (no listing read, no polling) and an
+answer given elsewhere takes them away (`approval.resolved`); a tool result with markup in it is shown as text. Plus
+the page's headers and `/v1/.../runs`.
 
 The browser is Debian's `chromium` driven through its `chromedriver` (package `chromium-driver`) by Selenium: no
 browser download. Without them the browser tests skip (naming the packages), except in CI (`CI=true`), where they
@@ -38,6 +40,13 @@ turns:
     tool_calls: [{name: Read, arguments: {file_path: page.html}}]
   - text: "It had an <img src=x onerror=window.__pwnedFinal=1> tag."
 """
+LATER = """
+turns:
+  - text: "Thinking first, then writing."
+    delay_ms: 4000
+    tool_calls: [{name: Write, arguments: {file_path: later.txt, content: "later\\n"}}]
+  - text: "Wrote later.txt."
+"""
 PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 
 
@@ -59,10 +68,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, P
     ws = scripted_workspace(tmp / "notes", WRITE, agents=agents, config=CONFIG + "permission_mode: default\n")
     xss = scripted_workspace(tmp / "xss", XSS, agents=agents)
     write(xss, "page.html", PAYLOAD + "\n")
+    later = scripted_workspace(tmp / "later", LATER, agents=agents, config=CONFIG + "permission_mode: default\n")
     config = f"""
 workspaces:
   - {{id: notes, path: {ws}, name: Release notes}}
   - {{id: xss, path: {xss}}}
+  - {{id: later, path: {later}}}
 """
     srv = start(tmp, config=config)
     try:
@@ -179,13 +190,16 @@ def test_a_waiting_run_is_shown_live_and_allowed_from_the_page(
         allow = until(lambda: browser.find_element(By.CSS_SELECTOR, "button.answer-allow_once"), "the Allow button")
         assert "Write" in text_of(browser, "#approvals") and "notes.txt" in text_of(browser, "#approvals")
         allow.click()
+        until(
+            lambda: not browser.find_elements(By.CSS_SELECTOR, "button.answer"), "the answered approval's buttons to go"
+        )
         until(lambda: "succeeded" in text_of(browser, "#run-title"), "the run to succeed", timeout=30)
         until(lambda: "Done: notes.txt is written." in text_of(browser, "#timeline"), "the second model call")
         assert "allow_once by local" in text_of(browser, "#approvals")
         assert text_of(browser, "#final") == "Done: notes.txt is written."
         assert (root / "notes.txt").read_text() == "release notes\n"
         assert c.get(f"/v1/runs/{run_id}").json()["status"] == "succeeded"
-        # the stream delivered the run's events live (not only the poll): the continued run's events were counted
+        # the stream delivered the run's events live: the continued run's events were counted
         until(lambda: int(text_of(browser, "#event-count") or 0) >= 3, "stream events")
         assert "run.succeeded" in text_of(browser, "#events")
         shot = tmp_path / "ui-inspector.png"
@@ -199,6 +213,65 @@ def test_a_waiting_run_is_shown_live_and_allowed_from_the_page(
     logged = browser.get_log("browser")
     errors = [e for e in logged if e.get("level") == "SEVERE" and "favicon.ico" not in e.get("message", "")]
     assert not errors, errors  # no CSP violation, no script error
+
+
+def fetched(driver: Any, path_end: str) -> int:
+    """How many requests the page made whose URL ends with `path_end` (its completed fetches)."""
+    script = "return performance.getEntriesByType('resource').filter((e) => e.name.endsWith(arguments[0])).length"
+    return int(driver.execute_script(script, path_end))
+
+
+def test_approval_buttons_come_from_the_stream_and_an_answer_elsewhere_removes_them(
+    server: tuple[Server, Path], browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    srv, _ = server
+    with srv.client() as c:
+        sid = c.post("/v1/workspaces/later/sessions", json={}).json()["id"]
+        run_id = c.post(f"/v1/sessions/{sid}/runs", json={"prompt": "write later"}).json()["run_id"]
+        # the page is open on the run before it asks: the model takes 4 s to answer
+        sign_in(browser, srv.base, f"#ws=later&run={run_id}")
+        until(lambda: "live" in text_of(browser, "#connection"), "the stream to be followed")
+        assert c.get(f"/v1/runs/{run_id}").json()["status"] in ("queued", "running")
+        assert not browser.find_elements(By.CSS_SELECTOR, "button.answer")
+        allow = until(lambda: browser.find_element(By.CSS_SELECTOR, "button.answer-allow_once"), "the Allow button")
+        assert allow.is_displayed()
+        approvals = text_of(browser, "#approvals")
+        assert "Write" in approvals and "later.txt" in approvals and "waiting for an answer" in approvals
+        assert "rule: Edit(/later.txt)" in approvals  # the rule "Always allow" would add, from the event
+        assert [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#approvals button")] == [
+            "Allow",
+            "Always allow",
+            "Deny",
+        ]
+        assert "approval.requested" in text_of(browser, "#events")
+        # nothing was polled: the page never read the approvals listing, and while the run waits it reads nothing
+        assert fetched(browser, f"/v1/runs/{run_id}/approvals") == 0
+        until(lambda: "waiting" in text_of(browser, "#run-title"), "the run record re-read after the event")
+        time.sleep(0.5)  # the steps' read that follows it
+        reads = fetched(browser, f"/v1/runs/{run_id}")
+        time.sleep(3)
+        assert fetched(browser, f"/v1/runs/{run_id}") == reads, "the page polled a waiting run"
+        assert browser.find_elements(By.CSS_SELECTOR, "button.answer-allow_once")
+
+        # answered somewhere else (another client): the stream's approval.resolved takes the buttons away here
+        (pending,) = c.get(f"/v1/runs/{run_id}/approvals").json()["approvals"]
+        assert pending["approval_id"] == browser.find_element(By.CSS_SELECTOR, "li.approval").get_attribute(
+            "data-approval-id"
+        )
+        assert (
+            c.post(f"/v1/runs/{run_id}/approvals/{pending['approval_id']}", json={"decision": "deny"}).status_code
+            == 202
+        )
+        until(lambda: not browser.find_elements(By.CSS_SELECTOR, "button.answer"), "the buttons to go")
+        until(lambda: "deny by local" in text_of(browser, "#approvals"), "the answer shown")
+        assert "approval.resolved" in text_of(browser, "#events")
+        until(lambda: "succeeded" in text_of(browser, "#run-title"), "the run to finish", timeout=30)
+        assert fetched(browser, f"/v1/runs/{run_id}/approvals") == 0
+    logged = browser.get_log("browser")
+    errors = [e for e in logged if e.get("level") == "SEVERE" and "favicon.ico" not in e.get("message", "")]
+    assert not errors, errors
 
 
 def test_markup_in_run_text_is_shown_as_text(server: tuple[Server, Path], browser: Any) -> None:

@@ -8,7 +8,7 @@
   const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
   const TERMINAL_EVENTS = new Set(["run.succeeded", "run.failed"]);
   const MAX_DEPTH = 4; // subagent nesting shown
-  const POLL_MS = 1500; // approvals are not in the stream protocol: a non-terminal run is also polled
+  const DECISIONS = ["allow_once", "allow_always", "deny"];
 
   const $ = (id) => {
     const node = document.getElementById(id);
@@ -184,7 +184,8 @@
 
   // ---- state ----
 
-  const state = { workspace: null, runId: null, abort: null, poll: null, generation: 0, pending: null, events: 0, approvalsKey: null };
+  // approvals: the run's, from its stream (approval.requested / approval.resolved), by approval id in arrival order
+  const state = { workspace: null, runId: null, abort: null, generation: 0, pending: null, events: 0, approvals: new Map(), approvalsKey: null, ended: false };
 
   function setConnection(text) {
     $("connection").textContent = text;
@@ -259,11 +260,11 @@
 
   function closeRun() {
     if (state.abort) state.abort.abort();
-    if (state.poll) clearInterval(state.poll);
     state.abort = null;
-    state.poll = null;
     state.runId = null;
+    state.approvals = new Map();
     state.approvalsKey = null;
+    state.ended = false;
     state.generation += 1;
   }
 
@@ -282,10 +283,12 @@
       const button = li.querySelector("button");
       li.className = button && button.dataset.runId === runId ? "selected" : "";
     }
+    renderApprovals(runId);
     const controller = new AbortController();
     state.abort = controller;
     await refresh();
-    state.poll = setInterval(() => void refresh(), POLL_MS);
+    // Everything after this comes from the stream (caught up from the log, then live): approvals included, so a
+    // waiting run is not polled. The run record and its steps are re-read after an event, not on a timer.
     void follow(runId, controller.signal, (event, id) => onStreamEvent(runId, event, id));
   }
 
@@ -297,10 +300,43 @@
     }
     state.events += 1;
     $("event-count").textContent = String(state.events);
-    const detail = event.name || event.kind || event.agent || (event.error && event.error.code) || "";
+    const detail = event.name || event.kind || event.agent || event.tool_name || event.decision || (event.error && event.error.code) || "";
     $("events").append(el("li", null, el("code", null, id || "-"), " ", event.type, detail ? ` ${detail}` : ""));
     if (event.type === "final" || event.type === "step") $("live").textContent = "";
+    if (event.type === "approval.requested" || event.type === "approval.resolved") onApproval(runId, event);
+    if (TERMINAL_EVENTS.has(event.type) && event.run_id === runId) {
+      state.ended = true; // an approval still unanswered is moot now
+      $("live").textContent = "";
+      renderApprovals(runId);
+      void loadRuns().catch(() => undefined);
+    }
     scheduleRefresh();
+  }
+
+  // The stream's approval events, read field by field (the page trusts no shape it did not check).
+  function onApproval(runId, event) {
+    const text = (value) => (typeof value === "string" ? value : "");
+    if (event.run_id !== runId || typeof event.approval_id !== "string" || event.approval_id === "") return;
+    if (event.type === "approval.requested") {
+      const choices = Array.isArray(event.choices) ? DECISIONS.filter((c) => event.choices.includes(c)) : [];
+      const args = event.arguments !== null && typeof event.arguments === "object" ? event.arguments : {};
+      state.approvals.set(event.approval_id, {
+        approval_id: event.approval_id,
+        tool: text(event.tool_name),
+        arguments: args,
+        reason: text(event.reason),
+        suggested_rule: text(event.suggested_rule),
+        choices,
+        decision: null,
+        answered_by: null,
+      });
+    } else {
+      const known = state.approvals.get(event.approval_id);
+      if (!known) return;
+      known.decision = DECISIONS.includes(event.decision) ? event.decision : "answered";
+      known.answered_by = text(event.answered_by);
+    }
+    renderApprovals(runId);
   }
 
   function scheduleRefresh() {
@@ -316,23 +352,16 @@
     const generation = state.generation;
     if (!runId) return;
     try {
-      const path = `/v1/runs/${encodeURIComponent(runId)}`;
-      const [run, approvals] = await Promise.all([api(path), api(`${path}/approvals`)]);
+      const run = await api(`/v1/runs/${encodeURIComponent(runId)}`);
       const timeline = await stepList(runId, 0);
       if (generation !== state.generation) return; // another run was opened meanwhile
       renderRun(run);
-      renderApprovals(runId, approvals.approvals);
       const shown = $("timeline");
       if (shown.textContent !== timeline.textContent || shown.childElementCount !== timeline.childElementCount) {
         timeline.id = "timeline";
-        shown.replaceWith(timeline); // only when it changed: a poll must not re-create what the user is reading
+        shown.replaceWith(timeline); // only when it changed: a re-read must not re-create what the user is reading
       }
-      if (TERMINAL.has(run.status) && state.poll) {
-        clearInterval(state.poll);
-        state.poll = null;
-        $("live").textContent = "";
-        void loadRuns();
-      }
+      if (TERMINAL.has(run.status)) $("live").textContent = "";
     } catch (error) {
       if (generation === state.generation) showError("run-error", error);
     }
@@ -367,28 +396,35 @@
     $("final").textContent = run.final_text || "";
   }
 
-  function renderApprovals(runId, approvals) {
-    const key = JSON.stringify([runId, approvals]);
+  function approvalStatus(a) {
+    if (a.decision !== null) return "answered";
+    return state.ended ? "unanswered" : "pending";
+  }
+
+  function renderApprovals(runId) {
+    const approvals = [...state.approvals.values()];
+    const key = JSON.stringify([runId, state.ended, approvals]);
     if (key === state.approvalsKey) return; // unchanged: keep the buttons the user may be about to click
     state.approvalsKey = key;
     $("approvals-section").hidden = approvals.length === 0;
+    const said = { pending: "waiting for an answer", unanswered: "not answered: the run ended" };
     $("approvals").replaceChildren(
       ...approvals.map((a) => {
+        const status = approvalStatus(a);
         const item = el(
           "li",
-          { className: `approval approval-${a.status}`, dataset: { approvalId: a.approval_id } },
+          { className: `approval approval-${status}`, dataset: { approvalId: a.approval_id } },
           el("strong", null, a.tool),
           " ",
-          el("span", { className: "status" }, a.status === "pending" ? "waiting for an answer" : `${a.decision} by ${a.answered_by}`),
+          el("span", { className: "status" }, said[status] || `${a.decision} by ${a.answered_by}`),
           el("pre", { className: "arguments" }, json(a.arguments)),
           a.reason ? el("p", { className: "reason" }, a.reason) : null,
           a.suggested_rule ? el("p", null, "rule: ", el("code", null, a.suggested_rule)) : null,
         );
-        if (a.status === "pending") {
-          const choices = Array.isArray(a.choices) ? a.choices : ["allow_once", "deny"];
+        if (status === "pending") {
           const labels = { allow_once: "Allow", allow_always: "Always allow", deny: "Deny" };
           const buttons = el("div", { className: "buttons" });
-          for (const choice of ["allow_once", "allow_always", "deny"].filter((c) => choices.includes(c))) {
+          for (const choice of a.choices) {
             const button = el("button", { type: "button", className: `answer answer-${choice}`, dataset: { decision: choice } }, labels[choice]);
             button.addEventListener("click", () => void answer(runId, a.approval_id, choice, buttons));
             buttons.append(button);
@@ -410,8 +446,9 @@
       });
     } catch (error) {
       showError("run-error", error);
+      for (const b of buttons.querySelectorAll("button")) b.disabled = false; // e.g. a 403: the buttons stay usable
     }
-    await refresh();
+    // the stream's approval.resolved takes the buttons away (here, or in every other page showing the run)
   }
 
   // ---- the timeline: the run's steps, child runs nested under the step that started them ----
