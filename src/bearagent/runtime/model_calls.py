@@ -1,6 +1,11 @@
-"""One model turn of a run: the bounded request (with a PreModelRequest hook's say), `ModelCallRequested` (the
-budget check), the provider stream (token deltas published live), retries with backoff, each attempt a fact, and
-`ModelCallCompleted` with the turn bounded (`turn_bounds.py`)."""
+"""One model turn of a run: the bounded request (with a PreModelRequest hook's say), its estimated size against the
+model's window (`context_size.py`), `ModelCallRequested` (the budget check), the provider stream (token deltas
+published live), retries with backoff, each attempt a fact, and `ModelCallCompleted` with the turn bounded
+(`turn_bounds.py`); and the other model call a run makes, a compaction's summary (`compact`: which messages it
+replaces is `compaction.py`), when the request is over the threshold or the provider said it overflowed.
+
+Why it is over 400 lines: the summary call is a model call like a turn (admitted against the budgets, streamed,
+retried, each attempt a fact), so it shares the stream and the failure path here instead of copying them."""
 
 from __future__ import annotations
 
