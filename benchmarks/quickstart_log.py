@@ -160,13 +160,18 @@ def revert(tree: Path, commits: list[str]) -> Path:
             check=True,
         ).stdout
         if patch.strip():
-            subprocess.run(["git", "apply", "-R", "-"], input=patch, cwd=tree, check=True)
+            undone = subprocess.run(["git", "apply", "-R", "-"], input=patch, cwd=tree, capture_output=True)
+            if undone.returncode != 0:  # lines next to the change moved since: let patch(1) find them (fuzz)
+                subprocess.run(["patch", "-R", "-p1", "-F3", "-s"], input=patch, cwd=tree, check=True)
     return tree / "src"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--base", help="git revision to compare the working tree with")
+    parser.add_argument(
+        "--base-src", type=Path, help="a src/ tree (with examples/ beside it) to compare instead of --base"
+    )
     parser.add_argument("--head", help="git revision to compare with --base (default: the working tree)")
     parser.add_argument(
         "--without",
@@ -178,7 +183,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         after = snapshot(extract(args.head, tmp / "head") if args.head else None, tmp)
-        if args.without:
+        if args.base_src:
+            base_src = args.base_src.resolve()
+            args.base = str(base_src)
+        elif args.without:
             if args.head:
                 tree = extract(args.head, tmp / "base").parent
             else:  # the working tree as it is (others' uncommitted edits too), copied
