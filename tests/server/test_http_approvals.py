@@ -1,15 +1,18 @@
 """Approvals over HTTP through a real `bearagent serve`: a server run that asks waits, the approval is listed and
 answered over HTTP, the run finishes in the background; double, late and misdirected answers are 409; scopes and
-isolation; a waiting run cancelled, rejected against and interrupted."""
+isolation; a waiting run cancelled, rejected against and interrupted; the run's SSE stream shows the wait and the
+answer (`approval.requested` / `approval.resolved`)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from httpx_sse import ServerSentEvent, connect_sse
 from tests.server.test_http_api import Server, gateway_token, start, wait_for
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
@@ -155,3 +158,50 @@ def test_a_waiting_run_is_cancelled_rejected_against_and_interrupted(server: tup
         assert c.get(f"/v1/runs/{waiting}").json()["status"] == "cancelled"
         wait_for(c, replaced.json()["run_id"])
     assert not (root / "out.txt").exists()
+
+
+def _frames(client: httpx.Client, run_id: str, *, last_event_id: str | None = None) -> Iterator[ServerSentEvent]:
+    headers = {"accept": "text/event-stream"}
+    if last_event_id is not None:
+        headers["last-event-id"] = last_event_id
+    with connect_sse(client, "GET", f"/v1/runs/{run_id}/events", headers=headers) as source:
+        yield from source.iter_sse()
+
+
+def test_the_run_stream_shows_the_wait_and_the_answer_without_polling(server: tuple[Server, Path]) -> None:
+    srv, root = server
+    with srv.client() as c:
+        _, run_id = waiting_run(c)
+        seen: list[tuple[str, dict[str, object]]] = []
+        for sse in _frames(c, run_id):  # the stream stays open while the run waits
+            if sse.event == "token":
+                continue
+            data = json.loads(sse.data)
+            seen.append((sse.id, data))
+            if sse.event == "approval.requested":
+                assert data["run_id"] == run_id and data["tool_name"] == "Write"
+                assert data["arguments"] == {"file_path": "out.txt", "content": "made\n"}
+                assert data["choices"] == ["allow_once", "allow_always", "deny"] and data["suggested_rule"]
+                assert sse.id == f"{data['seq']}-1"
+                answered = c.post(f"/v1/runs/{run_id}/approvals/{data['approval_id']}", json={"decision": "allow_once"})
+                assert answered.status_code == 202, answered.text
+        types = [str(d["type"]) for _, d in seen]
+        assert types == [
+            "run.started",
+            "step",
+            "tool_call",
+            "approval.requested",
+            "approval.resolved",
+            "tool_result",
+            "step",
+            "final",
+            "run.succeeded",
+        ]
+        asked, resolved = seen[3][1], seen[4][1]
+        assert resolved["approval_id"] == asked["approval_id"] and resolved["decision"] == "allow_once"
+        assert resolved["answered_by"] == "local" and resolved["tool_call_id"] == asked["tool_call_id"]
+        assert resolved["tool_call_id"] == seen[2][1]["id"]
+        # resumed right after the request: the answer is the next frame, exactly once
+        rest = [json.loads(s.data)["type"] for s in _frames(c, run_id, last_event_id=seen[3][0]) if s.event != "token"]
+        assert rest == types[4:]
+    (root / "out.txt").unlink()
