@@ -10,7 +10,7 @@ auth:
   proxy: {trusted: [127.0.0.1/32], subject_header: X-Forwarded-User}   # identity headers from these addresses only
 limits: {max_body_bytes: 1048576, max_active_runs_per_caller: 8, max_sse_per_caller: 16, sse_idle_timeout_s: 300}
 runs: {resume_on_start: true}   # continue interrupted runs (and answered waiting ones) when the server starts
-store: {backend: postgres, dsn: ${BEARAGENT_DATABASE_URL}}   # every served workspace's store (over the user config's)
+store: {backend: postgres, dsn: '${BEARAGENT_DATABASE_URL}'}   # every served workspace's store (quoted in {...})
 ```
 """
 
