@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.app import LoadedWorkspace
-from bearagent.config.store_settings import StoreSettings
+from bearagent.config.store_settings import DATABASE_URL_ENV, StoreSettings
 from bearagent.domain._base import frozen_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
@@ -83,6 +83,9 @@ def store_dsn(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
     handed to libpq: messages name the store by its display form (`store/postgres/location.py`)."""
     dsn = loaded.env.get(settings.dsn_env)
     if not dsn:
+        hint = f"export {settings.dsn_env}='postgresql://USER@HOST/DB' (see docs/store.md, PostgreSQL)"
+        if loaded.env.get(DATABASE_URL_ENV) and settings.dsn_env != DATABASE_URL_ENV:
+            hint = f"write `dsn: ${{{DATABASE_URL_ENV}}}` in the store section ({DATABASE_URL_ENV} is set), or {hint}"
         raise BearAgentError(
             ErrorInfo.of(
                 "configuration",
@@ -91,7 +94,7 @@ def store_dsn(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
                 "which holds its connection string, is not set",
                 variable=settings.dsn_env,
             ),
-            hint=f"export {settings.dsn_env}='postgresql://USER@HOST/DB' (see docs/store.md, PostgreSQL)",
+            hint=hint,
         )
     return dsn
 

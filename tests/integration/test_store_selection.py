@@ -59,6 +59,18 @@ def test_a_missing_dsn_variable_names_the_file_and_key(tmp_path: Path) -> None:
     assert caught.value.hint is not None and "export TEAM_DB=" in caught.value.hint
 
 
+def test_a_section_without_a_dsn_key_says_when_database_url_is_the_one_set(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    path = user_config(tmp_path, "store: {backend: postgres}\n")  # the default variable, BEARAGENT_PG_DSN
+    env = isolated_env(tmp_path / "home", **{DATABASE_URL_ENV: "host=/nowhere dbname=x"})
+    loaded = load(root, tmp_path / "home", env=env)
+    assert loaded.config.store.source == str(path), "the user config's section wins over the variable alone"
+    with pytest.raises(BearAgentError) as caught:
+        open_store(loaded)
+    assert "BEARAGENT_PG_DSN" in caught.value.info.message
+    assert caught.value.hint is not None and caught.value.hint.startswith("write `dsn: ${BEARAGENT_DATABASE_URL}`")
+
+
 @pytest.mark.parametrize("value", [LITERAL, f"${{TEAM_DB:-{LITERAL}}}", f"host=db password={SECRET}"])
 def test_a_literal_dsn_is_refused_naming_the_file_and_key(tmp_path: Path, value: str) -> None:
     root = workspace(tmp_path)
