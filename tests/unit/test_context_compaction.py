@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.config_ws import load, write
+from click.testing import CliRunner
+from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
+from bearagent.cli import main
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart, ToolResultPart
@@ -145,3 +147,27 @@ def test_a_context_window_too_small_to_be_real_is_an_error_on_the_model_entry(tm
     (problem,) = [d for d in load(root, tmp_path / "home").diagnostics() if d.field == "models.tiny.context_window"]
     assert problem.severity == "error" and "greater than or equal to 256" in problem.message
     assert problem.fix == "fix models.tiny.context_window"
+
+
+def test_models_show_says_where_an_entrys_window_comes_from(tmp_path: Path) -> None:
+
+    root = tmp_path / "ws"
+    write(
+        root,
+        ".bearagent/config.yaml",
+        "models:\n"
+        "  claude: {provider: anthropic, model: claude-sonnet-4-5, api_key_env: K}\n"
+        "  local: {provider: openai-compatible, model: my-finetune, base_url: 'http://127.0.0.1:9/v1'}\n"
+        "  sized: {provider: openai-compatible, model: m, base_url: 'http://127.0.0.1:9/v1', context_window: 8192}\n",
+    )
+
+    def show(name: str) -> str:
+        result = CliRunner().invoke(
+            main, ["models", "show", name, "-w", str(root)], env=isolated_env(tmp_path / "home")
+        )
+        assert result.exit_code == 0, result.output
+        return " ".join(result.output.split())
+
+    assert "context_window 200,000 by default for claude-sonnet-4-5" in show("claude")
+    assert "context_window unknown (the server's /v1/models listing is asked" in show("local")
+    assert "context_window 8192" in show("sized")

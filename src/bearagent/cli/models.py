@@ -97,8 +97,23 @@ def show_model(ref: str, workspace: Path | None, as_json: bool) -> None:
         emit_json(data)
         return
     fields = [(k, v) for k, v in entry.model_dump(mode="json").items() if v not in (None, {}, "")]
+    if entry.context_window is None:
+        fields.append(("context_window", _window_note(entry.model or entry.name, entry.provider)))
     if entry.api_key_env:
         state = "set" if ws.env.get(entry.api_key_env) else "NOT SET"
         fields.append(("api key", f"${entry.api_key_env} is {state}"))
     print_fields(fields, 18)
     print_diagnostics(diags, heading="\ndiagnostics:")
+
+
+def _window_note(model: str, provider: str) -> str:
+    """Where the window of an entry without `context_window` comes from (docs/runtime.md#context-accounting)."""
+    from bearagent.runtime.context_size import default_context_window
+
+    default = default_context_window(model)
+    listing = provider.startswith("openai")
+    if default is None:
+        asked = " (the server's /v1/models listing is asked at the first request)" if listing else ""
+        return f"unknown{asked}; set context_window to compact by threshold"
+    wins = " (the server's /v1/models listing wins when it reports one)" if listing else ""
+    return f"{default:,} by default for {model}{wins}"
