@@ -24,6 +24,7 @@ from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import (
     ContextCompactedV1,
     ModelCallCompletedV2,
+    ModelCallFailedV2,
     ModelCallRequestedV3,
     RunEventPayload,
     parse_run_event_payload,
@@ -294,3 +295,20 @@ def test_a_compacted_run_is_a_valid_log_and_replays_without_a_summary_call(tmp_p
     assert steps.compactions == 1 and len(steps.turns) == 1  # the summary call is not a turn
     assert steps.turns[0].text == "Noted, still weather." and steps.turns[0].failed_attempts == ()
     assert isinstance(replayed, RunReplay) and replayed.ok and replayed.mismatches == 0
+
+
+def test_a_summary_model_that_answers_nothing_fails_the_run_and_says_what_to_change(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    write(root, ".bearagent/summary.yaml", 'turns: [{text: "   "}]\n')  # only blanks
+    with open_ws(root, tmp_path / "home") as ws:
+        first = ws.run_sync(f"One.\n{PADDING}")
+        session = str(first.session_id)
+        ws.run_sync(f"Two.\n{PADDING}", session=session)
+        failed = ws.run_sync(f"Three.\n{PADDING}", session=session)
+        events = ws.events(str(failed.run_id))
+    assert failed.status == "failed" and failed.error is not None
+    assert failed.error.code == "invalid_request.empty_summary"
+    assert "workspace/summariser answered with no summary text" in failed.error.message
+    assert "set `compaction.model` to a model that follows instructions" in failed.error.message
+    assert not _facts(events, ContextCompactedV1)  # nothing was compacted: the history stays whole
+    assert [f.error.code for f in _facts(events, ModelCallFailedV2)] == ["invalid_request.empty_summary"]

@@ -360,7 +360,8 @@ class ModelCalls:
             error = ErrorInfo.of(
                 "invalid_request",
                 "empty_summary",
-                f"the compaction model {compaction.model_ref} answered with no summary text",
+                f"the compaction model {compaction.model_ref} answered with no summary text, so the history could "
+                "not be compacted; set `compaction.model` to a model that follows instructions, or try again",
             )
             await self._record_failure(recorder, state, activity, compaction, BearAgentError(error), will_retry=False)
             raise RunFailure(error)
