@@ -17,9 +17,8 @@ import os
 import sys
 from typing import TextIO
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.text import Text
 
 from bearagent.cli.live_markdown import LiveText, WaitingLine, Wrapped, settled_length
@@ -166,6 +165,14 @@ class TerminalView:
         self._end_line()
 
 
+def _markdown(text: str) -> RenderableType:
+    """A rich `Markdown` of `text`; rich.markdown (and markdown-it) are imported on the first one, so a run whose
+    output is not a terminal never pays for them (~25 ms of start-up)."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
 class MarkdownView(TerminalView):
     """Like `TerminalView`, but on a terminal the model's text is rendered as Markdown while it streams, and a
     spinner with the elapsed time shows while the session waits (for MCP servers to start, for the model's first
@@ -209,7 +216,7 @@ class MarkdownView(TerminalView):
         if settled:
             block, self._buffer = self._buffer[:settled], self._buffer[settled:]
             if self._live is not None:
-                self._live.show(Wrapped(Markdown(block)))
+                self._live.show(Wrapped(_markdown(block)))
                 self._stop_text()
             else:
                 self._print_block(block)
@@ -219,14 +226,14 @@ class MarkdownView(TerminalView):
             if self._printed_block:
                 self._console.print()
             self._live = LiveText(self._console)
-        self._live.show(Wrapped(Markdown(self._buffer)))
+        self._live.show(Wrapped(_markdown(self._buffer)))
 
     def _print_block(self, block: str) -> None:
         if not block.strip():
             return
         if self._printed_block:
             self._console.print()
-        self._console.print(Wrapped(Markdown(block)))
+        self._console.print(Wrapped(_markdown(block)))
         self._printed_block = True
 
     def _stop_text(self) -> None:
@@ -244,7 +251,7 @@ class MarkdownView(TerminalView):
     def close(self) -> None:
         self._stop_waiting()
         if self._live is not None:
-            self._live.show(Wrapped(Markdown(self._buffer)))
+            self._live.show(Wrapped(_markdown(self._buffer)))
         self._end_line()
 
     def _end_line(self) -> None:
