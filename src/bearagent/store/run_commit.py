@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -42,6 +43,13 @@ INSERT_ACTIVITY = (
     "INSERT INTO activity_projections (run_id, activity_id, requested_sequence, status, data) VALUES (?, ?, ?, ?, ?)"
 )
 _ACTIVITY_EXISTS = "SELECT 1 FROM activity_projections WHERE run_id = ? AND activity_id = ?"
+
+# The status each run had at the version this process last committed. A run's status at a version is a function of
+# its events up to that version, so when a commit finds the row at that version (the version check of its UPDATE
+# passed) the stored status is known, and the status UPDATE is skipped when it does not change (most commits).
+_STATUS_AT: dict[tuple[str, str], tuple[int, str]] = {}
+_STATUS_AT_LIMIT = 4096
+_STATUS_AT_LOCK = threading.Lock()  # commits of several stores and threads share it
 
 
 def _thaw(value: object) -> object:
@@ -132,7 +140,8 @@ def commit_on(cursor: sqlite3.Cursor, path: Path, commit: RunCommit) -> None:
             if cursor.rowcount != 1:
                 stored = cursor.execute(_VERSION_OF, (run_id,)).fetchone()
                 raise VersionConflict(commit.run_id, 0 if stored is None else cast(int, stored[0]))
-            cursor.execute(_UPDATE_STATUS, (state.status, run_id, state.status))
+            if _STATUS_AT.get((str(path), run_id)) != (commit.expected_version, state.status):
+                cursor.execute(_UPDATE_STATUS, (state.status, run_id, state.status))
         for activity_id in commit.requested_activity_ids:
             if cursor.execute(_ACTIVITY_EXISTS, (run_id, activity_id)).fetchone() is not None:
                 raise ActivityIdTaken(activity_id)
@@ -144,6 +153,8 @@ def commit_on(cursor: sqlite3.Cursor, path: Path, commit: RunCommit) -> None:
             )
         cursor.execute("COMMIT")
     except BaseException as exc:
+        with _STATUS_AT_LOCK:
+            _STATUS_AT.pop((str(path), run_id), None)
         with contextlib.suppress(sqlite3.Error):
             cursor.execute("ROLLBACK")
         if isinstance(exc, sqlite3.IntegrityError):
@@ -151,6 +162,16 @@ def commit_on(cursor: sqlite3.Cursor, path: Path, commit: RunCommit) -> None:
         if isinstance(exc, sqlite3.Error):
             raise translate_sqlite_error(path, exc, f"appending event {first.sequence} of run {run_id}") from exc
         raise
+    _remember_status(str(path), run_id, state.last_sequence, state.status)
+
+
+def _remember_status(path: str, run_id: str, version: int, status: str) -> None:
+    key = (path, run_id)
+    with _STATUS_AT_LOCK:
+        _STATUS_AT.pop(key, None)  # re-inserted last: the oldest entry is the first one
+        _STATUS_AT[key] = (version, status)
+        if len(_STATUS_AT) > _STATUS_AT_LIMIT:
+            del _STATUS_AT[next(iter(_STATUS_AT))]
 
 
 def _integrity_error(cursor: sqlite3.Cursor, path: Path, exc: sqlite3.IntegrityError, commit: RunCommit) -> Exception:
