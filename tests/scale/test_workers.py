@@ -1,26 +1,50 @@
-"""Scale-out as real processes: one API-only server (`serve --workers 0`), three `bearagent worker` processes on one
-store, runs over several sessions, and one worker killed with SIGKILL in the middle. Every run must end succeeded,
-the runs of each session in submission order, no event lost (each log is whole and consistent), and the killed
-worker's runs resumed by the others."""
+"""Scale-out as real processes (issue 20): one API-only server (`serve --workers 0`) and three `bearagent worker`
+processes on one store (a SQLite file, and a PostgreSQL database), 60 runs over 20 sessions against a scripted model
+(20 ms per turn) whose every run appends a line to a file through Bash, and one worker killed with SIGKILL in the
+middle. Every run must end succeeded; the runs of each session in submission order and one at a time; every log
+whole; no side effect executed twice (the lines are counted against the logs); the killed worker's runs interrupted
+and resumed by the others. And a client of the API-only server follows, over SSE, a run a worker executes."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+import psycopg
 import pytest
-from tests.server.test_http_api import start
+from httpx_sse import connect_sse
+from psycopg import sql
+
+from tests.server.test_http_api import Server, start
 from tests.support import postgres_cluster
 from tests.support.run_ws import agent_md, scripted_workspace
 
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
-SESSIONS = 8
+SESSIONS = 20
 RUNS_PER_SESSION = 3
-SCRIPT = "turns:\n" + "".join(f'  - text: "answer {n}"\n    delay_ms: 250\n' for n in range(1, RUNS_PER_SESSION + 1))
+TURN = '  - tool_calls: [{name: Bash, arguments: {command: "echo done >> effects.log"}}]\n    delay_ms: 20\n'
+SCRIPT = "turns:\n" + "".join(
+    TURN + f'  - text: "answer {n}"\n    delay_ms: 20\n' for n in range(1, RUNS_PER_SESSION + 1)
+)
+USER_CONFIG = "permissions: {allow: [Bash]}\n"  # the user's own rule: an untrusted workspace cannot grant it
+
+
+@dataclass
+class Fleet:
+    root: Path
+    server: Server
+    workers: list[subprocess.Popen[str]]
+    dsn: str | None
 
 
 def _worker(root: Path, home: Path, extra: dict[str, str]) -> subprocess.Popen[str]:
@@ -40,81 +64,142 @@ def _worker(root: Path, home: Path, extra: dict[str, str]) -> subprocess.Popen[s
     )
 
 
-@pytest.mark.timeout(240)
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_three_workers_one_killed_every_run_succeeds_in_session_order(tmp_path: Path, backend: str) -> None:
-    agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
+@pytest.fixture(params=["sqlite", "postgres"])
+def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Bash]")}
     root = scripted_workspace(tmp_path / "fleet", SCRIPT, agents=agents)
     home = tmp_path / "home"
+    (home / "bearagent").mkdir(parents=True)
+    user_config = USER_CONFIG
     extra: dict[str, str] = {}
-    if backend == "postgres":  # every process on one PostgreSQL database, chosen by the user's config
+    if request.param == "postgres":  # every process on one PostgreSQL database, chosen by the user's config
         postgres_cluster.require()
         extra["BEARAGENT_PG_DSN"] = postgres_cluster.new_database()
-        (home / "bearagent").mkdir(parents=True)
-        (home / "bearagent" / "config.yaml").write_text("store: {backend: postgres, dsn_env: BEARAGENT_PG_DSN}\n")
+        user_config += "store: {backend: postgres, dsn_env: BEARAGENT_PG_DSN}\n"
+    (home / "bearagent" / "config.yaml").write_text(user_config)
     config = f"workspaces:\n  - {{id: fleet, path: {root}}}\nlimits: {{max_active_runs_per_caller: 100}}\n"
     server = start(tmp_path, "--workers", "0", config=config, env=extra)
     workers = [_worker(root, home, extra) for _ in range(3)]
     try:
-        with server.client() as c:
-            sessions = [c.post("/v1/workspaces/fleet/sessions", json={}).json()["id"] for _ in range(SESSIONS)]
-            sent: dict[str, list[str]] = {s: [] for s in sessions}
-            for n in range(RUNS_PER_SESSION):
-                for s in sessions:
-                    accepted = c.post(f"/v1/sessions/{s}/runs", json={"prompt": f"question {n + 1}"})
-                    assert accepted.status_code == 202, accepted.text
-                    assert accepted.json()["status"] == "queued"  # answered at once, before any worker ran it
-                    sent[s].append(accepted.json()["run_id"])
-            all_runs = [r for runs in sent.values() for r in runs]
-            # kill one worker while runs execute
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                done = sum(1 for r in all_runs if c.get(f"/v1/runs/{r}").json()["status"] == "succeeded")
-                if done >= len(all_runs) // 4:
-                    break
-                time.sleep(0.1)
-            workers[0].send_signal(signal.SIGKILL)
-            workers[0].wait(timeout=10)
-            deadline = time.monotonic() + 150
-            finals: dict[str, dict[str, object]] = {}
-            while time.monotonic() < deadline and len(finals) < len(all_runs):
-                for r in all_runs:
-                    if r not in finals:
-                        run = c.get(f"/v1/runs/{r}").json()
-                        if run["status"] in ("succeeded", "failed", "cancelled"):
-                            finals[r] = run
-                time.sleep(0.2)
-            assert len(finals) == len(all_runs), f"{len(all_runs) - len(finals)} runs never finished"
-            assert {r: (f["status"], f.get("error")) for r, f in finals.items() if f["status"] != "succeeded"} == {}
-            interrupted = 0
-            for s, runs in sent.items():
-                # each session's answers in submission order: run n got the session's n-th scripted answer
-                assert [finals[r]["final_text"] for r in runs] == [
-                    f"answer {n}" for n in range(1, RUNS_PER_SESSION + 1)
-                ], s
-                starts: list[str] = []
-                for r in runs:
-                    events = c.get(f"/v1/runs/{r}/events").json()["events"]
-                    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
-                    types = [e["event_type"] for e in events]
-                    assert types[0] == "RunCreated" and types[1] == "RunStarted" and types[-1] == "RunSucceeded"
-                    interrupted += types.count("RunInterrupted")
-                    starts.append(events[1]["occurred_at"])
-                    ended = events[-1]["occurred_at"]
-                    assert starts[-1] <= ended
-                # one at a time: each run of the session started after the previous one ended
-                ends = [c.get(f"/v1/runs/{r}/events").json()["events"][-1]["occurred_at"] for r in runs]
-                assert all(ends[i] <= starts[i + 1] for i in range(len(runs) - 1)), s
-            # the killed worker held runs (it had 3 slots and a full queue): they were interrupted and resumed
-            assert 1 <= interrupted <= 3
+        yield Fleet(root, server, workers, extra.get("BEARAGENT_PG_DSN"))
     finally:
         for w in workers:
             if w.poll() is None:
                 w.send_signal(signal.SIGTERM)
         for w in workers:
             try:
-                w.wait(timeout=20)
+                w.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 w.kill()
         server.proc.terminate()
         server.proc.wait(timeout=20)
+
+
+def _finish_all(c: httpx.Client, runs: list[str], within_s: float) -> dict[str, dict[str, object]]:
+    deadline = time.monotonic() + within_s
+    finals: dict[str, dict[str, object]] = {}
+    while time.monotonic() < deadline and len(finals) < len(runs):
+        for r in runs:
+            if r not in finals:
+                run = c.get(f"/v1/runs/{r}").json()
+                if run["status"] in ("succeeded", "failed", "cancelled"):
+                    finals[r] = run
+        time.sleep(0.2)
+    assert len(finals) == len(runs), f"{len(runs) - len(finals)} runs never finished"
+    return finals
+
+
+def _in_the_middle(fleet: Fleet, pid: int, total: int) -> bool:
+    """A quarter of the runs succeeded and process `pid` executes one now: read from the store itself (cheap enough
+    to poll every few ms)."""
+    statement = "SELECT status, data FROM {} WHERE status IN ('running', 'succeeded')"
+    if fleet.dsn is None:
+        with sqlite3.connect(f"file:{fleet.root / '.bearagent' / 'state.db'}?mode=ro", uri=True) as db:
+            rows = [(r[0], json.loads(r[1])) for r in db.execute(statement.format("run_projections")).fetchall()]
+    else:
+        schema = "bearagent_" + hashlib.sha256(str(fleet.root.resolve()).encode()).hexdigest()[:16]
+        with psycopg.connect(fleet.dsn) as db:
+            table = sql.Identifier(schema, "run_projections")
+            rows = [(r[0], r[1]) for r in db.execute(sql.SQL(statement).format(table)).fetchall()]
+    if sum(1 for status, _ in rows if status == "succeeded") < total // 4:
+        return False
+    return any(status == "running" and (data.get("owner") or {}).get("pid") == pid for status, data in rows)
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_killed_mid_way_loses_nothing_and_repeats_no_side_effect(fleet: Fleet) -> None:
+    with fleet.server.client() as c:
+        sessions = [c.post("/v1/workspaces/fleet/sessions", json={}).json()["id"] for _ in range(SESSIONS)]
+        sent: dict[str, list[str]] = {s: [] for s in sessions}
+        for n in range(RUNS_PER_SESSION):
+            for s in sessions:
+                accepted = c.post(f"/v1/sessions/{s}/runs", json={"prompt": f"question {n + 1}"})
+                assert accepted.status_code == 202, accepted.text
+                assert accepted.json()["status"] == "queued"  # answered at once, before any worker ran it
+                sent[s].append(accepted.json()["run_id"])
+        runs = [r for rs in sent.values() for r in rs]
+        victim = fleet.workers[0]
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not _in_the_middle(fleet, victim.pid, len(runs)):
+            time.sleep(0.005)
+        victim.send_signal(signal.SIGKILL)
+        fleet.workers[0].wait(timeout=10)
+        finals = _finish_all(c, runs, 240)
+        assert {r: (f["status"], f.get("error")) for r, f in finals.items() if f["status"] != "succeeded"} == {}
+
+        interrupted = completed_bash = abandoned = 0
+        failed_calls: list[object] = []
+        for s, session_runs in sent.items():
+            # each session's answers in submission order: its n-th run got the session's n-th scripted answer
+            assert [finals[r]["final_text"] for r in session_runs] == [
+                f"answer {n}" for n in range(1, RUNS_PER_SESSION + 1)
+            ], s
+            spans: list[tuple[str, str]] = []
+            for r in session_runs:
+                events = c.get(f"/v1/runs/{r}/events").json()["events"]
+                assert [e["sequence"] for e in events] == list(range(1, len(events) + 1)), r  # no event lost
+                types = [e["event_type"] for e in events]
+                assert types[:2] == ["RunCreated", "RunStarted"] and types[-1] == "RunSucceeded", types
+                interrupted += types.count("RunInterrupted")
+                failed_calls += [e["payload"] for e in events if e["event_type"] == "ToolCallFailed"]
+                abandoned += types.count("ToolCallAbandoned")
+                completed_bash += sum(
+                    1
+                    for e in events
+                    if e["event_type"] == "ToolCallCompleted" and e["payload"]["result"]["tool_name"] == "Bash"
+                )
+                spans.append((events[1]["occurred_at"], events[-1]["occurred_at"]))
+            # one at a time: each run of the session started after the previous one ended
+            assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1)), (s, spans)
+        # the killed worker held runs (3 slots, a full queue): interrupted, then resumed by the others
+        assert interrupted >= 1
+        # every Bash call ran at most once: one line per completed call, plus at most one per abandoned call (it
+        # may have run before its worker died; it is never run again)
+        lines = (fleet.root / "effects.log").read_text().splitlines()
+        assert completed_bash + abandoned == len(runs), (completed_bash, abandoned, failed_calls)
+        assert completed_bash <= len(lines) <= completed_bash + abandoned
+
+
+@pytest.mark.timeout(120)
+def test_a_client_of_the_api_only_server_follows_a_run_a_worker_executes(fleet: Fleet) -> None:
+    with fleet.server.client() as c:
+        session = c.post("/v1/workspaces/fleet/sessions", json={}).json()["id"]
+        run_id = c.post(f"/v1/sessions/{session}/runs", json={"prompt": "question 1"}).json()["run_id"]
+        frames: list[tuple[str, str, dict[str, object]]] = []
+        with connect_sse(c, "GET", f"/v1/runs/{run_id}/events") as source:
+            for sse in source.iter_sse():
+                frames.append((sse.id, sse.event, json.loads(sse.data)))
+                if sse.event == "tool_result":
+                    break  # drop the connection in the middle
+        assert frames and all(f[1] != "run.succeeded" for f in frames)
+        last = frames[-1][0]
+        with connect_sse(c, "GET", f"/v1/runs/{run_id}/events", headers={"last-event-id": last}) as source:
+            rest = [(sse.id, sse.event, json.loads(sse.data)) for sse in source.iter_sse()]
+        assert rest[-1][1] == "run.succeeded"
+        ids = [f[0] for f in frames + rest if f[0]]
+        assert len(ids) == len(set(ids))  # nothing delivered twice across the reconnect
+        stored = c.get(f"/v1/runs/{run_id}/events").json()["events"]
+        seqs = sorted({int(i.split("-")[0]) for i in ids})
+        assert seqs[-1] == stored[-1]["sequence"]  # the stream reached the run's last event
+        texts = [f[2].get("text") for f in frames + rest if f[1] == "final"]
+        assert texts == ["answer 1"] or any("answer 1" in json.dumps(f[2]) for f in rest)

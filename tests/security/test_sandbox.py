@@ -267,6 +267,40 @@ def test_control_files_are_read_only_to_the_shell_and_missing_ones_cannot_be_cre
         assert not (ws / name).exists(), name
 
 
+def test_an_empty_control_file_or_directory_is_protected_and_left_in_place(tmp_path: Path, home: Path) -> None:
+    # an empty one may be another process's placeholder (two workers running Bash in one workspace), removed at any
+    # moment: it stays read-only, covered by a placeholder of this call's own instead of bound from the host
+    ws = tmp_path / "ws"
+    (ws / ".claude").mkdir(parents=True)
+    (ws / "AGENTS.md").write_text("")
+    results = run_bash(
+        ws,
+        home,
+        [
+            "echo '{}' > .claude/settings.json; echo rc=$?",
+            "echo 'do evil' > AGENTS.md; echo rc=$?",
+            "touch ok.txt; echo rc=$?",
+        ],
+    )
+    assert "rc=0" not in _stdout(results[0]) and "rc=0" not in _stdout(results[1])
+    assert "rc=0" in _stdout(results[2])
+    assert (ws / ".claude").is_dir() and not any((ws / ".claude").iterdir())  # not ours: left, and untouched
+    assert (ws / "AGENTS.md").read_text() == ""
+    # never bound from the host path, which may be gone by the time bubblewrap binds it
+    from bearagent.sandbox.bwrap import BwrapBackend
+    from bearagent.sandbox.request import SandboxRequest
+
+    prepared = BwrapBackend("bwrap").prepare(["true"], SandboxRequest(), ws)
+    argv = list(prepared.argv)
+    root = os.path.realpath(ws)
+    pairs = list(zip(argv, argv[1:], argv[2:], strict=False))
+    assert ("--tmpfs", f"{root}/.claude", "--remount-ro") in pairs
+    assert ("--ro-bind", "/dev/null", f"{root}/AGENTS.md") in pairs
+    assert not any(a in ("--bind", "--ro-bind") and b == c == f"{root}/.claude" for a, b, c in pairs)
+    prepared.finish()
+    assert (ws / ".claude").is_dir() and (ws / "AGENTS.md").exists()  # finish removes only its own placeholders
+
+
 def test_secret_stores_and_the_user_config_are_hidden(tmp_path: Path, home: Path) -> None:
     write(home, ".ssh/id_rsa", "-----BEGIN FAKE PRIVATE KEY-----\n")
     write(home, ".aws/credentials", "[default]\naws_secret_access_key = fake-aws-secret\n")

@@ -20,7 +20,9 @@ The argv, in mount order (later mounts cover earlier ones):
    renamed away and replaced. A control file that does not exist gets a read-only placeholder (an empty directory
    or `/dev/null`) so the command cannot create it; bubblewrap has to create the mount point on the host, so an
    empty file or directory appears there for the duration of the call and is removed when the call ends (left
-   behind only if BearAgent itself is killed mid-call). A control file that is a symlink has its target protected;
+   behind only if BearAgent itself is killed mid-call). An empty control file or directory gets a placeholder too:
+   it may be another process's placeholder (two workers running Bash in one workspace), gone before this call's
+   bubblewrap would bind it. A control file that is a symlink has its target protected;
    the link itself can still be replaced (documented gap).
 5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket), then the readable
    exceptions inside them.
@@ -96,6 +98,22 @@ def _placeholder(plan: _Plan, path: Path, is_dir: bool) -> None:
             plan.placeholders.append((key, is_dir))
 
 
+def _empty(path: Path) -> str | None:
+    """ "dir" or "file" when `path` is an empty directory or an empty regular file, "gone" when it vanished just now
+    (a placeholder removed meanwhile), else None."""
+    try:
+        if path.is_dir():
+            with os.scandir(path) as entries:
+                return "dir" if next(entries, None) is None else None
+        if path.is_file():
+            return "file" if path.stat().st_size == 0 else None
+    except FileNotFoundError:
+        return "gone"
+    except OSError:
+        return None
+    return None if os.path.lexists(path) else "gone"  # is_dir/is_file say False for a path removed meanwhile
+
+
 def _protect(plan: _Plan, root: Path, rel: str) -> None:
     parts = [p for p in rel.split("/") if p]
     current = root
@@ -116,6 +134,13 @@ def _protect(plan: _Plan, root: Path, rel: str) -> None:
             return
         if not current.exists():
             _placeholder(plan, current, not last or not _is_file_name(rel))
+            return
+        empty = _empty(current)
+        if empty is not None:
+            # perhaps another process's placeholder, which it removes when its call ends: binding the host path
+            # would then fail ("Can't get type of source"), so protect it with a placeholder of our own (the
+            # command sees the same thing: an empty, read-only file or directory)
+            _placeholder(plan, current, empty == "dir" or (empty == "gone" and (not last or not _is_file_name(rel))))
             return
         if last or not current.is_dir():
             if key not in plan.ro:
