@@ -6,6 +6,11 @@ log is the compacted one, and the requests the model is sent after it hold the s
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -312,3 +317,53 @@ def test_a_summary_model_that_answers_nothing_fails_the_run_and_says_what_to_cha
     assert "set `compaction.model` to a model that follows instructions" in failed.error.message
     assert not _facts(events, ContextCompactedV1)  # nothing was compacted: the history stays whole
     assert [f.error.code for f in _facts(events, ModelCallFailedV2)] == ["invalid_request.empty_summary"]
+
+
+def test_a_compact_killed_during_its_summary_call_is_ended_by_resume_not_asked_again(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    write(root, ".bearagent/summary.yaml", 'turns: [{text: "Too late.", delay_ms: 30000}, {text: "Never asked."}]\n')
+    home = tmp_path / "home"
+    with open_ws(root, home) as ws:
+        first = ws.run_sync(f"{FIRST_MARKER}. {FACT}")
+        ws.run_sync("Two.", session=str(first.session_id))
+    code = f"import asyncio\nfrom bearagent.api import open_workspace\nasyncio.run(open_workspace({str(root)!r}).compact('continue'))\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env={**os.environ, **isolated_env(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        run_id = _wait_for_summary_call(root)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    with open_ws(root, home) as ws:
+        resumed = asyncio.run(ws.resume(run_id))
+        events = ws.events(run_id)
+        assert first.session_id is not None
+        history = ws.runtime.session_history(first.session_id)
+    assert resumed.status == "failed" and resumed.error is not None
+    assert resumed.error.code == "cancelled.compaction_interrupted"
+    assert "nothing was compacted; run /compact again" in resumed.error.message
+    kinds = [e.event_type for e in events]
+    assert kinds[-3:] == ["RunInterrupted", "RunResumed", "RunFailed"]
+    assert kinds.count("ModelCallRequested") == 1 and "ContextCompacted" not in kinds  # not asked again
+    assert FIRST_MARKER in history[0].text  # the history is whole
+
+
+def _wait_for_summary_call(root: Path, timeout_s: float = 30.0) -> str:
+    """The id of the /compact run once its summary call is stored (it is then waiting on the slow summariser)."""
+    from bearagent.store.sqlite import SqliteEventStore
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        store = SqliteEventStore(root / ".bearagent" / "state.db")
+        try:
+            for run in store.list_runs(status="running", limit=5):
+                if any(e.event_type == "ModelCallStarted" for e in store.read_events(run.run_id)):
+                    return str(run.run_id)
+        finally:
+            store.close()
+        time.sleep(0.05)
+    raise AssertionError("the compaction's summary call never started")

@@ -26,7 +26,9 @@ from bearagent.domain.run_events import (
     RunStartedV1,
     RunStartedV2,
     RunSucceededV2,
+    parse_run_event_payload,
 )
+from bearagent.runtime.cursor import RunCursor
 from bearagent.runtime.loop_state import LoopState, RunFailure
 from bearagent.runtime.model_calls import ModelCalls
 from bearagent.runtime.observer import RunObserver
@@ -126,6 +128,39 @@ def _described(compacted: ContextCompactedV1 | None) -> str:
         f"(~{compacted.tokens_before:,} -> ~{compacted.tokens_after:,} tokens); "
         f"{compacted.kept_messages} recent messages kept as they were"
     )
+
+
+async def end_resumed_compaction(
+    recorder: RunRecorder, state: LoopState, cursor: RunCursor, observer: RunObserver
+) -> RunOutcome:
+    """End a `/compact` run a resume took over (its process died): it is not asked again, since the user may no
+    longer want it. If its `ContextCompacted` was recorded, the compaction happened and the run succeeds; otherwise
+    nothing was compacted and the run fails saying so."""
+    from bearagent.runtime.loop import RunOutcome
+
+    run_id = recorder.run_id
+    done = next(
+        (
+            p
+            for e in cursor.events
+            if isinstance(p := parse_run_event_payload(e.event_type, e.schema_version, e.payload), ContextCompactedV1)
+        ),
+        None,
+    )
+    if done is not None:
+        final = _described(done)
+        projection = await recorder.append(RunSucceededV2(final_text=final))
+        observer.run_succeeded(run_id, 0)
+        return RunOutcome(run_id, "succeeded", state.plan.agent_name, final, projection.usage, 0)
+    error = ErrorInfo.of(
+        "cancelled",
+        "compaction_interrupted",
+        "the compaction (/compact) was interrupted before its summary was recorded, so nothing was compacted; "
+        "run /compact again in the session",
+    )
+    projection = await recorder.append(RunFailedV2(error=error))
+    observer.run_failed(run_id, error)
+    return RunOutcome(run_id, "failed", state.plan.agent_name, "", projection.usage, 0, error=error)
 
 
 async def _close_active(recorder: RunRecorder, state: LoopState, error: ErrorInfo) -> None:

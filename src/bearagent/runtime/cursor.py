@@ -80,6 +80,8 @@ class RunCursor:
     pending: tuple[RecordedToolCall, ...] = field(default=())
     """The calls of the last turn with no result yet, in the order the model asked for them."""
     events: tuple[Event, ...] = field(default=(), repr=False)
+    trigger_ref: str | None = None
+    """RunCreated's `trigger_ref` (`compact`: the run was a `/compact`)."""
 
     def conversation(self, history: Sequence[Message]) -> list[Message]:
         """The working history to go on with: the session's `history` before this run, then this run's messages,
@@ -176,4 +178,5 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
         resumes=resumes,
         pending=pending,
         events=tuple(events),
+        trigger_ref=created.trigger_ref,
     )

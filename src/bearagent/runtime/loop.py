@@ -52,6 +52,7 @@ from bearagent.domain.run_events import (
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import Clock, RunStorage
 from bearagent.runtime.approvals import RunSuspended
+from bearagent.runtime.compaction_run import COMPACT_TRIGGER_REF, end_resumed_compaction
 from bearagent.runtime.context import ContextBuilder, tool_result_message
 from bearagent.runtime.cursor import InFlightCall, RunCursor
 from bearagent.runtime.loop_state import (
@@ -237,6 +238,8 @@ class AgentLoop:
         self._observer.run_started(spec.run_id, plan.agent_name)
         for change in changes:
             self._observer.notice(spec.run_id, f"since this run started: {change}")
+        if cursor.trigger_ref == COMPACT_TRIGGER_REF:  # an interrupted /compact ends; it is not asked again
+            return await end_resumed_compaction(recorder, state, cursor, self._observer)
         remaining = max(0, spec.budgets.max_wall_time_ms - wall_time_used_ms)
         return await self._execute(spec, recorder, state, planner, cursor, remaining)
 
