@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import httpx
 import psycopg
@@ -123,7 +124,8 @@ def _in_the_middle(fleet: Fleet, pid: int, total: int) -> bool:
             rows = [(r[0], r[1]) for r in db.execute(sql.SQL(statement).format(table)).fetchall()]
     if sum(1 for status, _ in rows if status == "succeeded") < total // 4:
         return False
-    return any(status == "running" and (data.get("owner") or {}).get("pid") == pid for status, data in rows)
+    owners: list[object] = [cast(dict[str, object], data).get("owner") for status, data in rows if status == "running"]
+    return any(isinstance(o, dict) and cast(dict[str, object], o).get("pid") == pid for o in owners)
 
 
 @pytest.mark.timeout(300)
