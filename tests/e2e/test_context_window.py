@@ -176,3 +176,17 @@ def test_a_summary_request_the_summary_model_cannot_hold_is_sent_again_with_the_
     whole, half = (_last_message(chats[i].body) for i in (2, 3))
     assert MARKER in whole and "are left out" not in whole
     assert len(half) < len(whole) * 0.75 and "characters of the conversation are left out" in half
+
+
+def test_an_overflow_with_nothing_to_compact_fails_at_once_and_says_it_will_not_retry(tmp_path: Path) -> None:
+    with (
+        FakeOpenAI([Answer(error_fixture=OVERFLOW)]) as server,
+        _workspace(tmp_path, server.base_url) as ws,
+    ):
+        result = ws.run_sync("a first prompt that is already too long for the window")
+        events = ws.events(str(result.run_id))
+    assert result.status == "failed" and result.error is not None
+    assert result.error.category == "context_overflow"
+    (failed,) = _facts(events, ModelCallFailedV2)
+    assert not failed.will_retry  # the goal alone is the conversation: there is nothing to summarise
+    assert len(server.chat_requests()) == 1 and not _facts(events, ContextCompactedV1)

@@ -184,6 +184,7 @@ class ModelCalls:
                     and not overflow_compacted
                     and compaction is not None
                     and compaction.enabled
+                    and self._replaceable(state, messages, "overflow") > 0
                 ):
                     # the request did not fit: compact once and try again; a second overflow fails the run
                     overflow_compacted = True
@@ -285,6 +286,19 @@ class ModelCalls:
         )
         state.active = None
 
+    @staticmethod
+    def _replaceable(state: LoopState, messages: Sequence[Message], trigger: str) -> int:
+        """How many messages after the system prompt a compaction would replace (0: none)."""
+        compaction = state.plan.compaction
+        if compaction is None:
+            return 0
+        conversation = messages[1:]
+        keep = compaction.keep_recent_turns
+        replaced = split_point(conversation, keep)
+        if replaced == 0 and trigger != "threshold" and keep > 1:
+            replaced = split_point(conversation, 1)  # it did not fit, or the user asked: keep only the last turn
+        return replaced
+
     async def compact(
         self,
         recorder: RunRecorder,
@@ -302,10 +316,7 @@ class ModelCalls:
         if compaction is None:
             return None
         conversation = messages[1:]
-        keep = compaction.keep_recent_turns
-        replaced = split_point(conversation, keep)
-        if replaced == 0 and trigger != "threshold" and keep > 1:
-            replaced = split_point(conversation, 1)  # it did not fit, or the user asked: keep only the last turn
+        replaced = self._replaceable(state, messages, trigger)
         if replaced == 0:
             self._observer.notice(recorder.run_id, "nothing to compact: the conversation is its most recent turns")
             return None
