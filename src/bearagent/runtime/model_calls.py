@@ -144,6 +144,7 @@ class ModelCalls:
                 and compaction.enabled
                 and window.tokens is not None
                 and estimate > compaction.threshold * window.tokens
+                and self._replaceable(state, messages, "threshold") > 0
             ):
                 compacted_now = True
                 self._observer.notice(
