@@ -518,6 +518,10 @@ def main() -> None:
             print(f"# {fw.name} {fw.version}: {fw.notes}")
             for _ in range(3):
                 fw.run_once(5)  # warm up imports and caches, and check the adapter works
+        # every framework's modules are loaded now: keep them out of the collector's older generations, so that a
+        # framework allocating a lot does not pay for the others' heaps in its full collections
+        gc.collect()
+        gc.freeze()
         print(f"# N tool-call turns + 1 final turn; median of {repeat} interleaved runs; per step = run / (N + 1)")
         print()
 
