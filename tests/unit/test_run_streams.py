@@ -1,5 +1,5 @@
 """`server.streams.RunStreams`: every SSE connection to a run is served by one follower of that run. Connections that
-come together share one read of the log; each frame is encoded once (the very same bytes go to every connection);
+come together share one read of the log; each frame is encoded once for all of them;
 live commits reach them without a timer; a late connection to a finished run reads no store; a resume delivers the
 rest once; a run another process writes is read from the store by the one follower, not by each connection."""
 
@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
+import pytest
 from tests.support.events import EventFactory
 
 from bearagent.domain.budgets import BudgetLimits, TokenUsage
 from bearagent.domain.events import Event
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId
 from bearagent.domain.run_events import ModelCallCompletedV2, RunCreatedV2, RunStartedV1, RunSucceededV2
+from bearagent.domain.stream import StreamEventModel, encode_stream_event
 from bearagent.runtime.run_writer import Committed, Published, TokenDelta
+from bearagent.server import streams as streams_module
 from bearagent.server.streams import RunStreams
 
 
@@ -84,10 +87,23 @@ def a_run() -> tuple[EventFactory, list[Event]]:
 
 
 async def collect(streams: RunStreams, runtime: FakeRuntime, run_id: RunId, resume: str = "") -> list[bytes]:
-    return [frame async for frame in streams.frames(runtime, "ws", run_id, resume)]
+    """The SSE frames of a connection (the writes it gets may hold several)."""
+    frames: list[bytes] = []
+    async for chunk in streams.frames(runtime, "ws", run_id, resume):
+        assert chunk.endswith(b"\n\n")
+        frames += [part + b"\n\n" for part in chunk.split(b"\n\n")[:-1]]
+    return frames
 
 
-def test_connections_share_one_read_one_encoding_and_get_commits_live() -> None:
+def test_connections_share_one_read_one_encoding_and_get_commits_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[str] = []
+
+    def counting(event: StreamEventModel) -> str:
+        encoded.append(event.model_dump()["type"])
+        return encode_stream_event(event)
+
+    monkeypatch.setattr(streams_module, "encode_stream_event", counting)
+
     async def go() -> None:
         runtime = FakeRuntime()
         streams = RunStreams(Manager(runtime), poll_s=30)  # no poll in this test: everything live
@@ -114,9 +130,8 @@ def test_connections_share_one_read_one_encoding_and_get_commits_live() -> None:
             b"event: run.succeeded",
         ]
         assert first[0].startswith(b"id: 2-1\n") and first[-1].startswith(b"id: 4-3\n")
-        for other in got[1:]:
-            assert other == first
-            assert all(a is b for a, b in zip(other, first, strict=True))  # encoded once, shared
+        assert all(other == first for other in got[1:])
+        assert len(encoded) == len(first)  # each event encoded once for the five connections
 
         late = await collect(streams, runtime, f.run_id)  # finished: from memory, no read
         assert late == [frame for frame in first if b"event: token" not in frame]

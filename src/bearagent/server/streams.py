@@ -276,21 +276,28 @@ class RunStreams:
         # from here to the registration nothing awaits: no frame is missed between the backlog and the live ones
         backlog = [framed for s, n, framed in run.frames if s > seq or (s == seq and n > skip)]
         if run.finished:
-            for framed in backlog:
-                yield framed
+            if backlog:
+                yield b"".join(backlog)
             return
         connection = _Connection(after_seq=max(seq - 1, 0))
         run.connections.add(connection)
         if run.poller is None:
             run.poller = asyncio.ensure_future(self._poll(run))
         try:
-            for framed in backlog:
-                yield framed
+            if backlog:
+                yield b"".join(backlog)
             while True:
-                item = await connection.queue.get()
-                if item is None:
+                # what is queued goes out as one write: the frames of one commit (step, final, run.succeeded) and a
+                # burst of tokens cost one send, not one each
+                batch = [await connection.queue.get()]
+                while not connection.queue.empty() and batch[-1] is not None:
+                    batch.append(connection.queue.get_nowait())
+                ended = batch[-1] is None
+                chunk = b"".join(item for item in batch if item is not None)
+                if chunk:
+                    yield chunk
+                if ended:
                     return
-                yield item
         finally:
             connection.closed = True
             run.connections.discard(connection)
