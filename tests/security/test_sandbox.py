@@ -301,6 +301,48 @@ def test_an_empty_control_file_or_directory_is_protected_and_left_in_place(tmp_p
     assert (ws / ".claude").is_dir() and (ws / "AGENTS.md").exists()  # finish removes only its own placeholders
 
 
+_HOLDING_CALL = """
+import sys
+from pathlib import Path
+from bearagent.sandbox.bwrap import BwrapBackend
+from bearagent.sandbox.request import SandboxRequest
+prepared = BwrapBackend("bwrap").prepare(["true"], SandboxRequest(), Path(sys.argv[1]))
+print("planned", flush=True)
+sys.stdin.readline()
+prepared.finish()
+print("finished", flush=True)
+"""
+
+
+def test_a_placeholder_goes_only_when_no_call_of_any_process_relies_on_it(tmp_path: Path) -> None:
+    # removing a mount point on the host detaches it in every sandbox that uses it: a call that made a placeholder
+    # must not remove it while a call of another process relies on it; the last call to end removes it
+    from bearagent.sandbox.bwrap import BwrapBackend
+    from bearagent.sandbox.request import SandboxRequest
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    first = BwrapBackend("bwrap").prepare(["true"], SandboxRequest(), ws)
+    assert (str(ws.resolve() / ".claude"), True) in first.placeholders
+    (ws / ".claude").mkdir()  # what bubblewrap makes on the host when the first call starts
+    other = subprocess.Popen(
+        [sys.executable, "-c", _HOLDING_CALL, str(ws)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert other.stdin is not None and other.stdout is not None
+    try:
+        assert other.stdout.readline().strip() == "planned"  # the other process's call relies on it now
+        first.finish()
+        assert (ws / ".claude").is_dir()  # so it stays
+        other.stdin.write("\n")
+        other.stdin.flush()
+        assert other.stdout.readline().strip() == "finished"
+    finally:
+        other.kill()
+        other.wait()
+    assert not (ws / ".claude").exists()  # the last call to end removed it
+    assert (ws / ".bearagent" / "locks" / "sandbox-placeholders").read_text() == "[]"
+
+
 def test_secret_stores_and_the_user_config_are_hidden(tmp_path: Path, home: Path) -> None:
     write(home, ".ssh/id_rsa", "-----BEGIN FAKE PRIVATE KEY-----\n")
     write(home, ".aws/credentials", "[default]\naws_secret_access_key = fake-aws-secret\n")

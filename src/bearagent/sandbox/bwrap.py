@@ -33,11 +33,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bearagent.sandbox.placeholders import PlaceholderLease
 from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
 from bearagent.sandbox.request import SandboxRequest
 from bearagent.tools.protected import PROTECTED_FILES, SHELL_READ_ONLY
@@ -47,12 +47,6 @@ FORWARDER = str(Path(__file__).with_name("_forward.py"))
 SANDBOX_FORWARDER = "/tmp/.bearagent-forward.py"
 _NAMESPACE_ARGS = ("--new-session", "--die-with-parent", "--unshare-all")
 _BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
-
-_lock = threading.Lock()
-_placeholders: dict[str, int] = {}
-"""Placeholders of this process's running calls, by path, with how many calls use each. A call that finds another
-call's placeholder reuses it, and only the last one removes it: removing a mount point on the host would detach the
-mount in every sandbox that still relies on it."""
 
 
 def probe_argv(program: str) -> list[str]:
@@ -73,7 +67,6 @@ def _is_file_name(rel: str) -> bool:
 class _Plan:
     args: list[str] = field(default_factory=lambda: [])
     placeholders: list[tuple[str, bool]] = field(default_factory=lambda: [])  # (path, is_dir), newly created
-    reused: list[str] = field(default_factory=lambda: [])
     bound_dirs: set[str] = field(default_factory=lambda: set())
     ro: set[str] = field(default_factory=lambda: set())
 
@@ -87,15 +80,8 @@ def _placeholder(plan: _Plan, path: Path, is_dir: bool) -> None:
         plan.args += ["--perms", "0555", "--tmpfs", key, "--remount-ro", key]
     else:
         plan.args += ["--ro-bind", "/dev/null", key]
-    with _lock:
-        if key in _placeholders:
-            _placeholders[key] += 1
-            plan.reused.append(key)
-        elif os.path.lexists(key):
-            return
-        else:
-            _placeholders[key] = 1
-            plan.placeholders.append((key, is_dir))
+    if not os.path.lexists(key):  # bubblewrap will create it on the host: the last call to end removes it
+        plan.placeholders.append((key, is_dir))
 
 
 def _empty(path: Path) -> str | None:
@@ -121,11 +107,6 @@ def _protect(plan: _Plan, root: Path, rel: str) -> None:
         current = current / part
         last = index == len(parts) - 1
         key = str(current)
-        with _lock:
-            ours = key in _placeholders
-        if ours:
-            _placeholder(plan, current, not last or not _is_file_name(rel))
-            return
         if current.is_symlink():
             target = Path(os.path.realpath(current))
             if _inside(target, root) and target.exists() and str(target) not in plan.ro:
@@ -176,19 +157,13 @@ class PreparedCommand:
     argv: tuple[str, ...]
     env: dict[str, str]
     placeholders: tuple[tuple[str, bool], ...] = ()
-    reused: tuple[str, ...] = ()
+    lease: PlaceholderLease | None = None
+    """Held while the call may rely on placeholders (workspace-write): `placeholders.py`."""
 
     def finish(self) -> None:
-        with _lock:
-            for key in self.reused:
-                _placeholders[key] -= 1
-            for key, _ in self.placeholders:
-                _placeholders[key] -= 1
-            done = [(k, d) for k, d in self.placeholders if _placeholders.get(k, 0) <= 0]
-            done.extend((k, Path(k).is_dir()) for k in self.reused if _placeholders.get(k, 0) <= 0)
-            for key, is_dir in done:
-                _placeholders.pop(key, None)
-                _remove_placeholder(key, is_dir)
+        """The call is over: its lease ends, and the placeholders go once no call of any process relies on them."""
+        if self.lease is not None:
+            self.lease.release(_remove_placeholder)
 
 
 def _remove_placeholder(key: str, is_dir: bool) -> None:
@@ -234,6 +209,9 @@ class BwrapBackend:
         extra = [d for d in dict.fromkeys(extra) if d.is_dir() and not _inside(d, root)]
         for directory in extra:
             plan.args += ["--bind", str(directory), str(directory)]
+        # from before the mounts are planned until the call ends: no other call's cleanup removes a placeholder
+        # this one binds or relies on
+        lease = PlaceholderLease.take(root) if request.mode == "workspace-write" else None
         try:
             if request.mode == "workspace-write":
                 for base in (root, *extra):
@@ -247,8 +225,10 @@ class BwrapBackend:
                 if path.is_file() and any(_inside(path, h) for h in hidden):
                     plan.args += ["--ro-bind", raw, raw]
         except BaseException:
-            PreparedCommand((), {}, tuple(plan.placeholders), tuple(plan.reused)).finish()
+            PreparedCommand((), {}, tuple(plan.placeholders), lease).finish()
             raise
         plan.args += ["--chdir", str(Path(os.path.realpath(cwd)) if cwd is not None else root), "--", *argv]
         env = {"TMPDIR": "/tmp", "BEARAGENT_SANDBOX": request.mode}
-        return PreparedCommand(tuple(plan.args), env, tuple(plan.placeholders), tuple(plan.reused))
+        if lease is not None:
+            lease.register(plan.placeholders)
+        return PreparedCommand(tuple(plan.args), env, tuple(plan.placeholders), lease)
