@@ -103,13 +103,22 @@ def _copy_checked(value: object, path: str, depth: int, counter: _Counter, froze
             if len(key) > MAX_JSON_KEY_CHARS:
                 raise JsonBoundsError(f"{path}: object key longer than max_key_chars={MAX_JSON_KEY_CHARS}")
             _add_chars(counter, len(key), path)
-            if type(item) is str and len(item) <= MAX_JSON_STRING_CHARS and counter.nodes < MAX_JSON_NODES:
-                # the common leaf, checked as the recursive call would (its path is only built for a message)
+            kind = type(item)
+            if counter.nodes < MAX_JSON_NODES and (
+                (kind is str and len(item) <= MAX_JSON_STRING_CHARS)  # pyright: ignore[reportArgumentType]
+                or kind is int
+                or kind is bool
+                or item is None
+            ):
+                # the common leaves, checked as the recursive call would (its path is only built for a message)
                 counter.nodes += 1
-                counter.chars += len(item)
-                if counter.chars > MAX_JSON_TOTAL_CHARS:
-                    _add_chars(counter, 0, f"{path}.{key}")
-                out[key] = item
+                if kind is str:
+                    counter.chars += len(item)  # pyright: ignore[reportArgumentType]
+                    if counter.chars > MAX_JSON_TOTAL_CHARS:
+                        _add_chars(counter, 0, f"{path}.{key}")
+                elif kind is int:
+                    counter.chars += 8
+                out[key] = cast(JsonValue, item)
             else:
                 out[key] = _copy_checked(item, f"{path}.{key}", depth + 1, counter, frozen)
         return MappingProxyType(out) if frozen else out
@@ -146,6 +155,9 @@ def thaw_json_mapping(value: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
 
 def thaw_json_value(value: JsonValue) -> JsonValue:
     """Thaw any frozen JSON value (see `thaw_json_mapping`)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value  # the leaves, told apart without the ABC checks below
     if isinstance(value, Mapping):
         return {key: thaw_json_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)) and not isinstance(value, str):
