@@ -48,7 +48,7 @@ class Fleet:
     dsn: str | None
 
 
-def _worker(root: Path, home: Path, extra: dict[str, str]) -> subprocess.Popen[str]:
+def _worker(server_config: Path, home: Path, extra: dict[str, str]) -> subprocess.Popen[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -57,7 +57,7 @@ def _worker(root: Path, home: Path, extra: dict[str, str]) -> subprocess.Popen[s
         **extra,
     }
     return subprocess.Popen(
-        [BEARAGENT, "worker", "-w", str(root), "--concurrency", "3", "--poll", "0.1"],
+        [BEARAGENT, "worker", "--config", str(server_config), "--concurrency", "3", "--poll", "0.1"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -71,16 +71,15 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
     root = scripted_workspace(tmp_path / "fleet", SCRIPT, agents=agents)
     home = tmp_path / "home"
     (home / "bearagent").mkdir(parents=True)
-    user_config = USER_CONFIG
+    (home / "bearagent" / "config.yaml").write_text(USER_CONFIG)
+    config = f"workspaces:\n  - {{id: fleet, path: {root}}}\nlimits: {{max_active_runs_per_caller: 100}}\n"
     extra: dict[str, str] = {}
-    if request.param == "postgres":  # every process on one PostgreSQL database, chosen by the user's config
+    if request.param == "postgres":  # every process on one PostgreSQL database, chosen by the server config
         postgres_cluster.require()
         extra["BEARAGENT_PG_DSN"] = postgres_cluster.new_database()
-        user_config += "store: {backend: postgres, dsn_env: BEARAGENT_PG_DSN}\n"
-    (home / "bearagent" / "config.yaml").write_text(user_config)
-    config = f"workspaces:\n  - {{id: fleet, path: {root}}}\nlimits: {{max_active_runs_per_caller: 100}}\n"
+        config += "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'}\n"
     server = start(tmp_path, "--workers", "0", config=config, env=extra)
-    workers = [_worker(root, home, extra) for _ in range(3)]
+    workers = [_worker(tmp_path / "server.yaml", home, extra) for _ in range(3)]
     try:
         yield Fleet(root, server, workers, extra.get("BEARAGENT_PG_DSN"))
     finally:

@@ -85,6 +85,7 @@ def serve(
         workers=workers,
         concurrency=concurrency,
         resume_interrupted=config.resume_on_start,
+        store=config.store,
     )
     app = create_app(
         manager,

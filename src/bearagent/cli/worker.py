@@ -64,7 +64,13 @@ def worker(
     from bearagent.server.registry import RunManager
 
     manager = RunManager(
-        config.workspaces, dict(os.environ), workers=1, concurrency=concurrency, resume_interrupted=True, poll_s=poll_s
+        config.workspaces,
+        dict(os.environ),
+        workers=1,
+        concurrency=concurrency,
+        resume_interrupted=True,
+        poll_s=poll_s,
+        store=config.store,
     )
 
     async def main() -> None:

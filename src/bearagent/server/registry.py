@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import RunCancelledV1
@@ -97,11 +98,14 @@ class RunManager:
         concurrency: int = DEFAULT_CONCURRENCY,
         resume_interrupted: bool = False,
         poll_s: float = 0.5,
+        store: StoreSettings | None = None,
     ) -> None:
         """`workers` x `concurrency` runs execute in this process at once (`workers=0`: API only, runs wait for a
-        `bearagent worker`); `resume_interrupted`: its worker also resumes interrupted runs (`runs.resume_on_start`)."""
+        `bearagent worker`); `resume_interrupted`: its worker also resumes interrupted runs (`runs.resume_on_start`);
+        `store`: the server config's `store:`, for every workspace (None: each workspace's own choice)."""
         self.workspaces = dict(workspaces)
         self._env = dict(env)
+        self._store = store
         self._runtimes: dict[tuple[str, str], WorkspaceRuntime] = {}
         self._tasks: dict[RunId, asyncio.Task[RunResult]] = {}
         self._session_of: dict[RunId, str] = {}
@@ -125,7 +129,8 @@ class RunManager:
             from bearagent.app import load_workspace
 
             entry = self.workspaces[workspace_id]
-            runtime = WorkspaceRuntime(load_workspace(entry.root_path, env=self._env), caller=subject)
+            loaded = load_workspace(entry.root_path, env=self._env, store=self._store)
+            runtime = WorkspaceRuntime(loaded, caller=subject)
             self._runtimes[key] = runtime
             for listener in tuple(self._listeners):
                 listener(workspace_id, runtime)
