@@ -1,0 +1,275 @@
+"""Benchmark of scale-out (issue 20). Run: `uv run python benchmarks/bench_scale.py [--quick]`.
+
+Needs Debian's `postgresql` package (a throwaway cluster is started in a temporary directory, as the tests do).
+
+1. Runs/s through the queue: an API-only `bearagent serve --workers 0` and 1, 2 and 4 `bearagent worker` processes
+   (concurrency 4 each) on one PostgreSQL database, `--runs` runs over `--sessions` sessions against the scripted
+   model with a 20 ms turn, timed from the first POST to the last run's end. The same with SQLite beside it.
+2. Append throughput and replay speed of the two stores in the same run: runs of 50 steps (each step's events one
+   `append_many`, as the loop writes them), then every run's log read back.
+3. Commit-to-client latency of an event committed in one process and read by `follow_run` over another store
+   handle: through LISTEN/NOTIFY on PostgreSQL, beside the same reader with the notices switched off (the poll).
+
+Each figure is the median of `--rounds` rounds (the machine is shared and noisy); print them as a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import cast
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+from tests.support import postgres_cluster
+from tests.support.events import EventFactory
+from tests.support.run_ws import agent_md, scripted_workspace
+
+from bearagent.domain.events import Event
+from bearagent.domain.ids import ActivityId, RunId, ToolCallId, Uuid4IdGenerator
+from bearagent.domain.run_events import ToolCallCompletedV2, ToolCallRequestedV2, ToolCallStartedV1
+from bearagent.domain.tools import ToolResult
+from bearagent.ports import RunStorage
+from bearagent.runtime import streaming
+from bearagent.runtime.run_writer import RunWriter
+from bearagent.store.postgres import PostgresRunStorage
+from bearagent.store.sqlite import SqliteEventStore
+
+BEARAGENT = str(Path(sys.executable).parent / "bearagent")
+TOKEN = "bench-scale-token"
+
+
+def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "BEARAGENT_HOME": str(home / "bearagent"),
+        "BEARAGENT_LOAD_PLUGINS": "",
+        "BEARAGENT_SERVE_TOKEN": TOKEN,
+        **extra,
+    }
+
+
+def _fleet_round(dsn: str | None, workers: int, runs: int, sessions: int) -> float:
+    """Runs/s of one fleet: an API-only server and `workers` worker processes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        per_session = -(-runs // sessions)
+        script = "turns:\n" + "".join(f'  - text: "answer {n}"\n    delay_ms: 20\n' for n in range(per_session))
+        root = scripted_workspace(base / "ws", script, agents={"main": agent_md("Main.", mode="primary")})
+        home = base / "home"
+        (home / "bearagent").mkdir(parents=True)
+        config = f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{max_active_runs_per_caller: 100000}}\n"
+        extra: dict[str, str] = {}
+        if dsn is not None:
+            extra["BEARAGENT_PG_DSN"] = dsn
+            config += "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'}\n"
+        (base / "server.yaml").write_text(config)
+        env = _env(home, extra)
+        server = subprocess.Popen(
+            [BEARAGENT, "serve", "--port", "0", "--workers", "0", "--config", str(base / "server.yaml")],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stderr is not None
+        url = ""
+        while not url:
+            line = server.stderr.readline()
+            if not line:
+                raise RuntimeError("serve did not start")
+            match = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+            url = match.group(1) if match else ""
+        procs = [
+            subprocess.Popen(
+                [BEARAGENT, "worker", "--config", str(base / "server.yaml"), "--concurrency", "4", "--poll", "0.2"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(workers)
+        ]
+        try:
+            with httpx.Client(base_url=url, headers={"authorization": f"Bearer {TOKEN}"}, timeout=60) as c:
+                ids = [c.post("/v1/workspaces/ws/sessions", json={}).json()["id"] for _ in range(sessions)]
+                time.sleep(1.0)  # the workers are up and idle
+                started = time.monotonic()
+                sent = [
+                    c.post(f"/v1/sessions/{ids[n % sessions]}/runs", json={"prompt": f"q{n}"}).json()["run_id"]
+                    for n in range(runs)
+                ]
+                pending = set(sent)
+                while pending:
+                    for run_id in list(pending):
+                        if c.get(f"/v1/runs/{run_id}").json()["status"] in ("succeeded", "failed", "cancelled"):
+                            pending.discard(run_id)
+                    time.sleep(0.05)
+                return runs / (time.monotonic() - started)
+        finally:
+            for proc in procs:
+                proc.send_signal(signal.SIGTERM)
+            for proc in procs:
+                proc.wait(timeout=60)
+            server.terminate()
+            server.wait(timeout=30)
+
+
+async def _append_and_replay(storage: RunStorage, runs: int, steps: int) -> tuple[float, float]:
+    """(events appended/s, events replayed/s) with step-sized batches."""
+    writer = RunWriter(storage)
+    total = 0
+    run_ids: list[RunId] = []
+    started = time.perf_counter()
+    for _ in range(runs):
+        f = EventFactory(ids=Uuid4IdGenerator())
+        await writer.append_many([f.run_created(), f.run_started()])
+        total += 2
+        for _ in range(steps):
+            batch = [*f.model_call(), *f.tool_call()]
+            await writer.append_many(batch)
+            total += len(batch)
+        run_ids.append(f.run_id)
+    appended = total / (time.perf_counter() - started)
+    started = time.perf_counter()
+    read = 0
+    for run_id in run_ids:
+        read += len(await storage.fetch_events(run_id))
+    return appended, read / (time.perf_counter() - started)
+
+
+async def _latency(writing: RunStorage, reading: RunStorage, events: int, *, notices: bool) -> list[float]:
+    """Seconds from a commit (when `append_many` returned in the writer) to `follow_run` over the other handle
+    yielding its `tool_result` (a notice can beat the writer's own return: that counts as 0)."""
+    f = EventFactory(ids=Uuid4IdGenerator())
+    writer = RunWriter(writing)
+    await writer.append_many([f.run_created(), f.run_started()])
+    received: dict[int, float] = {}
+    committed: dict[int, float] = {}
+
+    async def read() -> None:
+        source = reading if notices else cast(RunStorage, _PollOnly(reading))
+        async for item in streaming.follow_run(source, None, f.run_id, after_seq=2):
+            seq = getattr(item, "seq", None)
+            if isinstance(seq, int) and getattr(item, "type", "") == "tool_result":
+                received[seq] = time.perf_counter()
+                if len(received) >= events:
+                    return
+
+    reader = asyncio.create_task(read())
+    if notices and isinstance(reading, PostgresRunStorage):
+        await reading.commits.wait_listening()
+    await asyncio.sleep(0.3)
+    for _ in range(events):
+        projection = await writer.append_many(_tool_call(f))  # one commit: a call's requested, started, completed
+        committed[projection.last_sequence] = time.perf_counter()
+        await asyncio.sleep(0.02)
+    await asyncio.wait_for(reader, 60)
+    return [max(0.0, received[seq] - at) for seq, at in committed.items()]
+
+
+class _PollOnly:
+    """The same reader without its commit notices: what `follow_run` does with a store that sends none."""
+
+    def __init__(self, storage: RunStorage) -> None:
+        self._storage = storage
+
+    async def fetch_events(self, run_id: RunId, after_sequence: int = 0, limit: int | None = None) -> Sequence[Event]:
+        return await self._storage.fetch_events(run_id, after_sequence, limit)
+
+
+def _tool_call(f: EventFactory) -> list[Event]:
+    """A Read call's three facts as the loop records them (v2: what the stream shows as a `tool_result`)."""
+    activity, call = f.ids.new(ActivityId), f.ids.new(ToolCallId)
+    result = ToolResult(tool_call_id=call, tool_name="Read", status="succeeded", content="x")
+    return [
+        f.event(ToolCallRequestedV2(activity_id=activity, tool_call_id=call, tool_name="Read", arguments={})),
+        f.event(ToolCallStartedV1(activity_id=activity, tool_call_id=call)),
+        f.event(ToolCallCompletedV2(activity_id=activity, tool_call_id=call, result=result)),
+    ]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer runs and rounds")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=120)
+    parser.add_argument("--sessions", type=int, default=40)
+    args = parser.parse_args()
+    rounds = 1 if args.quick else args.rounds
+    runs = 40 if args.quick else args.runs
+    postgres_cluster.require = lambda: None  # type: ignore[assignment]
+    if postgres_cluster.unavailable():
+        raise SystemExit(postgres_cluster.unavailable())
+    print(f"# bench_scale on {platform.node()} ({os.cpu_count()} cores), {datetime.now(UTC).isoformat()[:16]}Z")
+    print(f"python {platform.python_version()}, {rounds} round(s), median\n")
+
+    print(f"## 1. runs/s through the queue ({runs} runs over {args.sessions} sessions, 20 ms per model turn)\n")
+    print("| workers | PostgreSQL runs/s | SQLite runs/s |")
+    print("|---:|---:|---:|")
+    for workers in (1, 2, 4):
+        pg = statistics.median(
+            _fleet_round(postgres_cluster.new_database(), workers, runs, args.sessions) for _ in range(rounds)
+        )
+        lite = statistics.median(_fleet_round(None, workers, runs, args.sessions) for _ in range(rounds))
+        print(f"| {workers} | {pg:.1f} | {lite:.1f} |")
+
+    print("\n## 2. append and replay (runs of 50 steps, each step's events one append_many)\n")
+    print("| store | appends (events/s) | replay (events/s) |")
+    print("|---|---:|---:|")
+    n_runs = 20 if args.quick else 60
+
+    def measure(make: Callable[[], SqliteEventStore | PostgresRunStorage]) -> tuple[float, float]:
+        results: list[tuple[float, float]] = []
+        for _ in range(rounds):
+            storage = make()
+            try:
+                results.append(asyncio.run(_append_and_replay(storage, n_runs, 50)))
+            finally:
+                storage.close()
+        return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        counter = iter(range(1000))
+        lite_a, lite_r = measure(lambda: SqliteEventStore(Path(tmp) / f"s{next(counter)}.db"))
+    pg_a, pg_r = measure(lambda: PostgresRunStorage(postgres_cluster.new_database()))
+    print(f"| SQLite | {lite_a:,.0f} | {lite_r:,.0f} |")
+    print(f"| PostgreSQL | {pg_a:,.0f} | {pg_r:,.0f} |")
+
+    print("\n## 3. commit-to-client latency, another process's handle (follow_run)\n")
+    print("| reader | p50 ms | p99 ms | events |")
+    print("|---|---:|---:|---:|")
+    n_events = 100 if args.quick else 400
+    for notices in (True, False):
+        dsn = postgres_cluster.new_database()
+        writing, reading = PostgresRunStorage(dsn), PostgresRunStorage(dsn)
+        try:
+            seen = asyncio.run(_latency(writing, reading, n_events, notices=notices))
+        finally:
+            writing.close()
+            reading.close()
+        label = "LISTEN/NOTIFY" if notices else f"poll only ({streaming.POLL_INTERVAL_S * 1000:.0f} ms)"
+        print(f"| {label} | {_pct(seen, 0.5) * 1000:.1f} | {_pct(seen, 0.99) * 1000:.1f} | {len(seen)} |")
+    postgres_cluster.stop_cluster()
+
+
+if __name__ == "__main__":
+    main()
