@@ -119,7 +119,7 @@ def test_a_locked_store_sends_the_commit_to_the_thread_and_the_loop_keeps_runnin
         holder.wait(timeout=10)
     assert thread != threading.get_ident()
     assert waited >= 0.3
-    assert ticks >= 15  # the loop was not blocked while the commit waited
+    assert ticks >= 10  # the loop was not blocked while the commit waited (~30 ticks possible; a loaded CI is slow)
     assert _count(path) == 2  # the refused inline attempt wrote nothing; the retry wrote once
 
 
