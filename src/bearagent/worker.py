@@ -3,9 +3,9 @@
 The same loop runs inside `bearagent serve` (`--workers N` in-process slots; `0` = API only) and as `bearagent
 worker` processes on any machine sharing the database. Each scan first records `RunInterrupted` for runs whose
 owner died (`leases.recover_interrupted`), so a dead worker's runs become pending and another worker resumes them
-(never repeating a completed model call or a side-effecting tool call: `resuming.py`). A worker wakes at once when
-its own process enqueues (`wake`), on a commit notice from another process where the store sends them (PostgreSQL
-LISTEN/NOTIFY), and otherwise every `poll_s`.
+(never repeating a completed model call or a side-effecting tool call: `resuming.py`); that look is made at most
+every `RECOVER_EVERY_S`. A worker wakes at once when its own process enqueues (`wake`), on a commit notice from
+another process where the store sends them (PostgreSQL LISTEN/NOTIFY), and otherwise every `poll_s`.
 
 Graceful stop (`stop`): no new claims; runs in flight may finish for `grace_s`; what still runs after it is handed
 back (its task is cancelled with `HAND_BACK`: the loop records `RunInterrupted`, not `RunCancelled`), and the next
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -33,6 +34,11 @@ _log = logging.getLogger("bearagent.worker")
 
 RACE_CODES = frozenset({"session_busy", "not_queued", "not_next", "still_running", "finished"})
 """Refusals that mean another process took the run (or its session) first: nothing to record, try the next."""
+
+RECOVER_EVERY_S = 2.0
+"""How often a worker looks for runs whose owner died (each scan would cost two store reads per workspace)."""
+COALESCE_S = 0.01
+"""After a wake, how long a worker lets further wakes gather before it scans once for all of them."""
 
 RuntimeFor = Callable[[str, str], WorkspaceRuntime]
 """(workspace id, subject) -> the runtime that executes that caller's runs in that workspace."""
@@ -82,6 +88,7 @@ class Worker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._executions: set[asyncio.Task[RunResult]] = set()
         self._stopping = False
+        self._recovered: dict[str, float] = {}  # workspace id -> when its dead owners were last looked for
         self.stats = WorkerStats()
 
     def wake(self) -> None:
@@ -108,6 +115,7 @@ class Worker:
                     _log.warning("worker scan failed: %s", exc)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.poll_s)
+                await asyncio.sleep(COALESCE_S)  # a burst of commits elsewhere: one scan for all of them
         finally:
             for stop in unlisten:
                 with contextlib.suppress(Exception):
@@ -136,7 +144,10 @@ class Worker:
             if self.free <= 0 or self._stopping:
                 break
             probe = self._runtime_for(workspace_id, "local")
-            await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
+            now = time.monotonic()
+            if now - self._recovered.get(workspace_id, -RECOVER_EVERY_S) >= RECOVER_EVERY_S:
+                self._recovered[workspace_id] = now
+                await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
             for item in await pending_runs(probe.store, interrupted=self.resume_interrupted):
                 if self.free <= 0 or self._stopping:
                     break
