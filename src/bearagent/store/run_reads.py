@@ -7,15 +7,18 @@ every `StoreError` names.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from bearagent.domain._base import JsonValue
-from bearagent.domain.events import Event
-from bearagent.domain.ids import CorrelationId, RunId, SessionId
+from bearagent.domain._base import JsonValue, frozen_json
+from bearagent.domain.events import EVENT_TYPE_RE, Event
+from bearagent.domain.ids import CausationId, CorrelationId, EventId, RunId, SessionId
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
+from bearagent.runtime.run_state import trusted_model
 from bearagent.store.errors import StoreError, translate_sqlite_error
 
 SELECT_RUN = "SELECT data, goal FROM run_projections"
@@ -72,7 +75,56 @@ def _once(seen: dict[object, object], kind: type[RunId] | type[CorrelationId], t
     return found
 
 
+# what `iso()` writes: a UTC time with whole or microsecond seconds and a Z
+_STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{6})?Z\Z")
+
+
+def _plain_event(row: tuple[object, ...], seen: dict[object, object]) -> Event | None:
+    """The event of a row written the way this store writes rows, checked field by field by the rules `Event`
+    applies (each id a version-4 UUID of its kind, sequence >= 1, the type's pattern and length, version 1-1000, a
+    UTC time, the payload a JSON object within the bounds); None for anything else, which `Event.model_validate`
+    then judges (and refuses with its own message)."""
+    event_id, _run, sequence, event_type, version, occurred, causation, _corr, payload = row
+    run_id = _once(seen, RunId, row[1])
+    correlation_id = _once(seen, CorrelationId, row[7])
+    if not (
+        type(event_id) is str
+        and type(run_id) is RunId
+        and type(sequence) is int
+        and sequence >= 1
+        and type(event_type) is str
+        and 2 <= len(event_type) <= 64
+        and EVENT_TYPE_RE.match(event_type) is not None
+        and type(version) is int
+        and 1 <= version <= 1_000
+        and type(occurred) is str
+        and _STORED_TIME.match(occurred) is not None
+        and (causation is None or type(causation) is str)
+        and (correlation_id is None or type(correlation_id) is CorrelationId)
+        and type(payload) is str
+    ):
+        return None
+    try:
+        values = {
+            "event_id": EventId(event_id),
+            "run_id": run_id,
+            "sequence": sequence,
+            "event_type": event_type,
+            "schema_version": version,
+            "occurred_at": datetime.fromisoformat(occurred).astimezone(UTC),
+            "causation_id": None if causation is None else CausationId(causation),
+            "correlation_id": correlation_id,
+            "payload": frozen_json(cast(dict[str, object], json.loads(payload))),
+        }
+    except (ValueError, TypeError):
+        return None
+    return trusted_model(Event, values)
+
+
 def _event_of(path: Path, row: tuple[object, ...], seen: dict[object, object]) -> Event:
+    plain = _plain_event(row, seen)
+    if plain is not None:
+        return plain
     try:
         return Event.model_validate(
             {
