@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -145,10 +145,14 @@ def test_health_reports_each_sqlite_store_without_auth(sqlite_server: Served) ->
             "running": 0,
         }
         assert (beta["backend"], beta["running"], beta["queued"]) == ("sqlite", 1, 0)
+        # the server's own worker: its slots, the run it finished and the one it executes now
+        assert body["worker"]["concurrency"] == 16 and body["worker"]["in_flight"] == 1
+        assert body["worker"]["started"] >= 1
         assert_tells_nothing(body, sqlite_server, session_a, session_b, done, slow)
         wait_for(client, slow)
     body = health_until(sqlite_server, lambda b: b["stores"][1]["running"] == 0)
     assert body["stores"][1]["running"] == 0
+    assert body["worker"]["in_flight"] == 0 and body["worker"]["started"] == 2
 
 
 def test_health_on_postgres_never_shows_the_dsn(tmp_path: Path, postgres_dsn: str) -> None:
@@ -201,8 +205,11 @@ class _Manager:
     """What health reads of a RunManager: the workspaces and a runtime per workspace (its loaded workspace)."""
 
     def __init__(self, loaded: object) -> None:
+        from bearagent.worker import Worker
+
         self.workspaces = {"one": object(), "two": object()}
         self._loaded = loaded
+        self.worker = Worker(lambda: [], lambda ws, subject: cast(Any, None), concurrency=0)
 
     def runtime(self, workspace_id: str, subject: str) -> object:
         assert subject == "local"

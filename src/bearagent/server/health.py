@@ -66,11 +66,19 @@ _reports: weakref.WeakKeyDictionary[RunManager, HealthReports] = weakref.WeakKey
 
 
 async def health_report(manager: RunManager) -> dict[str, object]:
-    """`{status, workspaces, stores: [...]}`: `status` is `ok` when every store could be read and is not newer than
-    this BearAgent, else `degraded`; `stores` lists the served workspaces in the server's order."""
+    """`{status, workspaces, stores: [...], worker}`: `status` is `ok` when every store could be read and is not
+    newer than this BearAgent, else `degraded`; `stores` lists the served workspaces in the server's order; `worker`
+    is this process's own (`serve --workers`): its slots and what it started, resumed, lost to another worker, failed
+    to start, and executes now (counts only)."""
     reports = _reports.get(manager)
     if reports is None:
         reports = _reports[manager] = HealthReports(manager)
     stores = await reports.stores()
     status = "ok" if all(s["status"] == "ok" for s in stores) else "degraded"
-    return {"status": status, "workspaces": len(manager.workspaces), "stores": stores}
+    worker = manager.worker
+    return {
+        "status": status,
+        "workspaces": len(manager.workspaces),
+        "stores": stores,
+        "worker": {"concurrency": worker.concurrency, **worker.stats.to_json()},
+    }
