@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, cast
@@ -32,7 +34,7 @@ class SchemaValidator:
     def __init__(self, tool_name: str, schema: Mapping[str, object]) -> None:
         self._tool = tool_name
         plain = cast(dict[str, Any], _thaw(schema))
-        Draft202012Validator.check_schema(plain)
+        _check_schema(json.dumps(plain, sort_keys=True))
         self._validator = cast(Any, Draft202012Validator(plain))
         self._fast = compile_fast_check(plain)
 
@@ -53,6 +55,13 @@ class SchemaValidator:
             f"Invalid arguments for {self._tool}: {where}: {message}. Fix the arguments to match the tool's input schema.",
             field=where,
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_schema(schema_json: str) -> None:
+    """Check a schema against the metaschema once per distinct schema (a run's plan builds its runtime tools anew,
+    and the check was half the cost of planning); an invalid one raises every time (errors are not cached)."""
+    Draft202012Validator.check_schema(json.loads(schema_json))
 
 
 def _thaw(value: object) -> object:
