@@ -63,8 +63,9 @@ def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _fleet_round(dsn: str | None, workers: int, runs: int, sessions: int) -> float:
-    """Runs/s of one fleet: an API-only server and `workers` worker processes."""
+def _fleet_round(dsn: str | None, workers: int, runs: int, sessions: int) -> tuple[float, float, float]:
+    """(runs/s, worker CPU ms per run, server CPU ms per run) of one fleet: an API-only server and `workers` worker
+    processes (their CPU includes start-up)."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         per_session = -(-runs // sessions)
@@ -112,20 +113,27 @@ def _fleet_round(dsn: str | None, workers: int, runs: int, sessions: int) -> flo
                     c.post(f"/v1/sessions/{ids[n % sessions]}/runs", json={"prompt": f"q{n}"}).json()["run_id"]
                     for n in range(runs)
                 ]
-                pending = set(sent)
-                while pending:
-                    for run_id in list(pending):
-                        if c.get(f"/v1/runs/{run_id}").json()["status"] in ("succeeded", "failed", "cancelled"):
-                            pending.discard(run_id)
+                while any(  # one listing per poll: the client must not be the server's main load
+                    s["status"] != "active" for s in c.get("/v1/workspaces/ws/sessions").json()["sessions"]
+                ):
                     time.sleep(0.05)
-                return runs / (time.monotonic() - started)
+                rate = runs / (time.monotonic() - started)
+                for run_id in sent:
+                    assert c.get(f"/v1/runs/{run_id}").json()["status"] == "succeeded", run_id
         finally:
             for proc in procs:
                 proc.send_signal(signal.SIGTERM)
-            for proc in procs:
-                proc.wait(timeout=60)
             server.terminate()
-            server.wait(timeout=30)
+        cpu_workers = sum(_cpu_s(proc) for proc in procs)
+        cpu_server = _cpu_s(server)
+        return rate, cpu_workers / runs * 1000, cpu_server / runs * 1000
+
+
+def _cpu_s(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> float:
+    """User + system CPU seconds the process used in its life (reaped here)."""
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return usage.ru_utime + usage.ru_stime
 
 
 async def _append_and_replay(storage: RunStorage, runs: int, steps: int) -> tuple[float, float]:
@@ -223,14 +231,13 @@ def main() -> None:
     print(f"python {platform.python_version()}, {rounds} round(s), median\n")
 
     print(f"## 1. runs/s through the queue ({runs} runs over {args.sessions} sessions, 20 ms per model turn)\n")
-    print("| workers | PostgreSQL runs/s | SQLite runs/s |")
-    print("|---:|---:|---:|")
+    print("| workers | store | runs/s | worker CPU ms/run | server CPU ms/run |")
+    print("|---:|---|---:|---:|---:|")
     for workers in (1, 2, 4):
-        pg = statistics.median(
-            _fleet_round(postgres_cluster.new_database(), workers, runs, args.sessions) for _ in range(rounds)
-        )
-        lite = statistics.median(_fleet_round(None, workers, runs, args.sessions) for _ in range(rounds))
-        print(f"| {workers} | {pg:.1f} | {lite:.1f} |")
+        for label, dsn_of in (("PostgreSQL", postgres_cluster.new_database), ("SQLite", lambda: None)):
+            results = [_fleet_round(dsn_of(), workers, runs, args.sessions) for _ in range(rounds)]
+            rate, worker_cpu, server_cpu = (statistics.median(r[i] for r in results) for i in range(3))
+            print(f"| {workers} | {label} | {rate:.1f} | {worker_cpu:.0f} | {server_cpu:.0f} |")
 
     print("\n## 2. append and replay (runs of 50 steps, each step's events one append_many)\n")
     print("| store | appends (events/s) | replay (events/s) |")
