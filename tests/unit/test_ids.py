@@ -251,3 +251,12 @@ def test_text_that_is_no_version_4_uuid_is_refused(text: str) -> None:
         RunId(text)
     with pytest.raises(ValidationError):
         HoldsRun.model_validate({"run_id": text})
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS, ids=lambda k: k.__name__)
+def test_the_text_of_an_id_is_the_uuid_s_text_however_it_was_made(kind: type[TypedId]) -> None:
+    made = kind.new()
+    text = str(uuid.UUID(int=made.int))
+    for same in (made, kind(text), kind(text.upper()), kind(uuid.UUID(text)), pickle.loads(pickle.dumps(made))):
+        assert str(same) == text and f"{same}" == text and repr(same) == f"{kind.__name__}('{text}')"
+    assert "_text" not in str(pickle.dumps(made))  # the remembered text is not part of the id's state

@@ -26,6 +26,7 @@ class TypedId(uuid.UUID):
         if type(value) is str and _CANONICAL_V4.match(value):  # the text every id is written as: no UUID parse
             object.__setattr__(self, "int", int(value.replace("-", ""), 16))
             object.__setattr__(self, "is_safe", uuid.SafeUUID.unknown)
+            self.__dict__["_text"] = value  # it is what str() gives
             return
         if isinstance(value, TypedId) and type(value) is not type(self):
             raise TypeError(f"expected {type(self).__name__}, got {type(value).__name__}")
@@ -71,6 +72,14 @@ class TypedId(uuid.UUID):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}('{self}')"
+
+    def __str__(self) -> str:
+        """The canonical text, formatted once per id (an event's ids are written to its row, its payload and the
+        stream, each by `str`)."""
+        text = self.__dict__.get("_text")
+        if text is None:
+            text = self.__dict__["_text"] = super().__str__()
+        return text
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
