@@ -1,13 +1,23 @@
 """Load on `bearagent serve` over loopback (issue 19): N concurrent SSE clients following M concurrent runs.
 
-A real server process (the tests' `start()`), a scripted model answering each turn after 50 ms. M sessions get a
-run each at once; N clients (N/M per run) follow the runs' SSE streams from the moment the run is accepted.
-Measured: delivery latency of every committed event (the stored event's `occurred_at` to the client's receipt,
-same clock), runs/s (first POST to the last terminal event), and no lost events: every client must receive the
-same id sequence as a replay of the finished run, seqs non-decreasing, ending with the terminal event. Baseline in
-the same run: one client following one run alone on the same server (5 rounds).
+A real server process, a scripted model answering each turn after 50 ms. M sessions get a run each at once; N clients
+(N/M per run) follow the runs' SSE streams from the moment the run is accepted. So that the clients are connected
+before the runs commit anything (else the figure is mostly how long 200 connections take to open), each session's
+measured run is queued behind a first run whose model takes `--gate-ms` (2.5 s) to answer: the 50 measured runs then
+start together, with their 200 followers connected (`--gate-ms 0`: the clients connect after the run started, as the
+first version of this benchmark did). Measured: delivery latency of every
+committed event (the stored event's `occurred_at` to the client's receipt, same clock), split into events committed
+after the client's stream was open ("live": what the server's fan-out costs) and before it (caught up from the log:
+that includes the client's own connection time); runs/s (first POST to the last terminal event); and no lost events:
+every client must receive the same id sequence as a replay of the finished run, seqs non-decreasing, ending with the
+terminal event. Baseline in the same run: one client following one run alone on the same server (5 rounds).
 
-Run: `uv run python benchmarks/bench_serve.py [--clients 200] [--runs 50] [--quick]`.
+The clients run in a process of their own (`--role clients`, started by this script), so what they cost is measured
+apart: the CPU seconds of the client process and of the server process (from /proc) during the load round are
+printed beside the latencies. `--profile FILE` runs the server under cProfile and writes its stats to FILE (the event
+loop's thread: the store's SQLite threads are not in it).
+
+Run: `uv run python benchmarks/bench_serve.py [--clients 200] [--runs 50] [--quick] [--profile serve.prof]`.
 """
 
 from __future__ import annotations
@@ -15,107 +25,281 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
+import re
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-from httpx_sse import aconnect_sse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.server.test_http_api import TOKEN, start
+from tests.server.test_http_api import TOKEN
 from tests.support.run_ws import agent_md, scripted_workspace
 
-SSE = {"accept": "text/event-stream"}
+Frame = tuple[str, str, int | None, float]
+"""(id, type, seq, receipt wall time) of one committed frame."""
 
 
-async def follow(client: httpx.AsyncClient, run_id: str) -> list[tuple[str, str, int | None, float]]:
-    """(id, type, seq, receipt wall time) of every committed frame of the run's SSE stream."""
-    got: list[tuple[str, str, int | None, float]] = []
-    async with aconnect_sse(client, "GET", f"/v1/runs/{run_id}/events", headers=SSE) as source:
-        async for sse in source.aiter_sse():
-            if sse.event == "token":
-                continue  # live only, no id of their own (an SSE client repeats the last id on them)
-            got.append((sse.id, sse.event, json.loads(sse.data).get("seq"), time.time()))
-    return got
+# ---- the clients (a process of their own) -------------------------------------------------------------------------
 
 
-async def occurred(client: httpx.AsyncClient, run_id: str) -> dict[int, float]:
+async def follow(client: httpx.AsyncClient, run_id: str) -> tuple[float, list[Frame]]:
+    """When the stream was open (headers received), and every committed frame of the run's SSE stream.
+
+    A bare HTTP/1.1 reader on its own connection (asyncio streams; chunked transfer encoding; `id:`/`event:`/`data:`
+    lines), not httpx + httpx-sse: 200 of those cost the client process more CPU than the server spends on the
+    streams, and a frame waiting in the client's event loop counts as the server's latency."""
+    url = client.base_url
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    request = (
+        f"GET /v1/runs/{run_id}/events HTTP/1.1\r\nhost: {url.host}:{url.port}\r\n"
+        f"authorization: {client.headers['authorization']}\r\naccept: text/event-stream\r\n\r\n"
+    )
+    writer.write(request.encode())
+    got: list[Frame] = []
+    try:
+        status = await reader.readline()
+        assert b" 200 " in status, status
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass  # headers (uvicorn streams the body with chunked transfer encoding)
+        opened = time.time()
+        buffer = b""
+        while True:
+            size = int((await reader.readline()).strip() or b"0", 16)
+            if size == 0:
+                break
+            buffer += await reader.readexactly(size + 2)
+            buffer = buffer[:-2]  # the CRLF after the chunk
+            received = time.time()
+            *frames, buffer = buffer.split(b"\n\n")
+            for raw in frames:
+                fields = dict(line.split(b": ", 1) for line in raw.split(b"\n") if b": " in line)
+                kind = fields.get(b"event", b"").decode()
+                if not kind or kind == "token":
+                    continue  # a keep-alive comment; tokens are live only, with no id of their own
+                seq = json.loads(fields[b"data"]).get("seq")
+                got.append((fields.get(b"id", b"").decode(), kind, seq, received))
+    finally:
+        writer.close()
+    return opened, got
+
+
+async def occurred(client: httpx.AsyncClient, run_id: str) -> tuple[dict[int, float], float]:
+    """When each stored event of the run happened (by sequence), and when the run started executing."""
     page = (await client.get(f"/v1/runs/{run_id}/events")).json()
-    return {e["sequence"]: datetime.fromisoformat(e["occurred_at"]).timestamp() for e in page["events"]}
+    at = {e["sequence"]: datetime.fromisoformat(e["occurred_at"]).timestamp() for e in page["events"]}
+    started = [at[e["sequence"]] for e in page["events"] if e["event_type"] == "RunStarted"]
+    return at, started[0]
 
 
-async def one_round(client: httpx.AsyncClient, runs: int, clients: int) -> dict[str, object]:
+def _p(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[max(int(len(ordered) * q) - 1, 0)] if len(ordered) > 1 else ordered[0]
+
+
+async def loop_lag(out: list[float], every_s: float = 0.005) -> None:
+    """How late the client's own event loop wakes a 5 ms sleep (ms): a frame that arrived meanwhile waited as long
+    in the client before it was read, which the latency counts against the server."""
+    while True:
+        start = time.perf_counter()
+        await asyncio.sleep(every_s)
+        out.append((time.perf_counter() - start - every_s) * 1000)
+
+
+async def one_round(client: httpx.AsyncClient, runs: int, clients: int, *, gate: bool) -> dict[str, float | int]:
     sessions = await asyncio.gather(*(client.post("/v1/workspaces/bench/sessions", json={}) for _ in range(runs)))
     per_run = max(clients // runs, 1)
-    t0 = time.perf_counter()
+    cpu0, t0 = time.process_time(), time.perf_counter()
 
-    async def run_and_follow(session: str) -> tuple[str, list[list[tuple[str, str, int | None, float]]]]:
+    async def run_and_follow(session: str) -> tuple[str, list[tuple[float, list[Frame]]]]:
+        if gate:  # the session's first run holds the measured one in the session's queue (see the module docstring)
+            await client.post(f"/v1/sessions/{session}/runs", json={"prompt": "gate"})
         accepted = await client.post(f"/v1/sessions/{session}/runs", json={"prompt": "hi"})
         run_id = accepted.json()["run_id"]
         return run_id, list(await asyncio.gather(*(follow(client, run_id) for _ in range(per_run))))
 
+    lags: list[float] = []
+    lagging = asyncio.ensure_future(loop_lag(lags))
     results = await asyncio.gather(*(run_and_follow(s.json()["id"]) for s in sessions))
-    elapsed = time.perf_counter() - t0
-    latencies: list[float] = []
+    lagging.cancel()
+    elapsed, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    live: list[float] = []
+    caught_up: list[float] = []
     lost = 0
+    first_start, last_end = float("inf"), 0.0
     for run_id, streams in results:
-        times = await occurred(client, run_id)
-        replay = [f[:3] for f in await follow(client, run_id)]
-        for frames in streams:
+        times, started = await occurred(client, run_id)
+        first_start = min(first_start, started)
+        replay = [f[:3] for f in (await follow(client, run_id))[1]]
+        for opened, frames in streams:
             seqs = [f[2] or 0 for f in frames]
             ok = [f[:3] for f in frames] == replay and seqs == sorted(seqs) and frames[-1][1] in {"run.succeeded"}
             lost += 0 if ok else 1
-            latencies += [(recv - times[seq]) * 1000 for _, _, seq, recv in frames if seq in times]
-    latencies.sort()
+            last_end = max(last_end, frames[-1][3])
+            for _, _, seq, received in frames:
+                if seq in times:
+                    (live if times[seq] >= opened else caught_up).append((received - times[seq]) * 1000)
+    every = live + caught_up
     return {
-        "p50": statistics.median(latencies),
-        "p99": latencies[int(len(latencies) * 0.99) - 1] if len(latencies) > 1 else latencies[0],
-        "events": len(latencies),
-        "runs_per_s": runs / elapsed,
+        "p50": statistics.median(every),
+        "p99": _p(every, 0.99),
+        "live_p50": statistics.median(live) if live else float("nan"),
+        "live_p99": _p(live, 0.99),
+        "live": len(live),
+        "caught_up_p99": _p(caught_up, 0.99),
+        "caught_up": len(caught_up),
+        "events": len(every),
+        "runs_per_s": runs / (last_end - first_start),
+        "elapsed_s": elapsed,
+        "client_cpu_s": client_cpu,
+        "client_lag_p99": _p(lags, 0.99),
+        "client_lag_max": max(lags, default=float("nan")),
         "streams": sum(len(s) for _, s in results),
         "bad_streams": lost,
     }
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--clients", type=int, default=200)
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--quick", action="store_true", help="40 clients, 10 runs")
-    args = parser.parse_args()
-    clients, runs = (40, 10) if args.quick else (args.clients, args.runs)
+async def clients_role(base: str, runs: int, clients: int, *, gate: bool) -> None:
+    """Run the baseline and the load round against `base`; one JSON line per phase on stdout, waiting for a line on
+    stdin before the load round (so the parent can read the server's CPU counters around it)."""
+    limits = httpx.Limits(max_connections=clients + runs + 50)
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) as client:
+        base_rounds = [await one_round(client, 1, 1, gate=gate) for _ in range(5 if not gate else 3)]
+        print(json.dumps({"phase": "baseline", "rounds": base_rounds}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        print(json.dumps({"phase": "load", **(await one_round(client, runs, clients, gate=gate))}), flush=True)
+
+
+# ---- the server and the orchestration -----------------------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    base: str
+    proc: subprocess.Popen[str]
+
+
+def serve(tmp: Path, config: str, profile: Path | None, concurrency: int) -> Served:
+    home = tmp / "home"
+    (home / "bearagent").mkdir(parents=True, exist_ok=True)
+    (tmp / "server.yaml").write_text(config)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "BEARAGENT_HOME": str(home / "bearagent"),
+        "BEARAGENT_LOAD_PLUGINS": "",
+        "BEARAGENT_SERVE_TOKEN": TOKEN,
+    }
+    profiler = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
+    argv = [sys.executable, *profiler, "-m", "bearagent", "serve", "--port", "0", "--config", str(tmp / "server.yaml")]
+    argv += ["--concurrency", str(concurrency)]  # every run at once (the in-process worker's default is 16)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        match = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+        if match:
+            return Served(match.group(1), proc)
+        if proc.poll() is not None:
+            raise SystemExit(f"serve exited {proc.returncode}: {line}{proc.stderr.read()}")
+    proc.kill()
+    raise SystemExit("serve did not start")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
-    script = "turns:\n" + '  - {text: "ok", delay_ms: 50}\n' * (runs + 10)
+    # every session has a scripted provider of its own, which starts at the script's first turn: one turn per run is
+    # what the model needs (a longer script only costs its YAML parse, once per session, on the server's event loop)
+    gate = f'  - {{text: "gate", delay_ms: {args.gate_ms}}}\n' if args.gate_ms > 0 else ""
+    script = "turns:\n" + gate + '  - {text: "ok", delay_ms: 50}\n' * args.turns
     ws = scripted_workspace(tmp / "bench", script, agents={"main": agent_md("Main.", mode="primary")})
     config = (
         f"workspaces:\n  - {{id: bench, path: {ws}}}\n"
         "limits: {max_active_runs_per_caller: 10000, max_sse_per_caller: 100000}\n"
     )
-    srv = start(tmp, config=config)
-    limits = httpx.Limits(max_connections=clients + runs + 50)
-    headers = {"authorization": f"Bearer {TOKEN}"}
+    srv = serve(tmp, config, Path(args.profile).resolve() if args.profile else None, max(runs, 16))
+    role = [sys.executable, __file__, "--role", "clients", "--base", srv.base]
+    role += ["--clients", str(clients), "--runs", str(runs), "--gate-ms", str(args.gate_ms)]
     try:
-        async with httpx.AsyncClient(base_url=srv.base, headers=headers, timeout=120, limits=limits) as client:
-            base = [await one_round(client, 1, 1) for _ in range(5)]
-            load = await one_round(client, runs, clients)
+        with subprocess.Popen(role, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as load:
+            assert load.stdin is not None and load.stdout is not None
+            baseline = json.loads(load.stdout.readline())["rounds"]
+            server0 = cpu_seconds(srv.proc.pid)
+            load.stdin.write("go\n")
+            load.stdin.flush()
+            result = json.loads(load.stdout.readline())
+            server_cpu = cpu_seconds(srv.proc.pid) - server0
     finally:
-        srv.proc.terminate()
-        srv.proc.wait(timeout=15)
-    print(f"machine: {platform.machine()}, {platform.python_version()}, {datetime.now(UTC):%Y-%m-%d}")
-    b50 = statistics.median(float(str(b["p50"])) for b in base)
-    b99 = statistics.median(float(str(b["p99"])) for b in base)
-    print(f"baseline (1 client, 1 run, median of 5): p50 {b50:.1f} ms, p99 {b99:.1f} ms")
+        # SIGINT, not SIGTERM: uvicorn re-raises the signal it stopped on, and only SIGINT's (a KeyboardInterrupt)
+        # leaves cProfile the chance to write its stats
+        srv.proc.send_signal(signal.SIGINT)
+        srv.proc.wait(timeout=60)
+    load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, ", end="")
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {load_avg}")
+    b50 = statistics.median(float(b["p50"]) for b in baseline)
+    b99 = statistics.median(float(b["p99"]) for b in baseline)
+    print(f"baseline (1 client, 1 run, median of {len(baseline)}): p50 {b50:.1f} ms, p99 {b99:.1f} ms")
     print(
-        f"load ({clients} clients, {runs} runs): p50 {float(str(load['p50'])):.1f} ms, "
-        f"p99 {float(str(load['p99'])):.1f} ms, {load['events']} deliveries, "
-        f"{float(str(load['runs_per_s'])):.1f} runs/s, {load['bad_streams']} of {clients} streams lost or reordered"
+        f"load ({clients} clients, {runs} runs): p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms over "
+        f"{result['events']} deliveries; live (committed after the stream opened) p50 {result['live_p50']:.1f} ms, "
+        f"p99 {result['live_p99']:.1f} ms over {result['live']}; caught up p99 {result['caught_up_p99']:.1f} ms over "
+        f"{result['caught_up']}"
     )
+    print(
+        f"  {result['runs_per_s']:.1f} runs/s, {result['elapsed_s']:.2f} s; CPU during the round: server "
+        f"{server_cpu:.2f} s, clients {result['client_cpu_s']:.2f} s; {result['bad_streams']} of {result['streams']} "
+        "streams lost or reordered"
+    )
+    print(
+        f"  the client process's own event loop was late by up to {result['client_lag_max']:.1f} ms (p99 "
+        f"{result['client_lag_p99']:.1f} ms): frames waited that long in the client"
+    )
+    if args.profile:
+        print(f"server profile: {args.profile} (python -m pstats {args.profile})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="40 clients, 10 runs")
+    parser.add_argument("--profile", help="run the server under cProfile, stats to this file")
+    parser.add_argument("--turns", type=int, default=2, help="turns in the fake model's script (one is used per run)")
+    parser.add_argument(
+        "--gate-ms",
+        type=int,
+        default=2500,
+        help="how long each session's first run holds the measured one queued while the clients connect (0: none, "
+        "the clients connect after the run started)",
+    )
+    parser.add_argument("--role", choices=["orchestrator", "clients"], default="orchestrator", help=argparse.SUPPRESS)
+    parser.add_argument("--base", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    clients, runs = (40, 10) if args.quick else (args.clients, args.runs)
+    if args.role == "clients":
+        asyncio.run(clients_role(args.base, runs, clients, gate=args.gate_ms > 0))
+    else:
+        orchestrate(args, clients, runs)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
