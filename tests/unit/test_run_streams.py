@@ -182,3 +182,31 @@ def test_a_gap_in_what_is_published_is_read_from_the_store() -> None:
         ]
 
     asyncio.run(go())
+
+
+def test_frames_dropped_from_memory_are_read_from_the_store_by_who_needs_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(streams_module, "RUN_BYTES", 1)  # keep next to nothing: every commit drops what came before
+
+    async def go() -> None:
+        runtime = FakeRuntime()
+        streams = RunStreams(Manager(runtime), poll_s=30)
+        f, events = a_run()
+        runtime.commit(events[0])
+        runtime.commit(events[1])
+        first = asyncio.ensure_future(collect(streams, runtime, f.run_id))
+        await asyncio.sleep(0.05)
+        runtime.commit(events[2])
+        late = asyncio.ensure_future(collect(streams, runtime, f.run_id))  # from the start, after the drop
+        resumed = asyncio.ensure_future(collect(streams, runtime, f.run_id, "2-1"))
+        await asyncio.sleep(0.05)
+        runtime.commit(events[3])
+        whole = await asyncio.wait_for(first, 5)
+        ids = [frame.split(b"\n")[0] for frame in whole]
+        assert ids == [b"id: 2-1", b"id: 4-1", b"id: 4-2", b"id: 4-3"]
+        assert await asyncio.wait_for(late, 5) == whole  # run.started came from the store, the rest live
+        assert await asyncio.wait_for(resumed, 5) == whole[1:]
+        reads = runtime.store.reads
+        assert await collect(streams, runtime, f.run_id) == whole  # not all of it was in memory: read again
+        assert runtime.store.reads > reads
+
+    asyncio.run(go())

@@ -31,7 +31,7 @@ from fastapi.responses import Response
 
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
-from bearagent.domain.stream import encode_stream_event
+from bearagent.domain.stream import StreamEventModel, encode_stream_event
 from bearagent.runner import WorkspaceRuntime
 from bearagent.runtime.run_writer import Committed, Published, TokenDelta
 from bearagent.runtime.streaming import LogStream
@@ -50,6 +50,9 @@ MAX_POLL_S = 2.0
 KEEP_FINISHED = 256
 KEEP_BYTES = 64 * 1024 * 1024
 """The finished runs whose frames stay in memory (the newest first), and their bytes at most."""
+RUN_BYTES = 16 * 1024 * 1024
+"""The most frames one followed run keeps; past that they are dropped, and a connection that needs the dropped ones
+(from the start, or resuming before them) reads them from the store for itself."""
 BACKLOG_FRAMES = 10_000
 """Frames one connection may fall behind by; a slower one is closed (it resumes with its Last-Event-ID)."""
 
@@ -106,6 +109,8 @@ class _FollowedRun:
     frames: list[tuple[int, int, bytes]] = field(default_factory=list[tuple[int, int, bytes]])
     """(log sequence, n-th stream event of it, the SSE frame), in order."""
     size: int = 0
+    kept_from: int = 1
+    """The first log sequence whose frames `frames` still holds (`RUN_BYTES`)."""
     connections: set[_Connection] = field(default_factory=set[_Connection])
     loading: asyncio.Task[None] | None = None
     pending: list[Committed] = field(default_factory=list[Committed])
@@ -172,13 +177,10 @@ class RunStreams:
         made = run.stream.committed(event)
         run.known = event.sequence
         run.last_fed = time.monotonic()
+        if run.size > RUN_BYTES and not run.finished:
+            run.frames, run.size, run.kept_from = [], 0, event.sequence
         for n, out in enumerate(made, start=1):
-            kind = str(getattr(out, "type", "message"))
-            data = encode_stream_event(out)
-            if kind == "token" or out.seq is None:
-                framed = frame(kind, data)
-            else:
-                framed = frame(kind, data, f"{event.sequence}-{n}")
+            framed = _framed(out, event.sequence, n)
             run.frames.append((event.sequence, n, framed))
             run.size += len(framed)
             for connection in tuple(run.connections):
@@ -193,6 +195,8 @@ class RunStreams:
         if self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
         _stop_polling(run)
+        if run.kept_from > 1:
+            return  # not all of it in memory: a later connection reads the log
         self._finished[run.run_id] = run
         self._finished_bytes += run.size
         while self._finished and (len(self._finished) > KEEP_FINISHED or self._finished_bytes > KEEP_BYTES):
@@ -275,7 +279,10 @@ class RunStreams:
         run = await self._followed(runtime, workspace_id, run_id)
         # from here to the registration nothing awaits: no frame is missed between the backlog and the live ones
         backlog = [framed for s, n, framed in run.frames if s > seq or (s == seq and n > skip)]
+        early = run.kept_from - 1 if seq < run.kept_from else 0
         if run.finished:
+            if early:
+                backlog[:0] = await _early_frames(run, early, seq, skip)
             if backlog:
                 yield b"".join(backlog)
             return
@@ -284,6 +291,8 @@ class RunStreams:
         if run.poller is None:
             run.poller = asyncio.ensure_future(self._poll(run))
         try:
+            if early:  # live frames wait in the connection's queue meanwhile
+                backlog[:0] = await _early_frames(run, early, seq, skip)
             if backlog:
                 yield b"".join(backlog)
             while True:
@@ -304,6 +313,27 @@ class RunStreams:
             if not run.connections and not run.finished and self._runs.get(run_id) is run:
                 del self._runs[run_id]  # nobody follows it any more: the next connection reads the log again
                 _stop_polling(run)
+
+
+def _framed(out: StreamEventModel, sequence: int, n: int) -> bytes:
+    """The SSE frame of stream event `out`, the `n`-th made from log event `sequence` (tokens have no id)."""
+    kind = str(getattr(out, "type", "message"))
+    data = encode_stream_event(out)
+    if kind == "token" or out.seq is None:
+        return frame(kind, data)
+    return frame(kind, data, f"{sequence}-{n}")
+
+
+async def _early_frames(run: _FollowedRun, upto: int, seq: int, skip: int) -> list[bytes]:
+    """The frames of log events 1..`upto` after the resume point (`seq`, `skip`), made from the store: those a run
+    dropped from memory (`RUN_BYTES`)."""
+    stream = LogStream(run.run_id)
+    out: list[bytes] = []
+    for event in await run.storage.fetch_events(run.run_id, limit=upto):
+        for n, made in enumerate(stream.committed(event), start=1):
+            if event.sequence > seq or (event.sequence == seq and n > skip):
+                out.append(_framed(made, event.sequence, n))
+    return out
 
 
 def _stop_polling(run: _FollowedRun) -> None:
