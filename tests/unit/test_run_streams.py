@@ -6,6 +6,7 @@ rest once; a run another process writes is read from the store by the one follow
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -16,6 +17,7 @@ from bearagent.domain.events import Event
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId
 from bearagent.domain.run_events import ModelCallCompletedV2, RunCreatedV2, RunStartedV1, RunSucceededV2
 from bearagent.domain.stream import StreamEventModel, encode_stream_event
+from bearagent.ports import CommitNotice
 from bearagent.runtime.run_writer import Committed, Published, TokenDelta
 from bearagent.server import streams as streams_module
 from bearagent.server.streams import RunStreams
@@ -158,6 +160,42 @@ def test_a_run_another_process_writes_is_read_by_one_follower() -> None:
         assert all(frames == got[0] for frames in got)
         # one follower polled (a few looks), not four connections each
         assert runtime.store.reads <= 12, runtime.store.reads
+
+    asyncio.run(go())
+
+
+class NoticedLog(FakeLog):
+    """A store that sends commit notices from other processes (what PostgreSQL's LISTEN/NOTIFY gives)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits = self
+        self.listeners: list[Callable[[CommitNotice], None]] = []
+
+    def subscribe(self, listener: Callable[[CommitNotice], None]) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+
+def test_a_commit_notice_from_another_process_wakes_the_follower_at_once() -> None:
+    async def go() -> None:
+        runtime = FakeRuntime()
+        log = runtime.store = NoticedLog()
+        streams = RunStreams(Manager(runtime), poll_s=30, max_poll_s=30)  # only a notice can wake it in time
+        f, events = a_run()
+        runtime.commit(events[0], publish=False)
+        reader = asyncio.ensure_future(collect(streams, runtime, f.run_id))
+        await asyncio.sleep(0.05)
+        assert len(log.listeners) == 1  # one subscription for the followed run
+        started = time.monotonic()
+        for event in events[1:]:
+            runtime.commit(event, publish=False)  # written elsewhere: nothing is published here, a notice comes
+            for listener in tuple(log.listeners):
+                listener(CommitNotice(str(f.run_id), event.sequence, "running"))
+            await asyncio.sleep(0.02)
+        frames = await asyncio.wait_for(reader, 5)
+        assert len(frames) == 4 and time.monotonic() - started < 5
+        assert log.listeners == []  # the finished run unsubscribed
 
     asyncio.run(go())
 

@@ -10,8 +10,9 @@ once to each runtime's writer of the workspace (so a run executed for another su
 the run's log from the store once when its first connection comes, turns each committed event into stream events
 once (one `LogStream` per run) and encodes each SSE frame once; every connection is a position in that run's list of
 frames plus the frames that follow, pushed to it as the writer commits them (no timer). A run another process writes
-(a `bearagent worker`, the CLI) is read from the store by that one follower when nothing came live for `POLL_S`, less
-often the longer it stays still (up to `MAX_POLL_S`). A finished run's frames are kept for a while (the newest
+(a `bearagent worker`, the CLI) is read from the store by that one follower at once when the store sends a commit
+notice (PostgreSQL's LISTEN/NOTIFY, `ports.commit_feed`), else when nothing came live for `POLL_S`, less often the
+longer it stays still (up to `MAX_POLL_S`). A finished run's frames are kept for a while (the newest
 `KEEP_FINISHED` runs, at most `KEEP_BYTES`), so a late or replaying connection reads no store either.
 """
 
@@ -32,6 +33,7 @@ from fastapi.responses import Response
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
 from bearagent.domain.stream import StreamEventModel, encode_stream_event
+from bearagent.ports import CommitNotice, commit_feed
 from bearagent.runner import WorkspaceRuntime
 from bearagent.runtime.run_writer import Committed, Published, TokenDelta
 from bearagent.runtime.streaming import LogStream
@@ -118,6 +120,8 @@ class _FollowedRun:
     poller: asyncio.Task[None] | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     last_fed: float = field(default_factory=time.monotonic)
+    unnotice: Callable[[], None] | None = None
+    """Ends the subscription to the store's commit notices (PostgreSQL: another process committed to this run)."""
 
     @property
     def finished(self) -> bool:
@@ -195,6 +199,9 @@ class RunStreams:
         if self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
         _stop_polling(run)
+        if run.unnotice is not None:
+            run.unnotice()
+            run.unnotice = None
         if run.kept_from > 1:
             return  # not all of it in memory: a later connection reads the log
         self._finished[run.run_id] = run
@@ -260,6 +267,15 @@ class RunStreams:
             for other in self._runtimes.runtimes_of(workspace_id):
                 self.watch(other)
             run = self._runs[run_id] = _FollowedRun(run_id, runtime.store, LogStream(run_id))
+            feed = commit_feed(runtime.store)
+            if feed is not None:  # a commit by another process (a worker) wakes the follower now, not at its poll
+                followed = run
+
+                def noticed(notice: CommitNotice) -> None:
+                    if notice.run_id == str(run_id) and notice.last_sequence > followed.known:
+                        followed.wake.set()
+
+                run.unnotice = feed.subscribe(noticed)
             run.loading = asyncio.ensure_future(self._load(run))
         assert run.loading is not None
         try:
