@@ -12,6 +12,7 @@ loop and broker every run gets. The CLI, the server and the Python API (`bearage
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -186,30 +187,54 @@ class WorkspaceRuntime:
         """Execute the queued run `run_id` (recorded by `enqueue`, perhaps in another process) to a terminal state,
         if it is its session's next (`queue.py`). It is claimed under its session's lock (the run's own for a run
         without a session), so of two processes only one starts it: the other gets `SessionBusy`, or a `conflict`
-        error (`not_queued`, `not_next`) once it holds the lock."""
-        from bearagent.queue import is_next, no_queued_run, not_queued, queued_request
+        error (`not_queued`, `not_next`) once it holds the lock. Cancelled before its RunStarted, it is recorded
+        cancelled (no worker takes it again)."""
+        from bearagent.queue import no_queued_run
 
         run = await self.store.fetch_run(run_id)
         if run is None:
             raise no_queued_run(run_id)
         lane = run.session_id if run.session_id is not None else SessionId(str(run.run_id))
-        async with self.store.session_lock(lane, wait=False):
-            run = await self.store.fetch_run(run_id)
-            if run is None:
-                raise no_queued_run(run_id)
-            if run.status != "queued":
-                raise not_queued(run)
-            if run.session_id is not None and not is_next(
-                run, await self.store.fetch_runs(session_id=run.session_id, limit=100_000)
-            ):
-                raise BearAgentError(
-                    ErrorInfo.of("conflict", "not_next", f"run {run_id} waits for an earlier run of its session"),
-                    hint="its session's earlier runs go first; a worker takes it after them",
-                )
-            events = list(await self.store.fetch_events(run_id))
-            prompt, options = queued_request(run, events)
-            prepared = await self._prepare(prompt, options)
-            return await self._execute(prepared, observer, events[0], locked=True)
+        try:
+            async with self.store.session_lock(lane, wait=False):
+                return await self._start_locked(run_id, observer)
+        except asyncio.CancelledError:  # cancelled before its RunStarted: the log says so, no worker takes it again
+            await self._cancel_if_queued(run_id)
+            raise
+
+    async def _start_locked(self, run_id: RunId, observer: RunObserver | None) -> RunResult:
+        """`start_queued` once the run's lane lock is held: still queued, and its session's next?"""
+        from bearagent.queue import is_next, no_queued_run, not_queued, queued_request
+
+        run = await self.store.fetch_run(run_id)
+        if run is None:
+            raise no_queued_run(run_id)
+        if run.status != "queued":
+            raise not_queued(run)
+        if run.session_id is not None and not is_next(
+            run, await self.store.fetch_runs(session_id=run.session_id, limit=100_000)
+        ):
+            raise BearAgentError(
+                ErrorInfo.of("conflict", "not_next", f"run {run_id} waits for an earlier run of its session"),
+                hint="its session's earlier runs go first; a worker takes it after them",
+            )
+        events = list(await self.store.fetch_events(run_id))
+        prompt, options = queued_request(run, events)
+        prepared = await self._prepare(prompt, options)
+        return await self._execute(prepared, observer, events[0], locked=True)
+
+    async def _cancel_if_queued(self, run_id: RunId) -> None:
+        from bearagent.domain.run_events import RunCancelledV1
+        from bearagent.runtime.recorder import RunRecorder
+
+        run = await self.store.fetch_run(run_id)
+        if run is None or run.status != "queued":
+            return  # it started (the loop records its own end) or ended meanwhile
+        recorder = RunRecorder(
+            writer=self.writer, clock=self.clock, ids=self.ids, run_id=run_id, last_sequence=run.last_sequence
+        )
+        with contextlib.suppress(BearAgentError):  # it moved on meanwhile
+            await recorder.append(RunCancelledV1(reason="cancelled by the caller before it started"))
 
     async def _prepare(self, prompt: str, options: RunOptions) -> _Prepared:
         if not prompt.strip():

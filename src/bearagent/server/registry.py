@@ -202,30 +202,36 @@ class RunManager:
             )
         reason = f"a new message interrupted it (by {subject})"
         for run in active:
-            await self._stop(runtime, run.run_id, reason)
+            await self.stop(runtime, run.run_id, reason)
 
-    async def _stop(self, runtime: WorkspaceRuntime, run_id: RunId, reason: str) -> None:
-        """Cancel a run: its task when it executes here, else its `RunCancelled` while nobody executes it. A queued
-        run the worker starts at that moment refuses the `RunCancelled`: then its task is cancelled instead. A run
-        executing in another process is left to it."""
+    async def stop(self, runtime: WorkspaceRuntime, run_id: RunId, reason: str, *, wait_s: float = 30.0) -> bool:
+        """Cancel a top-level run: its task when it executes here (waiting up to `wait_s` for it to record its end),
+        else its `RunCancelled` while nobody executes it. A queued run the worker starts at that moment refuses the
+        `RunCancelled`: then its task is cancelled instead. A run executing in another process is left to it.
+        Whether it was cancelled here."""
         for _ in range(_STOP_ATTEMPTS):
             task = self._tasks.get(run_id)
             if task is not None and not task.done():
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-                return
+                await asyncio.wait({task}, timeout=wait_s)
+                return True
             run = await runtime.store.fetch_run(run_id)
-            if run is None or run.status not in STOPPED:
-                if run is not None and run.status == "running" and run_id not in self._tasks:
-                    await asyncio.sleep(0.02)  # just claimed here: its task is about to be tracked
+            if run is None or run.parent_run_id is not None or run.status not in STOPPED:
+                if (
+                    run is not None
+                    and run.status == "running"
+                    and run.parent_run_id is None
+                    and self.worker.free < self.worker.concurrency
+                ):
+                    await asyncio.sleep(0.02)  # perhaps just claimed here: its task is about to be tracked
                     continue
-                return
+                return False
             try:
                 await cancel_stopped(runtime, run, reason)
-                return
+                return True
             except BearAgentError:  # it moved on meanwhile (started): look again
                 continue
+        return False
 
     def _track(self, run_id: RunId, subject: str, task: asyncio.Task[RunResult], session: str | None) -> None:
         """The worker executes `run_id` in this process: cancel, the per-caller limit and the feed see it."""
@@ -262,16 +268,6 @@ class RunManager:
     def owner_of(self, run_id: RunId) -> str | None:
         """The subject that started a run through this server (detached runs have no session to say so)."""
         return self._owner.get(run_id)
-
-    def cancel(self, run_id: RunId) -> bool:
-        task = self._tasks.get(run_id)
-        if task is None or task.done():
-            return False
-        task.cancel()
-        return True
-
-    def task_of(self, run_id: RunId) -> asyncio.Task[RunResult] | None:
-        return self._tasks.get(run_id)
 
     def is_running(self, run_id: RunId) -> bool:
         task = self._tasks.get(run_id)

@@ -4,13 +4,9 @@ approvals: `approvals.py`."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
 from fastapi import FastAPI
 
 from bearagent.domain._base import thaw_json_mapping
-from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import SessionId
 from bearagent.domain.state import SessionRecord
 from bearagent.runner import RunOptions
@@ -19,7 +15,6 @@ from bearagent.runtime.step_records import run_step_records
 from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
 from bearagent.server.records import run_record, session_record
-from bearagent.server.registry import STOPPED, cancel_stopped
 from bearagent.server.shapes import ActionRunCreate, ApiError, RunAccepted, RunCreate, SessionCreate, not_found
 
 CANCEL_WAIT_S = 5.0
@@ -147,15 +142,9 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         executes (waiting for an approval, interrupted) gets its `RunCancelled` at once."""
         need(who, "runs:write")
         _, runtime, run = await access.find_run(who, run_id)
-        task = manager.task_of(run.run_id)
-        cancelling = manager.cancel(run.run_id)
-        if cancelling and task is not None:  # stopping is quick; waiting a little makes `status` true
-            await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
+        reason = f"cancelled over the HTTP API by {who.subject_ref}"
+        cancelling = await manager.stop(runtime, run.run_id, reason, wait_s=CANCEL_WAIT_S)
         now = await runtime.store.fetch_run(run.run_id) or run
-        if now.status in STOPPED and now.parent_run_id is None and not manager.is_running(run.run_id):
-            with contextlib.suppress(BearAgentError):  # it moved on meanwhile: what it is now is the answer
-                now = await cancel_stopped(runtime, now, f"cancelled over the HTTP API by {who.subject_ref}")
-            cancelling = True
         return {"run_id": str(run.run_id), "cancelling": cancelling, "status": now.status}
 
     # ---- actions and listings ----
