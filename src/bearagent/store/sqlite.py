@@ -81,7 +81,13 @@ class SqliteEventStore:
         self._cache_size = cache_size
         self._conn = open_primary(self.path, durability, busy_timeout_ms)
         self._cursors: dict[int, sqlite3.Cursor] = {}
-        self._writer = Worker("bearagent-store-writer", lambda: connect_more(self.path, durability, busy_timeout_ms))
+        # inline (on the caller's loop when SQLite answers without waiting, `connection.Worker`) where a commit does
+        # not fsync: the two thread hand-offs of a call cost more than such a commit
+        self._writer = Worker(
+            "bearagent-store-writer",
+            lambda: connect_more(self.path, durability, busy_timeout_ms),
+            inline=durability == "normal",
+        )
         self._reader = Worker("bearagent-store-reader", lambda: connect_more(self.path, durability, busy_timeout_ms))
         self._sync_lock = threading.Lock()
         self._sync_loop: asyncio.AbstractEventLoop | None = None
