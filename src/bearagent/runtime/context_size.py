@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -165,10 +166,31 @@ def _tools_text(tools: Sequence[ToolDescriptor]) -> str:
     )
 
 
+_COUNTED: dict[int, tuple[weakref.ReferenceType[Message], int]] = {}
+"""Tokens of each message counted so far, while it lives: messages are frozen, and a run's every request holds its
+whole history again, so counting each message once keeps an estimate's cost flat in the history's length."""
+
+
+def _message_tokens(counter: _Counter, message: Message) -> int:
+    key = id(message)
+    hit = _COUNTED.get(key)
+    if hit is not None and hit[0]() is message:
+        return hit[1]
+    tokens = counter.count(_message_text(message)) + MESSAGE_OVERHEAD_TOKENS
+
+    def forget(ref: weakref.ReferenceType[Message]) -> None:
+        entry = _COUNTED.get(key)
+        if entry is not None and entry[0] is ref:
+            del _COUNTED[key]
+
+    _COUNTED[key] = (weakref.ref(message, forget), tokens)
+    return tokens
+
+
 def raw_estimate(messages: Sequence[Message], tools: Sequence[ToolDescriptor] = ()) -> int:
     """Tokens of these messages and tool specs by the counter alone (no correction)."""
     counter = _the_counter()
-    total = sum(counter.count(_message_text(m)) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+    total = sum(_message_tokens(counter, m) for m in messages)
     return total + (counter.count(_tools_text(tools)) if tools else 0)
 
 
