@@ -235,6 +235,16 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
         """The last heartbeat of each run that has one."""
         ...
 
+    async def request_cancel(self, run_id: RunId, reason: str, at: datetime) -> None:
+        """Ask the process executing `run_id` (perhaps on another host) to cancel it: it looks for requests while it
+        holds runs (`worker.py`) and cancels them there, recording `RunCancelled` with `reason`. Asking again keeps
+        the first request."""
+        ...
+
+    async def fetch_cancel_requests(self, run_ids: Sequence[RunId]) -> Mapping[RunId, str]:
+        """The reason of each of `run_ids` someone asked to cancel."""
+        ...
+
     async def allow_in_session(self, session_id: SessionId, rule: str) -> None:
         """Add a permission rule to the session's "allow always" answers (`SessionRecord.allowed_rules`): once,
         atomically, never lost to a concurrent save of the session."""

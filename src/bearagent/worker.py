@@ -87,6 +87,7 @@ class Worker:
         self._lanes: set[tuple[str, str]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._executions: set[asyncio.Task[RunResult]] = set()
+        self._running: dict[RunId, asyncio.Task[RunResult]] = {}
         self._stopping = False
         self._recovered: dict[str, float] = {}  # workspace id -> when its dead owners were last looked for
         self.stats = WorkerStats()
@@ -108,6 +109,7 @@ class Worker:
             while not self._stopping:
                 self._wake.clear()
                 try:
+                    await self.cancel_requested()
                     await self.scan()
                 except asyncio.CancelledError:
                     raise
@@ -127,7 +129,7 @@ class Worker:
         stops: list[Callable[[], None]] = []
 
         def noticed(notice: CommitNotice) -> None:
-            if notice.status != "running":
+            if notice.status != "running":  # also a cancel request ("cancel_requested"): looked for at the wake
                 self.wake()
 
         for workspace_id in self._workspaces():
@@ -135,6 +137,22 @@ class Worker:
             if feed is not None:
                 stops.append(feed.subscribe(noticed))
         return stops
+
+    async def cancel_requested(self) -> int:
+        """Cancel the runs this worker executes that someone asked to cancel from another process (`POST
+        /v1/runs/{id}/cancel` on any server; the store keeps the request). Returns how many."""
+        by_workspace: dict[str, list[RunId]] = {}
+        for run_id, workspace_id in self.stats.in_flight.items():
+            by_workspace.setdefault(workspace_id, []).append(run_id)
+        cancelled = 0
+        for workspace_id, run_ids in by_workspace.items():
+            store = self._runtime_for(workspace_id, "local").store
+            for run_id, reason in (await store.fetch_cancel_requests(run_ids)).items():
+                execution = self._running.get(run_id)
+                if execution is not None and not execution.done():
+                    execution.cancel(reason)
+                    cancelled += 1
+        return cancelled
 
     async def scan(self) -> int:
         """One pass over every workspace: recover dead owners' runs, then claim lane heads while slots are free.
@@ -172,6 +190,7 @@ class Worker:
             )
             self._executions.add(execution)
             execution.add_done_callback(self._executions.discard)
+            self._running[run_id] = execution
             if self._track is not None:
                 self._track(run_id, subject, execution, str(item.run.session_id) if item.run.session_id else None)
             try:
@@ -195,6 +214,7 @@ class Worker:
                 self.stats.resumed += 1
         finally:
             self.stats.in_flight.pop(run_id, None)
+            self._running.pop(run_id, None)
             self._lanes.discard(key)
             self.wake()  # the lane's next run may go now
 

@@ -439,6 +439,21 @@ def test_leases_keep_the_latest_heartbeat_per_run(harness: Harness) -> None:
     run(go)
 
 
+def test_a_cancel_request_is_kept_for_the_process_that_executes_the_run(harness: Harness) -> None:
+    storage = harness.open()
+    one, two = RunId("11111111-1111-4111-8111-000000000001"), RunId("11111111-1111-4111-8111-000000000002")
+    at = datetime(2026, 8, 18, 2, 0, tzinfo=UTC)
+
+    async def go() -> None:
+        assert await storage.fetch_cancel_requests([one, two]) == {}
+        await storage.request_cancel(one, "cancelled over the HTTP API by ada", at)
+        await storage.request_cancel(one, "a second request", at + timedelta(seconds=1))  # the first one stays
+        assert await storage.fetch_cancel_requests([one, two]) == {one: "cancelled over the HTTP API by ada"}
+        assert await storage.fetch_cancel_requests([]) == {}
+
+    run(go)
+
+
 # ---- the session lock -------------------------------------------------------------------------------------------
 
 

@@ -65,34 +65,43 @@ def _worker(server_config: Path, home: Path, extra: dict[str, str]) -> subproces
     )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+def _start_fleet(backend: str, tmp_path: Path, script: str, workers: int) -> Fleet:
     agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Bash]")}
-    root = scripted_workspace(tmp_path / "fleet", SCRIPT, agents=agents)
+    root = scripted_workspace(tmp_path / "fleet", script, agents=agents)
     home = tmp_path / "home"
     (home / "bearagent").mkdir(parents=True)
     (home / "bearagent" / "config.yaml").write_text(USER_CONFIG)
     config = f"workspaces:\n  - {{id: fleet, path: {root}}}\nlimits: {{max_active_runs_per_caller: 100}}\n"
     extra: dict[str, str] = {}
-    if request.param == "postgres":  # every process on one PostgreSQL database, chosen by the server config
+    if backend == "postgres":  # every process on one PostgreSQL database, chosen by the server config
         postgres_cluster.require()
         extra["BEARAGENT_PG_DSN"] = postgres_cluster.new_database()
         config += "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'}\n"
     server = start(tmp_path, "--workers", "0", config=config, env=extra)
-    workers = [_worker(tmp_path / "server.yaml", home, extra) for _ in range(3)]
+    procs = [_worker(tmp_path / "server.yaml", home, extra) for _ in range(workers)]
+    return Fleet(root, server, procs, extra.get("BEARAGENT_PG_DSN"))
+
+
+def _stop_fleet(fleet: Fleet) -> None:
+    for w in fleet.workers:
+        if w.poll() is None:
+            w.send_signal(signal.SIGTERM)
+    for w in fleet.workers:
+        try:
+            w.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            w.kill()
+    fleet.server.proc.terminate()
+    fleet.server.proc.wait(timeout=20)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    started = _start_fleet(request.param, tmp_path, SCRIPT, 3)
     try:
-        yield Fleet(root, server, workers, extra.get("BEARAGENT_PG_DSN"))
+        yield started
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-        for w in workers:
-            try:
-                w.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                w.kill()
-        server.proc.terminate()
-        server.proc.wait(timeout=20)
+        _stop_fleet(started)
 
 
 def _finish_all(c: httpx.Client, runs: list[str], within_s: float) -> dict[str, dict[str, object]]:
@@ -204,3 +213,26 @@ def test_a_client_of_the_api_only_server_follows_a_run_a_worker_executes(fleet: 
         assert seqs[-1] == stored[-1]["sequence"]  # the stream reached the run's last event
         texts = [f[2].get("text") for f in frames + rest if f[1] == "final"]
         assert texts == ["answer 1"] or any("answer 1" in json.dumps(f[2]) for f in rest)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_run_a_worker_executes_is_cancelled_through_the_api_only_server(tmp_path: Path, backend: str) -> None:
+    fleet = _start_fleet(backend, tmp_path, 'turns:\n  - text: "never finished"\n    delay_ms: 60000\n', 1)
+    try:
+        with fleet.server.client() as c:
+            session = c.post("/v1/workspaces/fleet/sessions", json={}).json()["id"]
+            run_id = c.post(f"/v1/sessions/{session}/runs", json={"prompt": "slowly"}).json()["run_id"]
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and c.get(f"/v1/runs/{run_id}").json()["status"] != "running":
+                time.sleep(0.05)
+            started = time.monotonic()
+            answer = c.post(f"/v1/runs/{run_id}/cancel").json()
+            assert answer["cancelling"] is True
+            run = _finish_all(c, [run_id], 30)[run_id]
+            assert run["status"] == "cancelled" and time.monotonic() - started < 20
+            events = c.get(f"/v1/runs/{run_id}/events").json()["events"]
+            assert events[-1]["event_type"] == "RunCancelled"
+            assert events[-1]["payload"]["reason"] == "cancelled over the HTTP API by local"
+    finally:
+        _stop_fleet(fleet)

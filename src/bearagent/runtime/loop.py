@@ -342,8 +342,10 @@ class AgentLoop:
                 raise
             cancelled = ErrorInfo.of("cancelled", "by_caller", "the run was cancelled")
             await self._close_active(recorder, state, cancelled)
+            # a reason passed with the cancellation (`task.cancel(reason)`: a worker cancelling on a request)
+            said = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) and exc.args[0] else None
             with contextlib.suppress(BearAgentError):
-                await recorder.append(RunCancelledV1(reason="cancelled by the caller"))
+                await recorder.append(RunCancelledV1(reason=(said or "cancelled by the caller")[:500]))
             self._observer.run_failed(run_id, cancelled)
             raise
         finally:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import RunCancelledV1
 from bearagent.domain.state import RunProjection
+from bearagent.leases import is_self
 from bearagent.queue import pending_runs
 from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
 from bearagent.runtime.recorder import RunRecorder
@@ -205,10 +207,10 @@ class RunManager:
             await self.stop(runtime, run.run_id, reason)
 
     async def stop(self, runtime: WorkspaceRuntime, run_id: RunId, reason: str, *, wait_s: float = 30.0) -> bool:
-        """Cancel a top-level run: its task when it executes here (waiting up to `wait_s` for it to record its end),
-        else its `RunCancelled` while nobody executes it. A queued run the worker starts at that moment refuses the
-        `RunCancelled`: then its task is cancelled instead. A run executing in another process is left to it.
-        Whether it was cancelled here."""
+        """Cancel a top-level run, waiting up to `wait_s` for it to record its end: its task when it executes here;
+        its `RunCancelled` while nobody executes it (a queued run the worker starts at that moment refuses it, and
+        its task is cancelled instead); a request in the store for the worker of another process that executes it
+        (it looks for requests while it holds runs, `worker.py`). Whether it is being cancelled."""
         for _ in range(_STOP_ATTEMPTS):
             task = self._tasks.get(run_id)
             if task is not None and not task.done():
@@ -216,22 +218,29 @@ class RunManager:
                 await asyncio.wait({task}, timeout=wait_s)
                 return True
             run = await runtime.store.fetch_run(run_id)
-            if run is None or run.parent_run_id is not None or run.status not in STOPPED:
-                if (
-                    run is not None
-                    and run.status == "running"
-                    and run.parent_run_id is None
-                    and self.worker.free < self.worker.concurrency
-                ):
-                    await asyncio.sleep(0.02)  # perhaps just claimed here: its task is about to be tracked
-                    continue
+            if run is None or run.parent_run_id is not None:
                 return False
-            try:
-                await cancel_stopped(runtime, run, reason)
-                return True
-            except BearAgentError:  # it moved on meanwhile (started): look again
-                continue
-        return False
+            if run.status in STOPPED:
+                try:
+                    await cancel_stopped(runtime, run, reason)
+                    return True
+                except BearAgentError:  # it moved on meanwhile (started): look again
+                    continue
+            if run.status != "running":
+                return False  # it ended
+            if run.owner is None or not is_self(run.owner):
+                break  # another process executes it
+            await asyncio.sleep(0.02)  # claimed here just now: its task is about to be tracked
+        else:
+            return False
+        await runtime.store.request_cancel(run_id, reason, runtime.clock.now())
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            now = await runtime.store.fetch_run(run_id)
+            if now is None or now.status != "running":
+                break
+            await asyncio.sleep(0.05)
+        return True
 
     def _track(self, run_id: RunId, subject: str, task: asyncio.Task[RunResult], session: str | None) -> None:
         """The worker executes `run_id` in this process: cancel, the per-caller limit and the feed see it."""

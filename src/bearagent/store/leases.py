@@ -1,4 +1,5 @@
-"""Run leases in the SQLite store: the heartbeat of every run a live process executes (`run_leases`).
+"""Run leases in the SQLite store: the heartbeat of every run a live process executes (`run_leases`), and the
+requests to cancel such a run from another process (`run_cancel_requests`).
 
 A heartbeat is written every few seconds per run, so it lives in a small table of its own instead of the run row:
 renewing it never rewrites the run's JSON nor moves its version.
@@ -47,4 +48,35 @@ def heartbeats_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]
         )
         for run_id, at in rows:
             found[RunId(str(run_id))] = datetime.fromisoformat(str(at))
+    return found
+
+
+def request_cancel_on(conn: sqlite3.Connection, path: Path, run_id: RunId, reason: str, at: datetime) -> None:
+    """Record a request to cancel `run_id` (the first one stays)."""
+    try:
+        conn.execute(
+            "INSERT INTO run_cancel_requests (run_id, reason, requested_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (run_id) DO NOTHING",
+            (str(run_id), reason[:500], iso(at.astimezone(UTC))),
+        )
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(path, exc, f"asking to cancel run {run_id}") from exc
+
+
+def cancel_requests_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) -> Mapping[RunId, str]:
+    """The reason of each of `run_ids` someone asked to cancel."""
+    found: dict[RunId, str] = {}
+    ids = [str(run_id) for run_id in run_ids]
+    for start in range(0, len(ids), 500):  # bounded parameter lists
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = query_on(
+            conn,
+            path,
+            f"SELECT run_id, reason FROM run_cancel_requests WHERE run_id IN ({marks})",
+            chunk,
+            "reading cancel requests",
+        )
+        for run_id, reason in rows:
+            found[RunId(str(run_id))] = str(reason)
     return found

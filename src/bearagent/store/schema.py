@@ -88,6 +88,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 5: the caller context a session was created with over the HTTP API (JSON; NULL for a local session)
     ("ALTER TABLE sessions ADD COLUMN auth_context TEXT",),
+    # 6: requests to cancel a run that another process executes (its worker looks for them)
+    (
+        """CREATE TABLE run_cancel_requests (
+            run_id TEXT PRIMARY KEY,
+            reason TEXT NOT NULL,
+            requested_at TEXT NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -179,6 +179,14 @@ class SqliteEventStore:
             return {}
         return await self._reader.call(lambda conn: leases.heartbeats_on(conn, self.path, run_ids))
 
+    async def request_cancel(self, run_id: RunId, reason: str, at: datetime) -> None:
+        await self._writer.call(lambda conn: leases.request_cancel_on(conn, self.path, run_id, reason, at))
+
+    async def fetch_cancel_requests(self, run_ids: Sequence[RunId]) -> Mapping[RunId, str]:
+        if not run_ids:
+            return {}
+        return await self._reader.call(lambda conn: leases.cancel_requests_on(conn, self.path, run_ids))
+
     async def allow_in_session(self, session_id: SessionId, rule: str) -> None:
         await self._writer.call(lambda conn: sessions.allow_in_session_on(conn, self.path, session_id, rule))
 

@@ -13,6 +13,7 @@ import psycopg
 from bearagent.domain.ids import RunId
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.location import Conn, Queries
+from bearagent.store.postgres.notify import CANCEL_REQUESTED, NOTIFY_SQL, payload_of
 from bearagent.store.postgres.run_reads import rows_of
 
 
@@ -40,3 +41,31 @@ async def heartbeats(conn: Conn, q: Queries, where: str, run_ids: Sequence[RunId
         "reading run leases",
     )
     return {RunId(cast(str, row[0])): cast(datetime, row[1]).astimezone(UTC) for row in rows}
+
+
+async def request_cancel(conn: Conn, q: Queries, where: str, run_id: RunId, reason: str, at: datetime) -> None:
+    """Record a request to cancel `run_id` (the first one stays) and tell the listening processes at once."""
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                q(
+                    "INSERT INTO {s}.run_cancel_requests (run_id, reason, requested_at) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (run_id) DO NOTHING"
+                ),
+                (str(run_id), reason[:500], at.astimezone(UTC)),
+            )
+            await conn.execute(NOTIFY_SQL, (payload_of(q.schema, str(run_id), 0, CANCEL_REQUESTED),))
+    except psycopg.Error as exc:
+        raise translate(where, exc, f"asking to cancel run {run_id}") from exc
+
+
+async def cancel_requests(conn: Conn, q: Queries, where: str, run_ids: Sequence[RunId]) -> Mapping[RunId, str]:
+    """The reason of each of `run_ids` someone asked to cancel."""
+    rows = await rows_of(
+        conn,
+        q("SELECT run_id, reason FROM {s}.run_cancel_requests WHERE run_id = ANY(%s)"),
+        ([str(run_id) for run_id in run_ids],),
+        where,
+        "reading cancel requests",
+    )
+    return {RunId(cast(str, row[0])): cast(str, row[1]) for row in rows}

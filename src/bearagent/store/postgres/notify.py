@@ -25,6 +25,8 @@ from bearagent.store.postgres.location import Conn, Location
 
 CHANNEL = "bearagent_commits"
 NOTIFY_SQL = "SELECT pg_notify('bearagent_commits', %s)"
+CANCEL_REQUESTED = "cancel_requested"
+"""The status word of a notice that someone asked to cancel the run (not a commit: its sequence is 0)."""
 RECONNECT_S = 1.0
 
 _log = logging.getLogger("bearagent.store")

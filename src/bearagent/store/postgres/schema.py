@@ -90,6 +90,14 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     ),
     # 2: the caller context a session was created with over the HTTP API (NULL for a local session)
     ("ALTER TABLE {s}.sessions ADD COLUMN auth_context json",),
+    # 3: requests to cancel a run that another process executes (its worker looks for them)
+    (
+        """CREATE TABLE {s}.run_cancel_requests (
+            run_id text COLLATE "C" PRIMARY KEY,
+            reason text NOT NULL,
+            requested_at timestamptz NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -174,6 +174,14 @@ class PostgresRunStorage(SyncFace):
             return {}
         return await self._port(lambda conn: leases.heartbeats(conn, self._q, self.path, run_ids))
 
+    async def request_cancel(self, run_id: RunId, reason: str, at: datetime) -> None:
+        await self._port(lambda conn: leases.request_cancel(conn, self._q, self.path, run_id, reason, at))
+
+    async def fetch_cancel_requests(self, run_ids: Sequence[RunId]) -> Mapping[RunId, str]:
+        if not run_ids:
+            return {}
+        return await self._port(lambda conn: leases.cancel_requests(conn, self._q, self.path, run_ids))
+
     async def allow_in_session(self, session_id: SessionId, rule: str) -> None:
         await self._port(lambda conn: sessions.allow(conn, self._q, self.path, session_id, rule))
 
