@@ -38,6 +38,7 @@ from tests.support import postgres_cluster
 from tests.support.events import EventFactory
 from tests.support.run_ws import agent_md, scripted_workspace
 
+from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.events import Event
 from bearagent.domain.ids import ActivityId, RunId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.run_events import ToolCallCompletedV2, ToolCallRequestedV2, ToolCallStartedV1
@@ -164,7 +165,7 @@ async def _latency(writing: RunStorage, reading: RunStorage, events: int, *, not
     yielding its `tool_result` (a notice can beat the writer's own return: that counts as 0)."""
     f = EventFactory(ids=Uuid4IdGenerator())
     writer = RunWriter(writing)
-    await writer.append_many([f.run_created(), f.run_started()])
+    await writer.append_many([f.run_created(BudgetLimits(max_tool_calls=1_000_000)), f.run_started()])
     received: dict[int, float] = {}
     committed: dict[int, float] = {}
 

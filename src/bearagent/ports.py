@@ -213,8 +213,9 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
         status: RunStatus | None = None,
         parent_run_id: RunId | None = None,
         limit: int = 50,
+        oldest_first: bool = False,
     ) -> Sequence[RunProjection]:
-        """Runs, newest first (by creation)."""
+        """Runs, newest first (by creation); with `oldest_first`, the oldest first (a queue's head)."""
         ...
 
     async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:

@@ -28,8 +28,9 @@ from bearagent.domain.state import RunProjection
 from bearagent.ports import WorkspaceStore
 from bearagent.run_types import RunOptions
 
-SCAN_LIMIT = 1_000
-"""How many runs of each pending state one scan looks at."""
+SCAN_LIMIT = 200
+"""How many runs of each pending state one scan looks at: of the queued ones the oldest (a scan reads them all, and
+a worker scans whenever a run ends; lanes whose heads are newer are seen once the older ones went)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ async def pending_runs(store: WorkspaceStore, *, interrupted: bool = True, limit
                 candidates.append(Pending(run, "resume"))
     candidates.extend(
         Pending(run, "start")
-        for run in await store.fetch_runs(status="queued", limit=limit)
+        for run in await store.fetch_runs(status="queued", limit=limit, oldest_first=True)  # the queue's head
         if run.parent_run_id is None
     )
     # a session's interrupted run goes before its queued ones; within each, the oldest first

@@ -302,6 +302,9 @@ def test_runs_filter_and_order_newest_first(harness: Harness) -> None:
         assert [r.run_id for r in await storage.fetch_runs(parent_run_id=parent.run_id)] == [child.run_id]
         assert [r.run_id for r in await storage.fetch_runs(status="succeeded")] == [other.run_id]
         assert [r.run_id for r in await storage.fetch_runs(limit=1)] == [other.run_id]
+        oldest = [r.run_id for r in await storage.fetch_runs(oldest_first=True)]
+        assert oldest == list(reversed(newest_first))  # a queue's head first
+        assert [r.run_id for r in await storage.fetch_runs(limit=1, oldest_first=True)] == [newest_first[-1]]
         assert await storage.fetch_runs(status="cancelled") == []
 
     run(go)

@@ -160,8 +160,10 @@ def runs_on(
     status: RunStatus | None,
     parent_run_id: RunId | None,
     limit: int,
+    oldest_first: bool = False,
 ) -> Sequence[RunProjection]:
-    """Runs, newest first (by creation), optionally of one session, one status and/or one parent run."""
+    """Runs, newest first (by creation; `oldest_first` the other way), optionally of one session, one status and/or
+    one parent run."""
     where: list[str] = []
     params: list[object] = []
     for column, value in (("session_id", session_id), ("status", status), ("parent_run_id", parent_run_id)):
@@ -171,7 +173,7 @@ def runs_on(
     sql = SELECT_RUN
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY rowid DESC LIMIT ?"
+    sql += " ORDER BY rowid ASC LIMIT ?" if oldest_first else " ORDER BY rowid DESC LIMIT ?"
     params.append(limit)
     rows = query_on(conn, path, sql, params, "listing runs")
     return [_run_of(row) for row in rows]

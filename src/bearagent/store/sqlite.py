@@ -159,9 +159,10 @@ class SqliteEventStore:
         status: RunStatus | None = None,
         parent_run_id: RunId | None = None,
         limit: int = 50,
+        oldest_first: bool = False,
     ) -> Sequence[RunProjection]:
         return await self._reader.call(
-            lambda conn: run_reads.runs_on(conn, self.path, session_id, status, parent_run_id, limit)
+            lambda conn: run_reads.runs_on(conn, self.path, session_id, status, parent_run_id, limit, oldest_first)
         )
 
     async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:

@@ -104,11 +104,14 @@ async def runs(
     status: RunStatus | None,
     parent_run_id: RunId | None,
     limit: int,
+    oldest_first: bool = False,
 ) -> Sequence[RunProjection]:
-    """Runs, newest first (by creation), optionally of one session, one status and/or one parent run."""
+    """Runs, newest first (by creation; `oldest_first` the other way), optionally of one session, one status and/or
+    one parent run."""
     given = [value for value in (session_id, status, parent_run_id) if value is not None]
     template = _FILTERS[(session_id is not None, status is not None, parent_run_id is not None)]
-    statement = q(_RUN + template + " ORDER BY created_order DESC LIMIT %s")
+    order = " ORDER BY created_order ASC LIMIT %s" if oldest_first else " ORDER BY created_order DESC LIMIT %s"
+    statement = q(_RUN + template + order)
     rows = await rows_of(conn, statement, [*(str(v) for v in given), limit], where, "listing runs")
     return [_run_of(row) for row in rows]
 

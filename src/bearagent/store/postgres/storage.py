@@ -154,9 +154,12 @@ class PostgresRunStorage(SyncFace):
         status: RunStatus | None = None,
         parent_run_id: RunId | None = None,
         limit: int = 50,
+        oldest_first: bool = False,
     ) -> Sequence[RunProjection]:
         return await self._port(
-            lambda conn: run_reads.runs(conn, self._q, self.path, session_id, status, parent_run_id, limit)
+            lambda conn: run_reads.runs(
+                conn, self._q, self.path, session_id, status, parent_run_id, limit, oldest_first
+            )
         )
 
     async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:
