@@ -37,6 +37,9 @@ RACE_CODES = frozenset({"session_busy", "not_queued", "not_next", "still_running
 
 RECOVER_EVERY_S = 2.0
 """How often a worker looks for runs whose owner died (each scan would cost two store reads per workspace)."""
+RETRY_RESUME_S = 60.0
+"""How long a worker leaves a stopped run that it could not resume (its agent gone, its workspace untrusted, …)
+before it tries again."""
 COALESCE_S = 0.01
 """After a wake, how long a worker lets further wakes gather before it scans once for all of them."""
 
@@ -90,6 +93,7 @@ class Worker:
         self._running: dict[RunId, asyncio.Task[RunResult]] = {}
         self._stopping = False
         self._recovered: dict[str, float] = {}  # workspace id -> when its dead owners were last looked for
+        self._failed: dict[RunId, float] = {}  # a run that could not resume -> when to try it again
         self.stats = WorkerStats()
 
     def wake(self) -> None:
@@ -170,7 +174,7 @@ class Worker:
                 if self.free <= 0 or self._stopping:
                     break
                 key = (workspace_id, item.lane)
-                if key in self._lanes:
+                if key in self._lanes or self._failed.get(item.run.run_id, 0.0) > time.monotonic():
                     continue
                 subject = await _subject_of(probe, item)
                 self._lanes.add(key)
@@ -202,6 +206,8 @@ class Worker:
                 if item.action == "start":
                     self.stats.failed_to_start += 1
                     await _record_start_failure(runtime, run_id, exc)
+                else:  # it stays stopped (`runs resume` says why); try again later, not at every scan
+                    self._failed[run_id] = time.monotonic() + RETRY_RESUME_S
                 _log.warning("run %s could not %s: %s", run_id, item.action, exc.info.message)
                 return
             except asyncio.CancelledError:
