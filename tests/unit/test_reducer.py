@@ -38,10 +38,10 @@ from bearagent.domain.run_events import (
     RecordedToolCall,
     RunCreatedV2,
     RunCreatedV3,
-    RunRequest,
     RunFailedV1,
     RunFailedV2,
     RunInterruptedV1,
+    RunRequest,
     RunResumedV1,
     RunSucceededV2,
     TodosUpdatedV1,
@@ -401,7 +401,10 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     # v3: the run's request is on its record
     f7, folder7 = EventFactory(), Folder()
     request = RunRequest(
-        initiator_ref="user:ada", auth_context={"scopes": ["runs:write"]}, model_override="fast", allowed_tools=("Read",)
+        initiator_ref="user:ada",
+        auth_context={"scopes": ["runs:write"]},
+        model_override="fast",
+        allowed_tools=("Read",),
     )
     folder7.feed(
         f7.event(
