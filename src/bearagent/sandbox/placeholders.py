@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 
+from bearagent.domain.errors import BearAgentError
 from bearagent.runtime.state_files import open_state_file
 
 _LOCKS = ("locks",)
@@ -42,7 +43,7 @@ class PlaceholderLease:
         """The shared lease of `root`'s sandboxed calls. Where it cannot be had (a read-only workspace), a lease that
         holds nothing: that call's placeholders are then never removed (left behind, never torn down early)."""
         state_dir = root / ".bearagent"
-        try:
+        try:  # a symlink on the way is refused (StateSymlink): no call runs where BearAgent's state leads elsewhere
             fd = open_state_file(state_dir, (*_LOCKS, LEASE), os.O_RDWR | os.O_CREAT)
         except OSError:
             return cls(state_dir, None)
@@ -74,14 +75,17 @@ class PlaceholderLease:
         os.close(fd)  # our shared lock goes with it
         try:
             fd = open_state_file(self._state_dir, (*_LOCKS, LEASE), os.O_RDWR | os.O_CREAT)
-        except OSError:
+        except (
+            OSError,
+            BearAgentError,
+        ):  # `.bearagent` replaced meanwhile: leave the placeholders, never fail the call
             return
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return  # another call is in flight: the last one cleans up
-            with self._registry() as (entries, save):
+            with contextlib.suppress(OSError, BearAgentError), self._registry() as (entries, save):
                 for path, is_dir in entries:
                     remove(path, is_dir)
                 save([])
