@@ -37,6 +37,9 @@ RACE_CODES = frozenset({"session_busy", "not_queued", "not_next", "still_running
 
 RECOVER_EVERY_S = 2.0
 """How often a worker looks for runs whose owner died (each scan would cost two store reads per workspace)."""
+LOST_BACKOFF_S = 0.5
+"""How long a worker leaves a lane alone after another worker took it first (the winner ends the run, and its end
+wakes every worker)."""
 RETRY_RESUME_S = 60.0
 """How long a worker leaves a stopped run that it could not resume (its agent gone, its workspace untrusted, …)
 before it tries again."""
@@ -94,6 +97,7 @@ class Worker:
         self._stopping = False
         self._recovered: dict[str, float] = {}  # workspace id -> when its dead owners were last looked for
         self._failed: dict[RunId, float] = {}  # a run that could not resume -> when to try it again
+        self._lost: dict[tuple[str, str], float] = {}  # a lane another worker took first -> when to look again
         self.stats = WorkerStats()
 
     def wake(self) -> None:
@@ -162,6 +166,9 @@ class Worker:
         """One pass over every workspace: recover dead owners' runs, then claim lane heads while slots are free.
         Returns how many runs this pass took."""
         taken = 0
+        if self._lost:
+            moment = time.monotonic()
+            self._lost = {lane: until for lane, until in self._lost.items() if until > moment}
         for workspace_id in self._workspaces():
             if self.free <= 0 or self._stopping:
                 break
@@ -174,7 +181,7 @@ class Worker:
                 if self.free <= 0 or self._stopping:
                     break
                 key = (workspace_id, item.lane)
-                if key in self._lanes or self._failed.get(item.run.run_id, 0.0) > time.monotonic():
+                if key in self._lanes or max(self._failed.get(item.run.run_id, 0.0), self._lost.get(key, 0.0)) > now:
                     continue
                 subject = await _subject_of(probe, item)
                 self._lanes.add(key)
@@ -188,6 +195,7 @@ class Worker:
         run_id = item.run.run_id
         runtime = self._runtime_for(workspace_id, subject)
         self.stats.in_flight[run_id] = workspace_id
+        lost = False
         try:
             execution = asyncio.create_task(
                 runtime.start_queued(run_id) if item.action == "start" else runtime.resume(run_id, wait=False)
@@ -201,7 +209,11 @@ class Worker:
                 await execution
             except BearAgentError as exc:
                 if exc.info.code.rsplit(".", 1)[-1] in RACE_CODES:
+                    # another worker holds the lane (it is starting its head): look at it again only later, or the
+                    # workers would spin on that lane until the winner's RunStarted lands
                     self.stats.lost_races += 1
+                    self._lost[key] = time.monotonic() + LOST_BACKOFF_S
+                    lost = True
                     return
                 if item.action == "start":
                     self.stats.failed_to_start += 1
@@ -222,7 +234,8 @@ class Worker:
             self.stats.in_flight.pop(run_id, None)
             self._running.pop(run_id, None)
             self._lanes.discard(key)
-            self.wake()  # the lane's next run may go now
+            if not lost:
+                self.wake()  # the lane's next run may go now (and the slot is free for another lane)
 
     async def stop(self, *, grace_s: float = 10.0) -> None:
         """Claim nothing more; let runs in flight finish for up to `grace_s`, then hand the rest back (cancel their
