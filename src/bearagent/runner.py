@@ -302,7 +302,11 @@ class WorkspaceRuntime:
             hooks = self.session_hooks(session_key, str(self.mode_in_force(agent).mode))
             history: list[Message] = []
             if session is not None:
-                history = self.session_history(session.session_id, before=options.run_id if queued else None)
+                # off the loop: the history is read through the store's synchronous face, which on PostgreSQL
+                # waits for the store's own loop (a long session is many reads)
+                history = await asyncio.to_thread(
+                    self.session_history, session.session_id, before=options.run_id if queued else None
+                )
                 await self.hook_wiring.start(session_key, hooks, created=prepared.created)
             remembered = await self.session_rules(session.session_id) if session is not None else ()
             ask = self.broker(session.session_id if session is not None else None, wait=options.wait_approvals)
