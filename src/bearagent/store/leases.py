@@ -32,23 +32,23 @@ def renew_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId], at:
         raise translate_sqlite_error(path, exc, "renewing run leases") from exc
 
 
-def heartbeats_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) -> Mapping[RunId, datetime]:
-    """The last heartbeat of each of `run_ids` that has one."""
-    found: dict[RunId, datetime] = {}
+def _rows_of_runs(
+    conn: sqlite3.Connection, path: Path, select: str, table: str, run_ids: Sequence[RunId], doing: str
+) -> list[tuple[object, ...]]:
+    """`SELECT {select} FROM {table} WHERE run_id IN (...)` for `run_ids`, in bounded parameter lists."""
+    rows: list[tuple[object, ...]] = []
     ids = [str(run_id) for run_id in run_ids]
-    for start in range(0, len(ids), 500):  # bounded parameter lists
+    for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        rows = query_on(
-            conn,
-            path,
-            f"SELECT run_id, heartbeat_at FROM run_leases WHERE run_id IN ({marks})",
-            chunk,
-            "reading run leases",
-        )
-        for run_id, at in rows:
-            found[RunId(str(run_id))] = datetime.fromisoformat(str(at))
-    return found
+        rows += query_on(conn, path, f"SELECT {select} FROM {table} WHERE run_id IN ({marks})", chunk, doing)
+    return rows
+
+
+def heartbeats_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) -> Mapping[RunId, datetime]:
+    """The last heartbeat of each of `run_ids` that has one."""
+    rows = _rows_of_runs(conn, path, "run_id, heartbeat_at", "run_leases", run_ids, "reading run leases")
+    return {RunId(str(run_id)): datetime.fromisoformat(str(at)) for run_id, at in rows}
 
 
 def request_cancel_on(conn: sqlite3.Connection, path: Path, run_id: RunId, reason: str, at: datetime) -> None:
@@ -65,18 +65,5 @@ def request_cancel_on(conn: sqlite3.Connection, path: Path, run_id: RunId, reaso
 
 def cancel_requests_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) -> Mapping[RunId, str]:
     """The reason of each of `run_ids` someone asked to cancel."""
-    found: dict[RunId, str] = {}
-    ids = [str(run_id) for run_id in run_ids]
-    for start in range(0, len(ids), 500):  # bounded parameter lists
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        rows = query_on(
-            conn,
-            path,
-            f"SELECT run_id, reason FROM run_cancel_requests WHERE run_id IN ({marks})",
-            chunk,
-            "reading cancel requests",
-        )
-        for run_id, reason in rows:
-            found[RunId(str(run_id))] = str(reason)
-    return found
+    rows = _rows_of_runs(conn, path, "run_id, reason", "run_cancel_requests", run_ids, "reading cancel requests")
+    return {RunId(str(run_id)): str(reason) for run_id, reason in rows}
