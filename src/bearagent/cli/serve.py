@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from bearagent.cli._run_common import die, die_from
+from bearagent.cli._run_common import die
+from bearagent.cli._served import load_served, served_workspaces
 
 
 def _is_loopback(host: str) -> bool:
@@ -24,20 +25,9 @@ def _is_loopback(host: str) -> bool:
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0 = any free).")
-@click.option(
-    "-w",
-    "--workspace",
-    "workspaces",
-    multiple=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="A workspace to serve (repeatable); its id is the directory name.",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    default=None,
-    help="Server config: workspaces, gateway JWT or proxy-header auth, limits (docs/server.md).",
+@served_workspaces(
+    "A workspace to serve (repeatable); its id is the directory name.",
+    "Server config: workspaces, gateway JWT or proxy-header auth, limits (docs/server.md).",
 )
 @click.option(
     "--workers",
@@ -60,13 +50,7 @@ def serve(
 
     Without gateway auth the server only binds loopback and prints its local token as `token: <value>`
     (BEARAGENT_SERVE_TOKEN sets it)."""
-    from bearagent.domain.errors import BearAgentError
-    from bearagent.server.config import load_server_config
-
-    try:
-        config = load_server_config(config_file, workspaces or (() if config_file else (Path.cwd(),)))
-    except BearAgentError as exc:
-        die_from(exc, debug=False)
+    config = load_served(workspaces, config_file)
     if not _is_loopback(host) and not config.gateway_auth:
         die(
             f"refusing to bind {host}: it is not a loopback address and no gateway auth is configured",

@@ -15,24 +15,13 @@ from pathlib import Path
 
 import click
 
-from bearagent.cli._run_common import die_from
+from bearagent.cli._served import load_served, served_workspaces
 
 
 @click.command("worker")
-@click.option(
-    "-w",
-    "--workspace",
-    "workspaces",
-    multiple=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="A workspace whose queued runs to execute (repeatable); default: this directory.",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    default=None,
-    help="Server config naming the workspaces (the one `bearagent serve --config` reads; docs/server.md).",
+@served_workspaces(
+    "A workspace whose queued runs to execute (repeatable); default: this directory.",
+    "Server config naming the workspaces (the one `bearagent serve --config` reads; docs/server.md).",
 )
 @click.option(
     "--concurrency",
@@ -54,13 +43,7 @@ def worker(
     workspaces: tuple[Path, ...], config_file: Path | None, concurrency: int, grace_s: float, poll_s: float
 ) -> None:
     """Execute queued runs (sent to `bearagent serve --workers 0`, or to any server sharing the store)."""
-    from bearagent.domain.errors import BearAgentError
-    from bearagent.server.config import load_server_config
-
-    try:
-        config = load_server_config(config_file, workspaces or (() if config_file else (Path.cwd(),)))
-    except BearAgentError as exc:
-        die_from(exc, debug=False)
+    config = load_served(workspaces, config_file)
     from bearagent.server.registry import RunManager
 
     manager = RunManager(
