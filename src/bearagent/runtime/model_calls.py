@@ -31,6 +31,7 @@ from bearagent.domain.run_events import (
     ContextCompactedV1,
     ModelCallCompletedV2,
     ModelCallFailedV2,
+    ModelCallPurpose,
     ModelCallRequestedV3,
     ModelCallStartedV1,
     RecordedToolCall,
@@ -104,6 +105,42 @@ class ModelCalls:
             state.template_plan = plan
         return state.template.with_messages(request_messages)
 
+    async def _admit_call(
+        self,
+        recorder: RunRecorder,
+        state: LoopState,
+        *,
+        model_ref: str,
+        attempt: int,
+        estimated_input_tokens: int,
+        estimator: str,
+        context_window: int | None,
+        context_window_source: str | None,
+        purpose: ModelCallPurpose = "turn",
+    ) -> Active:
+        """Record a new model call's Requested (v3) and Started facts (`admit`) and make it the active activity."""
+        activity = Active(
+            kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
+        )
+        assert activity.model_call_id is not None
+        await admit(
+            recorder,
+            ModelCallRequestedV3(
+                activity_id=activity.activity_id,
+                model_call_id=activity.model_call_id,
+                model_ref=model_ref,
+                attempt=attempt,
+                purpose=purpose,
+                estimated_input_tokens=estimated_input_tokens,
+                estimator=estimator,
+                context_window=context_window,
+                context_window_source=context_window_source,
+            ),
+            ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id),
+        )
+        state.active = activity
+        return activity
+
     def _estimate(self, state: LoopState, messages: Sequence[Message]) -> int:
         """The corrected estimate of the request `messages` would make (without touching the calibration)."""
         request = self._request(state, messages)
@@ -157,25 +194,16 @@ class ModelCalls:
                     is not None
                 ):
                     continue
-            activity = Active(
-                kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
-            )
-            assert activity.model_call_id is not None
-            await admit(
+            activity = await self._admit_call(
                 recorder,
-                ModelCallRequestedV3(
-                    activity_id=activity.activity_id,
-                    model_call_id=activity.model_call_id,
-                    model_ref=plan.model_ref,
-                    attempt=attempt,
-                    estimated_input_tokens=estimate,
-                    estimator=state.context.calibration.label,
-                    context_window=window.tokens,
-                    context_window_source=window.source,
-                ),
-                ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id),
+                state,
+                model_ref=plan.model_ref,
+                attempt=attempt,
+                estimated_input_tokens=estimate,
+                estimator=state.context.calibration.label,
+                context_window=window.tokens,
+                context_window_source=window.source,
             )
-            state.active = activity
             try:
                 turn = await self._stream(recorder.run_id, plan, request, activity)
             except BearAgentError as exc:
@@ -215,6 +243,7 @@ class ModelCalls:
             state.context.calibration.observe(completed.usage.input_tokens)
             bounded = bound_turn(turn.text, turn.text_chars, turn.tool_calls, turn.calls_asked)
             turn.text, turn.tool_calls, turn.call_errors = bounded.text, bounded.tool_calls, bounded.call_errors
+            assert activity.model_call_id is not None
             await recorder.append(
                 ModelCallCompletedV2(
                     activity_id=activity.activity_id,
@@ -327,26 +356,17 @@ class ModelCalls:
         attempt = 1
         shrunk = 0  # how often the transcript was halved because the summary model's window could not hold it
         while True:
-            activity = Active(
-                kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
-            )
-            assert activity.model_call_id is not None
-            await admit(
+            activity = await self._admit_call(
                 recorder,
-                ModelCallRequestedV3(
-                    activity_id=activity.activity_id,
-                    model_call_id=activity.model_call_id,
-                    model_ref=compaction.model_ref,
-                    attempt=attempt,
-                    purpose="compaction",
-                    estimated_input_tokens=raw_estimate(request.messages),
-                    estimator=estimator_name(),
-                    context_window=compaction.context_window,
-                    context_window_source="config" if compaction.context_window is not None else None,
-                ),
-                ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id),
+                state,
+                model_ref=compaction.model_ref,
+                attempt=attempt,
+                purpose="compaction",
+                estimated_input_tokens=raw_estimate(request.messages),
+                estimator=estimator_name(),
+                context_window=compaction.context_window,
+                context_window_source="config" if compaction.context_window is not None else None,
             )
-            state.active = activity
             try:
                 turn = await self._stream(recorder.run_id, compaction, request, activity, live=False)
             except BearAgentError as exc:
@@ -380,6 +400,7 @@ class ModelCalls:
         after = compacted(conversation, replaced, summary)
         tokens_after = self._estimate(state, [messages[0], *after])
         usage = turn.completed.usage
+        assert activity.model_call_id is not None
         fact = ContextCompactedV1(
             activity_id=activity.activity_id,
             model_call_id=activity.model_call_id,
