@@ -5,8 +5,6 @@ store as `degraded`; never an id, a path, a prompt or the DSN (its password in n
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +14,7 @@ from typing import Any, cast
 
 import httpx
 import pytest
-from tests.server.test_http_api import BEARAGENT, SCRIPT, SLOW, TOKEN, wait_for
+from tests.server.test_http_api import SCRIPT, SLOW, TOKEN, start, wait_for
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent.store import schema as sqlite_schema
@@ -48,36 +46,10 @@ def serve(tmp_path: Path, **env: str) -> Served:
     agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
     one = scripted_workspace(tmp_path / "alpha", SCRIPT, agents=agents)
     two = scripted_workspace(tmp_path / "beta", SLOW, agents=agents)
-    home = tmp_path / "home"
-    (home / "bearagent").mkdir(parents=True, exist_ok=True)
-    config = tmp_path / "server.yaml"
-    config.write_text(f"workspaces:\n  - {{id: alpha, path: {one}}}\n  - {{id: beta, path: {two}}}\n")
-    environ = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "BEARAGENT_HOME": str(home / "bearagent"),
-        "BEARAGENT_LOAD_PLUGINS": "",
-        "BEARAGENT_SERVE_TOKEN": TOKEN,
-        **env,
-    }
-    proc = subprocess.Popen(
-        [BEARAGENT, "serve", "--port", "0", "--config", str(config)],
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    server = start(
+        tmp_path, config=f"workspaces:\n  - {{id: alpha, path: {one}}}\n  - {{id: beta, path: {two}}}\n", env=env
     )
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        match = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
-        if match:
-            return Served(match.group(1), proc, (one, two))
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited {proc.returncode}: {line}{proc.stderr.read()}")
-    proc.kill()
-    raise AssertionError("serve did not start")
+    return Served(server.base, server.proc, (one, two))
 
 
 @pytest.fixture
