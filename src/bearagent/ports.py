@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, cast, runtime_checkable
 
 from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.events import Event
@@ -184,6 +184,15 @@ def commit_feed(storage: object) -> CommitFeed | None:
     """The store's commit notices, where it has them."""
     feed = getattr(storage, "commits", None)
     return feed if feed is not None and callable(getattr(feed, "subscribe", None)) else None  # pyright: ignore[reportReturnType]
+
+
+def commit_now_of(storage: object) -> Callable[[RunCommit], bool] | None:
+    """The store's synchronous commit, where it has one. Optional: a store whose commit can finish without waiting
+    (SQLite when no other connection holds the lock) offers `commit_now(commit) -> bool`: True when the commit was
+    made on the calling thread, at once; False when nothing was done and the caller must await `commit`. It raises
+    what `commit` raises. The writer tries it first, so such a commit costs no task and no turn of the event loop."""
+    commit_now = getattr(storage, "commit_now", None)
+    return cast("Callable[[RunCommit], bool]", commit_now) if callable(commit_now) else None
 
 
 class RunStorage(RunCommits, SessionLockPort, Protocol):

@@ -12,7 +12,12 @@ import threading
 import time
 from pathlib import Path
 
+from tests.support.events import EventFactory
+
+from bearagent.ports import commit_now_of
+from bearagent.runtime.run_writer import RunWriter, prepare_commit
 from bearagent.store.connection import Worker, connect_more, open_primary
+from bearagent.store.sqlite import SqliteEventStore
 
 HOLD_THE_WRITE_LOCK = """
 import sqlite3, sys
@@ -179,3 +184,48 @@ def test_checkpoints_run_on_the_thread_and_keep_the_wal_short(tmp_path: Path) ->
     finally:
         worker.close()
     assert _count(path) == 400
+
+
+def test_the_store_commits_at_once_when_free_and_hands_a_locked_commit_to_its_thread(tmp_path: Path) -> None:
+    """`SqliteEventStore.commit_now` (`ports.commit_now_of`): the run writer's commits need no task while SQLite
+    answers at once; under another process's lock `commit_now` writes nothing and says so, and the writer's awaited
+    commit waits for the lock on the thread, then lands."""
+    path = tmp_path / "state.db"
+    store = SqliteEventStore(path)
+    factory = EventFactory()
+    writer = RunWriter(store)
+    commit_now = commit_now_of(store)
+    assert commit_now is not None
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_WRITE_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+
+    async def go() -> tuple[bool, bool, int]:
+        await writer.append(factory.run_created())  # opens the writer's connection (on its thread)
+        await writer.append(factory.run_started())
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "locked"
+        requested = factory.model_requested()
+        refused = commit_now(prepare_commit(await store.load_run(factory.run_id), [requested]))
+        landed = asyncio.ensure_future(writer.append(requested))  # the same event: nothing was written
+        await asyncio.sleep(0.2)
+        waiting = not landed.done()
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        projection = await landed
+        free = commit_now(prepare_commit(await store.load_run(factory.run_id), [factory.model_started()]))
+        return refused, waiting and free, projection.last_sequence
+
+    try:
+        refused, waited_then_free, last = asyncio.run(go())
+    finally:
+        store.close()
+        holder.wait(timeout=10)
+    assert refused is False
+    assert waited_then_free
+    assert last == 3
+    reopened = SqliteEventStore(path)
+    try:
+        assert [e.sequence for e in reopened.read_events(factory.run_id)] == [1, 2, 3, 4]
+    finally:
+        reopened.close()

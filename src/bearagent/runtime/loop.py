@@ -427,6 +427,10 @@ class AgentLoop:
         stop_blocks = 0
         continued: list[str] = []  # the parts of an answer the output limit cut, continued since
         while True:
+            # a turn of the event loop per step: a store that commits at once (`ports.commit_now_of`) and a model
+            # and tools that answer at once would otherwise hold the loop for the whole run (other runs, streams,
+            # a cancellation wait for an await that suspends)
+            await asyncio.sleep(0)
             state.continuations_left = state.plan.max_output_continuations - len(continued)
             if resumed_turn is not None:
                 turn, resumed_turn = resumed_turn, None

@@ -31,6 +31,7 @@ from bearagent.ports import (
     RunCommits,
     StoredRun,
     VersionConflict,
+    commit_now_of,
 )
 from bearagent.runtime.reducer import InvalidTransition, SequenceConflict, apply
 from bearagent.runtime.run_state import ActivityState, RunState
@@ -117,6 +118,7 @@ class RunWriter:
 
     def __init__(self, storage: RunCommits, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         self.storage = storage
+        self._commit_now = commit_now_of(storage)
         self._cache: dict[str, StoredRun] = {}
         self._cache_size = cache_size
         self._subscribers: list[Subscriber] = []
@@ -214,21 +216,22 @@ class RunWriter:
 
     async def _commit(self, commit: RunCommit) -> asyncio.CancelledError | None:
         """Commit and cache the new state; returns the cancellation that arrived while the store committed."""
-        task = asyncio.ensure_future(self.storage.commit(commit))
         cancelled: asyncio.CancelledError | None = None
-        while not task.done():
-            try:
-                await asyncio.wait((task,))  # a cancelled wait leaves the commit running
-            except asyncio.CancelledError as exc:
-                cancelled = exc  # the store goes on committing: learn the outcome, then let the cancel through
-        if task.cancelled():
-            raise cancelled or asyncio.CancelledError()
-        event = commit.events[0]
-        if cancelled is not None and task.exception() is not None:
-            raise cancelled  # nothing was written: the cancellation wins over the refusal
         try:
-            task.result()
+            if self._commit_now is None or not self._commit_now(commit):  # at once: no task, nothing to cancel
+                task = asyncio.ensure_future(self.storage.commit(commit))
+                while not task.done():
+                    try:
+                        await asyncio.wait((task,))  # a cancelled wait leaves the commit running
+                    except asyncio.CancelledError as exc:
+                        cancelled = exc  # the store goes on committing: learn the outcome, then let the cancel through
+                if task.cancelled():
+                    raise cancelled or asyncio.CancelledError()
+                if cancelled is not None and task.exception() is not None:
+                    raise cancelled  # nothing was written: the cancellation wins over the refusal
+                task.result()
         except ActivityIdTaken as exc:
+            event = commit.events[0]
             raise InvalidTransition(
                 event.event_type,
                 "already has this activity",
@@ -236,6 +239,7 @@ class RunWriter:
                 run_id=str(commit.run_id),
             ) from None
         except EventIdTaken as exc:
+            event = commit.events[0]
             raise InvalidTransition(
                 event.event_type,
                 "already holds this event id",

@@ -167,16 +167,25 @@ class Worker:
 
     def _open(self) -> sqlite3.Connection:
         conn = self._connect()
-        if self._inline:
+        if self._inline:  # the connection rests with busy timeout 0: the inline calls' setting
             self._busy_timeout_ms = cast(tuple[int], conn.execute("PRAGMA busy_timeout").fetchone())[0]
+            conn.execute("PRAGMA busy_timeout = 0")
             conn.execute("PRAGMA wal_autocheckpoint = 0")
         return conn
 
     def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run `work` on this thread, waiting for locks up to the busy timeout."""
         with self._conn_lock:
             if self._conn is None:
                 self._conn = self._open()
-            return work(self._conn)
+            conn = self._conn
+            if not self._inline:
+                return work(conn)
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            try:
+                return work(conn)
+            finally:
+                conn.execute("PRAGMA busy_timeout = 0")
 
     def _run_queued(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         result = self._run(work)
@@ -188,21 +197,22 @@ class Worker:
         with self._guard:
             self._queued -= 1
 
-    def _try_inline(self, work: Callable[[sqlite3.Connection], _T]) -> tuple[bool, _T | None]:
-        """(True, result) when `work` ran here without waiting; (False, None) when it must go to the thread."""
+    def try_now(self, work: Callable[[sqlite3.Connection], _T]) -> tuple[bool, _T | None]:
+        """Run `work` at once on the calling thread if it needs no wait: (True, result), or (False, None) when it
+        must go to the thread (`call`): an inline worker whose thread is busy or idle-unopened, a lock met, or a
+        worker that is not inline. Raises what `work` raises otherwise."""
+        if not self._inline:
+            return False, None
         conn = self._conn
         if conn is None or self._queued or not self._conn_lock.acquire(blocking=False):
             return False, None
         try:
-            conn.execute("PRAGMA busy_timeout = 0")
             try:
-                result = work(conn)
+                result = work(conn)  # busy timeout 0: the connection's resting setting
             except BaseException as exc:
                 if _met_a_lock(exc):
                     return False, None
                 raise
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         finally:
             self._conn_lock.release()
         if self._checkpoint_due():
@@ -232,10 +242,9 @@ class Worker:
         return future
 
     async def call(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        if self._inline:
-            done, result = self._try_inline(work)
-            if done:
-                return cast(_T, result)
+        done, result = self.try_now(work)
+        if done:
+            return cast(_T, result)
         return await asyncio.wrap_future(self._submit(work))
 
     def close(self) -> None:

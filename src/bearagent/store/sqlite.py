@@ -54,6 +54,10 @@ class _InlineCommits:
     async def commit(self, commit: RunCommit) -> None:
         self._commit(commit)
 
+    def commit_now(self, commit: RunCommit) -> bool:
+        self._commit(commit)
+        return True
+
 
 class SqliteEventStore:
     """EventStore + SessionStore over one SQLite file. Thread-safe; several processes may share the file."""
@@ -143,6 +147,11 @@ class SqliteEventStore:
 
     async def commit(self, commit: RunCommit) -> None:
         await self._writer.call(lambda conn: self._commit_on(conn, commit))
+
+    def commit_now(self, commit: RunCommit) -> bool:
+        """`ports.commit_now_of`: the commit made at once on this thread when SQLite needs no wait for it."""
+        done, _ = self._writer.try_now(lambda conn: self._commit_on(conn, commit))
+        return done
 
     async def fetch_events(self, run_id: RunId, after_sequence: int = 0, limit: int | None = None) -> Sequence[Event]:
         return await self._reader.call(
