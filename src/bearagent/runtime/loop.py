@@ -304,6 +304,7 @@ class AgentLoop:
                         start = self._continue(spec, state, cursor)
                     return await self._drive(spec, recorder, state, planner, start)
         except RunSuspended as suspended:
+            await recorder.flush()
             self._observer.notice(run_id, f"the run waits for approval {suspended.approval_id}")
             projection = recorder.projection
             return RunOutcome(
@@ -354,6 +355,7 @@ class AgentLoop:
     async def _hand_back(self, recorder: RunRecorder) -> None:
         """Record `RunInterrupted` for a run this process stops executing without ending it (a worker's graceful
         stop): whatever was in flight is closed as the lease scan would close it, and the run can be resumed."""
+        await recorder.flush()  # the projection below must show every fact
         run = recorder.projection
         if run is None or run.status != "running":
             return
@@ -499,6 +501,7 @@ class AgentLoop:
             pending = [call for call in turn.tool_calls if call.tool_call_id not in start.answered]
             for group in _groups(pending, turn, state, start):
                 if len(group) > 1:
+                    await recorder.flush()  # the batch runs its calls before it records them: facts first
                     results = await self._tools.batch(spec, recorder, state, group)
                 else:
                     (call,) = group
@@ -520,6 +523,7 @@ class AgentLoop:
                         ErrorInfo.of("configuration", "switch_unavailable", "agent switching is not wired for this run")
                     )
                 previous = state.plan.agent_name
+                await recorder.flush()  # planning may start the new agent's servers: facts first
                 state.plan = await planner(switch_to)
                 state.switch_count += 1
                 await recorder.append(

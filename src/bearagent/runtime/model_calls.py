@@ -160,6 +160,8 @@ class ModelCalls:
         overflow_compacted = False
         while True:
             plan = state.plan
+            if self._hooks is not None or state.context.window_for is not plan:
+                await recorder.flush()  # a hook runs, or the model's server may be asked its window: facts first
             request = self._request(state, messages)
             if self._hooks is not None:
                 decision = await self._hooks.pre_model_request(recorder.run_id, plan.agent_name, request)
@@ -244,7 +246,11 @@ class ModelCalls:
             bounded = bound_turn(turn.text, turn.text_chars, turn.tool_calls, turn.calls_asked)
             turn.text, turn.tool_calls, turn.call_errors = bounded.text, bounded.tool_calls, bounded.call_errors
             assert activity.model_call_id is not None
-            await recorder.append(
+            # the loop's next fact follows with no external action between (the first tool call's request, or a
+            # final answer's RunSucceeded when no Stop hook runs first): the completion is held and committed with
+            # it (`RunRecorder.hold`)
+            record = recorder.hold if bounded.error is None and (turn.tool_calls or self._hooks is None) else None
+            completion = (
                 ModelCallCompletedV2(
                     activity_id=activity.activity_id,
                     model_call_id=activity.model_call_id,
@@ -267,6 +273,10 @@ class ModelCalls:
                     refusal=completed.refusal,
                 )
             )
+            if record is not None:
+                record(completion)
+            else:
+                await recorder.append(completion)
             state.active = None
             if bounded.error is not None:
                 raise RunFailure(bounded.error)

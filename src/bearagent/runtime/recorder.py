@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from bearagent.domain._base import JsonValue, frozen_json
+from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import EVENT_TYPE_RE, Event
 from bearagent.domain.ids import CausationId, CorrelationId, EventId, IdGenerator, RunId, retyped
 from bearagent.domain.run_events import RunEventPayload, event_type_of
@@ -97,6 +98,7 @@ class RunRecorder:
         self._last_event_id: EventId | None = last_event_id
         self.projection: RunProjection | None = None
         self._sinks = tuple(sinks)
+        self._held: list[tuple[RunEventPayload, datetime]] = []
 
     @property
     def sequence(self) -> int:
@@ -113,14 +115,47 @@ class RunRecorder:
     async def append(self, payload: RunEventPayload) -> RunProjection:
         return await self.append_many((payload,))
 
+    def hold(self, payload: RunEventPayload) -> None:
+        """Keep a fact, stamped now, to be committed with the next append in the same transaction: for a completion
+        that the next fact follows with no external action in between (a tool call's result and the next model
+        request, a model turn's end and its first tool call's request). The facts are still durable before the next
+        action starts, since that action waits for the commit of its own request; what is saved is a transaction.
+        Whoever holds must `flush()` before doing anything else that is not an append (running hooks or tools,
+        asking a server, planning, handing the run back); `projection` does not show held facts until then."""
+        self._held.append((payload, self._clock.now()))
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
+    async def flush(self) -> RunProjection | None:
+        """Commit the held facts now (None: nothing was held)."""
+        if not self._held:
+            return None
+        return await self._append(())
+
     async def append_many(self, payloads: Sequence[RunEventPayload]) -> RunProjection:
-        """Append consecutive facts in one transaction (all or none), e.g. an activity's Requested + Started. A
-        cancellation that arrives while the store commits is raised after the commit is recorded here."""
+        """Append consecutive facts in one transaction (all or none), e.g. an activity's Requested + Started; facts
+        held before (`hold`) go first, in the same transaction. If the reducer refuses the batch (a budget, say),
+        the held facts are committed alone and the refusal is raised. A cancellation that arrives while the store
+        commits is raised after the commit is recorded here."""
+        if not self._held:
+            return await self._append(payloads)
+        try:
+            return await self._append(payloads)
+        except BearAgentError:
+            if self._held:  # nothing was written: the held facts are facts all the same
+                await self._append(())
+            raise
+
+    async def _append(self, payloads: Sequence[RunEventPayload]) -> RunProjection:
         events: list[Event] = []
         sequence = self._sequence
         last_event_id = self._last_event_id
         now = self._clock.now()
-        for payload in payloads:
+        held = tuple(self._held)
+        stamped = [*held, *((payload, now) for payload in payloads)] if held else [(p, now) for p in payloads]
+        for payload, occurred_at in stamped:
             event_type, version = event_type_of(payload)
             sequence += 1
             event = _event(
@@ -129,7 +164,7 @@ class RunRecorder:
                 sequence=sequence,
                 event_type=event_type,
                 schema_version=version,
-                occurred_at=now,
+                occurred_at=occurred_at,
                 causation_id=retyped(CausationId, last_event_id) if last_event_id is not None else None,
                 correlation_id=self.correlation_id,
                 payload=payload.model_dump(mode="json"),
@@ -141,8 +176,11 @@ class RunRecorder:
             self._sequence = sequence
             self._last_event_id = last_event_id
             self.projection = projection
+            if held:
+                del self._held[: len(held)]
 
-        projection = await self._writer.append_many(events, on_commit=committed, dumped_from=payloads)
+        dumped_from = [payload for payload, _ in stamped] if held else payloads
+        projection = await self._writer.append_many(events, on_commit=committed, dumped_from=dumped_from)
         for event in events:
             for sink in self._sinks:
                 try:

@@ -201,13 +201,14 @@ class ToolCalls:
     async def _finish(
         self, recorder: RunRecorder, state: LoopState, call: ModelToolCall, activity: Active, result: ToolResult
     ) -> None:
-        """Record a call's result (and the to-do list it updates) and show it."""
+        """Record a call's result (and the to-do list it updates) and show it. The result is held (`RunRecorder.hold`)
+        and committed with the next fact the loop appends, which follows with no external action in between."""
         if result.is_error:
-            await recorder.append(
+            recorder.hold(
                 ToolCallFailedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
             )
         else:
-            await recorder.append(
+            recorder.hold(
                 ToolCallCompletedV2(activity_id=activity.activity_id, tool_call_id=call.tool_call_id, result=result)
             )
         state.active = None
