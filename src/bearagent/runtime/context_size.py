@@ -207,12 +207,42 @@ class Calibration:
     corrected: bool = False
     last_raw: int = 0
     """The raw estimate of the last request sent (what the provider's figure is compared with)."""
+    _history: list[Message] = field(default_factory=list[Message], init=False, repr=False, compare=False)
+    _running: list[int] = field(default_factory=list[int], init=False, repr=False, compare=False)
+    """The messages of the last request estimated, and the running sum of their tokens: a run's next request holds
+    the same message objects again, so only the ones after the first that differs are counted."""
+    _tools: Sequence[ToolDescriptor] | None = field(default=None, init=False, repr=False, compare=False)
+    _tools_tokens: int = field(default=0, init=False, repr=False, compare=False)
 
     def estimate(self, request: ModelRequest) -> tuple[int, int]:
-        """(raw, corrected) tokens of `request`; remembers the raw figure for `observe`."""
-        raw = raw_estimate(request.messages, request.tools)
+        """(raw, corrected) tokens of `request` (the same figure `raw_estimate` gives); remembers the raw figure for
+        `observe`."""
+        raw = self._messages_tokens(request.messages) + self._tools_estimate(request.tools)
         self.last_raw = raw
         return raw, self.apply(raw)
+
+    def _messages_tokens(self, messages: Sequence[Message]) -> int:
+        history, running = self._history, self._running
+        same = 0
+        for mine, theirs in zip(history, messages):
+            if mine is not theirs:
+                break
+            same += 1
+        del history[same:], running[same:]
+        counter = _the_counter()
+        total = running[-1] if running else 0
+        for message in messages[same:]:
+            total += _message_tokens(counter, message)
+            history.append(message)
+            running.append(total)
+        return total
+
+    def _tools_estimate(self, tools: Sequence[ToolDescriptor]) -> int:
+        if not tools:
+            return 0
+        if tools is not self._tools:
+            self._tools, self._tools_tokens = tools, _the_counter().count(_tools_text(tools))
+        return self._tools_tokens
 
     def apply(self, raw: int) -> int:
         return int(raw * self.factor + 0.5)
