@@ -224,7 +224,7 @@ class Calibration:
     def _messages_tokens(self, messages: Sequence[Message]) -> int:
         history, running = self._history, self._running
         same = 0
-        for mine, theirs in zip(history, messages):
+        for mine, theirs in zip(history, messages, strict=False):  # the shorter decides
             if mine is not theirs:
                 break
             same += 1
