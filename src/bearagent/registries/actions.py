@@ -22,6 +22,7 @@ from bearagent.registries._base import (
     frontmatter_reporter,
     unknown_key,
 )
+from bearagent.tools.fast_schema import plainly_valid_schema
 
 ACTION_KEYS = frozenset({"name", "description", "agent", "inputs", "model"})
 DEFAULT_INPUTS: dict[str, object] = {
@@ -104,9 +105,6 @@ def render_action(action: ActionSpec, inputs: Mapping[str, JsonValue]) -> str:
 
 
 def parse_action(doc: FrontmatterDoc, source: Source) -> tuple[ActionSpec | None, list[Diagnostic]]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
     diags: list[Diagnostic] = []
     path = doc.path
     add = frontmatter_reporter(doc, diags)
@@ -148,14 +146,13 @@ def parse_action(doc: FrontmatterDoc, source: Source) -> tuple[ActionSpec | None
     schema = cast(dict[str, object], inputs)
     if "type" not in schema and "properties" in schema:
         schema = {"type": "object", **schema}
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
+    problem = schema_problem(schema)
+    if problem is not None:
         add(
             "error",
             "action.invalid_inputs",
             "inputs",
-            f"inputs is not a valid JSON Schema: {exc.message}; the file was skipped",
+            f"inputs is not a valid JSON Schema: {problem}; the file was skipped",
             "fix the schema (draft 2020-12)",
         )
         return None, diags
@@ -191,6 +188,21 @@ def parse_action(doc: FrontmatterDoc, source: Source) -> tuple[ActionSpec | None
         add("error", "action.invalid_field", key, f"{key}: {problem}; the file was skipped", f"fix `{key}`")
         return None, diags
     return spec, diags
+
+
+def schema_problem(schema: Mapping[str, object]) -> str | None:
+    """Why `schema` is not a valid draft 2020-12 schema, or None; `jsonschema` is asked only for a schema outside
+    the common subset (`tools/fast_schema.py`)."""
+    if plainly_valid_schema(schema):
+        return None
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return exc.message
+    return None
 
 
 def load_actions(sources: Iterable[Source], command_sources: Iterable[Source] = ()) -> ActionRegistry:

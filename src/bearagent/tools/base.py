@@ -1,4 +1,5 @@
-"""Shared machinery of the native tools: a precompiled JSON Schema validator, failure helpers, artifact hashing."""
+"""Shared machinery of the native tools: a JSON Schema validator compiled once per tool (its fast path first,
+`jsonschema` only when the fast path cannot decide), failure helpers, artifact hashing."""
 
 from __future__ import annotations
 
@@ -9,14 +10,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, cast
 
-from jsonschema import Draft202012Validator
-
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.errors import MAX_MESSAGE_CHARS, BearAgentError, ErrorCategory, ErrorInfo
 from bearagent.domain.ids import ArtifactId, ToolCallId
 from bearagent.domain.tools import Artifact, ToolResult, ToolSpec
 from bearagent.ports import ToolContext
-from bearagent.tools.fast_schema import compile_fast_check
+from bearagent.tools.fast_schema import compile_fast_check, plainly_valid_schema
 
 
 def tool_error(
@@ -29,18 +28,27 @@ def tool_error(
 
 
 class SchemaValidator:
-    """A JSON Schema (draft 2020-12) compiled once per tool spec; reports the first error with its field path."""
+    """A JSON Schema (draft 2020-12) compiled once per tool spec; reports the first error with its field path.
+
+    The schema is checked at construction; `jsonschema` is imported only for a schema outside the fast subset, and
+    its validator is built on the first arguments the fast check does not accept."""
 
     def __init__(self, tool_name: str, schema: Mapping[str, object]) -> None:
         self._tool = tool_name
         plain = cast(dict[str, Any], _thaw(schema))
-        _check_schema(json.dumps(plain, sort_keys=True))
-        self._validator = cast(Any, Draft202012Validator(plain))
+        if not plainly_valid_schema(plain):
+            _check_schema(json.dumps(plain, sort_keys=True))
+        self._schema = plain
+        self._validator: Any = None
         self._fast = compile_fast_check(plain)
 
     def validate(self, arguments: Mapping[str, JsonValue]) -> None:
         if self._fast is not None and self._fast(arguments):
             return
+        if self._validator is None:
+            from jsonschema import Draft202012Validator
+
+            self._validator = Draft202012Validator(self._schema)
         instance = _thaw(arguments)
         error = cast(Any, next(iter(self._validator.iter_errors(instance)), None))
         if error is None:
@@ -61,6 +69,8 @@ class SchemaValidator:
 def _check_schema(schema_json: str) -> None:
     """Check a schema against the metaschema once per distinct schema (a run's plan builds its runtime tools anew,
     and the check was half the cost of planning); an invalid one raises every time (errors are not cached)."""
+    from jsonschema import Draft202012Validator
+
     Draft202012Validator.check_schema(json.loads(schema_json))
 
 

@@ -1,8 +1,13 @@
-"""A fast accept-check for the common JSON Schema subset tool specs use.
+"""Fast accept-checks for the common JSON Schema subset tool specs use, so `jsonschema` is imported only when one
+has to decide.
 
 `compile_fast_check(schema)` returns a function that returns True only if the instance is valid, or None if the
 schema uses a keyword outside the subset. A False answer is never trusted on its own: the caller then runs the full
 `jsonschema` validator, which decides and words the error. So the fast path can only make valid calls cheaper.
+
+`plainly_valid_schema(schema)` is the same idea for the schema itself: True only if it is a valid draft 2020-12
+schema written in the subset (every value of the type its metaschema requires); False means "ask `jsonschema`'s
+`check_schema`", which decides and words the error.
 """
 
 from __future__ import annotations
@@ -150,3 +155,63 @@ def compile_fast_check(schema: Mapping[str, object]) -> Check | None:
     if len(checks) == 1:
         return checks[0]
     return lambda v: all(c(v) for c in checks)
+
+
+_TYPE_NAMES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems")
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_string_set(value: object) -> bool:
+    if not isinstance(value, (list, tuple)):
+        return False
+    items = cast(Sequence[object], value)
+    return all(isinstance(item, str) for item in items) and len(set(cast(Sequence[str], items))) == len(items)
+
+
+def plainly_valid_schema(schema: object) -> bool:
+    """True only if `schema` is a valid draft 2020-12 schema that uses nothing but the subset (checked the way its
+    metaschema would, more strictly where that is simpler: counts must be `int`s); False is no verdict."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, Mapping):
+        return False
+    node = cast(Mapping[object, object], schema)
+    for key, value in node.items():
+        if key in ("title", "description", "$comment"):
+            ok = isinstance(value, str)
+        elif key == "default":
+            ok = True
+        elif key == "examples":
+            ok = isinstance(value, (list, tuple))
+        elif key == "deprecated":
+            ok = isinstance(value, bool)
+        elif key == "type":
+            if isinstance(value, str):
+                ok = value in _TYPE_NAMES
+            else:
+                names = cast(Sequence[str], value)
+                ok = _is_string_set(value) and len(names) > 0 and set(names) <= _TYPE_NAMES
+        elif key == "enum":
+            ok = isinstance(value, (list, tuple))
+        elif key in _COUNTS:
+            ok = _is_count(value)
+        elif key in ("minimum", "maximum"):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif key in ("items", "additionalProperties"):
+            ok = plainly_valid_schema(value)
+        elif key == "properties":
+            ok = isinstance(value, Mapping) and all(
+                isinstance(name, str) and plainly_valid_schema(sub)
+                for name, sub in cast(Mapping[object, object], value).items()
+            )
+        elif key == "required":
+            ok = _is_string_set(value)
+        else:  # `$schema` (a URI checked by format), and every keyword outside the subset
+            ok = False
+        if not ok:
+            return False
+    return True
