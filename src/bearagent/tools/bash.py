@@ -19,12 +19,15 @@ import contextlib
 import os
 import signal
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
-from bearagent.sandbox.launch import ShellLaunch, shell_launch
 from bearagent.tools.base import NativeTool, int_arg, str_arg, tool_error
+
+if TYPE_CHECKING:
+    from bearagent.sandbox.launch import ShellLaunch
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -174,6 +177,8 @@ class BashTool(NativeTool):
     async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         command = str_arg(arguments, "command")
         timeout_ms = int_arg(arguments, "timeout", DEFAULT_TIMEOUT_MS)
+        from bearagent.sandbox.launch import shell_launch  # the launcher and its backend: on the first command
+
         launch = shell_launch((SHELL, "-c", command), context.settings, context.workspace_root)
         try:
             proc = await asyncio.create_subprocess_exec(

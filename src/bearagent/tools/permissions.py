@@ -33,14 +33,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 from urllib.parse import urlsplit
-
-import pathspec
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.tools.shell_split import split_commands
+
+if TYPE_CHECKING:
+    import pathspec
 
 RuleKind: TypeAlias = Literal["allow", "ask", "deny"]
 
@@ -126,6 +127,8 @@ class PermissionRule:
             return cls(raw=text, tool=tool, specifier=spec, _bash=_bash_pattern(kind, raw, spec))
         if tool in PATH_TOOLS:
             spec_lines, abs_prefix = _path_pattern(kind, raw, spec, root)
+            import pathspec  # imported by the first path rule, not with the policy
+
             try:
                 compiled = pathspec.GitIgnoreSpec.from_lines(spec_lines)
             except Exception as exc:  # pathspec raises several types for bad patterns

@@ -1,7 +1,7 @@
 """The regex engine of Grep: a pattern in Python `re` syntax compiled with the `regex` package (bytes, multiline),
 the literal every match must contain (a quick `in` pre-check that skips files, as ripgrep does), the lines holding
 a match within a timeout (the scan releases the GIL), and a daemon thread to run a search in, so one that outlives
-its call never holds up the process's exit.
+its call never holds up the process's exit. `regex` is imported by the first compile, not with the tool set.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ import importlib
 import re
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
-
-import regex
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from bearagent.tools.base import tool_error
+
+if TYPE_CHECKING:
+    import regex
 
 _T = TypeVar("_T")
 
@@ -52,6 +53,8 @@ _QUANTIFIER_BRACES = re.compile(r"\{(?!\d*,?\d*\})")
 
 def compile_pattern(pattern: str, ignore_case: bool) -> regex.Pattern[bytes]:
     """The compiled pattern; a `validation.invalid_regex` tool error naming the problem otherwise."""
+    import regex
+
     flags = regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)
     try:
         return regex.compile(pattern.encode("utf-8", "surrogateescape"), flags)

@@ -11,12 +11,13 @@ import stat
 import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
-
-import pathspec
+from typing import TYPE_CHECKING, cast
 
 from bearagent.tools.base import tool_error
 from bearagent.tools.paths import WorkspacePaths
+
+if TYPE_CHECKING:
+    import pathspec
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_DEPTH = 128
@@ -31,7 +32,11 @@ def hidden_spec(settings: Mapping[str, object]) -> pathspec.GitIgnoreSpec | None
     if not isinstance(raw, (list, tuple)):
         return None
     lines = [line for line in cast(Sequence[object], raw) if isinstance(line, str)]
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    if not lines:
+        return None
+    import pathspec  # imported on the first walk that needs it, not with the tool set
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,8 @@ def _load_gitignore(dir_fd: int, base: str) -> _Ignore | None:
     finally:
         os.close(fd)
     lines = data.decode("utf-8", "replace").splitlines()
+    import pathspec
+
     try:
         spec = pathspec.GitIgnoreSpec.from_lines(lines)
     except Exception:  # a broken .gitignore must not stop a search; git itself skips bad lines

@@ -3,7 +3,7 @@
 Every URL (the first and each redirect target) is checked: scheme http/https, no credentials in the URL, and every
 address its host resolves to must be public, unless the setting `allow_private_network` is true. Redirects are
 followed manually (at most `MAX_REDIRECTS`), the body is streamed and cut at `MAX_BYTES`, the whole fetch is bounded
-by `TIMEOUT_S`.
+by `TIMEOUT_S`. httpx is imported when a fetch runs, not when the tool set is built.
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ import ipaddress
 import re
 import socket
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit, urlunsplit
-
-import httpx
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, str_arg, tool_error
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_REDIRECTS = 5
 MAX_BYTES = 5 * 1024 * 1024
@@ -147,6 +149,8 @@ class WebFetchTool(NativeTool):
         url = str_arg(arguments, "url")
         prompt = str_arg(arguments, "prompt")
         allow_private = context.settings.get("allow_private_network") is True
+        import httpx
+
         async with httpx.AsyncClient(
             follow_redirects=False,
             timeout=httpx.Timeout(TIMEOUT_S),
