@@ -18,7 +18,6 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.domain.tools import ToolSpec
 from bearagent.hooks.bridge import SessionHooks
-from bearagent.hooks.interceptor import HookToolInterceptor
 from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
 from bearagent.plugins.permission import PluginPermissionInterceptor, has_impls
 from bearagent.ports import Tool, ToolInterceptor
@@ -109,7 +108,11 @@ class AgentPlans:
         config = self._rt.loaded.config
         in_force = self._rt.mode_in_force(agent)
         shell = sandbox_probe.probe(config.sandbox)
-        hook_interceptor = HookToolInterceptor(hooks.dispatcher) if hooks is not None and hooks.enabled else None
+        hook_interceptor: ToolInterceptor | None = None
+        if hooks is not None and hooks.enabled:  # the gate's hook side, loaded only for a session with hooks
+            from bearagent.hooks.interceptor import HookToolInterceptor
+
+            hook_interceptor = HookToolInterceptor(hooks.dispatcher)
         interceptor: ToolInterceptor | None = hook_interceptor
         if has_impls(self._rt.loaded.plugins, "resolve_permission"):
             interceptor = PluginPermissionInterceptor(self._rt.loaded.plugins, self._rt.root, hook_interceptor)

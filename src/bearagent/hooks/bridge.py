@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.ids import RunId
@@ -13,9 +14,11 @@ from bearagent.domain.models import ModelRequest
 from bearagent.domain.specs import AgentSpec, HookMatcherSpec
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
 from bearagent.hooks.python_handlers import PluginHook, python_hook_groups
-from bearagent.hooks.runners import PythonHookFunction
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import ModelRequestDecision, PromptDecision, StopDecision
+
+if TYPE_CHECKING:
+    from bearagent.hooks.runners import PythonHookFunction
 
 
 def assemble_hook_groups(

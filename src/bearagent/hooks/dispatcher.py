@@ -11,6 +11,9 @@
   before its Stop / SubagentStop hooks fire (`wait_background`). The log is only written from those points, never
   from the background task itself, so a recording never races the loop's own appends.
 Beyond Claude Code: `on_failure`, declared capabilities, and a cap on consecutive Stop/SubagentStop blocks.
+
+An event no group names returns at once; the input builder, the matchers and the handler runners are imported by
+the first event that has handlers, so a session without hooks never loads them.
 """
 
 from __future__ import annotations
@@ -30,9 +33,6 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.run_events import HookExecutedV1
 from bearagent.domain.specs import HookEventName, HookHandlerSpec, HookMatcherSpec
-from bearagent.hooks.hook_input import CommonInput, build_hook_input, match_target
-from bearagent.hooks.matching import compile_matcher, condition_selects, matcher_matches
-from bearagent.hooks.mcp_tool import McpCaller, current_mcp_caller
 from bearagent.hooks.outcome import (
     HandlerOutcome,
     HookDecision,
@@ -44,11 +44,12 @@ from bearagent.hooks.outcome import (
     resolve,
 )
 from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerResult, JsonDict, bound_text
-from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext, describe_handler, run_handler
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import STOP_BLOCK_CAP
 
 if TYPE_CHECKING:
+    from bearagent.hooks.mcp_tool import McpCaller
+    from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext
     from bearagent.sandbox.settings import SandboxSettings
 
 firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_event", default=None)
@@ -123,6 +124,8 @@ class HookDispatcher:
     def _select(
         self, event: str, target: str | None, agent_name: str | None, fields: Mapping[str, JsonValue]
     ) -> tuple[list[_Selected], list[str]]:
+        from bearagent.hooks.matching import condition_selects, matcher_matches
+
         selected: list[_Selected] = []
         problems: list[str] = []
         seen: set[str] = set()
@@ -168,6 +171,10 @@ class HookDispatcher:
         await self._record_finished()
         if not self.has_hooks(event_name):
             return HookOutcome(event=event_name)
+        from bearagent.hooks.hook_input import CommonInput, build_hook_input, match_target
+        from bearagent.hooks.mcp_tool import current_mcp_caller
+        from bearagent.hooks.runners import RunnerContext, describe_handler
+
         fields = dict(payload)
         agent_id = fields.get("agent_id")
         stop_key = (event_name, run_id, agent_id if isinstance(agent_id, str) else None)
@@ -224,6 +231,8 @@ class HookDispatcher:
     async def _timed(
         self, spec: HookHandlerSpec, event: str, hook_input: JsonDict, ctx: RunnerContext
     ) -> tuple[HandlerResult, int]:
+        from bearagent.hooks.runners import run_handler
+
         firing_hook_event.set(event)  # this handler's own task: judges started from here know what fired them
         started = time.monotonic()
         result = await run_handler(spec, event, hook_input, ctx)
@@ -232,6 +241,8 @@ class HookDispatcher:
     # ---- async handlers ----------------------------------------------------------------------------------------
 
     def _start_background(self, item: _Selected, event: str, hook_input: JsonDict, ctx: RunnerContext) -> None:
+        from bearagent.hooks.runners import describe_handler
+
         async def run() -> None:
             result, duration_ms = await self._timed(item.spec, event, hook_input, ctx)
             label = f"async {describe_handler(item.spec)}"
@@ -334,8 +345,6 @@ __all__ = [
     "HookOutcome",
     "HookRecorder",
     "HookSettings",
-    "compile_matcher",
     "firing_hook_event",
-    "matcher_matches",
     "refuse_beyond_capabilities",
 ]

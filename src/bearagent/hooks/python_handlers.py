@@ -8,10 +8,12 @@ on_failure, timeout_s, plugin)`. `python_hook_groups` turns each into a one-hand
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from bearagent.domain.specs import HookCapability, HookEventName, HookHandlerSpec, HookMatcherSpec
-from bearagent.hooks.runners import PythonHookFunction
+
+if TYPE_CHECKING:
+    from bearagent.hooks.runners import PythonHookFunction
 
 
 class PluginHook(Protocol):
