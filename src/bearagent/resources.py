@@ -236,15 +236,16 @@ class Resources:
         return self._mcp.status() if self._mcp is not None else None
 
     async def mcp_manager(self) -> McpConnectionManager | None:
-        """The session's MCP connections, started (in parallel) on first use; failures never fail the run."""
-        from bearagent.mcp.manager import McpConnectionManager
-
+        """The session's MCP connections, started (in parallel) on first use; failures never fail the run. The
+        connection manager is imported only for a session that has servers."""
         if self.loaded.config.kind == "chat":
             return None
         if self._mcp is None:
             specs = self.loaded.mcp.all()
             if not specs and not self._in_process_mcp:
                 return None
+            from bearagent.mcp.manager import McpConnectionManager
+
             manager = McpConnectionManager(
                 specs,
                 self.loaded.child_env(),
