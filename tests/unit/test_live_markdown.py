@@ -8,8 +8,7 @@ import re
 from rich.console import Console
 from rich.markdown import Markdown
 
-from bearagent.cli.live_markdown import LiveText, WaitingLine, Wrapped, settled_length
-from bearagent.cli.render import MarkdownView
+from bearagent.cli.live_markdown import LiveText, MarkdownView, WaitingLine, Wrapped, settled_length
 from bearagent.domain.ids import RunId
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

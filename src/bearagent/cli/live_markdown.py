@@ -1,5 +1,6 @@
-"""Pieces of the live terminal view of the interactive session: Markdown that streams in settled blocks, and the
-spinner shown while waiting for the model.
+"""The live terminal view of the interactive session (`MarkdownView`) and its pieces: Markdown that streams in
+settled blocks, and the spinner shown while waiting for the model. Only the interactive session imports this
+module: `bearagent run` draws with the plain `render.TerminalView`, without rich's live regions.
 
 Streaming Markdown is re-rendered as it grows (a rich `Live` region), but only its unsettled tail: once a block
 (paragraph, list, fenced code block, ...) is followed by a blank line and a new block has begun, it is printed for
@@ -21,6 +22,9 @@ from rich.live import Live
 from rich.segment import ControlCode, ControlType, Segment
 from rich.spinner import Spinner
 from rich.text import Text
+
+from bearagent.cli.render import TerminalView
+from bearagent.domain.ids import RunId
 
 
 class Wrapped:
@@ -155,3 +159,101 @@ class LiveText:
         """The last rendering stays on the screen."""
         self._refresh()
         self._live.stop()
+
+
+def _markdown(text: str) -> RenderableType:
+    """A rich `Markdown` of `text`; rich.markdown (and markdown-it) are imported on the first one, so a run whose
+    output is not a terminal never pays for them (~25 ms of start-up)."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
+class MarkdownView(TerminalView):
+    """Like `TerminalView`, but on a terminal the model's text is rendered as Markdown while it streams, and a
+    spinner with the elapsed time shows while the session waits (for MCP servers to start, for the model's first
+    token, for the next model call after a tool). Off a terminal it streams plain text and shows no spinner.
+
+    One rich `Live` region at a time: the spinner (transient: it disappears when text arrives) or the unsettled tail
+    of the streamed Markdown (`live_markdown.settled_length`); settled blocks are printed for good."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(console)
+        self._live_enabled = console.is_terminal
+        self._buffer = ""  # the unsettled tail of the streamed text
+        self._printed_block = False  # a settled block of this answer is printed: the next one gets a blank line
+        self._live: LiveText | None = None
+        self._spinner: Live | None = None
+        self._waiting: WaitingLine | None = None
+
+    def waiting(self, label: str = "waiting for the model") -> None:
+        """Show the spinner (until text, a tool line or a notice is printed)."""
+        if not self._live_enabled or self._waiting is not None:
+            return
+        self._end_line()
+        self._waiting = WaitingLine(label)
+        self._spinner = Live(self._waiting, console=self._console, refresh_per_second=8, transient=True)
+        self._spinner.start()
+
+    def _stop_waiting(self) -> None:
+        if self._spinner is not None:
+            spinner = self._spinner
+            self._spinner = None
+            self._waiting = None
+            spinner.stop()
+
+    def token(self, run_id: RunId, text: str) -> None:
+        if not self._live_enabled:
+            super().token(run_id, text)
+            return
+        self._stop_waiting()
+        self._buffer += self._tokens.feed(text)
+        settled = settled_length(self._buffer)
+        if settled:
+            block, self._buffer = self._buffer[:settled], self._buffer[settled:]
+            if self._live is not None:
+                self._live.show(Wrapped(_markdown(block)))
+                self._stop_text()
+            else:
+                self._print_block(block)
+        if not self._buffer.strip():
+            return
+        if self._live is None:
+            if self._printed_block:
+                self._console.print()
+            self._live = LiveText(self._console)
+        self._live.show(Wrapped(_markdown(self._buffer)))
+
+    def _print_block(self, block: str) -> None:
+        if not block.strip():
+            return
+        if self._printed_block:
+            self._console.print()
+        self._console.print(Wrapped(_markdown(block)))
+        self._printed_block = True
+
+    def _stop_text(self) -> None:
+        """End the live text region: its last rendering stays on the screen."""
+        if self._live is not None:
+            live = self._live
+            self._live = None
+            live.stop()
+            self._printed_block = True
+
+    def tool_result(self, run_id: RunId, call_id: str, name: str, result: str, is_error: bool) -> None:
+        super().tool_result(run_id, call_id, name, result, is_error)
+        self.waiting()
+
+    def close(self) -> None:
+        self._stop_waiting()
+        if self._live is not None:
+            self._live.show(Wrapped(_markdown(self._buffer)))
+        self._end_line()
+
+    def _end_line(self) -> None:
+        self._stop_waiting()
+        if self._live is not None:
+            self._stop_text()
+        self._buffer = ""
+        self._printed_block = False
+        super()._end_line()

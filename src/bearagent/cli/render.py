@@ -1,6 +1,7 @@
 """Terminal rendering of a live run: streamed text, one compact line per tool call and outcome, a summary line.
 
-`TerminalView` (and `MarkdownView`, the interactive session's) draws; what drives it is the event stream: the CLI
+`TerminalView` (and `MarkdownView`, the interactive session's, in `cli/live_markdown.py`) draws; what drives it is
+the event stream: the CLI
 attaches the terminal to a run with `cli/terminal_stream.py` (`attach_terminal`), which subscribes a renderer of the
 run tree's stream events to the run writer and gives the loop an observer that shows only notices (what is not a
 fact of the log). Every command that runs or resumes a run draws it that way.
@@ -17,11 +18,9 @@ import os
 import sys
 from typing import TextIO
 
-from rich.console import Console, RenderableType
-from rich.live import Live
+from rich.console import Console
 from rich.text import Text
 
-from bearagent.cli.live_markdown import LiveText, WaitingLine, Wrapped, settled_length
 from bearagent.cli.safe_text import VisibleStream, visible
 from bearagent.cli.tool_lines import bash_failure, diff_lines, diff_summary
 from bearagent.domain._base import JsonMapping, thaw_json_mapping
@@ -160,104 +159,9 @@ class TerminalView:
         self._end_line()
         self._console.print(Text(visible(f"! {text}"), style="yellow"))
 
+    def waiting(self, label: str = "waiting for the model") -> None:
+        """While the session waits: nothing here (the interactive session's `MarkdownView` shows a spinner)."""
+
     def close(self) -> None:
         """The run is over (or abandoned): end the line being written."""
         self._end_line()
-
-
-def _markdown(text: str) -> RenderableType:
-    """A rich `Markdown` of `text`; rich.markdown (and markdown-it) are imported on the first one, so a run whose
-    output is not a terminal never pays for them (~25 ms of start-up)."""
-    from rich.markdown import Markdown
-
-    return Markdown(text)
-
-
-class MarkdownView(TerminalView):
-    """Like `TerminalView`, but on a terminal the model's text is rendered as Markdown while it streams, and a
-    spinner with the elapsed time shows while the session waits (for MCP servers to start, for the model's first
-    token, for the next model call after a tool). Off a terminal it streams plain text and shows no spinner.
-
-    One rich `Live` region at a time: the spinner (transient: it disappears when text arrives) or the unsettled tail
-    of the streamed Markdown (`live_markdown.settled_length`); settled blocks are printed for good."""
-
-    def __init__(self, console: Console) -> None:
-        super().__init__(console)
-        self._live_enabled = console.is_terminal
-        self._buffer = ""  # the unsettled tail of the streamed text
-        self._printed_block = False  # a settled block of this answer is printed: the next one gets a blank line
-        self._live: LiveText | None = None
-        self._spinner: Live | None = None
-        self._waiting: WaitingLine | None = None
-
-    def waiting(self, label: str = "waiting for the model") -> None:
-        """Show the spinner (until text, a tool line or a notice is printed)."""
-        if not self._live_enabled or self._waiting is not None:
-            return
-        self._end_line()
-        self._waiting = WaitingLine(label)
-        self._spinner = Live(self._waiting, console=self._console, refresh_per_second=8, transient=True)
-        self._spinner.start()
-
-    def _stop_waiting(self) -> None:
-        if self._spinner is not None:
-            spinner = self._spinner
-            self._spinner = None
-            self._waiting = None
-            spinner.stop()
-
-    def token(self, run_id: RunId, text: str) -> None:
-        if not self._live_enabled:
-            super().token(run_id, text)
-            return
-        self._stop_waiting()
-        self._buffer += self._tokens.feed(text)
-        settled = settled_length(self._buffer)
-        if settled:
-            block, self._buffer = self._buffer[:settled], self._buffer[settled:]
-            if self._live is not None:
-                self._live.show(Wrapped(_markdown(block)))
-                self._stop_text()
-            else:
-                self._print_block(block)
-        if not self._buffer.strip():
-            return
-        if self._live is None:
-            if self._printed_block:
-                self._console.print()
-            self._live = LiveText(self._console)
-        self._live.show(Wrapped(_markdown(self._buffer)))
-
-    def _print_block(self, block: str) -> None:
-        if not block.strip():
-            return
-        if self._printed_block:
-            self._console.print()
-        self._console.print(Wrapped(_markdown(block)))
-        self._printed_block = True
-
-    def _stop_text(self) -> None:
-        """End the live text region: its last rendering stays on the screen."""
-        if self._live is not None:
-            live = self._live
-            self._live = None
-            live.stop()
-            self._printed_block = True
-
-    def tool_result(self, run_id: RunId, call_id: str, name: str, result: str, is_error: bool) -> None:
-        super().tool_result(run_id, call_id, name, result, is_error)
-        self.waiting()
-
-    def close(self) -> None:
-        self._stop_waiting()
-        if self._live is not None:
-            self._live.show(Wrapped(_markdown(self._buffer)))
-        self._end_line()
-
-    def _end_line(self) -> None:
-        self._stop_waiting()
-        if self._live is not None:
-            self._stop_text()
-        self._buffer = ""
-        self._printed_block = False
-        super()._end_line()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from bearagent.cli.render import MarkdownView, TerminalView
+from bearagent.cli.render import TerminalView
 from bearagent.domain.ids import RunId
 from bearagent.domain.stream import (
     AgentSwitchedEvent,
@@ -103,8 +103,7 @@ class TerminalAttachment(NullObserver):
     def waiting(self) -> None:
         """The interactive session's spinner until text, a tool line or a notice is drawn (a `MarkdownView` on a
         terminal; nothing otherwise)."""
-        if isinstance(self.view, MarkdownView):
-            self.view.waiting()
+        self.view.waiting()
 
     def close(self) -> None:
         self._detach()
@@ -118,7 +117,11 @@ def attach_terminal(
     the event stream, and return the observer to pass to `runtime.run` / `runtime.resume`. `markdown`: the
     interactive session's view (Markdown while it streams, the spinner). Only events committed from now on are drawn.
     Opens the runtime's store (its errors are `BearAgentError`s, as a run's are)."""
-    view: TerminalView = MarkdownView(console) if markdown else TerminalView(console)
+    view = TerminalView(console)
+    if markdown:
+        from bearagent.cli.live_markdown import MarkdownView  # the interactive session's view: rich's live regions
+
+        view = MarkdownView(console)
     renderer = StreamRenderer(view, run_id)
     tree = RunTreeStream(run_id, renderer, children=True)
     renderer.recall(tree.catch_up(runtime.store.read_events(run_id)))
