@@ -11,10 +11,14 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-_CANONICAL_V4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
+CANONICAL_V4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 """The canonical text of a version-4 UUID (lowercase, hyphenated): what `str()` of an id gives."""
 _V4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))  # the variant and version bits
 _V4_SET = (0x8000 << 48) | (4 << 76)  # RFC 4122 variant, version 4 (as `uuid.UUID(version=4)` sets them)
+_is_canonical_v4 = CANONICAL_V4.match
+_UNKNOWN = uuid.SafeUUID.unknown  # read once: an enum member's lookup goes through a descriptor every time
+_new_object = object.__new__
+_set = object.__setattr__  # `UUID.__setattr__` refuses every assignment
 
 
 class TypedId(uuid.UUID):
@@ -23,9 +27,9 @@ class TypedId(uuid.UUID):
     kind: ClassVar[str] = "id"
 
     def __init__(self, value: str | uuid.UUID) -> None:
-        if type(value) is str and _CANONICAL_V4.match(value):  # the text every id is written as: no UUID parse
-            object.__setattr__(self, "int", int(value.replace("-", ""), 16))
-            object.__setattr__(self, "is_safe", uuid.SafeUUID.unknown)
+        if type(value) is str and _is_canonical_v4(value):  # the text every id is written as: no UUID parse
+            _set(self, "int", int(value.replace("-", ""), 16))
+            _set(self, "is_safe", _UNKNOWN)
             self.__dict__["_text"] = value  # it is what str() gives
             return
         if isinstance(value, TypedId) and type(value) is not type(self):
@@ -53,9 +57,19 @@ class TypedId(uuid.UUID):
     def _of_int(cls, value: int) -> Self:
         """An id of this kind holding the 128-bit value of a version-4 UUID that is valid already (a new one, or
         another id's): what `__init__` stores, without parsing text."""
-        made = object.__new__(cls)
-        object.__setattr__(made, "int", value)
-        object.__setattr__(made, "is_safe", uuid.SafeUUID.unknown)
+        made = _new_object(cls)
+        _set(made, "int", value)
+        _set(made, "is_safe", _UNKNOWN)
+        return made
+
+    @classmethod
+    def _of_canonical(cls, text: str) -> Self:
+        """An id of this kind from text that matched `CANONICAL_V4` already: what `__init__` does for such text,
+        without the call through the type."""
+        made = _new_object(cls)
+        _set(made, "int", int(text.replace("-", ""), 16))
+        _set(made, "is_safe", _UNKNOWN)
+        made.__dict__["_text"] = text
         return made
 
     def __eq__(self, other: object) -> bool:
@@ -94,6 +108,12 @@ class TypedId(uuid.UUID):
 
     @classmethod
     def _validate(cls, value: object) -> Self:
+        if type(value) is str and _is_canonical_v4(value):  # the common input: an id's canonical text
+            made = _new_object(cls)
+            _set(made, "int", int(value.replace("-", ""), 16))
+            _set(made, "is_safe", _UNKNOWN)
+            made.__dict__["_text"] = value
+            return made
         if isinstance(value, cls):
             return value
         if isinstance(value, TypedId):

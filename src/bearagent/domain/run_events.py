@@ -533,8 +533,12 @@ def payload_type_for(event_type: str, schema_version: int) -> type[RunEventPaylo
 def parse_run_event_payload(event_type: str, schema_version: int, payload: Mapping[str, JsonValue]) -> RunEventPayload:
     """Validate `payload` against the exact model for `(event_type, schema_version)`; fail closed otherwise."""
     model = payload_type_for(event_type, schema_version)
+    if type(payload) is MappingProxyType:
+        # a frozen payload (an `Event`'s): its top level as a plain dict, which pydantic reads without going
+        # through the mapping protocol key by key (the same fields, values and errors; nested values are shared)
+        payload = payload.copy()  # pyright: ignore[reportAttributeAccessIssue, reportUnknownVariableType]
     try:
-        return model.model_validate(payload)
+        return model.__pydantic_validator__.validate_python(payload)  # `model_validate` without its wrapper
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "payload"
