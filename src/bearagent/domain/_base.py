@@ -55,18 +55,132 @@ def validate_json_object(value: object, *, where: str = "value") -> dict[str, Js
     """
     if not isinstance(value, Mapping):
         raise JsonBoundsError(f"{where} must be a JSON object, got {type(value).__name__}")
-    counter = _Counter()
-    copied = _copy_checked(cast(object, value), where, 1, counter, False)
+    copied = _checked_copy(cast(object, value), where, False)
     assert isinstance(copied, dict)
     return copied
 
 
 class _Counter:
-    __slots__ = ("chars", "nodes")
+    __slots__ = ("chars", "floats", "nodes")
 
     def __init__(self) -> None:
         self.nodes = 0
         self.chars = 0
+        self.floats = False  # whether the walk met a float (`frozen_parsed_json`)
+
+
+class _NotPlain(Exception):
+    """The quick walk (`_plain_mapping`) met something only the full walk (`_copy_checked`) may judge: a bound
+    broken (whose message the full walk words), a type other than the exact JSON ones, a float that is not
+    finite. The full walk then starts again from the top."""
+
+
+def _checked_copy(value: object, where: str, frozen: bool, counter: _Counter | None = None) -> JsonValue:
+    """`_copy_checked` of a top-level JSON object: the quick walk when `value` holds only the exact JSON types
+    (what a parser or a model's dump gives), else (and on any doubt) the full walk, which words every error.
+    `counter.floats` tells afterwards whether a float was met (always True after the full walk)."""
+    kind = type(value)
+    quick = _Counter() if counter is None else counter
+    if (kind is dict or kind is MappingProxyType) and MAX_JSON_DEPTH >= 1 and MAX_JSON_NODES >= 1:
+        quick.nodes = 1
+        try:
+            return _plain_mapping(cast(Mapping[object, object], value), 1, quick, frozen)
+        except _NotPlain:
+            pass
+    quick.floats = True  # not counted by the full walk: assume one
+    return _copy_checked(value, where, 1, _Counter(), frozen)
+
+
+def _plain_mapping(value: Mapping[object, object], depth: int, counter: _Counter, frozen: bool) -> JsonValue:
+    """The copy `_copy_checked` makes of a dict (or read-only view of one) of exact JSON types, in a walk that
+    checks the same bounds at the same points (so it succeeds exactly when that walk does, with the same result)
+    but builds no paths: it raises `_NotPlain` wherever that walk might raise, or meets anything else. The caller
+    counted `value` itself as a node and checked its depth."""
+    max_total = MAX_JSON_TOTAL_CHARS
+    nodes = counter.nodes + len(value)  # each item is a node
+    if nodes > MAX_JSON_NODES:
+        raise _NotPlain
+    counter.nodes = nodes
+    chars = counter.chars
+    out: dict[str, JsonValue] = {}
+    for key, item in value.items():
+        if type(key) is not str or len(key) > MAX_JSON_KEY_CHARS:
+            raise _NotPlain
+        chars += len(key)
+        if chars > max_total:
+            raise _NotPlain
+        kind = type(item)
+        if kind is str:
+            if len(item) > MAX_JSON_STRING_CHARS:  # pyright: ignore[reportArgumentType]
+                raise _NotPlain
+            chars += len(item)  # pyright: ignore[reportArgumentType]
+            if chars > max_total:
+                raise _NotPlain
+        elif kind is int:
+            chars += 8
+        elif kind is bool or item is None:
+            pass
+        elif kind is dict or kind is MappingProxyType or kind is list or kind is tuple:
+            if depth >= MAX_JSON_DEPTH:
+                raise _NotPlain
+            counter.chars = chars
+            if kind is list or kind is tuple:
+                item = _plain_sequence(item, depth + 1, counter, frozen)  # pyright: ignore[reportArgumentType]
+            else:
+                item = _plain_mapping(item, depth + 1, counter, frozen)  # pyright: ignore[reportArgumentType]
+            chars = counter.chars
+        elif kind is float:
+            if not math.isfinite(item):  # pyright: ignore[reportArgumentType]
+                raise _NotPlain
+            counter.floats = True
+            chars += 8
+        else:
+            raise _NotPlain
+        out[key] = item  # pyright: ignore[reportArgumentType]
+    counter.chars = chars
+    return MappingProxyType(out) if frozen else out
+
+
+def _plain_sequence(value: Sequence[object], depth: int, counter: _Counter, frozen: bool) -> JsonValue:
+    """`_plain_mapping` for a list or tuple."""
+    max_total = MAX_JSON_TOTAL_CHARS
+    nodes = counter.nodes + len(value)
+    if nodes > MAX_JSON_NODES:
+        raise _NotPlain
+    counter.nodes = nodes
+    chars = counter.chars
+    out: list[JsonValue] = []
+    for item in value:
+        kind = type(item)
+        if kind is str:
+            if len(item) > MAX_JSON_STRING_CHARS:  # pyright: ignore[reportArgumentType]
+                raise _NotPlain
+            chars += len(item)  # pyright: ignore[reportArgumentType]
+            if chars > max_total:
+                raise _NotPlain
+        elif kind is int:
+            chars += 8
+        elif kind is bool or item is None:
+            pass
+        elif kind is dict or kind is MappingProxyType or kind is list or kind is tuple:
+            if depth >= MAX_JSON_DEPTH:
+                raise _NotPlain
+            counter.chars = chars
+            if kind is list or kind is tuple:
+                item = _plain_sequence(item, depth + 1, counter, frozen)  # pyright: ignore[reportArgumentType]
+            else:
+                item = _plain_mapping(item, depth + 1, counter, frozen)  # pyright: ignore[reportArgumentType]
+            chars = counter.chars
+        elif kind is float:
+            if not math.isfinite(item):  # pyright: ignore[reportArgumentType]
+                raise _NotPlain
+            counter.floats = True
+            chars += 8
+        else:
+            raise _NotPlain
+        out.append(item)  # pyright: ignore[reportArgumentType]
+    counter.chars = chars
+    return tuple(out) if frozen else out
 
 
 def _copy_checked(value: object, path: str, depth: int, counter: _Counter, frozen: bool) -> JsonValue:
@@ -169,7 +283,7 @@ def _restrict_and_freeze(value: object) -> JsonMapping:
     """`freeze_json_mapping(validate_json_object(value))` in one walk: the same checks, messages and result."""
     if not isinstance(value, Mapping):
         raise JsonBoundsError(f"value must be a JSON object, got {type(value).__name__}")
-    frozen = _copy_checked(cast(object, value), "value", 1, _Counter(), True)
+    frozen = _checked_copy(cast(object, value), "value", True)
     assert isinstance(frozen, MappingProxyType)
     return cast(JsonMapping, frozen)
 
@@ -186,3 +300,74 @@ JsonObject = Annotated[
 def frozen_json(value: Mapping[str, object]) -> JsonMapping:
     """Restrict and freeze in one call (for code building payloads outside a model)."""
     return _restrict_and_freeze(value)
+
+
+def frozen_parsed_json(text: str, parsed: object) -> tuple[JsonMapping, bool]:
+    """`frozen_json(parsed)` for `parsed` read from the JSON text `text` by a parser, and whether it may hold a
+    float (for a parser that reads integers beyond 64 bits as floats: its result is exact only without any).
+
+    The size of the text bounds most of what the walk counts: every value starts at a character of its own (so
+    there are at most `len(text)` nodes), a string is never longer than its source, each counted character of a
+    string or key stands for at least one of the text and an integer (counted as 8) for at least one, and every
+    level of nesting opens with a `{` or `[` of the text (inside strings too, so their count is an upper bound of
+    the depth). A text short enough to keep all of those within the bounds is only frozen (and its keys' length
+    checked); any other goes through the full check."""
+    if (
+        type(parsed) is dict
+        and len(text) <= MAX_JSON_NODES
+        and len(text) <= MAX_JSON_STRING_CHARS
+        and 8 * len(text) <= MAX_JSON_TOTAL_CHARS
+        and text.count("{") + text.count("[") <= MAX_JSON_DEPTH
+    ):
+        floats: list[bool] = []
+        try:
+            return _freeze_parsed(parsed, floats), bool(floats)  # pyright: ignore[reportUnknownArgumentType]
+        except _NotPlain:
+            pass
+    if not isinstance(parsed, Mapping):
+        raise JsonBoundsError(f"value must be a JSON object, got {type(parsed).__name__}")
+    counter = _Counter()
+    frozen = _checked_copy(cast(object, parsed), "value", True, counter)
+    assert isinstance(frozen, MappingProxyType)
+    return cast(JsonMapping, frozen), counter.floats
+
+
+def _freeze_parsed(value: dict[str, object], floats: list[bool]) -> JsonMapping:
+    """A parser's dict frozen (read-only mappings and tuples), keys checked against `MAX_JSON_KEY_CHARS`; a float
+    is noted in `floats`. `_NotPlain` for a long key or a type no JSON parser makes. (No `cast` here: it is a call.)"""
+    max_key = MAX_JSON_KEY_CHARS
+    out: dict[str, object] = {}
+    for key, item in value.items():
+        if len(key) > max_key:
+            raise _NotPlain
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            out[key] = item
+        elif kind is dict:
+            out[key] = _freeze_parsed(item, floats)  # pyright: ignore[reportArgumentType]
+        elif kind is list:
+            out[key] = _freeze_parsed_list(item, floats)  # pyright: ignore[reportArgumentType]
+        elif kind is float:
+            floats.append(True)
+            out[key] = item
+        else:
+            raise _NotPlain
+    return MappingProxyType(out)  # pyright: ignore[reportReturnType]
+
+
+def _freeze_parsed_list(value: list[object], floats: list[bool]) -> JsonValue:
+    out: list[object] = []
+    for item in value:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            out.append(item)
+        elif kind is dict:
+            out.append(_freeze_parsed(item, floats))  # pyright: ignore[reportArgumentType]
+        elif kind is list:
+            out.append(_freeze_parsed_list(item, floats))  # pyright: ignore[reportArgumentType]
+        elif kind is float:
+            floats.append(True)
+            out.append(item)
+        else:
+            raise _NotPlain
+    return tuple(out)  # pyright: ignore[reportReturnType]
