@@ -101,3 +101,72 @@ def test_a_tampered_row_is_refused_with_the_envelope_validation_s_message(tmp_pa
         store.read_events(RUN)
     assert str(expected.value).splitlines()[0] in str(refused.value)
     assert "cannot be read" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # the events of one commit share a time; a row between them with another spelling of it
+        "UPDATE events SET occurred_at = (SELECT occurred_at FROM events WHERE sequence = 3) WHERE sequence = 4",
+        "UPDATE events SET occurred_at = replace((SELECT occurred_at FROM events WHERE sequence = 3), 'Z', '+00:00')"
+        " WHERE sequence = 4",
+        # a cause that is not the event before, and one that is in upper case
+        "UPDATE events SET causation_id = (SELECT event_id FROM events WHERE sequence = 1) WHERE sequence = 5",
+        "UPDATE events SET causation_id = upper((SELECT event_id FROM events WHERE sequence = 4)) WHERE sequence = 5",
+    ],
+)
+def test_rows_that_break_what_the_rows_repeat_still_read_as_before(tmp_path: Path, sql: str) -> None:
+    path = _store(tmp_path)
+    _change(path, sql)
+    with SqliteEventStore(path) as store:
+        _same(list(store.read_events(RUN)), _by_pydantic(path))
+
+
+def _add_to_payload(path: Path, sequence: int, members: str) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        (text,) = conn.execute(
+            "SELECT payload FROM events WHERE run_id = ? AND sequence = ?", (str(RUN), sequence)
+        ).fetchone()
+        changed = text[:-1] + ("," if text != "{}" else "") + members + "}"
+        conn.execute("UPDATE events SET payload = ? WHERE run_id = ? AND sequence = ?", (changed, str(RUN), sequence))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        '"n":18446744073709551617',  # beyond 64 bits: orjson would read it as a float
+        '"n":-123456789012345678901234567890',
+        '"f":1.5',
+        '"s":"\\ud800"',  # a lone surrogate, which orjson refuses
+        '"deep":' + "[" * 40 + "]" * 40,  # past max_depth
+        '"k":{"a":1,"a":2}',
+    ],
+)
+def test_payloads_read_as_the_envelope_validation_reads_them(tmp_path: Path, members: str) -> None:
+    path = _store(tmp_path)
+    _add_to_payload(path, 3, members)
+    try:
+        expected = _by_pydantic(path)
+    except ValueError as exc:
+        with SqliteEventStore(path) as store, pytest.raises(StoreError) as refused:
+            store.read_events(RUN)
+        assert str(exc).splitlines()[0] in str(refused.value)
+        return
+    with SqliteEventStore(path) as store:
+        read = list(store.read_events(RUN))
+    assert read == expected
+    assert [repr(e.payload) for e in read] == [repr(e.payload) for e in expected]
+    if "ud800" not in members:  # a lone surrogate has no JSON dump
+        _same(read, expected)
+
+
+def test_an_integer_beyond_64_bits_reads_back_exactly(tmp_path: Path) -> None:
+    path = _store(tmp_path)
+    _add_to_payload(path, 2, '"n":18446744073709551617')
+    with SqliteEventStore(path) as store:
+        payload = store.read_events(RUN)[1].payload
+    assert payload["n"] == 18446744073709551617 and type(payload["n"]) is int

@@ -36,6 +36,8 @@ from bearagent.domain.state import (
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 _setattr = object.__setattr__
+_new_object = object.__new__  # what `cls.__new__` is for a pydantic model (BaseModel defines none), looked up once
+_FIELD_NAMES: dict[type[BaseModel], frozenset[str]] = {}
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -72,9 +74,12 @@ def error_of(value: object) -> ErrorInfo | None:
 def trusted_model(cls: type[ModelT], values: dict[str, Any]) -> ModelT:
     """Build a frozen model from complete, already-valid field values (what `model_construct` does, minus its
     per-field default handling). Only for values the reducer produced; every field must be given."""
-    model = cls.__new__(cls)
+    model = _new_object(cls)
     _setattr(model, "__dict__", values)
-    _setattr(model, "__pydantic_fields_set__", set(cls.__pydantic_fields__))
+    fields = _FIELD_NAMES.get(cls)
+    if fields is None:
+        fields = _FIELD_NAMES[cls] = frozenset(cls.__pydantic_fields__)
+    _setattr(model, "__pydantic_fields_set__", set(fields))
     _setattr(model, "__pydantic_extra__", None)
     _setattr(model, "__pydantic_private__", None)
     return model

@@ -14,9 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from bearagent.domain._base import JsonValue, frozen_json
+import orjson
+
+from bearagent.domain._base import JsonBoundsError, JsonMapping, JsonValue, frozen_json, frozen_parsed_json
 from bearagent.domain.events import EVENT_TYPE_RE, Event
-from bearagent.domain.ids import CausationId, CorrelationId, EventId, RunId, SessionId
+from bearagent.domain.ids import CANONICAL_V4, CausationId, CorrelationId, EventId, RunId, SessionId, retyped
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
 from bearagent.runtime.run_state import trusted_model
 from bearagent.store.errors import StoreError, translate_sqlite_error
@@ -57,8 +59,94 @@ def events_on(
         sql += " LIMIT ?"
         params.append(limit)
     rows = query_on(conn, path, sql, params, f"reading events of run {run_id}")
+    return events_of_rows(path, rows)
+
+
+def events_of_rows(path: Path, rows: Sequence[tuple[object, ...]]) -> list[Event]:
+    """The events of stored rows (`_EVENT_COLUMNS`, one run's, in sequence order). A row written the way this store
+    writes rows is checked field by field by the rules `Event` applies (each id a version-4 UUID of its kind,
+    sequence >= 1, the type's pattern and length, version 1-1000, a UTC time, the payload a JSON object within the
+    bounds); any other row is judged by `Event.model_validate` (and refused with its message). What the rows repeat
+    (the run and correlation ids, the time of one commit's events, the event types, a cause that is the event
+    before) is parsed and checked once."""
     seen: dict[object, object] = {}
-    return [_event_of(path, row, seen) for row in rows]
+    types: set[str] = set()
+    run_text: object = None
+    run_id: object = None
+    corr_text: object = None
+    corr: object = None
+    time_text: object = None
+    at: datetime | None = None
+    prev_text: object = None
+    prev_id: EventId | None = None
+    events: list[Event] = []
+    for row in rows:
+        event_id, run_t, sequence, event_type, version, occurred, causation, corr_t, payload = row
+        if run_t != run_text or run_id is None:
+            run_id, run_text = _once(seen, RunId, run_t), run_t
+        if corr_t is None:
+            correlation_id = None
+        else:
+            if corr_t != corr_text or corr is None:
+                corr, corr_text = _once(seen, CorrelationId, corr_t), corr_t
+            correlation_id = corr
+        event: Event | None = None
+        if (
+            type(event_id) is str
+            and type(run_id) is RunId
+            and type(sequence) is int
+            and sequence >= 1
+            and type(event_type) is str
+            and (event_type in types or (2 <= len(event_type) <= 64 and _is_event_type(event_type) is not None))
+            and type(version) is int
+            and 1 <= version <= 1_000
+            and type(occurred) is str
+            and (causation is None or type(causation) is str)
+            and (correlation_id is None or type(correlation_id) is CorrelationId)
+            and type(payload) is str
+        ):
+            types.add(event_type)
+            try:
+                if occurred != time_text:
+                    at = time_text = None
+                    if _is_stored_time(occurred) is not None:
+                        at = datetime.fromisoformat(occurred).astimezone(UTC)
+                        time_text = occurred  # the events of one commit share their time
+                if at is not None:
+                    typed_id = (
+                        EventId._of_canonical(event_id)  # pyright: ignore[reportPrivateUsage]
+                        if _is_canonical_v4(event_id)
+                        else EventId(event_id)
+                    )
+                    if causation is None:
+                        cause = None
+                    elif causation == prev_text and prev_id is not None:  # the usual cause: the event before
+                        cause = retyped(CausationId, prev_id)
+                        cause.__dict__["_text"] = causation
+                    elif _is_canonical_v4(causation):
+                        cause = CausationId._of_canonical(causation)  # pyright: ignore[reportPrivateUsage]
+                    else:
+                        cause = CausationId(causation)
+                    event = trusted_model(
+                        Event,
+                        {
+                            "event_id": typed_id,
+                            "run_id": run_id,
+                            "sequence": sequence,
+                            "event_type": event_type,
+                            "schema_version": version,
+                            "occurred_at": at,
+                            "causation_id": cause,
+                            "correlation_id": correlation_id,
+                            "payload": _payload_of(payload),
+                        },
+                    )
+                    if str(typed_id) == event_id:  # canonical text: the next event's cause, when it names this one
+                        prev_text, prev_id = event_id, typed_id
+            except (ValueError, TypeError):
+                event = None
+        events.append(event if event is not None else _event_of(path, row, seen))
+    return events
 
 
 def _once(seen: dict[object, object], kind: type[RunId] | type[CorrelationId], text: object) -> object:
@@ -77,54 +165,33 @@ def _once(seen: dict[object, object], kind: type[RunId] | type[CorrelationId], t
 
 # what `iso()` writes: a UTC time with whole or microsecond seconds and a Z
 _STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{6})?Z\Z")
+_is_stored_time = _STORED_TIME.match
+_is_event_type = EVENT_TYPE_RE.match
+_is_canonical_v4 = CANONICAL_V4.match
+_orjson_loads = orjson.loads
 
 
-def _plain_event(row: tuple[object, ...], seen: dict[object, object]) -> Event | None:
-    """The event of a row written the way this store writes rows, checked field by field by the rules `Event`
-    applies (each id a version-4 UUID of its kind, sequence >= 1, the type's pattern and length, version 1-1000, a
-    UTC time, the payload a JSON object within the bounds); None for anything else, which `Event.model_validate`
-    then judges (and refuses with its own message)."""
-    event_id, _run, sequence, event_type, version, occurred, causation, _corr, payload = row
-    run_id = _once(seen, RunId, row[1])
-    correlation_id = _once(seen, CorrelationId, row[7])
-    if not (
-        type(event_id) is str
-        and type(run_id) is RunId
-        and type(sequence) is int
-        and sequence >= 1
-        and type(event_type) is str
-        and 2 <= len(event_type) <= 64
-        and EVENT_TYPE_RE.match(event_type) is not None
-        and type(version) is int
-        and 1 <= version <= 1_000
-        and type(occurred) is str
-        and _STORED_TIME.match(occurred) is not None
-        and (causation is None or type(causation) is str)
-        and (correlation_id is None or type(correlation_id) is CorrelationId)
-        and type(payload) is str
-    ):
-        return None
+def _payload_of(text: str) -> JsonMapping:
+    """A stored payload's JSON text as a frozen object within the bounds, exactly as `json.loads` reads it: orjson
+    where its result is exact (it reads integers beyond 64 bits as floats, so a payload holding any float is read
+    again by the stdlib), the stdlib for anything orjson refuses. Raises `ValueError` for what is not such an
+    object."""
     try:
-        values = {
-            "event_id": EventId(event_id),
-            "run_id": run_id,
-            "sequence": sequence,
-            "event_type": event_type,
-            "schema_version": version,
-            "occurred_at": datetime.fromisoformat(occurred).astimezone(UTC),
-            "causation_id": None if causation is None else CausationId(causation),
-            "correlation_id": correlation_id,
-            "payload": frozen_json(cast(dict[str, object], json.loads(payload))),
-        }
-    except (ValueError, TypeError):
-        return None
-    return trusted_model(Event, values)
+        parsed = _orjson_loads(text)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if type(parsed) is dict:
+        try:
+            frozen, floats = frozen_parsed_json(text, parsed)  # pyright: ignore[reportUnknownArgumentType]
+        except JsonBoundsError:
+            floats = True  # the stdlib's reading decides (and words) it
+        else:
+            if not floats:
+                return frozen
+    return frozen_json(cast(dict[str, object], json.loads(text)))
 
 
 def _event_of(path: Path, row: tuple[object, ...], seen: dict[object, object]) -> Event:
-    plain = _plain_event(row, seen)
-    if plain is not None:
-        return plain
     try:
         return Event.model_validate(
             {
