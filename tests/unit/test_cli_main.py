@@ -1,9 +1,13 @@
-"""The command table of `bearagent`: every entry resolves, and --help imports none of the command modules."""
+"""The command table of `bearagent`: every entry resolves, --help imports none of the command modules, and a
+scripted `bearagent run` imports none of what only other runs need."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -35,3 +39,54 @@ def test_help_lists_every_command_without_importing_them() -> None:
         assert f"  {name} " in out
     assert "LOADED []" in out
     assert "HEAVY []" in out
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Imported by something a scripted run without hooks, MCP servers or web tools never does (docs/benchmarks.md,
+# issue 22): the SDKs, httpx (WebFetch, the HTTP providers), jsonschema (a schema outside the fast subset), Grep's
+# regex engine, path-rule matching, rich's Markdown and live regions (the interactive session), the hook handler
+# machinery, the MCP connection manager, the shell launcher (Bash), the PostgreSQL store.
+LAZY_ON_A_SCRIPTED_RUN = (
+    "openai",
+    "anthropic",
+    "mcp",
+    "httpx",
+    "jsonschema",
+    "regex",
+    "pathspec",
+    "rich.markdown",
+    "rich.live",
+    "bearagent.cli.live_markdown",
+    "bearagent.hooks.hook_input",
+    "bearagent.hooks.runners",
+    "bearagent.hooks.interceptor",
+    "bearagent.hooks.matching",
+    "bearagent.mcp.manager",
+    "bearagent.sandbox.launch",
+    "bearagent.store.postgres.storage",
+    "bearagent.providers.openai_responses",
+    "bearagent.providers.anthropic_messages",
+)
+
+
+def test_a_scripted_run_imports_none_of_what_only_other_runs_need(tmp_path: Path) -> None:
+    workspace = tmp_path / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", workspace, ignore=shutil.ignore_patterns("state.db*", "outputs"))
+    code = (
+        "import sys\n"
+        "from bearagent.cli import main\n"
+        "prompt = 'Read docs/project.md and write a summary to outputs/intro.md'\n"
+        "try:\n    main(['run', '-w', sys.argv[1], prompt], prog_name='bearagent')\n"
+        "except SystemExit as exc:\n    code = exc.code\n"
+        "print('EXIT', code, file=sys.stderr)\n"
+        f"print('LOADED', sorted(m for m in {LAZY_ON_A_SCRIPTED_RUN!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "BEARAGENT_LOAD_PLUGINS": "", "BEARAGENT_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(workspace)], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert "EXIT 0" in done.stderr, done.stderr
+    assert "● Write(outputs/intro.md)" in done.stdout
+    assert (workspace / "outputs" / "intro.md").is_file()
+    assert "LOADED []" in done.stderr, done.stderr
