@@ -179,6 +179,7 @@ def execute_and_exit(
     import asyncio
     import json
 
+    from bearagent.cli.main import start_up_over
     from bearagent.cli.render import make_console
     from bearagent.domain.errors import BearAgentError
 
@@ -191,6 +192,7 @@ def execute_and_exit(
     err = make_console(stderr=True)
     termination = handle_termination_like_ctrl_c()
     started = time.monotonic()
+    start_up_over("run")
     try:
         result = asyncio.run(main())
     except KeyboardInterrupt:
