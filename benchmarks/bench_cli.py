@@ -1,6 +1,6 @@
 """CLI cold start and config loading at scale.
 
-    uv run python benchmarks/bench_cli.py [--runs N] [--parts startup,scale,bytecode]
+    uv run python benchmarks/bench_cli.py [--runs N] [--parts startup,scale,bytecode,run] [--tree LABEL=SRC ...]
 
 1. `startup`: `bearagent --help` / `--version` cold start, against `python -c pass` measured in the same run (the
    floor). Target: <= 150 ms.
@@ -13,12 +13,21 @@
    the project's `[tool.uv] compile-bytecode`). In each it times `bearagent --version` and a scripted `bearagent run`
    in a copy of examples/quickstart, with and without `PYTHONDONTWRITEBYTECODE=1`, and counts the modules a run
    compiles from source because no bytecode is cached. Needs `uv` and the package index (or uv's cache).
+4. `run`: a whole scripted `bearagent run` as a process (README's quickstart command, in a fresh copy of
+   examples/quickstart each time, offline, the scripted model) and `bearagent --version`, beside `python -c pass`,
+   in alternating rounds (each round runs every command once, in turn), with wall and CPU time (user + system of
+   the child) and the number of modules a run imports. Targets: run <= 250 ms, `--version` <= 60 ms. `--tree
+   LABEL=SRC` (repeatable) adds the same two commands with the package from the `src/` directory SRC put first on
+   PYTHONPATH, so it shadows the installed one (before/after in one run; e.g. `mkdir /tmp/before && git archive
+   REV src examples | tar -x -C /tmp/before`, then `--tree before=/tmp/before/src`); each tree's bytecode is
+   compiled first, so no tree pays for compiling.
 Each figure is the median of N runs of a fresh process (plugins off, isolated user dir).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime
 import os
 import platform
@@ -28,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
@@ -195,10 +205,101 @@ def bytecode_part(runs: int, base: Path, env: dict[str, str], repo: Path, rev: s
     )
 
 
+@dataclass
+class Cell:
+    """One command of the run part, sampled once per round: `args` after the program, and whether it runs in a fresh
+    copy of the quickstart workspace (`-w` is added after the subcommand)."""
+
+    label: str
+    program: str
+    args: list[str]
+    env: dict[str, str]
+    quickstart: bool = False
+    wall: list[float] = field(default_factory=list[float])
+    cpu: list[float] = field(default_factory=list[float])
+
+    def argv(self, base: Path, tag: str) -> list[str]:
+        if not self.quickstart:
+            return list(self.args)
+        workspace = base / f"qs-{tag}"
+        ignore = shutil.ignore_patterns("state.db*", "outputs")  # what an earlier README run left in the checkout
+        shutil.copytree(REPO / "examples" / "quickstart", workspace, ignore=ignore)
+        return [self.args[0], "-w", str(workspace), *self.args[1:]]
+
+    def sample(self, base: Path, tag: str) -> None:
+        argv = [self.program, *self.argv(base, tag)]
+        with tempfile.TemporaryFile() as err:
+            start = time.perf_counter()
+            proc = subprocess.Popen(argv, cwd=base, env=self.env, stdout=subprocess.DEVNULL, stderr=err)
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = (time.perf_counter() - start) * 1000
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode != 0:
+                err.seek(0)
+                raise SystemExit(f"{self.label} failed (exit {proc.returncode}):\n{err.read().decode()[-3000:]}")
+        self.wall.append(wall)
+        self.cpu.append((usage.ru_utime + usage.ru_stime) * 1000)
+
+    def modules(self, base: Path) -> int:
+        """How many modules the command has imported when it exits (`sys.modules`)."""
+        code = (
+            "import atexit, sys\n"
+            "atexit.register(lambda: sys.stderr.write(f'\\nMODULES {len(sys.modules)}\\n'))\n"
+            "sys.argv[0] = 'bearagent'\nfrom bearagent.cli import main\nmain()\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, *self.argv(base, f"count-{len(self.label)}")],
+            cwd=base,
+            env=self.env,
+            capture_output=True,
+            text=True,
+        )
+        line = next((ln for ln in done.stderr.splitlines() if ln.startswith("MODULES ")), None)
+        if line is None:
+            raise SystemExit(f"{self.label}: no module count (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        return int(line.split()[1])
+
+
+def run_part(runs: int, base: Path, env: dict[str, str], trees: list[tuple[str, Path]]) -> None:
+    print("\n## a scripted `bearagent run` (the quickstart) and `bearagent --version` as whole processes\n")
+    floor = Cell("python -c pass (floor)", sys.executable, ["-c", "pass"], env)
+    cells = [floor]
+    for label, src in [("installed", None), *trees]:
+        tree_env = dict(env)
+        if src is not None:
+            compileall.compile_dir(str(src), quiet=1)
+            tree_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
+        cells.append(Cell(f"{label}: bearagent --version", BEARAGENT, ["--version"], tree_env))
+        run = Cell(f"{label}: scripted bearagent run", BEARAGENT, ["run", QUICKSTART_PROMPT], tree_env, quickstart=True)
+        cells.append(run)
+    for i, cell in enumerate(cells):  # warm-up: the page cache, and any bytecode a first start writes
+        cell.sample(base, f"warm-{i}")
+        cell.wall.clear()
+        cell.cpu.clear()
+    for round_no in range(runs):
+        for i, cell in enumerate(cells):
+            cell.sample(base, f"{round_no}-{i}")
+    print(f"{runs} alternating rounds, ms; load average now {os.getloadavg()[0]:.1f}\n")
+    print("| command | wall median | wall min | CPU median | CPU min | modules |\n|---|---|---|---|---|---|")
+    for cell in cells:
+        modules = "" if cell is floor else str(cell.modules(base))
+        print(
+            f"| `{cell.label}` | {statistics.median(cell.wall):.0f} | {min(cell.wall):.0f} | "
+            f"{statistics.median(cell.cpu):.0f} | {min(cell.cpu):.0f} | {modules} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--parts", default="startup,scale,bytecode", help="comma-separated: startup,scale,bytecode")
+    parser.add_argument("--parts", default="startup,scale,bytecode", help="comma-separated: startup,scale,bytecode,run")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="LABEL=SRC",
+        help="for the run part: also time the package in this src/ directory (first on PYTHONPATH)",
+    )
     parser.add_argument("--repo", default=str(REPO), help="the git repository the bytecode part clones")
     parser.add_argument("--rev", default="HEAD", help="the commit the bytecode part builds its environments from")
     args = parser.parse_args()
@@ -234,6 +335,9 @@ def main() -> None:
                 )
         if "bytecode" in parts:
             bytecode_part(args.runs, base, env, Path(args.repo), args.rev)
+        if "run" in parts:
+            trees = [(label, Path(src).resolve()) for label, _, src in (t.partition("=") for t in args.tree)]
+            run_part(args.runs, base, env, trees)
 
 
 if __name__ == "__main__":
