@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from bearagent.domain.budgets import BUDGETS, BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -160,11 +160,12 @@ def _wall_origin(run: RunState) -> datetime | None:
 
 
 def _touch_wall_time(run: RunState, occurred_at: datetime) -> None:
-    origin = _wall_origin(run)
-    if origin is not None:
-        elapsed = (occurred_at - origin) // _MS
-        if elapsed > run.wall_time_ms:
-            run.wall_time_ms = elapsed
+    if run.status == "running":  # `_wall_origin`, inlined: this runs for almost every event
+        origin = run.wall_origin if run.wall_origin is not None else run.started_at
+        if origin is not None:
+            elapsed = (occurred_at - origin) // _MS
+            if elapsed > run.wall_time_ms:
+                run.wall_time_ms = elapsed
 
 
 def _pause_wall_time(run: RunState, until: datetime) -> None:
@@ -178,8 +179,8 @@ def check_budget(run: RunState | RunProjection, event_type: str, occurred_at: da
 
     The runtime may call it before doing work; the reducer calls it for every Requested event.
     """
-    if isinstance(run, RunProjection):
-        run = RunState.from_projection(run)
+    if type(run) is not RunState:  # a RunProjection (the metaclass's isinstance costs more than the check)
+        run = RunState.from_projection(cast(RunProjection, run))
     limits = run.budget_limits
     used: int | None = None
     field, limit = "", 0
@@ -213,7 +214,9 @@ def _require_running(run: RunState, fact: Fact) -> None:
 
 def _active_for(run: RunState, active: Active, fact: Fact, kind: ActivityKind) -> ActivityState:
     payload = fact.payload
-    activity_id = canonical_id(payload["activity_id"])
+    activity_id = payload["activity_id"]
+    if active is None or activity_id != active.activity_id:  # the active id is canonical: equal text is too
+        activity_id = canonical_id(activity_id)
     if active is None:
         raise _refuse(run, fact, f"activity {activity_id} is not the active activity; record its Requested event first")
     if active.activity_id != activity_id:
@@ -224,9 +227,11 @@ def _active_for(run: RunState, active: Active, fact: Fact, kind: ActivityKind) -
         call_key, expected = "model_call_id", active.model_call_id
     else:
         call_key, expected = "tool_call_id", active.tool_call_id
-    call_id = canonical_id(payload[call_key])
+    call_id = payload[call_key]
     if call_id != expected:
-        raise _refuse(run, fact, f"{call_key} {call_id} does not match {expected} recorded at the Requested event")
+        call_id = canonical_id(call_id)
+        if call_id != expected:
+            raise _refuse(run, fact, f"{call_key} {call_id} does not match {expected} recorded at the Requested event")
     return active
 
 
@@ -298,7 +303,8 @@ def _finish(run: RunState, active: Active, fact: Fact) -> ActivityState:
                 raise _refuse(
                     run, fact, f"its ToolResult has status {status!r}; a {outcome} call needs a {outcome} result"
                 )
-            if canonical_id(result["tool_call_id"]) != activity.tool_call_id:
+            result_call_id = result["tool_call_id"]
+            if result_call_id != activity.tool_call_id and canonical_id(result_call_id) != activity.tool_call_id:
                 raise _refuse(
                     run,
                     fact,

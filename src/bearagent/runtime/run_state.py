@@ -49,13 +49,20 @@ def canonical_id(value: str) -> str:
 
 
 def iso(dt: datetime) -> str:
-    """The JSON text of a UTC datetime as pydantic writes it (`...Z`)."""
+    """The JSON text of a UTC datetime as pydantic writes it (`...Z`). The last one is kept: the events of one
+    commit usually share their time, and an activity's times are often one of them."""
+    global _last_iso
+    last = _last_iso
+    if last[0] is dt:
+        return last[1]
     text = dt.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
+    if text.endswith("+00:00"):
+        text = text[:-6] + "Z"
+    _last_iso = (dt, text)  # one tuple, replaced whole: safe to read from any thread
+    return text
 
 
-def _iso_or_none(dt: datetime | None) -> str | None:
-    return None if dt is None else iso(dt)
+_last_iso: tuple[object, str] = (object(), "")
 
 
 def _dt(value: object) -> datetime | None:
@@ -98,7 +105,7 @@ class _Lifecycle:
     @started_at.setter
     def started_at(self, value: datetime | None) -> None:
         self._started_at = value
-        self._started_iso = _iso_or_none(value)
+        self._started_iso = None if value is None else iso(value)
 
     @property
     def ended_at(self) -> datetime | None:
@@ -107,7 +114,7 @@ class _Lifecycle:
     @ended_at.setter
     def ended_at(self, value: datetime | None) -> None:
         self._ended_at = value
-        self._ended_iso = _iso_or_none(value)
+        self._ended_iso = None if value is None else iso(value)
 
     @property
     def error(self) -> ErrorInfo | None:
@@ -142,6 +149,9 @@ class RunState(_Lifecycle):
         "_limits_json",
         "_typed",
         "_typed_active",
+        "_typed_json",
+        "_wall_origin",
+        "_wall_origin_iso",
         "active_activity_id",
         "agent_name",
         "budget_limits",
@@ -164,7 +174,6 @@ class RunState(_Lifecycle):
         "switch_count",
         "tool_calls",
         "trigger_type",
-        "wall_origin",
         "wall_time_ms",
     )
 
@@ -196,13 +205,16 @@ class RunState(_Lifecycle):
         self.stop_reason: str | None = None
         self.owner: dict[str, JsonValue] | None = None
         """JSON of the `RunOwner` holding the run."""
-        self.wall_origin: datetime | None = None
+        self.wall_origin = None
         self.pending_approval: dict[str, JsonValue] | None = None
         """JSON of the `PendingApproval` a waiting run waits for."""
         self.request: dict[str, JsonValue] | None = None
         """JSON of the run's `RunRequest` (RunCreated v3)."""
         self._typed: tuple[RunId, SessionId | None, RunId | None] | None = None
         self._typed_active: tuple[str, ActivityId] | None = None
+        self._typed_json: dict[int, tuple[object, BaseModel]] = {}
+        """The models of `owner`, `pending_approval` and `request` as last built, each beside the JSON it was built
+        from: those attributes are replaced, never changed in place, so a model is rebuilt only for new JSON."""
 
     # created_at carries its JSON form along, like the attributes of `_Lifecycle`
     @property
@@ -213,6 +225,16 @@ class RunState(_Lifecycle):
     def created_at(self, value: datetime) -> None:
         self._created_at = value
         self._created_iso = iso(value)
+
+    @property
+    def wall_origin(self) -> datetime | None:
+        """Where the running stretch's wall time counts from; carries its JSON form like `created_at`."""
+        return self._wall_origin
+
+    @wall_origin.setter
+    def wall_origin(self, value: datetime | None) -> None:
+        self._wall_origin = value
+        self._wall_origin_iso = None if value is None else iso(value)
 
     @property
     def total_tokens(self) -> int:
@@ -255,7 +277,7 @@ class RunState(_Lifecycle):
             "final_text": self.final_text,
             "stop_reason": self.stop_reason,
             "owner": self.owner,
-            "wall_origin": _iso_or_none(self.wall_origin),
+            "wall_origin": self._wall_origin_iso,
             "pending_approval": self.pending_approval,
             "request": self.request,
         }
@@ -342,14 +364,22 @@ class RunState(_Lifecycle):
                 "error": self._error,
                 "final_text": self.final_text,
                 "stop_reason": self.stop_reason,
-                "owner": None if self.owner is None else RunOwner.model_validate(self.owner),
-                "wall_origin": self.wall_origin,
-                "pending_approval": (
-                    None if self.pending_approval is None else PendingApproval.model_validate(self.pending_approval)
-                ),
-                "request": None if self.request is None else RunRequest.model_validate(self.request),
+                "owner": self._model_of(0, self.owner, RunOwner),
+                "wall_origin": self._wall_origin,
+                "pending_approval": self._model_of(1, self.pending_approval, PendingApproval),
+                "request": self._model_of(2, self.request, RunRequest),
             },
         )
+
+    def _model_of(self, slot: int, data: dict[str, JsonValue] | None, cls: type[ModelT]) -> ModelT | None:
+        if data is None:
+            return None
+        cached = self._typed_json.get(slot)
+        if cached is not None and cached[0] is data:
+            return cast(ModelT, cached[1])
+        model = cls.model_validate(data)
+        self._typed_json[slot] = (data, model)
+        return model
 
 
 class ActivityState(_Lifecycle):
@@ -391,9 +421,9 @@ class ActivityState(_Lifecycle):
         self.requested_sequence = requested_sequence
         self.last_sequence = requested_sequence
         self.requested_at = requested_at
-        self.started_at = None
-        self.ended_at = None
-        self.error = None
+        # what the setters of `_Lifecycle` store for None, without a call each (an activity is made per call)
+        self._started_at = self._started_iso = self._ended_at = self._ended_iso = None
+        self._error = self._error_json = None
 
     @property
     def requested_at(self) -> datetime:
