@@ -12,7 +12,7 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import cast
@@ -20,7 +20,8 @@ from typing import cast
 import orjson
 
 from bearagent.domain._base import JsonValue, thaw_json_mapping
-from bearagent.ports import ActivityIdTaken, EventIdTaken, RunCommit, StoredRun, VersionConflict
+from bearagent.domain.events import Event
+from bearagent.ports import ActivityIdTaken, CommitRefused, EventIdTaken, RunCommit, StoredRun, VersionConflict
 from bearagent.runtime.run_state import ActivityState, RunState, iso
 from bearagent.store.errors import StoreError, translate_sqlite_error
 from bearagent.store.run_reads import run_json
@@ -36,6 +37,11 @@ INSERT_RUN = (
 _VERSION_OF = "SELECT last_sequence FROM run_projections WHERE run_id = ?"
 _UPDATE_RUN_IF_AT = (
     "UPDATE run_projections SET last_sequence = ?, data = ?, active_activity = ? WHERE run_id = ? AND last_sequence = ?"
+)
+# the same, and only if the one activity the commit requests is new to the run: one statement for both checks (a
+# commit that requests an activity is most commits); when it changes no row, `_refusal` tells which check failed
+_UPDATE_RUN_IF_AT_AND_NEW = (
+    _UPDATE_RUN_IF_AT + " AND NOT EXISTS (SELECT 1 FROM activity_projections WHERE run_id = ? AND activity_id = ?)"
 )
 # a separate statement that writes (and touches the status index) only when the status changed
 _UPDATE_STATUS = "UPDATE run_projections SET status = ? WHERE run_id = ? AND status != ?"
@@ -53,6 +59,8 @@ _STATUS_AT_LOCK = threading.Lock()  # commits of several stores and threads shar
 
 
 def _thaw(value: object) -> object:
+    if type(value) is MappingProxyType:
+        return value.copy()  # pyright: ignore[reportUnknownVariableType, reportUnknownMemberType]  # the dict it views
     if isinstance(value, MappingProxyType):
         return dict(cast(Mapping[str, object], value))
     raise TypeError(f"{type(value).__name__} is not JSON")
@@ -91,26 +99,46 @@ def load_on(conn: sqlite3.Connection, path: Path, run_id: str) -> StoredRun | No
     return StoredRun(run, active)
 
 
+def _event_rows(run_id: str, events: Sequence[Event]) -> list[tuple[object, ...]]:
+    rows: list[tuple[object, ...]] = []
+    previous: Event | None = None
+    previous_text = ""
+    for event in events:
+        event_text = str(event.event_id)
+        cause = event.causation_id
+        if cause is None:
+            cause_text = None
+        elif previous is not None and cause.int == previous.event_id.int:
+            cause_text = previous_text  # the usual cause: the event before, whose id is formatted already
+        else:
+            cause_text = str(cause)
+        correlation = event.correlation_id
+        rows.append(
+            (
+                run_id,
+                event.sequence,
+                event_text,
+                event.event_type,
+                event.schema_version,
+                iso(event.occurred_at),
+                cause_text,
+                None if correlation is None else str(correlation),
+                dumps_json(event.payload),
+            )
+        )
+        previous, previous_text = event, event_text
+    return rows
+
+
 def commit_on(cursor: sqlite3.Cursor, path: Path, commit: RunCommit) -> None:
     """The commit of the storage port: one `BEGIN IMMEDIATE` transaction on `cursor`'s connection."""
     run_id = str(commit.run_id)
     state, active = commit.state, commit.active
-    rows = [
-        (
-            run_id,
-            event.sequence,
-            str(event.event_id),
-            event.event_type,
-            event.schema_version,
-            iso(event.occurred_at),
-            None if event.causation_id is None else str(event.causation_id),
-            None if event.correlation_id is None else str(event.correlation_id),
-            dumps_json(event.payload),
-        )
-        for event in commit.events
-    ]
+    rows = _event_rows(run_id, commit.events)
     data = dumps_json(state.to_json(with_goal=False))
     active_data = None if active is None else dumps_json(active.to_json())
+    requested = commit.requested_activity_ids
+    status_key = (str(path), run_id)
     try:
         cursor.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
@@ -135,16 +163,19 @@ def commit_on(cursor: sqlite3.Cursor, path: Path, commit: RunCommit) -> None:
                     state.goal,
                 ),
             )
+            _check_new_activities(cursor, run_id, requested)
         else:
-            cursor.execute(_UPDATE_RUN_IF_AT, (state.last_sequence, data, active_data, run_id, commit.expected_version))
+            values = (state.last_sequence, data, active_data, run_id, commit.expected_version)
+            if len(requested) == 1:
+                cursor.execute(_UPDATE_RUN_IF_AT_AND_NEW, (*values, run_id, requested[0]))
+            else:
+                cursor.execute(_UPDATE_RUN_IF_AT, values)
             if cursor.rowcount != 1:
-                stored = cursor.execute(_VERSION_OF, (run_id,)).fetchone()
-                raise VersionConflict(commit.run_id, 0 if stored is None else cast(int, stored[0]))
-            if _STATUS_AT.get((str(path), run_id)) != (commit.expected_version, state.status):
+                raise _refusal(cursor, commit, run_id)
+            if len(requested) > 1:
+                _check_new_activities(cursor, run_id, requested)
+            if _STATUS_AT.get(status_key) != (commit.expected_version, state.status):
                 cursor.execute(_UPDATE_STATUS, (state.status, run_id, state.status))
-        for activity_id in commit.requested_activity_ids:
-            if cursor.execute(_ACTIVITY_EXISTS, (run_id, activity_id)).fetchone() is not None:
-                raise ActivityIdTaken(activity_id)
         cursor.executemany(_INSERT_EVENT, rows)
         for ended in commit.finished:
             cursor.execute(
@@ -154,7 +185,7 @@ def commit_on(cursor: sqlite3.Cursor, path: Path, commit: RunCommit) -> None:
         cursor.execute("COMMIT")
     except BaseException as exc:
         with _STATUS_AT_LOCK:
-            _STATUS_AT.pop((str(path), run_id), None)
+            _STATUS_AT.pop(status_key, None)
         with contextlib.suppress(sqlite3.Error):
             cursor.execute("ROLLBACK")
         if isinstance(exc, sqlite3.IntegrityError):
@@ -162,11 +193,25 @@ def commit_on(cursor: sqlite3.Cursor, path: Path, commit: RunCommit) -> None:
         if isinstance(exc, sqlite3.Error):
             raise translate_sqlite_error(path, exc, f"appending event {first.sequence} of run {run_id}") from exc
         raise
-    _remember_status(str(path), run_id, state.last_sequence, state.status)
+    _remember_status(status_key, state.last_sequence, state.status)
 
 
-def _remember_status(path: str, run_id: str, version: int, status: str) -> None:
-    key = (path, run_id)
+def _check_new_activities(cursor: sqlite3.Cursor, run_id: str, requested: Sequence[str]) -> None:
+    for activity_id in requested:
+        if cursor.execute(_ACTIVITY_EXISTS, (run_id, activity_id)).fetchone() is not None:
+            raise ActivityIdTaken(activity_id)
+
+
+def _refusal(cursor: sqlite3.Cursor, commit: RunCommit, run_id: str) -> CommitRefused:
+    """Why the conditional UPDATE of the run row changed nothing: the run moved on (checked first, as before the
+    two checks were one statement), or the one activity it requests is taken."""
+    stored = cursor.execute(_VERSION_OF, (run_id,)).fetchone()
+    if stored is None or cast(int, stored[0]) != commit.expected_version:
+        return VersionConflict(commit.run_id, 0 if stored is None else cast(int, stored[0]))
+    return ActivityIdTaken(commit.requested_activity_ids[0])
+
+
+def _remember_status(key: tuple[str, str], version: int, status: str) -> None:
     with _STATUS_AT_LOCK:
         _STATUS_AT.pop(key, None)  # re-inserted last: the oldest entry is the first one
         _STATUS_AT[key] = (version, status)
