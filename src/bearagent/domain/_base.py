@@ -305,25 +305,30 @@ def frozen_json(value: Mapping[str, object]) -> JsonMapping:
 def frozen_parsed_json(text: str, parsed: object) -> tuple[JsonMapping, bool]:
     """`frozen_json(parsed)` for `parsed` read from the JSON text `text` by a parser, and whether it may hold a
     float (for a parser that reads integers beyond 64 bits as floats: its result is exact only without any).
+    `parsed` is used up: its containers are frozen in place.
 
     The size of the text bounds most of what the walk counts: every value starts at a character of its own (so
-    there are at most `len(text)` nodes), a string is never longer than its source, each counted character of a
-    string or key stands for at least one of the text and an integer (counted as 8) for at least one, and every
-    level of nesting opens with a `{` or `[` of the text (inside strings too, so their count is an upper bound of
-    the depth). A text short enough to keep all of those within the bounds is only frozen (and its keys' length
-    checked); any other goes through the full check."""
+    there are at most `len(text)` nodes), a string or key is never longer than its source, each counted character
+    of a string or key stands for at least one of the text and an integer (counted as 8) for at least one, and
+    every level of nesting opens with a `{` or `[` of the text (inside strings too, so their count is an upper bound
+    of the depth). A text short enough to keep all of those within the bounds is only frozen (and, past the key
+    bound, its keys' length checked); any other goes through the full check."""
+    size = len(text)
     if (
         type(parsed) is dict
-        and len(text) <= MAX_JSON_NODES
-        and len(text) <= MAX_JSON_STRING_CHARS
-        and 8 * len(text) <= MAX_JSON_TOTAL_CHARS
+        and size <= MAX_JSON_NODES
+        and size <= MAX_JSON_STRING_CHARS
+        and 8 * size <= MAX_JSON_TOTAL_CHARS
         and text.count("{") + text.count("[") <= MAX_JSON_DEPTH
     ):
         floats: list[bool] = []
+        max_key = MAX_JSON_KEY_CHARS
         try:
-            return _freeze_parsed(parsed, floats), bool(floats)  # pyright: ignore[reportUnknownArgumentType]
+            frozen = _freeze_parsed(parsed, floats, None if size <= max_key + 2 else max_key)  # pyright: ignore[reportUnknownArgumentType]
         except _NotPlain:
             pass
+        else:
+            return frozen, bool(floats)
     if not isinstance(parsed, Mapping):
         raise JsonBoundsError(f"value must be a JSON object, got {type(parsed).__name__}")
     counter = _Counter()
@@ -332,42 +337,39 @@ def frozen_parsed_json(text: str, parsed: object) -> tuple[JsonMapping, bool]:
     return cast(JsonMapping, frozen), counter.floats
 
 
-def _freeze_parsed(value: dict[str, object], floats: list[bool]) -> JsonMapping:
-    """A parser's dict frozen (read-only mappings and tuples), keys checked against `MAX_JSON_KEY_CHARS`; a float
-    is noted in `floats`. `_NotPlain` for a long key or a type no JSON parser makes. (No `cast` here: it is a call.)"""
-    max_key = MAX_JSON_KEY_CHARS
-    out: dict[str, object] = {}
+def _freeze_parsed(value: dict[str, object], floats: list[bool], max_key: int | None) -> JsonMapping:
+    """A parser's dict frozen in place (nested dicts become read-only views, lists tuples) and wrapped in a read-only
+    view: nothing else holds it. Keys are checked against `max_key` (None: the text is too short to break it); a
+    float is noted in `floats`. `_NotPlain` for a long key or a type no JSON parser makes. (No `cast` in here: it is
+    a call.)"""
     for key, item in value.items():
-        if len(key) > max_key:
+        if max_key is not None and len(key) > max_key:
             raise _NotPlain
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
-            out[key] = item
-        elif kind is dict:
-            out[key] = _freeze_parsed(item, floats)  # pyright: ignore[reportArgumentType]
+            continue
+        if kind is dict:
+            value[key] = _freeze_parsed(item, floats, max_key)  # pyright: ignore[reportArgumentType]
         elif kind is list:
-            out[key] = _freeze_parsed_list(item, floats)  # pyright: ignore[reportArgumentType]
+            value[key] = _freeze_parsed_list(item, floats, max_key)  # pyright: ignore[reportArgumentType]
         elif kind is float:
             floats.append(True)
-            out[key] = item
         else:
             raise _NotPlain
-    return MappingProxyType(out)  # pyright: ignore[reportReturnType]
+    return MappingProxyType(value)  # pyright: ignore[reportReturnType]
 
 
-def _freeze_parsed_list(value: list[object], floats: list[bool]) -> JsonValue:
-    out: list[object] = []
-    for item in value:
+def _freeze_parsed_list(value: list[object], floats: list[bool], max_key: int | None) -> JsonValue:
+    for i, item in enumerate(value):
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
-            out.append(item)
-        elif kind is dict:
-            out.append(_freeze_parsed(item, floats))  # pyright: ignore[reportArgumentType]
+            continue
+        if kind is dict:
+            value[i] = _freeze_parsed(item, floats, max_key)  # pyright: ignore[reportArgumentType]
         elif kind is list:
-            out.append(_freeze_parsed_list(item, floats))  # pyright: ignore[reportArgumentType]
+            value[i] = _freeze_parsed_list(item, floats, max_key)  # pyright: ignore[reportArgumentType]
         elif kind is float:
             floats.append(True)
-            out.append(item)
         else:
             raise _NotPlain
-    return tuple(out)  # pyright: ignore[reportReturnType]
+    return tuple(value)  # pyright: ignore[reportReturnType]

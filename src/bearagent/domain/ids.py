@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from typing import Any, ClassVar, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
@@ -28,9 +28,7 @@ class TypedId(uuid.UUID):
 
     def __init__(self, value: str | uuid.UUID) -> None:
         if type(value) is str and _is_canonical_v4(value):  # the text every id is written as: no UUID parse
-            _set(self, "int", int(value.replace("-", ""), 16))
-            _set(self, "is_safe", _UNKNOWN)
-            self.__dict__["_text"] = value  # it is what str() gives
+            self.__dict__["_text"] = value  # what str() gives; `int` is read from it when first asked for
             return
         if isinstance(value, TypedId) and type(value) is not type(self):
             raise TypeError(f"expected {type(self).__name__}, got {type(value).__name__}")
@@ -67,14 +65,31 @@ class TypedId(uuid.UUID):
         """An id of this kind from text that matched `CANONICAL_V4` already: what `__init__` does for such text,
         without the call through the type."""
         made = _new_object(cls)
-        _set(made, "int", int(text.replace("-", ""), 16))
-        _set(made, "is_safe", _UNKNOWN)
         made.__dict__["_text"] = text
         return made
 
+    if not TYPE_CHECKING:  # (hidden from the type checker, which would take any attribute of an id for valid)
+
+        def __getattr__(self, name: str) -> Any:
+            """`int` and `is_safe` of an id made from its canonical text (the common case: every id read from a
+            row, a payload or a request), which only a comparison, a hash or a UUID method needs: the 128-bit value
+            is read from the text when first asked for, not when the id is made."""
+            if name == "int" or name == "is_safe":
+                text = self.__dict__.get("_text")
+                if text is not None:
+                    _set(self, "int", int(text.replace("-", ""), 16))
+                    _set(self, "is_safe", _UNKNOWN)
+                    return object.__getattribute__(self, name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, TypedId):
-            return type(other) is type(self) and self.int == other.int
+            if type(other) is not type(self):
+                return False
+            mine, theirs = self.__dict__.get("_text"), other.__dict__.get("_text")
+            if mine is not None and theirs is not None:
+                return mine == theirs  # canonical texts: equal exactly when the UUIDs are
+            return self.int == other.int
         if isinstance(other, uuid.UUID):
             # A bare UUID is no kind of id. Returning NotImplemented here let `UUID.__eq__` answer True, which made
             # RunId(x) == UUID(x) == EventId(x) while the hashes differ (breaking sets and dicts).
@@ -110,8 +125,6 @@ class TypedId(uuid.UUID):
     def _validate(cls, value: object) -> Self:
         if type(value) is str and _is_canonical_v4(value):  # the common input: an id's canonical text
             made = _new_object(cls)
-            _set(made, "int", int(value.replace("-", ""), 16))
-            _set(made, "is_safe", _UNKNOWN)
             made.__dict__["_text"] = value
             return made
         if isinstance(value, cls):
@@ -168,7 +181,19 @@ IdT = TypeVar("IdT", bound=TypedId)
 
 def retyped(kind: type[IdT], other: TypedId) -> IdT:
     """The same UUID as `other`, as an id of `kind` (an event's id as the next event's causation): no text parsed."""
+    text = other.__dict__.get("_text")
+    if text is not None:
+        return kind._of_canonical(text)  # pyright: ignore[reportPrivateUsage]
     return kind._of_int(other.int)  # pyright: ignore[reportPrivateUsage]
+
+
+def same_uuid(a: TypedId, b: TypedId) -> bool:
+    """Whether two ids, of any kinds, hold the same UUID (an event's cause and the event before's id), compared by
+    their canonical texts where both have one, else by value."""
+    text_a, text_b = a.__dict__.get("_text"), b.__dict__.get("_text")
+    if text_a is not None and text_b is not None:
+        return text_a == text_b
+    return a.int == b.int
 
 
 class IdGenerator(Protocol):

@@ -21,6 +21,7 @@ import orjson
 
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.events import Event
+from bearagent.domain.ids import same_uuid
 from bearagent.ports import ActivityIdTaken, CommitRefused, EventIdTaken, RunCommit, StoredRun, VersionConflict
 from bearagent.runtime.run_state import ActivityState, RunState, iso
 from bearagent.store.errors import StoreError, translate_sqlite_error
@@ -108,7 +109,7 @@ def _event_rows(run_id: str, events: Sequence[Event]) -> list[tuple[object, ...]
         cause = event.causation_id
         if cause is None:
             cause_text = None
-        elif previous is not None and cause.int == previous.event_id.int:
+        elif previous is not None and same_uuid(cause, previous.event_id):
             cause_text = previous_text  # the usual cause: the event before, whose id is formatted already
         else:
             cause_text = str(cause)

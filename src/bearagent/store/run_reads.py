@@ -18,7 +18,7 @@ import orjson
 
 from bearagent.domain._base import JsonBoundsError, JsonMapping, JsonValue, frozen_json, frozen_parsed_json
 from bearagent.domain.events import EVENT_TYPE_RE, Event
-from bearagent.domain.ids import CANONICAL_V4, CausationId, CorrelationId, EventId, RunId, SessionId, retyped
+from bearagent.domain.ids import CANONICAL_V4, CausationId, CorrelationId, EventId, RunId, SessionId
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
 from bearagent.runtime.run_state import trusted_model
 from bearagent.store.errors import StoreError, translate_sqlite_error
@@ -26,6 +26,10 @@ from bearagent.store.errors import StoreError, translate_sqlite_error
 SELECT_RUN = "SELECT data, goal FROM run_projections"
 _EVENT_COLUMNS = (
     "event_id, run_id, sequence, event_type, schema_version, occurred_at, causation_id, correlation_id, payload"
+)
+# a run's rows without their run_id, which the WHERE clause fixes (text equal to the one asked for)
+_RUN_EVENT_COLUMNS = (
+    "event_id, sequence, event_type, schema_version, occurred_at, causation_id, correlation_id, payload"
 )
 
 
@@ -53,37 +57,34 @@ def _run_of(row: tuple[object, ...]) -> RunProjection:
 def events_on(
     conn: sqlite3.Connection, path: Path, run_id: RunId, from_sequence: int, limit: int | None
 ) -> Sequence[Event]:
-    sql = f"SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ? AND sequence >= ? ORDER BY sequence"
-    params: list[object] = [str(run_id), from_sequence]
+    run_text = str(run_id)
+    sql = f"SELECT {_RUN_EVENT_COLUMNS} FROM events WHERE run_id = ? AND sequence >= ? ORDER BY sequence"
+    params: list[object] = [run_text, from_sequence]
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
     rows = query_on(conn, path, sql, params, f"reading events of run {run_id}")
-    return events_of_rows(path, rows)
+    return events_of_rows(path, run_text, rows)
 
 
-def events_of_rows(path: Path, rows: Sequence[tuple[object, ...]]) -> list[Event]:
-    """The events of stored rows (`_EVENT_COLUMNS`, one run's, in sequence order). A row written the way this store
-    writes rows is checked field by field by the rules `Event` applies (each id a version-4 UUID of its kind,
-    sequence >= 1, the type's pattern and length, version 1-1000, a UTC time, the payload a JSON object within the
-    bounds); any other row is judged by `Event.model_validate` (and refused with its message). What the rows repeat
-    (the run and correlation ids, the time of one commit's events, the event types, a cause that is the event
-    before) is parsed and checked once."""
+def events_of_rows(path: Path, run_text: str, rows: Sequence[tuple[object, ...]]) -> list[Event]:
+    """The events of the stored rows of the run whose id is `run_text` (`_RUN_EVENT_COLUMNS`, in sequence order). A
+    row written the way this store writes rows is checked field by field by the rules `Event` applies (each id a
+    version-4 UUID of its kind, sequence >= 1, the type's pattern and length, version 1-1000, a UTC time, the
+    payload a JSON object within the bounds); any other row is judged by `Event.model_validate` (and refused with
+    its message). What the rows repeat (the run and correlation ids, the time of one commit's events, the event
+    types, a cause that is the event before) is parsed and checked once."""
     seen: dict[object, object] = {}
     types: set[str] = set()
-    run_text: object = None
-    run_id: object = None
+    run_id = _once(seen, RunId, run_text)
     corr_text: object = None
     corr: object = None
     time_text: object = None
     at: datetime | None = None
     prev_text: object = None
-    prev_id: EventId | None = None
     events: list[Event] = []
     for row in rows:
-        event_id, run_t, sequence, event_type, version, occurred, causation, corr_t, payload = row
-        if run_t != run_text or run_id is None:
-            run_id, run_text = _once(seen, RunId, run_t), run_t
+        event_id, sequence, event_type, version, occurred, causation, corr_t, payload = row
         if corr_t is None:
             correlation_id = None
         else:
@@ -120,10 +121,7 @@ def events_of_rows(path: Path, rows: Sequence[tuple[object, ...]]) -> list[Event
                     )
                     if causation is None:
                         cause = None
-                    elif causation == prev_text and prev_id is not None:  # the usual cause: the event before
-                        cause = retyped(CausationId, prev_id)
-                        cause.__dict__["_text"] = causation
-                    elif _is_canonical_v4(causation):
+                    elif causation == prev_text or _is_canonical_v4(causation):  # usually the event before's id
                         cause = CausationId._of_canonical(causation)  # pyright: ignore[reportPrivateUsage]
                     else:
                         cause = CausationId(causation)
@@ -142,10 +140,10 @@ def events_of_rows(path: Path, rows: Sequence[tuple[object, ...]]) -> list[Event
                         },
                     )
                     if str(typed_id) == event_id:  # canonical text: the next event's cause, when it names this one
-                        prev_text, prev_id = event_id, typed_id
+                        prev_text = event_id
             except (ValueError, TypeError):
                 event = None
-        events.append(event if event is not None else _event_of(path, row, seen))
+        events.append(event if event is not None else _event_of(path, (event_id, run_text, *row[1:]), seen))
     return events
 
 
