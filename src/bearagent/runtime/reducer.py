@@ -237,7 +237,8 @@ def _active_for(run: RunState, active: Active, fact: Fact, kind: ActivityKind) -
 
 def _request(run: RunState, active: Active, fact: Fact) -> ActivityState:
     kind = _KIND[fact.event_type]
-    _require_running(run, fact)
+    if run.status != "running":  # `_require_running`, inlined here and below: one of them runs for most events
+        raise _refuse(run, fact, "activities are only accepted while the run is running")
     if run.active_activity_id is not None:
         raise _refuse(run, fact, "at most one pending/running activity per run: finish the active one first")
     check_budget(run, fact.event_type, fact.at)
@@ -266,7 +267,8 @@ def _request(run: RunState, active: Active, fact: Fact) -> ActivityState:
 
 def _start(run: RunState, active: Active, fact: Fact) -> ActivityState:
     kind = _KIND[fact.event_type]
-    _require_running(run, fact)
+    if run.status != "running":
+        raise _refuse(run, fact, "activities are only accepted while the run is running")
     activity = _active_for(run, active, fact, kind)
     if activity.status != "pending":
         raise _refuse(run, fact, f"activity {activity.activity_id} is already {activity.status}; Started comes once")
@@ -280,7 +282,8 @@ def _start(run: RunState, active: Active, fact: Fact) -> ActivityState:
 def _finish(run: RunState, active: Active, fact: Fact) -> ActivityState:
     kind = _KIND[fact.event_type]
     outcome: ActivityStatus = "failed" if fact.event_type.endswith("Failed") else "succeeded"
-    _require_running(run, fact)
+    if run.status != "running":
+        raise _refuse(run, fact, "activities are only accepted while the run is running")
     activity = _active_for(run, active, fact, kind)
     if activity.status != "running":
         raise _refuse(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Self, TypeVar, cast
 
 from pydantic import BaseModel
@@ -63,6 +63,17 @@ def iso(dt: datetime) -> str:
 
 
 _last_iso: tuple[object, str] = (object(), "")
+# the texts `iso()` writes: whole or microsecond seconds (never .000000, which `isoformat` leaves out), and a Z
+_ISO_TEXT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(?!000000)\d{6})?Z\Z")
+
+
+def remember_iso(dt: datetime, text: str) -> None:
+    """Tell `iso()` that `dt` was parsed from `text` (`datetime.fromisoformat`), so that it need not format `dt`
+    again if `text` is what it would write; any other text is ignored. For a loop that parses stored times and
+    hands them to the reducer, which keeps their JSON form."""
+    global _last_iso
+    if _ISO_TEXT.match(text) is not None and dt.tzinfo is UTC:
+        _last_iso = (dt, text)
 
 
 def _dt(value: object) -> datetime | None:
@@ -150,8 +161,7 @@ class RunState(_Lifecycle):
         "_typed",
         "_typed_active",
         "_typed_json",
-        "_wall_origin",
-        "_wall_origin_iso",
+        "_wall_origin_json",
         "active_activity_id",
         "agent_name",
         "budget_limits",
@@ -174,6 +184,7 @@ class RunState(_Lifecycle):
         "switch_count",
         "tool_calls",
         "trigger_type",
+        "wall_origin",
         "wall_time_ms",
     )
 
@@ -205,7 +216,8 @@ class RunState(_Lifecycle):
         self.stop_reason: str | None = None
         self.owner: dict[str, JsonValue] | None = None
         """JSON of the `RunOwner` holding the run."""
-        self.wall_origin = None
+        self.wall_origin: datetime | None = None
+        self._wall_origin_json: tuple[datetime | None, str | None] = (None, None)
         self.pending_approval: dict[str, JsonValue] | None = None
         """JSON of the `PendingApproval` a waiting run waits for."""
         self.request: dict[str, JsonValue] | None = None
@@ -225,16 +237,6 @@ class RunState(_Lifecycle):
     def created_at(self, value: datetime) -> None:
         self._created_at = value
         self._created_iso = iso(value)
-
-    @property
-    def wall_origin(self) -> datetime | None:
-        """Where the running stretch's wall time counts from; carries its JSON form like `created_at`."""
-        return self._wall_origin
-
-    @wall_origin.setter
-    def wall_origin(self, value: datetime | None) -> None:
-        self._wall_origin = value
-        self._wall_origin_iso = None if value is None else iso(value)
 
     @property
     def total_tokens(self) -> int:
@@ -277,10 +279,19 @@ class RunState(_Lifecycle):
             "final_text": self.final_text,
             "stop_reason": self.stop_reason,
             "owner": self.owner,
-            "wall_origin": self._wall_origin_iso,
+            "wall_origin": self._wall_origin_text(),
             "pending_approval": self.pending_approval,
             "request": self.request,
         }
+
+    def _wall_origin_text(self) -> str | None:
+        """The JSON form of `wall_origin` (a plain attribute: the reducer reads it for every event), formatted once
+        per value."""
+        origin = self.wall_origin
+        cached = self._wall_origin_json
+        if cached[0] is not origin:
+            cached = self._wall_origin_json = (origin, None if origin is None else iso(origin))
+        return cached[1]
 
     @classmethod
     def from_json(cls, data: Mapping[str, JsonValue]) -> RunState:
@@ -365,7 +376,7 @@ class RunState(_Lifecycle):
                 "final_text": self.final_text,
                 "stop_reason": self.stop_reason,
                 "owner": self._model_of(0, self.owner, RunOwner),
-                "wall_origin": self._wall_origin,
+                "wall_origin": self.wall_origin,
                 "pending_approval": self._model_of(1, self.pending_approval, PendingApproval),
                 "request": self._model_of(2, self.request, RunRequest),
             },
