@@ -250,28 +250,26 @@ class ModelCalls:
             # final answer's RunSucceeded when no Stop hook runs first): the completion is held and committed with
             # it (`RunRecorder.hold`)
             record = recorder.hold if bounded.error is None and (turn.tool_calls or self._hooks is None) else None
-            completion = (
-                ModelCallCompletedV2(
-                    activity_id=activity.activity_id,
-                    model_call_id=activity.model_call_id,
-                    usage=completed.usage,
-                    cost_microusd=cost_microusd(completed.usage, plan.price),
-                    text=turn.text,
-                    tool_calls=tuple(
-                        RecordedToolCall(
-                            tool_call_id=call.tool_call_id,
-                            provider_call_id=call.provider_call_id,
-                            name=call.name,
-                            arguments=call.arguments,
-                            invalid_arguments=call.invalid_arguments,
-                        )
-                        for call in turn.tool_calls
-                    ),
-                    provider_request_id=completed.provider_request_id,
-                    model=completed.model,
-                    stop_reason=completed.stop_reason,
-                    refusal=completed.refusal,
-                )
+            completion = ModelCallCompletedV2(
+                activity_id=activity.activity_id,
+                model_call_id=activity.model_call_id,
+                usage=completed.usage,
+                cost_microusd=cost_microusd(completed.usage, plan.price),
+                text=turn.text,
+                tool_calls=tuple(
+                    RecordedToolCall(
+                        tool_call_id=call.tool_call_id,
+                        provider_call_id=call.provider_call_id,
+                        name=call.name,
+                        arguments=call.arguments,
+                        invalid_arguments=call.invalid_arguments,
+                    )
+                    for call in turn.tool_calls
+                ),
+                provider_request_id=completed.provider_request_id,
+                model=completed.model,
+                stop_reason=completed.stop_reason,
+                refusal=completed.refusal,
             )
             if record is not None:
                 record(completion)
