@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import threading
 import uuid
 
 import pytest
@@ -260,3 +262,34 @@ def test_the_text_of_an_id_is_the_uuid_s_text_however_it_was_made(kind: type[Typ
     for same in (made, kind(text), kind(text.upper()), kind(uuid.UUID(text)), pickle.loads(pickle.dumps(made))):
         assert str(same) == text and f"{same}" == text and repr(same) == f"{kind.__name__}('{text}')"
     assert "_text" not in str(pickle.dumps(made))  # the remembered text is not part of the id's state
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_never_hands_out_its_parent_s_random_bits() -> None:
+    # random ids come from a pool of os.urandom bytes (one system call for many ids): the child must drop it
+    EventId.new()  # the pool holds bytes now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, " ".join(str(EventId.new()) for _ in range(300)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        child = set(pipe.read().split())
+    parent = {str(EventId.new()) for _ in range(300)}
+    assert len(child) == 300 and not child & parent
+
+
+def test_random_ids_from_many_threads_are_all_different() -> None:
+    made: list[list[EventId]] = [[] for _ in range(8)]
+
+    def take(into: list[EventId]) -> None:
+        into.extend(EventId.new() for _ in range(2_000))
+
+    threads = [threading.Thread(target=take, args=(into,)) for into in made]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({m for group in made for m in group}) == 16_000
