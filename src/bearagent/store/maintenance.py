@@ -22,7 +22,7 @@ from bearagent.domain.run_events import parse_run_event_payload
 from bearagent.domain.state import ActivityProjection, RunProjection
 from bearagent.runtime.reducer import InvalidTransition, apply
 from bearagent.runtime.replay import EventRow, Replayer, ReplayError
-from bearagent.runtime.run_state import ActivityState, RunState, iso, remember_iso
+from bearagent.runtime.run_state import ActivityState, RunState, iso, parse_time
 from bearagent.store.errors import StoreError, translate_sqlite_error
 from bearagent.store.run_commit import INSERT_ACTIVITY, INSERT_RUN, dumps_json
 from bearagent.store.run_reads import query_on
@@ -99,12 +99,11 @@ class _Fold:
 def _fold(rows: Iterable[EventRow], *, validate: bool) -> _Fold:
     """`Replayer(validate=validate).feed_rows(rows)`, the same fold and the same `ReplayError`s, without a call per
     row: payloads parsed with orjson, the events of one commit sharing one parsed time, and each time's JSON text
-    handed on to the reducer (`remember_iso`), which would otherwise format it again."""
+    handed on to the reducer (`parse_time`), which would otherwise format it again."""
     fold = _Fold()
     runs, actives, activities = fold.runs, fold.active, fold.activities
     taken: set[tuple[str, str]] = set()
     loads = orjson.loads
-    parse_time = datetime.fromisoformat
     time_text: object = None
     at: datetime | None = None
     row: EventRow = ("", 0, "", 0, "", "")
@@ -112,9 +111,8 @@ def _fold(rows: Iterable[EventRow], *, validate: bool) -> _Fold:
         for row in rows:
             run_id, sequence, event_type, version, occurred, payload_text = row
             if occurred != time_text or at is None:
-                at = parse_time(occurred)
+                at = parse_time(occurred)  # which also hands the text on to `iso()`
                 time_text = occurred
-            remember_iso(at, occurred)
             payload = loads(payload_text)
             if validate:
                 parse_run_event_payload(event_type, version, payload)
