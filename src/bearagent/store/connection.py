@@ -265,14 +265,18 @@ def _checkpoint(conn: sqlite3.Connection) -> None:
 
 
 def _met_a_lock(exc: BaseException) -> bool:
-    """Whether `exc` (or what it was raised from) is SQLite refusing to wait for a lock."""
+    """Whether `exc` (or what it was raised from) is SQLite refusing to wait for a lock. Python gives the extended
+    result code (`SQLITE_BUSY_RECOVERY`, `SQLITE_BUSY_SNAPSHOT`, ...: another connection recovering the WAL index,
+    say); its low byte is the primary code."""
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
             return False
-        if isinstance(seen, sqlite3.OperationalError) and getattr(seen, "sqlite_errorcode", None) in (
-            sqlite3.SQLITE_BUSY,
-            sqlite3.SQLITE_LOCKED,
+        code = getattr(seen, "sqlite_errorcode", None)
+        if (
+            isinstance(seen, sqlite3.OperationalError)
+            and isinstance(code, int)
+            and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
         ):
             return True
         seen = seen.__cause__ or seen.__context__
