@@ -16,6 +16,7 @@ from tests.support.events import EventFactory
 
 from bearagent.ports import commit_now_of
 from bearagent.runtime.run_writer import RunWriter, prepare_commit
+from bearagent.store import connection
 from bearagent.store.connection import Worker, connect_more, open_primary
 from bearagent.store.sqlite import SqliteEventStore
 
@@ -27,6 +28,13 @@ print("locked", flush=True)
 sys.stdin.readline()
 conn.execute("ROLLBACK")
 """
+
+
+def _hold_the_write_lock(path: Path) -> subprocess.Popen[str]:
+    """Another process that takes the write lock, says "locked", and lets go at a line on its stdin."""
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_WRITE_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
 
 
 def _store(tmp_path: Path) -> Path:
@@ -88,12 +96,12 @@ def test_without_inline_every_call_goes_to_the_thread(tmp_path: Path) -> None:
 def test_a_locked_store_sends_the_commit_to_the_thread_and_the_loop_keeps_running(tmp_path: Path) -> None:
     path = _store(tmp_path)
     worker = _worker(path, inline=True)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_THE_WRITE_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    holders: list[subprocess.Popen[str]] = []
 
     async def go() -> tuple[int, int, float]:
         await worker.call(_write)  # opens the connection
+        holder = _hold_the_write_lock(path)  # only now: a lock taken earlier would hold up the write above
+        holders.append(holder)
         assert holder.stdout is not None and holder.stdin is not None
         assert holder.stdout.readline().strip() == "locked"
         ticks = 0
@@ -121,7 +129,9 @@ def test_a_locked_store_sends_the_commit_to_the_thread_and_the_loop_keeps_runnin
         thread, ticks, waited = asyncio.run(go())
     finally:
         worker.close()
-        holder.wait(timeout=10)
+        for holder in holders:
+            holder.kill()  # a no-op once it let go; it must not outlive a failed test
+            holder.wait(timeout=10)
     assert thread != threading.get_ident()
     assert waited >= 0.3
     assert ticks >= 10  # the loop was not blocked while the commit waited (~30 ticks possible; a loaded CI is slow)
@@ -132,9 +142,7 @@ def test_calls_behind_queued_work_keep_their_order(tmp_path: Path) -> None:
     path = _store(tmp_path)
     worker = _worker(path, inline=True)
     order: list[str] = []
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_THE_WRITE_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    holders: list[subprocess.Popen[str]] = []
 
     def commit(conn: sqlite3.Connection) -> int:
         thread = _write(conn)
@@ -148,6 +156,8 @@ def test_calls_behind_queued_work_keep_their_order(tmp_path: Path) -> None:
 
     async def go() -> int:
         await worker.call(_write)  # opens the connection
+        holder = _hold_the_write_lock(path)  # only now: a lock taken earlier would hold up the write above
+        holders.append(holder)
         assert holder.stdout is not None and holder.stdin is not None
         assert holder.stdout.readline().strip() == "locked"
         first = asyncio.ensure_future(worker.call(commit))
@@ -163,7 +173,9 @@ def test_calls_behind_queued_work_keep_their_order(tmp_path: Path) -> None:
         thread = asyncio.run(go())
     finally:
         worker.close()
-        holder.wait(timeout=10)
+        for holder in holders:
+            holder.kill()  # a no-op once it let go; it must not outlive a failed test
+            holder.wait(timeout=10)
     assert order == ["commit", "read"]
     assert thread != threading.get_ident()  # it queued behind the waiting commit instead of overtaking it
 
@@ -196,13 +208,13 @@ def test_the_store_commits_at_once_when_free_and_hands_a_locked_commit_to_its_th
     writer = RunWriter(store)
     commit_now = commit_now_of(store)
     assert commit_now is not None
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_THE_WRITE_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    holders: list[subprocess.Popen[str]] = []
 
     async def go() -> tuple[bool, bool, int]:
         await writer.append(factory.run_created())  # opens the writer's connection (on its thread)
         await writer.append(factory.run_started())
+        holder = _hold_the_write_lock(path)  # only now: a lock taken earlier would hold up the appends above
+        holders.append(holder)
         assert holder.stdout is not None and holder.stdin is not None
         assert holder.stdout.readline().strip() == "locked"
         requested = factory.model_requested()
@@ -220,7 +232,9 @@ def test_the_store_commits_at_once_when_free_and_hands_a_locked_commit_to_its_th
         refused, waited_then_free, last = asyncio.run(go())
     finally:
         store.close()
-        holder.wait(timeout=10)
+        for holder in holders:
+            holder.kill()  # a no-op once it let go; it must not outlive a failed test
+            holder.wait(timeout=10)
     assert refused is False
     assert waited_then_free
     assert last == 3
@@ -229,3 +243,27 @@ def test_the_store_commits_at_once_when_free_and_hands_a_locked_commit_to_its_th
         assert [e.sequence for e in reopened.read_events(factory.run_id)] == [1, 2, 3, 4]
     finally:
         reopened.close()
+
+
+def test_every_kind_of_busy_or_locked_goes_to_the_thread() -> None:
+    """SQLite reports a lock with extended codes too (recovery of the WAL index by another connection, a stale
+    snapshot, a shared-cache lock): each sends an inline work to the thread, where it waits; other errors do not."""
+    met_a_lock = connection._met_a_lock  # pyright: ignore[reportPrivateUsage]
+    for code in (
+        5,
+        261,
+        517,
+        773,
+        6,
+        262,
+        518,
+    ):  # BUSY, BUSY_RECOVERY/SNAPSHOT/TIMEOUT, LOCKED, LOCKED_SHAREDCACHE/VTAB
+        exc = sqlite3.OperationalError("database is locked")
+        exc.sqlite_errorcode = code  # pyright: ignore[reportAttributeAccessIssue]
+        wrapped = RuntimeError("while committing")
+        wrapped.__cause__ = exc
+        assert met_a_lock(exc) and met_a_lock(wrapped), code
+    for code in (1, 8, 11, 13):  # ERROR, READONLY, CORRUPT, FULL
+        exc = sqlite3.OperationalError("other")
+        exc.sqlite_errorcode = code  # pyright: ignore[reportAttributeAccessIssue]
+        assert not met_a_lock(exc), code
