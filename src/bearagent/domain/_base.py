@@ -53,9 +53,9 @@ def validate_json_object(value: object, *, where: str = "value") -> dict[str, Js
     Accepts only dict/Mapping with string keys, lists/tuples, str, int, bool, finite float and None. Raises
     `JsonBoundsError` naming the bound (depth, nodes, string length, key length, total size) and the path.
     """
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # (the ABC check costs more than a dict)
         raise JsonBoundsError(f"{where} must be a JSON object, got {type(value).__name__}")
-    copied = _checked_copy(cast(object, value), where, False)
+    copied = _checked_copy(value, where, False)  # pyright: ignore[reportUnknownArgumentType]
     assert isinstance(copied, dict)
     return copied
 
@@ -281,9 +281,9 @@ def thaw_json_value(value: JsonValue) -> JsonValue:
 
 def _restrict_and_freeze(value: object) -> JsonMapping:
     """`freeze_json_mapping(validate_json_object(value))` in one walk: the same checks, messages and result."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise JsonBoundsError(f"value must be a JSON object, got {type(value).__name__}")
-    frozen = _checked_copy(cast(object, value), "value", True)
+    frozen = _checked_copy(value, "value", True)  # pyright: ignore[reportUnknownArgumentType]
     assert isinstance(frozen, MappingProxyType)
     return cast(JsonMapping, frozen)
 
@@ -332,7 +332,7 @@ def frozen_parsed_json(text: str, parsed: object) -> tuple[JsonMapping, bool]:
     if not isinstance(parsed, Mapping):
         raise JsonBoundsError(f"value must be a JSON object, got {type(parsed).__name__}")
     counter = _Counter()
-    frozen = _checked_copy(cast(object, parsed), "value", True, counter)
+    frozen = _checked_copy(parsed, "value", True, counter)  # pyright: ignore[reportUnknownArgumentType]
     assert isinstance(frozen, MappingProxyType)
     return cast(JsonMapping, frozen), counter.floats
 

@@ -54,14 +54,21 @@ os.register_at_fork(after_in_child=_pool.drop)
 
 
 class TypedId(uuid.UUID):
-    """Base of every typed id: a version-4 UUID that only equals ids of its own kind."""
+    """Base of every typed id: a version-4 UUID that only equals ids of its own kind.
 
+    Its canonical text is kept in a slot (`_text`, None until `str()` first formats it); no instance has a
+    `__dict__` (an id is made for every id of every event read: one object, not two, for the collector to track).
+    Subclasses declare `__slots__ = ()`."""
+
+    __slots__ = ("_text",)
     kind: ClassVar[str] = "id"
+    _text: str | None
 
     def __init__(self, value: str | uuid.UUID) -> None:
         if type(value) is str and _is_canonical_v4(value):  # the text every id is written as: no UUID parse
-            self.__dict__["_text"] = value  # what str() gives; `int` is read from it when first asked for
+            _set(self, "_text", value)  # what str() gives; `int` is read from it when first asked for
             return
+        _set(self, "_text", None)
         if isinstance(value, TypedId) and type(value) is not type(self):
             raise TypeError(f"expected {type(self).__name__}, got {type(value).__name__}")
         text = str(value) if isinstance(value, uuid.UUID) else value
@@ -91,6 +98,7 @@ class TypedId(uuid.UUID):
         made = _new_object(cls)
         _set(made, "int", value)
         _set(made, "is_safe", _UNKNOWN)
+        _set(made, "_text", None)
         return made
 
     @classmethod
@@ -98,7 +106,7 @@ class TypedId(uuid.UUID):
         """An id of this kind from text that matched `CANONICAL_V4` already: what `__init__` does for such text,
         without the call through the type."""
         made = _new_object(cls)
-        made.__dict__["_text"] = text
+        _set(made, "_text", text)
         return made
 
     if not TYPE_CHECKING:  # (hidden from the type checker, which would take any attribute of an id for valid)
@@ -108,18 +116,21 @@ class TypedId(uuid.UUID):
             row, a payload or a request), which only a comparison, a hash or a UUID method needs: the 128-bit value
             is read from the text when first asked for, not when the id is made."""
             if name == "int" or name == "is_safe":
-                text = self.__dict__.get("_text")
+                text = self._text
                 if text is not None:
                     _set(self, "int", int(text.replace("-", ""), 16))
                     _set(self, "is_safe", _UNKNOWN)
                     return object.__getattribute__(self, name)
+            elif name == "_text":  # an id unpickled by `UUID.__setstate__`, which sets `int` only
+                _set(self, "_text", None)
+                return None
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, TypedId):
             if type(other) is not type(self):
                 return False
-            mine, theirs = self.__dict__.get("_text"), other.__dict__.get("_text")
+            mine, theirs = self._text, other._text
             if mine is not None and theirs is not None:
                 return mine == theirs  # canonical texts: equal exactly when the UUIDs are
             return self.int == other.int
@@ -138,9 +149,10 @@ class TypedId(uuid.UUID):
     def __str__(self) -> str:
         """The canonical text, formatted once per id (an event's ids are written to its row, its payload and the
         stream, each by `str`)."""
-        text = self.__dict__.get("_text")
+        text = self._text
         if text is None:
-            text = self.__dict__["_text"] = super().__str__()
+            text = super().__str__()
+            _set(self, "_text", text)
         return text
 
     @classmethod
@@ -158,7 +170,7 @@ class TypedId(uuid.UUID):
     def _validate(cls, value: object) -> Self:
         if type(value) is str and _is_canonical_v4(value):  # the common input: an id's canonical text
             made = _new_object(cls)
-            made.__dict__["_text"] = value
+            _set(made, "_text", value)
             return made
         if isinstance(value, cls):
             return value
@@ -170,42 +182,52 @@ class TypedId(uuid.UUID):
 
 
 class RunId(TypedId):
+    __slots__ = ()
     kind = "run"
 
 
 class EventId(TypedId):
+    __slots__ = ()
     kind = "event"
 
 
 class SessionId(TypedId):
+    __slots__ = ()
     kind = "session"
 
 
 class ActivityId(TypedId):
+    __slots__ = ()
     kind = "activity"
 
 
 class ModelCallId(TypedId):
+    __slots__ = ()
     kind = "model_call"
 
 
 class ToolCallId(TypedId):
+    __slots__ = ()
     kind = "tool_call"
 
 
 class ArtifactId(TypedId):
+    __slots__ = ()
     kind = "artifact"
 
 
 class CausationId(TypedId):
+    __slots__ = ()
     kind = "causation"
 
 
 class CorrelationId(TypedId):
+    __slots__ = ()
     kind = "correlation"
 
 
 class WorkspaceId(TypedId):
+    __slots__ = ()
     kind = "workspace"
 
 
@@ -214,7 +236,7 @@ IdT = TypeVar("IdT", bound=TypedId)
 
 def retyped(kind: type[IdT], other: TypedId) -> IdT:
     """The same UUID as `other`, as an id of `kind` (an event's id as the next event's causation): no text parsed."""
-    text = other.__dict__.get("_text")
+    text = other._text  # pyright: ignore[reportPrivateUsage]
     if text is not None:
         return kind._of_canonical(text)  # pyright: ignore[reportPrivateUsage]
     return kind._of_int(other.int)  # pyright: ignore[reportPrivateUsage]
@@ -223,7 +245,7 @@ def retyped(kind: type[IdT], other: TypedId) -> IdT:
 def same_uuid(a: TypedId, b: TypedId) -> bool:
     """Whether two ids, of any kinds, hold the same UUID (an event's cause and the event before's id), compared by
     their canonical texts where both have one, else by value."""
-    text_a, text_b = a.__dict__.get("_text"), b.__dict__.get("_text")
+    text_a, text_b = a._text, b._text  # pyright: ignore[reportPrivateUsage]
     if text_a is not None and text_b is not None:
         return text_a == text_b
     return a.int == b.int
