@@ -135,3 +135,48 @@ def test_times_spelled_otherwise_fold_as_replay_folds_them(tmp_path: Path, spell
         for a in replayer.activities
         if a.status not in ("pending", "running")
     }
+
+
+def _conn_do(path: Path, *statements: str) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        [],  # sound: the activity rows are left as they are
+        ["DELETE FROM activity_projections WHERE requested_sequence % 2 = 0"],
+        ["DELETE FROM activity_projections"],
+        [
+            "UPDATE activity_projections SET data = replace(data, 'succeeded', 'failed'), status = 'failed'"
+            " WHERE requested_sequence % 3 = 0"
+        ],
+        ["UPDATE activity_projections SET requested_sequence = CAST(requested_sequence AS TEXT)"],
+        [
+            "INSERT INTO activity_projections VALUES ('00000000-0000-4000-8000-000000000000', 'a', 1, 'x', '{}')",
+            "INSERT INTO activity_projections VALUES ('zzzz', 'b', 1, 'x', '{}')",
+            "INSERT INTO activity_projections VALUES (X'00', X'01', 1, 'x', '{}')",
+            "INSERT INTO activity_projections VALUES (7, 8, 1, 'x', '{}')",
+        ],
+    ],
+)
+def test_rebuild_leaves_exactly_the_activity_rows_of_the_log(tmp_path: Path, damage: list[str]) -> None:
+    path = tmp_path / "state.db"
+    _a_store(path)
+    typed = "SELECT run_id, typeof(run_id), activity_id, requested_sequence, typeof(requested_sequence), status, data"
+    expected = _rows(path, f"{typed} FROM activity_projections ORDER BY 1, 3")
+    _conn_do(path, *damage)
+    with SqliteEventStore(path) as store:
+        conn = store._conn  # pyright: ignore[reportPrivateUsage]
+        before = conn.total_changes
+        store.rebuild_projections()
+        changed = conn.total_changes - before
+    assert _rows(path, f"{typed} FROM activity_projections ORDER BY 1, 3") == expected
+    if not damage:  # only the run rows were written again
+        assert changed == 2 * len(_rows(path, _RUN_ROWS))

@@ -152,7 +152,6 @@ def rebuild_projections(conn: sqlite3.Connection, path: Path, *, validate: bool)
         try:
             cursor = conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM events ORDER BY seq_no")
             fold = _fold(cast(Iterator[EventRow], cursor), validate=validate)
-            conn.execute("DELETE FROM activity_projections")
             conn.execute("DELETE FROM run_projections")
             conn.executemany(
                 INSERT_RUN,
@@ -169,14 +168,7 @@ def rebuild_projections(conn: sqlite3.Connection, path: Path, *, validate: bool)
                     for r in fold.runs.values()
                 ),
             )
-            conn.executemany(
-                INSERT_ACTIVITY,
-                (
-                    (a.run_id, a.activity_id, a.requested_sequence, a.status, dumps_json(a.to_json()))
-                    for a in fold.activities
-                    if a.status not in ("pending", "running")
-                ),
-            )
+            _write_activities(conn, fold.activities)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -186,6 +178,47 @@ def rebuild_projections(conn: sqlite3.Connection, path: Path, *, validate: bool)
     except sqlite3.Error as exc:
         raise translate_sqlite_error(path, exc, "rebuilding projections") from exc
     return RebuildReport(runs=len(fold.runs), activities=len(fold.activities), events=fold.events)
+
+
+def _activity_row(a: ActivityState) -> tuple[object, ...]:
+    return (a.run_id, a.activity_id, a.requested_sequence, a.status, dumps_json(a.to_json()))
+
+
+def _write_activities(conn: sqlite3.Connection, activities: list[ActivityState]) -> None:
+    """Make `activity_projections` hold exactly the rows of the ended `activities`: stored rows equal to theirs stay,
+    every other stored row is deleted and every missing or different one inserted. A rebuild of a sound store then
+    rewrites no activity (most of its rows): the table has no rowid, so its rows are all that it holds.
+
+    The stored rows are read in key order and merged with the activities sorted by key (text keys: SQLite's BINARY
+    order of UTF-8 is Python's order of code points); a stored row whose key is not text is stale. Nothing is
+    written while the rows are read, and only the keys to delete and the positions to insert are kept."""
+    ended = sorted(
+        (a for a in activities if a.status not in ("pending", "running")), key=lambda a: (a.run_id, a.activity_id)
+    )
+    stale: list[tuple[object, object]] = []
+    insert: list[int] = []
+    i, n = 0, len(ended)
+    for run_id, activity_id, requested_sequence, status, data in conn.execute(
+        "SELECT run_id, activity_id, requested_sequence, status, data FROM activity_projections"
+        " ORDER BY run_id, activity_id"
+    ):
+        if type(run_id) is not str or type(activity_id) is not str:
+            stale.append((run_id, activity_id))
+            continue
+        key = (run_id, activity_id)
+        while i < n and (ended[i].run_id, ended[i].activity_id) < key:
+            insert.append(i)  # not stored
+            i += 1
+        if i < n and (ended[i].run_id, ended[i].activity_id) == key:
+            if _activity_row(ended[i])[2:] != (requested_sequence, status, data):
+                stale.append(key)
+                insert.append(i)
+            i += 1
+        else:
+            stale.append(key)  # stored, and no activity has it
+    insert.extend(range(i, n))
+    conn.executemany("DELETE FROM activity_projections WHERE run_id = ? AND activity_id = ?", stale)
+    conn.executemany(INSERT_ACTIVITY, (_activity_row(ended[k]) for k in insert))
 
 
 def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
