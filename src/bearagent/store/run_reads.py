@@ -98,7 +98,7 @@ def events_of_rows(path: Path, run_text: str, rows: Sequence[tuple[object, ...]]
             and type(sequence) is int
             and sequence >= 1
             and type(event_type) is str
-            and (event_type in types or (2 <= len(event_type) <= 64 and _is_event_type(event_type) is not None))
+            and (event_type in types or _new_event_type(event_type, types))
             and type(version) is int
             and 1 <= version <= 1_000
             and type(occurred) is str
@@ -106,7 +106,6 @@ def events_of_rows(path: Path, run_text: str, rows: Sequence[tuple[object, ...]]
             and (correlation_id is None or type(correlation_id) is CorrelationId)
             and type(payload) is str
         ):
-            types.add(event_type)
             try:
                 if occurred != time_text:
                     at = time_text = None
@@ -114,11 +113,12 @@ def events_of_rows(path: Path, run_text: str, rows: Sequence[tuple[object, ...]]
                         at = datetime.fromisoformat(occurred).astimezone(UTC)
                         time_text = occurred  # the events of one commit share their time
                 if at is not None:
-                    typed_id = (
-                        EventId._of_canonical(event_id)  # pyright: ignore[reportPrivateUsage]
-                        if _is_canonical_v4(event_id)
-                        else EventId(event_id)
-                    )
+                    if _is_canonical_v4(event_id):
+                        typed_id = EventId._of_canonical(event_id)  # pyright: ignore[reportPrivateUsage]
+                        canonical = event_id  # the next event's cause, when it names this one
+                    else:
+                        typed_id = EventId(event_id)
+                        canonical = None
                     if causation is None:
                         cause = None
                     elif causation == prev_text or _is_canonical_v4(causation):  # usually the event before's id
@@ -139,12 +139,19 @@ def events_of_rows(path: Path, run_text: str, rows: Sequence[tuple[object, ...]]
                             "payload": _payload_of(payload),
                         },
                     )
-                    if str(typed_id) == event_id:  # canonical text: the next event's cause, when it names this one
-                        prev_text = event_id
+                    prev_text = canonical
             except (ValueError, TypeError):
                 event = None
         events.append(event if event is not None else _event_of(path, (event_id, run_text, *row[1:]), seen))
     return events
+
+
+def _new_event_type(event_type: str, checked: set[str]) -> bool:
+    """Whether `event_type` has the envelope's length and pattern; noted in `checked` when it does."""
+    if 2 <= len(event_type) <= 64 and _is_event_type(event_type) is not None:
+        checked.add(event_type)
+        return True
+    return False
 
 
 def _once(seen: dict[object, object], kind: type[RunId] | type[CorrelationId], text: object) -> object:
