@@ -107,6 +107,7 @@ def _fold(rows: Iterable[EventRow], *, validate: bool) -> _Fold:
     time_text: object = None
     at: datetime | None = None
     row: EventRow = ("", 0, "", 0, "", "")
+    events = 0
     try:
         for row in rows:
             run_id, sequence, event_type, version, occurred, payload_text = row
@@ -119,7 +120,7 @@ def _fold(rows: Iterable[EventRow], *, validate: bool) -> _Fold:
             run = runs.get(run_id)
             active = None if run is None or run.active_activity_id is None else actives[run_id]
             new_run, changed = apply(run, active, event_type, version, sequence, at, payload, run_id=run_id)
-            fold.events += 1
+            events += 1
             if run is None:
                 runs[run_id] = new_run
             if changed is None:
@@ -141,6 +142,7 @@ def _fold(rows: Iterable[EventRow], *, validate: bool) -> _Fold:
                 actives[run_id] = changed
     except _UNREPLAYABLE as exc:
         raise ReplayError(row[0], row[1], row[2], row[3], exc) from exc
+    fold.events = events
     return fold
 
 
