@@ -9,7 +9,10 @@ Measures, in one process and against a baseline measured in the same run:
 3. whether the cost of one append grows with the length of the run: the median cost of appends #10..#209 vs
    appends #10,000..#10,199 of one run.
 
-The machine is shared and noisy, so each figure is the best of `--rounds` rounds.
+The machine is shared and noisy, so each figure is the best of `--rounds` rounds. To compare source trees (before /
+after a change), `--ab BEFORE/src AFTER/src [--rounds 6] [--parts batched,recorder,replay,read,plain]` measures each
+part in alternating fresh processes, each tree first on PYTHONPATH (the replay and read parts on a store whose
+projections are sound, as the rounds after the first of the full run).
 """
 
 from __future__ import annotations
@@ -192,15 +195,97 @@ def replay_fixture(path: Path, n_events: int, per_run: int) -> int:
     return total
 
 
+AB_PARTS = ("plain", "batched", "recorder", "replay", "read")
+
+
+def one_of_each(parts: list[str], appends: int, replay_events: int) -> dict[str, tuple[float, float]]:
+    """One measurement of each part, in this process: {part: (events per wall s, per CPU s)}."""
+    out: dict[str, tuple[float, float]] = {}
+    events = long_run(appends, DeterministicIdGenerator(), 0xAAAA)
+    with tempfile.TemporaryDirectory() as tmp:
+        if "plain" in parts:
+            out["plain"] = plain_inserts(Path(tmp) / "plain.db", [event_row(e) for e in events])
+        if "batched" in parts:
+            out["batched"] = store_batched_appends(Path(tmp) / "batched.db", events)
+        if "recorder" in parts:
+            out["recorder"] = recorder_batched_appends(Path(tmp) / "recorder.db", events)
+        if "replay" in parts or "read" in parts:
+            path = Path(tmp) / "replay.db"
+            n = replay_fixture(path, replay_events, per_run=100)
+            with SqliteEventStore(path) as store:
+                store.rebuild_projections()  # the projections a sound store holds
+            if "replay" in parts:
+                with SqliteEventStore(path) as store:
+                    start, cpu = time.perf_counter(), time.process_time()
+                    store.rebuild_projections()
+                    out["replay"] = (n / (time.perf_counter() - start), n / (time.process_time() - cpu))
+            if "read" in parts:
+                _, wall, cpu_rate = read_back(path)
+                out["read"] = (wall, cpu_rate)
+    return out
+
+
+def ab(trees: list[str], parts: list[str], rounds: int, appends: int, replay_events: int) -> None:
+    """Each part measured in a fresh process per source tree (first on PYTHONPATH), the trees alternating in order
+    round by round: the machine's drift falls on every tree alike. Medians and bests per tree."""
+    import json
+    import subprocess
+
+    here = str(Path(__file__).resolve())
+    found: dict[str, dict[str, list[tuple[float, float]]]] = {tree: {} for tree in trees}
+    print(f"load {os.getloadavg()[0]:.2f}, {rounds} rounds, parts {','.join(parts)}")
+    for round_no in range(rounds):
+        for tree in trees if round_no % 2 == 0 else trees[::-1]:
+            env = {**os.environ, "PYTHONPATH": tree}
+            cmd = [sys.executable, here, "--child", ",".join(parts), "--appends", str(appends)]
+            cmd += ["--replay-events", str(replay_events)]
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            if not str(result.pop("module")).startswith(tree):
+                raise SystemExit(f"{tree} was not imported: is it a src/ directory?")
+            for part, figures in result.items():
+                found[tree].setdefault(part, []).append(tuple(figures))
+    for part in parts:
+        print(part)
+        for tree in trees:
+            got = found[tree][part]
+            wall, cpu = [w for w, _ in got], [c for _, c in got]
+            print(
+                f"  {tree}: wall median {statistics.median(wall):,.0f} best {max(wall):,.0f} | "
+                f"per CPU-s median {statistics.median(cpu):,.0f} best {max(cpu):,.0f}"
+            )
+    print(f"load {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--appends", type=int, default=10_400)
     parser.add_argument("--replay-events", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument(
+        "--ab",
+        nargs="+",
+        metavar="SRC",
+        help="compare source trees (each a src/ directory) in alternating fresh processes, --rounds each",
+    )
+    parser.add_argument("--parts", default=",".join(AB_PARTS), help=f"with --ab: of {','.join(AB_PARTS)}")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.appends, args.replay_events = 1, 1_000, 10_000
+    if args.child:
+        import json
+
+        import bearagent
+
+        out: dict[str, object] = {"module": bearagent.__file__}
+        out.update(one_of_each(args.child.split(","), args.appends, args.replay_events))
+        print(json.dumps(out))
+        return
+    if args.ab:
+        ab(args.ab, args.parts.split(","), args.rounds, args.appends, args.replay_events)
+        return
 
     ids = DeterministicIdGenerator()
     events = long_run(args.appends, ids, 0xAAAA)
