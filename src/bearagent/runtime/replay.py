@@ -8,8 +8,8 @@ order; runs may interleave.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 import orjson
 
@@ -18,13 +18,18 @@ from bearagent.domain.events import Event
 from bearagent.domain.run_events import parse_run_event_payload
 from bearagent.domain.state import ActivityProjection, RunProjection
 from bearagent.runtime.reducer import InvalidTransition, apply
-from bearagent.runtime.run_state import ActivityState, RunState
+from bearagent.runtime.run_state import ActivityState, RunState, parse_time
 
+_EPOCH = datetime.fromtimestamp(0, UTC)
 EventRow = tuple[str, int, str, int, str, str]
 """`(run_id, sequence, event_type, schema_version, occurred_at ISO text, payload JSON text)`."""
 
 _UNREPLAYABLE = (BearAgentError, ValueError, KeyError, TypeError)
 """What folding a stored event may raise when the event cannot be replayed; `ReplayError` wraps it."""
+
+
+_Parsed = tuple[str, int, str, int, datetime, Mapping[str, Any]]
+"""An event as `Replayer.feed` takes it: `EventRow` with its time and payload parsed."""
 
 
 class ReplayError(BearAgentError):
@@ -61,57 +66,62 @@ class Replayer:
         occurred_at: datetime,
         payload: Mapping[str, Any],
     ) -> None:
-        try:
-            self._feed(run_id, sequence, event_type, version, occurred_at, payload)
-        except _UNREPLAYABLE as exc:
-            raise ReplayError(run_id, sequence, event_type, version, exc) from exc
-
-    def _feed(
-        self,
-        run_id: str,
-        sequence: int,
-        event_type: str,
-        version: int,
-        occurred_at: datetime,
-        payload: Mapping[str, Any],
-    ) -> None:
-        if self.validate:
-            parse_run_event_payload(event_type, version, payload)
-        run = self.runs.get(run_id)
-        active = None if run is None or run.active_activity_id is None else self._active[run_id]
-        new_run, changed = apply(run, active, event_type, version, sequence, occurred_at, payload, run_id=run_id)
-        self.events += 1
-        if run is None:
-            self.runs[run_id] = new_run
-        if changed is None:
-            return
-        if changed.requested_sequence == sequence:
-            key = (run_id, changed.activity_id)
-            if key in self._activity_ids:
-                raise InvalidTransition(
-                    event_type,
-                    "already has this activity",
-                    f"activity {changed.activity_id} was requested before; every activity needs a new id",
-                    run_id=run_id,
-                )
-            self._activity_ids.add(key)
-            self.activities.append(changed)
-        if new_run.active_activity_id is None:
-            self._active.pop(run_id, None)
-        else:
-            self._active[run_id] = changed
+        self._fold(((run_id, sequence, event_type, version, occurred_at, payload),), rows=False)
 
     def feed_rows(self, rows: Iterable[EventRow]) -> None:
-        """Feed storage rows (see `EventRow`)."""
+        """Feed storage rows (see `EventRow`): payloads parsed by orjson, the events of one commit sharing one
+        parsed time, whose text is handed on to the reducer (`parse_time`), which would otherwise format it."""
+        self._fold(rows, rows=True)
+
+    def _fold(self, events: Iterable[EventRow] | Iterable[_Parsed], *, rows: bool) -> None:
+        """The fold, one loop for every event (rebuilding a store's projections folds all of its events); `rows`:
+        the events are `EventRow`s, else `_Parsed`."""
+        runs, actives, activities, taken = self.runs, self._active, self.activities, self._activity_ids
+        validate = self.validate
         loads = orjson.loads
-        parse_time = datetime.fromisoformat
-        feed = self._feed
-        row: EventRow = ("", 0, "", 0, "", "")
+        time_text: object = None
+        at = _EPOCH
+        event: tuple[Any, ...] = ("", 0, "", 0)
+        folded = 0
         try:
-            for row in rows:
-                feed(row[0], row[1], row[2], row[3], parse_time(row[4]), loads(row[5]))
+            for event in events:
+                if rows:
+                    run_id, sequence, event_type, version, occurred, payload_text = cast(EventRow, event)
+                    if occurred != time_text:
+                        at = parse_time(occurred)
+                        time_text = occurred
+                    payload = loads(payload_text)
+                else:
+                    run_id, sequence, event_type, version, at, payload = cast(_Parsed, event)
+                if validate:
+                    parse_run_event_payload(event_type, version, payload)
+                run = runs.get(run_id)
+                active = None if run is None or run.active_activity_id is None else actives[run_id]
+                new_run, changed = apply(run, active, event_type, version, sequence, at, payload, run_id=run_id)
+                folded += 1
+                if run is None:
+                    runs[run_id] = new_run
+                if changed is None:
+                    continue
+                if changed.requested_sequence == sequence:
+                    key = (run_id, changed.activity_id)
+                    if key in taken:
+                        raise InvalidTransition(
+                            event_type,
+                            "already has this activity",
+                            f"activity {changed.activity_id} was requested before; every activity needs a new id",
+                            run_id=run_id,
+                        )
+                    taken.add(key)
+                    activities.append(changed)
+                if new_run.active_activity_id is None:
+                    actives.pop(run_id, None)
+                else:
+                    actives[run_id] = changed
         except _UNREPLAYABLE as exc:
-            raise ReplayError(row[0], row[1], row[2], row[3], exc) from exc
+            raise ReplayError(event[0], event[1], event[2], event[3], exc) from exc
+        finally:
+            self.events += folded
 
     def active_of(self, run_id: str) -> ActivityState | None:
         """The run's pending/running activity, if any."""

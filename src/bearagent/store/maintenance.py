@@ -1,35 +1,26 @@
 """Maintenance of the SQLite store: replay a run from its events, rebuild every projection, check the file.
 
 The projections are a cache of the log: `rebuild_projections` recomputes them all from the events alone (the fold
-of `runtime/replay.py`'s `Replayer`, by the same reducer, in a loop of its own) and replaces the stored ones in one
-transaction.
+of `runtime/replay.py`'s `Replayer`) and replaces the stored ones in one transaction.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import cast
 
-import orjson
-
-from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
-from bearagent.domain.run_events import parse_run_event_payload
 from bearagent.domain.state import ActivityProjection, RunProjection
-from bearagent.runtime.reducer import InvalidTransition, apply
 from bearagent.runtime.replay import EventRow, Replayer, ReplayError
-from bearagent.runtime.run_state import ActivityState, RunState, iso, parse_time
+from bearagent.runtime.run_state import ActivityState, RunState, iso
 from bearagent.store.errors import StoreError, translate_sqlite_error
 from bearagent.store.run_commit import INSERT_ACTIVITY, INSERT_RUN, dumps_json
 from bearagent.store.run_reads import query_on
 
 _REPLAY_COLUMNS = "run_id, sequence, event_type, schema_version, occurred_at, payload"
-_UNREPLAYABLE = (BearAgentError, ValueError, KeyError, TypeError)
-"""What folding a stored event may raise when it cannot be replayed (as `runtime/replay.py` has it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,69 +74,6 @@ def replay_query(conn: sqlite3.Connection, path: Path, run_id: RunId) -> list[tu
     )
 
 
-class _Fold:
-    """Every run's state folded from rows of the whole log (`_REPLAY_COLUMNS`, in log order): what a `Replayer`
-    accumulates, by the same rules, in a loop of its own (`rebuild_projections` folds every event of the store)."""
-
-    __slots__ = ("active", "activities", "events", "runs")
-
-    def __init__(self) -> None:
-        self.runs: dict[str, RunState] = {}
-        self.activities: list[ActivityState] = []
-        self.active: dict[str, ActivityState] = {}
-        self.events = 0
-
-
-def _fold(rows: Iterable[EventRow], *, validate: bool) -> _Fold:
-    """`Replayer(validate=validate).feed_rows(rows)`, the same fold and the same `ReplayError`s, without a call per
-    row: payloads parsed with orjson, the events of one commit sharing one parsed time, and each time's JSON text
-    handed on to the reducer (`parse_time`), which would otherwise format it again."""
-    fold = _Fold()
-    runs, actives, activities = fold.runs, fold.active, fold.activities
-    taken: set[tuple[str, str]] = set()
-    loads = orjson.loads
-    time_text: object = None
-    at: datetime | None = None
-    row: EventRow = ("", 0, "", 0, "", "")
-    events = 0
-    try:
-        for row in rows:
-            run_id, sequence, event_type, version, occurred, payload_text = row
-            if occurred != time_text or at is None:
-                at = parse_time(occurred)  # which also hands the text on to `iso()`
-                time_text = occurred
-            payload = loads(payload_text)
-            if validate:
-                parse_run_event_payload(event_type, version, payload)
-            run = runs.get(run_id)
-            active = None if run is None or run.active_activity_id is None else actives[run_id]
-            new_run, changed = apply(run, active, event_type, version, sequence, at, payload, run_id=run_id)
-            events += 1
-            if run is None:
-                runs[run_id] = new_run
-            if changed is None:
-                continue
-            if changed.requested_sequence == sequence:
-                key = (run_id, changed.activity_id)
-                if key in taken:
-                    raise InvalidTransition(
-                        event_type,
-                        "already has this activity",
-                        f"activity {changed.activity_id} was requested before; every activity needs a new id",
-                        run_id=run_id,
-                    )
-                taken.add(key)
-                activities.append(changed)
-            if new_run.active_activity_id is None:
-                actives.pop(run_id, None)
-            else:
-                actives[run_id] = changed
-    except _UNREPLAYABLE as exc:
-        raise ReplayError(row[0], row[1], row[2], row[3], exc) from exc
-    fold.events = events
-    return fold
-
-
 def rebuild_projections(conn: sqlite3.Connection, path: Path, *, validate: bool) -> RebuildReport:
     """Recompute every Run/Activity projection from the event log alone and replace the stored ones, in one
     transaction; on any error nothing changes."""
@@ -153,7 +81,8 @@ def rebuild_projections(conn: sqlite3.Connection, path: Path, *, validate: bool)
         conn.execute("BEGIN IMMEDIATE")
         try:
             cursor = conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM events ORDER BY seq_no")
-            fold = _fold(cast(Iterator[EventRow], cursor), validate=validate)
+            fold = Replayer(validate=validate)
+            fold.feed_rows(cast(Iterator[EventRow], cursor))
             conn.execute("DELETE FROM run_projections")
             conn.executemany(
                 INSERT_RUN,
@@ -164,7 +93,7 @@ def rebuild_projections(conn: sqlite3.Connection, path: Path, *, validate: bool)
                         r.parent_run_id,
                         r.status,
                         iso(r.created_at),
-                        *_run_values(r, fold.active.get(r.run_id))[1:],
+                        *_run_values(r, fold.active_of(r.run_id))[1:],
                         r.goal,
                     )
                     for r in fold.runs.values()
