@@ -246,10 +246,6 @@ class ModelCalls:
             bounded = bound_turn(turn.text, turn.text_chars, turn.tool_calls, turn.calls_asked)
             turn.text, turn.tool_calls, turn.call_errors = bounded.text, bounded.tool_calls, bounded.call_errors
             assert activity.model_call_id is not None
-            # the loop's next fact follows with no external action between (the first tool call's request, or a
-            # final answer's RunSucceeded when no Stop hook runs first): the completion is held and committed with
-            # it (`RunRecorder.hold`)
-            record = recorder.hold if bounded.error is None and (turn.tool_calls or self._hooks is None) else None
             completion = ModelCallCompletedV2(
                 activity_id=activity.activity_id,
                 model_call_id=activity.model_call_id,
@@ -271,8 +267,11 @@ class ModelCalls:
                 stop_reason=completed.stop_reason,
                 refusal=completed.refusal,
             )
-            if record is not None:
-                record(completion)
+            # the loop's next fact follows with no external action between (the first tool call's request, or a
+            # final answer's RunSucceeded when no Stop hook runs first): the completion is held and committed with
+            # it (`RunRecorder.hold`)
+            if bounded.error is None and (turn.tool_calls or self._hooks is None):
+                recorder.hold(completion)
             else:
                 await recorder.append(completion)
             state.active = None

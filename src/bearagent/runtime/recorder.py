@@ -139,8 +139,6 @@ class RunRecorder:
         held before (`hold`) go first, in the same transaction. If the reducer refuses the batch (a budget, say),
         the held facts are committed alone and the refusal is raised. A cancellation that arrives while the store
         commits is raised after the commit is recorded here."""
-        if not self._held:
-            return await self._append(payloads)
         try:
             return await self._append(payloads)
         except BearAgentError:
