@@ -47,7 +47,8 @@ def test_the_native_tools_are_registered_by_the_builtin_plugin_on_first_use(tmp_
     ws = load(tmp_path, tmp_path / "home", plugins=host)
     assert "tools" not in host.builtin.registered  # loading the workspace did not build them
     native = ws.tools.native_names()
-    assert native == sorted(["Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite"])
+    files = ["Read", "Write", "Edit", "MultiEdit", "LS", "Glob", "Grep", "NotebookRead", "NotebookEdit"]
+    assert native == sorted([*files, "Bash", "WebFetch", "TodoWrite"])
     assert all(ws.tools.entry(name).origin == "native" for name in native)  # type: ignore[union-attr]
     assert sorted(host.builtin.registered["tools"]) == native
 

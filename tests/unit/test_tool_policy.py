@@ -236,7 +236,7 @@ def test_no_rule_lets_a_tool_write_bearagents_state(path: str) -> None:
 def test_any_write_tool_with_a_path_argument_is_guarded() -> None:
     notebook = WRITE.model_copy(update={"name": "NotebookEdit"})
     asked = ToolPolicy().decide(notebook, {"notebook_path": ".claude/x.ipynb"}, ROOT)
-    assert asked.outcome == "ask" and asked.suggested_rule == "NotebookEdit(notebook_path:.claude/x.ipynb)"
+    assert asked.outcome == "ask" and asked.suggested_rule == "Edit(/.claude/x.ipynb)"
     plugin = WRITE.model_copy(update={"name": "Patch"})
     assert ToolPolicy().decide(plugin, {"path": ".git/config"}, ROOT).outcome == "ask"
     rule = PermissionRules.parse(allow=["Patch(path:.git/config)"])

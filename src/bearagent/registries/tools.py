@@ -8,7 +8,21 @@ from dataclasses import dataclass
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.ports import Tool
 
-NATIVE_TOOL_NAMES = ("Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "WebSearch", "TodoWrite")
+NATIVE_TOOL_NAMES = (
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "LS",
+    "Glob",
+    "Grep",
+    "NotebookRead",
+    "NotebookEdit",
+    "Bash",
+    "WebFetch",
+    "WebSearch",
+    "TodoWrite",
+)
 RUNTIME_TOOL_NAMES = ("Skill", "Task", "SwitchAgent")
 
 

@@ -7,6 +7,10 @@ from bearagent.tools.bash import BashTool
 from bearagent.tools.edit import EditTool
 from bearagent.tools.glob_files import GlobTool
 from bearagent.tools.grep import GrepTool
+from bearagent.tools.ls import LSTool
+from bearagent.tools.multi_edit import MultiEditTool
+from bearagent.tools.notebook_edit import NotebookEditTool
+from bearagent.tools.notebook_read import NotebookReadTool
 from bearagent.tools.read import ReadTool
 from bearagent.tools.todo_write import TodoWriteTool
 from bearagent.tools.web_fetch import WebFetchTool
@@ -17,8 +21,12 @@ NATIVE_TOOL_NAMES: tuple[str, ...] = (
     "Read",
     "Write",
     "Edit",
+    "MultiEdit",
+    "LS",
     "Glob",
     "Grep",
+    "NotebookRead",
+    "NotebookEdit",
     "Bash",
     "WebFetch",
     "WebSearch",
@@ -32,8 +40,12 @@ def native_tools(*, web_search: WebSearchBackend | None = None) -> list[Tool]:
         ReadTool(),
         WriteTool(),
         EditTool(),
+        MultiEditTool(),
+        LSTool(),
         GlobTool(),
         GrepTool(),
+        NotebookReadTool(),
+        NotebookEditTool(),
         BashTool(),
         WebFetchTool(),
         TodoWriteTool(),

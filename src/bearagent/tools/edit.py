@@ -70,55 +70,68 @@ class EditTool(NativeTool):
     def _edit(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         old, new = str_arg(arguments, "old_string"), str_arg(arguments, "new_string")
         replace_all = arguments.get("replace_all") is True
-        count = 0
+        counts: list[int] = []
 
         def render(target: TargetDir) -> bytes:
-            nonlocal count
-            raw = read_existing(target)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise tool_error(
-                    "tool",
-                    "not_utf8",
-                    f"{target.rel!r} is not valid UTF-8 text; Edit only changes UTF-8 files. Use Bash to edit it.",
-                    path=target.rel,
-                ) from None
-            count = text.count(old)
-            if count == 0:
-                hint = (
-                    " (it does match if whitespace is ignored: check indentation and line endings)"
-                    if _loose(old) in _loose(text)
-                    else ""
-                )
-                raise tool_error(
-                    "tool",
-                    "edit_not_found",
-                    f"old_string was not found in {target.rel!r}{hint}. Read the file and copy the exact text, "
-                    "including whitespace.",
-                    path=target.rel,
-                )
-            if count > 1 and not replace_all:
-                raise tool_error(
-                    "tool",
-                    "edit_not_unique",
-                    f"old_string occurs {count} times in {target.rel!r}. Add surrounding lines to make it unique, "
-                    "or set replace_all to true to replace every occurrence.",
-                    path=target.rel,
-                    occurrences=count,
-                )
-            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-            return updated.encode("utf-8")
+            text = decode_utf8(read_existing(target), target.rel, "Edit")
+            text, count = replace_exact(text, old, new, replace_all=replace_all, rel=target.rel)
+            counts.append(count)
+            return text.encode("utf-8")
 
         written = write_text_file(context, str_arg(arguments, "file_path"), create_parents=False, render=render)
         size = len(written.payload)
-        replaced = count if replace_all else 1
+        replaced = counts[-1]
         return self.ok(
             context,
             f"Edited {written.rel}: replaced {replaced} occurrence{'s' if replaced != 1 else ''} ({size} bytes).",
             {"path": written.rel, "replacements": replaced, "size_bytes": size, "sha256": written.artifact.sha256},
             artifacts=(written.artifact,),
         )
+
+
+def decode_utf8(raw: bytes, rel: str, tool: str) -> str:
+    """The text of a file an editing tool changes; a tool error when it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise tool_error(
+            "tool",
+            "not_utf8",
+            f"{rel!r} is not valid UTF-8 text; {tool} only changes UTF-8 files. Use Bash to edit it.",
+            path=rel,
+        ) from None
+
+
+def replace_exact(text: str, old: str, new: str, *, replace_all: bool, rel: str, where: str = "") -> tuple[str, int]:
+    """Edit's one rule for a replacement (used by Edit and MultiEdit): `old` must occur, and exactly once unless
+    `replace_all`. Returns the new text and how many occurrences were replaced; a tool error otherwise. `where`
+    prefixes the messages (MultiEdit names the edit: "edits[2]: ")."""
+    count = text.count(old)
+    if count == 0:
+        hint = (
+            " (it does match if whitespace is ignored: check indentation and line endings)"
+            if _loose(old) in _loose(text)
+            else ""
+        )
+        raise tool_error(
+            "tool",
+            "edit_not_found",
+            f"{where}old_string was not found in {rel!r}{hint}. Read the file and copy the exact text, "
+            "including whitespace.",
+            path=rel,
+        )
+    if count > 1 and not replace_all:
+        raise tool_error(
+            "tool",
+            "edit_not_unique",
+            f"{where}old_string occurs {count} times in {rel!r}. Add surrounding lines to make it unique, "
+            "or set replace_all to true to replace every occurrence.",
+            path=rel,
+            occurrences=count,
+        )
+    if replace_all:
+        return text.replace(old, new), count
+    return text.replace(old, new, 1), 1
 
 
 def _loose(text: str) -> str:

@@ -27,7 +27,7 @@ from bearagent.tools.policy import PolicyDecision, ToolPolicy, permission_config
 from bearagent.tools.spill import spill
 from bearagent.tools.walk import HIDDEN_PATHS_SETTING
 
-_SEARCH_TOOLS = frozenset({"Glob", "Grep"})
+_SEARCH_TOOLS = frozenset({"Glob", "Grep", "LS"})
 AskAnswer: TypeAlias = Literal["allow_once", "allow_always", "deny"]
 
 

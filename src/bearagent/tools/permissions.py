@@ -4,13 +4,14 @@ Specifiers by tool:
 - `Bash(npm run test *)`: `*` wildcards; a trailing ` *` keeps a word boundary (`ls *` does not match `lsof`); the
   legacy `:*` suffix equals ` *`. Compound commands are split (see `shell_split`) and every part is checked: any
   part denied -> deny, any part asking -> ask, allowed only if every part is allowed.
-- `Read(path)`, `Edit(path)`, `Write(path)`, `Glob(path)`, `Grep(path)`: gitignore-style patterns (`pathspec`),
+- `Read(path)`, `Edit(path)`, `Write(path)`, `MultiEdit(path)`, `NotebookEdit(path)`, `NotebookRead(path)`,
+  `Glob(path)`, `Grep(path)`, `LS(path)`: gitignore-style patterns (`pathspec`),
   relative to the workspace root (`/x` and `./x` too), `//abs/path` absolute, `~/x` the home directory. A path in
   an additional directory (outside the workspace) is matched by absolute rules and by the rules that match at any
   depth (`.env`, `*.pem`, `**/secrets/**`); a rule anchored to the workspace (`/src/**`, `docs/x.md`) never matches
   it.
-  `Read` rules also cover Glob and Grep (and a `Read` deny also blocks Edit and Write of the path); `Edit` rules
-  also cover Write.
+  `Read` rules also cover Glob, Grep, LS and NotebookRead (and a `Read` deny also blocks the editing tools on the
+  path); `Edit` rules also cover Write, MultiEdit and NotebookEdit, as in Claude Code.
 - `WebFetch(domain:example.com)`, `WebFetch(domain:*.example.com)` (subdomains at any depth, not the apex; any
   other `*` stays within one label).
 - `Skill(name)`, `Task(agent)` / `Agent(agent)`: glob on the skill / subagent name.
@@ -47,13 +48,27 @@ RuleKind: TypeAlias = Literal["allow", "ask", "deny"]
 
 _RULE_RE = re.compile(r"^(?P<tool>[A-Za-z][A-Za-z0-9_.:*-]{0,127})(?:\((?P<spec>.*)\))?$", re.DOTALL)
 PATH_TOOLS: Mapping[str, frozenset[str]] = {
-    "Read": frozenset({"Read", "Glob", "Grep"}),
-    "Edit": frozenset({"Edit", "Write"}),
+    "Read": frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"}),
+    "Edit": frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
     "Write": frozenset({"Write"}),
+    "MultiEdit": frozenset({"MultiEdit"}),
+    "NotebookEdit": frozenset({"NotebookEdit"}),
     "Glob": frozenset({"Glob"}),
     "Grep": frozenset({"Grep"}),
+    "LS": frozenset({"LS"}),
+    "NotebookRead": frozenset({"NotebookRead"}),
 }
-_PATH_ARG = {"Read": "file_path", "Edit": "file_path", "Write": "file_path", "Glob": "path", "Grep": "path"}
+_PATH_ARG = {
+    "Read": "file_path",
+    "Edit": "file_path",
+    "Write": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+    "NotebookRead": "notebook_path",
+    "Glob": "path",
+    "Grep": "path",
+    "LS": "path",
+}
 _NAME_ARG = {"Skill": "name", "Task": "subagent_type", "Agent": "subagent_type"}
 _NO_SPECIFIER = frozenset({"TodoWrite"})
 
@@ -443,11 +458,11 @@ class PermissionRules:
 
 
 def _read_deny_covers(rule: PermissionRule, tool_name: str, arguments: Mapping[str, JsonValue], root: Path) -> bool:
-    """As in Claude Code, a `Read(path)` deny also blocks Edit and Write of that path (a file you may not read is
-    not one to overwrite either)."""
+    """As in Claude Code, a `Read(path)` deny also blocks the editing tools (Edit, Write, MultiEdit, NotebookEdit)
+    on that path (a file you may not read is not one to overwrite either)."""
     if rule.tool != "Read" or rule.specifier is None or tool_name not in PATH_TOOLS["Edit"]:
         return False
-    return rule.matches("Read", {"file_path": arguments.get("file_path", "")}, root)
+    return rule.matches("Read", {"file_path": arguments.get(_PATH_ARG[tool_name], "")}, root)
 
 
 def _as_list(kind: str, rules: Iterable[str]) -> list[str]:

@@ -340,6 +340,17 @@ def _grant_rule(key: str, raw: str, kind: str, root: Path | None) -> PermissionR
         raise _grant_error(key, raw, exc.info.message.split(" is invalid: ", 1)[-1].rstrip(".")) from None
 
 
+_FILE_FAMILY: Mapping[str, str] = {
+    "Write": "Edit",
+    "Edit": "Edit",
+    "MultiEdit": "Edit",
+    "NotebookEdit": "Edit",
+    "Read": "Read",
+    "NotebookRead": "Read",
+}
+"""The rule a file tool's suggestion is written with: one `Edit(path)` rule covers every editing tool."""
+
+
 def suggest_rule(tool_name: str, arguments: Mapping[str, JsonValue], root: Path) -> str:
     """The narrowest sensible rule that would allow this call (shown in denials and used by `allow_always`)."""
     if tool_name == "Bash":
@@ -351,8 +362,8 @@ def suggest_rule(tool_name: str, arguments: Mapping[str, JsonValue], root: Path)
                 prefix = " ".join(words[:2]) if len(words) > 2 else " ".join(words)
                 return f"Bash({prefix} *)" if len(words) > 2 else f"Bash({prefix})"
         return "Bash"
-    if tool_name in ("Write", "Edit", "Read"):
-        path = arguments.get("file_path")
+    if tool_name in _FILE_FAMILY:
+        path = arguments.get("notebook_path" if tool_name.startswith("Notebook") else "file_path")
         if isinstance(path, str) and path and "(" not in path and ")" not in path:
             try:
                 rel = WorkspacePaths(root).normalise(path)
@@ -361,9 +372,8 @@ def suggest_rule(tool_name: str, arguments: Mapping[str, JsonValue], root: Path)
                 if posixpath.isabs(rel):
                     base = str(root).rstrip("/") + "/"
                     rel = rel[len(base) :] if rel.startswith(base) else rel
-            family = "Edit" if tool_name in ("Write", "Edit") else "Read"
-            return f"{family}(/{rel.lstrip('/')})"
-        return "Edit" if tool_name in ("Write", "Edit") else tool_name
+            return f"{_FILE_FAMILY[tool_name]}(/{rel.lstrip('/')})"
+        return _FILE_FAMILY[tool_name] if _FILE_FAMILY[tool_name] == "Edit" else tool_name
     for key in PATH_ARGUMENTS if tool_name not in PATH_TOOLS else ():
         value = arguments.get(key)
         if isinstance(value, str) and value and "(" not in value and ")" not in value:
