@@ -121,15 +121,19 @@ class AgentPlans:
             [s.name for s in skills if s is not None], budget_chars=config.skill_catalog_chars
         )
         instructions = self._rt.loaded.instructions
+        from bearagent.tools.search_backends import key_variable, web_search_settings
+
+        search = config.web_search.model_dump(exclude_none=True)
         settings: dict[str, JsonValue] = {
             "allow_private_network": bool(config.web_fetch.allow_private_network),
+            **web_search_settings(search, self._rt.loaded.env),
             # a result over its tool's cap is kept whole beside the run's state (tools/spill.py)
             **({SPILL_DIR_SETTING: str(self._rt.loaded.state_dir)} if config.kind == "project" else {}),
             **sandbox_request.tool_settings(
                 config.sandbox,
                 config.shell_env,
                 self._rt.loaded.env,
-                [m.api_key_env for m in self._rt.loaded.models.all() if m.api_key_env],
+                [*(m.api_key_env for m in self._rt.loaded.models.all() if m.api_key_env), key_variable(search) or ""],
             ),
         }
         plan = plan_agent(

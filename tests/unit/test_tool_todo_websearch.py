@@ -1,4 +1,5 @@
-"""TodoWrite validation and the WebSearch port (absent without a backend)."""
+"""TodoWrite validation and the WebSearch port (a plugin's backend; without one and without `web_search:` config a
+call fails naming the key to set)."""
 
 from __future__ import annotations
 
@@ -59,10 +60,12 @@ class FakeSearch:
         return [SearchHit("Bear docs", "https://bear.example/docs", "All about bears")]
 
 
-def test_web_search_is_absent_without_a_backend() -> None:
+def test_web_search_without_a_backend_names_the_config_key_to_set(tmp_path: Path) -> None:
     names = [t.spec.name for t in native_tools()]
-    assert "WebSearch" not in names
-    assert set(names) == set(NATIVE_TOOL_NAMES) - {"WebSearch"}
+    assert set(names) == set(NATIVE_TOOL_NAMES)
+    result = asyncio.run(call(tmp_path, "WebSearch", {"query": "bears"}))
+    assert result.error is not None and result.error.code == "configuration.web_search_unconfigured"
+    assert "web_search: {provider: brave}" in result.content and "BRAVE_API_KEY" in result.content
 
 
 def test_web_search_with_a_backend(tmp_path: Path) -> None:
@@ -83,6 +86,10 @@ def test_native_specs_have_side_effects_and_versions() -> None:
         "Read": "read_only",
         "Write": "write",
         "Edit": "write",
+        "MultiEdit": "write",
+        "NotebookEdit": "write",
+        "NotebookRead": "read_only",
+        "LS": "read_only",
         "Glob": "read_only",
         "Grep": "read_only",
         "Bash": "execute",

@@ -38,6 +38,7 @@ TOP_LEVEL_KEYS = frozenset(
         "permissions",
         "budgets",
         "web_fetch",
+        "web_search",
         "skills",
         "permission_mode",
         "sandbox",
@@ -72,6 +73,17 @@ class WebFetchSettings(DomainModel):
     allow_private_network: bool = False
 
 
+WEB_SEARCH_FIELDS: Mapping[str, type] = {"provider": str, "base_url": str, "api_key_env": str, "max_results": int}
+"""`web_search:` (docs/tools.md#websearch): the search service WebSearch uses; merged key by key."""
+
+
+class WebSearchSettings(DomainModel):
+    provider: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_results: int | None = None
+
+
 class BearConfig(DomainModel):
     """The merged settings of the user and workspace `config.yaml` (the workspace wins key by key)."""
 
@@ -82,6 +94,7 @@ class BearConfig(DomainModel):
     permissions: PermissionLists = Field(default_factory=PermissionLists)
     budgets: BudgetLimits = Field(default_factory=BudgetLimits)
     web_fetch: WebFetchSettings = Field(default_factory=WebFetchSettings)
+    web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
     skill_catalog_chars: int = Field(default=DEFAULT_SKILL_CATALOG_CHARS, ge=0, le=1_000_000)
     permission_mode: str | None = None
     """The mode of the most specific config that set one (workspace over user); agents may set their own."""
@@ -183,6 +196,7 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
     _parse_permission_mode(cf, data, diagnostics)
     _parse_budgets(cf, data.get("budgets"), diagnostics)
     _parse_small_section(cf, data.get("web_fetch"), "web_fetch", {"allow_private_network": bool}, diagnostics)
+    _parse_small_section(cf, data.get("web_search"), "web_search", WEB_SEARCH_FIELDS, diagnostics)
     _parse_small_section(cf, data.get("skills"), "skills", {"catalog_budget_chars": int}, diagnostics)
     _parse_small_section(cf, data.get("model_turns"), "model_turns", {"max_output_continuations": int}, diagnostics)
     turns = cast(dict[str, object], cf.settings.get("model_turns", {}))
@@ -421,6 +435,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     permissions: dict[str, list[str]] = {k: [] for k in PERMISSION_KEYS}
     budgets: dict[str, int] = {}
     allow_private = False
+    web_search: dict[str, object] = {}
     catalog = DEFAULT_SKILL_CATALOG_CHARS
     continuations = DEFAULT_OUTPUT_CONTINUATIONS
     permission_mode: str | None = None
@@ -449,6 +464,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         allow_private = cast(
             bool, cast(dict[str, object], s.get("web_fetch", {})).get("allow_private_network", allow_private)
         )
+        web_search.update(cast(dict[str, object], s.get("web_search", {})))
         catalog = cast(int, cast(dict[str, object], s.get("skills", {})).get("catalog_budget_chars", catalog))
         continuations = cast(
             int, cast(dict[str, object], s.get("model_turns", {})).get("max_output_continuations", continuations)
@@ -472,6 +488,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         ),
         budgets=BudgetLimits(**budgets),
         web_fetch=WebFetchSettings(allow_private_network=allow_private),
+        web_search=WebSearchSettings.model_validate(web_search),
         skill_catalog_chars=catalog,
         max_output_continuations=continuations,
         permission_mode=permission_mode,

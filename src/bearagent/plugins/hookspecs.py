@@ -86,7 +86,8 @@ def register_event_sinks(register: RegisterEventSink) -> None:
 @hookspec(firstresult=True)
 def web_search_provider() -> object | None:
     """Return the `WebSearch` backend (a `bearagent.plugin.WebSearchBackend`: async `search`). The first
-    plugin that returns one wins; with none, the `WebSearch` tool is absent (not broken)."""
+    plugin that returns one wins, over the user's `web_search:` config; with neither, a WebSearch call fails naming
+    the config key to set."""
 
 
 @hookspec(firstresult=True)

@@ -35,7 +35,8 @@ NATIVE_TOOL_NAMES: tuple[str, ...] = (
 
 
 def native_tools(*, web_search: WebSearchBackend | None = None) -> list[Tool]:
-    """Every native tool; `WebSearch` only when a backend is given (without one it is absent, not broken)."""
+    """Every native tool. `WebSearch` uses `web_search` (a plugin's backend) when given, else the service the user
+    configured (`web_search:` in config.yaml)."""
     tools: list[Tool] = [
         ReadTool(),
         WriteTool(),
@@ -49,7 +50,6 @@ def native_tools(*, web_search: WebSearchBackend | None = None) -> list[Tool]:
         BashTool(),
         WebFetchTool(),
         TodoWriteTool(),
+        WebSearchTool(web_search),
     ]
-    if web_search is not None:
-        tools.append(WebSearchTool(web_search))
     return tools

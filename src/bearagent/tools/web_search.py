@@ -1,5 +1,6 @@
-"""`WebSearch{query, allowed_domains?, blocked_domains?}`: a port. The tool exists only when a plugin gives a
-`WebSearchBackend`; without one it is absent from the tool list, not broken."""
+"""`WebSearch{query, allowed_domains?, blocked_domains?}`: the search service a plugin gives (a `WebSearchBackend`),
+else the one the user configured (`web_search:`, `tools/search_backends.py`); without either, a call fails with
+an error naming the config key to set."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, str_arg
 
 MAX_RESULTS = 10
+MAX_HITS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,7 @@ def _strings(value: JsonValue | None) -> list[str]:
 
 
 class WebSearchTool(NativeTool):
-    def __init__(self, backend: WebSearchBackend) -> None:
+    def __init__(self, backend: WebSearchBackend | None = None) -> None:
         super().__init__(SPEC)
         self._backend = backend
 
@@ -80,20 +82,38 @@ class WebSearchTool(NativeTool):
 
     async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         query = str_arg(arguments, "query")
+        backend = self._backend
+        limit = MAX_RESULTS
+        provider = "plugin"
+        if backend is None:
+            from bearagent.tools.search_backends import backend_from_settings
+
+            configured = backend_from_settings(context.settings)
+            backend, limit, provider = configured, configured.max_results, configured.provider
         hits = list(
-            await self._backend.search(
+            await backend.search(
                 query,
-                max_results=MAX_RESULTS,
+                max_results=limit,
                 allowed_domains=_strings(arguments.get("allowed_domains")),
                 blocked_domains=_strings(arguments.get("blocked_domains")),
             )
-        )[:MAX_RESULTS]
-        results = [{"title": h.title[:500], "url": h.url[:2000], "snippet": h.snippet[:2000]} for h in hits]
+        )[: min(limit, MAX_HITS)]
+        results = [
+            {
+                "title": " ".join(h.title.split())[:300],
+                "url": h.url[:2000],
+                "snippet": " ".join(h.snippet.split())[:600],
+            }
+            for h in hits
+        ]
         if not results:
             content = f"No web results for {query!r}."
         else:
-            content = "\n\n".join(
-                f"{i}. [{r['title']}]({r['url']})" + (f"\n   {r['snippet']}" if r["snippet"] else "")
-                for i, r in enumerate(results, 1)
+            content = (
+                f"Web results for {query!r} (cite what you use as [title](url); use WebFetch to read a page):\n\n"
+                + "\n\n".join(
+                    f"{i}. [{r['title']}]({r['url']})" + (f"\n   {r['snippet']}" if r["snippet"] else "")
+                    for i, r in enumerate(results, 1)
+                )
             )
-        return self.ok(context, content, {"query": query, "results": results})
+        return self.ok(context, content, {"query": query, "provider": provider, "results": results})

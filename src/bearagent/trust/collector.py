@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias
 
 from bearagent.domain._base import JsonValue
 
-ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "sandbox", "file", "env"]
+ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "web_search", "sandbox", "file", "env"]
 
 MAX_HASHED_FILE_BYTES = 16 * 1024 * 1024
 _PROJECT_VARS = ("CLAUDE_PROJECT_DIR", "BEARAGENT_PROJECT_DIR")

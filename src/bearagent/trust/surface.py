@@ -15,7 +15,8 @@ What is collected (workspace-level only: user config, plugins and built-ins are 
   workspace or an agent (when the user set no ceiling), pre-approving specifiers in an agent's `tools`, and each
   additional directory (`additionalDirectories`: the file tools could read and write it), so a stranger's
   repository cannot silently widen what the tools reach;
-- `web_fetch.allow_private_network`, and sandbox / shell-environment loosening;
+- `web_fetch.allow_private_network`, a `web_search.base_url` or `web_search.api_key_env` (where searches and the
+  search key go), and sandbox / shell-environment loosening;
 - Claude Code's `.claude/settings*.json` (config files of the workspace level): their allow rules, a looser
   `defaultMode`, their hooks (through the hook registry) and every `env` entry;
 - the `allowed-tools` of workspace skills and custom commands (they pre-approve calls while in use), except entries
@@ -90,6 +91,7 @@ class TrustSurface:
             "mcp": "MCP server{s}",
             "permission": "permission widening{s}",
             "web_fetch": "web_fetch allowance{s}",
+            "web_search": "web_search endpoint{s}",
             "sandbox": "sandbox loosening{s}",
             "file": "script file{s}",
             "env": "environment variable{s}",

@@ -1,7 +1,7 @@
 """What in a workspace widens where requests and keys go or what is allowed: model entries (endpoint, headers, key
 variable, `${VAR}`, an outside script), agents (a looser mode, pre-approving `tools`, their hooks), the
 `allowed-tools` of skills and commands, and the settings of its config files (allow rules, `env`, a looser mode,
-web_fetch's private network, sandbox loosening). Only what widens: deny/ask rules or a stricter mode need no trust.
+web_fetch's private network, web_search's endpoint or key variable, sandbox loosening). Only what widens: deny/ask rules or a stricter mode need no trust.
 """
 
 from __future__ import annotations
@@ -179,6 +179,21 @@ def config_file(c: Collector, cf: ConfigFileLike, *, ceiling_set: bool) -> None:
             file=file,
             line=line_in(text, "allow_private_network"),
         )
+    web_search = cast(Mapping[str, object], cf.settings.get("web_search", {}))
+    for key, what in (
+        ("base_url", "sends WebSearch queries (and the search key) to"),
+        ("api_key_env", "reads the search key from"),
+    ):
+        value = web_search.get(key)
+        if isinstance(value, str) and value:
+            c.add(
+                "web_search",
+                f"web_search.{key}",
+                f"web_search.{key} {what} {value}",
+                value,
+                file=file,
+                line=line_in(text, key),
+            )
     from bearagent.sandbox.settings import loosening
 
     for what in loosening(cf.settings):
