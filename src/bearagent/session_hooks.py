@@ -6,7 +6,9 @@ next run records them: in this process, or, kept on the session record, in the n
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
@@ -108,6 +110,10 @@ class SessionHookWiring:
         record, for its next run (anywhere) to record."""
         for session_id in list(self._started):
             await self._fire("SessionEnd", session_id, {"reason": "other"})
+        background = sys.modules.get("bearagent.tools.background")  # loaded only once a shell was started
+        if background is not None:
+            for session_id in self._started:
+                await asyncio.to_thread(background.end_session_shells, session_id)
         self._started.clear()
         for session_key, facts in self._facts.items():
             if facts and not session_key.startswith(("detached:", "judge:")):

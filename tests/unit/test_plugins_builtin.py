@@ -22,7 +22,7 @@ from bearagent.ports import ModelProvider, Tool
 from bearagent.providers.factory import BUILTIN_FACTORIES, create_provider
 from bearagent.providers.openai_responses import OpenAIResponsesProvider
 from bearagent.providers.scripted import ScriptedProvider
-from bearagent.tools.web_search import SearchHit
+from bearagent.tools.web_search import SearchHit, WebSearchTool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_the_native_tools_are_registered_by_the_builtin_plugin_on_first_use(tmp_
     assert "tools" not in host.builtin.registered  # loading the workspace did not build them
     native = ws.tools.native_names()
     files = ["Read", "Write", "Edit", "MultiEdit", "LS", "Glob", "Grep", "NotebookRead", "NotebookEdit"]
-    assert native == sorted([*files, "Bash", "WebFetch", "TodoWrite"])
+    assert native == sorted([*files, "Bash", "BashOutput", "KillShell", "WebFetch", "WebSearch", "TodoWrite"])
     assert all(ws.tools.entry(name).origin == "native" for name in native)  # type: ignore[union-attr]
     assert sorted(host.builtin.registered["tools"]) == native
 
@@ -154,7 +154,7 @@ def test_the_web_search_backend_of_another_plugin_reaches_the_native_websearch_t
     assert entry is not None and entry.origin == "native"
 
 
-def test_a_web_search_backend_of_the_wrong_type_is_reported_and_websearch_stays_absent(tmp_path: Path) -> None:
+def test_a_web_search_backend_of_the_wrong_type_is_reported_and_ignored(tmp_path: Path) -> None:
     class Wrong:
         @hookimpl
         def web_search_provider(self) -> object:
@@ -163,9 +163,10 @@ def test_a_web_search_backend_of_the_wrong_type_is_reported_and_websearch_stays_
     host = PluginHost()
     host.register(Wrong(), "wrong")
     ws = load(tmp_path, tmp_path / "home", plugins=host)
-    assert ws.tools.get("WebSearch") is None
+    tool = ws.tools.get("WebSearch")
+    assert isinstance(tool, WebSearchTool) and tool.backend is None  # the user's `web_search:` config, if any
     bad = [d for d in ws.diagnostics() if d.code == "plugin.bad_contribution"]
-    assert len(bad) == 1 and "returned a str, not a WebSearchBackend" in bad[0].message
+    assert len(bad) == 1 and "returned a str, not a WebSearchBackend; it is ignored" in bad[0].message
 
 
 def test_a_plugin_tool_cannot_replace_a_native_one(tmp_path: Path) -> None:

@@ -93,6 +93,8 @@ def test_native_specs_have_side_effects_and_versions() -> None:
         "Glob": "read_only",
         "Grep": "read_only",
         "Bash": "execute",
+        "BashOutput": "read_only",
+        "KillShell": "execute",
         "WebFetch": "network",
         "WebSearch": "network",
         "TodoWrite": "read_only",

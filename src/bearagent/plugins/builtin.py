@@ -61,7 +61,7 @@ class BuiltinPlugin:
                 Diagnostic(
                     severity="error",
                     code="plugin.bad_contribution",
-                    message=f"web_search_provider returned a {type(backend).__name__}, not a WebSearchBackend; WebSearch is disabled",
+                    message=f"web_search_provider returned a {type(backend).__name__}, not a WebSearchBackend; it is ignored and WebSearch uses the web_search config",
                     source="plugins",
                     fix="return an object with an async `search` method (see bearagent.plugin.WebSearchBackend)",
                 )

@@ -19,6 +19,8 @@ NATIVE_TOOL_NAMES = (
     "NotebookRead",
     "NotebookEdit",
     "Bash",
+    "BashOutput",
+    "KillShell",
     "WebFetch",
     "WebSearch",
     "TodoWrite",

@@ -1,4 +1,6 @@
-"""`Bash{command, timeout?, description?}`: run a shell command in the workspace root, inside the shell sandbox.
+"""`Bash{command, timeout?, description?, run_in_background?}`: run a shell command in the workspace root, inside
+the shell sandbox. With `run_in_background` it starts the command and returns its shell id at once
+(`tools/background.py`; BashOutput reads it, KillShell ends it).
 
 The command runs under `/bin/bash -c`, started by `bearagent.sandbox.launch.shell_launch`: in the sandbox
 (bubblewrap on Linux: the workspace writable except its control files, the rest read-only, secret stores hidden,
@@ -48,7 +50,9 @@ SPEC = ToolSpec(
         f"No stdin; `timeout` in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}); on timeout "
         "every process of the command is killed. stdout and stderr are returned (long output is cut in the "
         "middle) with the exit code. Processes left running in the background are killed when the command ends. "
-        "Use Read/Grep/Glob rather than cat/grep/find."
+        "Use Read/Grep/Glob rather than cat/grep/find. Set `run_in_background: true` for a long-running command "
+        "(a dev server, a watcher): it returns a shell id at once; read its output with BashOutput and stop it with "
+        "KillShell."
     ),
     input_schema=frozen_json(
         {
@@ -66,6 +70,10 @@ SPEC = ToolSpec(
                     "maxLength": 1000,
                     "description": "What the command does, in 5-10 words.",
                 },
+                "run_in_background": {
+                    "type": "boolean",
+                    "description": "Start the command and return at once; read it with BashOutput.",
+                },
             },
             "required": ["command"],
             "additionalProperties": False,
@@ -77,7 +85,7 @@ SPEC = ToolSpec(
 )
 
 
-class _Capture:
+class Capture:
     """Keep the first and last part of a stream; count what was cut."""
 
     def __init__(self, limit: int) -> None:
@@ -107,7 +115,7 @@ class _Capture:
         return f"{head}\n… [{cut} bytes of output cut] …\n{tail}", cut
 
 
-async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
+async def _pump(stream: asyncio.StreamReader, capture: Capture) -> None:
     while True:
         chunk = await stream.read(65_536)
         if not chunk:
@@ -172,10 +180,14 @@ class BashTool(NativeTool):
         }
         if isinstance(arguments.get("description"), str):
             out["description"] = arguments["description"]
+        if arguments.get("run_in_background") is True:
+            out["run_in_background"] = True
         return out
 
     async def run(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         command = str_arg(arguments, "command")
+        if arguments.get("run_in_background") is True:
+            return self._background(command, context)
         timeout_ms = int_arg(arguments, "timeout", DEFAULT_TIMEOUT_MS)
         from bearagent.sandbox.launch import shell_launch  # the launcher and its backend: on the first command
 
@@ -194,7 +206,7 @@ class BashTool(NativeTool):
             launch.finish()
             raise
         pgid = proc.pid  # start_new_session makes the child its own group leader
-        out, err = _Capture(MAX_STREAM_CHARS), _Capture(MAX_STREAM_CHARS)
+        out, err = Capture(MAX_STREAM_CHARS), Capture(MAX_STREAM_CHARS)
         assert proc.stdout is not None and proc.stderr is not None
         pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
         timed_out = False
@@ -270,3 +282,16 @@ class BashTool(NativeTool):
             result = self.failed(context, error, data)
             return result.model_copy(update={"content": content, "truncated": truncated})
         return self.ok(context, content, data, truncated=truncated)
+
+    def _background(self, command: str, context: ToolContext) -> ToolResult:
+        from bearagent.tools.background import MAX_BUFFER_BYTES, shell_owner, start_shell
+
+        shell = start_shell(command, context.settings, context.workspace_root, shell_owner(context))
+        where = "in the sandbox" if shell.launch.sandboxed else "unconfined, under the reaper"
+        return self.ok(
+            context,
+            f"Command running in the background with ID: {shell.shell_id} ({where}). Read its output with "
+            f"BashOutput(bash_id={shell.shell_id!r}); stop it with KillShell(shell_id={shell.shell_id!r}). The last "
+            f"{MAX_BUFFER_BYTES // 1024} KiB of each stream are kept.",
+            {"stdout": "", "stderr": "", "exit_code": None, "interrupted": False, "bash_id": shell.shell_id},
+        )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from bearagent.ports import Tool
 from bearagent.tools.bash import BashTool
+from bearagent.tools.bash_output import BashOutputTool
 from bearagent.tools.edit import EditTool
 from bearagent.tools.glob_files import GlobTool
 from bearagent.tools.grep import GrepTool
+from bearagent.tools.kill_shell import KillShellTool
 from bearagent.tools.ls import LSTool
 from bearagent.tools.multi_edit import MultiEditTool
 from bearagent.tools.notebook_edit import NotebookEditTool
@@ -28,6 +30,8 @@ NATIVE_TOOL_NAMES: tuple[str, ...] = (
     "NotebookRead",
     "NotebookEdit",
     "Bash",
+    "BashOutput",
+    "KillShell",
     "WebFetch",
     "WebSearch",
     "TodoWrite",
@@ -48,6 +52,8 @@ def native_tools(*, web_search: WebSearchBackend | None = None) -> list[Tool]:
         NotebookReadTool(),
         NotebookEditTool(),
         BashTool(),
+        BashOutputTool(),
+        KillShellTool(),
         WebFetchTool(),
         TodoWriteTool(),
         WebSearchTool(web_search),

@@ -73,6 +73,11 @@ class WebSearchTool(NativeTool):
         super().__init__(SPEC)
         self._backend = backend
 
+    @property
+    def backend(self) -> WebSearchBackend | None:
+        """The plugin's backend; None: the service of the user's `web_search:` config."""
+        return self._backend
+
     def normalise(self, arguments: dict[str, JsonValue], context: ToolContext) -> Mapping[str, object]:
         return {
             "query": str_arg(arguments, "query").strip(),

@@ -29,7 +29,7 @@ NETWORKLESS_PROVIDERS = frozenset({"scripted"})
 _VAR_RE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}")
 _MODE_LOOSENESS: Mapping[str, int] = {"plan": 0, "dontAsk": 0, "default": 1, "acceptEdits": 2, "bypassPermissions": 3}
 BUILTIN_DEFAULT_MODE = "acceptEdits"
-_READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "TodoWrite", "Skill"})
+_READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "BashOutput", "TodoWrite", "Skill"})
 
 
 def mode_looseness(mode: str) -> int:
