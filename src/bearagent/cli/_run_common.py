@@ -174,7 +174,8 @@ def execute_and_exit(
     debug: bool,
 ) -> NoReturn:
     """Run `start()` to its end (closing the runtime), print the outcome for `output` (`text`: failure lines and
-    the summary on stderr; `json`: the final record; `stream-json`: nothing more) and exit with its code. Ctrl-C,
+    the summary on stderr; `json`: the final record; `stream-json`: nothing more; `claude-text|json|stream-json`:
+    Claude Code's final text or `result` object, `cli/claude_output.py`) and exit with its code. Ctrl-C,
     SIGTERM and SIGHUP cancel the run (recorded as RunCancelled) and exit 1."""
     import asyncio
     import json
@@ -202,7 +203,17 @@ def execute_and_exit(
         sys.exit(EXIT_RUN_FAILED)
     except BearAgentError as exc:
         die_from(exc, debug=debug)
-    if output == "json":
+    if output.startswith("claude-"):  # --output-format: Claude Code's result object / final text
+        from bearagent.cli.claude_output import result_object
+
+        record = result_object(result, duration_ms=int((time.monotonic() - started) * 1000))
+        if output == "claude-text":
+            click.echo(result.final)
+            for line in failure_lines(result) or ():
+                err.print(line, markup=False)
+        else:
+            click.echo(json.dumps(record, ensure_ascii=False))
+    elif output == "json":
         click.echo(json.dumps(result.to_json(), ensure_ascii=False))
     elif output == "text":
         lines = failure_lines(result)

@@ -39,6 +39,13 @@ def read_prompt(prompt: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print only the final record as one JSON object.")
 @click.option("--stream-json", is_flag=True, help="Print the live stream protocol as JSON lines.")
 @click.option(
+    "--output-format",
+    type=click.Choice(["text", "json", "stream-json"]),
+    default=None,
+    help="Print Claude Code's headless output (`claude -p --output-format ...`): text = the final answer only; "
+    "json = one result object; stream-json = system/init, assistant, user and result objects as JSON lines.",
+)
+@click.option(
     "--permission-mode",
     default=None,
     help="Permission mode for this run (default, acceptEdits, plan, dontAsk, bypassPermissions); outranks every file.",
@@ -60,6 +67,7 @@ def run(
     session: str | None,
     as_json: bool,
     stream_json: bool,
+    output_format: str | None,
     permission_mode: str | None,
     wait_approvals: bool,
     debug: bool,
@@ -80,6 +88,12 @@ def run(
     handle_termination_like_ctrl_c()  # SIGTERM / SIGHUP from here on: as Ctrl-C (cancel the run, exit 1)
     if as_json and stream_json:
         die("--json and --stream-json exclude each other", "pick one output format")
+    if output_format is not None and (as_json or stream_json):
+        flag = "--json" if as_json else "--stream-json"
+        die(
+            f"--output-format and {flag} exclude each other",
+            "use --output-format for Claude Code's shapes, or --json/--stream-json for BearAgent's own",
+        )
     if continue_ and session:
         die("--continue and --session exclude each other", "use --session ID, or --continue for the latest session")
     text = read_prompt(prompt)
@@ -105,6 +119,11 @@ def run(
     def emit(event: StreamEventModel) -> None:
         click.echo(encode_stream_event(event))
 
+    def emit_json(obj: object) -> None:
+        import json
+
+        click.echo(json.dumps(obj, ensure_ascii=False))
+
     options = RunOptions(
         agent=agent,
         model=model,
@@ -121,9 +140,15 @@ def run(
         observer: RunObserver = NullObserver()
         if stream_json:
             runtime.writer.subscribe(RunTreeStream(options.run_id, emit))
-        elif not as_json:
+        elif output_format == "stream-json":
+            from bearagent.cli.claude_output import ClaudeStream
+
+            runtime.writer.subscribe(ClaudeStream(options.run_id, runtime.root, emit_json))
+        elif not as_json and output_format is None:
             observer = attach_terminal(runtime, options.run_id, make_console())
         return await runtime.run(text, options, observer)
 
     output = "stream-json" if stream_json else ("json" if as_json else "text")
+    if output_format is not None:
+        output = f"claude-{output_format}"
     execute_and_exit(runtime, go, output=output, debug=debug)
