@@ -29,9 +29,9 @@ from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
 from bearagent.domain.ids import Uuid4IdGenerator
 from bearagent.domain.run_events import RunOwner, RunStartedV2
-from bearagent.leases import recover_interrupted, this_process
 from bearagent.ports import SystemClock
 from bearagent.runtime.run_writer import Committed, Published, RunWriter
+from bearagent.service.leases import recover_interrupted, this_process
 from bearagent.store.sqlite import SqliteEventStore
 
 

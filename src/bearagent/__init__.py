@@ -25,7 +25,6 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bearagent._markers import hookimpl
     from bearagent.api import Workspace, open_workspace
     from bearagent.domain.budgets import BudgetLimits, BudgetUsage, TokenUsage
     from bearagent.domain.errors import BearAgentError, ErrorCategory, ErrorInfo
@@ -52,18 +51,19 @@ if TYPE_CHECKING:
         parse_stream_event_json,
     )
     from bearagent.plugins.manager import PluginHost
-    from bearagent.runner import RunResult
+    from bearagent.plugins.markers import hookimpl
     from bearagent.runtime.observer import RunObserver
+    from bearagent.service.runner import RunResult
     from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
 __version__ = "0.1.0"
 
 _STREAM = "bearagent.domain.stream"
 _EXPORTS: dict[str, str] = {
-    "hookimpl": "bearagent._markers",
+    "hookimpl": "bearagent.plugins.markers",
     "open_workspace": "bearagent.api",
     "Workspace": "bearagent.api",
-    "RunResult": "bearagent.runner",
+    "RunResult": "bearagent.service.runner",
     "RunObserver": "bearagent.runtime.observer",
     "AskAnswer": "bearagent.tools.gate",
     "AskRequest": "bearagent.tools.gate",

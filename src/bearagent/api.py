@@ -18,7 +18,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from bearagent.app import load_workspace
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
@@ -26,10 +25,11 @@ from bearagent.domain.ids import RunId
 from bearagent.domain.state import ActivityProjection, RunProjection
 from bearagent.domain.stream import StreamEventModel
 from bearagent.plugins.manager import PluginHost
-from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
+from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
+from bearagent.workspace import load_workspace
 
 if TYPE_CHECKING:
-    from bearagent.replay_runs import DryReplay, RunReplay
+    from bearagent.service.replay import DryReplay, RunReplay
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.run_refs import resolve_run_ref
 from bearagent.runtime.streaming import RunTreeStream, follow_run
@@ -143,7 +143,7 @@ class Workspace:
         """Answer a waiting run's approval once (`allow_once`, `allow_always` or `deny`; a second or late answer is
         refused) and, with `resume`, continue the run to its end here."""
         from bearagent.domain.run_events import APPROVAL_CHOICES
-        from bearagent.resuming import answer_approval
+        from bearagent.service.resuming import answer_approval
 
         if decision not in APPROVAL_CHOICES:
             raise BearAgentError(
@@ -167,7 +167,7 @@ class Workspace:
         """Compact the history of `session` (an id, or `"continue"` for the latest) now, as `/compact` does: its
         earlier turns become a summary (written by `compaction.model`, else the agent's own model, told to keep
         `focus`), in a run of its own; the session's next run starts from the summary (docs/runtime.md#compaction)."""
-        from bearagent.compacting import compact_session
+        from bearagent.service.compacting import compact_session
 
         return await compact_session(self._runtime, session, agent=agent, model=model, focus=focus, observer=observer)
 
@@ -175,7 +175,7 @@ class Workspace:
         """Re-drive a run from its log without calling a model (read-only tool calls run again and are compared
         with the log; nothing else is executed), or with `dry=True` only check that the log is a valid run. The
         report's `ok` says whether every step matched. See docs/replay.md."""
-        from bearagent.replay_runs import dry_replay, replay_run
+        from bearagent.service.replay import dry_replay, replay_run
 
         store = self._runtime.store
         run_id = await resolve_run_ref(store, run_ref, where=str(store.path))

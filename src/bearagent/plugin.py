@@ -25,7 +25,6 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bearagent._markers import hookimpl
     from bearagent.domain._base import JsonMapping, JsonValue, thaw_json_mapping
     from bearagent.domain.budgets import TokenUsage
     from bearagent.domain.errors import BearAgentError, ErrorCategory, ErrorInfo
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
         RegisterTool,
     )
     from bearagent.plugins.manager import PluginHost
+    from bearagent.plugins.markers import hookimpl
     from bearagent.ports import ModelProvider, Tool, ToolContext
     from bearagent.providers._base import ProviderSettings
     from bearagent.providers.errors import ProviderFailure, ProviderStreamError
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     # hooks and registration
-    "hookimpl": "bearagent._markers",
+    "hookimpl": "bearagent.plugins.markers",
     "EventSink": "bearagent.plugins.contributions",
     "HookInput": "bearagent.plugins.contributions",
     "HookOutput": "bearagent.plugins.contributions",

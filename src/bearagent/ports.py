@@ -1,5 +1,5 @@
 """Ports: the protocols the runtime depends on. Adapters (store, providers, tools, hooks, mcp) implement them;
-only `app.py` knows the concrete classes."""
+only `app/` knows the concrete classes."""
 
 from __future__ import annotations
 
@@ -247,7 +247,7 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
 
     async def request_cancel(self, run_id: RunId, reason: str, at: datetime) -> None:
         """Ask the process executing `run_id` (perhaps on another host) to cancel it: it looks for requests while it
-        holds runs (`worker.py`) and cancels them there, recording `RunCancelled` with `reason`. Asking again keeps
+        holds runs (`service/worker.py`) and cancels them there, recording `RunCancelled` with `reason`. Asking again keeps
         the first request."""
         ...
 

@@ -192,7 +192,7 @@ def test_help_and_version_do_not_import_sdks_or_pydantic_heavy_modules(flag: str
         "try:\n"
         f"    main([{flag!r}], standalone_mode=False)\n"
         "finally:\n"
-        "    heavy = sorted(m for m in ('openai', 'anthropic', 'mcp', 'httpx', 'bearagent.app', 'bearagent.tools') if m in sys.modules)\n"
+        "    heavy = sorted(m for m in ('openai', 'anthropic', 'mcp', 'httpx', 'bearagent.workspace', 'bearagent.tools') if m in sys.modules)\n"
         "    print('HEAVY=' + ','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)

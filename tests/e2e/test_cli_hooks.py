@@ -164,8 +164,8 @@ def test_agent_hooks_are_listed_and_mcp_servers_are_part_of_trust(workspace: Pat
 
 
 def test_bash_allow_rules_are_part_of_trust_and_run_agrees(workspace: Path) -> None:
-    from bearagent.app import load_workspace
     from bearagent.trust import trust_status, workspace_trust_surface
+    from bearagent.workspace import load_workspace
 
     env = {**os.environ, "BEARAGENT_HOME": str(workspace.parent / "home"), "BEARAGENT_LOAD_PLUGINS": ""}
     assert cli(workspace, "trust").returncode == 0

@@ -22,7 +22,6 @@ from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
 from bearagent.api import Workspace
 from bearagent.cli import main
-from bearagent.compacting import compact_session
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
 from bearagent.domain.models import ModelRequest
@@ -35,11 +34,12 @@ from bearagent.domain.run_events import (
     parse_run_event_payload,
 )
 from bearagent.providers.scripted import ScriptedProvider
-from bearagent.replay_runs import RunReplay
 from bearagent.runtime.compaction import SUMMARY_OPENING, is_summary
 from bearagent.runtime.context_size import raw_estimate
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.log_check import read_log
+from bearagent.service.compacting import compact_session
+from bearagent.service.replay import RunReplay
 
 FACT = "The launch code is 7-4-1-9."
 FIRST_MARKER = "FIRST-TURN-ONLY"

@@ -19,9 +19,9 @@ from psycopg import sql
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.events import EventFactory
 
+from bearagent.app.resources import open_store
 from bearagent.cli import main
 from bearagent.domain.ids import Uuid4IdGenerator
-from bearagent.resources import open_store
 from bearagent.store import schema as sqlite_schema
 from bearagent.store.postgres import schema as pg_schema
 from bearagent.store.postgres.location import Location

@@ -138,7 +138,7 @@ def test_guard_hook_handler_and_tool_work_in_the_installed_environment(venv: Pat
         f"""\
         import asyncio, json
         from pathlib import Path
-        from bearagent.app import load_workspace
+        from bearagent.workspace import load_workspace
         from bearagent.ports import ToolContext
         ws = load_workspace(Path({str(tmp_path)!r}))
         handler = ws.hooks.python_handlers("PreToolUse")[0]

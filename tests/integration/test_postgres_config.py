@@ -13,6 +13,7 @@ from tests.support.events import EventFactory
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent.api import open_workspace
+from bearagent.app.resources import open_store, postgres_schema
 from bearagent.cli import main
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError
@@ -20,7 +21,6 @@ from bearagent.domain.ids import Uuid4IdGenerator
 from bearagent.domain.run_events import RunCreatedV2
 from bearagent.plugins.manager import PluginHost
 from bearagent.ports import WorkspaceStore
-from bearagent.resources import open_store, postgres_schema
 from bearagent.store.postgres import PostgresRunStorage
 from bearagent.store.sqlite import SqliteEventStore
 

@@ -10,15 +10,15 @@ import pytest
 from click.testing import CliRunner
 from tests.support.config_ws import isolated_env, load, write
 
-from bearagent.app import load_workspace
+from bearagent.app.resources import open_store
 from bearagent.cli import main
 from bearagent.config.store_settings import DATABASE_URL_ENV
 from bearagent.domain.errors import BearAgentError
 from bearagent.plugins.manager import PluginHost
-from bearagent.resources import open_store
 from bearagent.server.config import load_server_config
 from bearagent.store.postgres import PostgresRunStorage
 from bearagent.store.sqlite import SqliteEventStore
+from bearagent.workspace import load_workspace
 
 SECRET = "pa55-w0rd-never-shown"
 LITERAL = f"postgresql://agent:{SECRET}@db.internal:5432/runs"

@@ -177,7 +177,7 @@ class _Manager:
     """What health reads of a RunManager: the workspaces and a runtime per workspace (its loaded workspace)."""
 
     def __init__(self, loaded: object) -> None:
-        from bearagent.worker import Worker
+        from bearagent.service.worker import Worker
 
         self.workspaces = {"one": object(), "two": object()}
         self._loaded = loaded
@@ -195,7 +195,7 @@ def test_reports_are_cached_shared_and_survive_unexpected_errors(
 
     from tests.support.config_ws import load
 
-    from bearagent import store_status
+    from bearagent.app import store_status
     from bearagent.server import health
 
     root = tmp_path / "ws"

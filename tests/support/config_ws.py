@@ -7,12 +7,12 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-from bearagent.app import LoadedWorkspace, load_workspace
 from bearagent.domain._base import JsonMapping
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.plugins.manager import PluginHost
 from bearagent.ports import ToolContext
+from bearagent.workspace import LoadedWorkspace, load_workspace
 
 
 def write(root: Path, rel: str, text: str, *, executable: bool = False) -> Path:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from bearagent.config.workspace import Source
 from bearagent.domain.specs import AgentSpec, ModelEntry, ModelPrice
-from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
 from bearagent.ports import Tool
 from bearagent.providers.scripted import ScriptedProvider, parse_script
 from bearagent.registries.models import build_model_registry
 from bearagent.runtime.plan import AgentPlan
 from bearagent.runtime.projection import AvailableTool, Capabilities, project_invocation
+from bearagent.service.planner import PlanInputs, PolicyInputs, plan_agent
 from bearagent.tools.builtin import native_tools
 from bearagent.tools.permissions import PermissionRules
 
@@ -30,7 +30,7 @@ def scripted_plan(
     system_reminder: str | None = None,
     allow: Sequence[str] = (),
 ) -> AgentPlan:
-    """The planner's plan (`bearagent.planner.plan_agent`) for an agent over the native tools (plus `extra_tools`)
+    """The planner's plan (`bearagent.service.planner.plan_agent`) for an agent over the native tools (plus `extra_tools`)
     with a scripted model; `allow` are permission rules (e.g. `Bash(sleep *)`: the shell asks outside the sandbox,
     and nobody answers in a test)."""
     script_path = root / ".bearagent" / "script.yaml"

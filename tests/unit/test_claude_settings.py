@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from tests.support.config_ws import codes, load, only, write
 
-from bearagent.app import LoadedWorkspace
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import HookMatcherSpec
 from bearagent.trust import workspace_trust_surface
 from bearagent.trust.guards import guard_failures, require_guards
+from bearagent.workspace import LoadedWorkspace
 
 
 def settings(root: Path, data: object, name: str = "settings.json") -> Path:

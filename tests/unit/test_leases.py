@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bearagent.domain.ids import RunId
-from bearagent.leases import LeaseKeeper, owner_gone, process_start, this_process
 from bearagent.ports import SystemClock
+from bearagent.service.leases import LeaseKeeper, owner_gone, process_start, this_process
 from bearagent.store.sqlite import SqliteEventStore
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

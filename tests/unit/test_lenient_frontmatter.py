@@ -10,8 +10,8 @@ import pytest
 from tests.support.config_ws import codes, load, only, write
 
 from bearagent.config.lenient_frontmatter import LenientError, parse_lenient
+from bearagent.config.safe_yaml import MAX_YAML_BYTES
 from bearagent.registries.agents import FRONTMATTER_KEYS
-from bearagent.safe_yaml import MAX_YAML_BYTES
 from bearagent.trust.guards import guard_failures
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "claude_project"

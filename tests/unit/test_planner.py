@@ -9,10 +9,10 @@ from bearagent.config.workspace import Source
 from bearagent.domain._base import frozen_json
 from bearagent.domain.specs import AgentPolicy, AgentSpec, ModelEntry
 from bearagent.domain.tools import ToolSpec
-from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
 from bearagent.providers.scripted import ScriptedProvider, parse_script
 from bearagent.registries.models import build_model_registry
 from bearagent.runtime.projection import AvailableTool, Capabilities, project_invocation
+from bearagent.service.planner import PlanInputs, PolicyInputs, plan_agent
 from bearagent.tools.builtin import native_tools
 from bearagent.tools.gate import ToolGate
 

@@ -57,7 +57,7 @@ def test_loading_a_workspace_imports_neither_the_tool_modules_nor_the_sdks(tmp_p
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from bearagent.app import load_workspace\n"
+        "from bearagent.workspace import load_workspace\n"
         "from bearagent.plugins.manager import PluginHost\n"
         f"ws = load_workspace(Path({str(tmp_path)!r}), env={{'BEARAGENT_HOME': {str(tmp_path / 'home')!r}}}, "
         "plugins=PluginHost())\n"

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
     from bearagent.config.layers import Resolved
     from bearagent.domain.diagnostics import Diagnostic
     from bearagent.registries._base import LayeredRegistry
+    from bearagent.workspace import LoadedWorkspace
 
 
 class Listed(Protocol):
@@ -60,8 +60,8 @@ def fail(what: str, fix: str | None, code: int = EXIT_CONFIG) -> NoReturn:
 
 
 def load(workspace: Path | None) -> LoadedWorkspace:
-    from bearagent.app import load_workspace
     from bearagent.domain.errors import BearAgentError
+    from bearagent.workspace import load_workspace
 
     if workspace is not None and not workspace.is_dir():
         fail(f"workspace directory {workspace} does not exist", "pass an existing directory to -w/--workspace")

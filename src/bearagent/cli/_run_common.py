@@ -20,7 +20,7 @@ from bearagent.domain.budgets import BUDGETS
 
 if TYPE_CHECKING:
     from bearagent.domain.errors import BearAgentError
-    from bearagent.runner import RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunResult, WorkspaceRuntime
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -14,7 +14,7 @@ from bearagent.cli._config_common import workspace_option
 from bearagent.cli._run_common import budget_options, collect_budgets, die, execute_and_exit
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
+    from bearagent.workspace import LoadedWorkspace
 
 
 def parse_inputs(pairs: tuple[str, ...]) -> dict[str, object]:
@@ -65,8 +65,8 @@ def run_action(
     from bearagent.domain._base import JsonValue
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import RunId
-    from bearagent.runner import RunResult, WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver, RunObserver
+    from bearagent.service.runner import RunResult, WorkspaceRuntime
 
     loaded = load(workspace)
     from bearagent.cli.slash_commands import invocable_skill
@@ -115,8 +115,8 @@ def _run_skill(
     from bearagent.cli.slash_commands import invocable_skill, skill_invocation
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.ids import RunId
-    from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver, RunObserver
+    from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
 
     skill = invocable_skill(loaded, name)
     assert skill is not None

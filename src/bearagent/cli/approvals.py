@@ -112,9 +112,9 @@ def answer(
     from bearagent.cli.runs import open_recovered, resolve_ref
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
-    from bearagent.resuming import answer_approval, attached_elsewhere
-    from bearagent.runner import RunResult, WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver, RunObserver
+    from bearagent.service.resuming import answer_approval, attached_elsewhere
+    from bearagent.service.runner import RunResult, WorkspaceRuntime
 
     store = open_recovered(workspace)
     run_id = resolve_ref(store, run_ref)

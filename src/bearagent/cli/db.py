@@ -19,9 +19,9 @@ from bearagent.cli._run_common import EXIT_USAGE, die, die_from
 from bearagent.cli.safe_text import visible
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
+    from bearagent.app.store_status import StoreStatus
     from bearagent.domain.errors import BearAgentError
-    from bearagent.store_status import StoreStatus
+    from bearagent.workspace import LoadedWorkspace
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -54,10 +54,10 @@ def _targets(workspace: Path | None, config_file: Path | None, *, debug: bool) -
     """The workspace's store; with a server config, each distinct store of its workspaces once."""
     if config_file is None:
         return [_Target(load(workspace), ())]
-    from bearagent.app import load_workspace
+    from bearagent.app.resources import postgres_schema, state_dir
     from bearagent.domain.errors import BearAgentError
-    from bearagent.resources import postgres_schema, state_dir
     from bearagent.server.config import load_server_config
+    from bearagent.workspace import load_workspace
 
     try:
         config = load_server_config(config_file, [workspace] if workspace is not None else [])
@@ -91,8 +91,8 @@ def status(workspace: Path | None, config_file: Path | None, as_json: bool, debu
     `db migrate`, and its runs by status. Reads only: nothing is created or migrated. Exits 2 when a store is newer
     than this BearAgent or cannot be read. `--json`: one object (with --config: a list, each with its
     `workspaces`)."""
+    from bearagent.app.store_status import newer_error, read_status_sync
     from bearagent.domain.errors import BearAgentError
-    from bearagent.store_status import newer_error, read_status_sync
 
     targets = _targets(workspace, config_file, debug=debug)
     if config_file is None:  # one store: an error that keeps it from being read is the command's error
@@ -158,8 +158,8 @@ def migrate(workspace: Path | None, config_file: Path | None, debug: bool) -> No
     """Bring the store's schema up to this BearAgent's version, creating the store if there is none. Idempotent and
     safe with several processes at once (one migrates, the others wait for it). A store of a newer BearAgent is
     refused and left untouched. With --config, every store of the server's workspaces (exit 2 if any failed)."""
+    from bearagent.app.store_status import migrate_store
     from bearagent.domain.errors import BearAgentError
-    from bearagent.store_status import migrate_store
 
     targets = _targets(workspace, config_file, debug=debug)
     failed = 0

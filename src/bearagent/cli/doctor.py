@@ -11,8 +11,8 @@ import click
 from bearagent.cli._config_common import EXIT_CONFIG, diag_json, emit_json, json_option, load, workspace_option
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
     from bearagent.domain.diagnostics import Diagnostic
+    from bearagent.workspace import LoadedWorkspace
 
 
 @click.command("doctor")
@@ -134,9 +134,9 @@ def _store_report(ws: LoadedWorkspace, diags: list[Diagnostic]) -> tuple[dict[st
     """The store (backend, display form, schema state, queued and interrupted runs) read without creating or
     migrating it, as `--json` and as one line; a store that cannot be read, or is newer than this BearAgent, is an
     error diagnostic."""
+    from bearagent.app.store_status import newer_error, read_status_sync
     from bearagent.domain.diagnostics import Diagnostic
     from bearagent.domain.errors import BearAgentError
-    from bearagent.store_status import newer_error, read_status_sync
 
     settings = ws.config.store
     source = settings.source or "default"

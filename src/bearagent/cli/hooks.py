@@ -32,8 +32,8 @@ from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.trust import TrustSurface, require_trust, workspace_trust_surface
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
     from bearagent.sandbox.settings import SandboxSettings
+    from bearagent.workspace import LoadedWorkspace
 
 HOOK_EVENTS: tuple[str, ...] = get_args(HookEventName)
 _COMMON_FIELDS = frozenset(CommonInput.model_fields)
@@ -75,8 +75,8 @@ def hook_workspace(ws: LoadedWorkspace) -> HookWorkspace:
 
 
 def load_hook_workspace(workspace: Path | None) -> HookWorkspace:
-    """`bearagent.app.load_workspace` (config files, agents, plugins), seen through `hook_workspace`."""
-    from bearagent.app import load_workspace
+    """`bearagent.workspace.load_workspace` (config files, agents, plugins), seen through `hook_workspace`."""
+    from bearagent.workspace import load_workspace
 
     return hook_workspace(load_workspace(workspace))
 

@@ -30,8 +30,8 @@ from bearagent.cli.slash_commands import command_help, workspace_command
 from bearagent.cli.terminal_stream import TerminalAttachment, attach_terminal
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
-from bearagent.runner import RunOptions, WorkspaceRuntime
 from bearagent.runtime.observer import NullObserver
+from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
 HELP = """commands:
@@ -250,8 +250,8 @@ class _NoticePrinter(NullObserver):
 def _compact(
     runner: asyncio.Runner, runtime: WorkspaceRuntime, state: InteractiveState, console: Console, focus: str | None
 ) -> None:
-    """`/compact [focus]`: the session's earlier turns become a summary now (`compacting.py`)."""
-    from bearagent.compacting import compact_session
+    """`/compact [focus]`: the session's earlier turns become a summary now (`service/compacting.py`)."""
+    from bearagent.service.compacting import compact_session
 
     if state.session is None:
         console.print(Text("nothing to compact: the session has no runs yet", style="red"))

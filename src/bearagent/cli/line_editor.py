@@ -27,7 +27,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
+    from bearagent.workspace import LoadedWorkspace
 
 
 class SlashCompleter(Completer):

@@ -2,7 +2,7 @@
 bounded by its `startup_timeout_s`) and show their state, tools and last error.
 
 Specs come from a loader function (`McpCliLoader`) so the commands can be tested with any set of servers; the
-default loader is `bearagent.app.load_workspace` (config.yaml `mcp_servers`, `.mcp.json`, user config, plugins).
+default loader is `bearagent.workspace.load_workspace` (config.yaml `mcp_servers`, `.mcp.json`, user config, plugins).
 Workspace-level servers are commands from the repository, so they only start in a workspace the user trusted
 (`bearagent trust`), like hooks.
 """

@@ -1,4 +1,4 @@
-"""`bearagent replay RUN [--dry]`: a run re-driven from its log (`replay_runs.py`), each step judged, or only its
+"""`bearagent replay RUN [--dry]`: a run re-driven from its log (`service/replay.py`), each step judged, or only its
 log checked. Exit codes: 0 every step matches (`--dry`: the log is valid); 1 a mismatch or an invalid log; 2 usage
 or configuration."""
 
@@ -32,9 +32,9 @@ from bearagent.cli.safe_text import visible
 
 if TYPE_CHECKING:
     from bearagent.domain._base import JsonValue
-    from bearagent.replay_runs import DryReplay, RunReplay, StepVerdict
     from bearagent.runtime.log_check import LogCheck
     from bearagent.runtime.run_steps import RunSteps
+    from bearagent.service.replay import DryReplay, RunReplay, StepVerdict
 
 BROKEN_LOG_FIX = (
     "the log was changed outside BearAgent (or written by a bug): restore .bearagent/state.db from a backup"
@@ -182,7 +182,7 @@ def replay(run_ref: str, workspace: Path | None, dry: bool, as_json: bool) -> No
     is valid), 1 a mismatch (an invalid log), 2 usage or configuration error.
     """
     from bearagent.domain.errors import BearAgentError
-    from bearagent.replay_runs import dry_replay, replay_run
+    from bearagent.service.replay import dry_replay, replay_run
 
     loaded, store = open_log(workspace)
     try:

@@ -81,9 +81,9 @@ def run(
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import RunId
     from bearagent.domain.stream import StreamEventModel, encode_stream_event
-    from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver, RunObserver
     from bearagent.runtime.streaming import RunTreeStream
+    from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
 
     handle_termination_like_ctrl_c()  # SIGTERM / SIGHUP from here on: as Ctrl-C (cancel the run, exit 1)
     if as_json and stream_json:

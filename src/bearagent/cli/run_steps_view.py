@@ -18,13 +18,13 @@ from bearagent.cli._config_common import short
 from bearagent.cli.safe_text import visible
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
     from bearagent.domain._base import JsonMapping, JsonValue
     from bearagent.domain.errors import BearAgentError, ErrorInfo
     from bearagent.domain.events import Event
     from bearagent.ports import WorkspaceStore
     from bearagent.runtime.run_alignment import FieldChange
     from bearagent.runtime.run_steps import ModelStep, RunSteps, ToolStep
+    from bearagent.workspace import LoadedWorkspace
 
 EXIT_OK = 0
 EXIT_DIFFERENT = 1
@@ -44,9 +44,9 @@ def fail_with(exc: BearAgentError, fix: str | None = None) -> NoReturn:
 
 
 def open_log(workspace: Path | None) -> tuple[LoadedWorkspace, WorkspaceStore]:
+    from bearagent.app.resources import open_store
     from bearagent.cli._config_common import load
     from bearagent.domain.errors import BearAgentError
-    from bearagent.resources import open_store
 
     loaded = load(workspace)
     try:

@@ -29,16 +29,16 @@ FOLLOW_POLL_S = 0.2
 
 
 def open_recovered(workspace: Path | None) -> WorkspaceStore:
-    """The workspace's store, after recording `RunInterrupted` for runs whose process died (`leases.py`), so a
+    """The workspace's store, after recording `RunInterrupted` for runs whose process died (`service/leases.py`), so a
     listing never shows a phantom `running`."""
     import asyncio
 
+    from bearagent.app.resources import open_store, writer_over
     from bearagent.cli._config_common import load
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import Uuid4IdGenerator
-    from bearagent.leases import recover_interrupted
     from bearagent.ports import SystemClock
-    from bearagent.resources import open_store, writer_over
+    from bearagent.service.leases import recover_interrupted
 
     loaded = load(workspace)
     try:
@@ -81,8 +81,8 @@ def resume(run_ref: str, workspace: Path | None, as_json: bool, debug: bool) -> 
     from bearagent.cli.render import make_console
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
-    from bearagent.runner import RunResult, WorkspaceRuntime
     from bearagent.runtime.observer import NullObserver, RunObserver
+    from bearagent.service.runner import RunResult, WorkspaceRuntime
 
     store = open_recovered(workspace)
     run_id = resolve_ref(store, run_ref)

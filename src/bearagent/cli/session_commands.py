@@ -19,7 +19,7 @@ from bearagent.cli.safe_text import visible
 from bearagent.domain.errors import BearAgentError
 
 if TYPE_CHECKING:
-    from bearagent.runner import RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunResult, WorkspaceRuntime
 
 SESSION_COMMANDS: dict[str, str] = {
     "model": "show or switch the model of the session",

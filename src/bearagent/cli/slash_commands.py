@@ -26,8 +26,8 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
     from bearagent.domain.specs import ActionSpec, SkillSpec
+    from bearagent.workspace import LoadedWorkspace
 
 BUILTIN_COMMANDS = frozenset(
     {

@@ -36,7 +36,7 @@ from bearagent.runtime.observer import NullObserver
 from bearagent.runtime.streaming import RunTreeStream
 
 if TYPE_CHECKING:
-    from bearagent.runner import WorkspaceRuntime
+    from bearagent.service.runner import WorkspaceRuntime
 
 
 class StreamRenderer:

@@ -17,7 +17,7 @@ from rich.text import Text
 from bearagent.cli.safe_text import visible
 
 if TYPE_CHECKING:
-    from bearagent.app import LoadedWorkspace
+    from bearagent.workspace import LoadedWorkspace
 
 
 def trust_at_the_door(loaded: LoadedWorkspace, console: Console, read: Callable[[str], str]) -> bool | None:

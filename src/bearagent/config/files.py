@@ -16,8 +16,8 @@ from typing import Any, cast
 
 import yaml
 
+from bearagent.config.safe_yaml import yaml_bounds_problem
 from bearagent.domain.diagnostics import Diagnostic
-from bearagent.safe_yaml import yaml_bounds_problem
 
 try:
     _Base: type[yaml.SafeLoader] = cast(type[yaml.SafeLoader], yaml.CSafeLoader)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bearagent._markers import hookimpl
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.plugins.contributions import ProviderRegistration
+from bearagent.plugins.markers import hookimpl
 from bearagent.providers.factory import BUILTIN_DESCRIPTIONS, BUILTIN_FACTORIES
 
 if TYPE_CHECKING:

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from bearagent._markers import hookimpl, hookspec
 from bearagent.domain._base import JsonValue
 from bearagent.plugins.contributions import (
     RegisterCommand,
@@ -27,6 +26,7 @@ from bearagent.plugins.contributions import (
     RegisterModel,
     RegisterTool,
 )
+from bearagent.plugins.markers import hookimpl, hookspec
 
 __all__ = ["hookimpl", "hookspec"]
 

@@ -35,6 +35,7 @@ from typing import cast
 
 import yaml
 
+from bearagent.config.safe_yaml import yaml_bounds_problem
 from bearagent.domain._base import JsonBoundsError, JsonValue, thaw_json_mapping, validate_json_object
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.errors import ERROR_CATEGORIES, BearAgentError, ErrorCategory, ErrorInfo
@@ -52,7 +53,6 @@ from bearagent.domain.models import (
     text_deltas,
 )
 from bearagent.providers.errors import ProviderStreamError
-from bearagent.safe_yaml import yaml_bounds_problem
 
 TURN_KEYS = ("text", "tool_calls", "usage", "error", "refusal", "delay_ms", "delta_delay_ms", "model")
 KEPT_REQUESTS = 100

@@ -1,6 +1,6 @@
 """The parts that let the real `AgentLoop` re-drive a recorded run: a model provider that answers with the
 recorded turns, a tool caller that re-executes only read-only calls, and loop hooks that repeat what the
-recorded hooks decided without running them. Ports only (no adapter); `replay_runs.py` wires them to a workspace.
+recorded hooks decided without running them. Ports only (no adapter); `service/replay.py` wires them to a workspace.
 
 Ids: the provider hands the loop every tool call with its recorded `tool_call_id` and provider call id, so the
 replayed log names the same calls and each result is compared with the recorded result of the same id. Activity,

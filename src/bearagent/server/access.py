@@ -15,10 +15,10 @@ from fastapi import Depends, Header, Request
 
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.state import RunProjection, SessionRecord
-from bearagent.runner import WorkspaceRuntime
 from bearagent.server.auth import Authenticator, AuthError, CallerContext
 from bearagent.server.registry import RunManager, WorkspaceEntry
 from bearagent.server.shapes import ApiError, not_found
+from bearagent.service.runner import WorkspaceRuntime
 
 
 def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> CallerContext:

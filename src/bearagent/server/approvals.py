@@ -18,10 +18,10 @@ from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
 from bearagent.domain.state import RunProjection
-from bearagent.resuming import answer_approval, attached_elsewhere
-from bearagent.runner import WorkspaceRuntime
 from bearagent.server.access import Access, Caller
 from bearagent.server.shapes import ApiError, ApprovalAnswer
+from bearagent.service.resuming import answer_approval, attached_elsewhere
+from bearagent.service.runner import WorkspaceRuntime
 
 REFUSED = frozenset({"no_pending_approval", "wrong_approval", "already_answered"})
 """`answer_approval`'s refusals: the answer does not fit the run's state (409)."""

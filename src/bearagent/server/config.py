@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from bearagent.config.safe_yaml import yaml_bounds_problem
 from bearagent.config.store_settings import StoreSettings, parse_store
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.safe_yaml import yaml_bounds_problem
 from bearagent.server.auth import JwtSettings, ProxySettings
 from bearagent.server.registry import WorkspaceEntry, workspace_id_for
 
@@ -143,7 +143,7 @@ def _store(path: Path | None, value: object) -> StoreSettings:
 
 
 def _entry(ws_id: str, root: Path, data: Mapping[str, object]) -> WorkspaceEntry:
-    from bearagent.app import load_workspace
+    from bearagent.workspace import load_workspace
 
     kind = load_workspace(root).config.kind
     name = data.get("name")

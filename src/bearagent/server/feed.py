@@ -36,9 +36,9 @@ from bearagent.domain.ids import RunId
 from bearagent.domain.state import RunStatus
 from bearagent.domain.stream import StreamEventModel, encode_stream_event
 from bearagent.ports import RunStorage
-from bearagent.runner import WorkspaceRuntime
 from bearagent.runtime.run_writer import Committed, Published, TokenDelta
 from bearagent.runtime.streaming import LogStream
+from bearagent.service.runner import WorkspaceRuntime
 
 _log = logging.getLogger("bearagent.server")
 

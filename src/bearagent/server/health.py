@@ -1,7 +1,7 @@
 """`GET /health` beyond "the process answers": per served workspace, its store's backend, schema version and how
 many runs are queued and running. The route needs no auth, so it says nothing a caller could not be told: counts and
 versions only, no workspace id, path, DSN, run id or prompt. The stores are read without creating or migrating
-anything (`store_status.py`), on their own short connections, all at once; reports are kept for `TTL_S`, and one
+anything (`app/store_status.py`), on their own short connections, all at once; reports are kept for `TTL_S`, and one
 read at a time serves every caller meanwhile, so polling `/health` cannot multiply connections to the database."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class HealthReports:
             return self._report
 
     async def _one(self, workspace_id: str) -> dict[str, object]:
-        from bearagent.store_status import read_status
+        from bearagent.app.store_status import read_status
 
         loaded = self._manager.runtime(workspace_id, _SUBJECT).loaded
         try:

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.state import RunProjection, SessionRecord
-from bearagent.runner import WorkspaceRuntime
 from bearagent.server.access import Access
 from bearagent.server.registry import WorkspaceEntry
 from bearagent.server.shapes import run_json, session_json
+from bearagent.service.runner import WorkspaceRuntime
 
 _RECENT_RUNS = 50
 """Runs of a session read to find its newest top-level one (its child runs share its session id)."""

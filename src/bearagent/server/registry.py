@@ -3,8 +3,8 @@
 Workspaces come from the server's own configuration (`--config FILE`, `-w DIR`), never from a request. Each caller
 gets its own `WorkspaceRuntime` per workspace (its `caller` is the subject, so sessions are the caller's own).
 A run sent to the server is recorded `queued` at once (`WorkspaceRuntime.enqueue`) and executed by a worker
-(`worker.py`): the server's own in-process one (`serve --workers N`) or a `bearagent worker` process sharing the
-store. Runs of one session execute one at a time in submission order (`queue.py`). A second message to a session
+(`service/worker.py`): the server's own in-process one (`serve --workers N`) or a `bearagent worker` process sharing the
+store. Runs of one session execute one at a time in submission order (`service/queue.py`). A second message to a session
 with an active run follows the request's strategy: `enqueue` (queue behind it), `reject` (400 `session_busy`) or
 `interrupt` (cancel the active run and the session's queued ones, then run). A run that waits for an approval
 counts as active for `reject` and `interrupt` (it is cancelled); `enqueue` does not wait for it (nobody may ever
@@ -29,11 +29,11 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import RunCancelledV1
 from bearagent.domain.state import RunProjection
-from bearagent.leases import is_self
-from bearagent.queue import pending_runs
-from bearagent.runner import RunOptions, RunResult, WorkspaceRuntime
 from bearagent.runtime.recorder import RunRecorder
-from bearagent.worker import Worker
+from bearagent.service.leases import is_self
+from bearagent.service.queue import pending_runs
+from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
+from bearagent.service.worker import Worker
 
 _log = logging.getLogger("bearagent.server")
 
@@ -128,7 +128,7 @@ class RunManager:
         key = (workspace_id, subject)
         runtime = self._runtimes.get(key)
         if runtime is None:
-            from bearagent.app import load_workspace
+            from bearagent.workspace import load_workspace
 
             entry = self.workspaces[workspace_id]
             loaded = load_workspace(entry.root_path, env=self._env, store=self._store)

@@ -9,13 +9,13 @@ from fastapi import FastAPI
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.ids import SessionId
 from bearagent.domain.state import SessionRecord
-from bearagent.runner import RunOptions
 from bearagent.runtime.message_records import session_message_records
 from bearagent.runtime.step_records import run_step_records
 from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
 from bearagent.server.records import run_record, session_record
 from bearagent.server.shapes import ActionRunCreate, ApiError, RunAccepted, RunCreate, SessionCreate, not_found
+from bearagent.service.runner import RunOptions
 
 CANCEL_WAIT_S = 5.0
 

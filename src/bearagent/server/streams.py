@@ -34,7 +34,6 @@ from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
 from bearagent.domain.stream import StreamEventModel, encode_stream_event
 from bearagent.ports import CommitNotice, commit_feed
-from bearagent.runner import WorkspaceRuntime
 from bearagent.runtime.run_writer import Committed, Published, TokenDelta
 from bearagent.runtime.streaming import LogStream
 from bearagent.server.access import Access, Caller
@@ -42,6 +41,7 @@ from bearagent.server.auth import CallerContext
 from bearagent.server.feed import FeedFrame, Feeds, FeedSubscription
 from bearagent.server.shapes import SKIP_ALL, event_json, resume_point
 from bearagent.server.sse import KEEPALIVE, Beat, Paced, SlotStream, StreamSlots, frame
+from bearagent.service.runner import WorkspaceRuntime
 
 _log = logging.getLogger("bearagent.server")
 

@@ -117,7 +117,7 @@ class _Registry(Protocol):
 
 
 class LoadedWorkspaceLike(Protocol):
-    """The parts of `bearagent.app.LoadedWorkspace` the trust surface reads."""
+    """The parts of `bearagent.workspace.LoadedWorkspace` the trust surface reads."""
 
     @property
     def root(self) -> Path: ...

@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bearagent.app import LoadedWorkspace
 from bearagent.config.store_settings import DATABASE_URL_ENV, StoreSettings
 from bearagent.domain._base import frozen_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -19,12 +18,13 @@ from bearagent.domain.specs import ModelEntry
 from bearagent.domain.tools import ToolResult
 from bearagent.hooks.mcp_tool import McpCaller, current_mcp_caller
 from bearagent.hooks.protocol import JsonDict
-from bearagent.leases import LeaseKeeper, recover_interrupted
 from bearagent.ports import Clock, ModelProvider, RunStorage, SystemClock, WorkspaceStore
 from bearagent.providers.factory import create_provider
 from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
+from bearagent.service.leases import LeaseKeeper, recover_interrupted
 from bearagent.store.sqlite import SqliteEventStore
+from bearagent.workspace import LoadedWorkspace
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
@@ -199,7 +199,7 @@ class Resources:
 
     @property
     def lease(self) -> LeaseKeeper:
-        """The heartbeat of every run this runtime executes (`leases.py`)."""
+        """The heartbeat of every run this runtime executes (`service/leases.py`)."""
         if self._lease is None:
             self._lease = LeaseKeeper(self.store, self.clock)
         return self._lease

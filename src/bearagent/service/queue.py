@@ -26,7 +26,7 @@ from bearagent.domain.ids import RunId
 from bearagent.domain.run_events import RunCreatedV3, parse_run_event_payload
 from bearagent.domain.state import RunProjection
 from bearagent.ports import WorkspaceStore
-from bearagent.run_types import RunOptions
+from bearagent.service.run_types import RunOptions
 
 SCAN_LIMIT = 200
 """How many runs of each pending state one scan looks at: of the queued ones the oldest (a scan reads them all, and

@@ -14,7 +14,7 @@ from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import RunSpec
 
 if TYPE_CHECKING:
-    from bearagent.runner import RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunResult, WorkspaceRuntime
 
 
 def nothing_to_compact(why: str) -> BearAgentError:
@@ -35,7 +35,7 @@ async def compact_session(
 ) -> RunResult:
     """Compact the history of session `session_ref` (an id, or `continue`) with `agent`'s settings (the session's
     agent by default) and `model` as the session's model (`/model`); `focus` is given to the summariser."""
-    from bearagent.resuming import seek_provider
+    from bearagent.service.resuming import seek_provider
 
     runtime.check_guards()
     runtime.check_trust()

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from bearagent.app import LoadedWorkspace
-from bearagent.resources import STATE_DB, open_sqlite_store, postgres_schema, refuse_unusable, state_dir, store_dsn
+from bearagent.app.resources import STATE_DB, open_sqlite_store, postgres_schema, refuse_unusable, state_dir, store_dsn
 from bearagent.runtime.state_files import open_state_dir, prepare_sqlite_file, refuse_symlinks
 from bearagent.store import schema as sqlite_schema
 from bearagent.store.errors import StoreError, translate_sqlite_error
+from bearagent.workspace import LoadedWorkspace
 
 COUNTED: tuple[str, ...] = ("queued", "running", "waiting", "interrupted")
 """The run statuses a status counts: what is still to do (finished runs are history, not state)."""

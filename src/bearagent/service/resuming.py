@@ -17,16 +17,16 @@ from bearagent.domain.ids import RunId, SessionId, ToolCallId
 from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1, RunRequest
 from bearagent.domain.state import RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter
-from bearagent.leases import is_self, owner_gone
-from bearagent.run_types import RunResult
 from bearagent.runtime.cursor import RunCursor, run_cursor
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
+from bearagent.service.leases import is_self, owner_gone
+from bearagent.service.run_types import RunResult
 
 if TYPE_CHECKING:
-    from bearagent.runner import WorkspaceRuntime
+    from bearagent.service.runner import WorkspaceRuntime
 
 
 def _refuse(code: str, message: str, hint: str) -> BearAgentError:

@@ -18,7 +18,6 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.domain.tools import ToolSpec
 from bearagent.hooks.bridge import SessionHooks
-from bearagent.planner import PlanInputs, PolicyInputs, plan_agent
 from bearagent.plugins.permission import PluginPermissionInterceptor, has_impls
 from bearagent.ports import Tool, ToolInterceptor
 from bearagent.runtime.approvals import ApprovalBroker
@@ -28,7 +27,8 @@ from bearagent.runtime.plan import AgentPlan, CompactionPlan
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.sandbox import probe as sandbox_probe
 from bearagent.sandbox import request as sandbox_request
-from bearagent.skill_grants import SkillGrants
+from bearagent.service.planner import PlanInputs, PolicyInputs, plan_agent
+from bearagent.service.skill_grants import SkillGrants
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
 from bearagent.tools.runtime_tools import ActionTool, SkillContent, SkillTool, SwitchAgentTool, TaskTool
@@ -37,7 +37,7 @@ from bearagent.tools.spill import SPILL_DIR_SETTING
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from bearagent.runner import WorkspaceRuntime
+    from bearagent.service.runner import WorkspaceRuntime
 
 
 class AgentPlans:

@@ -28,15 +28,15 @@ from bearagent.hooks.dispatcher import firing_hook_event
 from bearagent.ports import ToolContext
 from bearagent.registries.actions import render_action
 from bearagent.registries.commands import render_command
-from bearagent.run_types import RunOptions
 from bearagent.runtime.observer import ChildRunObserver
 from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.run_context import CurrentRun, current_run
+from bearagent.service.run_types import RunOptions
 from bearagent.tools.gate import ToolGate
 from bearagent.tools.runtime_tools import ChildRunResult
 
 if TYPE_CHECKING:
-    from bearagent.runner import WorkspaceRuntime
+    from bearagent.service.runner import WorkspaceRuntime
 
 MAX_SUBAGENT_DEPTH = 3
 

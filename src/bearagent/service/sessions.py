@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bearagent.app import LoadedWorkspace
+from bearagent.app.resources import Resources, state_dir
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import IdGenerator, RunId, SessionId
 from bearagent.domain.messages import Message
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.ports import Clock
-from bearagent.resources import Resources, state_dir
 from bearagent.runtime.history import history_from_events
+from bearagent.workspace import LoadedWorkspace
 
 
 class SessionService:

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
-from bearagent.leases import recover_interrupted
 from bearagent.ports import CommitNotice, commit_feed
-from bearagent.queue import Pending, pending_runs
-from bearagent.run_types import RunResult
-from bearagent.runner import WorkspaceRuntime
 from bearagent.runtime.loop import HAND_BACK
+from bearagent.service.leases import recover_interrupted
+from bearagent.service.queue import Pending, pending_runs
+from bearagent.service.run_types import RunResult
+from bearagent.service.runner import WorkspaceRuntime
 
 _log = logging.getLogger("bearagent.worker")
 

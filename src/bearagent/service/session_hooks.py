@@ -12,7 +12,6 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
-from bearagent.children import suppressed_hook_events
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import SessionId
@@ -20,9 +19,10 @@ from bearagent.domain.run_events import HookExecutedV1, parse_run_event_payload
 from bearagent.hooks.bridge import SessionHooks, assemble_hook_groups
 from bearagent.hooks.dispatcher import HookDispatcher, HookSettings
 from bearagent.runtime.run_context import current_run
+from bearagent.service.children import suppressed_hook_events
 
 if TYPE_CHECKING:
-    from bearagent.runner import WorkspaceRuntime
+    from bearagent.service.runner import WorkspaceRuntime
 
 
 class SessionHookWiring:

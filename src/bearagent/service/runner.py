@@ -1,8 +1,8 @@
 """The workspace runtime: the thin face that starts, continues and cancels runs over its collaborators.
 
-`app.py` loads a workspace; a `WorkspaceRuntime` composes what running needs, each in a module of its own:
-`resources.py` (store, writer, providers, MCP, leases), `sessions.py` (resolve, history, transcripts),
-`preflight.py` (guards, trust, hooks, the permission mode), `agent_plans.py` (an agent's name -> `AgentPlan`),
+`workspace.py` loads a workspace; a `WorkspaceRuntime` composes what running needs, each in a module of its own:
+`app/resources.py` (store, writer, providers, MCP, leases), `sessions.py` (resolve, history, transcripts),
+`admission.py` (guards, trust, hooks, the permission mode), `agent_plans.py` (an agent's name -> `AgentPlan`),
 `children.py` (subagents, action tools, hook judges), `session_hooks.py` (a session's hooks and their facts),
 `resuming.py` (resume, approvals answered later) and the approval broker (`runtime/approvals.py`). What is left
 here: a run from prompt to outcome in a session (lock, history, plan, loop, session record), actions, and the
@@ -18,10 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bearagent import preflight
-from bearagent.agent_plans import AgentPlans
-from bearagent.app import LoadedWorkspace
-from bearagent.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
+from bearagent.app.resources import Resources, open_store, state_dir
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -30,11 +27,14 @@ from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid
 from bearagent.domain.messages import Message
 from bearagent.domain.run_events import RunEventPayload, RunRequest, TriggerType
 from bearagent.domain.specs import AgentSpec
-from bearagent.resources import Resources, open_store, state_dir
-from bearagent.run_types import RunOptions, RunResult
-from bearagent.session_hooks import SessionHookWiring
-from bearagent.sessions import SessionService
+from bearagent.service import admission
+from bearagent.service.agent_plans import AgentPlans
+from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
+from bearagent.service.run_types import RunOptions, RunResult
+from bearagent.service.session_hooks import SessionHookWiring
+from bearagent.service.sessions import SessionService
 from bearagent.trust.seals import Sealer
+from bearagent.workspace import LoadedWorkspace
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpServerStatus
@@ -124,19 +124,19 @@ class WorkspaceRuntime:
         return self.loaded.root
 
     def check_guards(self) -> None:
-        preflight.check_guards(self.loaded)
+        admission.check_guards(self.loaded)
 
     def check_trust(self) -> None:
-        preflight.check_trust(self.loaded)
+        admission.check_trust(self.loaded)
 
     def check_hooks(self) -> None:
-        preflight.check_hooks(self.loaded)
+        admission.check_hooks(self.loaded)
 
     def notices(self, agent_name: str | None = None) -> list[str]:
-        return preflight.notices(self.loaded, agent_name, flag=self.permission_mode_flag)
+        return admission.notices(self.loaded, agent_name, flag=self.permission_mode_flag)
 
     def mode_in_force(self, agent: AgentSpec) -> ModeInForce:
-        return preflight.mode_for(self.loaded, agent, flag=self.permission_mode_flag)
+        return admission.mode_for(self.loaded, agent, flag=self.permission_mode_flag)
 
     def mcp_status(self) -> list[McpServerStatus] | None:
         return self.resources.mcp_status()
@@ -189,7 +189,7 @@ class WorkspaceRuntime:
         without a session), so of two processes only one starts it: the other gets `SessionBusy`, or a `conflict`
         error (`not_queued`, `not_next`) once it holds the lock. Cancelled before its RunStarted, it is recorded
         cancelled (no worker takes it again)."""
-        from bearagent.queue import no_queued_run
+        from bearagent.service.queue import no_queued_run
 
         run = await self.store.fetch_run(run_id)
         if run is None:
@@ -204,7 +204,7 @@ class WorkspaceRuntime:
 
     async def _start_locked(self, run_id: RunId, observer: RunObserver | None) -> RunResult:
         """`start_queued` once the run's lane lock is held: still queued, and its session's next?"""
-        from bearagent.queue import is_next, no_queued_run, not_queued, queued_request
+        from bearagent.service.queue import is_next, no_queued_run, not_queued, queued_request
 
         run = await self.store.fetch_run(run_id)
         if run is None:
@@ -323,7 +323,7 @@ class WorkspaceRuntime:
 
             plan = await planner(agent.name)
             if session is not None and not prepared.created:
-                from bearagent.resuming import seek_provider
+                from bearagent.service.resuming import seek_provider
 
                 await seek_provider(self, plan, session.session_id, None)  # the scripted model's place, from the log
             prelude = await self.hook_wiring.prelude(session_key, session.session_id if session is not None else None)
@@ -363,7 +363,7 @@ class WorkspaceRuntime:
     async def resume(self, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True) -> RunResult:
         """Continue an interrupted run (or a waiting run whose approval was answered) from its log; `wait=False`
         refuses (`SessionBusy`) while another process holds its session."""
-        from bearagent.resuming import resume_run
+        from bearagent.service.resuming import resume_run
 
         return await resume_run(self, run_id, observer, wait=wait)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bearagent.app import LoadedWorkspace
 from bearagent.config.diag_summary import run_start_lines
 from bearagent.config.workspace import agent_sources
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec
 from bearagent.trust.modes import ModeInForce, mode_in_force
+from bearagent.workspace import LoadedWorkspace
 
 
 def check_guards(loaded: LoadedWorkspace) -> None:

@@ -38,14 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias, cast, get_args
 
-from bearagent.app import LoadedWorkspace
 from bearagent.domain._base import JsonMapping
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
 from bearagent.domain.models import ModelEvent, ModelRequest
 from bearagent.domain.run_events import TriggerType
-from bearagent.runner import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, WorkspaceRuntime
 from bearagent.runtime.log_check import LogCheck, read_log
 from bearagent.runtime.loop import AgentLoop
 from bearagent.runtime.plan import AgentPlan, RunSpec
@@ -53,8 +51,10 @@ from bearagent.runtime.replaying import RecordedTurnsProvider, ReplayedLoopHooks
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_alignment import REPLAY, FieldChange, Row, align
 from bearagent.runtime.run_steps import ModelStep, RunSteps, ToolStep
+from bearagent.service.runner import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, WorkspaceRuntime
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import ToolGate
+from bearagent.workspace import LoadedWorkspace
 
 Verdict: TypeAlias = Literal["match", "mismatch", "reused", "skipped"]
 EventsOf = Callable[[str], Sequence[Event]]
