@@ -24,7 +24,7 @@ from bearagent.domain._base import JsonValue, thaw_json_mapping
 
 if TYPE_CHECKING:
     from bearagent.domain.ids import RunId
-    from bearagent.run_types import RunResult
+    from bearagent.service.run_types import RunResult
     from bearagent.runtime.run_writer import Published
 
 OutputFormat = Literal["text", "json", "stream-json"]
