@@ -24,8 +24,8 @@ from bearagent.domain._base import JsonValue, thaw_json_mapping
 
 if TYPE_CHECKING:
     from bearagent.domain.ids import RunId
-    from bearagent.service.run_types import RunResult
     from bearagent.runtime.run_writer import Published
+    from bearagent.service.run_types import RunResult
 
 OutputFormat = Literal["text", "json", "stream-json"]
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = ("text", "json", "stream-json")
