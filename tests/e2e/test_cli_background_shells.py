@@ -194,3 +194,29 @@ def test_sigkill_of_bearagent_run_leaves_no_background_process(tmp_path: Path, u
             proc.kill()
         for pid in _with_marker(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_finished_shell_reports_its_exit_code_and_all_its_output(tmp_path: Path) -> None:
+    owner = RunId.new()
+    context = ToolContext(workspace_root=tmp_path, run_id=owner)
+    gate = native_gate(ToolPolicy(shell_sandboxed=True))
+    command = "for i in $(seq 2000); do echo line-$i; done; echo to-stderr >&2; exit 3"
+    started = asyncio.run(gate.call(request("Bash", {"command": command, "run_in_background": True}), context))
+    assert started.status == "succeeded", started.content
+    seen = ""
+    deadline = time.monotonic() + 60  # generous: only a bound on a loaded machine, not a speed claim
+    try:
+        while True:
+            read = asyncio.run(gate.call(request("BashOutput", {"bash_id": "bash_1"}), context))
+            assert read.data is not None
+            seen += read.content
+            if read.data["status"] != "running" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert read.data["status"] == "completed" and read.data["exit_code"] == 3
+        assert "<exit_code>3</exit_code>" in read.content
+        assert "line-1\n" in seen and "line-2000" in seen and "to-stderr" in seen
+        finished = asyncio.run(gate.call(request("KillShell", {"shell_id": "bash_1"}), context))
+        assert "had already ended (completed, exit code 3)" in finished.content
+    finally:
+        end_session_shells(str(owner))

@@ -83,6 +83,12 @@ class BackgroundShell:
             return "running"
         return "killed" if self.killed else "completed"
 
+    def drain(self, timeout_s: float) -> None:
+        """Wait (up to `timeout_s` in all) for the pipe readers of an ended shell to reach the end of its output."""
+        deadline = time.monotonic() + timeout_s
+        for reader in self.readers:
+            reader.join(max(0.0, deadline - time.monotonic()))
+
     def stop(self) -> None:
         """End the command and everything it started (the same order as a Bash call's stop)."""
         with self.lock:

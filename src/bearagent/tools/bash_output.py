@@ -3,6 +3,7 @@ read, its status and exit code; `filter` keeps only the lines a regex matches (t
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping
 
@@ -69,7 +70,9 @@ class BashOutputTool(NativeTool):
         from bearagent.tools.bash import MAX_STREAM_CHARS, Capture
 
         shell = find_shell(str_arg(arguments, "bash_id"), shell_owner(context), "BashOutput")
-        status = shell.status  # before reading: output of a finished shell is then complete
+        status = shell.status
+        if status != "running":  # let the readers take what the ended shell wrote last
+            await asyncio.to_thread(shell.drain, 2.0)
         stdout, stderr, dropped = read_new(shell, _pattern(arguments))
         exit_code = shell.proc.returncode if status != "running" else None
         shown: list[str] = []
