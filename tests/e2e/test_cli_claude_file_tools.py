@@ -97,3 +97,25 @@ def test_the_claude_code_file_tools_run_through_bearagent_run(tmp_path: Path) ->
     assert '<cell id="setup" index="0" type="code">\nx = 2\n</cell>' in outcomes[4][1]["content"]
     assert "MultiEdit(locked.py)" in outcomes[5][1]["content"]
     assert ".claude/settings.json" in outcomes[6][1]["content"] and "control file" in outcomes[6][1]["content"]
+
+
+def test_the_terminal_names_each_new_tools_argument() -> None:
+    from bearagent.cli.render import preview_arguments
+    from bearagent.domain._base import frozen_json
+
+    shown: dict[str, dict[str, object]] = {
+        "MultiEdit": {"file_path": "app.py", "edits": []},
+        "NotebookEdit": {"notebook_path": "nb/a.ipynb", "new_source": "x"},
+        "LS": {"path": "src"},
+        "WebSearch": {"query": "bear facts"},
+        "BashOutput": {"bash_id": "bash_1"},
+        "KillShell": {"shell_id": "bash_2"},
+    }
+    assert {name: preview_arguments(frozen_json(args)) for name, args in shown.items()} == {
+        "MultiEdit": "app.py",
+        "NotebookEdit": "nb/a.ipynb",
+        "LS": "src",
+        "WebSearch": "bear facts",
+        "BashOutput": "bash_1",
+        "KillShell": "bash_2",
+    }

@@ -45,11 +45,29 @@ def make_console(file: TextIO | None = None, *, stderr: bool = False) -> Console
     )
 
 
+PREVIEW_KEYS = (
+    "file_path",
+    "notebook_path",
+    "command",
+    "pattern",
+    "url",
+    "path",
+    "query",
+    "prompt",
+    "name",
+    "subagent_type",
+    "agent",
+    "bash_id",
+    "shell_id",
+)
+"""The arguments a tool line shows, first found first (`MultiEdit(app.py)`, `WebSearch(bear facts)`)."""
+
+
 def preview_arguments(arguments: JsonMapping) -> str:
     """`Read(docs/project.md)`-style preview: the first string argument, else compact JSON, cut to a line (control
     characters shown, not interpreted)."""
     plain = thaw_json_mapping(arguments)
-    for key in ("file_path", "command", "pattern", "url", "path", "prompt", "name", "subagent_type", "agent"):
+    for key in PREVIEW_KEYS:
         value = plain.get(key)
         if isinstance(value, str) and value:
             return _cut(visible(value.replace("\r\n", " ").replace("\n", " ")), MAX_ARG_PREVIEW)
