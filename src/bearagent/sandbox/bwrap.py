@@ -15,7 +15,9 @@ The argv, in mount order (later mounts cover earlier ones):
    (read-only); in workspace-write, each additional directory (`permissions.additionalDirectories`) is bound
    writable the same way, with its own control files protected as in step 4, and the hidden paths of step 5 stay
    hidden inside it.
-4. workspace-write: the control files (`bearagent.tools.protected.SHELL_READ_ONLY`) read-only. A directory on the
+4. workspace-write: the control files (`bearagent.tools.protected.SHELL_READ_ONLY`, and git's: the whole git
+   directory, nested repositories, submodule paths and what git config names, `bearagent.sandbox.git_paths`)
+   read-only. A directory on the
    way to one (`.git` for `.git/config`) is bound onto itself first, which makes it a mount point that cannot be
    renamed away and replaced. A control file that does not exist gets a read-only placeholder (an empty directory
    or `/dev/null`) so the command cannot create it; bubblewrap has to create the mount point on the host, so an
@@ -24,8 +26,11 @@ The argv, in mount order (later mounts cover earlier ones):
    it may be another process's placeholder (two workers running Bash in one workspace), gone before this call's
    bubblewrap would bind it. A control file that is a symlink has its target protected;
    the link itself can still be replaced (documented gap).
-5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket), then the readable
-   exceptions inside them.
+5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket) and every Unix socket of
+   the host with a path (`bearagent.sandbox.sockets`), then the readable exceptions inside them.
+6. with limits (`sandbox.limits`, on by default), the command runs under `_limits.py` (bound into the private /tmp
+   and run with `python3 -I -S`): process, data and file-size limits, and a process count of the sandbox's PID
+   namespace that stops a fork bomb.
 """
 
 from __future__ import annotations
@@ -37,14 +42,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bearagent.sandbox.git_paths import git_protected_paths
 from bearagent.sandbox.placeholders import PlaceholderLease
 from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
 from bearagent.sandbox.request import SandboxRequest
+from bearagent.sandbox.sockets import host_sockets
 from bearagent.tools.protected import PROTECTED_FILES, SHELL_READ_ONLY
 
 PRIVATE_TMP = ("/tmp", "/var/tmp")
 FORWARDER = str(Path(__file__).with_name("_forward.py"))
 SANDBOX_FORWARDER = "/tmp/.bearagent-forward.py"
+LIMITER = str(Path(__file__).with_name("_limits.py"))
+SANDBOX_LIMITER = "/tmp/.bearagent-limits.py"
 _NAMESPACE_ARGS = ("--new-session", "--die-with-parent", "--unshare-all")
 _BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
 
@@ -138,7 +147,10 @@ def _hide(plan: _Plan, path: Path, root: Path) -> None:
         return  # already invisible: the sandbox has its own /tmp
     try:
         if path.is_dir() and not path.is_symlink():
-            plan.args += ["--tmpfs", str(path)]
+            real = os.path.realpath(path)  # `/var/run/x` is `/run/x`: bubblewrap cannot mount through a symlink
+            if real not in plan.ro:
+                plan.ro.add(real)
+                plan.args += ["--tmpfs", real]
         elif os.path.lexists(path):
             target = Path(os.path.realpath(path))
             if target.is_dir():
@@ -198,6 +210,10 @@ class BwrapBackend:
             plan.args += ["--bind", socket_path, SANDBOX_SOCKET, "--ro-bind", FORWARDER, SANDBOX_FORWARDER]
             python = os.path.realpath(sys.executable)
             argv = [python, "-I", "-S", SANDBOX_FORWARDER, SANDBOX_SOCKET, "--", *argv]
+        if any(limit is not None for limit in request.limits):
+            plan.args += ["--ro-bind", LIMITER, SANDBOX_LIMITER]
+            limits = ["-" if limit is None else str(limit) for limit in request.limits]
+            argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
         if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
             plan.args += ["--tmpfs", "/var/tmp"]
         hidden = [Path(p) for p in request.hidden]
@@ -215,9 +231,12 @@ class BwrapBackend:
         try:
             if request.mode == "workspace-write":
                 for base in (root, *extra):
-                    for rel in SHELL_READ_ONLY:
+                    for rel in (
+                        *SHELL_READ_ONLY,
+                        *git_protected_paths(base, os.environ, writable_git=request.git_writable),
+                    ):
                         _protect(plan, base, rel)
-            for path in hidden:
+            for path in [*hidden, *(Path(p) for p in host_sockets())]:
                 if path not in around and path != root:
                     _hide(plan, path, root)
             for raw in request.readable:

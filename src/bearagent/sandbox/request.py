@@ -39,32 +39,113 @@ SHELL_ENV_SETTING = "shell_env"
 
 
 HIDDEN_IN_HOME: tuple[str, ...] = (
+    # keys and generic credential files
     ".ssh",
-    ".aws",
     ".gnupg",
-    ".config",
     ".netrc",
-    ".docker",
-    ".kube",
-    ".azure",
     ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".pgpass",
     ".password-store",
     ".local/share/keyrings",
+    ".pki",
+    ".vault-token",
+    # every tool's config under XDG (gh, gcloud, git-credential stores, hub, op, ...)
+    ".config",
+    # clouds, containers, clusters
+    ".aws",
+    ".azure",
+    ".docker",
+    ".kube",
+    ".oci",
+    ".terraform.d",
+    ".pulumi",
+    ".fly",
+    ".vercel",
+    ".netlify",
+    ".heroku",
+    ".doctl",
+    # package registries
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pypirc",
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".gem/credentials",
-    ".terraform.d/credentials.tfrc.json",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".nuget/NuGet/NuGet.Config",
+    ".composer/auth.json",
+    ".pgpass",
+    ".my.cnf",
+    ".s3cfg",
+    ".boto",
+    ".databrickscfg",
+    ".huggingface",
+    ".cache/huggingface",
+    ".kaggle",
+    ".wandb",
+    ".netrc-wandb",
+    # agents and their tokens
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".gemini",
+    ".copilot",
+    ".aider.conf.yml",
+    ".continue",
+    ".cursor",
+    # tokens some tools keep under ~/.cache or ~/.local
+    ".cache/gh",
+    ".cache/gcloud",
+    ".cache/pre-commit",
+    ".cache/copilot",
+    ".local/share/gh",
+    ".local/share/keyring",
+    ".local/share/python_keyring",
+    ".local/state/gh",
+    # shell and tool histories (commands typed with secrets in them)
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".histfile",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".rediscli_history",
+    ".lesshst",
+    ".viminfo",
 )
-"""Secret stores under a home directory that the shell cannot see."""
+"""Credential stores, tokens and histories under a home directory that the shell cannot see (the user adds more with
+`sandbox.credentials`, a workspace with `sandbox.hide`)."""
 HIDDEN_SOCKETS: tuple[str, ...] = (
     "/var/run/docker.sock",
     "/run/docker.sock",
     "/run/containerd/containerd.sock",
     "/run/podman/podman.sock",
     "/run/dbus/system_bus_socket",
+    "/var/run/dbus",
+    "/run/dbus",
+    "/run/user",
+    "/run/systemd",
+    "/var/run/postgresql",
+    "/run/postgresql",
+    "/var/run/mysqld",
+    "/run/mysqld",
+    "/var/run/redis",
+    "/run/redis",
+    "/var/run/libvirt",
+    "/run/libvirt",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
+    "/tmp/.X11-unix",
+    "/run/containerd",
+    "/run/podman",
+    "/run/docker",
+    "/var/run/docker",
 )
 """Sockets that would let a confined command drive something unconfined (a socket on a read-only mount still
 accepts connections)."""
@@ -85,6 +166,10 @@ class SandboxRequest:
     bwrap_path: str | None = None
     writable: tuple[str, ...] = ()
     """Absolute directories besides the workspace the shell may write (workspace-write only)."""
+    git_writable: bool = False
+    """`sandbox.git: writable` (user config): only `.git/config` and `.git/hooks` are read-only (`git_paths`)."""
+    limits: tuple[int | None, int | None, int | None] = (1024, 8 << 30, 16 << 30)
+    """Processes, data bytes and file-size bytes per process (`sandbox.limits`); None: no limit."""
 
     def settings(self) -> SandboxSettings:
         return SandboxSettings(
@@ -99,6 +184,8 @@ class SandboxRequest:
             "readable": list(self.readable),
             "bwrap_path": self.bwrap_path,
             "writable": list(self.writable),
+            "git_writable": self.git_writable,
+            "limits": list(self.limits),
         }
 
     @classmethod
@@ -117,7 +204,19 @@ class SandboxRequest:
             readable=_str_tuple(data.get("readable")),
             bwrap_path=program if isinstance(program, str) else None,
             writable=tuple(p for p in _str_tuple(data.get("writable")) if os.path.isabs(p)),
+            git_writable=data.get("git_writable") is True,
+            limits=_limits(data.get("limits")),
         )
+
+
+def _limits(value: object) -> tuple[int | None, int | None, int | None]:
+    default = SandboxRequest().limits
+    if not isinstance(value, (list, tuple)):
+        return default
+    items = list(cast(Iterable[object], value))
+    if len(items) != 3 or not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in items):
+        return default
+    return cast(tuple[int | None, int | None, int | None], tuple(items))
 
 
 def _network(value: object) -> NetworkSetting:
@@ -169,7 +268,7 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         if value and value.startswith("/"):
             hidden.append(Path(value))
     hidden.extend(Path(p) for p in HIDDEN_SOCKETS)
-    for raw in settings.hide:
+    for raw in (*settings.hide, *settings.credentials):
         hidden.extend(_expand(raw, homes))
     readable = [h / rel for h in homes for rel in READABLE_IN_HIDDEN]
     unique = list(dict.fromkeys(str(Path(os.path.normpath(p))) for p in hidden))
@@ -180,6 +279,8 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         readable=tuple(dict.fromkeys(str(p) for p in readable)),
         bwrap_path=settings.bwrap_path,
         writable=settings.additional_directories,
+        git_writable=settings.git == "writable",
+        limits=(settings.limits.processes, settings.limits.memory, settings.limits.file_size),
     )
 
 

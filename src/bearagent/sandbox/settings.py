@@ -9,6 +9,10 @@ sandbox:
   bwrap_path: /usr/bin/bwrap        # user config only
   hooks: true                       # command hooks in the sandbox too (default false)
   mcp: true                         # stdio MCP servers in the sandbox too (default false)
+  git: read-only                    # read-only (default) | writable (user config only: `.git` writable but for
+                                    # config and hooks, so `git commit` works inside)
+  credentials: [~/.my-tool/token]   # more credential stores to hide (user config only; added to the built-in list)
+  limits: {processes: 512, memory: 4G, file_size: 4G}   # per call (user config only; `off` for none)
 shell_env:
   inherit: core                     # core (default) | all | none
   include: [NODE_OPTIONS, "AWS_*"]  # more variables (glob patterns) to pass, even secret-looking ones
@@ -46,11 +50,13 @@ InheritMode: TypeAlias = Literal["core", "all", "none"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("workspace-write", "read-only", "off")
 NETWORK_MODES: tuple[NetworkMode, ...] = ("deny", "allow")
 INHERIT_MODES: tuple[InheritMode, ...] = ("core", "all", "none")
-SANDBOX_KEYS = ("mode", "network", "hide", "bwrap_path", "hooks", "mcp")
+SANDBOX_KEYS = ("mode", "network", "hide", "bwrap_path", "hooks", "mcp", "git", "credentials", "limits")
 SHELL_ENV_KEYS = ("inherit", "include", "exclude", "set")
-USER_ONLY_SANDBOX_KEYS = ("bwrap_path",)
+USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits")
 """Keys a workspace file may not set: a workspace that picked the sandbox binary could pick one that confines
-nothing."""
+nothing; `git: writable` and the limits loosen; `credentials` is the user's own list (a workspace adds paths with
+`hide`)."""
+GIT_MODES = ("read-only", "writable")
 
 MODE_STRICTNESS: Mapping[SandboxMode, int] = {"off": 0, "workspace-write": 1, "read-only": 2}
 NETWORK_STRICTNESS: Mapping[NetworkMode, int] = {"allow": 0, "deny": 2}  # a host list is 1
@@ -102,6 +108,63 @@ def network_json(network: NetworkSetting) -> str | list[str]:
     return network if isinstance(network, str) else list(network)
 
 
+class SandboxLimits(DomainModel):
+    """Per-call resource limits inside the sandbox, applied to every process of the call (`sandbox.limits`): at most
+    `processes` processes (and threads) at once, `memory` bytes of data (heap) and `file_size` bytes per written
+    file for each process. None: no limit."""
+
+    processes: int | None = Field(default=1024, ge=8)
+    memory: int | None = Field(default=8 << 30, ge=16 << 20)
+    file_size: int | None = Field(default=16 << 30, ge=1 << 20)
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)i?[bB]?\s*$")
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(value: object) -> int | None:
+    """`4G`, `512M`, `1048576` as bytes; None when it is none of these."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match:
+            return int(match.group(1)) * _UNITS[match.group(2).lower()]
+    return None
+
+
+def _parse_limits(item: object, problems: list[Problem]) -> dict[str, int | None] | None:
+    where = "sandbox.limits"
+    fix = "write `limits: {processes: 512, memory: 4G, file_size: 4G}` (or `off` for a limit, `limits: off` for none)"
+    if item in ("off", False):
+        return {"processes": None, "memory": None, "file_size": None}
+    if not isinstance(item, dict):
+        problems.append(Problem(where, "must be a mapping or `off`", fix))
+        return None
+    out: dict[str, int | None] = {}
+    floors = {"processes": 8, "memory": 16 << 20, "file_size": 1 << 20}
+    for key, value in cast(dict[object, object], item).items():
+        name = str(key)
+        if name not in floors:
+            problems.append(Problem(f"{where}.{name}", "unknown limit", "known limits: processes, memory, file_size"))
+            continue
+        if value in ("off", False):
+            out[name] = None
+            continue
+        number = value if name == "processes" and isinstance(value, int) and not isinstance(value, bool) else None
+        if name != "processes":
+            number = parse_size(value)
+        if number is None or number < floors[name]:
+            problems.append(
+                Problem(f"{where}.{name}", f"{value!r} is not a valid limit (at least {floors[name]})", fix)
+            )
+            continue
+        out[name] = number
+    return out
+
+
 class SandboxSettings(DomainModel):
     """The merged `sandbox:` settings."""
 
@@ -115,6 +178,13 @@ class SandboxSettings(DomainModel):
     mcp: bool = False
     """Run stdio MCP servers in the sandbox too (`mcp.manager`); a server is unavailable when it cannot start.
     Turns on from any level; a workspace cannot turn off the user's."""
+    git: Literal["read-only", "writable"] = "read-only"
+    """`read-only`: the whole git directory (and every nested one, and what git config names) is read-only inside
+    the sandbox (`sandbox.git_paths`); `writable` (user config only): only `.git/config` and `.git/hooks` are."""
+    credentials: tuple[str, ...] = ()
+    """More credential stores to hide (user config only), on top of `request.HIDDEN_IN_HOME`."""
+    limits: SandboxLimits = Field(default_factory=lambda: SandboxLimits())
+    """Per-call process and memory limits (user config only): `sandbox.limits`."""
     additional_directories: tuple[str, ...] = ()
     """Absolute directories besides the workspace that the shell may write as it writes the workspace (and the file
     tools may use): `permissions.additional_directories` / Claude Code's `additionalDirectories`, merged from every
@@ -213,6 +283,31 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 problems.append(Problem(where, "must be a list of absolute or ~/ paths", "write `hide: [~/secrets]`"))
             else:
                 out["hide"] = paths
+        elif name in USER_ONLY_SANDBOX_KEYS and name != "bwrap_path" and level == "workspace":
+            problems.append(
+                Problem(
+                    where,
+                    "can only be set in the user config (a workspace must not loosen the sandbox)",
+                    "move it to ~/.config/bearagent/config.yaml ($BEARAGENT_HOME/config.yaml)",
+                )
+            )
+        elif name == "git":
+            if item in GIT_MODES:
+                out["git"] = item
+            else:
+                problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(GIT_MODES)}"))
+        elif name == "credentials":
+            paths = _strings(item)
+            if paths is None or not all(p.startswith(("/", "~")) for p in paths):
+                problems.append(
+                    Problem(where, "must be a list of absolute or ~/ paths", "write `credentials: [~/.my-tool/token]`")
+                )
+            else:
+                out["credentials"] = paths
+        elif name == "limits":
+            limits = _parse_limits(item, problems)
+            if limits is not None:
+                out["limits"] = limits
         elif name == "bwrap_path":
             if level == "workspace":
                 problems.append(
@@ -322,6 +417,9 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
     network_ceiling: NetworkSetting | None = None
     hide: list[str] = []
     bwrap_path: str | None = None
+    git: Literal["read-only", "writable"] = "read-only"
+    credentials: list[str] = []
+    limits = SandboxLimits()
     flags = {"hooks": False, "mcp": False}
     user_flags = {"hooks": False, "mcp": False}
     for level, s in layers:
@@ -341,6 +439,11 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
         hide.extend(p for p in cast(tuple[str, ...], s.get("hide", ())) if p not in hide)
         if "bwrap_path" in s and not workspace:
             bwrap_path = cast(str, s["bwrap_path"])
+        if not workspace:
+            git = cast(Literal["read-only", "writable"], s.get("git", git))
+            credentials.extend(p for p in cast(tuple[str, ...], s.get("credentials", ())) if p not in credentials)
+            if "limits" in s:
+                limits = limits.model_copy(update=cast(dict[str, object], s["limits"]))
         for flag in ("hooks", "mcp"):
             if flag in s:
                 on = bool(s[flag])
@@ -349,7 +452,15 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
                 else:
                     flags[flag] = on or user_flags[flag]
     return SandboxSettings(
-        mode=mode, network=network, hide=tuple(hide), bwrap_path=bwrap_path, hooks=flags["hooks"], mcp=flags["mcp"]
+        mode=mode,
+        network=network,
+        hide=tuple(hide),
+        bwrap_path=bwrap_path,
+        hooks=flags["hooks"],
+        mcp=flags["mcp"],
+        git=git,
+        credentials=tuple(credentials),
+        limits=limits,
     )
 
 

@@ -21,13 +21,11 @@ SHELL_READ_ONLY: tuple[str, ...] = (
     ".claude",
     ".agents",
     ".mcp.json",
-    ".git/config",
-    ".git/hooks",
     "AGENTS.md",
     "CLAUDE.md",
 )
-"""What the shell sandbox mounts read-only inside the otherwise writable workspace. `.git` itself stays writable so
-that `git commit` works; only the files that make git run code (`config`, `hooks/`) are read-only."""
+"""What the shell sandbox mounts read-only inside the otherwise writable workspace, besides git's own files (the
+whole `.git`, nested repositories, submodule paths and what git config names: `bearagent.sandbox.git_paths`)."""
 
 
 STATE_DIR = ".bearagent"
