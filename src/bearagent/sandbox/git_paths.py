@@ -302,3 +302,14 @@ def git_protected_paths(base: Path, env: Mapping[str, str], *, writable_git: boo
 def _inside_repository(base: Path) -> bool:
     """Whether a directory above `base` has a `.git` (then git finds that repository, not a bare one at `base`)."""
     return any(os.path.lexists(parent / ".git") for parent in base.parents)
+
+
+def git_control_reason(root: Path, rel: str) -> str | None:
+    """Why the workspace-relative `rel` is a file git reads as configuration or runs (one of `git_protected_paths`
+    of the workspace), for the file tools; None for an ordinary file."""
+    wanted = rel.replace("\\", "/").strip("/").casefold()
+    for path in git_protected_paths(Path(os.path.realpath(root)), os.environ):
+        key = path.casefold()
+        if wanted == key or wanted.startswith(key + "/"):
+            return f"git reads or runs {path} (a git config names it, or it is a repository's own)"
+    return None
