@@ -13,6 +13,7 @@ sandbox:
                                     # config and hooks, so `git commit` works inside)
   credentials: [~/.my-tool/token]   # more credential stores to hide (user config only; added to the built-in list)
   limits: {processes: 512, memory: 4G, file_size: 4G}   # per call (user config only; `off` for none)
+  pin_hook_code: true               # false (user config only): do not re-check a command hook's code before each run
 shell_env:
   inherit: core                     # core (default) | all | none
   include: [NODE_OPTIONS, "AWS_*"]  # more variables (glob patterns) to pass, even secret-looking ones
@@ -50,9 +51,20 @@ InheritMode: TypeAlias = Literal["core", "all", "none"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("workspace-write", "read-only", "off")
 NETWORK_MODES: tuple[NetworkMode, ...] = ("deny", "allow")
 INHERIT_MODES: tuple[InheritMode, ...] = ("core", "all", "none")
-SANDBOX_KEYS = ("mode", "network", "hide", "bwrap_path", "hooks", "mcp", "git", "credentials", "limits")
+SANDBOX_KEYS = (
+    "mode",
+    "network",
+    "hide",
+    "bwrap_path",
+    "hooks",
+    "mcp",
+    "git",
+    "credentials",
+    "limits",
+    "pin_hook_code",
+)
 SHELL_ENV_KEYS = ("inherit", "include", "exclude", "set")
-USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits")
+USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits", "pin_hook_code")
 """Keys a workspace file may not set: a workspace that picked the sandbox binary could pick one that confines
 nothing; `git: writable` and the limits loosen; `credentials` is the user's own list (a workspace adds paths with
 `hide`)."""
@@ -181,6 +193,9 @@ class SandboxSettings(DomainModel):
     git: Literal["read-only", "writable"] = "read-only"
     """`read-only`: the whole git directory (and every nested one, and what git config names) is read-only inside
     the sandbox (`sandbox.git_paths`); `writable` (user config only): only `.git/config` and `.git/hooks` are."""
+    pin_hook_code: bool = True
+    """Re-check the workspace files a command hook reaches right before each execution and refuse to run it when
+    one changed since the run started (`trust.reach.CodePins`); `false` only from the user config."""
     credentials: tuple[str, ...] = ()
     """More credential stores to hide (user config only), on top of `request.HIDDEN_IN_HOME`."""
     limits: SandboxLimits = Field(default_factory=lambda: SandboxLimits())
@@ -321,7 +336,7 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 out["bwrap_path"] = item
             else:
                 problems.append(Problem(where, "must be an absolute path", "write `bwrap_path: /usr/bin/bwrap`"))
-        elif name in ("hooks", "mcp"):
+        elif name in ("hooks", "mcp", "pin_hook_code"):
             if isinstance(item, bool):
                 out[name] = item
             else:
@@ -420,6 +435,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
     git: Literal["read-only", "writable"] = "read-only"
     credentials: list[str] = []
     limits = SandboxLimits()
+    pin_hook_code = True
     flags = {"hooks": False, "mcp": False}
     user_flags = {"hooks": False, "mcp": False}
     for level, s in layers:
@@ -442,6 +458,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
         if not workspace:
             git = cast(Literal["read-only", "writable"], s.get("git", git))
             credentials.extend(p for p in cast(tuple[str, ...], s.get("credentials", ())) if p not in credentials)
+            pin_hook_code = bool(s.get("pin_hook_code", pin_hook_code))
             if "limits" in s:
                 limits = limits.model_copy(update=cast(dict[str, object], s["limits"]))
         for flag in ("hooks", "mcp"):
@@ -461,6 +478,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
         git=git,
         credentials=tuple(credentials),
         limits=limits,
+        pin_hook_code=pin_hook_code,
     )
 
 
