@@ -11,7 +11,8 @@ The argv, in mount order (later mounts cover earlier ones):
    list (`network: [hosts]`), the host proxy's Unix socket (`bearagent.sandbox.proxy`) and the forwarder script
    (`_forward.py`) are bound into that /tmp, and the command runs under the forwarder (`python3 -I -S`), which
    listens on the sandbox's 127.0.0.1, sets the proxy variables and then becomes the command.
-3. hidden paths that contain the workspace (rare), then the workspace: `--bind` (workspace-write) or `--ro-bind`
+3. with `sandbox.home: hidden` (the default), each home directory as an empty tmpfs and its toolchains
+   (`request.HOME_READABLE`) read-only on top; hidden paths that contain the workspace (rare), then the workspace: `--bind` (workspace-write) or `--ro-bind`
    (read-only); in workspace-write, each additional directory (`permissions.additionalDirectories`) is bound
    writable the same way, with its own control files protected as in step 4, and the hidden paths of step 5 stay
    hidden inside it.
@@ -216,6 +217,12 @@ class BwrapBackend:
             argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
         if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
             plan.args += ["--tmpfs", "/var/tmp"]
+        for home in request.hidden_homes:  # first: the workspace and what stays readable are bound on top
+            if Path(home) != root:
+                _hide(plan, Path(home), root)
+        for raw in request.home_readable:
+            if Path(raw).is_dir() and not _inside(root, Path(raw)):
+                plan.args += ["--ro-bind", raw, raw]
         hidden = [Path(p) for p in request.hidden]
         around = [h for h in hidden if _inside(root, h) and h != root]
         for path in around:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,8 +150,45 @@ HIDDEN_SOCKETS: tuple[str, ...] = (
 )
 """Sockets that would let a confined command drive something unconfined (a socket on a read-only mount still
 accepts connections)."""
-READABLE_IN_HIDDEN: tuple[str, ...] = (".config/git/config", ".config/git/ignore", ".config/git/attributes")
+READABLE_IN_HIDDEN: tuple[str, ...] = (
+    ".config/git/config",
+    ".config/git/ignore",
+    ".config/git/attributes",
+    ".gitconfig",
+    ".gitignore_global",
+)
 """Files inside a hidden home directory that stay readable (git's identity and ignore rules)."""
+HOME_READABLE: tuple[str, ...] = (
+    ".local/bin",
+    ".local/lib",
+    ".local/share/uv",
+    ".local/pipx",
+    ".pyenv",
+    ".rbenv",
+    ".asdf",
+    ".nvm",
+    ".volta",
+    ".fnm",
+    ".bun/bin",
+    ".deno/bin",
+    ".cargo/bin",
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup",
+    "go/bin",
+    "go/pkg/mod",
+    ".sdkman/candidates",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+    ".dotnet",
+    ".elan",
+    ".ghcup",
+    ".opam",
+)
+"""With the home hidden (`sandbox.home: hidden`, the default), the toolchains a build needs stay readable (read-only):
+language runtimes and version managers, installed tools, package caches that hold no credentials; plus BearAgent's
+own Python when it lives in the home. Everything else in the home is an empty private directory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +206,10 @@ class SandboxRequest:
     """Absolute directories besides the workspace the shell may write (workspace-write only)."""
     git_writable: bool = False
     """`sandbox.git: writable` (user config): only `.git/config` and `.git/hooks` are read-only (`git_paths`)."""
+    hidden_homes: tuple[str, ...] = ()
+    """Home directories replaced by an empty private directory as a whole (`sandbox.home: hidden`)."""
+    home_readable: tuple[str, ...] = ()
+    """Directories inside a hidden home that stay readable (`HOME_READABLE`, BearAgent's Python)."""
     limits: tuple[int | None, int | None, int | None] = (1024, 8 << 30, 16 << 30)
     """Processes, data bytes and file-size bytes per process (`sandbox.limits`); None: no limit."""
 
@@ -185,6 +227,8 @@ class SandboxRequest:
             "bwrap_path": self.bwrap_path,
             "writable": list(self.writable),
             "git_writable": self.git_writable,
+            "hidden_homes": list(self.hidden_homes),
+            "home_readable": list(self.home_readable),
             "limits": list(self.limits),
         }
 
@@ -205,6 +249,8 @@ class SandboxRequest:
             bwrap_path=program if isinstance(program, str) else None,
             writable=tuple(p for p in _str_tuple(data.get("writable")) if os.path.isabs(p)),
             git_writable=data.get("git_writable") is True,
+            hidden_homes=tuple(p for p in _str_tuple(data.get("hidden_homes")) if os.path.isabs(p)),
+            home_readable=tuple(p for p in _str_tuple(data.get("home_readable")) if os.path.isabs(p)),
             limits=_limits(data.get("limits")),
         )
 
@@ -271,6 +317,14 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
     for raw in (*settings.hide, *settings.credentials):
         hidden.extend(_expand(raw, homes))
     readable = [h / rel for h in homes for rel in READABLE_IN_HIDDEN]
+    hidden_homes: list[Path] = homes if settings.home == "hidden" else []
+    home_readable: list[Path] = []
+    if hidden_homes:
+        home_readable = [h / rel for h in homes for rel in HOME_READABLE if (h / rel).is_dir()]
+        for prefix in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}:
+            real = Path(os.path.realpath(prefix))
+            if any(real == h or h in real.parents for h in homes):
+                home_readable.append(real)
     unique = list(dict.fromkeys(str(Path(os.path.normpath(p))) for p in hidden))
     return SandboxRequest(
         mode=settings.mode,
@@ -280,6 +334,8 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         bwrap_path=settings.bwrap_path,
         writable=settings.additional_directories,
         git_writable=settings.git == "writable",
+        hidden_homes=tuple(str(h) for h in hidden_homes),
+        home_readable=tuple(dict.fromkeys(str(p) for p in home_readable)),
         limits=(settings.limits.processes, settings.limits.memory, settings.limits.file_size),
     )
 

@@ -13,6 +13,7 @@ sandbox:
                                     # config and hooks, so `git commit` works inside)
   credentials: [~/.my-tool/token]   # more credential stores to hide (user config only; added to the built-in list)
   limits: {processes: 512, memory: 4G, file_size: 4G}   # per call (user config only; `off` for none)
+  home: hidden                      # visible (user config only): the home readable but for the credential stores
   pin_hook_code: true               # false (user config only): do not re-check a command hook's code before each run
 shell_env:
   inherit: core                     # core (default) | all | none
@@ -62,9 +63,11 @@ SANDBOX_KEYS = (
     "credentials",
     "limits",
     "pin_hook_code",
+    "home",
 )
 SHELL_ENV_KEYS = ("inherit", "include", "exclude", "set")
-USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits", "pin_hook_code")
+USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits", "pin_hook_code", "home")
+HOME_MODES = ("hidden", "visible")
 """Keys a workspace file may not set: a workspace that picked the sandbox binary could pick one that confines
 nothing; `git: writable` and the limits loosen; `credentials` is the user's own list (a workspace adds paths with
 `hide`)."""
@@ -193,6 +196,9 @@ class SandboxSettings(DomainModel):
     git: Literal["read-only", "writable"] = "read-only"
     """`read-only`: the whole git directory (and every nested one, and what git config names) is read-only inside
     the sandbox (`sandbox.git_paths`); `writable` (user config only): only `.git/config` and `.git/hooks` are."""
+    home: Literal["hidden", "visible"] = "hidden"
+    """`hidden`: the home is an empty private directory inside the sandbox but for the toolchains
+    (`request.HOME_READABLE`); `visible` (user config only): readable but for the credential stores."""
     pin_hook_code: bool = True
     """Re-check the workspace files a command hook reaches right before each execution and refuse to run it when
     one changed since the run started (`trust.reach.CodePins`); `false` only from the user config."""
@@ -311,6 +317,11 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 out["git"] = item
             else:
                 problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(GIT_MODES)}"))
+        elif name == "home":
+            if item in HOME_MODES:
+                out["home"] = item
+            else:
+                problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(HOME_MODES)}"))
         elif name == "credentials":
             paths = _strings(item)
             if paths is None or not all(p.startswith(("/", "~")) for p in paths):
@@ -436,6 +447,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
     credentials: list[str] = []
     limits = SandboxLimits()
     pin_hook_code = True
+    home: Literal["hidden", "visible"] = "hidden"
     flags = {"hooks": False, "mcp": False}
     user_flags = {"hooks": False, "mcp": False}
     for level, s in layers:
@@ -459,6 +471,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
             git = cast(Literal["read-only", "writable"], s.get("git", git))
             credentials.extend(p for p in cast(tuple[str, ...], s.get("credentials", ())) if p not in credentials)
             pin_hook_code = bool(s.get("pin_hook_code", pin_hook_code))
+            home = cast(Literal["hidden", "visible"], s.get("home", home))
             if "limits" in s:
                 limits = limits.model_copy(update=cast(dict[str, object], s["limits"]))
         for flag in ("hooks", "mcp"):
@@ -479,6 +492,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
         credentials=tuple(credentials),
         limits=limits,
         pin_hook_code=pin_hook_code,
+        home=home,
     )
 
 
