@@ -248,7 +248,7 @@ class BwrapBackend:
                     _hide(plan, path, root)
             for raw in request.readable:
                 path = Path(raw)
-                if path.is_file() and any(_inside(path, h) for h in hidden):
+                if path.is_file() and any(_inside(path, h) for h in [*hidden, *map(Path, request.hidden_homes)]):
                     plan.args += ["--ro-bind", raw, raw]
         except BaseException:
             PreparedCommand((), {}, tuple(plan.placeholders), lease).finish()
