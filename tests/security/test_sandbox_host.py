@@ -7,6 +7,7 @@ repository's `.cache/`): the sandbox has its own /tmp, so a path there would be 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -195,10 +196,8 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
         pass
     finally:
         for s in (source, sink):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 CONNECT = (
