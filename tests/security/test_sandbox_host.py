@@ -15,11 +15,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import cast
 
 import pytest
-from tests.security.test_sandbox import _stderr, _stdout, run_bash
+from tests.security.test_sandbox import run_bash
 from tests.support import postgres_cluster
 
 from bearagent.sandbox.probe import find_bwrap
@@ -69,6 +70,14 @@ STORES = [
     ".huggingface/token",
     ".gemini/oauth_creds.json",
 ]
+
+
+def _stdout(result: Mapping[str, object]) -> str:
+    return str(cast(Mapping[str, object], result.get("data") or {}).get("stdout", ""))
+
+
+def _stderr(result: Mapping[str, object]) -> str:
+    return str(cast(Mapping[str, object], result.get("data") or {}).get("stderr", ""))
 
 
 @pytest.fixture
