@@ -204,3 +204,44 @@ def test_changing_anything_the_hook_reaches_needs_a_new_trust_decision(tmp_path:
     path.write_text((path.read_text() if path.exists() else "") + "\n# changed\n")
     after = workspace_trust_surface(load(ws, home))
     assert after.digest() != before.digest(), f"changing {target} kept the trusted digest"
+
+
+# ---- stdio MCP servers: a start or restart never runs rewritten code ----------------------------------------
+
+
+@pytest.mark.parametrize("change", ["server", "imported"])
+def test_an_mcp_server_whose_code_changed_is_not_started(tmp_path: Path, change: str) -> None:
+    """The manager pins what a workspace server reaches when it is made (the run's start); a change before a start
+    (a restart after a crash, a retry) keeps the server from starting, with the file named."""
+    import asyncio
+    import shutil
+
+    from tests.support.mcp_servers import demo
+
+    from bearagent.domain.specs import McpServerSpec
+    from bearagent.mcp.manager import McpConnectionManager
+
+    ws = tmp_path / "ws"
+    (ws / "server").mkdir(parents=True)
+    shutil.copy(demo.DEMO_PATH, ws / "server" / "demo.py")
+    write(ws, "server/run.py", "import sys\nimport demo\n")
+    spec = McpServerSpec(
+        name="demo", transport="stdio", command=sys.executable, args=("server/demo.py", "stdio"), source="workspace"
+    )
+
+    async def start(edit: bool) -> str:
+        manager = McpConnectionManager([spec], dict(os.environ), ws)
+        try:
+            if edit:
+                target = ws / "server" / ("demo.py" if change == "server" else "anyio.py")
+                target.write_text("raise SystemExit('pwned')\n" if change == "server" else "")
+            await manager.start_all(background_retry=False)
+            status = manager.server_status("demo")
+            return f"{status.state} {status.last_error}"
+        finally:
+            await manager.aclose()
+
+    assert asyncio.run(start(False)).startswith("ready")
+    refused = asyncio.run(start(True))
+    assert refused.startswith("failed") and "changed during the run" in refused, refused
+    assert ("server/demo.py" if change == "server" else "server/anyio.py") in refused

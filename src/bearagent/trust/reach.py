@@ -221,24 +221,29 @@ def reached_files(
 
 @dataclass
 class CodePins:
-    """What each command hook reached when the run started, to compare with right before each execution."""
+    """What each command hook or stdio MCP server reached when the run started, to compare with right before each
+    execution (or start, or restart)."""
 
     root: Path
     env: Mapping[str, str]
     pins: dict[tuple[str, ...], dict[str, str]] = field(default_factory=dict[tuple[str, ...], dict[str, str]])
 
-    def pin(self, words: Sequence[str]) -> None:
-        key = tuple(words)
+    def pin(self, words: Sequence[str], cwd: Path | None = None) -> None:
+        key = (str(cwd or ""), *words)
         if key not in self.pins:
-            self.pins[key] = reached_files(words, self.root, env=self.env)
+            self.pins[key] = reached_files(words, self.root, cwd=cwd, env=self.env)
 
-    def changed(self, words: Sequence[str]) -> str | None:
+    def changed(self, words: Sequence[str], cwd: Path | None = None) -> str | None:
         """The first reached file that differs from the pinned state (changed, created or removed), or None."""
-        key = tuple(words)
-        pinned = self.pins.get(key)
+        pinned = self.pins.get((str(cwd or ""), *words))
         if pinned is None:
             return None
-        now = reached_files(words, self.root, env=self.env)
+        now = reached_files(words, self.root, cwd=cwd, env=self.env)
         differ = [rel for rel in sorted(set(pinned) | set(now)) if pinned.get(rel) != now.get(rel)]
-        real = [rel for rel in differ if not (self.root / rel).is_symlink()]  # name the file, not a link to it
-        return (real or differ or [None])[0]
+
+        def rank(rel: str) -> tuple[int, int]:
+            before, after = pinned.get(rel, MISSING), now.get(rel, MISSING)
+            kind = 0 if MISSING not in (before, after) else 1 if after != MISSING else 2  # changed, created, gone
+            return kind, int((self.root / rel).is_symlink())  # name the file, not a link to it
+
+        return min(differ, key=rank) if differ else None
