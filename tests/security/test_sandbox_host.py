@@ -300,3 +300,31 @@ def test_a_memory_hog_is_stopped_and_the_run_continues(tmp_path: Path, home: Pat
 def test_the_limits_are_on_by_default(tmp_path: Path, home: Path) -> None:
     results = run_bash(tmp_path / "ws", home, ["ulimit -u; ulimit -d; ulimit -f"])
     assert _stdout(results[0]).split() == ["1024", str((8 << 30) // 1024), str((16 << 30) // 1024)]
+
+
+# ---- the user-only settings --------------------------------------------------------------------------------
+
+
+def test_a_workspace_cannot_set_the_user_only_sandbox_keys() -> None:
+    from bearagent.sandbox.settings import SandboxLimits, merge_sandbox, parse_sandbox
+
+    workspace = {
+        "git": "writable",
+        "home": "visible",
+        "credentials": ["~/x"],
+        "limits": "off",
+        "pin_hook_code": False,
+    }
+    parsed, problems = parse_sandbox(workspace, level="workspace")
+    assert parsed == {}
+    assert sorted(p.field for p in problems) == sorted(f"sandbox.{k}" for k in workspace)
+    assert all("user config" in p.message and "config.yaml" in p.fix for p in problems)
+    user, user_problems = parse_sandbox(
+        {"git": "writable", "limits": {"processes": 64, "memory": "512M", "file_size": "off"}}, level="user"
+    )
+    assert user_problems == []
+    merged = merge_sandbox([("user", user), ("workspace", parsed)])
+    assert merged.git == "writable" and merged.home == "hidden" and merged.pin_hook_code
+    assert merged.limits == SandboxLimits(processes=64, memory=512 << 20, file_size=None)
+    _, bad = parse_sandbox({"limits": {"processes": 2, "memory": "lots"}}, level="user")
+    assert [p.field for p in bad] == ["sandbox.limits.processes", "sandbox.limits.memory"]
