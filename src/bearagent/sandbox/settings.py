@@ -12,7 +12,7 @@ sandbox:
   git: read-only                    # read-only (default) | writable (user config only: `.git` writable but for
                                     # config and hooks, so `git commit` works inside)
   credentials: [~/.my-tool/token]   # more credential stores to hide (user config only; added to the built-in list)
-  limits: {processes: 512, memory: 4G, file_size: 4G}   # per call (user config only; `off` for none)
+  limits: {processes: 1024, memory: 8G, file_size: 16G}  # per call (user config only; `off` for none)
   home: hidden                      # visible (user config only): the home readable but for the credential stores
   pin_hook_code: true               # false (user config only): do not re-check a command hook's code before each run
 shell_env:
@@ -23,6 +23,9 @@ shell_env:
 ```
 
 Parsing is lenient per field: a bad field is a problem naming the field and the fix, the other fields still apply.
+The module is over 400 lines because it is the one place that parses and merges every key of both sections (each
+key's rule beside its parsing); the limits' own parsing is `sandbox.limits`.
+
 Merging: the user config's `sandbox.mode` (and `network`) is a ceiling a workspace may tighten but never loosen
 (`allow` < a host list < `deny`; under a user host list a workspace list keeps only the hosts the user's covers);
 without a user value the workspace's applies; `hooks`/`mcp` only tighten, so they turn on from any file and the
@@ -35,13 +38,14 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast
 
 from pydantic import Field
 
 from bearagent.domain._base import DomainModel
 from bearagent.sandbox.env import is_secret_name
+from bearagent.sandbox.limits import SandboxLimits, parse_limits
+from bearagent.sandbox.problems import Problem
 
 SandboxMode: TypeAlias = Literal["workspace-write", "read-only", "off"]
 NetworkMode: TypeAlias = Literal["deny", "allow"]
@@ -123,63 +127,6 @@ def network_json(network: NetworkSetting) -> str | list[str]:
     return network if isinstance(network, str) else list(network)
 
 
-class SandboxLimits(DomainModel):
-    """Per-call resource limits inside the sandbox, applied to every process of the call (`sandbox.limits`): at most
-    `processes` processes (and threads) at once, `memory` bytes of data (heap) and `file_size` bytes per written
-    file for each process. None: no limit."""
-
-    processes: int | None = Field(default=1024, ge=8)
-    memory: int | None = Field(default=8 << 30, ge=16 << 20)
-    file_size: int | None = Field(default=16 << 30, ge=1 << 20)
-
-
-_SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)i?[bB]?\s*$")
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(value: object) -> int | None:
-    """`4G`, `512M`, `1048576` as bytes; None when it is none of these."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value > 0 else None
-    if isinstance(value, str):
-        match = _SIZE.match(value)
-        if match:
-            return int(match.group(1)) * _UNITS[match.group(2).lower()]
-    return None
-
-
-def _parse_limits(item: object, problems: list[Problem]) -> dict[str, int | None] | None:
-    where = "sandbox.limits"
-    fix = "write `limits: {processes: 512, memory: 4G, file_size: 4G}` (or `off` for a limit, `limits: off` for none)"
-    if item in ("off", False):
-        return {"processes": None, "memory": None, "file_size": None}
-    if not isinstance(item, dict):
-        problems.append(Problem(where, "must be a mapping or `off`", fix))
-        return None
-    out: dict[str, int | None] = {}
-    floors = {"processes": 8, "memory": 16 << 20, "file_size": 1 << 20}
-    for key, value in cast(dict[object, object], item).items():
-        name = str(key)
-        if name not in floors:
-            problems.append(Problem(f"{where}.{name}", "unknown limit", "known limits: processes, memory, file_size"))
-            continue
-        if value in ("off", False):
-            out[name] = None
-            continue
-        number = value if name == "processes" and isinstance(value, int) and not isinstance(value, bool) else None
-        if name != "processes":
-            number = parse_size(value)
-        if number is None or number < floors[name]:
-            problems.append(
-                Problem(f"{where}.{name}", f"{value!r} is not a valid limit (at least {floors[name]})", fix)
-            )
-            continue
-        out[name] = number
-    return out
-
-
 class SandboxSettings(DomainModel):
     """The merged `sandbox:` settings."""
 
@@ -219,16 +166,6 @@ class ShellEnvPolicy(DomainModel):
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     set: Mapping[str, str] = Field(default_factory=dict[str, str])
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One bad field of a section: `field` is dotted (`sandbox.network`), `fix` says what to write instead."""
-
-    field: str
-    message: str
-    fix: str
-    severity: Literal["error", "warning"] = "error"
 
 
 def _strings(value: object) -> tuple[str, ...] | None:
@@ -331,7 +268,8 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
             else:
                 out["credentials"] = paths
         elif name == "limits":
-            limits = _parse_limits(item, problems)
+            limits, limit_problems = parse_limits(item)
+            problems.extend(limit_problems)
             if limits is not None:
                 out["limits"] = limits
         elif name == "bwrap_path":
