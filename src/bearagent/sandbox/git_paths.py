@@ -253,9 +253,13 @@ def referenced_paths(configs: Iterable[Path], worktree: Path, env: Mapping[str, 
     return out
 
 
-def git_protected_paths(base: Path, env: Mapping[str, str], *, writable_git: bool = False) -> list[str]:
+def git_protected_paths(
+    base: Path, env: Mapping[str, str], *, writable_git: bool = False, nested: bool = True
+) -> list[str]:
     """The paths under `base` (relative, `/`-separated) that the sandbox makes read-only (or, missing, covers with
-    a placeholder) so that git neither reads a config nor runs a program a command wrote. `base` is real."""
+    a placeholder) so that git neither reads a config nor runs a program a command wrote. `base` is real. Without
+    `nested`, submodule paths and nested repositories are not looked for (the file tools refuse every `.git`
+    anyway: `tools.protected`)."""
     out: list[str] = list(WRITABLE_GIT) if writable_git else [".git"]
     dot_git = base / ".git"
     gitdirs: list[Path] = []
@@ -265,7 +269,7 @@ def git_protected_paths(base: Path, env: Mapping[str, str], *, writable_git: boo
             gitdirs += _repository_dirs(gitdir)
     elif not writable_git and not _inside_repository(base):
         out.append("HEAD")  # a bare repository at the top of a tree that is no repository
-    worktrees: list[tuple[Path, int]] = [(base, 0)]
+    worktrees: list[tuple[Path, int]] = [(base, 0)] if nested else []
     while worktrees:
         worktree, depth = worktrees.pop()
         if depth >= MAX_SUBMODULE_DEPTH:
@@ -281,11 +285,11 @@ def git_protected_paths(base: Path, env: Mapping[str, str], *, writable_git: boo
                 if gitdir is not None:
                     gitdirs += _repository_dirs(gitdir)
                 worktrees.append((sub, depth + 1))
-    for nested in _nested_dot_gits(base):
-        rel = _rel(nested.parent, base)
+    for dot_git_below in _nested_dot_gits(base) if nested else []:
+        rel = _rel(dot_git_below.parent, base)
         if rel is not None:
             out.append(f"{rel}/.git")
-        gitdir = _gitdir_of(nested)
+        gitdir = _gitdir_of(dot_git_below)
         if gitdir is not None:
             gitdirs += _repository_dirs(gitdir)
     for directory in gitdirs:
@@ -308,7 +312,7 @@ def git_control_reason(root: Path, rel: str) -> str | None:
     """Why the workspace-relative `rel` is a file git reads as configuration or runs (one of `git_protected_paths`
     of the workspace), for the file tools; None for an ordinary file."""
     wanted = rel.replace("\\", "/").strip("/").casefold()
-    for path in git_protected_paths(Path(os.path.realpath(root)), os.environ):
+    for path in git_protected_paths(Path(os.path.realpath(root)), os.environ, nested=False):
         key = path.casefold()
         if wanted == key or wanted.startswith(key + "/"):
             return f"git reads or runs {path} (a git config names it, or it is a repository's own)"
