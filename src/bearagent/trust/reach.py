@@ -7,9 +7,10 @@ nor what that script reaches. Starting from the command's words (a `sh -c` strin
 - a word that names an existing file inside the workspace (relative to the command's directory, or through `PATH`
   when the directory on `PATH` is inside the workspace), and, when it is a symlink (`node_modules/.bin/x`), its
   target;
-- in each such file: its `#!` interpreter (`.venv/bin/python`, `/usr/bin/env node`), every word that names a
-  workspace file relative to the file's directory or the workspace (sourced shell files, `sh -c` strings, scripts a
-  Makefile runs, `include`d makefiles), Python imports (`import a.b`, `from .x import y`, resolved next to the
+- in each such file: its `#!` interpreter (`.venv/bin/python`, `/usr/bin/env node`), sourced shell files
+  (`. lib`, `source lib`), and every word that names a workspace file relative to the file's directory or the
+  workspace when that file is code: a script by its extension (`.sh`, `.py`, `.js`, `.mk`, ...) or an executable
+  (a data file the script writes, `hook-log.jsonl`, is not followed; it changes at every run), Python imports (`import a.b`, `from .x import y`, resolved next to the
   file, at the workspace root and in the site-packages of a workspace virtual environment the file belongs to),
   and relative JavaScript `require`/`import` specifiers;
 - `make` also reaches the workspace's `Makefile` (or `-f FILE`).
@@ -40,6 +41,8 @@ _WORD = re.compile(r"[A-Za-z0-9_@%+=:,./~$-]+")
 _PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w, ]+)|import\s+([\w., ]+))", re.MULTILINE)
 _JS_SPEC = re.compile(r"""(?:require\s*\(\s*|import\s*\(\s*|from\s+|import\s+)["'](\.{1,2}/[^"'\n]+)["']""")
 _MAKE = ("make", "gmake")
+_CODE_NAME = re.compile(r"\.(sh|bash|zsh|py|js|mjs|cjs|ts|rb|pl|mk|mak|ps1)$")
+_SOURCED = re.compile(r"(?:^|[;&|({]|\bthen|\bdo)\s*(?:source|\.)\s+([^\s;&|)]+)", re.MULTILINE)
 _JS_EXTS = ("", ".js", ".mjs", ".cjs", ".ts", ".json", "/index.js", "/index.mjs")
 
 
@@ -94,22 +97,22 @@ class _Walk:
             self.add(real)
         return True
 
-    def word(self, word: str, bases: Iterable[Path]) -> None:
+    def word(self, word: str, bases: Iterable[Path], *, executable_only: bool = False) -> None:
         for var in _PROJECT_VARS:
             word = word.replace("${" + var + "}", str(self.root)).replace("$" + var, str(self.root))
         if word.startswith("-") and "=" in word:
             word = word.split("=", 1)[1]
         if not word or word.startswith("-") or len(word) > 4096:
             return
-        if word.startswith("/"):
-            self.add(Path(word))
-            return
-        if "/" not in word:
-            for directory in self.path_dirs:
-                if self.add(directory / word):
-                    return
-        for base in bases:
-            if self.add(base / word):
+        candidates = [Path(word)] if word.startswith("/") else []
+        if not candidates and "/" not in word:
+            candidates += [directory / word for directory in self.path_dirs]
+        if not word.startswith("/"):
+            candidates += [base / word for base in bases]
+        for candidate in candidates:
+            if executable_only and not os.access(candidate, os.X_OK):
+                continue
+            if self.add(candidate):
                 return
 
     def words(self, words: Sequence[str], bases: Sequence[Path]) -> None:
@@ -135,9 +138,13 @@ class _Walk:
         if text.startswith("#!"):
             self.words(split_words(text[2:].splitlines()[0]), bases)
         for match in _WORD.finditer(text):
-            word = match.group(0).strip(".,:;=")
-            if "/" in word or re.search(r"\.(sh|bash|py|js|mjs|cjs|ts|rb|pl|mk|mak|zsh)$", word):
+            word = match.group(0).strip(",:;=")
+            if _CODE_NAME.search(word):
                 self.word(word, bases)
+            elif "/" in word:
+                self.word(word, bases, executable_only=True)  # a data file the script writes is not code
+        for sourced in _SOURCED.findall(text):
+            self.word(sourced, bases)
         if path.suffix in (".py", "") or "python" in text[:200]:
             self._python(path, text)
         if path.suffix in (".js", ".mjs", ".cjs", ".ts") or "node" in text[:200]:
