@@ -304,7 +304,12 @@ def test_server_that_comes_up_later_adds_its_tools(tmp_path: Path) -> None:
     spec = stdio_spec("late", DEMO, command=str(launcher), args=())
 
     async def main() -> None:
-        m = McpConnectionManager([spec], os.environ, tmp_path, backoff_s=0.01, max_connect_attempts=100)
+        # the workspace is a sibling of the launcher's directory: a launcher created *inside* the workspace during
+        # the run would be refused (its code changed since the start: docs/security.md, "Hooks and the model's
+        # writes")
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        m = McpConnectionManager([spec], os.environ, workspace, backoff_s=0.01, max_connect_attempts=100)
         await m.start_all(retry_interval_s=0.2)  # failed servers are retried in the background
         try:
             assert m.server_status("late").state == "failed"

@@ -375,16 +375,29 @@ def test_read_only_mode_allows_nothing_but_the_private_tmp(tmp_path: Path, home:
     assert _stdout(results[1]).strip() == "ok"
 
 
-def test_git_status_and_commit_work_in_the_sandbox(tmp_path: Path, home: Path) -> None:
-    ws = tmp_path / "ws"
+def _git_repo(ws: Path) -> None:
     scripted_workspace(ws, "turns: []\n", agents=MAIN)
     for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
         subprocess.run(["git", "-C", str(ws), *args], check=True)
     (ws / "notes.md").write_text("notes\n")
+
+
+def test_git_status_works_and_commit_is_refused_by_default(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    _git_repo(ws)
+    results = run_bash(ws, home, ["git status --short", "git add notes.md; echo rc=$?"])
+    assert "?? notes.md" in _stdout(results[0])
+    assert "rc=128" in _stdout(results[1]) and "Read-only file system" in _stderr(results[1])
+
+
+def test_git_commit_works_in_the_sandbox_when_the_user_makes_git_writable(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    _git_repo(ws)
     results = run_bash(
         ws,
         home,
         ["git status --short && git add notes.md && git commit -qm 'from the sandbox' && git log --oneline -1"],
+        user_config="sandbox: {git: writable}\n",
     )
     assert results[0]["status"] == "succeeded", results[0]
     assert "from the sandbox" in _stdout(results[0])

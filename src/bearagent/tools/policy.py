@@ -28,6 +28,7 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.grant import ToolGrant
 from bearagent.domain.tools import SideEffect, ToolSpec
+from bearagent.sandbox.git_paths import git_control_reason
 from bearagent.tools.paths import PathRefused, WorkspacePaths
 from bearagent.tools.permissions import PATH_TOOLS, PermissionRule, PermissionRules, RuleError, RuleKind, RuleMatch
 from bearagent.tools.protected import protected_reason, protected_top, state_reason
@@ -181,7 +182,7 @@ class ToolPolicy:
                 rule=match.rule.raw,
             )
         if target is not None:
-            reason = protected_reason(target)
+            reason = protected_reason(target) or git_control_reason(root, target)
             if reason is not None:
                 return self._protected(spec, arguments, root, target, reason, match)
         elif self.extra_roots and (outside := extra_write_target(spec, arguments, self.extra_roots)) is not None:
