@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from bearagent.config.model import ExecutionPolicy
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
@@ -57,7 +58,10 @@ class WorkspaceEntry:
     root_path: Path
     kind: str = "project"
     external_ref: str | None = None
-    execution_policy: Mapping[str, object] = field(default_factory=dict[str, object])
+    execution_policy: ExecutionPolicy = "local"
+    """The policy in force (`config/execution.py`): `none` for a chat workspace or one marked so."""
+    declared_policy: ExecutionPolicy = "local"
+    """What the server config says for it (`workspaces[].execution_policy`), passed to every runtime it makes."""
     metadata: Mapping[str, object] = field(default_factory=dict[str, object])
     status: str = "active"
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -69,7 +73,7 @@ class WorkspaceEntry:
             "kind": self.kind,
             "status": self.status,
             "external_ref": self.external_ref,
-            "execution_policy": dict(self.execution_policy),
+            "execution_policy": self.execution_policy,
             "metadata": dict(self.metadata),
             "created_at": self.created_at.isoformat(),
             "updated_at": self.created_at.isoformat(),
@@ -131,7 +135,9 @@ class RunManager:
             from bearagent.workspace import load_workspace
 
             entry = self.workspaces[workspace_id]
-            loaded = load_workspace(entry.root_path, env=self._env, store=self._store)
+            loaded = load_workspace(
+                entry.root_path, env=self._env, store=self._store, execution_policy=entry.declared_policy
+            )
             runtime = WorkspaceRuntime(loaded, caller=subject)
             self._runtimes[key] = runtime
             for listener in tuple(self._listeners):

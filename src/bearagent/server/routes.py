@@ -107,8 +107,8 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         need(who, "runs:write")
         ws, _, record = await access.find_session(who, session_id)
         await room_for_a_run(who)
-        if ws.kind == "chat" and body.agent is not None:
-            raise ApiError(400, "invalid_request", "chat_agent", "a chat workspace serves prompts only")
+        # a chat workspace's session may pick an agent as the CLI's `-a` does: its prompt and model apply, its tools
+        # never run (execution_policy none: docs/config.md#execution_policy)
         options = RunOptions(
             agent=body.agent,
             model=body.model,

@@ -36,7 +36,7 @@ def check_trust(loaded: LoadedWorkspace) -> None:
 def check_hooks(loaded: LoadedWorkspace) -> None:
     """A hook that cannot run (missing or non-executable command, bad entry) must not silently disappear: a
     security gate would fail open. Such a workspace refuses to run until the hook entry is fixed."""
-    if loaded.config.kind == "chat" or not loaded.hooks.has_errors:
+    if loaded.config.execution_policy == "none" or not loaded.hooks.has_errors:
         return
     errors = [d for d in loaded.hooks.diagnostics if d.severity == "error"]
     first = errors[0]
