@@ -67,6 +67,19 @@ class RunOptions:
     run_id: RunId | None = None
     """The id the run gets (new by default): known up front, a live subscriber can follow the run from its start."""
     initiator_ref: str | None = None
-    """Who started the run (the HTTP caller's subject), recorded on it; None for a local run."""
+    """Who started the run (the HTTP caller's subject), recorded on it; None: the local user (`local_initiator`)."""
     auth_context: Mapping[str, JsonValue] | None = None
     """A snapshot of the caller context the run was started with (never a token), recorded on it."""
+
+
+def local_initiator() -> str:
+    """The `initiator_ref` of a run started on this machine (CLI, Python API): `local:<uid>` of the process's user
+    (`local:<name>` where there are no uids)."""
+    import os
+
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None:
+        return f"local:{getuid()}"
+    import getpass
+
+    return f"local:{getpass.getuser()}"

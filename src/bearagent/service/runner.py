@@ -30,7 +30,7 @@ from bearagent.domain.specs import AgentSpec
 from bearagent.service import admission
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
-from bearagent.service.run_types import RunOptions, RunResult
+from bearagent.service.run_types import RunOptions, RunResult, local_initiator
 from bearagent.service.session_hooks import SessionHookWiring
 from bearagent.service.sessions import SessionService
 from bearagent.trust.seals import Sealer
@@ -283,7 +283,7 @@ class WorkspaceRuntime:
             prelude=prelude,
             run_id=options.run_id,
             request=RunRequest(
-                initiator_ref=options.initiator_ref,
+                initiator_ref=options.initiator_ref or local_initiator(),
                 auth_context=options.auth_context,
                 model_override=options.model,
                 allowed_tools=options.allowed_tools,
