@@ -29,7 +29,7 @@ from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import RunCancelledV1
-from bearagent.domain.state import RunProjection
+from bearagent.domain.state import RunProjection, WorkspaceRecord
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.service.leases import is_self
 from bearagent.service.queue import pending_runs
@@ -110,6 +110,7 @@ class RunManager:
         `bearagent worker`); `resume_interrupted`: its worker also resumes interrupted runs (`runs.resume_on_start`);
         `store`: the server config's `store:`, for every workspace (None: each workspace's own choice)."""
         self.workspaces = dict(workspaces)
+        self.workspace_records: dict[str, WorkspaceRecord] = {}  # as stored at start (`workspace_records.py`)
         self._env = dict(env)
         self._store = store
         self._runtimes: dict[tuple[str, str], WorkspaceRuntime] = {}

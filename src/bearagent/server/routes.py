@@ -15,6 +15,7 @@ from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
 from bearagent.server.records import run_record, session_record
 from bearagent.server.shapes import ActionRunCreate, ApiError, RunAccepted, RunCreate, SessionCreate, not_found
+from bearagent.server.workspace_records import workspace_json
 from bearagent.service.runner import RunOptions
 
 CANCEL_WAIT_S = 5.0
@@ -45,7 +46,9 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
     @app.get("/v1/workspaces")
     async def list_workspaces(who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
         need(who, "runs:read")
-        return {"workspaces": [w.to_json(admin=who.has("admin")) for w in access.visible(who)]}
+        records = manager.workspace_records
+        admin = who.has("admin")
+        return {"workspaces": [workspace_json(w, records.get(w.id), admin=admin) for w in access.visible(who)]}
 
     # ---- sessions ----
 
