@@ -41,6 +41,7 @@ async def run_record(
             if run.request is not None and run.request.auth_context is not None
             else None,
             "metadata": {
+                **(thaw_json_mapping(run.request.metadata) if run.request is not None and run.request.metadata else {}),
                 "model_ref": created.get("model_ref"),
                 "depth": created.get("depth", 0),
                 "prompt_hash": created.get("prompt_hash"),

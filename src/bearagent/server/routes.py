@@ -120,6 +120,7 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
             wait_approvals=body.wait_approvals,
             initiator_ref=who.subject_ref,
             auth_context=who.snapshot(),
+            metadata=body.metadata,
         )
         run = await manager.start(ws.id, who.subject_ref, body.prompt, options, strategy=body.strategy)
         return RunAccepted(run_id=str(run.run_id), status=run.status)

@@ -30,7 +30,7 @@ from bearagent.domain.specs import AgentSpec
 from bearagent.service import admission
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
-from bearagent.service.run_types import RunOptions, RunResult, local_initiator
+from bearagent.service.run_types import RunOptions, RunResult, local_initiator, run_metadata
 from bearagent.service.session_hooks import SessionHookWiring
 from bearagent.service.sessions import SessionService
 from bearagent.trust.seals import Sealer
@@ -242,6 +242,7 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "empty_prompt", "the prompt is empty"),
                 hint='pass the task as an argument: bearagent run "..." (or `-` to read it from stdin)',
             )
+        options = replace(options, metadata=run_metadata(options.metadata))  # refused before anything is recorded
         self.check_guards()
         self.check_trust()
         self.check_hooks()
@@ -285,6 +286,7 @@ class WorkspaceRuntime:
             request=RunRequest(
                 initiator_ref=options.initiator_ref or local_initiator(),
                 auth_context=options.auth_context,
+                metadata=options.metadata,
                 model_override=options.model,
                 allowed_tools=options.allowed_tools,
                 wait_approvals=options.wait_approvals,
