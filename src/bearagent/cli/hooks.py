@@ -25,6 +25,7 @@ from bearagent.domain.errors import BearAgentError
 from bearagent.domain.run_events import HookExecutedV1
 from bearagent.domain.specs import HookEventName, HookMatcherSpec
 from bearagent.hooks.bridge import assemble_hook_groups
+from bearagent.hooks.capability_view import declared, effective, label
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
 from bearagent.hooks.hook_input import CommonInput
 from bearagent.hooks.runners import PythonHookFunction, describe_handler
@@ -103,7 +104,7 @@ def _print_diagnostics(diagnostics: tuple[Diagnostic, ...]) -> None:
         click.echo(diagnostic.render(), err=True)
 
 
-def _list_rows(ws: HookWorkspace) -> list[dict[str, JsonValue]]:
+def hook_rows(ws: HookWorkspace) -> list[dict[str, JsonValue]]:
     rows: list[dict[str, JsonValue]] = []
     for group in ws.groups:
         for spec in group.hooks:
@@ -116,7 +117,9 @@ def _list_rows(ws: HookWorkspace) -> list[dict[str, JsonValue]]:
                     "source": group.source or group.level,
                     "level": group.level,
                     "agent": group.agent,
-                    "capabilities": sorted(spec.capabilities),
+                    "capabilities": effective(spec),
+                    "capabilities_declared": declared(spec),
+                    "capabilities_label": label(spec),
                     "on_failure": spec.on_failure,
                     "timeout_s": spec.timeout_s,
                 }
@@ -164,7 +167,7 @@ def make_hooks_group(loader: HookWorkspaceLoader) -> click.Group:
         """Every configured hook: event, matcher, handler, source, capabilities, on_failure."""
         ws = loader(workspace)
         _print_diagnostics(ws.diagnostics)
-        rows = _list_rows(ws)
+        rows = hook_rows(ws)
         if as_json:
             for row in rows:
                 click.echo(json.dumps(row, ensure_ascii=False))
@@ -176,7 +179,7 @@ def make_hooks_group(loader: HookWorkspaceLoader) -> click.Group:
             click.echo(f"note: these hooks never run here: {ws.refusal.info.message}")
         for row in rows:
             agent = f"  agent={row['agent']}" if row["agent"] else ""
-            caps = ",".join(cast(list[str], row["capabilities"])) or "none"
+            caps = row["capabilities_label"]
             click.echo(
                 f"{row['event']}  matcher={row['matcher']}  {row['handler']}  source={row['source']}  "
                 f"capabilities={caps}  on_failure={row['on_failure']}{agent}"
