@@ -246,6 +246,10 @@ class WorkspaceRuntime:
         self.check_guards()
         self.check_trust()
         self.check_hooks()
+        if options.session is None:  # a new session: nothing is written for a run that cannot start
+            admission.check_model(
+                self.loaded, self.require_agent(options.agent or self.loaded.config.default_agent), options.model
+            )
         await self.resources.recover()
         config = self.loaded.config
         agent_name = options.agent
