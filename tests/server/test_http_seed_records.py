@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.server.test_http_api import start, wait_for
@@ -36,7 +37,7 @@ def test_seed_names_and_run_metadata_over_http(tmp_path: Path) -> None:
             sid = session["id"]
             run = c.post(f"/v1/sessions/{sid}/runs", json={"prompt": "hi", "metadata": {"ticket": "T-1", "n": 2}})
             assert run.status_code == 202, run.text
-            record = wait_for(c, run.json()["run_id"])
+            record: dict[str, Any] = wait_for(c, run.json()["run_id"])
             assert record["metadata"]["ticket"] == "T-1" and record["metadata"]["n"] == 2
             assert record["metadata"]["model_ref"] == "workspace/scripted"  # the runtime's own keys stay
             assert record["error_code"] is None and record["error_message"] is None
@@ -55,7 +56,7 @@ def test_seed_names_and_run_metadata_over_http(tmp_path: Path) -> None:
             failing = c.post(
                 f"/v1/sessions/{sid}/runs", json={"prompt": "read", "budgets": {"max_model_iterations": 1}}
             )
-            failed = wait_for(c, failing.json()["run_id"], status="failed")
+            failed: dict[str, Any] = wait_for(c, failing.json()["run_id"], status="failed")
             assert failed["error_code"] == failed["error"]["code"] and failed["error_code"].startswith("budget.")
             assert failed["error_message"] == failed["error"]["message"]
     finally:
