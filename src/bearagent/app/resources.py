@@ -238,7 +238,7 @@ class Resources:
     async def mcp_manager(self) -> McpConnectionManager | None:
         """The session's MCP connections, started (in parallel) on first use; failures never fail the run. The
         connection manager is imported only for a session that has servers."""
-        if self.loaded.config.kind == "chat":
+        if self.loaded.config.execution_policy == "none":  # a chat workspace too: `config/execution.py`
             return None
         if self._mcp is None:
             specs = self.loaded.mcp.all()

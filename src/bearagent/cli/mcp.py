@@ -42,7 +42,8 @@ class McpCliWorkspace:
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     diagnostics: tuple[Diagnostic, ...] = ()
     check_trust: Callable[[], None] | None = None
-    """Raises `BearAgentError` when workspace-level servers may not run (untrusted workspace)."""
+    """Raises `BearAgentError` when servers may not run: none at all under execution_policy none (a chat workspace
+    too), workspace-level ones in an untrusted workspace."""
     sandbox: SandboxSettings | None = None
     """The merged sandbox settings (`mcp: true` starts stdio servers confined, as in a run); None = off."""
 
@@ -60,8 +61,10 @@ def load_mcp_workspace(workspace: Path | None) -> McpCliWorkspace:
 
     def check_trust() -> None:
         from bearagent.cli.hooks import load_hook_workspace
+        from bearagent.config.execution import require_execution
         from bearagent.trust import require_trust
 
+        require_execution(ws.config, "starting MCP servers")  # before anything starts, every level's server too
         if any(s.level == "workspace" for s in specs):
             require_trust(ws.root, load_hook_workspace(ws.root).surface)
 

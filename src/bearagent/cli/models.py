@@ -35,6 +35,8 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
     registry = ws.models
     default = registry.get(ws.config.default_model) if ws.config.default_model else None
     shown = problems(registry.diagnostics)
+    bare = registry.bare_shadowed()  # platform ref -> the workspace ref its bare name resolves to
+    hides = {w: p for p, w in bare.items()}
     if as_json:
         emit_json(
             {
@@ -50,6 +52,8 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
                         "path": r.path,
                         "default": default is not None and r.item.ref == default.ref,
                         "shadows": [{"source": c.source.id, "path": c.path} for c in r.shadows],
+                        "bare_name_shadows": hides.get(r.item.ref),
+                        "bare_name_resolves_to": bare.get(r.item.ref, r.item.ref),
                     }
                     for r in registry.entries()
                 ],
@@ -63,7 +67,12 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
             r.item.provider,
             r.item.model or "-",
             r.source.id,
-            ", ".join(c.source.id for c in r.shadows) or "-",
+            ", ".join(
+                [c.source.id for c in r.shadows]
+                + ([f"{hides[r.item.ref]} (bare name)"] if r.item.ref in hides else [])
+                + ([f"bare name is {bare[r.item.ref]}"] if r.item.ref in bare else [])
+            )
+            or "-",
         ]
         for r in registry.entries()
     ]

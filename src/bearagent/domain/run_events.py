@@ -81,6 +81,9 @@ class RunRequest(DomainModel):
     """Permission rules pre-approved for this run (a command's `allowed-tools`)."""
     wait_approvals: bool = False
     """With nobody attached to answer, an `ask` leaves the run waiting for an answer (else it is denied at once)."""
+    metadata: JsonObject | None = None
+    """The client's own fields for the run (seed 002's `Run.metadata`), bounded as error details are
+    (`domain.errors.bounded_details`, checked when the run is asked for)."""
 
 
 class RunCreatedV3(RunCreatedV2):

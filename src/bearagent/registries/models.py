@@ -74,6 +74,13 @@ class ModelRegistry:
     def refs(self) -> list[str]:
         return [e.ref for e in self.all()]
 
+    def bare_shadowed(self) -> dict[str, str]:
+        """`platform/<m>` -> `workspace/<m>` for every name both levels define: the bare name `m` resolves to the
+        workspace entry (`get`), so the platform one is reachable only by its full ref."""
+        return {
+            f"platform/{n}": f"workspace/{n}" for n in sorted(self._workspace.resolved) if n in self._platform.resolved
+        }
+
     def get(self, ref: str) -> ModelEntry | None:
         """Exact lookup of `workspace/x`, `platform/x`, or a bare name (workspace first)."""
         level, _, name = ref.partition("/")

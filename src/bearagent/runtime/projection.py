@@ -65,6 +65,8 @@ class Capabilities:
     agents: Mapping[str, AgentSpec]
     mcp_servers: Sequence[str]
     workspace_kind: Literal["project", "chat"] = "project"
+    execution_policy: Literal["local", "none"] = "local"
+    """`none` (a chat workspace, or one marked so: `config/execution.py`): no tool is projected."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +169,15 @@ def project_invocation(
                 agent, "agent.model_unresolved", "model", exc.info.message, exc.hint or "fix the model ref", "error"
             )
         )
-    if caps.workspace_kind == "chat":
+    if caps.workspace_kind == "chat" or caps.execution_policy == "none":
+        chat = caps.workspace_kind == "chat"
         diags.append(
             Diagnostic(
                 severity="info",
-                code="projection.chat",
-                message="chat workspace: no tools are projected",
+                code="projection.chat" if chat else "projection.no_execution",
+                message="chat workspace: no tools are projected"
+                if chat
+                else "execution_policy none: no tools are projected",
                 subject=agent.name,
             )
         )

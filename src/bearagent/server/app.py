@@ -29,6 +29,7 @@ from bearagent.server.feed import Feeds
 from bearagent.server.registry import RunManager
 from bearagent.server.shapes import STATUS_OF, ApiError, error_response
 from bearagent.server.sse import StreamSlots
+from bearagent.server.workspace_records import record_served
 
 _log = logging.getLogger("bearagent.server")
 
@@ -48,6 +49,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncGenerator[None]:
+        manager.workspace_records.update(await record_served(manager))
         manager.start_worker()
         if resume_on_start:  # runs interrupted by a crash (and answered waiting ones) continue here
             resumed = await manager.resume_interrupted()

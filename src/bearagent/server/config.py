@@ -88,7 +88,7 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         assert isinstance(ws_id, str)
         if ws_id in entries:
             raise _bad(path, f"workspace id {ws_id!r} is used twice", "give every workspace its own `id`")
-        entries[ws_id] = _entry(ws_id, root.resolve(), data)
+        entries[ws_id] = _entry(ws_id, root.resolve(), data, path=path, index=index)
     for directory in extra_dirs:
         root = directory.expanduser().resolve()
         ws_id = workspace_id_for(root, set(entries))
@@ -142,22 +142,33 @@ def _store(path: Path | None, value: object) -> StoreSettings:
     return StoreSettings.model_validate({**parsed, "source": str(path)})
 
 
-def _entry(ws_id: str, root: Path, data: Mapping[str, object]) -> WorkspaceEntry:
+def _entry(
+    ws_id: str, root: Path, data: Mapping[str, object], *, path: Path | None = None, index: int = 0
+) -> WorkspaceEntry:
+    """One served workspace. `execution_policy: none` marks it so (`config/execution.py`); the entry records the
+    policy in force (a chat workspace, or one whose own config says `none`, is `none` whatever the server says)."""
     from bearagent.workspace import load_workspace
 
-    kind = load_workspace(root).config.kind
+    policy = data.get("execution_policy", "local")
+    if policy not in ("local", "none"):
+        raise _bad(
+            path,
+            f"workspaces[{index}].execution_policy must be local or none, got {policy!r}",
+            "write `execution_policy: none` (no tools, MCP servers or hooks run) or remove the key",
+        )
+    config = load_workspace(root, execution_policy=policy).config
     name = data.get("name")
     ref = data.get("external_ref")
     meta = data.get("metadata")
-    policy = data.get("execution_policy")
     return WorkspaceEntry(
         id=ws_id,
         name=name if isinstance(name, str) else root.name,
         root_path=root,
-        kind=kind,
+        kind=config.kind,
         external_ref=ref if isinstance(ref, str) else None,
         metadata=cast(Mapping[str, object], meta) if isinstance(meta, dict) else {},
-        execution_policy=cast(Mapping[str, object], policy) if isinstance(policy, dict) else {},
+        execution_policy=config.execution_policy,
+        declared_policy=policy,
     )
 
 

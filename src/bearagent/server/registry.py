@@ -24,11 +24,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from bearagent.config.model import ExecutionPolicy
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import RunCancelledV1
-from bearagent.domain.state import RunProjection
+from bearagent.domain.state import RunProjection, WorkspaceRecord
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.service.leases import is_self
 from bearagent.service.queue import pending_runs
@@ -57,7 +58,10 @@ class WorkspaceEntry:
     root_path: Path
     kind: str = "project"
     external_ref: str | None = None
-    execution_policy: Mapping[str, object] = field(default_factory=dict[str, object])
+    execution_policy: ExecutionPolicy = "local"
+    """The policy in force (`config/execution.py`): `none` for a chat workspace or one marked so."""
+    declared_policy: ExecutionPolicy = "local"
+    """What the server config says for it (`workspaces[].execution_policy`), passed to every runtime it makes."""
     metadata: Mapping[str, object] = field(default_factory=dict[str, object])
     status: str = "active"
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -69,7 +73,7 @@ class WorkspaceEntry:
             "kind": self.kind,
             "status": self.status,
             "external_ref": self.external_ref,
-            "execution_policy": dict(self.execution_policy),
+            "execution_policy": self.execution_policy,
             "metadata": dict(self.metadata),
             "created_at": self.created_at.isoformat(),
             "updated_at": self.created_at.isoformat(),
@@ -106,6 +110,7 @@ class RunManager:
         `bearagent worker`); `resume_interrupted`: its worker also resumes interrupted runs (`runs.resume_on_start`);
         `store`: the server config's `store:`, for every workspace (None: each workspace's own choice)."""
         self.workspaces = dict(workspaces)
+        self.workspace_records: dict[str, WorkspaceRecord] = {}  # as stored at start (`workspace_records.py`)
         self._env = dict(env)
         self._store = store
         self._runtimes: dict[tuple[str, str], WorkspaceRuntime] = {}
@@ -131,7 +136,9 @@ class RunManager:
             from bearagent.workspace import load_workspace
 
             entry = self.workspaces[workspace_id]
-            loaded = load_workspace(entry.root_path, env=self._env, store=self._store)
+            loaded = load_workspace(
+                entry.root_path, env=self._env, store=self._store, execution_policy=entry.declared_policy
+            )
             runtime = WorkspaceRuntime(loaded, caller=subject)
             self._runtimes[key] = runtime
             for listener in tuple(self._listeners):

@@ -15,6 +15,7 @@ from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
 from bearagent.server.records import run_record, session_record
 from bearagent.server.shapes import ActionRunCreate, ApiError, RunAccepted, RunCreate, SessionCreate, not_found
+from bearagent.server.workspace_records import workspace_json
 from bearagent.service.runner import RunOptions
 
 CANCEL_WAIT_S = 5.0
@@ -45,7 +46,9 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
     @app.get("/v1/workspaces")
     async def list_workspaces(who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
         need(who, "runs:read")
-        return {"workspaces": [w.to_json(admin=who.has("admin")) for w in access.visible(who)]}
+        records = manager.workspace_records
+        admin = who.has("admin")
+        return {"workspaces": [workspace_json(w, records.get(w.id), admin=admin) for w in access.visible(who)]}
 
     # ---- sessions ----
 
@@ -107,8 +110,8 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         need(who, "runs:write")
         ws, _, record = await access.find_session(who, session_id)
         await room_for_a_run(who)
-        if ws.kind == "chat" and body.agent is not None:
-            raise ApiError(400, "invalid_request", "chat_agent", "a chat workspace serves prompts only")
+        # a chat workspace's session may pick an agent as the CLI's `-a` does: its prompt and model apply, its tools
+        # never run (execution_policy none: docs/config.md#execution_policy)
         options = RunOptions(
             agent=body.agent,
             model=body.model,
@@ -117,6 +120,7 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
             wait_approvals=body.wait_approvals,
             initiator_ref=who.subject_ref,
             auth_context=who.snapshot(),
+            metadata=body.metadata,
         )
         run = await manager.start(ws.id, who.subject_ref, body.prompt, options, strategy=body.strategy)
         return RunAccepted(run_id=str(run.run_id), status=run.status)

@@ -157,6 +157,7 @@ class AgentPlans:
                     shell_sandboxed=shell.active,
                     unsandboxed_reason=shell.unconfined_reason(),
                     workspace_kind=config.kind,
+                    execution_policy=config.execution_policy,
                 ),
                 parent_tools=parent_tools,
                 interceptor=interceptor,

@@ -136,5 +136,6 @@ def queued_request(run: RunProjection, events: Sequence[Event]) -> tuple[str, Ru
         run_id=run.run_id,
         initiator_ref=request.initiator_ref,
         auth_context=request.auth_context,
+        metadata=request.metadata,
     )
     return created.goal, options

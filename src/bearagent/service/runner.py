@@ -30,7 +30,7 @@ from bearagent.domain.specs import AgentSpec
 from bearagent.service import admission
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
-from bearagent.service.run_types import RunOptions, RunResult
+from bearagent.service.run_types import RunOptions, RunResult, local_initiator, run_metadata
 from bearagent.service.session_hooks import SessionHookWiring
 from bearagent.service.sessions import SessionService
 from bearagent.trust.seals import Sealer
@@ -242,9 +242,14 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "empty_prompt", "the prompt is empty"),
                 hint='pass the task as an argument: bearagent run "..." (or `-` to read it from stdin)',
             )
+        options = replace(options, metadata=run_metadata(options.metadata))  # refused before anything is recorded
         self.check_guards()
         self.check_trust()
         self.check_hooks()
+        if options.session is None:  # a new session: nothing is written for a run that cannot start
+            admission.check_model(
+                self.loaded, self.require_agent(options.agent or self.loaded.config.default_agent), options.model
+            )
         await self.resources.recover()
         config = self.loaded.config
         agent_name = options.agent
@@ -283,8 +288,9 @@ class WorkspaceRuntime:
             prelude=prelude,
             run_id=options.run_id,
             request=RunRequest(
-                initiator_ref=options.initiator_ref,
+                initiator_ref=options.initiator_ref or local_initiator(),
                 auth_context=options.auth_context,
+                metadata=options.metadata,
                 model_override=options.model,
                 allowed_tools=options.allowed_tools,
                 wait_approvals=options.wait_approvals,

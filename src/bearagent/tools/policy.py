@@ -36,6 +36,7 @@ from bearagent.tools.shell_split import split_commands
 
 PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
 WorkspaceKind: TypeAlias = Literal["project", "chat"]
+ExecutionPolicy: TypeAlias = Literal["local", "none"]
 DEFAULT_PERMISSION_MODE: PermissionMode = "acceptEdits"
 PERMISSION_MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 _MODE_ALIASES: Mapping[str, PermissionMode] = {
@@ -118,6 +119,7 @@ class ToolPolicy:
         mode: PermissionMode = DEFAULT_PERMISSION_MODE,
         grant: ToolGrant | None = None,
         workspace_kind: WorkspaceKind = "project",
+        execution_policy: ExecutionPolicy = "local",
         root: Path | None = None,
         shell_sandboxed: bool = False,
         user_bypass: bool = False,
@@ -127,6 +129,7 @@ class ToolPolicy:
         self.mode: PermissionMode = mode
         self.extra_roots = extra_roots
         self.workspace_kind: WorkspaceKind = workspace_kind
+        self.execution_policy: ExecutionPolicy = execution_policy
         self.grant = grant if grant is not None else ToolGrant()
         self.shell_sandboxed = shell_sandboxed
         self.user_bypass = user_bypass
@@ -142,7 +145,7 @@ class ToolPolicy:
 
     def available(self, tool_name: str) -> bool:
         """Whether the agent's grant lets it see this tool at all."""
-        if self.workspace_kind == "chat":
+        if self.workspace_kind == "chat" or self.execution_policy == "none":
             return False
         return self.grant.permits(tool_name)
 
@@ -157,6 +160,12 @@ class ToolPolicy:
                 "deny",
                 f"{name} is not available: this is a chat workspace (kind: chat), which has no tools. "
                 "To use tools, run in a project workspace (set 'kind: project' in .bearagent/config.yaml).",
+            )
+        if self.execution_policy == "none":
+            return PolicyDecision(
+                "deny",
+                f"{name} is not available: this workspace's execution_policy is none, so no tool runs here. "
+                "To use tools, remove `execution_policy: none` from its configuration (or the server config).",
             )
         if not self.available(name):
             return PolicyDecision(

@@ -9,6 +9,7 @@ from typing import cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.specs import HOOK_HANDLER_EXTENSIONS, HookMatcherSpec, McpServerSpec
+from bearagent.hooks.capability_view import label as capability_label
 from bearagent.trust.collector import Collector, line_containing, split_command
 
 
@@ -40,6 +41,9 @@ def hook_group(c: Collector, group: HookMatcherSpec, *, owner: str = "") -> None
         }
         summary = f"{spec.type} hook on {group.event}" + (f" ({group.matcher})" if group.matcher else "")
         summary += f" runs {what[:120]!r}" if what else ""
+        summary += (
+            f"; capabilities: {capability_label(spec)}"  # shown, not part of the digest (`hooks/capability_view.py`)
+        )
         c.add(
             "hook",
             key,
