@@ -125,10 +125,16 @@ async def seek_provider(
 
 
 async def resume_run(
-    runtime: WorkspaceRuntime, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True
+    runtime: WorkspaceRuntime,
+    run_id: RunId,
+    observer: RunObserver | None = None,
+    *,
+    wait: bool = True,
+    caller: str = "local",
 ) -> RunResult:
     """Continue an interrupted run, or a waiting run whose approval was answered, to a terminal state (or to its
-    next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session."""
+    next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session;
+    `caller`: whose run it is."""
     runtime.check_guards()
     runtime.check_trust()
     runtime.check_hooks()
@@ -167,7 +173,7 @@ async def resume_run(
         preanswered: dict[ToolCallId, ApprovalChoice] = {}
         if in_flight is not None and in_flight.decision is not None:
             preanswered[in_flight.tool_call_id] = in_flight.decision  # pyright: ignore[reportArgumentType]
-        ask = runtime.broker(run.session_id, wait=True, preanswered=preanswered)
+        ask = runtime.broker(run.session_id, wait=True, preanswered=preanswered, caller=caller)
         remembered = await runtime.session_rules(run.session_id) if run.session_id is not None else ()
         if in_flight is not None and in_flight.decision == "allow_always" and in_flight.rule:
             remembered = (*remembered, in_flight.rule)

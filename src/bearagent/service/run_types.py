@@ -70,3 +70,7 @@ class RunOptions:
     """Who started the run (the HTTP caller's subject), recorded on it; None for a local run."""
     auth_context: Mapping[str, JsonValue] | None = None
     """A snapshot of the caller context the run was started with (never a token), recorded on it."""
+    caller: str = "local"
+    """Who runs it: a new session is this caller's, `continue` takes this caller's latest one, and an answer given
+    by an attached asker is recorded as this caller's. The caller travels with the run, so one workspace service
+    serves every caller."""
