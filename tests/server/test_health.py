@@ -183,8 +183,7 @@ class _Manager:
         self._loaded = loaded
         self.worker = Worker(lambda: [], lambda ws: cast(Any, None), concurrency=0)
 
-    def runtime(self, workspace_id: str, subject: str) -> object:
-        assert subject == "local"
+    def runtime(self, workspace_id: str) -> object:
         return type("Runtime", (), {"loaded": self._loaded})()
 
 

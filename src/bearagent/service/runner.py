@@ -164,20 +164,15 @@ class WorkspaceRuntime:
         return await self._execute(prepared, observer, None)
 
     async def enqueue(self, prompt: str, options: RunOptions | None = None) -> RunProjection:
-        """Record a run of `prompt` without executing it (`queued`, RunCreated only) and return its record; a worker
-        (`worker.py`) starts it, after the earlier runs of its session. Configuration errors (untrusted workspace,
-        unknown agent, …) raise here, before anything is recorded."""
+        """Record a run of `prompt` without executing it (`queued`, RunCreated v4 `planned: false` only) and return its
+        record; a worker (`worker.py`) plans and starts it, after the earlier runs of its session, and records its
+        plan then (RunStarted v3). Nothing is started to accept it (no MCP server, no provider: docs/store.md).
+        Configuration errors (untrusted workspace, unknown agent or model, a missing key, …) raise here, before
+        anything is recorded."""
         prepared = await self._prepare(prompt, options or RunOptions())
-        options = prepared.options
-        plan = await self.plan(
-            prepared.agent.name,
-            session_key=prepared.session_key,
-            model_override=options.model,
-            hooks=None,
-            extra_allow=options.allowed_tools,
-            ask=None,
-        )
-        recorder = await self.loop(hooks=None, observer=NullObserver()).create(self._spec(prepared, (), ()), plan)
+        self.plans.check_model(prepared.agent.name, prepared.options.model)
+        loop = self.loop(hooks=None, observer=NullObserver())
+        recorder = await loop.create_unplanned(self._spec(prepared, (), ()), prepared.agent.name)
         assert recorder.projection is not None
         return recorder.projection
 
@@ -339,7 +334,8 @@ class WorkspaceRuntime:
             if queued is None:
                 outcome = await loop.run(spec, plan, planner)
             else:
-                outcome = await loop.start(spec, plan, planner, loop.recorder_for(queued))
+                unplanned = queued.event_type == "RunCreated" and queued.payload.get("planned") is False
+                outcome = await loop.start(spec, plan, planner, loop.recorder_for(queued), record_plan=unplanned)
             if session is not None:
                 await self.store.save_session(
                     session.model_copy(
