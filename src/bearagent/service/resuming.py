@@ -24,6 +24,7 @@ from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.service.leases import is_self, owner_gone
 from bearagent.service.run_types import RunResult
+from bearagent.service.sessions import session_key as key_of
 
 if TYPE_CHECKING:
     from bearagent.service.runner import WorkspaceRuntime
@@ -142,7 +143,7 @@ async def resume_run(
     run = await _load(runtime, run_id)
     reason = _resumable(run)
     session = await runtime.store.fetch_session(run.session_id) if run.session_id is not None else None
-    session_key = str(run.session_id) if run.session_id is not None else f"detached:{run.run_id}"
+    session_key = key_of(run.session_id, run.run_id)
 
     async def go() -> RunResult:
         nonlocal run, reason

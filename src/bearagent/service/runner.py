@@ -32,7 +32,7 @@ from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
 from bearagent.service.run_types import RunOptions, RunResult
 from bearagent.service.session_hooks import SessionHookWiring
-from bearagent.service.sessions import SessionService
+from bearagent.service.sessions import SessionService, session_key
 from bearagent.trust.seals import Sealer
 from bearagent.workspace import LoadedWorkspace
 
@@ -260,10 +260,9 @@ class WorkspaceRuntime:
             )
         if options.run_id is None:  # known before the first event
             options = replace(options, run_id=self.ids.new(RunId))
-        session_key = str(session.session_id) if session is not None else f"detached:{self.ids.new(SessionId)}"
-        return _Prepared(
-            prompt, options, session, created, agent, self.budgets_for(agent, options.budgets), session_key
-        )
+        assert options.run_id is not None
+        key = session_key(session.session_id if session is not None else None, options.run_id)
+        return _Prepared(prompt, options, session, created, agent, self.budgets_for(agent, options.budgets), key)
 
     def _spec(self, prepared: _Prepared, history: Sequence[Message], prelude: Sequence[RunEventPayload]) -> RunSpec:
         options, session = prepared.options, prepared.session

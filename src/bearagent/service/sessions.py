@@ -16,6 +16,13 @@ from bearagent.runtime.history import history_from_events
 from bearagent.workspace import LoadedWorkspace
 
 
+def session_key(session_id: SessionId | None, run_id: RunId) -> str:
+    """The key a run's providers (one per session and model entry) and hook transcript are kept under: its
+    session's id, or `detached:{run_id}` for a run without a session; the same when the run starts and when it is
+    resumed, so a resumed detached run keeps its provider and transcript."""
+    return str(session_id) if session_id is not None else f"detached:{run_id}"
+
+
 class SessionService:
     def __init__(self, loaded: LoadedWorkspace, resources: Resources, clock: Clock, ids: IdGenerator) -> None:
         self.loaded = loaded

@@ -1,6 +1,7 @@
-"""A queued run is recorded before it is planned (RunCreated v4 `planned: false`) and planned by whoever starts it
-(RunStarted v3 carries the plan), so accepting a run starts no MCP server and builds no provider (issue 30,
-docs/store.md). The caller travels with the run (`RunOptions.caller`)."""
+"""The run service's single owners (issue 30): a queued run is recorded before it is planned (RunCreated v4
+`planned: false`) and planned by whoever starts it (RunStarted v3 carries the plan), so accepting a run starts no MCP
+server and builds no provider (docs/store.md); the caller travels with the run (`RunOptions.caller`); a run without a
+session is keyed `detached:{run_id}` when it starts and when it is resumed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.config_ws import load
-from tests.support.run_ws import agent_md, scripted_workspace
+from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.run_events import UNPLANNED_PROMPT_HASH, RunStartedV3
@@ -74,5 +75,43 @@ async def _unknown_model_refused(tmp_path: Path) -> None:
             await runtime.enqueue("say done", RunOptions(model="no-such-model"))
         assert "no-such-model" in caught.value.info.message
         assert await runtime.store.fetch_runs(limit=10) == []
+    finally:
+        await runtime.aclose()
+
+
+WRITE_SCRIPT = """
+turns:
+  - text: "Writing."
+    tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "made\\n"}}]
+  - text: "Done."
+"""
+
+
+def test_a_detached_run_stopped_and_resumed_keeps_its_provider_and_transcript_key(tmp_path: Path) -> None:
+    asyncio.run(_detached_resumed(tmp_path))
+
+
+async def _detached_resumed(tmp_path: Path) -> None:
+    from bearagent.service.resuming import answer_approval
+
+    agents = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
+    config = CONFIG + "permission_mode: default\n"
+    root = scripted_workspace(tmp_path / "ws", WRITE_SCRIPT, agents=agents, config=config)
+    runtime = WorkspaceRuntime(load(root, tmp_path / "home"))
+    try:  # a run without a session (not a message): its key is `detached:{run_id}` when it starts...
+        options = RunOptions(trigger_type="manual_action", trigger_ref="by-hand", wait_approvals=True)
+        waiting = await runtime.run("write it", options)
+        assert waiting.status == "waiting" and waiting.session_id is None
+        keys = {key for key, _ in runtime.resources._providers}  # pyright: ignore[reportPrivateUsage]
+        assert keys == {f"detached:{waiting.run_id}"}
+        run = await runtime.store.fetch_run(waiting.run_id)
+        assert run is not None and run.pending_approval is not None
+        approval = str(run.pending_approval.approval_id)
+        await answer_approval(runtime, waiting.run_id, approval, "allow_once", answered_by="tester")
+        resumed = await runtime.resume(waiting.run_id)
+        # ...and when it is resumed: the same provider went on to its next turn (no second one at turn 1)
+        assert resumed.status == "succeeded" and resumed.final == "Done.", resumed
+        keys = {key for key, _ in runtime.resources._providers}  # pyright: ignore[reportPrivateUsage]
+        assert keys == {f"detached:{waiting.run_id}"}
     finally:
         await runtime.aclose()
