@@ -443,11 +443,28 @@ class WorkspaceRuntime:
         model: str | None = None,
         run_id: RunId | None = None,
     ) -> RunResult:
-        """Render action `name` with `inputs` and run it with the action's agent (a detached run; `run_id`: the id it
-        gets, known up front so a subscriber can follow it from its start). A custom
-        command (`registries/commands.py`) takes its `arguments` input as typed; its `allowed-tools` are pre-approved
-        for this run, and a `model` that names no model entry leaves the agent's model. `model` (`-m`) wins over
-        both."""
+        """Run action `name` with `inputs` (`action_request`) with the action's agent (a detached run; `run_id`: the
+        id it gets, known up front so a subscriber can follow it from its start)."""
+        prompt, options = self.action_request(
+            name, inputs, trigger_type=trigger_type, budgets=budgets, model=model, run_id=run_id
+        )
+        return await self.run(prompt, options, observer)
+
+    def action_request(
+        self,
+        name: str,
+        inputs: Mapping[str, JsonValue],
+        *,
+        trigger_type: TriggerType = "manual_action",
+        budgets: Mapping[str, int] | None = None,
+        model: str | None = None,
+        run_id: RunId | None = None,
+    ) -> tuple[str, RunOptions]:
+        """The prompt and options of a run of action `name` with `inputs`: the one rule every face uses (the CLI's
+        `bearagent action run`, the HTTP route, an action tool's caller). The action is looked up by its name or
+        its namespaced name. A custom command (`registries/commands.py`) takes its `arguments` input as typed; its
+        `allowed-tools` are pre-approved for this run, and a `model` that names no model entry leaves the agent's
+        model. `model` (`-m`) wins over both."""
         action = self.loaded.actions.require(name)
         if action.kind == "command":
             arguments = inputs.get("arguments", "")
@@ -466,7 +483,7 @@ class WorkspaceRuntime:
             allowed_tools=action.allowed_tools,
             run_id=run_id,
         )
-        return await self.run(prompt, options, observer)
+        return prompt, options
 
 
 __all__ = [
