@@ -49,17 +49,8 @@ class AgentPlans:
         """The one context builder of the runtime's plans (system prompts, reminders, prompt hashes)."""
 
     def require_agent(self, name: str) -> AgentSpec:
-        agent = self._rt.loaded.agents.get(name)
-        if agent is None:
-            missing = self._rt.loaded.agents.why_missing(name)  # a file of that name that was skipped, or a duplicate
-            if missing is not None:
-                raise missing
-            available = ", ".join(a.name for a in self._rt.loaded.agents.all()) or "none"
-            raise BearAgentError(
-                ErrorInfo.of("not_found", "agent", f"there is no agent named {name!r}"),
-                hint=f"available agents: {available} (`bearagent agents list` shows where each comes from)",
-            )
-        return agent
+        """The agent named `name`; "no agent named X" is the registry's (`AgentRegistry.require`), said once."""
+        return self._rt.loaded.agents.require(name)
 
     def check_model(self, agent_name: str, model_override: str | None) -> None:
         """Raise what planning `agent_name` would raise about its model (none, an unknown entry, a missing key),
