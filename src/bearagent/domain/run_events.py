@@ -93,6 +93,28 @@ class RunCreatedV3(RunCreatedV2):
     request: RunRequest = Field(default_factory=RunRequest)
 
 
+class RunCreatedV4(RunCreatedV3):
+    """Adds `planned`. False: the run was recorded `queued` before it was planned (an API-only server records a run
+    without starting MCP servers or building providers), so this event's `prompt_hash` (`UNPLANNED_PROMPT_HASH`),
+    `tool_spec_versions` ({}) and `model_ref` (None) describe no plan; the worker that starts the run records its
+    plan in RunStarted v3. Read a run's plan with `run_plan_facts`."""
+
+    planned: bool = True
+
+
+UNPLANNED_PROMPT_HASH = "0" * 64
+"""The `prompt_hash` of a RunCreated v4 with `planned: false` (no system prompt was built yet)."""
+
+
+class RunPlanFacts(DomainModel):
+    """What the plan a run executes says, for audit, resume and replay: the hash of its system prompt, its tools'
+    spec versions and its model entry."""
+
+    prompt_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tool_spec_versions: FrozenStrMap = Field(default_factory=dict[str, str])
+    model_ref: str | None = Field(default=None, max_length=256)
+
+
 class RunStartedV1(RunEventPayload):
     pass
 
@@ -115,6 +137,22 @@ class RunStartedV2(RunEventPayload):
     """Adds the run's owner (its lease), so a later process can tell a live run from one whose process died."""
 
     owner: RunOwner
+
+
+class RunStartedV3(RunStartedV2):
+    """Adds the plan of a run recorded unplanned (RunCreated v4 `planned: false`), made by the worker that starts
+    it."""
+
+    plan: RunPlanFacts
+
+
+def run_plan_facts(created: RunCreatedV2, started: RunEventPayload | None = None) -> RunPlanFacts:
+    """A run's plan: its RunStarted v3's when it was recorded unplanned, else its RunCreated's."""
+    if isinstance(started, RunStartedV3):
+        return started.plan
+    return RunPlanFacts(
+        prompt_hash=created.prompt_hash, tool_spec_versions=created.tool_spec_versions, model_ref=created.model_ref
+    )
 
 
 class RunSucceededV1(RunEventPayload):
@@ -473,8 +511,10 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 1): RunCreatedV1,
     ("RunCreated", 2): RunCreatedV2,
     ("RunCreated", 3): RunCreatedV3,
+    ("RunCreated", 4): RunCreatedV4,
     ("RunStarted", 1): RunStartedV1,
     ("RunStarted", 2): RunStartedV2,
+    ("RunStarted", 3): RunStartedV3,
     ("RunInterrupted", 1): RunInterruptedV1,
     ("RunResumed", 1): RunResumedV1,
     ("ToolCallAbandoned", 1): ToolCallAbandonedV1,

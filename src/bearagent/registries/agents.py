@@ -141,7 +141,8 @@ class AgentRegistry(LayeredRegistry[AgentSpec]):
             raise missing
         raise BearAgentError(
             ErrorInfo.of("not_found", "agent", f"no agent named {name!r}" + suggestion(name, self.names())),
-            hint=f"available agents: {', '.join(self.names()) or 'none'}; `bearagent agents list` shows them",
+            hint=f"available agents: {', '.join(self.names()) or 'none'} (`bearagent agents list` shows where each "
+            "comes from)",
         )
 
 

@@ -44,7 +44,7 @@ def create_app(
     sse_idle_timeout_s: float = 300.0,
     resume_on_start: bool = False,
 ) -> FastAPI:
-    feeds = Feeds(lambda ws: manager.runtime(ws, "local").store, manager.runtimes_of)
+    feeds = Feeds(lambda ws: manager.runtime(ws).store, manager.runtimes_of)
     manager.on_runtime(feeds.runtime_made)
 
     @asynccontextmanager

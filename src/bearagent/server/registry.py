@@ -1,7 +1,9 @@
 """The workspaces a server serves (seed 002's Workspace entity) and the runs it accepts.
 
-Workspaces come from the server's own configuration (`--config FILE`, `-w DIR`), never from a request. Each caller
-gets its own `WorkspaceRuntime` per workspace (its `caller` is the subject, so sessions are the caller's own).
+Workspaces come from the server's own configuration (`--config FILE`, `-w DIR`), never from a request. The server
+keeps ONE `WorkspaceRuntime` per workspace, shared by every caller (one store handle, one writer, one set of MCP
+connections and providers); the caller travels with each run (`RunOptions.caller`, the subject), so sessions are
+still the caller's own.
 A run sent to the server is recorded `queued` at once (`WorkspaceRuntime.enqueue`) and executed by a worker
 (`service/worker.py`): the server's own in-process one (`serve --workers N`) or a `bearagent worker` process sharing the
 store. Runs of one session execute one at a time in submission order (`service/queue.py`). A second message to a session
@@ -19,7 +21,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeAlias
@@ -93,7 +95,7 @@ def workspace_id_for(path: Path, taken: set[str]) -> str:
 
 
 class RunManager:
-    """Runtimes per (workspace, caller), the runs this server accepted, and its in-process worker."""
+    """One runtime per workspace (for every caller), the runs this server accepted, and its in-process worker."""
 
     def __init__(
         self,
@@ -113,7 +115,7 @@ class RunManager:
         self.workspace_records: dict[str, WorkspaceRecord] = {}  # as stored at start (`workspace_records.py`)
         self._env = dict(env)
         self._store = store
-        self._runtimes: dict[tuple[str, str], WorkspaceRuntime] = {}
+        self._runtimes: dict[str, WorkspaceRuntime] = {}
         self._tasks: dict[RunId, asyncio.Task[RunResult]] = {}
         self._session_of: dict[RunId, str] = {}
         self._owner: dict[RunId, str] = {}
@@ -129,9 +131,9 @@ class RunManager:
         )
         self._worker_task: asyncio.Task[None] | None = None
 
-    def runtime(self, workspace_id: str, subject: str) -> WorkspaceRuntime:
-        key = (workspace_id, subject)
-        runtime = self._runtimes.get(key)
+    def runtime(self, workspace_id: str) -> WorkspaceRuntime:
+        """The workspace's one runtime, made on first use; every caller's runs go through it."""
+        runtime = self._runtimes.get(workspace_id)
         if runtime is None:
             from bearagent.workspace import load_workspace
 
@@ -139,15 +141,16 @@ class RunManager:
             loaded = load_workspace(
                 entry.root_path, env=self._env, store=self._store, execution_policy=entry.declared_policy
             )
-            runtime = WorkspaceRuntime(loaded, caller=subject)
-            self._runtimes[key] = runtime
+            runtime = WorkspaceRuntime(loaded)
+            self._runtimes[workspace_id] = runtime
             for listener in tuple(self._listeners):
                 listener(workspace_id, runtime)
         return runtime
 
     def runtimes_of(self, workspace_id: str) -> list[WorkspaceRuntime]:
-        """The runtimes this server made for a workspace so far (one per caller)."""
-        return [r for (ws, _), r in self._runtimes.items() if ws == workspace_id]
+        """The runtime this server made for a workspace, if it made it yet (a list: none or one)."""
+        runtime = self._runtimes.get(workspace_id)
+        return [runtime] if runtime is not None else []
 
     def on_runtime(self, listener: RuntimeListener) -> None:
         """Call `listener(workspace_id, runtime)` for every runtime made from now on (the workspace feed subscribes
@@ -176,7 +179,8 @@ class RunManager:
     ) -> RunProjection:
         """Record a run `queued` and wake the worker; return its record at once. Configuration errors (untrusted
         workspace, unknown agent, ...) raise here, before anything is recorded."""
-        runtime = self.runtime(workspace_id, subject)
+        runtime = self.runtime(workspace_id)
+        options = replace(options, caller=subject)
         session = options.session
         if session is not None and strategy != "enqueue":
             await self._settle(runtime, SessionId(session), subject, strategy)
@@ -275,7 +279,7 @@ class RunManager:
         answered (`runs.resume_on_start`): the worker resumes them, each as its session's caller."""
         found: list[RunId] = []
         for workspace_id in self.workspaces:
-            probe = self.runtime(workspace_id, "local")
+            probe = self.runtime(workspace_id)
             await probe.resources.recover()
             found += [p.run.run_id for p in await pending_runs(probe.store) if p.action == "resume"]
         self.worker.wake()
@@ -297,7 +301,7 @@ class RunManager:
             if self._owner.get(run_id) != subject:
                 continue
             if not self.is_running(run_id):
-                run = await self.runtime(workspace_id, "local").store.fetch_run(run_id)
+                run = await self.runtime(workspace_id).store.fetch_run(run_id)
                 if run is None or run.status in FINISHED:
                     self._open.pop(run_id, None)
                     continue

@@ -4,9 +4,12 @@ approvals: `approvals.py`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fastapi import FastAPI
 
 from bearagent.domain._base import thaw_json_mapping
+from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import SessionId
 from bearagent.domain.state import SessionRecord
 from bearagent.runtime.message_records import session_message_records
@@ -169,20 +172,14 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         ws = access.workspace(who, ws_id)
         await room_for_a_run(who)
         runtime = access.runtime_for(who, ws)
-        action = runtime.loaded.actions.get(name)
-        if action is None:
-            raise not_found("action", name)
-        from bearagent.registries.actions import render_action
-
-        prompt = render_action(action, body.inputs)
-        options = RunOptions(
-            agent=action.agent or runtime.loaded.config.default_agent,
-            model=action.model,
-            trigger_type="api_action",
-            trigger_ref=name,
-            wait_approvals=body.wait_approvals,
-            initiator_ref=who.subject_ref,
-            auth_context=who.snapshot(),
+        try:  # the same rule as `bearagent action run`: a command's rendering, model and allowed-tools
+            prompt, options = runtime.action_request(name, body.inputs, trigger_type="api_action")
+        except BearAgentError as exc:
+            if exc.info.code == "not_found.action":
+                raise not_found("action", name) from None
+            raise
+        options = replace(
+            options, wait_approvals=body.wait_approvals, initiator_ref=who.subject_ref, auth_context=who.snapshot()
         )
         run = await manager.start(ws.id, who.subject_ref, prompt, options)
         return RunAccepted(run_id=str(run.run_id), status=run.status)

@@ -39,7 +39,7 @@ async def record_served(manager: RunManager) -> dict[str, WorkspaceRecord]:
     kept: dict[str, WorkspaceRecord] = {}
     for key, entry in manager.workspaces.items():
         try:
-            kept[key] = await manager.runtime(key, "local").store.record_workspace(record_of(entry, now))
+            kept[key] = await manager.runtime(key).store.record_workspace(record_of(entry, now))
         except Exception as exc:  # a broken store must not stop the other workspaces from being served
             _log.warning("workspace %s: its record was not written (%s)", key, exc)
     return kept

@@ -24,6 +24,7 @@ from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.service.leases import is_self, owner_gone
 from bearagent.service.run_types import RunResult
+from bearagent.service.sessions import session_key as key_of
 
 if TYPE_CHECKING:
     from bearagent.service.runner import WorkspaceRuntime
@@ -125,10 +126,16 @@ async def seek_provider(
 
 
 async def resume_run(
-    runtime: WorkspaceRuntime, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True
+    runtime: WorkspaceRuntime,
+    run_id: RunId,
+    observer: RunObserver | None = None,
+    *,
+    wait: bool = True,
+    caller: str = "local",
 ) -> RunResult:
     """Continue an interrupted run, or a waiting run whose approval was answered, to a terminal state (or to its
-    next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session."""
+    next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session;
+    `caller`: whose run it is."""
     runtime.check_guards()
     runtime.check_trust()
     runtime.check_hooks()
@@ -136,7 +143,7 @@ async def resume_run(
     run = await _load(runtime, run_id)
     reason = _resumable(run)
     session = await runtime.store.fetch_session(run.session_id) if run.session_id is not None else None
-    session_key = str(run.session_id) if run.session_id is not None else f"detached:{run.run_id}"
+    session_key = key_of(run.session_id, run.run_id)
 
     async def go() -> RunResult:
         nonlocal run, reason
@@ -167,7 +174,7 @@ async def resume_run(
         preanswered: dict[ToolCallId, ApprovalChoice] = {}
         if in_flight is not None and in_flight.decision is not None:
             preanswered[in_flight.tool_call_id] = in_flight.decision  # pyright: ignore[reportArgumentType]
-        ask = runtime.broker(run.session_id, wait=True, preanswered=preanswered)
+        ask = runtime.broker(run.session_id, wait=True, preanswered=preanswered, caller=caller)
         remembered = await runtime.session_rules(run.session_id) if run.session_id is not None else ()
         if in_flight is not None and in_flight.decision == "allow_always" and in_flight.rule:
             remembered = (*remembered, in_flight.rule)

@@ -72,6 +72,10 @@ class RunOptions:
     """A snapshot of the caller context the run was started with (never a token), recorded on it."""
     metadata: Mapping[str, JsonValue] | None = None
     """The client's own fields for the run (seed 002's `Run.metadata`), recorded on it; bounded (`run_metadata`)."""
+    caller: str = "local"
+    """Who runs it: a new session is this caller's, `continue` takes this caller's latest one, and an answer given
+    by an attached asker is recorded as this caller's. The caller travels with the run, so one workspace service
+    serves every caller."""
 
 
 def local_initiator() -> str:
