@@ -25,7 +25,7 @@ from bearagent.config.workspace import (
     skill_sources,
     user_config_dir,
 )
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.specs import ModelEntry
 from bearagent.plugins.builtin import BUILTIN_PLUGIN
 from bearagent.plugins.contributions import ProviderFactory
@@ -252,7 +252,7 @@ def _default_diagnostics(
                 source=str(where.path) if where else "",
                 line=where.line_of("default_agent") if where else None,
                 field="default_agent",
-                fix=f"use one of: {', '.join(agents.names()) or 'none'}",
+                fix=f"use one of: {name_list(agents.names()) or 'none'}",
             )
         )
     if config.default_model and models.get(config.default_model) is None:
@@ -264,7 +264,7 @@ def _default_diagnostics(
                 source=str(where.path) if where else "",
                 line=where.line_of("default_model") if where else None,
                 field="default_model",
-                fix=f"use one of: {', '.join(models.refs()) or 'none (add an entry under models:)'}",
+                fix=f"use one of: {name_list(models.refs()) or 'none (add an entry under models:)'}",
             )
         )
     return out

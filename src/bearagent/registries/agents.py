@@ -24,7 +24,7 @@ from bearagent.config.files import FrontmatterDoc, suggestion
 from bearagent.config.layers import Candidate
 from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import NAME_RE, AgentSpec, HookMatcherSpec, suggest_name
 from bearagent.registries._base import (
@@ -141,7 +141,7 @@ class AgentRegistry(LayeredRegistry[AgentSpec]):
             raise missing
         raise BearAgentError(
             ErrorInfo.of("not_found", "agent", f"no agent named {name!r}" + suggestion(name, self.names())),
-            hint=f"available agents: {', '.join(self.names()) or 'none'}; `bearagent agents list` shows them",
+            hint=f"available agents: {name_list(self.names()) or 'none'}; `bearagent agents list` shows them",
         )
 
 

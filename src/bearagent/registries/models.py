@@ -13,7 +13,7 @@ from bearagent.config.env import expand_env
 from bearagent.config.files import YamlDoc, did_you_mean, suggestion
 from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
 from bearagent.config.workspace import Source, config_file_source, contribution_source
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import Level, ModelEntry
 from bearagent.registries._base import entry_reporter, first_error, unknown_key
@@ -92,7 +92,7 @@ class ModelRegistry:
             return entry
         candidates = [*self.refs(), *(e.name for e in self.all())]
         close = sorted({c for c in candidates if did_you_mean(ref.split("/")[-1], [c.split("/")[-1]])})
-        listing = ", ".join(self.refs()) or "none are configured"
+        listing = name_list(self.refs()) or "none are configured"
         raise BearAgentError(
             ErrorInfo.of(
                 "configuration",

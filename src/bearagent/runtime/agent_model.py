@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec, ModelEntry
 
@@ -81,7 +81,7 @@ def resolve_agent_model(
         ),
         hint="set `default_model: <entry>` in .bearagent/config.yaml (or `model:` in the agent file)"
         + (
-            f"; entries: {', '.join(e.ref for e in entries)}"
+            f"; entries: {name_list(e.ref for e in entries)}"
             if entries
             else "; `bearagent init` scaffolds a working config"
         ),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
+from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.domain.tools import ToolSpec
@@ -54,7 +55,7 @@ class AgentPlans:
             missing = self._rt.loaded.agents.why_missing(name)  # a file of that name that was skipped, or a duplicate
             if missing is not None:
                 raise missing
-            available = ", ".join(a.name for a in self._rt.loaded.agents.all()) or "none"
+            available = name_list(a.name for a in self._rt.loaded.agents.all()) or "none"
             raise BearAgentError(
                 ErrorInfo.of("not_found", "agent", f"there is no agent named {name!r}"),
                 hint=f"available agents: {available} (`bearagent agents list` shows where each comes from)",
