@@ -202,7 +202,7 @@ def load_workspace(
     config = config.model_copy(update={"store": choose_store(config.store, environ, server=store)})
     plugin_dirs = plugin_dir_sources(contrib.agent_dirs, contrib.skill_dirs, diags)
 
-    models = load_models(files, contrib, builtin_plugin=BUILTIN_PLUGIN)
+    models = load_models(files, contrib, builtin_plugin=BUILTIN_PLUGIN, env=environ, default_model=config.default_model)
     agent_srcs = agent_sources(
         ws_root, user_dir, compat=compat, plugins=plugin_dirs.agents, builtin_dir=builtin_agents_dir()
     )

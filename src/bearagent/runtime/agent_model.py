@@ -23,6 +23,8 @@ class ModelLookup(Protocol):
 
     def all(self) -> list[ModelEntry]: ...
 
+    def only_entry(self) -> ModelEntry | None: ...
+
 
 def model_alias_message(ref: str) -> str:
     """The one wording of `agent.model_alias_inherited` (load time and projection agree, so the run-start summary
@@ -72,9 +74,10 @@ def resolve_agent_model(
         return parent_model, diags
     if default_model:
         return models.resolve(default_model, where="config.yaml: default_model"), diags
+    only = models.only_entry()
+    if only is not None:
+        return only, diags
     entries = models.all()
-    if len(entries) == 1:
-        return entries[0], diags
     raise BearAgentError(
         ErrorInfo.of(
             "configuration", "no_model", f"agent {agent.name!r} has no model and config.yaml sets no default_model"
