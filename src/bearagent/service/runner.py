@@ -242,9 +242,12 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "empty_prompt", "the prompt is empty"),
                 hint='pass the task as an argument: bearagent run "..." (or `-` to read it from stdin)',
             )
-        self.check_guards()
-        self.check_trust()
-        self.check_hooks()
+        from bearagent.service.preflight import refuse_if_any
+
+        # one preflight with `doctor`: guards, trust, hooks, the model's key (before anything is written)
+        refuse_if_any(
+            self.loaded, options.agent, model=options.model, check_key=not self.resources.has_provider_override
+        )
         await self.resources.recover()
         config = self.loaded.config
         agent_name = options.agent
