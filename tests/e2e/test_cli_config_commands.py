@@ -141,6 +141,9 @@ def test_init_scaffolds_a_working_workspace_and_refuses_to_overwrite(tmp_path: P
     tools = json.loads(run("tools", "list", "--json", cwd=root, home=home).stdout)
     assert tools["agent"] == "helper" and tools["model"] == "workspace/demo"
     assert [t["name"] for t in tools["tools"]][:3] == ["Read", "Glob", "Grep"]
+    # it can edit, as Claude Code's default agent can (issue 32: a read-only one broke commands that need Bash)
+    assert {"Edit", "Write", "Bash", "Skill", "Task"} <= {t["name"] for t in tools["tools"]}
+    assert not tools["diagnostics"], tools["diagnostics"]
     models = json.loads(run("models", "list", "--json", cwd=root, home=home).stdout)
     assert models["default_model"] == "workspace/demo"
     actions = json.loads(run("actions", "list", "--json", cwd=root, home=home).stdout)
