@@ -22,7 +22,7 @@ def _invoke(args: list[str], home: Path) -> Result:
     ("key", "guess"),
     [("tool", "tools"), ("disalowed_tools", "disallowed_tools"), ("permissionmode", "permissionMode")],
 )
-def test_a_misspelt_guarding_key_skips_the_agent_and_stops_the_run(tmp_path: Path, key: str, guess: str) -> None:
+def test_a_misspelt_guarding_key_skips_the_agent(tmp_path: Path, key: str, guess: str) -> None:
     root = tmp_path / "ws"
     write(root, ".bearagent/config.yaml", CONFIG)
     write(root, ".bearagent/script.yaml", 'turns:\n  - text: "hi"\n')
@@ -33,9 +33,9 @@ def test_a_misspelt_guarding_key_skips_the_agent_and_stops_the_run(tmp_path: Pat
     doctor = _invoke(["doctor", "-w", str(root)], tmp_path / "home")
     assert doctor.exit_code == 2
     assert f"did you mean {guess!r}" in doctor.output and "the agent was skipped" in doctor.output
-    run = _invoke(["run", "-w", str(root), "hello"], tmp_path / "home")
+    run = _invoke(["run", "-w", str(root), "-a", "main", "hello"], tmp_path / "home")
     assert run.exit_code != 0 and "hi" not in run.output.split("\n")
-    assert f"{key!r}" in run.output
+    assert "agent 'main' was not loaded" in run.output and f"{key!r}" in run.output
 
 
 def test_an_unknown_key_that_guards_nothing_stays_a_warning(tmp_path: Path) -> None:

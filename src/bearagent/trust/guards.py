@@ -5,8 +5,7 @@ skipped `config.yaml` takes its deny rules and hooks with it, and a skipped agen
 wider one of the same name run. So a run refuses to start while any of these is broken:
 - `config.yaml` (workspace or user) or `.mcp.json` that cannot be read or parsed;
 - a bad value in a guarding section (`permissions`, `permission_mode`) or a misspelt guarding key (`permisions:`);
-- an agent file that does not parse and declares hooks, permissions or tool lists;
-- an agent file with a misspelt guarding key (`tool:` for `tools:`): the agent is skipped, never run unlimited.
+- an agent file that does not parse and declares hooks, permissions or tool lists.
 """
 
 from __future__ import annotations
@@ -51,9 +50,6 @@ def guard_failures(diagnostics: Iterable[Diagnostic], agent_dirs: Sequence[Path]
                 d.code == "config.unknown_key" and _misspelt_guard(d)
             ):
                 out.append(d)
-            continue
-        if d.code == "agent.misspelt_guard":
-            out.append(d)  # skipped, so another definition of that name (a wider built-in) would run instead
             continue
         broken_agent = d.severity == "error" and d.code in FILE_FAILURES and _is_agent_file(d.source, agent_roots)
         if broken_agent and _declares_guards(Path(d.source)):
