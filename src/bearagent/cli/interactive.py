@@ -344,6 +344,7 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
             state.model = chosen
     elif name == "clear":
         state.session = None
+        state.totals = SessionTotals()  # the status line and /cost count the new session only
         console.print(Text("new session", style="magenta"))
     else:
         console.print(Text(visible(f"unknown command /{name}; /help lists the commands"), style="red"))
