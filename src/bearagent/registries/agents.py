@@ -198,8 +198,8 @@ def parse_agent(
                     "error",
                     "agent.misspelt_guard",
                     key,
-                    f"{message}; {guess!r} limits what the agent may do, so the agent was skipped rather than "
-                    "run without that limit",
+                    f"{message.removesuffix('; it is ignored')}; {guess!r} limits what the agent may do, so the "
+                    "agent was skipped rather than run without that limit",
                     fix,
                 )
                 misspelt_guard = True
