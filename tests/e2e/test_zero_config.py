@@ -73,6 +73,15 @@ def test_a_configured_sonnet_entry_overrides_the_table(tmp_path: Path) -> None:
     assert "claude-3-7-sonnet-latest" in rows["platform/sonnet"]
     assert "claude-haiku-4-5" in rows["platform/haiku"]  # the table's row for a name the user did not set
     assert "claude-opus-4-5" in rows["platform/opus"]
+    assert "platform/claude *" in result.stdout  # the one in use is marked
+
+
+def test_models_list_marks_the_zero_config_model_in_use(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    write(root, ".claude/agents/reviewer.md", REVIEWER)
+    result = _bearagent(["models", "list"], isolated_env(tmp_path / "home", ANTHROPIC_API_KEY="k"), root)
+    assert result.returncode == 0, result.stderr
+    assert "platform/claude *" in result.stdout and "platform/sonnet " in result.stdout
 
 
 def test_without_a_key_nothing_is_invented(tmp_path: Path) -> None:
