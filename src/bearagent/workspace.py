@@ -26,7 +26,7 @@ from bearagent.config.workspace import (
     skill_sources,
     user_config_dir,
 )
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.specs import ModelEntry
 from bearagent.plugins.builtin import BUILTIN_PLUGIN
 from bearagent.plugins.contributions import ProviderFactory
@@ -206,7 +206,7 @@ def load_workspace(
     config = config.model_copy(update={"store": choose_store(config.store, environ, server=store)})
     plugin_dirs = plugin_dir_sources(contrib.agent_dirs, contrib.skill_dirs, diags)
 
-    models = load_models(files, contrib, builtin_plugin=BUILTIN_PLUGIN)
+    models = load_models(files, contrib, builtin_plugin=BUILTIN_PLUGIN, env=environ, default_model=config.default_model)
     agent_srcs = agent_sources(
         ws_root, user_dir, compat=compat, plugins=plugin_dirs.agents, builtin_dir=builtin_agents_dir()
     )
@@ -259,7 +259,7 @@ def _default_diagnostics(
                 source=str(where.path) if where else "",
                 line=where.line_of("default_agent") if where else None,
                 field="default_agent",
-                fix=f"use one of: {', '.join(agents.names()) or 'none'}",
+                fix=f"use one of: {name_list(agents.names()) or 'none'}",
             )
         )
     if config.default_model and models.get(config.default_model) is None:
@@ -271,7 +271,7 @@ def _default_diagnostics(
                 source=str(where.path) if where else "",
                 line=where.line_of("default_model") if where else None,
                 field="default_model",
-                fix=f"use one of: {', '.join(models.refs()) or 'none (add an entry under models:)'}",
+                fix=f"use one of: {name_list(models.refs()) or 'none (add an entry under models:)'}",
             )
         )
     return out

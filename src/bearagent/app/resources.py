@@ -216,6 +216,11 @@ class Resources:
         self._recovered = True
         return await recover_interrupted(self.store, self.writer, self.clock, self.ids)
 
+    @property
+    def has_provider_override(self) -> bool:
+        """True when providers come from the embedder (tests, the Python API), not from the model entries."""
+        return self._provider_override is not None
+
     def provider(self, entry: ModelEntry, session_key: str) -> ModelProvider:
         if self._provider_override is not None:
             return self._provider_override(entry, session_key)

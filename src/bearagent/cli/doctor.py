@@ -62,6 +62,15 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
             if d not in seen and d.code != "projection.chat":
                 seen.add(d)
                 diags.append(d)
+    from bearagent.service.preflight import as_diagnostic, preflight
+
+    # what `run` would refuse, in its words (`service/preflight.py`: run raises the first of these)
+    where = str(ws.config_files[-1].path) if ws.config_files else str(ws.root)
+    for refusal in preflight(ws):
+        d = as_diagnostic(refusal, where)
+        if d not in seen:
+            seen.add(d)
+            diags.append(d)
     from bearagent.sandbox.probe import probe as probe_sandbox
     from bearagent.sandbox.settings import network_json, network_label
 

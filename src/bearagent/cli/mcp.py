@@ -22,6 +22,7 @@ import click
 
 from bearagent.cli._config_common import DESCRIPTION_CHARS, fail, print_table, short, workspace_option
 from bearagent.cli._groups import ListGroup
+from bearagent.domain.diagnostics import name_list
 
 if TYPE_CHECKING:
     from bearagent.domain.diagnostics import Diagnostic
@@ -179,7 +180,7 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             fail(
                 f"no MCP server named {server!r}{hint}",
-                f"`bearagent mcp list` shows the configured servers: {', '.join(names) or 'none'}",
+                f"`bearagent mcp list` shows the configured servers: {name_list(names) or 'none'}",
             )
 
         async def go() -> tuple[McpServerStatus, list[McpTool]]:

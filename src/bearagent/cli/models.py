@@ -33,7 +33,8 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
     """Every model entry with its ref, provider and source; the default model is marked."""
     ws = load(workspace)
     registry = ws.models
-    default = registry.get(ws.config.default_model) if ws.config.default_model else None
+    # the model in use: default_model, else the only configured entry (or the zero-config one beside its catalog)
+    default = registry.get(ws.config.default_model) if ws.config.default_model else registry.only_entry()
     shown = problems(registry.diagnostics)
     bare = registry.bare_shadowed()  # platform ref -> the workspace ref its bare name resolves to
     hides = {w: p for p, w in bare.items()}
@@ -78,7 +79,7 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
     ]
     print_table(["REF", "PROVIDER", "MODEL", "SOURCE", "SHADOWS"], rows)
     if default is not None:
-        click.echo("\n* default_model")
+        click.echo("\n* the model in use (default_model, else the only entry or the one from the environment)")
     print_diagnostics(shown, heading="\nproblems:")
 
 

@@ -121,7 +121,9 @@ def run(
         die_from(exc, debug=debug)
 
     def emit(event: StreamEventModel) -> None:
-        click.echo(encode_stream_event(event))
+        from bearagent.cli.pipe import echo_line
+
+        echo_line(encode_stream_event(event))  # `| head` closing the pipe ends the output quietly
 
     def emit_json(obj: object) -> None:
         import json

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonMapping
+from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import McpServerSpec
 from bearagent.domain.tools import ToolResult, ToolSpec
@@ -259,7 +260,7 @@ class McpConnectionManager:
         if slot is None:
             raise BearAgentError(
                 ErrorInfo.of("not_found", "mcp_server", f"no MCP server named {server!r}"),
-                hint=f"configured servers: {', '.join(self._slots) or '(none)'}; see `bearagent mcp list`",
+                hint=f"configured servers: {name_list(self._slots) or '(none)'}; see `bearagent mcp list`",
             )
         return slot
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.grant import ToolGrant
 from bearagent.domain.models import ToolDescriptor
@@ -261,7 +261,7 @@ def _granted_tools(
                     "agent.no_tools_resolved",
                     "tools",
                     "none of the names in `tools` is an available tool",
-                    f"available: {', '.join(sorted(caps.tools))}",
+                    f"available: {name_list(sorted(caps.tools))}",
                     "error",
                 )
             )
@@ -352,7 +352,7 @@ def _task_tool(
                 severity="info",
                 code="projection.task_listing_cut",
                 message=f"agent {agent.name!r}: the Task tool lists {len(cut)} agent(s) without their "
-                f"description (the listing is limited to {TASK_LISTING_CHARS:,} characters): {', '.join(cut)}",
+                f"description (the listing is limited to {TASK_LISTING_CHARS:,} characters): {name_list(cut)}",
                 source=agent.source,
                 subject=agent.name,
                 fix="shorten the descriptions of the agents, or narrow the agent's `subagents:` list",

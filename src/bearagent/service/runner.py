@@ -238,9 +238,12 @@ class WorkspaceRuntime:
                 hint='pass the task as an argument: bearagent run "..." (or `-` to read it from stdin)',
             )
         options = replace(options, metadata=run_metadata(options.metadata))  # refused before anything is recorded
-        self.check_guards()
-        self.check_trust()
-        self.check_hooks()
+        from bearagent.service.preflight import refuse_if_any
+
+        # one preflight with `doctor`: guards, trust, hooks, the model's key (before anything is written)
+        refuse_if_any(
+            self.loaded, options.agent, model=options.model, check_key=not self.resources.has_provider_override
+        )
         if options.session is None:  # a new session: nothing is written for a run that cannot start
             admission.check_model(
                 self.loaded, self.require_agent(options.agent or self.loaded.config.default_agent), options.model
