@@ -81,6 +81,9 @@ class RunRequest(DomainModel):
     """Permission rules pre-approved for this run (a command's `allowed-tools`)."""
     wait_approvals: bool = False
     """With nobody attached to answer, an `ask` leaves the run waiting for an answer (else it is denied at once)."""
+    seal: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The creating user's seal over the run's record (`trust/run_seals.py`): the log is a workspace file, so a
+    queued run starts, and an interrupted one resumes, only if this verifies with the executing user's key."""
 
 
 class RunCreatedV3(RunCreatedV2):

@@ -24,6 +24,7 @@ from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.service.leases import is_self, owner_gone
 from bearagent.service.run_types import RunResult
+from bearagent.trust.run_seals import check_created
 
 if TYPE_CHECKING:
     from bearagent.service.runner import WorkspaceRuntime
@@ -143,6 +144,7 @@ async def resume_run(
         run = await _load(runtime, run_id)  # again, under the session lock: another process may have resumed it
         reason = _resumable(run)
         events = list(await runtime.store.fetch_events(run_id))
+        check_created(runtime.seals, run_id, events)  # recorded by this user through BearAgent, not planted
         cursor = run_cursor(events)
         created_agent = run.agent_name or cursor.agent_name
         earlier: list[list[Event]] = []
