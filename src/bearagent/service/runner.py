@@ -220,7 +220,7 @@ class WorkspaceRuntime:
                 hint="its session's earlier runs go first; a worker takes it after them",
             )
         events = list(await self.store.fetch_events(run_id))
-        check_created(self.seals, run_id, events)  # recorded by this user through BearAgent, not planted
+        check_created(self.seals, run_id, events, caller=self.caller)  # recorded by this user, not planted
         prompt, options = queued_request(run, events)
         prepared = await self._prepare(prompt, options)
         return await self._execute(prepared, observer, events[0], locked=True)

@@ -90,9 +90,11 @@ def _refused(run_id: RunId, why: str) -> BearAgentError:
     )
 
 
-def check_created(sealer: Sealer, run_id: RunId, events: Sequence[Event]) -> None:
-    """Refuse (`permission`, `unsealed_run`) unless the run's `RunCreated` (its first event) carries this
-    user's seal over what it records."""
+def check_created(sealer: Sealer, run_id: RunId, events: Sequence[Event], *, caller: str = "local") -> RunCreatedV3:
+    """The run's `RunCreated` (its first event), once it verifies: it carries this user's seal over what it records,
+    and `caller` (the subject the executing runtime acts for) is the one that started it, or the local user. Else
+    refuse (`permission`, `unsealed_run`). Act on what this returns, never on a projection of the log (a row of the
+    file an attacker may edit apart from the event)."""
     first = events[0] if events else None
     if first is None or first.event_type != "RunCreated":
         raise _refused(run_id, "its log does not begin with its RunCreated")
@@ -119,3 +121,6 @@ def check_created(sealer: Sealer, run_id: RunId, events: Sequence[Event]) -> Non
         raise _refused(
             run_id, "its record's seal does not verify with your key (made by another user, or edited since)"
         )
+    if caller not in ("local", request.initiator_ref):
+        raise _refused(run_id, f"it was started by {request.initiator_ref or 'the local user'}, not by {caller}")
+    return created
