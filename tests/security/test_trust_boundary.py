@@ -436,6 +436,10 @@ def test_the_permission_mode_flag_is_the_users_own_and_outranks_every_file(tmp_p
         ("sandbox: {network: [pypi.org]}\n", "sandbox.network: [pypi.org] loosens the shell's confinement"),
         ("shell_env: {inherit: all}\n", "shell_env.inherit: all loosens the shell's confinement"),
         ("shell_env: {include: [OPENAI_API_KEY]}\n", "shell_env.include: OPENAI_API_KEY loosens"),
+        # any variable a workspace sets can run its code before every command (issue 28, item 4)
+        ("shell_env: {set: {BASH_ENV: ./evil.sh}}\n", "shell_env.set: BASH_ENV=./evil.sh loosens"),
+        ("shell_env: {set: {PATH: './bin:/usr/bin:/bin'}}\n", "shell_env.set: PATH=./bin:/usr/bin:/bin loosens"),
+        ("shell_env: {set: {CI: '1'}}\n", "shell_env.set: CI=1 loosens"),
     ],
 )
 def test_sandbox_loosening_needs_trust(tmp_path: Path, home: Path, config: str, item: str) -> None:
