@@ -447,7 +447,11 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         )
         if s.get("disable_bypass") is True:
             bypass_disabled_by = str(cf.path)
-        budgets.update(cast(dict[str, int], s.get("budgets", {})))
+        layer_budgets = cast(dict[str, int], s.get("budgets", {}))
+        if cf.level == "workspace":  # a workspace lowers the user's budgets (or the defaults), never raises them
+            ceiling_values = {**BudgetLimits().model_dump(), **budgets}
+            layer_budgets = {k: min(v, ceiling_values.get(k, v)) for k, v in layer_budgets.items()}
+        budgets.update(layer_budgets)
         allow_private = cast(
             bool, cast(dict[str, object], s.get("web_fetch", {})).get("allow_private_network", allow_private)
         )

@@ -109,6 +109,15 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         await room_for_a_run(who)
         if ws.kind == "chat" and body.agent is not None:
             raise ApiError(400, "invalid_request", "chat_agent", "a chat workspace serves prompts only")
+        above = access.runtime_for(who, ws).loaded.config.budgets.above(body.budgets)
+        if above:  # a caller lowers the budgets of the server's config, never raises them
+            raise ApiError(
+                403,
+                "permission",
+                "budget_above_ceiling",
+                f"budgets above this server's ceiling: {', '.join(above)}; ask for at most the ceiling "
+                "(the server operator's config sets it)",
+            )
         options = RunOptions(
             agent=body.agent,
             model=body.model,
