@@ -627,7 +627,12 @@ def test_bad_sandbox_values_are_errors_naming_file_line_and_fix(tmp_path: Path) 
 def test_loosening_lists_what_a_file_loosens() -> None:
     files_settings: dict[str, object] = {
         "sandbox": {"mode": "off", "network": "allow", "hide": ("~/x",)},
-        "shell_env": {"inherit": "all", "include": ("AWS_SECRET_KEY", "NODE_OPTIONS", "AWS_*"), "exclude": ("X",)},
+        "shell_env": {
+            "inherit": "all",
+            "include": ("AWS_SECRET_KEY", "NODE_OPTIONS", "AWS_*"),
+            "exclude": ("X",),
+            "set": {"BASH_ENV": "./x.sh", "CI": "1"},
+        },
     }
     assert loosening(files_settings) == [
         "sandbox.mode: off",
@@ -635,6 +640,8 @@ def test_loosening_lists_what_a_file_loosens() -> None:
         "shell_env.inherit: all",
         "shell_env.include: AWS_SECRET_KEY",
         "shell_env.include: AWS_*",
+        "shell_env.set: BASH_ENV=./x.sh",
+        "shell_env.set: CI=1",
     ]
     assert loosening({"sandbox": {"mode": "read-only"}, "shell_env": {"inherit": "none"}}) == []
 

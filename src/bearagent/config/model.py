@@ -18,6 +18,7 @@ from typing import Literal, cast, get_args
 from pydantic import Field
 
 from bearagent.config.files import YamlDoc, did_you_mean, load_yaml_mapping, unknown_key_diagnostics
+from bearagent.config.safe_read import stray_file
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain._base import DomainModel
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
@@ -162,6 +163,7 @@ def _string_list(value: object) -> tuple[str, ...] | None:
 def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) -> ConfigFile | None:
     """Parse one config.yaml; None if it does not exist or is unreadable (then a diagnostic says why)."""
     if not path.is_file():
+        stray_file(path, diagnostics, what="config.yaml")  # there but not a file: an error, never "absent"
         return None
     doc = load_yaml_mapping(path, diagnostics, what="config.yaml")
     cf = ConfigFile(path=path, level=level, doc=doc)
@@ -485,7 +487,11 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         )
         if s.get("disable_bypass") is True:
             bypass_disabled_by = str(cf.path)
-        budgets.update(cast(dict[str, int], s.get("budgets", {})))
+        layer_budgets = cast(dict[str, int], s.get("budgets", {}))
+        if cf.level == "workspace":  # a workspace lowers the user's budgets (or the defaults), never raises them
+            ceiling_values = {**BudgetLimits().model_dump(), **budgets}
+            layer_budgets = {k: min(v, ceiling_values.get(k, v)) for k, v in layer_budgets.items()}
+        budgets.update(layer_budgets)
         allow_private = cast(
             bool, cast(dict[str, object], s.get("web_fetch", {})).get("allow_private_network", allow_private)
         )

@@ -84,6 +84,9 @@ class RunRequest(DomainModel):
     metadata: JsonObject | None = None
     """The client's own fields for the run (seed 002's `Run.metadata`), bounded as error details are
     (`domain.errors.bounded_details`, checked when the run is asked for)."""
+    seal: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The creating user's seal over the run's record (`trust/run_seals.py`): the log is a workspace file, so a
+    queued run starts, and an interrupted one resumes, only if this verifies with the executing user's key."""
 
 
 class RunCreatedV3(RunCreatedV2):

@@ -458,7 +458,7 @@ def _include_loosens(pattern: str) -> bool:
 def loosening(settings: Mapping[str, object]) -> list[str]:
     """What one file's parsed settings (`ConfigFile.settings`: its `sandbox` and `shell_env` keys) loosen compared
     with the defaults, as short descriptions: `sandbox.mode: off`, `sandbox.network: allow` (or `[pypi.org]`), `shell_env.inherit:
-    all`, `shell_env.include: AWS_SECRET_KEY`. An empty list means the file only keeps or tightens the defaults."""
+    all`, `shell_env.include: AWS_SECRET_KEY`, `shell_env.set: BASH_ENV=./x`. An empty list means the file only keeps or tightens the defaults."""
     out: list[str] = []
     sandbox = cast(Mapping[str, object], settings.get("sandbox") or {})
     if sandbox.get("mode") == "off":
@@ -476,4 +476,8 @@ def loosening(settings: Mapping[str, object]) -> list[str]:
     for pattern in cast(tuple[str, ...], shell_env.get("include", ())):
         if _include_loosens(pattern):
             out.append(f"shell_env.include: {pattern}")
+    # every value a file sets: any variable can make the shell run the file's code first (BASH_ENV, PATH, ENV,
+    # LD_PRELOAD, PYTHONSTARTUP, GIT_* and many more), so none is harmless enough to skip trust for
+    for name, value in cast(Mapping[str, str], shell_env.get("set") or {}).items():
+        out.append(f"shell_env.set: {name}={value}")
     return out

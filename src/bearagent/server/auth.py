@@ -25,6 +25,7 @@ from typing import Literal, TypeAlias, cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.server.caller_metadata import collect, header_lookup, metadata_names
+from bearagent.server.subjects import subject_ref
 
 SCOPES: tuple[str, ...] = ("runs:read", "runs:write", "approvals:write", "actions:run", "admin")
 Scope: TypeAlias = Literal["runs:read", "runs:write", "approvals:write", "actions:run", "admin"]
@@ -193,7 +194,7 @@ class Authenticator:
         scopes = (headers.get(proxy.scopes_header) or "").replace(",", " ").split()
         workspaces = [w.strip() for w in (headers.get(proxy.workspaces_header) or "").split(",") if w.strip()]
         return CallerContext(
-            subject_ref=subject[:256],
+            subject_ref=subject_ref(subject),
             scopes=frozenset(s for s in scopes if s in SCOPES),
             workspace_access=frozenset(workspaces),
             auth_source="proxy",
@@ -223,7 +224,7 @@ class Authenticator:
         scopes = _strings(claims.get("scopes")) or tuple(str(claims.get("scope") or "").split())
         workspaces = _strings(claims.get("workspaces"))
         return CallerContext(
-            subject_ref=subject[:256],
+            subject_ref=subject_ref(subject),
             scopes=frozenset(s for s in scopes if s in SCOPES),
             workspace_access=frozenset(workspaces),
             auth_source="jwt",

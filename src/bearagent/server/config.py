@@ -37,6 +37,15 @@ class ServerConfig:
     max_active_runs_per_caller: int = 8
     max_sse_per_caller: int = 16
     sse_idle_timeout_s: float = 300.0
+    header_timeout_s: float = 10.0
+    """`limits.header_timeout_s`: a connection's request head must be complete this long after it opened (or
+    after its last response), else it is closed (`server/edges.py`)."""
+    keep_alive_timeout_s: float = 5.0
+    """`limits.keep_alive_timeout_s`: an idle keep-alive connection is closed after this long."""
+    max_header_bytes: int = 16_384
+    """`limits.max_header_bytes`: the largest request head (uvicorn's `h11_max_incomplete_event_size`)."""
+    max_connections: int = 1_000
+    """`limits.max_connections`: over this many open connections new requests get 503 (`limit_concurrency`)."""
     resume_on_start: bool = False
     store: StoreSettings | None = None
     """`store:`: where every served workspace keeps its runs (outranks the user config's; None: as each workspace
@@ -129,6 +138,10 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         max_active_runs_per_caller=_int(limits, "max_active_runs_per_caller", 8),
         max_sse_per_caller=_int(limits, "max_sse_per_caller", 16),
         sse_idle_timeout_s=_seconds(limits, "sse_idle_timeout_s", 300.0),
+        header_timeout_s=_seconds(limits, "header_timeout_s", 10.0),
+        keep_alive_timeout_s=_seconds(limits, "keep_alive_timeout_s", 5.0),
+        max_header_bytes=_int(limits, "max_header_bytes", 16_384),
+        max_connections=_int(limits, "max_connections", 1_000),
     )
 
 

@@ -115,6 +115,15 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         await room_for_a_run(who)
         # a chat workspace's session may pick an agent as the CLI's `-a` does: its prompt and model apply, its tools
         # never run (execution_policy none: docs/config.md#execution_policy)
+        above = access.runtime_for(who, ws).loaded.config.budgets.above(body.budgets)
+        if above:  # a caller lowers the budgets of the server's config, never raises them
+            raise ApiError(
+                403,
+                "permission",
+                "budget_above_ceiling",
+                f"budgets above this server's ceiling: {', '.join(above)}; ask for at most the ceiling "
+                "(the server operator's config sets it)",
+            )
         options = RunOptions(
             agent=body.agent,
             model=body.model,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId, ToolCallId
-from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1, RunRequest
+from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1
 from bearagent.domain.state import RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.runtime.cursor import RunCursor, run_cursor
@@ -25,6 +25,7 @@ from bearagent.runtime.recorder import RunRecorder
 from bearagent.service.leases import is_self, owner_gone
 from bearagent.service.run_types import RunResult
 from bearagent.service.sessions import session_key as key_of
+from bearagent.trust.run_seals import check_created
 
 if TYPE_CHECKING:
     from bearagent.service.runner import WorkspaceRuntime
@@ -150,6 +151,7 @@ async def resume_run(
         run = await _load(runtime, run_id)  # again, under the session lock: another process may have resumed it
         reason = _resumable(run)
         events = list(await runtime.store.fetch_events(run_id))
+        created = check_created(runtime.seals, run_id, events, caller=caller)  # sealed by this user
         cursor = run_cursor(events)
         created_agent = run.agent_name or cursor.agent_name
         earlier: list[list[Event]] = []
@@ -182,7 +184,7 @@ async def resume_run(
                 sealed_rule = runtime.seals.sealed_rule(str(run.session_id), in_flight.rule)
                 await runtime.store.allow_in_session(run.session_id, sealed_rule)
 
-        request = run.request or RunRequest()  # the model and pre-approved tools it was started with
+        request = created.request  # the model and pre-approved tools it was started with (sealed)
 
         async def planner(name: str) -> AgentPlan:
             return await runtime.plan(
@@ -199,7 +201,7 @@ async def resume_run(
         spec = RunSpec(
             goal=cursor.goal,
             workspace_root=runtime.root,
-            budgets=run.budget_limits,
+            budgets=created.budget_limits,
             session_id=run.session_id,
             run_id=run.run_id,
             trigger_type="message",

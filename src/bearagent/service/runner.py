@@ -33,6 +33,7 @@ from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUB
 from bearagent.service.run_types import RunOptions, RunResult, local_initiator, run_metadata
 from bearagent.service.session_hooks import SessionHookWiring
 from bearagent.service.sessions import SessionService, session_key
+from bearagent.trust.run_seals import check_created, sealed_request
 from bearagent.trust.seals import Sealer
 from bearagent.workspace import LoadedWorkspace
 
@@ -214,6 +215,7 @@ class WorkspaceRuntime:
                 hint="its session's earlier runs go first; a worker takes it after them",
             )
         events = list(await self.store.fetch_events(run_id))
+        check_created(self.seals, run_id, events, caller=caller)  # recorded by this user, not planted
         prompt, options = queued_request(run, events)
         prepared = await self._prepare(prompt, replace(options, caller=caller))
         return await self._execute(prepared, observer, events[0], locked=True)
@@ -274,6 +276,8 @@ class WorkspaceRuntime:
 
     def _spec(self, prepared: _Prepared, history: Sequence[Message], prelude: Sequence[RunEventPayload]) -> RunSpec:
         options, session = prepared.options, prepared.session
+        run_id = options.run_id
+        assert run_id is not None, "`_prepare` gives every run its id"
         return RunSpec(
             goal=prepared.prompt,
             workspace_root=self.root,
@@ -283,14 +287,24 @@ class WorkspaceRuntime:
             trigger_ref=options.trigger_ref,
             history=tuple(history),
             prelude=prelude,
-            run_id=options.run_id,
-            request=RunRequest(
-                initiator_ref=options.initiator_ref or local_initiator(),
-                auth_context=options.auth_context,
-                metadata=options.metadata,
-                model_override=options.model,
-                allowed_tools=options.allowed_tools,
-                wait_approvals=options.wait_approvals,
+            run_id=run_id,
+            request=sealed_request(  # the log is a workspace file: what a later process acts on is sealed
+                self.seals,
+                run_id,
+                session_id=session.session_id if session is not None else None,
+                goal=prepared.prompt,
+                agent_name=prepared.agent.name,
+                budgets=prepared.budgets,
+                trigger_type=options.trigger_type,
+                trigger_ref=options.trigger_ref,
+                request=RunRequest(
+                    initiator_ref=options.initiator_ref or local_initiator(),
+                    auth_context=options.auth_context,
+                    metadata=options.metadata,
+                    model_override=options.model,
+                    allowed_tools=options.allowed_tools,
+                    wait_approvals=options.wait_approvals,
+                ),
             ),
         )
 
