@@ -313,7 +313,7 @@ def test_server_that_comes_up_later_adds_its_tools(tmp_path: Path) -> None:
             assert m.tools() == [] and "late" in m.unavailable_summary()
             assert "It will be retried." in m.unavailable_summary()
             launcher.parent.mkdir()
-            launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {DEMO} stdio\n")
+            launcher.write_text(f"#!/bin/sh\nexec {shlex.join([sys.executable, str(DEMO)])} stdio\n")
             launcher.chmod(0o755)
             deadline = time.monotonic() + 30
             while not m.tools() and time.monotonic() < deadline:
