@@ -19,8 +19,8 @@ to the full run. Slow tests elsewhere carry `@pytest.mark.slow` themselves."""
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = item.path.relative_to(TESTS).parts if item.path.is_relative_to(TESTS) else ()
-        if parts and parts[0] in SLOW_DIRECTORIES:
-            item.add_marker(pytest.mark.slow)
+        if (parts and parts[0] in SLOW_DIRECTORIES) or item.get_closest_marker("real_llm") is not None:
+            item.add_marker(pytest.mark.slow)  # real_llm: a llama.cpp server per test, up to ~20 s under load
 
 
 @pytest.fixture(scope="session", autouse=True)
