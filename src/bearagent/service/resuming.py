@@ -8,15 +8,23 @@ model call is never made again; the scripted model continues at the turn after t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId, ToolCallId
-from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1
+from bearagent.domain.run_events import (
+    ApprovalChoice,
+    ApprovalResolvedV1,
+    RunCreatedV2,
+    RunRequest,
+    parse_run_event_payload,
+)
 from bearagent.domain.state import RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter
+from bearagent.runtime.compaction_run import COMPACT_TRIGGER_REF
 from bearagent.runtime.cursor import RunCursor, run_cursor
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.observer import NullObserver, RunObserver
@@ -126,6 +134,25 @@ async def seek_provider(
         seek(await model_calls_so_far(runtime, session_id, run_id))
 
 
+def _created(
+    runtime: WorkspaceRuntime, run_id: RunId, events: Sequence[Event], caller: str
+) -> tuple[RunCreatedV2, RunRequest]:
+    """The run's `RunCreated` and the request it resumes with: sealed by this user (`check_created`), except a
+    `/compact` run's, whose resume only records its end (nothing runs, nothing is widened), so it resumes unsealed with
+    an empty request."""
+    first = events[0] if events else None
+    if first is not None and first.event_type == "RunCreated":
+        created = parse_run_event_payload(first.event_type, first.schema_version, first.payload)
+        if (
+            isinstance(created, RunCreatedV2)
+            and created.trigger_type == "system"
+            and created.trigger_ref == COMPACT_TRIGGER_REF
+        ):
+            return created, RunRequest()
+    sealed = check_created(runtime.seals, run_id, events, caller=caller)
+    return sealed, sealed.request  # the model and pre-approved tools it was started with (sealed)
+
+
 async def resume_run(
     runtime: WorkspaceRuntime,
     run_id: RunId,
@@ -151,7 +178,7 @@ async def resume_run(
         run = await _load(runtime, run_id)  # again, under the session lock: another process may have resumed it
         reason = _resumable(run)
         events = list(await runtime.store.fetch_events(run_id))
-        created = check_created(runtime.seals, run_id, events, caller=caller)  # sealed by this user
+        created, request = _created(runtime, run_id, events, caller)  # sealed by this user
         cursor = run_cursor(events)
         created_agent = run.agent_name or cursor.agent_name
         earlier: list[list[Event]] = []
@@ -183,8 +210,6 @@ async def resume_run(
             if run.session_id is not None:  # remembered now: the resuming process's mode may not ask again
                 sealed_rule = runtime.seals.sealed_rule(str(run.session_id), in_flight.rule)
                 await runtime.store.allow_in_session(run.session_id, sealed_rule)
-
-        request = created.request  # the model and pre-approved tools it was started with (sealed)
 
         async def planner(name: str) -> AgentPlan:
             return await runtime.plan(
