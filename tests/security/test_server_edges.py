@@ -146,3 +146,63 @@ def test_subjects_sharing_a_256_character_prefix_do_not_share_sessions(tmp_path:
     finally:
         server.proc.terminate()
         server.proc.wait(timeout=30)
+
+
+def _serve_with_limits(tmp_path: Path, limits: str) -> Server:
+    root = scripted_workspace(tmp_path / "ws", "turns:\n  - text: done\n", agents=AGENTS)
+    return start(tmp_path, config=f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{{limits}}}\n")
+
+
+def _answer(sock: socket.socket) -> bytes:
+    answer = b""
+    with contextlib.suppress(ConnectionResetError, TimeoutError):
+        while data := sock.recv(65_536):
+            answer += data
+            if b"\r\n\r\n" in answer:
+                break
+    return answer
+
+
+def test_a_request_head_over_max_header_bytes_is_refused_unauthenticated(tmp_path: Path) -> None:
+    server = _serve_with_limits(tmp_path, "max_header_bytes: 4096, header_timeout_s: 30")
+    try:
+        with socket.create_connection(_address(server), timeout=30) as sock:
+            padding = "a" * 65_536  # one header far over the 4 KiB cap
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(f"GET /v1/workspaces HTTP/1.1\r\nHost: x\r\nX-Pad: {padding}\r\n\r\n".encode())
+            answer = _answer(sock)
+        # refused at the edge, before authentication (never the route: 200/401)
+        assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+        with server.client() as c:  # a normal head is still served
+            assert c.get("/health").status_code == 200
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=30)
+
+
+def test_connections_over_max_connections_get_503_until_others_close(tmp_path: Path) -> None:
+    server = _serve_with_limits(tmp_path, "max_connections: 4, header_timeout_s: 60, keep_alive_timeout_s: 60")
+    held: list[socket.socket] = []
+    try:
+        held = [socket.create_connection(_address(server), timeout=30) for _ in range(4)]
+        time.sleep(1)  # the server has accepted them (no wall-clock claim: only lets the accepts happen first)
+        with socket.create_connection(_address(server), timeout=30) as extra:
+            extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert _answer(extra).startswith(b"HTTP/1.1 503"), "a connection over the cap is refused"
+        for sock in held:
+            sock.close()
+        held = []
+        deadline = time.monotonic() + 60  # generous: the server notices the closed sockets on its next loop turn
+        status = 0
+        while time.monotonic() < deadline:
+            with server.client() as c:
+                status = c.get("/health").status_code
+            if status == 200:
+                break
+            time.sleep(0.2)
+        assert status == 200, "served again once the held connections closed"
+    finally:
+        for sock in held:
+            sock.close()
+        server.proc.terminate()
+        server.proc.wait(timeout=30)

@@ -91,7 +91,9 @@ def serve(
             log_level="warning",
             lifespan="on",
             proxy_headers=False,
-            http=edge_protocol(config.header_timeout_s),  # idle and slow request heads are closed
+            http=edge_protocol(
+                config.header_timeout_s, config.max_header_bytes
+            ),  # idle and slow request heads are closed
             timeout_keep_alive=max(1, round(config.keep_alive_timeout_s)),
             h11_max_incomplete_event_size=config.max_header_bytes,
             limit_concurrency=config.max_connections,

@@ -7,8 +7,10 @@
 - **Idle and header time** (`edge_protocol`, the h11 protocol uvicorn runs): a connection that has not sent a
   complete request head within `limits.header_timeout_s` of opening (or of its last response) is closed, whether it
   sends nothing or a byte at a time; an idle keep-alive connection is closed after `limits.keep_alive_timeout_s`.
-- **Header size and connection count**: uvicorn's own `h11_max_incomplete_event_size` (`limits.max_header_bytes`)
-  and `limit_concurrency` (`limits.max_connections`: over it, new requests get 503).
+- **Header size** (`edge_protocol`): a request head over `limits.max_header_bytes` is answered 431 and closed,
+  counted as it arrives (uvicorn's `h11_max_incomplete_event_size` is set too, but h11 only checks a head that
+  arrives in pieces).
+- **Connection count**: uvicorn's `limit_concurrency` (`limits.max_connections`: over it, new requests get 503).
 """
 
 from __future__ import annotations
@@ -91,12 +93,42 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-def edge_protocol(header_timeout_s: float) -> type[H11Protocol]:
+_HEAD_TOO_LARGE_TEXT = b"the request head is over the server's limits.max_header_bytes"
+_HEAD_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
+    + f"content-length: {len(_HEAD_TOO_LARGE_TEXT)}\r\n\r\n".encode()
+    + _HEAD_TOO_LARGE_TEXT
+)
+
+
+def edge_protocol(header_timeout_s: float, max_header_bytes: int = 16_384) -> type[H11Protocol]:
     """uvicorn's h11 protocol, closing a connection whose request head is not complete `header_timeout_s` after it
-    opened or after its last response (an idle socket, or a slow one sending a byte at a time)."""
+    opened or after its last response (an idle socket, or a slow one sending a byte at a time), and answering 431
+    to a request head over `max_header_bytes` (h11's own `max_incomplete_event_size` only counts a head that arrives
+    in pieces: one read of 64 KiB holding a whole head passes it)."""
 
     class EdgeH11Protocol(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
+        _head_bytes: int = 0
+        _head_tail: bytes = b""
+
+        def _waiting_for_head(self) -> bool:
+            cycle: Any = getattr(self, "cycle", None)  # None until the first request head (uvicorn types it not)
+            return cycle is None or bool(cycle.response_complete)
+
+        def data_received(self, data: bytes) -> None:
+            if self._waiting_for_head() and not self.transport.is_closing():
+                seen = self._head_tail + data
+                end = seen.find(b"\r\n\r\n")
+                self._head_bytes += (end + 4 - len(self._head_tail)) if end >= 0 else len(data)
+                self._head_tail = b"" if end >= 0 else seen[-3:]
+                if self._head_bytes > max_header_bytes:
+                    self.transport.write(_HEAD_TOO_LARGE)
+                    self.transport.close()
+                    return
+                if end >= 0:
+                    self._head_bytes = 0
+            super().data_received(data)
 
         def _arm_head(self) -> None:
             if self._head_timer is not None:
@@ -105,9 +137,7 @@ def edge_protocol(header_timeout_s: float) -> type[H11Protocol]:
 
         def _head_expired(self) -> None:
             self._head_timer = None
-            cycle: Any = getattr(self, "cycle", None)  # None until the first request head (uvicorn types it not)
-            waiting_for_head = cycle is None or bool(cycle.response_complete)
-            if waiting_for_head and not self.transport.is_closing():
+            if self._waiting_for_head() and not self.transport.is_closing():
                 with contextlib.suppress(h11.LocalProtocolError):
                     self.conn.send(h11.ConnectionClosed())
                 self.transport.close()
@@ -118,6 +148,7 @@ def edge_protocol(header_timeout_s: float) -> type[H11Protocol]:
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
+            self._head_bytes, self._head_tail = 0, b""
             if not self.transport.is_closing():
                 self._arm_head()
 
