@@ -139,7 +139,7 @@ def test_refused_before_trust_and_nothing_of_the_project_runs(project: Project) 
     assert ".claude/agents/typo-agent.md:4: warning: unknown key 'tool' in agent file (did you mean 'tools'?)" in (
         result.stderr
     )
-    assert "hook event 'Notification' is a Claude Code event BearAgent never fires" in result.stderr
+    assert "hook event 'WorktreeCreate' is a Claude Code event BearAgent never fires" in result.stderr
 
 
 def test_after_trust_every_rule_hook_delegation_and_grant_behaves_as_in_claude_code(project: Project) -> None:

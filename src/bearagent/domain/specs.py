@@ -110,6 +110,9 @@ HookEventName: TypeAlias = Literal[
     "Stop",
     "SubagentStart",
     "SubagentStop",
+    "PostToolBatch",
+    "StopFailure",
+    "Notification",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})

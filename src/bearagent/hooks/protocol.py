@@ -24,10 +24,19 @@ PermissionDecision: TypeAlias = Literal["allow", "deny", "ask"]
 JsonDict: TypeAlias = dict[str, JsonValue]
 
 BLOCKING_EVENTS: frozenset[str] = frozenset(
-    {"UserPromptSubmit", "PreModelRequest", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop"}
+    {
+        "UserPromptSubmit",
+        "PreModelRequest",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PostToolBatch",
+        "Stop",
+        "SubagentStop",
+    }
 )
-"""Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart)
-exit 2 only shows stderr to the user, as in Claude Code."""
+"""Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart,
+StopFailure, Notification) exit 2 only shows stderr to the user, as in Claude Code."""
 
 PLAIN_STDOUT_IS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "SessionStart"})
 

@@ -1,0 +1,176 @@
+"""Claude Code's PostToolBatch, StopFailure and Notification hook events in real runs, with hook scripts in Python
+and shell reading their stdin as Claude Code's documentation writes them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tests.support.config_ws import isolated_env, load, write
+from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
+
+from bearagent.domain._base import JsonValue
+from bearagent.domain.events import Event
+from bearagent.trust import trust, workspace_trust_surface
+
+MAIN = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
+
+BATCH_HOOK = """#!/usr/bin/env python3
+import json
+import os
+import sys
+
+data = json.load(sys.stdin)
+with open(os.path.join(os.environ["CLAUDE_PROJECT_DIR"], "batch-log.jsonl"), "a") as log:
+    log.write(json.dumps(data) + "\\n")
+if any("SECRET" in call["tool_response"] for call in data["tool_calls"]):
+    print(json.dumps({"decision": "block", "reason": "a secret was read"}))
+sys.exit(0)
+"""
+
+STOP_FAILURE_HOOK = """#!/bin/sh
+# StopFailure logger: the stdin JSON, one line, appended to a log file
+jq -c . >> "$CLAUDE_PROJECT_DIR/stop-failure.jsonl"
+"""
+
+NOTIFY_HOOK = """#!/usr/bin/env python3
+import json
+import os
+import sys
+
+data = json.load(sys.stdin)
+with open(os.path.join(os.environ["CLAUDE_PROJECT_DIR"], "notify-log.jsonl"), "a") as log:
+    log.write(json.dumps(data) + "\\n")
+"""
+
+HOOKS = """
+hooks:
+  PostToolBatch:
+    - hooks: [{type: command, command: .claude/hooks/batch.py}]
+  StopFailure:
+    - matcher: "authentication_failed|unknown"
+      hooks: [{type: command, command: .claude/hooks/stop-failure.sh}]
+  Notification:
+    - matcher: permission_prompt
+      hooks: [{type: command, command: .claude/hooks/notify.py}]
+"""
+
+TWO_READS = """
+turns:
+  - tool_calls:
+      - {name: Read, arguments: {file_path: a.txt}}
+      - {name: Read, arguments: {file_path: b.txt}}
+  - text: "done"
+"""
+
+
+def _workspace(tmp_path: Path, script: str, extra: str = "") -> tuple[Path, Path]:
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=CONFIG + extra + HOOKS)
+    write(root, ".claude/hooks/batch.py", BATCH_HOOK, executable=True)
+    write(root, ".claude/hooks/stop-failure.sh", STOP_FAILURE_HOOK, executable=True)
+    write(root, ".claude/hooks/notify.py", NOTIFY_HOOK, executable=True)
+    home = tmp_path / "home"
+    trust(root, workspace_trust_surface(load(root, home)), env=isolated_env(home))
+    return root, home
+
+
+def _lines(path: Path) -> list[dict[str, JsonValue]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _hook_facts(events: Sequence[Event], event: str) -> list[Mapping[str, JsonValue]]:
+    return [e.payload for e in events if e.event_type == "HookExecuted" and e.payload["hook_event"] == event]
+
+
+def test_post_tool_batch_sees_every_call_of_a_parallel_batch(tmp_path: Path) -> None:
+    root, home = _workspace(tmp_path, TWO_READS)
+    (root / "a.txt").write_text("alpha\n")
+    (root / "b.txt").write_text("beta\n")
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            result = await ws.run("read both")
+            assert result.status == "succeeded", result.error
+            facts = _hook_facts(list(ws.events(str(result.run_id))), "PostToolBatch")
+            assert len(facts) == 1 and facts[0]["decision"] == "none"
+
+    asyncio.run(go())
+    (logged,) = _lines(root / "batch-log.jsonl")
+    assert logged["hook_event_name"] == "PostToolBatch"
+    calls = logged["tool_calls"]
+    assert isinstance(calls, list) and [c["tool_name"] for c in calls] == ["Read", "Read"]  # type: ignore[index]
+    assert calls[0]["tool_input"] == {"file_path": "a.txt"}  # type: ignore[index]
+    assert "alpha" in calls[0]["tool_response"] and "beta" in calls[1]["tool_response"]  # type: ignore[index]
+    assert all(c["tool_use_id"] for c in calls)  # type: ignore[union-attr]
+    assert not (root / "stop-failure.jsonl").exists()  # the run succeeded: no StopFailure
+
+
+def test_a_post_tool_batch_block_ends_the_run_and_stop_failure_fires(tmp_path: Path) -> None:
+    root, home = _workspace(tmp_path, TWO_READS)
+    (root / "a.txt").write_text("alpha\n")
+    (root / "b.txt").write_text("SECRET=1\n")
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            result = await ws.run("read both")
+            assert result.status == "failed"
+            assert result.error is not None and result.error.code == "hook.batch_blocked"
+            assert "a secret was read" in result.error.message
+            events = list(ws.events(str(result.run_id)))
+            assert [f["decision"] for f in _hook_facts(events, "PostToolBatch")] == ["block"]
+            assert len(_hook_facts(events, "StopFailure")) == 1
+            assert events[-1].event_type == "RunFailed"  # the StopFailure fact comes before the run's end
+            assert result.usage.model_iterations == 1  # no model call after the blocked batch
+
+    asyncio.run(go())
+    (failure,) = _lines(root / "stop-failure.jsonl")
+    assert failure["hook_event_name"] == "StopFailure" and failure["error"] == "unknown"
+    assert str(failure["error_details"]).startswith("hook.batch_blocked: ")
+
+
+def test_stop_failure_names_a_model_error_as_claude_code_does(tmp_path: Path) -> None:
+    script = """
+turns:
+  - error: {category: authentication, message: "the API key was rejected", retryable: false}
+"""
+    root, home = _workspace(tmp_path, script)
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            result = await ws.run("hello")
+            assert result.status == "failed"
+
+    asyncio.run(go())
+    (failure,) = _lines(root / "stop-failure.jsonl")
+    assert failure["error"] == "authentication_failed"
+    assert "the API key was rejected" in str(failure["error_details"])
+    assert failure["last_assistant_message"] == "the API key was rejected"
+    assert {"session_id", "transcript_path", "cwd", "run_id"} <= set(failure)
+
+
+def test_notification_fires_when_the_run_waits_for_an_approval(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "made\\n"}}]
+  - text: "Done."
+"""
+    root, home = _workspace(tmp_path, script, "permission_mode: default\n")
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            waiting = await ws.run("write it", wait_approvals=True)
+            assert waiting.status == "waiting"
+            info = ws.run_info(str(waiting.run_id))
+            assert info.pending_approval is not None
+            facts = _hook_facts(list(ws.events(str(waiting.run_id))), "Notification")
+            assert len(facts) == 1
+            done = await ws.answer_approval(str(waiting.run_id), info.pending_approval.approval_id, "allow_once")
+            assert done is not None and done.status == "succeeded"
+            return None
+
+    asyncio.run(go())
+    (note,) = _lines(root / "notify-log.jsonl")
+    assert note["hook_event_name"] == "Notification" and note["notification_type"] == "permission_prompt"
+    assert "waits for approval" in str(note["message"]) and note["title"] == "BearAgent"
