@@ -174,3 +174,110 @@ turns:
     (note,) = _lines(root / "notify-log.jsonl")
     assert note["hook_event_name"] == "Notification" and note["notification_type"] == "permission_prompt"
     assert "waits for approval" in str(note["message"]) and note["title"] == "BearAgent"
+
+
+COMPACT_CONFIG = """
+default_agent: main
+default_model: scripted
+models:
+  scripted: {provider: scripted, script: script.yaml, context_window: 6000}
+  summariser: {provider: scripted, script: summary.yaml}
+compaction: {model: summariser, keep_recent_turns: 1, threshold: THRESHOLD}
+hooks:
+  PreCompact:
+    - matcher: "manual|auto"
+      hooks: [{type: command, command: .claude/hooks/pre-compact.sh}]
+  PostCompact:
+    - hooks: [{type: command, command: .claude/hooks/post-compact.py}]
+"""
+PRE_COMPACT_HOOK = """#!/bin/sh
+# PreCompact: log the input; refuse when the focus says so (exit 2 blocks the compaction)
+input=$(cat)
+printf '%s\\n' "$input" | jq -c . >> "$CLAUDE_PROJECT_DIR/pre-compact.jsonl"
+case "$input" in
+  *"keep everything"*) echo "the user wants the whole history kept" >&2; exit 2 ;;
+esac
+exit 0
+"""
+POST_COMPACT_HOOK = """#!/usr/bin/env python3
+import json
+import os
+import sys
+
+data = json.load(sys.stdin)
+with open(os.path.join(os.environ["CLAUDE_PROJECT_DIR"], "post-compact.jsonl"), "a") as log:
+    log.write(json.dumps(data) + "\\n")
+"""
+PADDING = "The weather report goes on about clouds and wind and rain. " * 70  # ~1,200 tokens raw
+SUMMARY = "Summary: the user sent weather reports."
+
+
+def _compacting_workspace(tmp_path: Path, threshold: str) -> tuple[Path, Path]:
+    script = 'turns:\n  - text: "Noted."\n  - text: "Noted again."\n  - text: "Noted thrice."\n  - text: "Done."\n'
+    config = COMPACT_CONFIG.replace("THRESHOLD", threshold)
+    root = scripted_workspace(
+        tmp_path / "ws", script, agents={"main": agent_md("Main.", mode="primary")}, config=config
+    )
+    write(root, ".bearagent/summary.yaml", f'turns:\n  - text: "{SUMMARY}"\n  - text: "{SUMMARY}"\n')
+    write(root, ".claude/hooks/pre-compact.sh", PRE_COMPACT_HOOK, executable=True)
+    write(root, ".claude/hooks/post-compact.py", POST_COMPACT_HOOK, executable=True)
+    home = tmp_path / "home"
+    trust(root, workspace_trust_surface(load(root, home)), env=isolated_env(home))
+    return root, home
+
+
+def test_pre_and_post_compact_fire_around_a_manual_compaction(tmp_path: Path) -> None:
+    root, home = _compacting_workspace(tmp_path, "1.0")
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            first = await ws.run(f"First.\n{PADDING}")
+            session = str(first.session_id)
+            await ws.run("Second.", session=session)
+            result = await ws.compact(session, focus="the weather")
+            assert result.status == "succeeded", result.error
+
+    asyncio.run(go())
+    (pre,) = _lines(root / "pre-compact.jsonl")
+    assert pre["hook_event_name"] == "PreCompact" and pre["trigger"] == "manual"
+    assert pre["custom_instructions"] == "the weather"
+    (post,) = _lines(root / "post-compact.jsonl")
+    assert post["trigger"] == "manual" and post["compact_summary"] == SUMMARY
+
+
+def test_a_pre_compact_block_keeps_the_history_and_says_why(tmp_path: Path) -> None:
+    root, home = _compacting_workspace(tmp_path, "1.0")
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            first = await ws.run(f"First.\n{PADDING}")
+            session = str(first.session_id)
+            await ws.run("Second.", session=session)
+            result = await ws.compact(session, focus="keep everything")
+            assert result.status == "failed"
+            assert result.error is not None and result.error.code == "hook.compaction_blocked"
+            assert "the user wants the whole history kept" in result.error.message
+            after = await ws.run("Third?", session=session)
+            assert after.status == "succeeded"
+
+    asyncio.run(go())
+    assert len(_lines(root / "pre-compact.jsonl")) == 1
+    assert not (root / "post-compact.jsonl").exists()  # no compaction happened
+
+
+def test_an_automatic_compaction_fires_pre_compact_with_trigger_auto(tmp_path: Path) -> None:
+    root, home = _compacting_workspace(tmp_path, "0.5")
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            first = await ws.run(f"First.\n{PADDING}")
+            session = str(first.session_id)
+            for prompt in ("Second.", "Third."):
+                result = await ws.run(f"{prompt}\n{PADDING}", session=session)
+                assert result.status == "succeeded", result.error
+
+    asyncio.run(go())
+    pre = _lines(root / "pre-compact.jsonl")
+    assert pre and all(p["trigger"] == "auto" and p["custom_instructions"] == "" for p in pre)
+    post = _lines(root / "post-compact.jsonl")
+    assert len(post) == len(pre) and post[0]["compact_summary"] == SUMMARY

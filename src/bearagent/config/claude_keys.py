@@ -63,8 +63,6 @@ CLAUDE_HOOK_EVENTS = frozenset(
         "PermissionRequest",
         "PermissionDenied",
         "Setup",
-        "PreCompact",
-        "PostCompact",
         "ConfigChange",
         "DirectoryAdded",
         "FileChanged",

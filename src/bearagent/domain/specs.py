@@ -113,6 +113,8 @@ HookEventName: TypeAlias = Literal[
     "PostToolBatch",
     "StopFailure",
     "Notification",
+    "PreCompact",
+    "PostCompact",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})

@@ -116,6 +116,15 @@ class LoopHookAdapter:
         outcome = await self._dispatcher.fire("PostToolBatch", payload, run_id=str(run_id), agent_name=agent)
         return StopDecision(block_reason=block_reason(outcome))
 
+    async def pre_compact(self, run_id: RunId, agent: str, trigger: str, custom_instructions: str) -> StopDecision:
+        payload: dict[str, JsonValue] = {"trigger": trigger, "custom_instructions": custom_instructions}
+        outcome = await self._dispatcher.fire("PreCompact", payload, run_id=str(run_id), agent_name=agent)
+        return StopDecision(block_reason=block_reason(outcome))
+
+    async def post_compact(self, run_id: RunId, agent: str, trigger: str, summary: str) -> None:
+        payload: dict[str, JsonValue] = {"trigger": trigger, "compact_summary": summary}
+        await self._dispatcher.fire("PostCompact", payload, run_id=str(run_id), agent_name=agent)
+
     async def stop_failure(self, run_id: RunId, agent: str, error: ErrorInfo, partial_text: str) -> None:
         payload: dict[str, JsonValue] = {
             "error": stop_failure_kind(error.category, error.code),

@@ -134,6 +134,16 @@ class StopFailureInput(_WireModel):
     last_assistant_message: str = ""
 
 
+class PreCompactInput(_WireModel):
+    trigger: Literal["manual", "auto"]
+    custom_instructions: str = ""
+
+
+class PostCompactInput(_WireModel):
+    trigger: Literal["manual", "auto"]
+    compact_summary: str
+
+
 class NotificationInput(_WireModel):
     message: str
     title: str | None = None
@@ -154,6 +164,8 @@ EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
     "PostToolBatch": PostToolBatchInput,
     "StopFailure": StopFailureInput,
     "Notification": NotificationInput,
+    "PreCompact": PreCompactInput,
+    "PostCompact": PostCompactInput,
 }
 
 
@@ -189,6 +201,8 @@ def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
         "SubagentStop": "agent_type",
         "StopFailure": "error",
         "Notification": "notification_type",
+        "PreCompact": "trigger",
+        "PostCompact": "trigger",
     }.get(event)
     if event == "PreModelRequest":
         request = payload.get("model_request")

@@ -31,12 +31,13 @@ BLOCKING_EVENTS: frozenset[str] = frozenset(
         "PostToolUse",
         "PostToolUseFailure",
         "PostToolBatch",
+        "PreCompact",
         "Stop",
         "SubagentStop",
     }
 )
 """Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart,
-StopFailure, Notification) exit 2 only shows stderr to the user, as in Claude Code."""
+StopFailure, Notification, PostCompact) exit 2 only shows stderr to the user, as in Claude Code."""
 
 PLAIN_STDOUT_IS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "SessionStart"})
 

@@ -169,6 +169,14 @@ class LoopHooks(Protocol):
         """After a parallel batch of tool calls; a block ends the run before the next model call."""
         ...
 
+    async def pre_compact(self, run_id: RunId, agent: str, trigger: str, custom_instructions: str) -> StopDecision:
+        """Before a compaction (`trigger` manual/auto); a block keeps the history as it is."""
+        ...
+
+    async def post_compact(self, run_id: RunId, agent: str, trigger: str, summary: str) -> None:
+        """After a compaction (observation only)."""
+        ...
+
     async def stop_failure(self, run_id: RunId, agent: str, error: ErrorInfo, partial_text: str) -> None:
         """A run ends failed (observation only)."""
         ...

@@ -227,6 +227,12 @@ class ReplayedLoopHooks:
             blocked = self._blocked("hook.batch_blocked", "after a parallel batch: ")
         return StopDecision(block_reason=blocked)
 
+    async def pre_compact(self, run_id: object, agent: str, trigger: str, custom_instructions: str) -> StopDecision:
+        return StopDecision()  # a replay does not compact (`service/replay.py`)
+
+    async def post_compact(self, run_id: object, agent: str, trigger: str, summary: str) -> None:
+        return None
+
     async def stop_failure(self, run_id: object, agent: str, error: ErrorInfo, partial_text: str) -> None:
         return None  # observation only: nothing it did shaped the run
 
