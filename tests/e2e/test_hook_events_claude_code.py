@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -19,6 +21,8 @@ MAIN = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
 
 BATCH_HOOK = """#!/usr/bin/env python3
 import json
+import subprocess
+import sys
 import os
 import sys
 
@@ -37,6 +41,8 @@ jq -c . >> "$CLAUDE_PROJECT_DIR/stop-failure.jsonl"
 
 NOTIFY_HOOK = """#!/usr/bin/env python3
 import json
+import subprocess
+import sys
 import os
 import sys
 
@@ -201,6 +207,8 @@ exit 0
 """
 POST_COMPACT_HOOK = """#!/usr/bin/env python3
 import json
+import subprocess
+import sys
 import os
 import sys
 
@@ -281,3 +289,35 @@ def test_an_automatic_compaction_fires_pre_compact_with_trigger_auto(tmp_path: P
     assert pre and all(p["trigger"] == "auto" and p["custom_instructions"] == "" for p in pre)
     post = _lines(root / "post-compact.jsonl")
     assert len(post) == len(pre) and post[0]["compact_summary"] == SUMMARY
+
+
+def test_a_handlers_status_message_is_shown_in_the_terminal_of_a_real_run(tmp_path: Path) -> None:
+    script = 'turns:\n  - tool_calls: [{name: Read, arguments: {file_path: a.txt}}]\n  - text: "read it"\n'
+    config = (
+        CONFIG
+        + """
+hooks:
+  PreToolUse:
+    - matcher: Read
+      hooks: [{type: command, command: .claude/hooks/check.sh, statusMessage: "Checking the file name..."}]
+"""
+    )
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
+    write(root, ".claude/hooks/check.sh", "#!/bin/sh\ncat > /dev/null\nexit 0\n", executable=True)
+    (root / "a.txt").write_text("alpha\n")
+    home = tmp_path / "home"
+    env = isolated_env(home, NO_COLOR="1")
+    trust(root, workspace_trust_surface(load(root, home)), env=env)
+    bearagent = str(Path(sys.executable).parent / "bearagent")
+    # generous timeout: a cold start of the CLI on a loaded 2-core machine
+    result = subprocess.run(
+        [bearagent, "run", "-w", str(root), "read a.txt"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "PreToolUse hook: Checking the file name..." in result.stdout + result.stderr
+    assert "read it" in result.stdout
