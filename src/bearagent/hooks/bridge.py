@@ -14,7 +14,6 @@ from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.specs import AgentSpec, HookMatcherSpec
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
-from bearagent.hooks.hook_input import hook_tool_name, stop_failure_kind
 from bearagent.hooks.python_handlers import PluginHook, python_hook_groups
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import BatchedCall, ModelRequestDecision, PromptDecision, StopDecision
@@ -102,6 +101,8 @@ class LoopHookAdapter:
         return StopDecision(block_reason=block_reason(outcome))
 
     async def post_tool_batch(self, run_id: RunId, agent: str, calls: Sequence[BatchedCall]) -> StopDecision:
+        from bearagent.hooks.hook_input import hook_tool_name  # lazy: a run without hooks never loads it
+
         payload: dict[str, JsonValue] = {
             "tool_calls": [
                 {
@@ -126,6 +127,8 @@ class LoopHookAdapter:
         await self._dispatcher.fire("PostCompact", payload, run_id=str(run_id), agent_name=agent)
 
     async def stop_failure(self, run_id: RunId, agent: str, error: ErrorInfo, partial_text: str) -> None:
+        from bearagent.hooks.hook_input import stop_failure_kind
+
         payload: dict[str, JsonValue] = {
             "error": stop_failure_kind(error.category, error.code),
             "error_details": f"{error.code}: {error.message}",
