@@ -13,8 +13,9 @@ from pathlib import Path
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
 
-from bearagent.domain._base import JsonValue
+from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.events import Event
+from bearagent.providers.scripted import ScriptedProvider
 from bearagent.trust import trust, workspace_trust_surface
 
 MAIN = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
@@ -321,3 +322,56 @@ hooks:
     assert result.returncode == 0, result.stderr
     assert "PreToolUse hook: Checking the file name..." in result.stdout + result.stderr
     assert "read it" in result.stdout
+
+
+REDACT_HOOK = """#!/usr/bin/env python3
+import json
+import sys
+
+data = json.load(sys.stdin)
+text = data["tool_response"].get("content", "")
+if "password" in text:
+    print(json.dumps({
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedToolOutput": text.replace("hunter2", "[REDACTED]"),
+        }
+    }))
+"""
+
+
+def test_updated_tool_output_replaces_what_the_model_reads_and_the_log_keeps_both(tmp_path: Path) -> None:
+    script = 'turns:\n  - tool_calls: [{name: Read, arguments: {file_path: a.txt}}]\n  - text: "read it"\n'
+    config = (
+        CONFIG
+        + """
+hooks:
+  PostToolUse:
+    - matcher: Read
+      hooks: [{type: command, command: .claude/hooks/redact.py}]
+"""
+    )
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
+    write(root, ".claude/hooks/redact.py", REDACT_HOOK, executable=True)
+    (root / "a.txt").write_text("the password is hunter2\n")
+    home = tmp_path / "home"
+    trust(root, workspace_trust_surface(load(root, home)), env=isolated_env(home))
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            result = await ws.run("read a.txt")
+            assert result.status == "succeeded", result.error
+            loaded = ws.runtime.loaded
+            entry = loaded.models.for_use(loaded.models.resolve("scripted"), loaded.env)
+            provider = ws.runtime.resources.provider(entry, str(result.session_id))
+            assert isinstance(provider, ScriptedProvider)
+            seen = json.dumps(provider.requests[-1].model_dump(mode="json"))
+            assert "[REDACTED]" in seen and "hunter2" not in seen
+            (done,) = [e.payload for e in ws.events(str(result.run_id)) if e.event_type == "ToolCallCompleted"]
+            recorded = json.dumps(thaw_json_mapping(done))
+            assert "[REDACTED]" in recorded and "hunter2" in recorded  # the content and the tool's own output
+            assert "hook_original_content" in recorded
+            (fact,) = _hook_facts(list(ws.events(str(result.run_id))), "PostToolUse")
+            assert fact["decision"] == "rewrite"
+
+    asyncio.run(go())

@@ -58,6 +58,7 @@ class HookSpecificOutput(BaseModel):
     permissionDecisionReason: StrictStr | None = None
     updatedInput: dict[str, JsonValue] | None = None
     updatedRequest: dict[str, JsonValue] | None = None
+    updatedToolOutput: JsonValue = None
     additionalContext: StrictStr | None = None
 
 
@@ -86,6 +87,8 @@ class HookReply:
     permission_reason: str | None = None
     updated_input: JsonDict | None = None
     updated_request: JsonDict | None = None
+    updated_output: str | None = None
+    """PostToolUse's `updatedToolOutput`, as the text the model reads (an object or list is sent as its JSON)."""
     additional_context: str | None = None
     continue_: bool = True
     stop_reason: str | None = None
@@ -157,6 +160,7 @@ def reply_from_json(event: str, value: object) -> HookReply:
     elif parsed.decision == "approve" and event == "PreToolUse":
         permission, permission_reason = "allow", parsed.reason
     updated_input = updated_request = additional_context = None
+    updated_output: str | None = None
     if specific is not None:
         if specific.permissionDecision is not None:
             if event != "PreToolUse":
@@ -174,6 +178,12 @@ def reply_from_json(event: str, value: object) -> HookReply:
                 updated_request = specific.updatedRequest
             else:
                 notes.append(f"updatedRequest is only read on PreModelRequest, ignored on {event}")
+        if specific.updatedToolOutput is not None:
+            if event == "PostToolUse":
+                output = specific.updatedToolOutput
+                updated_output = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            else:
+                notes.append(f"updatedToolOutput is only read on PostToolUse, ignored on {event}")
         additional_context = specific.additionalContext
     if block and event not in BLOCKING_EVENTS:
         notes.append(f"decision: block has no effect on {event}")
@@ -185,6 +195,7 @@ def reply_from_json(event: str, value: object) -> HookReply:
         permission_reason=_opt_bound(permission_reason),
         updated_input=updated_input,
         updated_request=updated_request,
+        updated_output=updated_output,
         additional_context=_opt_bound(additional_context),
         continue_=parsed.continue_,
         stop_reason=_opt_bound(parsed.stopReason),
