@@ -375,3 +375,53 @@ hooks:
             assert fact["decision"] == "rewrite"
 
     asyncio.run(go())
+
+
+DEFER_HOOK = """#!/bin/bash
+# PreToolUse: defer every Write to a person (Claude Code's `defer`)
+input=$(cat)
+tool=$(printf '%s' "$input" | jq -r .tool_name)
+if [ "$tool" = "Write" ]; then
+  printf '%s' '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer",'
+  printf '%s\\n' ' "permissionDecisionReason": "writes need a second pair of eyes"}}'
+fi
+"""
+
+
+def test_a_deferred_pretooluse_decision_makes_the_run_wait_for_an_answer(tmp_path: Path) -> None:
+    script = """
+turns:
+  - tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "made\\n"}}]
+  - text: "Done."
+"""
+    config = (
+        CONFIG
+        + """
+permissions: {allow: [Write]}
+hooks:
+  PreToolUse:
+    - hooks: [{type: command, command: .claude/hooks/defer.sh}]
+"""
+    )
+    root = scripted_workspace(tmp_path / "ws", script, agents=MAIN, config=config)
+    write(root, ".claude/hooks/defer.sh", DEFER_HOOK, executable=True)
+    home = tmp_path / "home"
+    trust(root, workspace_trust_surface(load(root, home)), env=isolated_env(home))
+
+    async def go() -> None:
+        async with open_ws(root, home) as ws:
+            waiting = await ws.run("write it", wait_approvals=True)
+            assert waiting.status == "waiting" and not (root / "out.txt").exists()  # Write is allowed by a rule
+            info = ws.run_info(str(waiting.run_id))
+            assert info.pending_approval is not None
+            events = list(ws.events(str(waiting.run_id)))
+            (asked,) = [e.payload for e in events if e.event_type == "ApprovalRequested"]
+            assert "the hook deferred the decision: writes need a second pair of eyes" in json.dumps(
+                thaw_json_mapping(asked)
+            )
+            assert [f["decision"] for f in _hook_facts(events, "PreToolUse")] == ["ask"]
+            done = await ws.answer_approval(str(waiting.run_id), info.pending_approval.approval_id, "allow_once")
+            assert done is not None and done.status == "succeeded"
+
+    asyncio.run(go())
+    assert (root / "out.txt").read_text() == "made\n"

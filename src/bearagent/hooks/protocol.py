@@ -54,7 +54,7 @@ class HookSpecificOutput(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     hookEventName: StrictStr | None = None
-    permissionDecision: Literal["allow", "deny", "ask"] | None = None
+    permissionDecision: Literal["allow", "deny", "ask", "defer"] | None = None
     permissionDecisionReason: StrictStr | None = None
     updatedInput: dict[str, JsonValue] | None = None
     updatedRequest: dict[str, JsonValue] | None = None
@@ -166,8 +166,15 @@ def reply_from_json(event: str, value: object) -> HookReply:
             if event != "PreToolUse":
                 notes.append(f"permissionDecision is only read on PreToolUse, ignored on {event}")
             else:
-                permission = specific.permissionDecision
                 permission_reason = specific.permissionDecisionReason or parsed.reason
+                if specific.permissionDecision == "defer":
+                    # Claude Code's `defer`: the call waits for an answer from outside (here: an approval, the
+                    # run's waiting state, recorded as ApprovalRequested); it ranks as `ask` (deny > defer/ask > allow)
+                    permission = "ask"
+                    detail = f": {permission_reason}" if permission_reason else ""
+                    permission_reason = f"the hook deferred the decision{detail}"
+                else:
+                    permission = specific.permissionDecision
         if specific.updatedInput is not None:
             if event == "PreToolUse":
                 updated_input = specific.updatedInput
