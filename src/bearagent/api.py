@@ -62,13 +62,20 @@ class Workspace:
         budgets: Mapping[str, int] | None = None,
         observer: RunObserver | None = None,
         wait_approvals: bool = False,
+        metadata: Mapping[str, JsonValue] | None = None,
     ) -> RunResult:
         """Run `prompt` to the end. `session=None` starts a new session, `"continue"` continues the latest one,
         a session id continues that one. `budgets` overrides budget fields (`max_tool_calls=...`). With
         `wait_approvals` and no asker, a call that needs approval leaves the run `waiting` (status "waiting")
-        for `answer_approval` instead of being denied."""
+        for `answer_approval` instead of being denied. `metadata`: the caller's own fields for the run, recorded on
+        it (bounded: at most 32 scalar keys, none naming a secret)."""
         options = RunOptions(
-            agent=agent, model=model, session=session, budgets=dict(budgets or {}), wait_approvals=wait_approvals
+            agent=agent,
+            model=model,
+            session=session,
+            budgets=dict(budgets or {}),
+            wait_approvals=wait_approvals,
+            metadata=metadata,
         )
         return await self._runtime.run(prompt, options, observer)
 

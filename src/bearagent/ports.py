@@ -15,7 +15,7 @@ from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.models import ModelEvent, ModelRequest
-from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord
+from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.runtime.run_state import ActivityState, RunState
 
@@ -281,6 +281,11 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
 
     async def fetch_sessions(self, *, caller: str | None = None, limit: int = 50) -> Sequence[SessionRecord]:
         """Sessions, most recently updated first."""
+        ...
+
+    async def record_workspace(self, record: WorkspaceRecord) -> WorkspaceRecord:
+        """Store a workspace record by its key and return it as kept: a stored one keeps its `workspace_id` and
+        `created_at`, and its `updated_at` moves only when the content changed (`store/workspace_rows.py`)."""
         ...
 
 

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from bearagent.builtin import builtin_agents_dir, builtin_skills_dir
 from bearagent.config.config_files import load_config_files
+from bearagent.config.execution import with_server_policy
 from bearagent.config.instructions import load_instructions
-from bearagent.config.model import BearConfig, ConfigFile
+from bearagent.config.model import BearConfig, ConfigFile, ExecutionPolicy
 from bearagent.config.store_settings import StoreSettings, choose_store
 from bearagent.config.workspace import (
     WORKSPACE_DIR,
@@ -25,7 +26,7 @@ from bearagent.config.workspace import (
     skill_sources,
     user_config_dir,
 )
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.specs import ModelEntry
 from bearagent.plugins.builtin import BUILTIN_PLUGIN
 from bearagent.plugins.contributions import ProviderFactory
@@ -115,6 +116,7 @@ class LoadedWorkspace:
             agents={a.name: a for a in self.agents.all()},
             mcp_servers=self.mcp.names(),
             workspace_kind=self.config.kind,
+            execution_policy=self.config.execution_policy,
         )
 
     def project(
@@ -181,15 +183,17 @@ def load_workspace(
     env: Mapping[str, str] | None = None,
     plugins: PluginHost | None = None,
     store: StoreSettings | None = None,
+    execution_policy: ExecutionPolicy | None = None,
 ) -> LoadedWorkspace:
     """Load everything for one workspace. `root` is `-w` (None = discover from `cwd`); `env` defaults to the process
-    environment; `plugins` defaults to the installed entry points filtered by `BEARAGENT_LOAD_PLUGINS`; `store` is the
-    `store:` of the server config serving the workspace (it outranks the user config's; `config.store` is the one
-    that applies: `config/store_settings.choose_store`). Never raises for a broken file: every problem is a
-    diagnostic.
+        environment; `plugins` defaults to the installed entry points filtered by `BEARAGENT_LOAD_PLUGINS`; `store` is the
+        `store:` of the server config serving the workspace (it outranks the user config's; `config.store` is the one
+        that applies: `config/store_settings.choose_store`); `execution_policy` is the server config's for the workspace
+    (`none` tightens: `config/execution.py`). Never raises for a broken file: every problem is a
+        diagnostic.
 
-    Only composition: the order of the config files is `config/config_files.py`, every source and its rank
-    `config/workspace.py`, and each registry loads itself from the files and the plugins' contributions."""
+        Only composition: the order of the config files is `config/config_files.py`, every source and its rank
+        `config/workspace.py`, and each registry loads itself from the files and the plugins' contributions."""
     environ: Mapping[str, str] = dict(os.environ) if env is None else env
     ws_root = discover_workspace(cwd or Path.cwd(), root)
     user_dir = user_config_dir(environ)
@@ -202,7 +206,7 @@ def load_workspace(
     config = config.model_copy(update={"store": choose_store(config.store, environ, server=store)})
     plugin_dirs = plugin_dir_sources(contrib.agent_dirs, contrib.skill_dirs, diags)
 
-    models = load_models(files, contrib, builtin_plugin=BUILTIN_PLUGIN)
+    models = load_models(files, contrib, builtin_plugin=BUILTIN_PLUGIN, env=environ, default_model=config.default_model)
     agent_srcs = agent_sources(
         ws_root, user_dir, compat=compat, plugins=plugin_dirs.agents, builtin_dir=builtin_agents_dir()
     )
@@ -217,6 +221,9 @@ def load_workspace(
     diags.extend(alias_diagnostics(agents.all(), models))  # `model: sonnet` with no `sonnet` entry, at load
     mcp = load_mcp_servers(files, ws_root, contrib)
     hooks = load_hooks(files, contrib.hook_handlers, root=ws_root, env=environ)
+    # after the registries: a server's `none` stops hooks and MCP servers from running (`config/execution.py`) but
+    # leaves what is loaded, so the trust surface is the one `bearagent trust` saw
+    config = with_server_policy(config, execution_policy)
     diags.extend(_default_diagnostics(config, files.declaring(), agents, models))
 
     return LoadedWorkspace(
@@ -252,7 +259,7 @@ def _default_diagnostics(
                 source=str(where.path) if where else "",
                 line=where.line_of("default_agent") if where else None,
                 field="default_agent",
-                fix=f"use one of: {', '.join(agents.names()) or 'none'}",
+                fix=f"use one of: {name_list(agents.names()) or 'none'}",
             )
         )
     if config.default_model and models.get(config.default_model) is None:
@@ -264,7 +271,7 @@ def _default_diagnostics(
                 source=str(where.path) if where else "",
                 line=where.line_of("default_model") if where else None,
                 field="default_model",
-                fix=f"use one of: {', '.join(models.refs()) or 'none (add an entry under models:)'}",
+                fix=f"use one of: {name_list(models.refs()) or 'none (add an entry under models:)'}",
             )
         )
     return out

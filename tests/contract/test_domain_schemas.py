@@ -91,6 +91,7 @@ def test_snapshot_holds_the_listed_models_and_every_run_event() -> None:
     assert names == REQUIRED_NAMES | expected_events, "only the listed public models belong in the snapshot"
 
 
+@pytest.mark.slow  # several fresh interpreters generating every schema: ~20 s measured under load
 def test_generation_is_deterministic_across_processes() -> None:
     code = "from bearagent.domain.schema import domain_schemas, render_schemas; print(render_schemas(domain_schemas()), end='')"
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -124,7 +124,9 @@ def test_doctor_prints_every_diagnostic_and_exit_codes(newcomer: Path, tmp_path:
     codes = [d["code"] for d in json.loads(no_model.stdout)["diagnostics"] if d["severity"] == "error"]
     assert no_model.returncode == 2 and codes == ["config.no_model"]
     write(newcomer, ".bearagent/config.yaml", "default_agent: build\nmodels:\n  m: {provider: openai, model: x}\n")
-    ok = run("doctor", "-q", cwd=newcomer, home=home)
+    unset = run("doctor", "-q", cwd=newcomer, home=home)  # what `run` would refuse, doctor reports (issue 32)
+    assert unset.returncode == 2 and "the environment variable OPENAI_API_KEY is not set" in unset.stdout
+    ok = run("doctor", "-q", cwd=newcomer, home=home, env={"OPENAI_API_KEY": "sk-test"})
     assert ok.returncode == 0 and "0 error(s)" in ok.stdout and "shadows" not in ok.stdout
 
 
@@ -141,6 +143,9 @@ def test_init_scaffolds_a_working_workspace_and_refuses_to_overwrite(tmp_path: P
     tools = json.loads(run("tools", "list", "--json", cwd=root, home=home).stdout)
     assert tools["agent"] == "helper" and tools["model"] == "workspace/demo"
     assert [t["name"] for t in tools["tools"]][:3] == ["Read", "Glob", "Grep"]
+    # it can edit, as Claude Code's default agent can (issue 32: a read-only one broke commands that need Bash)
+    assert {"Edit", "Write", "Bash", "Skill", "Task"} <= {t["name"] for t in tools["tools"]}
+    assert not tools["diagnostics"], tools["diagnostics"]
     models = json.loads(run("models", "list", "--json", cwd=root, home=home).stdout)
     assert models["default_model"] == "workspace/demo"
     actions = json.loads(run("actions", "list", "--json", cwd=root, home=home).stdout)

@@ -53,10 +53,25 @@ def test_hooks_list_shows_every_hook(workspace: Path) -> None:
     lines = result.stdout.splitlines()
     assert len(lines) == 3
     assert lines[0].startswith("PreToolUse  matcher=Bash  command: .claude/hooks/block-rm.sh")
-    assert "capabilities=block,context,rewrite  on_failure=block" in lines[0]
+    assert "capabilities=all (undeclared)  on_failure=block" in lines[0]  # the boundary shown (seed 002)
     assert "matcher=mcp__memory__.*" in lines[1] and "capabilities=block  on_failure=allow" in lines[1]
     rows = [json.loads(line) for line in cli(workspace, "hooks", "list", "--json").stdout.splitlines()]
     assert rows[2]["event"] == "UserPromptSubmit" and rows[2]["capabilities"] == ["block", "context"]
+    assert rows[0]["capabilities"] == ["block", "context", "rewrite"] and rows[0]["capabilities_declared"] is False
+    assert rows[2]["capabilities_declared"] is True
+
+
+def test_doctor_and_the_trust_listing_show_each_handlers_capabilities(workspace: Path) -> None:
+    doctor = cli(workspace, "doctor")
+    assert "hook          PreToolUse[Bash] command: .claude/hooks/block-rm.sh: all (undeclared)" in doctor.stdout
+    assert "hook          UserPromptSubmit[*] command: .claude/hooks/user_prompt_context.py: block,context" in (
+        doctor.stdout
+    )
+    rows = json.loads(cli(workspace, "doctor", "--json").stdout)["hooks"]
+    assert [r["capabilities_label"] for r in rows] == ["all (undeclared)", "block", "block,context"]
+    listing = cli(workspace, "trust", "--list", "-w", str(workspace))
+    assert "runs '.claude/hooks/block-rm.sh'; capabilities: all (undeclared)" in listing.stdout + listing.stderr
+    assert "capabilities: block,context" in listing.stdout + listing.stderr
     assert rows[0]["source"] == str(workspace / ".bearagent" / "config.yaml")
 
 

@@ -137,7 +137,7 @@ def test_every_budget_flag_reaches_the_run(ws: Path, tmp_path: Path) -> None:
 def test_unknown_agent_lists_the_available_ones(ws: Path, tmp_path: Path) -> None:
     result = invoke(["run", "-w", str(ws), "-a", "nobody", "hi"], tmp_path)
     assert result.exit_code == 2
-    assert "error: there is no agent named 'nobody'" in result.output
+    assert "error: no agent named 'nobody'" in result.output
     assert "fix: available agents:" in result.output
     assert "main" in result.output
 

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import agent_md, scripted_workspace
 
@@ -98,6 +99,8 @@ def _wait_for_first_event(root: Path, proc: subprocess.Popen[bytes]) -> None:
 # ---- kill -9 at random points, then resume -------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # 30 kills, each with 3-4 CLI processes: ~4 min on an idle 2-core machine, more when loaded
 def test_kill_9_at_random_points_then_resume_finishes_each_run_without_repeats(tmp_path: Path) -> None:
     rng = random.Random(1601)
     home = tmp_path / "home"

@@ -121,6 +121,10 @@ def test_a_rebuilt_history_equals_what_the_model_was_sent(tmp_path: Path) -> Non
         assert second.status == "succeeded", second.error
         events_first = ws.events(str(first.run_id))
 
+    # every request names the prompt it was built from: the hash RunCreated recorded (issue 31)
+    assert events_first[0].event_type == "RunCreated"
+    assert {r.prompt_version for r in requests[:3]} == {f"sha256:{events_first[0].payload['prompt_hash']}"}
+
     # request by request, the conversation of run 1 is a prefix of what the log rebuilds
     rebuilt = history_from_events([events_first])
     for request in requests[:3]:

@@ -151,8 +151,13 @@ turns:
         child.expect("approved-by-a-human")
         child.expect("succeeded")
         child.expect("writer>")
+        child.sendline("/cost")
+        child.expect("1 run · 2 model calls")
+        child.expect("writer>")
         child.sendline("/clear")
         child.expect("new session")
+        child.sendline("/cost")  # /clear starts the count again (issue 32: it kept the old token count)
+        child.expect("0 runs · 0 model calls · 0 tool calls · 0 in \\+ 0 out tokens")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
     finally:

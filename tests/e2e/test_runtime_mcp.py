@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -38,7 +39,11 @@ turns:
   - tool_calls: [{name: mcp__demo__echo, arguments: {message: bears}}]
   - text: "2 + 3 = 5"
 """
-    servers = f"  demo: {{command: {sys.executable}, args: [{DEMO}, stdio], startup_timeout_s: 30}}\n"
+    # a copy of its own: the leftover check below looks for processes by the script's path, and other tests (in
+    # other xdist workers) run the shared demo.py at the same time
+    demo = tmp_path / "demo.py"
+    shutil.copyfile(DEMO, demo)
+    servers = f"  demo: {{command: {sys.executable}, args: [{demo}, stdio], startup_timeout_s: 30}}\n"
     agents = {"main": agent_md("Main.", mode="primary", tools="[Read]", mcp="[demo]")}
     root = scripted_workspace(tmp_path / "ws", script, agents=agents, config=_config(servers))
     home = tmp_path / "home"
@@ -53,7 +58,7 @@ turns:
     assert completed[1]["content"].startswith("echo: bears")
     requested = [e["payload"] for e in events if e["event_type"] == "ToolCallRequested"]
     assert requested[0]["source"] == "mcp"
-    assert wait_until_gone(pids_with_arg(str(DEMO))) == []
+    assert wait_until_gone(pids_with_arg(str(demo))) == []
 
 
 def test_mcp_server_time_from_pypi(tmp_path: Path) -> None:

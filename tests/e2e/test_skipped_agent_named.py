@@ -52,7 +52,7 @@ def test_run_a_skipped_agent_says_why_and_where(tmp_path: Path) -> None:
     assert twin.returncode == 2 and "agent 'twin' is defined twice in one source: " in twin.stderr
     assert "twin-a.md" in twin.stderr and "twin-b.md" in twin.stderr
     nobody = bear(ws, home, "run", "-a", "nobody", "hello")
-    assert nobody.returncode == 2 and "there is no agent named 'nobody'" in nobody.stderr
+    assert nobody.returncode == 2 and "no agent named 'nobody'" in nobody.stderr
 
 
 def test_the_registry_knows_a_skipped_file_by_its_stem_and_its_declared_name(tmp_path: Path) -> None:

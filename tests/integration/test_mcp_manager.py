@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shlex
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -174,7 +175,8 @@ def test_parallel_start_failures_are_isolated_and_explained(tmp_path: Path) -> N
             dead = status["dead"]
             assert dead.last_error is not None and dead.hint is not None
             assert "exited" in dead.last_error and "fatal: DEMO_TOKEN is not configured" in dead.last_error
-            assert "by hand" in dead.hint and "misbehaving.py exit-at-start" in dead.hint
+            # the command as the shell needs it (quoted: the checkout may live at a path with spaces)
+            assert "by hand" in dead.hint and shlex.join([str(MISBEHAVING), "exit-at-start"]) in dead.hint
 
             mute = status["mute"]
             assert mute.last_error is not None and "within 1.5s" in mute.last_error
@@ -304,14 +306,19 @@ def test_server_that_comes_up_later_adds_its_tools(tmp_path: Path) -> None:
     spec = stdio_spec("late", DEMO, command=str(launcher), args=())
 
     async def main() -> None:
-        m = McpConnectionManager([spec], os.environ, tmp_path, backoff_s=0.01, max_connect_attempts=100)
+        # the workspace is a sibling of the launcher's directory: a launcher created *inside* the workspace during
+        # the run would be refused (its code changed since the start: docs/security.md, "Hooks and the model's
+        # writes")
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        m = McpConnectionManager([spec], os.environ, workspace, backoff_s=0.01, max_connect_attempts=100)
         await m.start_all(retry_interval_s=0.2)  # failed servers are retried in the background
         try:
             assert m.server_status("late").state == "failed"
             assert m.tools() == [] and "late" in m.unavailable_summary()
             assert "It will be retried." in m.unavailable_summary()
             launcher.parent.mkdir()
-            launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {DEMO} stdio\n")
+            launcher.write_text(f"#!/bin/sh\nexec {shlex.join([sys.executable, str(DEMO)])} stdio\n")
             launcher.chmod(0o755)
             deadline = time.monotonic() + 30
             while not m.tools() and time.monotonic() < deadline:

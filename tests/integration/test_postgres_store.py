@@ -90,6 +90,7 @@ def test_migrations_bring_any_earlier_version_up_to_date(
     asyncio.run(works())
 
 
+@pytest.mark.slow  # several fresh processes race to migrate: ~18 s measured under load
 def test_processes_opening_a_new_store_at_once_migrate_it_once(postgres_dsn: str) -> None:
     script = (
         "import sys\nfrom bearagent.store.postgres import PostgresRunStorage\n"

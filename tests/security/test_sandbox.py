@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -144,6 +145,11 @@ def _stderr(result: Mapping[str, object]) -> str:
     return str(data.get("stderr", ""))
 
 
+def q(path: Path) -> str:
+    """`path` quoted for the shell: the checkout (and so `outside`) may live at a path with spaces."""
+    return shlex.quote(str(path))
+
+
 def _with_marker(marker: str) -> list[int]:
     found: list[int] = []
     for entry in os.listdir("/proc"):
@@ -218,7 +224,7 @@ def test_a_write_outside_the_workspace_is_refused_and_the_file_untouched(
     results = run_bash(
         tmp_path / "ws",
         home,
-        [f"echo pwned > {victim}; echo rc=$?", f"touch {outside}/new-file; echo rc=$?", "touch inside.txt"],
+        [f"echo pwned > {q(victim)}; echo rc=$?", f"touch {q(outside / 'new-file')}; echo rc=$?", "touch inside.txt"],
     )
     assert "rc=1" in _stdout(results[0]) and "Read-only file system" in _stderr(results[0])
     assert "rc=1" in _stdout(results[1])
@@ -350,8 +356,8 @@ def test_secret_stores_and_the_user_config_are_hidden(tmp_path: Path, home: Path
     _user_config(home, "shell_env: {set: {MARK: user-config-read}}\n")
     commands = [
         "cat ~/.ssh/id_rsa; ls -A ~/.ssh; echo end",
-        f"cat {home}/.aws/credentials {home}/.netrc; echo end",
-        f"cat {home}/bearagent/config.yaml; echo end",
+        f"cat {q(home / '.aws/credentials')} {q(home / '.netrc')}; echo end",
+        f"cat {q(home / 'bearagent/config.yaml')}; echo end",
         "grep CapEff /proc/self/status",
     ]
     results = run_bash(tmp_path / "ws", home, commands)
@@ -375,16 +381,29 @@ def test_read_only_mode_allows_nothing_but_the_private_tmp(tmp_path: Path, home:
     assert _stdout(results[1]).strip() == "ok"
 
 
-def test_git_status_and_commit_work_in_the_sandbox(tmp_path: Path, home: Path) -> None:
-    ws = tmp_path / "ws"
+def _git_repo(ws: Path) -> None:
     scripted_workspace(ws, "turns: []\n", agents=MAIN)
     for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
         subprocess.run(["git", "-C", str(ws), *args], check=True)
     (ws / "notes.md").write_text("notes\n")
+
+
+def test_git_status_works_and_commit_is_refused_by_default(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    _git_repo(ws)
+    results = run_bash(ws, home, ["git status --short", "git add notes.md; echo rc=$?"])
+    assert "?? notes.md" in _stdout(results[0])
+    assert "rc=128" in _stdout(results[1]) and "Read-only file system" in _stderr(results[1])
+
+
+def test_git_commit_works_in_the_sandbox_when_the_user_makes_git_writable(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    _git_repo(ws)
     results = run_bash(
         ws,
         home,
         ["git status --short && git add notes.md && git commit -qm 'from the sandbox' && git log --oneline -1"],
+        user_config="sandbox: {git: writable}\n",
     )
     assert results[0]["status"] == "succeeded", results[0]
     assert "from the sandbox" in _stdout(results[0])
@@ -473,7 +492,9 @@ def test_sigkill_of_bearagent_run_leaves_no_process_behind(tmp_path: Path, home:
         assert len(_with_marker(marker)) >= 2, "the sleeping processes never appeared"
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        deadline = time.monotonic() + 5
+        # the reaper (or bubblewrap's PID namespace) kills the tree within milliseconds of bearagent's death; the
+        # wait only allows for a loaded machine scheduling it late: a survivor (a 60 s sleep) is still here after it
+        deadline = time.monotonic() + 30
         while _with_marker(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _with_marker(marker) == [], "a process of the Bash call survived SIGKILL of bearagent"
@@ -534,7 +555,7 @@ def test_sandbox_off_in_the_user_config_runs_unconfined_but_keeps_the_env_policy
     results = run_bash(
         tmp_path / "ws",
         home,
-        [f"echo written > {outside}/from-bash; echo ${{BEARAGENT_SANDBOX:-none}}; env"],
+        [f"echo written > {q(outside / 'from-bash')}; echo ${{BEARAGENT_SANDBOX:-none}}; env"],
         user_config='sandbox: off\npermissions: {allow: ["Bash"]}\n',
         env={"OPENAI_API_KEY": CANARY_OPENAI},
     )
@@ -551,7 +572,7 @@ def test_a_trusted_workspace_still_cannot_loosen_the_users_sandbox_mode(
     results = run_bash(
         tmp_path / "ws",
         home,
-        [f"touch {outside}/loosened; echo ${{BEARAGENT_SANDBOX:-none}}"],
+        [f"touch {q(outside / 'loosened')}; echo ${{BEARAGENT_SANDBOX:-none}}"],
         user_config="sandbox: workspace-write\n",
         config=config,
         trust=True,
@@ -614,7 +635,12 @@ def test_bad_sandbox_values_are_errors_naming_file_line_and_fix(tmp_path: Path) 
 def test_loosening_lists_what_a_file_loosens() -> None:
     files_settings: dict[str, object] = {
         "sandbox": {"mode": "off", "network": "allow", "hide": ("~/x",)},
-        "shell_env": {"inherit": "all", "include": ("AWS_SECRET_KEY", "NODE_OPTIONS", "AWS_*"), "exclude": ("X",)},
+        "shell_env": {
+            "inherit": "all",
+            "include": ("AWS_SECRET_KEY", "NODE_OPTIONS", "AWS_*"),
+            "exclude": ("X",),
+            "set": {"BASH_ENV": "./x.sh", "CI": "1"},
+        },
     }
     assert loosening(files_settings) == [
         "sandbox.mode: off",
@@ -622,6 +648,8 @@ def test_loosening_lists_what_a_file_loosens() -> None:
         "shell_env.inherit: all",
         "shell_env.include: AWS_SECRET_KEY",
         "shell_env.include: AWS_*",
+        "shell_env.set: BASH_ENV=./x.sh",
+        "shell_env.set: CI=1",
     ]
     assert loosening({"sandbox": {"mode": "read-only"}, "shell_env": {"inherit": "none"}}) == []
 

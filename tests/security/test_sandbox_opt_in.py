@@ -150,8 +150,16 @@ def listener() -> Iterator[Listener]:
         server.close()
 
 
+VENV_DIRECTORY = json.dumps(os.path.realpath(sys.prefix))
+"""The environment this suite runs in, which the hook (`sys.executable`) and the `escape` server (the `mcp` package)
+run from. Given to the sandbox explicitly as an additional directory: a checkout under /tmp (and so its .venv) is
+invisible in the sandbox's private /tmp, where the confined hook's interpreter would not exist and the hook would
+fail before it tried anything. The directory plays no part in the attacks (they aim at `outside` and `~/.ssh`)."""
+
+
 def _user_config(home: Path, text: str) -> None:
-    write(home / "bearagent", "config.yaml", text)
+    """The user config: `text` plus the suite's environment as an additional directory (see VENV_DIRECTORY)."""
+    write(home / "bearagent", "config.yaml", f"{text}permissions: {{additional_directories: [{VENV_DIRECTORY}]}}\n")
 
 
 def _results(ws: Path, home: Path) -> list[dict[str, object]]:

@@ -181,10 +181,9 @@ class _Manager:
 
         self.workspaces = {"one": object(), "two": object()}
         self._loaded = loaded
-        self.worker = Worker(lambda: [], lambda ws, subject: cast(Any, None), concurrency=0)
+        self.worker = Worker(lambda: [], lambda ws: cast(Any, None), concurrency=0)
 
-    def runtime(self, workspace_id: str, subject: str) -> object:
-        assert subject == "local"
+    def runtime(self, workspace_id: str) -> object:
         return type("Runtime", (), {"loaded": self._loaded})()
 
 

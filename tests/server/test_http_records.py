@@ -55,7 +55,9 @@ def test_sessions_and_runs_carry_their_record_fields(server: Server) -> None:
         assert session["auth_context"] == {
             "subject_ref": "alice",
             "scopes": sorted(ALICE.split()),
+            "workspace_access": ["ws"],
             "auth_source": "jwt",
+            "metadata": {},
         }
         run_id = a.post(f"/v1/sessions/{session['id']}/runs", json={"prompt": "read the notes"}).json()["run_id"]
         run = wait_for(a, run_id)

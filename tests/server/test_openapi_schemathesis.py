@@ -9,6 +9,7 @@ text/event-stream` is generated)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 from pathlib import Path
 from typing import Any
@@ -21,18 +22,20 @@ from tests.server.test_http_api import SCRIPT, TOKEN, start
 from tests.support.config_ws import write
 from tests.support.run_ws import agent_md, scripted_workspace
 
-schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is not installed (uv sync --group dev)")
-_core: Any = importlib.import_module("schemathesis.checks")
-_openapi: Any = importlib.import_module("schemathesis.specs.openapi.checks")
+
+@functools.cache
+def _schemathesis() -> tuple[Any, list[Any]]:
+    """schemathesis and the checks, imported by the test rather than at collection (~1.5 s of CPU that every xdist
+    worker would pay, since each collects every module)."""
+    module: Any = pytest.importorskip("schemathesis", reason="schemathesis is not installed (uv sync --group dev)")
+    core: Any = importlib.import_module("schemathesis.checks")
+    openapi: Any = importlib.import_module("schemathesis.specs.openapi.checks")
+    return module, [core.not_a_server_error, openapi.status_code_conformance, openapi.response_schema_conformance]
+
 
 EXAMPLES = 25  # per operation: about 500 requests, ~10 s on 2 cores
 EXCLUDED = {("GET", "/v1/workspaces/{ws_id}/events")}
 STATUSES: list[str] = []  # "<METHOD> <path> <status>" of every request sent
-CHECKS: list[Any] = [
-    _core.not_a_server_error,
-    _openapi.status_code_conformance,
-    _openapi.response_schema_conformance,
-]
 
 
 def test_every_operation_answers_as_its_schema_says(tmp_path: Path) -> None:
@@ -45,7 +48,7 @@ def test_every_operation_answers_as_its_schema_says(tmp_path: Path) -> None:
             session = client.post("/v1/workspaces/alpha/sessions", json={}).json()["id"]
             run = client.post(f"/v1/sessions/{session}/runs", json={"prompt": "hi"}).json()["run_id"]
         real = {"ws_id": "alpha", "session_id": session, "run_id": run, "name": "greet"}
-        schema = schemathesis.openapi.from_url(f"{srv.base}/openapi.json")
+        schema = _schemathesis()[0].openapi.from_url(f"{srv.base}/openapi.json")
         failures: list[str] = []
         tested: list[str] = []
         for result in schema.get_all_operations():
@@ -81,7 +84,7 @@ def fuzz(operation: Any, base: str, real: dict[str, str]) -> None:
     def check(case: Any, use_real: bool) -> None:
         if use_real and case.path_parameters:
             case.path_parameters = {k: real.get(k, v) for k, v in case.path_parameters.items()}
-        response = case.call_and_validate(base_url=base, headers=headers, checks=CHECKS, timeout=20)
+        response = case.call_and_validate(base_url=base, headers=headers, checks=_schemathesis()[1], timeout=20)
         STATUSES.append(f"{case.method} {case.path} {response.status_code}")
 
     check()

@@ -89,10 +89,10 @@ def test_workspace_settings_override_user_settings_key_by_key(tmp_path: Path) ->
         "bearagent/config.yaml",
         "default_agent: plan\nbudgets: {max_tool_calls: 7, max_tokens: 99}\npermissions: {deny: ['Bash(rm *)']}\n",
     )
-    write(tmp_path / "ws", ".bearagent/config.yaml", "budgets: {max_tool_calls: 9}\npermissions: {allow: [Read]}\n")
+    write(tmp_path / "ws", ".bearagent/config.yaml", "budgets: {max_tool_calls: 5}\npermissions: {allow: [Read]}\n")
     ws = load(tmp_path / "ws", home)
     assert ws.config.default_agent == "plan"
-    assert ws.config.budgets.max_tool_calls == 9 and ws.config.budgets.max_tokens == 99
+    assert ws.config.budgets.max_tool_calls == 5 and ws.config.budgets.max_tokens == 99  # lowered key by key
     assert ws.config.permissions.deny == ("Bash(rm *)",) and ws.config.permissions.allow == ("Read",)
 
 

@@ -66,6 +66,14 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
             "allowed_tools": ["Bash(git status)"],
         },
     },
+    ("RunCreated", 4): {
+        "budget_limits": {},
+        "goal": "summarise docs/project.md",
+        "agent_name": "build",
+        "prompt_hash": "0" * 64,
+        "request": {"initiator_ref": "user:ada"},
+        "planned": False,
+    },
     ("RunStarted", 1): {},
     ("RunSucceeded", 1): {},
     ("RunSucceeded", 2): {"final_text": "done", "stop_reason": "end_turn"},
@@ -132,6 +140,10 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
         "usage": {"model_iterations": 2, "tool_calls": 1, "input_tokens": 30, "output_tokens": 5, "cost_microusd": 7},
     },
     ("RunStarted", 2): {"owner": OWNER},
+    ("RunStarted", 3): {
+        "owner": OWNER,
+        "plan": {"prompt_hash": "a" * 64, "tool_spec_versions": {"Read": "1"}, "model_ref": "workspace/fast"},
+    },
     ("RunInterrupted", 1): {
         "reason": "its process (pid 4242 on host-a) is gone",
         "owner": OWNER,
@@ -277,7 +289,7 @@ def test_unknown_version_fails_closed_and_lists_the_known_ones() -> None:
     with pytest.raises(BearAgentError) as caught:
         parse_run_event_payload("RunCreated", 99, SAMPLES[("RunCreated", 2)])
     assert caught.value.code == "validation.unknown_event"
-    assert "'RunCreated' v99 (known versions of RunCreated: [1, 2, 3])" in str(caught.value)
+    assert "'RunCreated' v99 (known versions of RunCreated: [1, 2, 3, 4])" in str(caught.value)
     assert "upgrade BearAgent" in str(caught.value)
 
 
@@ -309,8 +321,8 @@ def test_v1_payloads_still_parse_with_their_old_meaning() -> None:
 
 
 def test_latest_versions() -> None:
-    assert LATEST_VERSIONS["RunCreated"] == 3
-    assert LATEST_VERSIONS["RunStarted"] == 2
+    assert LATEST_VERSIONS["RunCreated"] == 4
+    assert LATEST_VERSIONS["RunStarted"] == 3
     assert set(LATEST_VERSIONS) == {t for (t, _v) in RUN_EVENT_PAYLOADS}
 
 

@@ -38,11 +38,14 @@ from bearagent.domain.run_events import (
     RecordedToolCall,
     RunCreatedV2,
     RunCreatedV3,
+    RunCreatedV4,
     RunFailedV1,
     RunFailedV2,
     RunInterruptedV1,
+    RunPlanFacts,
     RunRequest,
     RunResumedV1,
+    RunStartedV3,
     RunSucceededV2,
     TodosUpdatedV1,
     ToolCallAbandonedV1,
@@ -415,6 +418,20 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     )
     assert folder7.state.status == "queued" and folder7.state.request == request
     seen |= folder7.seen
+
+    # v4 / v3: a run recorded unplanned, and its plan recorded when it starts
+    f8, folder8 = EventFactory(), Folder()
+    folder8.feed(
+        f8.event(
+            RunCreatedV4(
+                budget_limits=BudgetLimits(), goal="g", agent_name="build", prompt_hash=PROMPT_HASH, planned=False
+            )
+        )
+    )
+    plan = RunPlanFacts(prompt_hash=PROMPT_HASH, tool_spec_versions={"Read": "1"}, model_ref="workspace/fast")
+    folder8.feed(f8.event(RunStartedV3(owner=OWNER, plan=plan)))
+    assert folder8.state.status == "running" and folder8.state.owner is not None
+    seen |= folder8.seen
     assert seen == set(RUN_EVENT_PAYLOADS)
 
 

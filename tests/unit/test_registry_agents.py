@@ -104,13 +104,22 @@ def test_name_defaults_to_stem_and_a_different_name_is_noted(tmp_path: Path) -> 
 
 
 def test_unknown_and_unsupported_keys_are_warnings_never_silent(tmp_path: Path) -> None:
-    write(tmp_path, ".bearagent/agents/x.md", agent_file(toolz="[Read]", color="blue", memory="project"))
+    write(tmp_path, ".bearagent/agents/x.md", agent_file(colour="[Read]", color="blue", memory="project"))
     ws = load(tmp_path, tmp_path / "home")
     unknown = only(ws.agents.diagnostics, "config.unknown_key")
-    assert "'toolz'" in unknown.message and "did you mean 'tools'" in unknown.message and unknown.line == 3
+    assert "'colour'" in unknown.message and unknown.severity == "warning" and unknown.line == 3
     unsupported = [d for d in ws.agents.diagnostics if d.code == "agent.unsupported_key"]
     assert {d.field for d in unsupported} == {"color", "memory"}
     assert ws.agents.get("x") is not None
+
+
+def test_a_misspelt_guarding_key_skips_the_agent_never_widens_it(tmp_path: Path) -> None:
+    write(tmp_path, ".bearagent/agents/x.md", agent_file(toolz="[Read]"))
+    ws = load(tmp_path, tmp_path / "home")
+    typo = only(ws.agents.diagnostics, "agent.misspelt_guard")
+    assert typo.severity == "error" and "did you mean 'tools'" in typo.message and typo.line == 3
+    assert "the agent was skipped" in typo.message and "it is ignored" not in typo.message
+    assert ws.agents.get("x") is None
 
 
 def test_all_spec_fields_parse(tmp_path: Path) -> None:

@@ -124,7 +124,7 @@ def test_refusal_says_what_and_exactly_how_to_trust(tmp_path: Path, env: dict[st
     assert error.info.message == (
         f"workspace {ws.resolve()} is not trusted, and its files would decide where requests and keys go, what "
         "code runs or what is allowed:\n"
-        "  - command hook on PreToolUse (Bash) runs '.bearagent/hooks/guard.sh'\n"
+        "  - command hook on PreToolUse (Bash) runs '.bearagent/hooks/guard.sh'; capabilities: all (undeclared)\n"
         "  - MCP server 'time' (stdio) runs 'uvx mcp-server-time'\n"
         "  - permissions.allow: 'Bash(make *)' widens what runs without asking"
     )

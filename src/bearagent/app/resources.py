@@ -3,6 +3,7 @@ and model entry, so a scripted model's turns run on in order), and the MCP conne
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 from collections.abc import Callable, Mapping
@@ -172,6 +173,9 @@ class Resources:
         self._provider_override: Callable[[ModelEntry, str], ModelProvider] | None = None
         self._in_process_mcp = in_process_mcp
         self._mcp: McpConnectionManager | None = None
+        self._mcp_starting = asyncio.Lock()
+        """Held while the MCP connections start: runs planned at once (many callers' runs, one service) share one
+        start, not one each."""
 
     @property
     def root(self) -> Path:
@@ -212,6 +216,11 @@ class Resources:
         self._recovered = True
         return await recover_interrupted(self.store, self.writer, self.clock, self.ids)
 
+    @property
+    def has_provider_override(self) -> bool:
+        """True when providers come from the embedder (tests, the Python API), not from the model entries."""
+        return self._provider_override is not None
+
     def provider(self, entry: ModelEntry, session_key: str) -> ModelProvider:
         if self._provider_override is not None:
             return self._provider_override(entry, session_key)
@@ -238,23 +247,25 @@ class Resources:
     async def mcp_manager(self) -> McpConnectionManager | None:
         """The session's MCP connections, started (in parallel) on first use; failures never fail the run. The
         connection manager is imported only for a session that has servers."""
-        if self.loaded.config.kind == "chat":
+        if self.loaded.config.execution_policy == "none":  # a chat workspace too: `config/execution.py`
             return None
         if self._mcp is None:
             specs = self.loaded.mcp.all()
             if not specs and not self._in_process_mcp:
                 return None
-            from bearagent.mcp.manager import McpConnectionManager
+            async with self._mcp_starting:
+                if self._mcp is None:
+                    from bearagent.mcp.manager import McpConnectionManager
 
-            manager = McpConnectionManager(
-                specs,
-                self.loaded.child_env(),
-                self.root,
-                in_process=self._in_process_mcp,
-                sandbox=self.loaded.config.sandbox,
-            )
-            await manager.start_all()
-            self._mcp = manager
+                    manager = McpConnectionManager(
+                        specs,
+                        self.loaded.child_env(),
+                        self.root,
+                        in_process=self._in_process_mcp,
+                        sandbox=self.loaded.config.sandbox,
+                    )
+                    await manager.start_all()
+                    self._mcp = manager
         current_mcp_caller.set(_hook_mcp_caller(self._mcp, self.root))  # `mcp_tool` hooks of this run call these
         return self._mcp
 

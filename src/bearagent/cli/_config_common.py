@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
 
 import click
 
+from bearagent.domain.diagnostics import name_list
+
 if TYPE_CHECKING:
     from bearagent.config.layers import Resolved
     from bearagent.domain.diagnostics import Diagnostic
@@ -174,7 +176,7 @@ def show_missing(kind: str, name: str, names: Sequence[str], broken: dict[str, t
 
     close = difflib.get_close_matches(name, list(names), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    fail(f"no {kind} named {name!r}{hint}", f"`bearagent {kind}s list` shows the {kind}s: {', '.join(names) or 'none'}")
+    fail(f"no {kind} named {name!r}{hint}", f"`bearagent {kind}s list` shows the {kind}s: {name_list(names) or 'none'}")
 
 
 def resolve_shown(kind: str, registry: LayeredRegistry[T], name: str) -> tuple[Resolved[T], list[Diagnostic]]:

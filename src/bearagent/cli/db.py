@@ -1,4 +1,4 @@
-"""`bearagent db status` and `bearagent db migrate`: the schema of the workspace's store (SQLite or PostgreSQL,
+"""`bearagent db status`, `db migrate` and `db check`: the schema of the workspace's store (SQLite or PostgreSQL,
 chosen by the user or server config or `BEARAGENT_DATABASE_URL`; docs/store.md). With `--config FILE` (a server
 config), every store of the workspaces that server serves, with its `store:`. The store is named by its display form
 only: a DSN's password never reaches the terminal."""
@@ -28,7 +28,7 @@ F = TypeVar("F", bound=Callable[..., object])
 
 @click.group("db")
 def db() -> None:
-    """The store's schema: status (versions, runs waiting) and migrate."""
+    """The store's schema: status (versions, runs waiting), migrate, and check (is the file whole)."""
 
 
 def _options(func: F) -> F:
@@ -180,3 +180,31 @@ def migrate(workspace: Path | None, config_file: Path | None, debug: bool) -> No
             click.echo(f"migrated {done.display} from schema version {done.before} to {done.after}")
     if failed:
         die(f"{failed} of {len(targets)} stores could not be migrated", "fix what the errors above say", EXIT_USAGE)
+
+
+@db.command("check", short_help="Whether the store file is whole (read-only; never repairs or replaces it).")
+@workspace_option
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+def check(workspace: Path | None, debug: bool) -> None:
+    """Check the workspace's SQLite store without changing it: SQLite's full integrity check, then every stored row
+    read once. A damaged file is named with what to do (exit 2); BearAgent never repairs or replaces it itself."""
+    from bearagent.app.resources import STATE_DB, state_dir
+    from bearagent.app.store_check import check_sqlite_store
+    from bearagent.domain.errors import BearAgentError
+
+    loaded = load(workspace)
+    if loaded.config.store.backend == "postgres":
+        die(
+            "db check reads SQLite stores; this workspace's store is PostgreSQL",
+            "check it with PostgreSQL's own tools (amcheck, pg_amcheck); `bearagent db status` shows where it is",
+            EXIT_USAGE,
+        )
+    path = state_dir(loaded) / STATE_DB
+    try:
+        found = check_sqlite_store(path)
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    if not found.exists:
+        click.echo(visible(f"{path}: no store yet (the first run creates it)"))
+        return
+    click.echo(visible(f"ok: {path} is whole ({found.rows} rows read, SQLite's integrity check passed)"))

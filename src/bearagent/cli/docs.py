@@ -31,7 +31,8 @@ def render_cli_docs(root: click.Command) -> str:
         "# Command line reference\n",
         "Generated from the commands' own `--help` by `uv run python scripts/gen_cli_docs.py`; a test fails when this",
         "page and the code disagree. Exit codes of the commands that run agents: 0 success, 1 the run failed or was",
-        "cancelled, 2 usage or configuration error, 3 a budget stopped the run. `NO_COLOR` and non-TTY output are",
+        "cancelled, 2 usage or configuration error, 3 a budget stopped the run, 4 the run waits for an approval",
+        "(`--wait-approvals`; answer it with `bearagent approvals answer`). `NO_COLOR` and non-TTY output are",
         "respected everywhere. The interactive session (`bearagent` alone: keys, slash commands, the status line,",
         "and a captured screen of a real session) is described in [terminal.md](terminal.md).\n",
     ]

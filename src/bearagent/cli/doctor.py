@@ -11,6 +11,7 @@ import click
 from bearagent.cli._config_common import EXIT_CONFIG, diag_json, emit_json, json_option, load, workspace_option
 
 if TYPE_CHECKING:
+    from bearagent.domain._base import JsonValue
     from bearagent.domain.diagnostics import Diagnostic
     from bearagent.workspace import LoadedWorkspace
 
@@ -61,6 +62,15 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
             if d not in seen and d.code != "projection.chat":
                 seen.add(d)
                 diags.append(d)
+    from bearagent.service.preflight import as_diagnostic, preflight
+
+    # what `run` would refuse, in its words (`service/preflight.py`: run raises the first of these)
+    where = str(ws.config_files[-1].path) if ws.config_files else str(ws.root)
+    for refusal in preflight(ws):
+        d = as_diagnostic(refusal, where)
+        if d not in seen:
+            seen.add(d)
+            diags.append(d)
     from bearagent.sandbox.probe import probe as probe_sandbox
     from bearagent.sandbox.settings import network_json, network_label
 
@@ -76,6 +86,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
             )
         )
     store, store_line = _store_report(ws, diags)
+    hooks = _hook_rows(ws)
     if quiet:
         diags = [d for d in diags if d.severity != "info"]
     errors = sum(d.severity == "error" for d in diags)
@@ -98,6 +109,7 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
                     "reason": sandbox.reason or None,
                 },
                 "store": store,
+                "hooks": hooks,
                 "errors": errors,
                 "warnings": warnings,
                 "diagnostics": [diag_json(d) for d in diags],
@@ -118,6 +130,8 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
             f"loaded        {len(ws.agents.names())} agents, {len(ws.skills.names())} skills, {len(ws.actions.names())} actions, "
             f"{len(ws.models.refs())} models, {len(ws.mcp.names())} MCP servers, {len(ws.hooks.all())} hook groups, {len(ws.plugins.plugins)} plugins"
         )
+        for row in hooks:  # each handler's capability boundary (seed 002), `all (undeclared)` shown as such
+            click.echo(f"hook          {row['event']}[{row['matcher']}] {row['handler']}: {row['capabilities_label']}")
         click.echo("")
         order = {"error": 0, "warning": 1, "info": 2}
         from bearagent.config.diag_summary import group_diagnostics
@@ -128,6 +142,13 @@ def doctor(workspace: Path | None, as_json: bool, quiet: bool) -> None:
         click.echo(f"\n{errors} error(s), {warnings} warning(s)" + ("" if errors else " — OK"))
     if errors:
         sys.exit(EXIT_CONFIG)
+
+
+def _hook_rows(ws: LoadedWorkspace) -> list[dict[str, JsonValue]]:
+    """`bearagent hooks list --json`'s rows: every handler with its effective capabilities."""
+    from bearagent.cli.hooks import hook_rows, hook_workspace
+
+    return hook_rows(hook_workspace(ws))
 
 
 def _store_report(ws: LoadedWorkspace, diags: list[Diagnostic]) -> tuple[dict[str, object], str]:

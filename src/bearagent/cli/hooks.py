@@ -25,6 +25,7 @@ from bearagent.domain.errors import BearAgentError
 from bearagent.domain.run_events import HookExecutedV1
 from bearagent.domain.specs import HookEventName, HookMatcherSpec
 from bearagent.hooks.bridge import assemble_hook_groups
+from bearagent.hooks.capability_view import declared, effective, label
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
 from bearagent.hooks.hook_input import CommonInput
 from bearagent.hooks.runners import PythonHookFunction, describe_handler
@@ -48,8 +49,8 @@ class HookWorkspace:
     python_handlers: Mapping[str, PythonHookFunction] = field(default_factory=dict[str, PythonHookFunction])
     surface: TrustSurface = field(default_factory=TrustSurface)
     diagnostics: tuple[Diagnostic, ...] = ()
-    hooks_enabled: bool = True
-    """False for `kind: chat` workspaces (no hooks run there)."""
+    refusal: BearAgentError | None = None
+    """Why no hook runs here (execution_policy none, a chat workspace too: `config/execution.py`); None: they run."""
     env: Mapping[str, str] | None = None
     """The environment the handlers get (None = this process's); a run's: with the Claude Code settings' `env`."""
     sandbox: SandboxSettings | None = None
@@ -68,10 +69,20 @@ def hook_workspace(ws: LoadedWorkspace) -> HookWorkspace:
         python_handlers=functions,
         surface=workspace_trust_surface(ws),
         diagnostics=tuple(ws.hooks.diagnostics),
-        hooks_enabled=ws.config.kind != "chat",
+        refusal=_refusal(ws),
         env=ws.child_env(),
         sandbox=ws.config.sandbox,
     )
+
+
+def _refusal(ws: LoadedWorkspace) -> BearAgentError | None:
+    from bearagent.config.execution import require_execution
+
+    try:
+        require_execution(ws.config, "running hooks")
+    except BearAgentError as exc:
+        return exc
+    return None
 
 
 def load_hook_workspace(workspace: Path | None) -> HookWorkspace:
@@ -93,7 +104,7 @@ def _print_diagnostics(diagnostics: tuple[Diagnostic, ...]) -> None:
         click.echo(diagnostic.render(), err=True)
 
 
-def _list_rows(ws: HookWorkspace) -> list[dict[str, JsonValue]]:
+def hook_rows(ws: HookWorkspace) -> list[dict[str, JsonValue]]:
     rows: list[dict[str, JsonValue]] = []
     for group in ws.groups:
         for spec in group.hooks:
@@ -106,7 +117,9 @@ def _list_rows(ws: HookWorkspace) -> list[dict[str, JsonValue]]:
                     "source": group.source or group.level,
                     "level": group.level,
                     "agent": group.agent,
-                    "capabilities": sorted(spec.capabilities),
+                    "capabilities": effective(spec),
+                    "capabilities_declared": declared(spec),
+                    "capabilities_label": label(spec),
                     "on_failure": spec.on_failure,
                     "timeout_s": spec.timeout_s,
                 }
@@ -154,7 +167,7 @@ def make_hooks_group(loader: HookWorkspaceLoader) -> click.Group:
         """Every configured hook: event, matcher, handler, source, capabilities, on_failure."""
         ws = loader(workspace)
         _print_diagnostics(ws.diagnostics)
-        rows = _list_rows(ws)
+        rows = hook_rows(ws)
         if as_json:
             for row in rows:
                 click.echo(json.dumps(row, ensure_ascii=False))
@@ -162,11 +175,11 @@ def make_hooks_group(loader: HookWorkspaceLoader) -> click.Group:
         if not rows:
             click.echo(f"No hooks configured in {ws.root} (add `hooks:` to .bearagent/config.yaml).")
             return
-        if not ws.hooks_enabled:
-            click.echo("note: this is a `kind: chat` workspace; its hooks never run.")
+        if ws.refusal is not None:
+            click.echo(f"note: these hooks never run here: {ws.refusal.info.message}")
         for row in rows:
             agent = f"  agent={row['agent']}" if row["agent"] else ""
-            caps = ",".join(cast(list[str], row["capabilities"])) or "none"
+            caps = row["capabilities_label"]
             click.echo(
                 f"{row['event']}  matcher={row['matcher']}  {row['handler']}  source={row['source']}  "
                 f"capabilities={caps}  on_failure={row['on_failure']}{agent}"
@@ -204,10 +217,8 @@ def make_hooks_group(loader: HookWorkspaceLoader) -> click.Group:
         fields = {k: v for k, v in cast(dict[str, JsonValue], payload).items() if k not in _COMMON_FIELDS}
         ws = loader(workspace)
         _print_diagnostics(ws.diagnostics)
-        if not ws.hooks_enabled:
-            click.echo("error: this is a `kind: chat` workspace; hooks never run here", err=True)
-            click.echo("  fix: set `kind: project` in .bearagent/config.yaml to use hooks", err=True)
-            sys.exit(2)
+        if ws.refusal is not None:
+            _fail(ws.refusal)
         try:
             require_trust(ws.root, ws.surface)
         except BearAgentError as exc:

@@ -43,14 +43,15 @@ turns:
 
 HELPER_AGENT = """\
 ---
-description: A careful read-only helper that answers questions about the files in this workspace. Use it to explore and explain.
+description: A careful helper for this workspace. Explores and explains the files, and edits them or runs commands when asked (each edit and command as the permission mode allows).
 mode: primary
-tools: [Read, Glob, Grep]
+tools: [Read, Glob, Grep, Edit, Write, Bash, TodoWrite, Skill]
 subagents: [explore]
 ---
-You are a helpful assistant for this workspace. Answer the user's question using the files in the workspace:
-find them with Glob and Grep, read the relevant parts with Read, and cite what you used as `path:line`.
-If the answer is not in the workspace, say so plainly instead of guessing.
+You are a helpful assistant for this workspace. Find what the task needs with Glob and Grep, read the relevant
+parts with Read, and cite what you used as `path:line`. When the user asks for a change, make it with Edit or Write
+and check it (run the tests or the command that shows it works with Bash). If the answer is not in the workspace,
+say so plainly instead of guessing.
 """
 
 SUMMARIZE_ACTION = """\

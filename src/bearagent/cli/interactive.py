@@ -28,6 +28,7 @@ from bearagent.cli.safe_text import visible
 from bearagent.cli.session_commands import SESSION_COMMANDS, SessionTotals, StatusLine, run_session_command
 from bearagent.cli.slash_commands import command_help, workspace_command
 from bearagent.cli.terminal_stream import TerminalAttachment, attach_terminal
+from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.runtime.observer import NullObserver
@@ -301,7 +302,7 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         else:
             spec = loaded.agents.get(arg)
             if spec is None:
-                names = ", ".join(a.name for a in loaded.agents.all() if a.is_primary)
+                names = name_list(a.name for a in loaded.agents.all() if a.is_primary)
                 console.print(Text(visible(f"no agent named {arg!r}; primary agents: {names}"), style="red"))
             elif not spec.is_primary:
                 console.print(Text(visible(f"{arg} is a subagent; switch to a primary agent"), style="red"))
@@ -343,6 +344,7 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
             state.model = chosen
     elif name == "clear":
         state.session = None
+        state.totals = SessionTotals()  # the status line and /cost count the new session only
         console.print(Text("new session", style="magenta"))
     else:
         console.print(Text(visible(f"unknown command /{name}; /help lists the commands"), style="red"))

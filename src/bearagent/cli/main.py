@@ -40,7 +40,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("bearagent.cli.doctor:doctor", "Print every configuration diagnostic."),
     "init": ("bearagent.cli.init:init", "Scaffold .bearagent/ in this directory."),
     "serve": ("bearagent.cli.serve:serve", "Serve workspaces over HTTP: sessions, background runs, SSE events."),
-    "db": ("bearagent.cli.db:db", "The store's schema: db status (versions, runs waiting), db migrate."),
+    "db": ("bearagent.cli.db:db", "The store: db status (versions, runs waiting), db migrate, db check."),
     "worker": ("bearagent.cli.worker:worker", "Execute queued runs of the served workspaces (scale-out)."),
     "trust": (
         "bearagent.cli.trust:trust",
@@ -89,6 +89,21 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         start_up_over("command")
         return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:  # a damaged or unreachable store, from any command: never a traceback
+            from bearagent.domain.errors import BearAgentError  # here: `--help` imports no pydantic
+
+            if not isinstance(exc, BearAgentError) or exc.info.category != "storage":
+                raise
+            from bearagent.cli.safe_text import visible
+
+            click.echo(visible(f"error: {exc.info.message}"), err=True)
+            click.echo(visible(f"fix: {exc.hint or 'see docs/store.md'}"), err=True)
+            click.echo("check: `bearagent db check` says whether the store file is whole", err=True)
+            ctx.exit(2)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_text) for name, (_target, help_text) in LAZY_COMMANDS.items()]

@@ -22,6 +22,7 @@ import click
 
 from bearagent.cli._config_common import DESCRIPTION_CHARS, fail, print_table, short, workspace_option
 from bearagent.cli._groups import ListGroup
+from bearagent.domain.diagnostics import name_list
 
 if TYPE_CHECKING:
     from bearagent.domain.diagnostics import Diagnostic
@@ -42,7 +43,8 @@ class McpCliWorkspace:
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     diagnostics: tuple[Diagnostic, ...] = ()
     check_trust: Callable[[], None] | None = None
-    """Raises `BearAgentError` when workspace-level servers may not run (untrusted workspace)."""
+    """Raises `BearAgentError` when servers may not run: none at all under execution_policy none (a chat workspace
+    too), workspace-level ones in an untrusted workspace."""
     sandbox: SandboxSettings | None = None
     """The merged sandbox settings (`mcp: true` starts stdio servers confined, as in a run); None = off."""
 
@@ -60,8 +62,10 @@ def load_mcp_workspace(workspace: Path | None) -> McpCliWorkspace:
 
     def check_trust() -> None:
         from bearagent.cli.hooks import load_hook_workspace
+        from bearagent.config.execution import require_execution
         from bearagent.trust import require_trust
 
+        require_execution(ws.config, "starting MCP servers")  # before anything starts, every level's server too
         if any(s.level == "workspace" for s in specs):
             require_trust(ws.root, load_hook_workspace(ws.root).surface)
 
@@ -176,7 +180,7 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             fail(
                 f"no MCP server named {server!r}{hint}",
-                f"`bearagent mcp list` shows the configured servers: {', '.join(names) or 'none'}",
+                f"`bearagent mcp list` shows the configured servers: {name_list(names) or 'none'}",
             )
 
         async def go() -> tuple[McpServerStatus, list[McpTool]]:

@@ -33,8 +33,11 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
     """Every model entry with its ref, provider and source; the default model is marked."""
     ws = load(workspace)
     registry = ws.models
-    default = registry.get(ws.config.default_model) if ws.config.default_model else None
+    # the model in use: default_model, else the only configured entry (or the zero-config one beside its catalog)
+    default = registry.get(ws.config.default_model) if ws.config.default_model else registry.only_entry()
     shown = problems(registry.diagnostics)
+    bare = registry.bare_shadowed()  # platform ref -> the workspace ref its bare name resolves to
+    hides = {w: p for p, w in bare.items()}
     if as_json:
         emit_json(
             {
@@ -50,6 +53,8 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
                         "path": r.path,
                         "default": default is not None and r.item.ref == default.ref,
                         "shadows": [{"source": c.source.id, "path": c.path} for c in r.shadows],
+                        "bare_name_shadows": hides.get(r.item.ref),
+                        "bare_name_resolves_to": bare.get(r.item.ref, r.item.ref),
                     }
                     for r in registry.entries()
                 ],
@@ -63,13 +68,18 @@ def list_models(workspace: Path | None, as_json: bool) -> None:
             r.item.provider,
             r.item.model or "-",
             r.source.id,
-            ", ".join(c.source.id for c in r.shadows) or "-",
+            ", ".join(
+                [c.source.id for c in r.shadows]
+                + ([f"{hides[r.item.ref]} (bare name)"] if r.item.ref in hides else [])
+                + ([f"bare name is {bare[r.item.ref]}"] if r.item.ref in bare else [])
+            )
+            or "-",
         ]
         for r in registry.entries()
     ]
     print_table(["REF", "PROVIDER", "MODEL", "SOURCE", "SHADOWS"], rows)
     if default is not None:
-        click.echo("\n* default_model")
+        click.echo("\n* the model in use (default_model, else the only entry or the one from the environment)")
     print_diagnostics(shown, heading="\nproblems:")
 
 

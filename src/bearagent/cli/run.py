@@ -106,6 +106,10 @@ def run(
 
             permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
         runtime = WorkspaceRuntime(loaded, permission_mode=permission_mode)
+        if session is None and not continue_:  # refused before the terminal opens the store (nothing is written)
+            from bearagent.service.admission import check_model
+
+            check_model(loaded, runtime.require_agent(agent or loaded.config.default_agent), model)
         for notice in runtime.notices(agent):
             click.echo(notice, err=True)
         from bearagent.sandbox.probe import probe as probe_sandbox
@@ -117,7 +121,9 @@ def run(
         die_from(exc, debug=debug)
 
     def emit(event: StreamEventModel) -> None:
-        click.echo(encode_stream_event(event))
+        from bearagent.cli.pipe import echo_line
+
+        echo_line(encode_stream_event(event))  # `| head` closing the pipe ends the output quietly
 
     def emit_json(obj: object) -> None:
         import json

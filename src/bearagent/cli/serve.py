@@ -60,6 +60,7 @@ def serve(
 
     from bearagent.server.app import create_app
     from bearagent.server.auth import Authenticator
+    from bearagent.server.edges import edge_protocol
     from bearagent.server.registry import RunManager
 
     token = os.environ.get("BEARAGENT_SERVE_TOKEN") or Authenticator.new_local_token()
@@ -83,7 +84,18 @@ def serve(
     # proxy_headers off: the client address is the TCP peer, so auth.proxy.trusted cannot be met by a forged
     # X-Forwarded-For from a client that reaches the server directly
     server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", proxy_headers=False)
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            proxy_headers=False,
+            http=edge_protocol(config.header_timeout_s),  # idle and slow request heads are closed
+            timeout_keep_alive=max(1, round(config.keep_alive_timeout_s)),
+            h11_max_incomplete_event_size=config.max_header_bytes,
+            limit_concurrency=config.max_connections,
+        )
     )
     original = server.startup
 

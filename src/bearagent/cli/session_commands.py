@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from bearagent.cli.safe_text import visible
+from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def run_session_command(
             console.print("/model NAME switches the session's model", style="dim", markup=False)
             return None
         if loaded.models.get(arg) is None:
-            names = ", ".join(e.name for e in loaded.models.all()) or "none configured"
+            names = name_list(e.name for e in loaded.models.all()) or "none configured"
             console.print(Text(visible(f"no model entry named {arg!r}; models: {names}"), style="red"))
             return None
         console.print(Text(visible(f"model: {arg}"), style="magenta"))

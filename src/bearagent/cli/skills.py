@@ -24,6 +24,7 @@ from bearagent.cli._config_common import (
     workspace_option,
 )
 from bearagent.cli._groups import ListGroup
+from bearagent.domain.diagnostics import name_list
 
 
 @click.group("skills", cls=ListGroup)
@@ -56,9 +57,9 @@ def list_skills(workspace: Path | None, as_json: bool) -> None:
     print_table(["NAME", "SOURCE", "PATH", "SHADOWS", "DESCRIPTION"], rows)
     click.echo(f"\ncatalog: {len(catalog.text)} of {budget} chars (skills.catalog_budget_chars)")
     if catalog.dropped_descriptions:
-        click.echo(f"catalog over budget: descriptions dropped for: {', '.join(catalog.dropped_descriptions)}")
+        click.echo(f"catalog over budget: descriptions dropped for: {name_list(catalog.dropped_descriptions)}")
     if catalog.dropped_skills:
-        click.echo(f"catalog over budget: skills left out entirely: {', '.join(catalog.dropped_skills)}")
+        click.echo(f"catalog over budget: skills left out entirely: {name_list(catalog.dropped_skills)}")
     print_diagnostics(shown, heading="\nproblems (skipped or suspicious skill folders):")
 
 

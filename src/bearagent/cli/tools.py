@@ -20,6 +20,7 @@ from bearagent.cli._config_common import (
     workspace_option,
 )
 from bearagent.cli._groups import ListGroup
+from bearagent.domain.diagnostics import name_list
 
 
 @click.group("tools", cls=ListGroup)
@@ -99,9 +100,9 @@ def list_tools(agent_name: str | None, show_all: bool, workspace: Path | None, a
         [[t.name, t.source, t.internal_name, t.origin] for t in projection.tools],
     )
     if projection.skills:
-        click.echo(f"\nSkill enum: {', '.join(projection.skills)}")
+        click.echo(f"\nSkill enum: {name_list(projection.skills)}")
     if projection.mcp_servers:
         click.echo(
-            f"MCP servers (tools appear as mcp__<server>__<tool> once connected): {', '.join(projection.mcp_servers)}"
+            f"MCP servers (tools appear as mcp__<server>__<tool> once connected): {name_list(projection.mcp_servers)}"
         )
     print_diagnostics(projection.diagnostics, heading="\ndiagnostics:")

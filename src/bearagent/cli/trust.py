@@ -52,7 +52,7 @@ def make_trust_command(loader: HookWorkspaceLoader) -> click.Command:
                 )
                 return
             click.echo(f"{ws.root} ({status}): its files would decide")
-            for line in surface.lines(limit=10_000):
+            for line in surface.lines():
                 click.echo(line)
             if status == "changed":
                 click.echo(f"Changed since you trusted it: {store.change(ws.root, surface).describe()}")

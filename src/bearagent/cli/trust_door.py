@@ -32,7 +32,7 @@ def trust_at_the_door(loaded: LoadedWorkspace, console: Console, read: Callable[
         return None
     head = "changed since you trusted it" if status == "changed" else "not trusted yet"
     console.print(Text(visible(f"This workspace is {head}. Its files would decide:"), style="yellow"))
-    for line in surface.lines(limit=20):
+    for line in surface.lines():
         console.print(visible(line), markup=False)
     if status == "changed":
         console.print(Text(visible(f"changed: {store.change(loaded.root, surface).describe()}"), style="yellow"))

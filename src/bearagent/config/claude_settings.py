@@ -39,7 +39,7 @@ from typing import Literal, cast
 from bearagent.config.claude_keys import CLAUDE_HOOK_EVENTS, IGNORED_KEYS, PERMISSION_KEYS, SUPPORTED_KEYS
 from bearagent.config.files import YamlDoc, did_you_mean
 from bearagent.config.model import ConfigFile
-from bearagent.config.safe_read import read_workspace_text
+from bearagent.config.safe_read import read_workspace_text, stray_file
 from bearagent.domain.diagnostics import Diagnostic
 
 SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
@@ -59,7 +59,8 @@ def load_claude_settings(
     out: list[ConfigFile] = []
     for rel in SETTINGS_FILES:
         path = root / rel
-        if not path.is_file() and not path.is_symlink():
+        if not path.is_file():
+            stray_file(path, diagnostics, what=rel)  # there but not a file: an error, never "absent"
             continue
         data = _read_json(root, path, diagnostics)
         if data is None:

@@ -76,12 +76,16 @@ def group_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[DiagnosticGroup
     return [DiagnosticGroup(members[0], tuple(members), key[2]) for key, members in groups.items()]
 
 
+ANNOUNCED_AT_RUN_START = frozenset({"model.from_environment"})
+"""Infos `run` and the session say in one line before starting (the model chosen from the environment)."""
+
+
 def run_start_lines(diagnostics: Sequence[Diagnostic], root: Path | None = None) -> list[str]:
     """What `run` and the interactive session print before starting: every warning, folded (at most
     MAX_RUN_START_LINES groups), and a count of the files skipped with an error."""
     warnings = [d for d in diagnostics if d.severity == "warning"]
     groups = group_diagnostics(warnings)
-    lines: list[str] = []
+    lines: list[str] = [f"note: {d.message}" for d in diagnostics if d.code in ANNOUNCED_AT_RUN_START]
     for group in groups[:MAX_RUN_START_LINES]:
         head = group.render(root).split("\n", 1)[0]
         lines.append(f"{head} (fix: {group.first.fix})" if group.first.fix else head)

@@ -18,6 +18,7 @@ from typing import Literal, cast, get_args
 from pydantic import Field
 
 from bearagent.config.files import YamlDoc, did_you_mean, load_yaml_mapping, unknown_key_diagnostics
+from bearagent.config.safe_read import stray_file
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain._base import DomainModel
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
@@ -26,9 +27,14 @@ from bearagent.domain.specs import CompactionSettings, Level
 from bearagent.sandbox.settings import SandboxSettings, ShellEnvPolicy, merge_sandbox, merge_shell_env
 
 WorkspaceKind = Literal["project", "chat"]
+ExecutionPolicy = Literal["local", "none"]
+"""Seed 002's `Workspace.execution_policy`: `local` runs tools, MCP servers and hooks here; `none` runs none of them
+(a chat workspace always; any other when a config file or the server config says so). `service/execution.py` owns
+the refusal."""
 TOP_LEVEL_KEYS = frozenset(
     {
         "kind",
+        "execution_policy",
         "default_agent",
         "compat",
         "models",
@@ -88,6 +94,11 @@ class BearConfig(DomainModel):
     """The merged settings of the user and workspace `config.yaml` (the workspace wins key by key)."""
 
     kind: WorkspaceKind = "project"
+    execution_policy: ExecutionPolicy = "local"
+    """`none` when the workspace is `kind: chat` or any config file (or the server config) says `none`; a level never
+    loosens another's `none`."""
+    execution_policy_by: str | None = None
+    """What made the policy `none` (`kind: chat`, a config file's path, the server config), for the refusal."""
     default_agent: str = Field(default="build", min_length=1, max_length=64)
     compat: bool = True
     default_model: str | None = Field(default=None, max_length=256)
@@ -152,6 +163,7 @@ def _string_list(value: object) -> tuple[str, ...] | None:
 def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) -> ConfigFile | None:
     """Parse one config.yaml; None if it does not exist or is unreadable (then a diagnostic says why)."""
     if not path.is_file():
+        stray_file(path, diagnostics, what="config.yaml")  # there but not a file: an error, never "absent"
         return None
     doc = load_yaml_mapping(path, diagnostics, what="config.yaml")
     cf = ConfigFile(path=path, level=level, doc=doc)
@@ -165,6 +177,18 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
         else:
             diagnostics.append(
                 _error(cf, "kind", f"must be project or chat, got {data['kind']!r}", "write `kind: project`")
+            )
+    if "execution_policy" in data:
+        if data["execution_policy"] in get_args(ExecutionPolicy):
+            cf.settings["execution_policy"] = data["execution_policy"]
+        else:
+            diagnostics.append(
+                _error(
+                    cf,
+                    "execution_policy",
+                    f"must be local or none, got {data['execution_policy']!r}",
+                    "write `execution_policy: none` (no tools, MCP servers or hooks run) or `execution_policy: local`",
+                )
             )
     for key in ("default_agent", "default_model"):
         if key in data:
@@ -429,6 +453,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     """Merge settings lowest first (user, then workspace): scalars are replaced; permission lists are concatenated
     (deny from any level still wins); budgets and small sections merge key by key."""
     kind: str = "project"
+    policy_by: str | None = None
     default_agent = "build"
     compat = True
     default_model: str | None = None
@@ -449,6 +474,8 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     for cf in files:
         s = cf.settings
         kind = cast(str, s.get("kind", kind))
+        if s.get("execution_policy") == "none" and policy_by is None:
+            policy_by = str(cf.path)
         default_agent = cast(str, s.get("default_agent", default_agent))
         default_model = cast("str | None", s.get("default_model", default_model))
         if cf.level == "workspace":
@@ -460,7 +487,11 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         )
         if s.get("disable_bypass") is True:
             bypass_disabled_by = str(cf.path)
-        budgets.update(cast(dict[str, int], s.get("budgets", {})))
+        layer_budgets = cast(dict[str, int], s.get("budgets", {}))
+        if cf.level == "workspace":  # a workspace lowers the user's budgets (or the defaults), never raises them
+            ceiling_values = {**BudgetLimits().model_dump(), **budgets}
+            layer_budgets = {k: min(v, ceiling_values.get(k, v)) for k, v in layer_budgets.items()}
+        budgets.update(layer_budgets)
         allow_private = cast(
             bool, cast(dict[str, object], s.get("web_fetch", {})).get("allow_private_network", allow_private)
         )
@@ -478,8 +509,12 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             compaction = layer.over(compaction)
         if s.get("store") and cf.level != "workspace":  # a workspace's is refused when parsed; never merged
             store = StoreSettings.model_validate({**cast(dict[str, object], s["store"]), "source": str(cf.path)})
+    if kind == "chat":
+        policy_by = "kind: chat"
     return BearConfig(
         kind=cast(WorkspaceKind, kind),
+        execution_policy="none" if policy_by is not None else "local",
+        execution_policy_by=policy_by,
         default_agent=default_agent,
         compat=compat,
         default_model=default_model,

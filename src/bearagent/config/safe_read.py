@@ -126,3 +126,22 @@ def read_workspace_text(root: Path, path: Path, diagnostics: list[Diagnostic], *
     except UnicodeDecodeError:
         diagnostics.append(not_utf8_diagnostic(path))
         return None
+
+
+def stray_file(path: Path, diagnostics: list[Diagnostic], *, what: str) -> bool:
+    """Whether something exists at `path` that is not a regular file (a dangling symlink, a directory, a FIFO, a
+    socket): then an error diagnostic names it (a guard file that is there but does not load stops a run:
+    `trust/guards.py`), and the caller reads nothing. False when nothing is there, or a regular file is."""
+    if path.is_file() or not os.path.lexists(path):
+        return False
+    kind = "a symlink to nothing" if path.is_symlink() and not path.exists() else "not a regular file"
+    diagnostics.append(
+        Diagnostic(
+            severity="error",
+            code="config.unreadable",
+            message=f"{what} is {kind}; it was not read",
+            source=str(path),
+            fix=f"replace {path} with a regular file (or remove it)",
+        )
+    )
+    return True

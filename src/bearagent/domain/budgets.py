@@ -43,6 +43,15 @@ class BudgetLimits(DomainModel):
             max_wall_time_ms=min(self.max_wall_time_ms, other.max_wall_time_ms),
         )
 
+    def above(self, requested: Mapping[str, int]) -> list[str]:
+        """The fields of `requested` that ask for more than this ceiling, as `field N (ceiling M)`: a workspace or
+        an API caller may lower budgets, never raise them above the user's or the server operator's."""
+        return [
+            f"{name} {value} (ceiling {getattr(self, name)})"
+            for name, value in requested.items()
+            if name in BUDGETS and value > getattr(self, name)
+        ]
+
     def remaining(self, usage: BudgetUsage) -> BudgetLimits:
         """What is left after `usage` (never negative; at least 1 ms of wall time): a child run's budget is carved
         out of this."""

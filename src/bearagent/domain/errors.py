@@ -118,6 +118,13 @@ def _validate_details(value: object) -> Mapping[str, DetailValue]:
     return MappingProxyType(out)
 
 
+def bounded_details(value: object) -> Mapping[str, DetailValue]:
+    """`value` checked as error details are (at most 32 keys of up to 64 characters, none that looks like it names a
+    secret, scalar values of up to 1,024 characters); `ValueError` naming the first problem. Also the rule of a
+    run's client `metadata` (`service/run_types.py`)."""
+    return _validate_details(value)
+
+
 def _dump_details(value: Mapping[str, DetailValue]) -> dict[str, DetailValue]:
     return dict(value)
 

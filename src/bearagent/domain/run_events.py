@@ -81,6 +81,12 @@ class RunRequest(DomainModel):
     """Permission rules pre-approved for this run (a command's `allowed-tools`)."""
     wait_approvals: bool = False
     """With nobody attached to answer, an `ask` leaves the run waiting for an answer (else it is denied at once)."""
+    metadata: JsonObject | None = None
+    """The client's own fields for the run (seed 002's `Run.metadata`), bounded as error details are
+    (`domain.errors.bounded_details`, checked when the run is asked for)."""
+    seal: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The creating user's seal over the run's record (`trust/run_seals.py`): the log is a workspace file, so a
+    queued run starts, and an interrupted one resumes, only if this verifies with the executing user's key."""
 
 
 class RunCreatedV3(RunCreatedV2):
@@ -88,6 +94,28 @@ class RunCreatedV3(RunCreatedV2):
     and any run resumed, by another process with the same choices."""
 
     request: RunRequest = Field(default_factory=RunRequest)
+
+
+class RunCreatedV4(RunCreatedV3):
+    """Adds `planned`. False: the run was recorded `queued` before it was planned (an API-only server records a run
+    without starting MCP servers or building providers), so this event's `prompt_hash` (`UNPLANNED_PROMPT_HASH`),
+    `tool_spec_versions` ({}) and `model_ref` (None) describe no plan; the worker that starts the run records its
+    plan in RunStarted v3. Read a run's plan with `run_plan_facts`."""
+
+    planned: bool = True
+
+
+UNPLANNED_PROMPT_HASH = "0" * 64
+"""The `prompt_hash` of a RunCreated v4 with `planned: false` (no system prompt was built yet)."""
+
+
+class RunPlanFacts(DomainModel):
+    """What the plan a run executes says, for audit, resume and replay: the hash of its system prompt, its tools'
+    spec versions and its model entry."""
+
+    prompt_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tool_spec_versions: FrozenStrMap = Field(default_factory=dict[str, str])
+    model_ref: str | None = Field(default=None, max_length=256)
 
 
 class RunStartedV1(RunEventPayload):
@@ -112,6 +140,22 @@ class RunStartedV2(RunEventPayload):
     """Adds the run's owner (its lease), so a later process can tell a live run from one whose process died."""
 
     owner: RunOwner
+
+
+class RunStartedV3(RunStartedV2):
+    """Adds the plan of a run recorded unplanned (RunCreated v4 `planned: false`), made by the worker that starts
+    it."""
+
+    plan: RunPlanFacts
+
+
+def run_plan_facts(created: RunCreatedV2, started: RunEventPayload | None = None) -> RunPlanFacts:
+    """A run's plan: its RunStarted v3's when it was recorded unplanned, else its RunCreated's."""
+    if isinstance(started, RunStartedV3):
+        return started.plan
+    return RunPlanFacts(
+        prompt_hash=created.prompt_hash, tool_spec_versions=created.tool_spec_versions, model_ref=created.model_ref
+    )
 
 
 class RunSucceededV1(RunEventPayload):
@@ -470,8 +514,10 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 1): RunCreatedV1,
     ("RunCreated", 2): RunCreatedV2,
     ("RunCreated", 3): RunCreatedV3,
+    ("RunCreated", 4): RunCreatedV4,
     ("RunStarted", 1): RunStartedV1,
     ("RunStarted", 2): RunStartedV2,
+    ("RunStarted", 3): RunStartedV3,
     ("RunInterrupted", 1): RunInterruptedV1,
     ("RunResumed", 1): RunResumedV1,
     ("ToolCallAbandoned", 1): ToolCallAbandonedV1,

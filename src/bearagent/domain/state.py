@@ -7,10 +7,10 @@ from typing import Literal, TypeAlias
 
 from pydantic import Field
 
-from bearagent.domain._base import DomainModel, JsonObject
+from bearagent.domain._base import DomainModel, JsonObject, frozen_json
 from bearagent.domain.budgets import BudgetLimits, BudgetUsage
 from bearagent.domain.errors import ErrorInfo
-from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
+from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId, WorkspaceId
 from bearagent.domain.run_events import RunOwner, RunRequest
 
 RunStatus: TypeAlias = Literal["queued", "running", "waiting", "interrupted", "succeeded", "failed", "cancelled"]
@@ -86,6 +86,30 @@ class RunProjection(DomainModel):
     pending_approval: PendingApproval | None = None
     request: RunRequest | None = None
     """Who started the run and its per-run choices (RunCreated v3); None for a log written before."""
+
+
+class WorkspaceRecord(DomainModel):
+    """Seed 002's Workspace as its store keeps it: what the server config says of it (name, kind, external ref,
+    execution policy, metadata), its status, and when it was first recorded and last changed
+    (`store/workspaces.py`). The server records each workspace it serves when it starts. `key` is the id the
+    server config gives it (the `{ws}` of the routes); `workspace_id` is made when it is first recorded and never
+    changes."""
+
+    key: str = Field(min_length=1, max_length=256)
+    workspace_id: WorkspaceId
+    name: str = Field(max_length=256)
+    kind: Literal["project", "chat"] = "project"
+    external_ref: str | None = Field(default=None, max_length=1024)
+    execution_policy: Literal["local", "none"] = "local"
+    status: Literal["active", "archived"] = "active"
+    metadata: JsonObject = Field(default_factory=lambda: frozen_json({}))
+    created_at: datetime
+    updated_at: datetime
+
+    def same_content(self, other: WorkspaceRecord) -> bool:
+        """Whether `other` says the same of the workspace (times aside)."""
+        keep = {"created_at", "updated_at"}
+        return self.model_dump(mode="json", exclude=keep) == other.model_dump(mode="json", exclude=keep)
 
 
 class SessionRecord(DomainModel):

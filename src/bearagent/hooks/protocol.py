@@ -106,6 +106,7 @@ FailureKind: TypeAlias = Literal[
     "http_status",
     "unknown_handler",
     "sandbox_unavailable",
+    "code_changed",
 ]
 
 

@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonMapping
+from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import McpServerSpec
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.mcp.calls import CallFailure, call_remote, failed_result
+from bearagent.mcp.code_pins import pin_servers, server_code_changed
 from bearagent.mcp.errors import McpConnectError, McpFailure, describe_failure
 from bearagent.mcp.launch import Launch, confine, resolve_launch, where_of
 from bearagent.mcp.slot import (
@@ -92,6 +94,9 @@ class McpConnectionManager:
             if name not in self._slots:
                 spec = McpServerSpec(name=name, transport="stdio", command="(in-process)", source="in-process")
                 self._slots[name] = ServerSlot(spec, server, self._policy)
+        self._pins = pin_servers(
+            [s.spec for s in self._slots.values() if s.in_process is None], workspace_root, self._env, sandbox
+        )
         self._closed = False
         self._retry_task: asyncio.Task[None] | None = None
         self._retry_interval = 0.0
@@ -255,7 +260,7 @@ class McpConnectionManager:
         if slot is None:
             raise BearAgentError(
                 ErrorInfo.of("not_found", "mcp_server", f"no MCP server named {server!r}"),
-                hint=f"configured servers: {', '.join(self._slots) or '(none)'}; see `bearagent mcp list`",
+                hint=f"configured servers: {name_list(self._slots) or '(none)'}; see `bearagent mcp list`",
             )
         return slot
 
@@ -282,6 +287,11 @@ class McpConnectionManager:
             slot.record_failure(describe_failure(exc, slot.context(None)))
             return
         ctx = slot.context(launch)  # messages show the server's own command, not the sandbox around it
+        changed = server_code_changed(self._pins, spec, self._root) if slot.in_process is None else None
+        if changed is not None:
+            slot.record_failure(changed)
+            slot.give_up()
+            return
         if launch.transport == "stdio" and slot.in_process is None and self._sandbox is not None and self._sandbox.mcp:
             confined = self._confine(slot, launch)
             if confined is None:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from bearagent.config.files import FrontmatterDoc, suggestion
 from bearagent.config.workspace import Source
 from bearagent.domain._base import JsonValue, thaw_json_mapping
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import NAME_RE, ActionSpec
 from bearagent.registries._base import (
@@ -53,13 +53,13 @@ class ActionRegistry(LayeredRegistry[ActionSpec]):
         several = self.ambiguous(name)
         if several:
             raise BearAgentError(
-                ErrorInfo.of("not_found", "action", f"{name!r} could be any of the commands {', '.join(several)}"),
+                ErrorInfo.of("not_found", "action", f"{name!r} could be any of the commands {name_list(several)}"),
                 hint=f"name it in full, e.g. `{several[0]}`",
             )
         if action is None:
             raise BearAgentError(
                 ErrorInfo.of("not_found", "action", f"no action named {name!r}" + suggestion(name, self.names())),
-                hint=f"available actions: {', '.join(self.names()) or 'none'}; add one as .bearagent/actions/{name}.md",
+                hint=f"available actions: {name_list(self.names()) or 'none'}; add one as .bearagent/actions/{name}.md",
             )
         return action
 

@@ -20,11 +20,11 @@ from typing import cast
 
 from pydantic import ValidationError
 
-from bearagent.config.files import FrontmatterDoc, suggestion
+from bearagent.config.files import FrontmatterDoc, did_you_mean, suggestion
 from bearagent.config.layers import Candidate
 from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import NAME_RE, AgentSpec, HookMatcherSpec, suggest_name
 from bearagent.registries._base import (
@@ -91,6 +91,10 @@ POLICY_KEYS = ("max_turns", "max_switches", "budgets", "permission_mode", "compa
 FRONTMATTER_KEYS = frozenset({*AGENT_KEYS, *AGENT_ALIASES, *UNSUPPORTED_KEYS})
 """Every key an agent file may have (for the lenient reading of frontmatter that is not strict YAML)."""
 CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "fable"})
+GUARDING_AGENT_KEYS = frozenset(
+    {"tools", "disallowed_tools", "permission_mode", "policy.permission_mode", "mcp", "hooks", "policy", "permission"}
+)
+"""Keys that narrow what an agent may do: a misspelling of one skips the agent (an error), never widens it."""
 _PERMISSION_MODE_ALIASES = {"manual": "default"}
 
 
@@ -141,7 +145,8 @@ class AgentRegistry(LayeredRegistry[AgentSpec]):
             raise missing
         raise BearAgentError(
             ErrorInfo.of("not_found", "agent", f"no agent named {name!r}" + suggestion(name, self.names())),
-            hint=f"available agents: {', '.join(self.names()) or 'none'}; `bearagent agents list` shows them",
+            hint=f"available agents: {name_list(self.names()) or 'none'} (`bearagent agents list` shows where each "
+            "comes from)",
         )
 
 
@@ -168,6 +173,7 @@ def parse_agent(
     fields: dict[str, object] = {}
     policy: dict[str, object] = {}
     raw_hooks: object = None
+    misspelt_guard = False
     for key, value in doc.data.items():
         target = AGENT_ALIASES.get(key, key)
         if key in UNSUPPORTED_KEYS:
@@ -186,13 +192,28 @@ def parse_agent(
             message, fix = unknown_key(
                 key, AGENT_KEYS, f"{key!r} in agent file", candidates=[*AGENT_KEYS, *AGENT_ALIASES]
             )
-            add("warning", "config.unknown_key", key, message, fix)
+            guess = did_you_mean(key, [*AGENT_KEYS, *AGENT_ALIASES])
+            if guess is not None and AGENT_ALIASES.get(guess, guess) in GUARDING_AGENT_KEYS:
+                # fail closed: a misspelt `tools:` would silently give the agent every tool
+                add(
+                    "error",
+                    "agent.misspelt_guard",
+                    key,
+                    f"{message.removesuffix('; it is ignored')}; {guess!r} limits what the agent may do, so the "
+                    "agent was skipped rather than run without that limit",
+                    fix,
+                )
+                misspelt_guard = True
+            else:
+                add("warning", "config.unknown_key", key, message, fix)
             continue
         if target == "hooks":
             raw_hooks = value
             continue
         fields[target] = value
 
+    if misspelt_guard:
+        return None, diags
     stem = path.stem
     name = fields.get("name", stem)
     if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 64:

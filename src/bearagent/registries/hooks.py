@@ -62,21 +62,24 @@ def load_hooks(
 ) -> HookRegistry:
     """The hook registry of a workspace: `hooks:` of every config file, highest first (workspace config.yaml,
     Claude Code's settings, the user's config.yaml; additive: every group runs), and the plugins' Python handlers.
-    A chat workspace ignores configured hooks, with a warning for each file that has some."""
+    A workspace whose execution_policy is none (a chat one too) ignores configured hooks, with a warning for each file that has some."""
     diags = list(files.hook_diagnostics)
     matchers: list[HookMatcherSpec] = []
     for cf in files.highest_first():
         if not cf.hooks:
             continue
-        if files.config.kind == "chat":
+        if files.config.execution_policy == "none":
+            chat = files.config.kind == "chat"
             diags.append(
                 Diagnostic(
                     severity="warning",
-                    code="hooks.ignored_in_chat",
-                    message="hooks are ignored in a chat workspace (kind: chat)",
+                    code="hooks.ignored_in_chat" if chat else "hooks.ignored_no_execution",
+                    message="hooks are ignored in a chat workspace (kind: chat)"
+                    if chat
+                    else f"hooks are ignored: execution_policy is none (set by {files.config.execution_policy_by})",
                     source=str(cf.path),
                     line=cf.line_of("hooks"),
-                    fix="remove `hooks:` or set `kind: project`",
+                    fix="remove `hooks:` or set `kind: project`" if chat else "remove `hooks:` or the `none` policy",
                 )
             )
             continue

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from bearagent.config.env import expand_env
 from bearagent.config.files import YamlDoc, read_text
 from bearagent.config.layers import Candidate
-from bearagent.config.safe_read import check_workspace_file
+from bearagent.config.safe_read import check_workspace_file, stray_file
 from bearagent.config.workspace import Source, config_file_source, contribution_source, mcp_json_source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import McpServerSpec
@@ -134,6 +134,7 @@ def parse_mcp_servers(
 def load_mcp_json(path: Path, source: Source, diagnostics: list[Diagnostic]) -> list[McpServerSpec]:
     """`.mcp.json` (Claude Code's project file): `{"mcpServers": {name: entry}}`."""
     if not path.is_file():
+        stray_file(path, diagnostics, what=".mcp.json")  # there but not a file: an error, never "absent"
         return []
     # the file sits at the workspace root: never read through a symlink out of it (config/safe_read.py)
     if not check_workspace_file(path.parent, path, diagnostics, what=path.name):

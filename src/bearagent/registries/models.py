@@ -13,7 +13,7 @@ from bearagent.config.env import expand_env
 from bearagent.config.files import YamlDoc, did_you_mean, suggestion
 from bearagent.config.layers import Candidate, Layered, Resolved, resolve_layers
 from bearagent.config.workspace import Source, config_file_source, contribution_source
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import Level, ModelEntry
 from bearagent.registries._base import entry_reporter, first_error, unknown_key
@@ -62,6 +62,16 @@ class ModelRegistry:
         self._platform = platform
         self.providers: tuple[str, ...] = tuple(sorted({*BUILTIN_PROVIDERS, *providers}))
         self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+        self.implicit_default: str | None = None
+        """The ref agents without a model use when config.yaml sets no default_model: the only configured entry,
+        kept when the catalog added Claude Code's names beside it (`registries/model_catalog.py`)."""
+
+    def only_entry(self) -> ModelEntry | None:
+        """The entry an agent inherits when nothing names one: `implicit_default`, else the only entry, else None."""
+        if self.implicit_default is not None:
+            return self.get(self.implicit_default)
+        entries = self.all()
+        return entries[0] if len(entries) == 1 else None
 
     def entries(self) -> list[Resolved[ModelEntry]]:
         return [self._workspace.resolved[n] for n in sorted(self._workspace.resolved)] + [
@@ -73,6 +83,13 @@ class ModelRegistry:
 
     def refs(self) -> list[str]:
         return [e.ref for e in self.all()]
+
+    def bare_shadowed(self) -> dict[str, str]:
+        """`platform/<m>` -> `workspace/<m>` for every name both levels define: the bare name `m` resolves to the
+        workspace entry (`get`), so the platform one is reachable only by its full ref."""
+        return {
+            f"platform/{n}": f"workspace/{n}" for n in sorted(self._workspace.resolved) if n in self._platform.resolved
+        }
 
     def get(self, ref: str) -> ModelEntry | None:
         """Exact lookup of `workspace/x`, `platform/x`, or a bare name (workspace first)."""
@@ -92,7 +109,7 @@ class ModelRegistry:
             return entry
         candidates = [*self.refs(), *(e.name for e in self.all())]
         close = sorted({c for c in candidates if did_you_mean(ref.split("/")[-1], [c.split("/")[-1]])})
-        listing = ", ".join(self.refs()) or "none are configured"
+        listing = name_list(self.refs()) or "none are configured"
         raise BearAgentError(
             ErrorInfo.of(
                 "configuration",
@@ -269,9 +286,19 @@ def accepted_providers(
     return accepted, diags
 
 
-def load_models(files: ConfigFiles, contributions: PluginContributions, *, builtin_plugin: str) -> ModelRegistry:
+def load_models(
+    files: ConfigFiles,
+    contributions: PluginContributions,
+    *,
+    builtin_plugin: str,
+    env: Mapping[str, str] | None = None,
+    default_model: str | None = None,
+) -> ModelRegistry:
     """The model registry of a workspace: `models:` of the workspace's config.yaml and the user's, and the entries
-    plugins registered, against the provider ids in force (`accepted_providers`)."""
+    plugins registered, against the provider ids in force (`accepted_providers`). With `env`, the built-in catalog
+    adds the zero-config entry and Claude Code's model names (`registries/model_catalog.py`)."""
+    from bearagent.registries.model_catalog import claude_name_entries, environment_entry
+
     accepted, diags = accepted_providers(contributions.providers, builtin_plugin=builtin_plugin)
     providers = [reg.id for reg in accepted]
     entries: list[tuple[ModelEntry, Source]] = []
@@ -283,4 +310,24 @@ def load_models(files: ConfigFiles, contributions: PluginContributions, *, built
             entries.extend((e, source) for e in found)
     for plugin, entry in contributions.models:
         entries.append((entry, contribution_source(plugin)))
-    return build_model_registry(entries, diags, providers)
+    if env is None:
+        return build_model_registry(entries, diags, providers)
+    if not entries:
+        found_env = environment_entry(env)
+        if found_env is not None:
+            entries.append((found_env[0], config_file_source("platform")))
+            diags.append(found_env[1])
+    registry = build_model_registry(entries, diags, providers)
+    default = registry.get(default_model) if default_model else None
+    if default is None and not default_model and len(registry.all()) == 1:
+        default = registry.all()[0]
+    if default is None:
+        return registry
+    taken = {e.name for e, _ in entries}
+    source = config_file_source(default.level)
+    derived = [(e, source) for e in claude_name_entries(default, taken)]
+    if not derived:
+        return registry
+    widened = build_model_registry([*entries, *derived], diags, providers)
+    widened.implicit_default = None if default_model else default.ref
+    return widened

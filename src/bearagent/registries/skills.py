@@ -22,6 +22,15 @@ from bearagent.domain.specs import SkillSpec
 from bearagent.registries._base import LayeredRegistry, frontmatter_candidates, frontmatter_reporter, unknown_key
 
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def valid_skill_name(name: str) -> str:
+    """A name the Agent Skills rules accept, close to `name`: lowercase, every run of other characters (`.`, `_`,
+    spaces) one hyphen, no hyphen at either end, at most 64 characters (`repo.explorer` -> `repo-explorer`)."""
+    cleaned = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:64].strip("-")
+    return cleaned or "skill"
+
+
 SKILL_KEYS = frozenset(
     {"name", "description", "license", "compatibility", "metadata", "allowed-tools", "user-invocable", "argument-hint"}
 )
@@ -197,7 +206,7 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
             "skill.invalid_name",
             "name",
             f"skill name {dir_name!r} breaks the Agent Skills rules (1-64 lowercase letters, digits and single hyphens)",
-            f"rename the folder to {dir_name.lower().replace('_', '-')!r}",
+            f"rename the folder to {valid_skill_name(dir_name)!r}",
         )
     description = data.get("description")
     if not isinstance(description, str) or not description.strip():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec, ModelEntry
 
@@ -22,6 +22,8 @@ class ModelLookup(Protocol):
     def resolve(self, ref: str, *, where: str = ...) -> ModelEntry: ...
 
     def all(self) -> list[ModelEntry]: ...
+
+    def only_entry(self) -> ModelEntry | None: ...
 
 
 def model_alias_message(ref: str) -> str:
@@ -72,16 +74,17 @@ def resolve_agent_model(
         return parent_model, diags
     if default_model:
         return models.resolve(default_model, where="config.yaml: default_model"), diags
+    only = models.only_entry()
+    if only is not None:
+        return only, diags
     entries = models.all()
-    if len(entries) == 1:
-        return entries[0], diags
     raise BearAgentError(
         ErrorInfo.of(
             "configuration", "no_model", f"agent {agent.name!r} has no model and config.yaml sets no default_model"
         ),
         hint="set `default_model: <entry>` in .bearagent/config.yaml (or `model:` in the agent file)"
         + (
-            f"; entries: {', '.join(e.ref for e in entries)}"
+            f"; entries: {name_list(e.ref for e in entries)}"
             if entries
             else "; `bearagent init` scaffolds a working config"
         ),

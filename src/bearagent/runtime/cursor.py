@@ -30,6 +30,7 @@ from bearagent.domain.run_events import (
     ToolCallFailedV2,
     ToolCallRequestedV2,
     parse_run_event_payload,
+    run_plan_facts,
 )
 from bearagent.runtime.history import conversation, run_messages
 
@@ -103,6 +104,11 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
         )
     created = parse_run_event_payload("RunCreated", events[0].schema_version, events[0].payload)
     assert isinstance(created, RunCreatedV2)
+    started = next((e for e in events if e.event_type == "RunStarted"), None)
+    plan = run_plan_facts(
+        created,
+        parse_run_event_payload("RunStarted", started.schema_version, started.payload) if started else None,
+    )
     agent = created.agent_name
     switch_count = steps = model_calls = resumes = 0
     last: LastTurn | None = None
@@ -151,7 +157,7 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
             switch_count = payload.switch_count
         elif isinstance(payload, RunResumedV1):
             resumes += 1
-        elif isinstance(payload, ContextCompactedV1) and payload.model_ref == created.model_ref:
+        elif isinstance(payload, ContextCompactedV1) and payload.model_ref == plan.model_ref:
             model_calls += 1  # the summary came from the run's own provider: a scripted model used a turn for it
     in_flight: InFlightCall | None = None
     if requested:
@@ -166,8 +172,8 @@ def run_cursor(events: Sequence[Event]) -> RunCursor:
     return RunCursor(
         goal=created.goal,
         agent_name=agent,
-        prompt_hash=created.prompt_hash,
-        tool_spec_versions=dict(created.tool_spec_versions),
+        prompt_hash=plan.prompt_hash,
+        tool_spec_versions=dict(plan.tool_spec_versions),
         messages=tuple(run_messages(events, answer_pending=False)),
         last_turn=last,
         in_flight=in_flight,

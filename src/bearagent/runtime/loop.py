@@ -33,6 +33,7 @@ from bearagent.domain.models import (
     StopReason,
 )
 from bearagent.domain.run_events import (
+    UNPLANNED_PROMPT_HASH,
     AgentSwitchedV1,
     InFlight,
     MessageInjectedV1,
@@ -40,12 +41,16 @@ from bearagent.domain.run_events import (
     ModelCallFailedV2,
     RunCancelledV1,
     RunCreatedV3,
+    RunCreatedV4,
+    RunEventPayload,
     RunFailedV2,
     RunInterruptedV1,
     RunOwner,
+    RunPlanFacts,
     RunResumedV1,
     RunStartedV1,
     RunStartedV2,
+    RunStartedV3,
     RunSucceededV2,
     ToolCallFailedV2,
 )
@@ -179,6 +184,27 @@ class AgentLoop:
             raise
         return recorder
 
+    async def create_unplanned(self, spec: RunSpec, agent_name: str) -> RunRecorder:
+        """Record a queued run before it is planned (RunCreated v4 `planned: false`: no MCP server started, no
+        provider built); the worker that starts it plans it and records the plan (`start(..., record_plan=True)`)."""
+        run_id = spec.run_id or self._ids.new(RunId)
+        recorder = RunRecorder(writer=self._writer, clock=self._clock, ids=self._ids, run_id=run_id, sinks=self._sinks)
+        created = RunCreatedV4(
+            session_id=spec.session_id,
+            budget_limits=spec.budgets,
+            goal=spec.goal,
+            agent_name=agent_name,
+            prompt_hash=UNPLANNED_PROMPT_HASH,
+            parent_run_id=spec.parent_run_id,
+            trigger_type=spec.trigger_type,
+            trigger_ref=spec.trigger_ref,
+            depth=spec.depth,
+            request=spec.request,
+            planned=False,
+        )
+        await recorder.append(created)
+        return recorder
+
     def recorder_for(self, created: Event) -> RunRecorder:
         """The recorder of a queued run whose only event is `created` (its RunCreated): appends go on after it, in
         its correlation."""
@@ -193,13 +219,30 @@ class AgentLoop:
             last_event_id=created.event_id,
         )
 
-    async def start(self, spec: RunSpec, plan: AgentPlan, planner: Planner | None, recorder: RunRecorder) -> RunOutcome:
+    async def start(
+        self,
+        spec: RunSpec,
+        plan: AgentPlan,
+        planner: Planner | None,
+        recorder: RunRecorder,
+        *,
+        record_plan: bool = False,
+    ) -> RunOutcome:
         """Start the queued run of `recorder` (`RunStarted` with this loop's owner: appended at the next sequence,
-        so of two processes starting one queued run only one can) and run it to a terminal state."""
+        so of two processes starting one queued run only one can) and run it to a terminal state. `record_plan`:
+        the run was recorded unplanned (`create_unplanned`), so its RunStarted (v3) records `plan`."""
         run_id = recorder.run_id
         state = LoopState(plan=plan)
+        started: RunEventPayload = RunStartedV1() if self._owner is None else RunStartedV2(owner=self._owner)
+        if record_plan and self._owner is not None:
+            facts = RunPlanFacts(
+                prompt_hash=self._context.prompt_hash(plan.system_prompt),
+                tool_spec_versions=plan.tool_spec_versions,
+                model_ref=plan.model_ref,
+            )
+            started = RunStartedV3(owner=self._owner, plan=facts)
         try:
-            await recorder.append(RunStartedV1() if self._owner is None else RunStartedV2(owner=self._owner))
+            await recorder.append(started)
             if spec.prelude:
                 await recorder.append_many(spec.prelude)
         except asyncio.CancelledError:

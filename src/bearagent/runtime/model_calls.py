@@ -101,6 +101,8 @@ class ModelCalls:
                 max_output_tokens=plan.max_output_tokens,
                 temperature=plan.temperature,
                 timeout_ms=plan.timeout_ms,
+                # the system prompt's hash (RunCreated's `prompt_hash`): agent files carry no version of their own
+                prompt_version=f"sha256:{self._context.prompt_hash(plan.system_prompt)}",
             )
             state.template_plan = plan
         return state.template.with_messages(request_messages)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from bearagent.domain.diagnostics import Diagnostic
+from bearagent.domain.diagnostics import Diagnostic, name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.grant import ToolGrant
 from bearagent.domain.models import ToolDescriptor
@@ -65,6 +65,8 @@ class Capabilities:
     agents: Mapping[str, AgentSpec]
     mcp_servers: Sequence[str]
     workspace_kind: Literal["project", "chat"] = "project"
+    execution_policy: Literal["local", "none"] = "local"
+    """`none` (a chat workspace, or one marked so: `config/execution.py`): no tool is projected."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +169,15 @@ def project_invocation(
                 agent, "agent.model_unresolved", "model", exc.info.message, exc.hint or "fix the model ref", "error"
             )
         )
-    if caps.workspace_kind == "chat":
+    if caps.workspace_kind == "chat" or caps.execution_policy == "none":
+        chat = caps.workspace_kind == "chat"
         diags.append(
             Diagnostic(
                 severity="info",
-                code="projection.chat",
-                message="chat workspace: no tools are projected",
+                code="projection.chat" if chat else "projection.no_execution",
+                message="chat workspace: no tools are projected"
+                if chat
+                else "execution_policy none: no tools are projected",
                 subject=agent.name,
             )
         )
@@ -256,7 +261,7 @@ def _granted_tools(
                     "agent.no_tools_resolved",
                     "tools",
                     "none of the names in `tools` is an available tool",
-                    f"available: {', '.join(sorted(caps.tools))}",
+                    f"available: {name_list(sorted(caps.tools))}",
                     "error",
                 )
             )
@@ -347,7 +352,7 @@ def _task_tool(
                 severity="info",
                 code="projection.task_listing_cut",
                 message=f"agent {agent.name!r}: the Task tool lists {len(cut)} agent(s) without their "
-                f"description (the listing is limited to {TASK_LISTING_CHARS:,} characters): {', '.join(cut)}",
+                f"description (the listing is limited to {TASK_LISTING_CHARS:,} characters): {name_list(cut)}",
                 source=agent.source,
                 subject=agent.name,
                 fix="shorten the descriptions of the agents, or narrow the agent's `subagents:` list",

@@ -48,6 +48,7 @@ from bearagent.domain.run_events import (
     RunCreatedV2,
     RunEventPayload,
     RunFailedV2,
+    RunStartedV3,
     RunSucceededV2,
     ToolCallCompletedV1,
     ToolCallCompletedV2,
@@ -56,6 +57,7 @@ from bearagent.domain.run_events import (
     ToolCallRequestedV1,
     ToolCallRequestedV2,
     parse_run_event_payload,
+    run_plan_facts,
 )
 from bearagent.domain.tools import ToolResult
 
@@ -228,6 +230,8 @@ class _Reader:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.created: RunCreatedV2 | None = None
+        self.started_plan: RunStartedV3 | None = None
+        """The RunStarted of a run recorded unplanned (RunCreated v4 `planned: false`): it carries the plan."""
         self.created_version = 0
         self.budgets = BudgetLimits()
         self.agent: str | None = None
@@ -368,6 +372,8 @@ class _Reader:
             if isinstance(payload, RunCreatedV2):
                 self.agent = payload.agent_name
                 self.created = payload
+        elif isinstance(payload, RunStartedV3):
+            self.started_plan = payload
         elif isinstance(payload, ModelCallRequestedV3) and payload.purpose == "compaction":
             self._close_tool()
             self.compacting = sequence
@@ -443,6 +449,7 @@ class _Reader:
         self._close_tool()
         self._settle_failure(retried=None)
         c = self.created
+        plan = run_plan_facts(c, self.started_plan) if c is not None else None
         return RunSteps(
             run_id=self.run_id,
             created_version=self.created_version,
@@ -455,9 +462,9 @@ class _Reader:
             depth=c.depth if c is not None else 0,
             trigger_type=c.trigger_type if c is not None else "message",
             trigger_ref=c.trigger_ref if c is not None else None,
-            model_ref=c.model_ref if c is not None else None,
-            prompt_hash=c.prompt_hash if c is not None else None,
-            tool_spec_versions=dict(c.tool_spec_versions) if c is not None else {},
+            model_ref=plan.model_ref if plan is not None else None,
+            prompt_hash=plan.prompt_hash if plan is not None else None,
+            tool_spec_versions=dict(plan.tool_spec_versions) if plan is not None else {},
             prompt_context=self.prompt_context,
             final_text=self.final_text,
             error=self.error,

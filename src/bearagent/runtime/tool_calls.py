@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 from collections.abc import Sequence
 
+from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, IdGenerator
 from bearagent.domain.models import ModelToolCall
@@ -174,7 +175,7 @@ class ToolCalls:
                 ),
             )
         if plan.tools.get(call.name) is None:
-            available = ", ".join(sorted(plan.tools)) or "none"
+            available = name_list(sorted(plan.tools)) or "none"
             return ToolResult.failure(
                 request,
                 ErrorInfo.of(

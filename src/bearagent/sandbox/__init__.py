@@ -7,6 +7,9 @@ Modules:
   through `ToolContext.settings` (`tool_settings`);
 - `probe`: can the sandbox start here (`probe`, cached per process), and the message when it cannot;
 - `proxy`: the host-side HTTP proxy for `network: [hosts]` (and `_forward.py`, its relay inside the sandbox);
+- `git_paths`: what git reads as configuration or runs inside a writable tree (read-only in the sandbox, refused
+  by the file tools); `sockets`: the host's Unix sockets the sandbox covers; `limits` and `_limits.py`: the per-call
+  process and memory limits and the supervisor that applies them; `problems`: a bad config field;
 - `bwrap`: the bubblewrap backend; `launch`: how the Bash tool starts a command (sandboxed, or under `_reaper.py`,
   which kills every leftover process when the sandbox is off), and `confined_launch` for the opted-in command
   hooks and stdio MCP servers (`sandbox: {hooks: true, mcp: true}`; never unconfined).

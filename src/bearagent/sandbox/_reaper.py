@@ -19,7 +19,10 @@ import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-KILL_DEADLINE_S = 5.0
+KILL_DEADLINE_S = 60.0
+"""How long the reaper keeps killing what is below it (each round SIGKILLs every child, then waits for one to end;
+it is done in milliseconds). A guard against a child that never dies (stuck in the kernel), not a figure to reach:
+when the machine is loaded a round may wait seconds for the CPU, and giving up early leaves survivors to init."""
 
 
 class _Stop(Exception):

@@ -11,11 +11,14 @@ The argv, in mount order (later mounts cover earlier ones):
    list (`network: [hosts]`), the host proxy's Unix socket (`bearagent.sandbox.proxy`) and the forwarder script
    (`_forward.py`) are bound into that /tmp, and the command runs under the forwarder (`python3 -I -S`), which
    listens on the sandbox's 127.0.0.1, sets the proxy variables and then becomes the command.
-3. hidden paths that contain the workspace (rare), then the workspace: `--bind` (workspace-write) or `--ro-bind`
+3. with `sandbox.home: hidden` (the default), each home directory as an empty tmpfs and its toolchains
+   (`request.HOME_READABLE`) read-only on top; hidden paths that contain the workspace (rare), then the workspace: `--bind` (workspace-write) or `--ro-bind`
    (read-only); in workspace-write, each additional directory (`permissions.additionalDirectories`) is bound
    writable the same way, with its own control files protected as in step 4, and the hidden paths of step 5 stay
    hidden inside it.
-4. workspace-write: the control files (`bearagent.tools.protected.SHELL_READ_ONLY`) read-only. A directory on the
+4. workspace-write: the control files (`bearagent.tools.protected.SHELL_READ_ONLY`, and git's: the whole git
+   directory, nested repositories, submodule paths and what git config names, `bearagent.sandbox.git_paths`)
+   read-only. A directory on the
    way to one (`.git` for `.git/config`) is bound onto itself first, which makes it a mount point that cannot be
    renamed away and replaced. A control file that does not exist gets a read-only placeholder (an empty directory
    or `/dev/null`) so the command cannot create it; bubblewrap has to create the mount point on the host, so an
@@ -24,8 +27,11 @@ The argv, in mount order (later mounts cover earlier ones):
    it may be another process's placeholder (two workers running Bash in one workspace), gone before this call's
    bubblewrap would bind it. A control file that is a symlink has its target protected;
    the link itself can still be replaced (documented gap).
-5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket), then the readable
-   exceptions inside them.
+5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket) and every Unix socket of
+   the host with a path (`bearagent.sandbox.sockets`), then the readable exceptions inside them.
+6. with limits (`sandbox.limits`, on by default), the command runs under `_limits.py` (bound into the private /tmp
+   and run with `python3 -I -S`): process, data and file-size limits, and a process count of the sandbox's PID
+   namespace that stops a fork bomb.
 """
 
 from __future__ import annotations
@@ -37,14 +43,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bearagent.sandbox.git_paths import git_protected_paths
 from bearagent.sandbox.placeholders import PlaceholderLease
 from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
 from bearagent.sandbox.request import SandboxRequest
+from bearagent.sandbox.sockets import host_sockets
 from bearagent.tools.protected import PROTECTED_FILES, SHELL_READ_ONLY
 
 PRIVATE_TMP = ("/tmp", "/var/tmp")
 FORWARDER = str(Path(__file__).with_name("_forward.py"))
 SANDBOX_FORWARDER = "/tmp/.bearagent-forward.py"
+LIMITER = str(Path(__file__).with_name("_limits.py"))
+SANDBOX_LIMITER = "/tmp/.bearagent-limits.py"
 _NAMESPACE_ARGS = ("--new-session", "--die-with-parent", "--unshare-all")
 _BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
 
@@ -138,7 +148,10 @@ def _hide(plan: _Plan, path: Path, root: Path) -> None:
         return  # already invisible: the sandbox has its own /tmp
     try:
         if path.is_dir() and not path.is_symlink():
-            plan.args += ["--tmpfs", str(path)]
+            real = os.path.realpath(path)  # `/var/run/x` is `/run/x`: bubblewrap cannot mount through a symlink
+            if real not in plan.ro:
+                plan.ro.add(real)
+                plan.args += ["--tmpfs", real]
         elif os.path.lexists(path):
             target = Path(os.path.realpath(path))
             if target.is_dir():
@@ -198,8 +211,18 @@ class BwrapBackend:
             plan.args += ["--bind", socket_path, SANDBOX_SOCKET, "--ro-bind", FORWARDER, SANDBOX_FORWARDER]
             python = os.path.realpath(sys.executable)
             argv = [python, "-I", "-S", SANDBOX_FORWARDER, SANDBOX_SOCKET, "--", *argv]
+        if any(limit is not None for limit in request.limits):
+            plan.args += ["--ro-bind", LIMITER, SANDBOX_LIMITER]
+            limits = ["-" if limit is None else str(limit) for limit in request.limits]
+            argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
         if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
             plan.args += ["--tmpfs", "/var/tmp"]
+        for home in request.hidden_homes:  # first: the workspace and what stays readable are bound on top
+            if Path(home) != root:
+                _hide(plan, Path(home), root)
+        for raw in request.home_readable:
+            if Path(raw).is_dir() and not _inside(root, Path(raw)):
+                plan.args += ["--ro-bind", raw, raw]
         hidden = [Path(p) for p in request.hidden]
         around = [h for h in hidden if _inside(root, h) and h != root]
         for path in around:
@@ -215,14 +238,17 @@ class BwrapBackend:
         try:
             if request.mode == "workspace-write":
                 for base in (root, *extra):
-                    for rel in SHELL_READ_ONLY:
+                    for rel in (
+                        *SHELL_READ_ONLY,
+                        *git_protected_paths(base, os.environ, writable_git=request.git_writable),
+                    ):
                         _protect(plan, base, rel)
-            for path in hidden:
+            for path in [*hidden, *(Path(p) for p in host_sockets())]:
                 if path not in around and path != root:
                     _hide(plan, path, root)
             for raw in request.readable:
                 path = Path(raw)
-                if path.is_file() and any(_inside(path, h) for h in hidden):
+                if path.is_file() and any(_inside(path, h) for h in [*hidden, *map(Path, request.hidden_homes)]):
                     plan.args += ["--ro-bind", raw, raw]
         except BaseException:
             PreparedCommand((), {}, tuple(plan.placeholders), lease).finish()

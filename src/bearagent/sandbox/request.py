@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,37 +40,155 @@ SHELL_ENV_SETTING = "shell_env"
 
 
 HIDDEN_IN_HOME: tuple[str, ...] = (
+    # keys and generic credential files
     ".ssh",
-    ".aws",
     ".gnupg",
-    ".config",
     ".netrc",
-    ".docker",
-    ".kube",
-    ".azure",
     ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".pgpass",
     ".password-store",
     ".local/share/keyrings",
+    ".pki",
+    ".vault-token",
+    # every tool's config under XDG (gh, gcloud, git-credential stores, hub, op, ...)
+    ".config",
+    # clouds, containers, clusters
+    ".aws",
+    ".azure",
+    ".docker",
+    ".kube",
+    ".oci",
+    ".terraform.d",
+    ".pulumi",
+    ".fly",
+    ".vercel",
+    ".netlify",
+    ".heroku",
+    ".doctl",
+    # package registries
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pypirc",
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".gem/credentials",
-    ".terraform.d/credentials.tfrc.json",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".nuget/NuGet/NuGet.Config",
+    ".composer/auth.json",
+    ".pgpass",
+    ".my.cnf",
+    ".s3cfg",
+    ".boto",
+    ".databrickscfg",
+    ".huggingface",
+    ".cache/huggingface",
+    ".kaggle",
+    ".wandb",
+    ".netrc-wandb",
+    # agents and their tokens
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".gemini",
+    ".copilot",
+    ".aider.conf.yml",
+    ".continue",
+    ".cursor",
+    # tokens some tools keep under ~/.cache or ~/.local
+    ".cache/gh",
+    ".cache/gcloud",
+    ".cache/pre-commit",
+    ".cache/copilot",
+    ".local/share/gh",
+    ".local/share/keyring",
+    ".local/share/python_keyring",
+    ".local/state/gh",
+    # shell and tool histories (commands typed with secrets in them)
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".histfile",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".rediscli_history",
+    ".lesshst",
+    ".viminfo",
 )
-"""Secret stores under a home directory that the shell cannot see."""
+"""Credential stores, tokens and histories under a home directory that the shell cannot see (the user adds more with
+`sandbox.credentials`, a workspace with `sandbox.hide`)."""
 HIDDEN_SOCKETS: tuple[str, ...] = (
     "/var/run/docker.sock",
     "/run/docker.sock",
     "/run/containerd/containerd.sock",
     "/run/podman/podman.sock",
     "/run/dbus/system_bus_socket",
+    "/var/run/dbus",
+    "/run/dbus",
+    "/run/user",
+    "/run/systemd",
+    "/var/run/postgresql",
+    "/run/postgresql",
+    "/var/run/mysqld",
+    "/run/mysqld",
+    "/var/run/redis",
+    "/run/redis",
+    "/var/run/libvirt",
+    "/run/libvirt",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
+    "/tmp/.X11-unix",
+    "/run/containerd",
+    "/run/podman",
+    "/run/docker",
+    "/var/run/docker",
 )
 """Sockets that would let a confined command drive something unconfined (a socket on a read-only mount still
 accepts connections)."""
-READABLE_IN_HIDDEN: tuple[str, ...] = (".config/git/config", ".config/git/ignore", ".config/git/attributes")
+READABLE_IN_HIDDEN: tuple[str, ...] = (
+    ".config/git/config",
+    ".config/git/ignore",
+    ".config/git/attributes",
+    ".gitconfig",
+    ".gitignore_global",
+)
 """Files inside a hidden home directory that stay readable (git's identity and ignore rules)."""
+HOME_READABLE: tuple[str, ...] = (
+    ".local/bin",
+    ".local/lib",
+    ".local/share/uv",
+    ".local/pipx",
+    ".pyenv",
+    ".rbenv",
+    ".asdf",
+    ".nvm",
+    ".volta",
+    ".fnm",
+    ".bun/bin",
+    ".deno/bin",
+    ".cargo/bin",
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup",
+    "go/bin",
+    "go/pkg/mod",
+    ".sdkman/candidates",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+    ".dotnet",
+    ".elan",
+    ".ghcup",
+    ".opam",
+)
+"""With the home hidden (`sandbox.home: hidden`, the default), the toolchains a build needs stay readable (read-only):
+language runtimes and version managers, installed tools, package caches that hold no credentials; plus BearAgent's
+own Python when it lives in the home. Everything else in the home is an empty private directory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +204,14 @@ class SandboxRequest:
     bwrap_path: str | None = None
     writable: tuple[str, ...] = ()
     """Absolute directories besides the workspace the shell may write (workspace-write only)."""
+    git_writable: bool = False
+    """`sandbox.git: writable` (user config): only `.git/config` and `.git/hooks` are read-only (`git_paths`)."""
+    hidden_homes: tuple[str, ...] = ()
+    """Home directories replaced by an empty private directory as a whole (`sandbox.home: hidden`)."""
+    home_readable: tuple[str, ...] = ()
+    """Directories inside a hidden home that stay readable (`HOME_READABLE`, BearAgent's Python)."""
+    limits: tuple[int | None, int | None, int | None] = (1024, 8 << 30, 16 << 30)
+    """Processes, data bytes and file-size bytes per process (`sandbox.limits`); None: no limit."""
 
     def settings(self) -> SandboxSettings:
         return SandboxSettings(
@@ -99,6 +226,10 @@ class SandboxRequest:
             "readable": list(self.readable),
             "bwrap_path": self.bwrap_path,
             "writable": list(self.writable),
+            "git_writable": self.git_writable,
+            "hidden_homes": list(self.hidden_homes),
+            "home_readable": list(self.home_readable),
+            "limits": list(self.limits),
         }
 
     @classmethod
@@ -117,7 +248,21 @@ class SandboxRequest:
             readable=_str_tuple(data.get("readable")),
             bwrap_path=program if isinstance(program, str) else None,
             writable=tuple(p for p in _str_tuple(data.get("writable")) if os.path.isabs(p)),
+            git_writable=data.get("git_writable") is True,
+            hidden_homes=tuple(p for p in _str_tuple(data.get("hidden_homes")) if os.path.isabs(p)),
+            home_readable=tuple(p for p in _str_tuple(data.get("home_readable")) if os.path.isabs(p)),
+            limits=_limits(data.get("limits")),
         )
+
+
+def _limits(value: object) -> tuple[int | None, int | None, int | None]:
+    default = SandboxRequest().limits
+    if not isinstance(value, (list, tuple)):
+        return default
+    items = list(cast(Iterable[object], value))
+    if len(items) != 3 or not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in items):
+        return default
+    return cast(tuple[int | None, int | None, int | None], tuple(items))
 
 
 def _network(value: object) -> NetworkSetting:
@@ -169,9 +314,17 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         if value and value.startswith("/"):
             hidden.append(Path(value))
     hidden.extend(Path(p) for p in HIDDEN_SOCKETS)
-    for raw in settings.hide:
+    for raw in (*settings.hide, *settings.credentials):
         hidden.extend(_expand(raw, homes))
     readable = [h / rel for h in homes for rel in READABLE_IN_HIDDEN]
+    hidden_homes: list[Path] = homes if settings.home == "hidden" else []
+    home_readable: list[Path] = []
+    if hidden_homes:
+        home_readable = [h / rel for h in homes for rel in HOME_READABLE if (h / rel).is_dir()]
+        for prefix in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}:
+            real = Path(os.path.realpath(prefix))
+            if any(real == h or h in real.parents for h in homes):
+                home_readable.append(real)
     unique = list(dict.fromkeys(str(Path(os.path.normpath(p))) for p in hidden))
     return SandboxRequest(
         mode=settings.mode,
@@ -180,6 +333,10 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         readable=tuple(dict.fromkeys(str(p) for p in readable)),
         bwrap_path=settings.bwrap_path,
         writable=settings.additional_directories,
+        git_writable=settings.git == "writable",
+        hidden_homes=tuple(str(h) for h in hidden_homes),
+        home_readable=tuple(dict.fromkeys(str(p) for p in home_readable)),
+        limits=(settings.limits.processes, settings.limits.memory, settings.limits.file_size),
     )
 
 

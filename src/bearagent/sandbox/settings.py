@@ -9,6 +9,12 @@ sandbox:
   bwrap_path: /usr/bin/bwrap        # user config only
   hooks: true                       # command hooks in the sandbox too (default false)
   mcp: true                         # stdio MCP servers in the sandbox too (default false)
+  git: read-only                    # read-only (default) | writable (user config only: `.git` writable but for
+                                    # config and hooks, so `git commit` works inside)
+  credentials: [~/.my-tool/token]   # more credential stores to hide (user config only; added to the built-in list)
+  limits: {processes: 1024, memory: 8G, file_size: 16G}  # per call (user config only; `off` for none)
+  home: hidden                      # visible (user config only): the home readable but for the credential stores
+  pin_hook_code: true               # false (user config only): do not re-check a command hook's code before each run
 shell_env:
   inherit: core                     # core (default) | all | none
   include: [NODE_OPTIONS, "AWS_*"]  # more variables (glob patterns) to pass, even secret-looking ones
@@ -17,6 +23,9 @@ shell_env:
 ```
 
 Parsing is lenient per field: a bad field is a problem naming the field and the fix, the other fields still apply.
+The module is over 400 lines because it is the one place that parses and merges every key of both sections (each
+key's rule beside its parsing); the limits' own parsing is `sandbox.limits`.
+
 Merging: the user config's `sandbox.mode` (and `network`) is a ceiling a workspace may tighten but never loosen
 (`allow` < a host list < `deny`; under a user host list a workspace list keeps only the hosts the user's covers);
 without a user value the workspace's applies; `hooks`/`mcp` only tighten, so they turn on from any file and the
@@ -29,13 +38,14 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast
 
 from pydantic import Field
 
 from bearagent.domain._base import DomainModel
 from bearagent.sandbox.env import is_secret_name
+from bearagent.sandbox.limits import SandboxLimits, parse_limits
+from bearagent.sandbox.problems import Problem
 
 SandboxMode: TypeAlias = Literal["workspace-write", "read-only", "off"]
 NetworkMode: TypeAlias = Literal["deny", "allow"]
@@ -46,11 +56,26 @@ InheritMode: TypeAlias = Literal["core", "all", "none"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("workspace-write", "read-only", "off")
 NETWORK_MODES: tuple[NetworkMode, ...] = ("deny", "allow")
 INHERIT_MODES: tuple[InheritMode, ...] = ("core", "all", "none")
-SANDBOX_KEYS = ("mode", "network", "hide", "bwrap_path", "hooks", "mcp")
+SANDBOX_KEYS = (
+    "mode",
+    "network",
+    "hide",
+    "bwrap_path",
+    "hooks",
+    "mcp",
+    "git",
+    "credentials",
+    "limits",
+    "pin_hook_code",
+    "home",
+)
 SHELL_ENV_KEYS = ("inherit", "include", "exclude", "set")
-USER_ONLY_SANDBOX_KEYS = ("bwrap_path",)
+USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits", "pin_hook_code", "home")
+HOME_MODES = ("hidden", "visible")
 """Keys a workspace file may not set: a workspace that picked the sandbox binary could pick one that confines
-nothing."""
+nothing; `git: writable` and the limits loosen; `credentials` is the user's own list (a workspace adds paths with
+`hide`)."""
+GIT_MODES = ("read-only", "writable")
 
 MODE_STRICTNESS: Mapping[SandboxMode, int] = {"off": 0, "workspace-write": 1, "read-only": 2}
 NETWORK_STRICTNESS: Mapping[NetworkMode, int] = {"allow": 0, "deny": 2}  # a host list is 1
@@ -115,6 +140,19 @@ class SandboxSettings(DomainModel):
     mcp: bool = False
     """Run stdio MCP servers in the sandbox too (`mcp.manager`); a server is unavailable when it cannot start.
     Turns on from any level; a workspace cannot turn off the user's."""
+    git: Literal["read-only", "writable"] = "read-only"
+    """`read-only`: the whole git directory (and every nested one, and what git config names) is read-only inside
+    the sandbox (`sandbox.git_paths`); `writable` (user config only): only `.git/config` and `.git/hooks` are."""
+    home: Literal["hidden", "visible"] = "hidden"
+    """`hidden`: the home is an empty private directory inside the sandbox but for the toolchains
+    (`request.HOME_READABLE`); `visible` (user config only): readable but for the credential stores."""
+    pin_hook_code: bool = True
+    """Re-check the workspace files a command hook reaches right before each execution and refuse to run it when
+    one changed since the run started (`trust.reach.CodePins`); `false` only from the user config."""
+    credentials: tuple[str, ...] = ()
+    """More credential stores to hide (user config only), on top of `request.HIDDEN_IN_HOME`."""
+    limits: SandboxLimits = Field(default_factory=lambda: SandboxLimits())
+    """Per-call process and memory limits (user config only): `sandbox.limits`."""
     additional_directories: tuple[str, ...] = ()
     """Absolute directories besides the workspace that the shell may write as it writes the workspace (and the file
     tools may use): `permissions.additional_directories` / Claude Code's `additionalDirectories`, merged from every
@@ -128,16 +166,6 @@ class ShellEnvPolicy(DomainModel):
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     set: Mapping[str, str] = Field(default_factory=dict[str, str])
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One bad field of a section: `field` is dotted (`sandbox.network`), `fix` says what to write instead."""
-
-    field: str
-    message: str
-    fix: str
-    severity: Literal["error", "warning"] = "error"
 
 
 def _strings(value: object) -> tuple[str, ...] | None:
@@ -213,6 +241,37 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 problems.append(Problem(where, "must be a list of absolute or ~/ paths", "write `hide: [~/secrets]`"))
             else:
                 out["hide"] = paths
+        elif name in USER_ONLY_SANDBOX_KEYS and name != "bwrap_path" and level == "workspace":
+            problems.append(
+                Problem(
+                    where,
+                    "can only be set in the user config (a workspace must not loosen the sandbox)",
+                    "move it to ~/.config/bearagent/config.yaml ($BEARAGENT_HOME/config.yaml)",
+                )
+            )
+        elif name == "git":
+            if item in GIT_MODES:
+                out["git"] = item
+            else:
+                problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(GIT_MODES)}"))
+        elif name == "home":
+            if item in HOME_MODES:
+                out["home"] = item
+            else:
+                problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(HOME_MODES)}"))
+        elif name == "credentials":
+            paths = _strings(item)
+            if paths is None or not all(p.startswith(("/", "~")) for p in paths):
+                problems.append(
+                    Problem(where, "must be a list of absolute or ~/ paths", "write `credentials: [~/.my-tool/token]`")
+                )
+            else:
+                out["credentials"] = paths
+        elif name == "limits":
+            limits, limit_problems = parse_limits(item)
+            problems.extend(limit_problems)
+            if limits is not None:
+                out["limits"] = limits
         elif name == "bwrap_path":
             if level == "workspace":
                 problems.append(
@@ -226,7 +285,7 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 out["bwrap_path"] = item
             else:
                 problems.append(Problem(where, "must be an absolute path", "write `bwrap_path: /usr/bin/bwrap`"))
-        elif name in ("hooks", "mcp"):
+        elif name in ("hooks", "mcp", "pin_hook_code"):
             if isinstance(item, bool):
                 out[name] = item
             else:
@@ -322,6 +381,11 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
     network_ceiling: NetworkSetting | None = None
     hide: list[str] = []
     bwrap_path: str | None = None
+    git: Literal["read-only", "writable"] = "read-only"
+    credentials: list[str] = []
+    limits = SandboxLimits()
+    pin_hook_code = True
+    home: Literal["hidden", "visible"] = "hidden"
     flags = {"hooks": False, "mcp": False}
     user_flags = {"hooks": False, "mcp": False}
     for level, s in layers:
@@ -341,6 +405,13 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
         hide.extend(p for p in cast(tuple[str, ...], s.get("hide", ())) if p not in hide)
         if "bwrap_path" in s and not workspace:
             bwrap_path = cast(str, s["bwrap_path"])
+        if not workspace:
+            git = cast(Literal["read-only", "writable"], s.get("git", git))
+            credentials.extend(p for p in cast(tuple[str, ...], s.get("credentials", ())) if p not in credentials)
+            pin_hook_code = bool(s.get("pin_hook_code", pin_hook_code))
+            home = cast(Literal["hidden", "visible"], s.get("home", home))
+            if "limits" in s:
+                limits = limits.model_copy(update=cast(dict[str, object], s["limits"]))
         for flag in ("hooks", "mcp"):
             if flag in s:
                 on = bool(s[flag])
@@ -349,7 +420,17 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
                 else:
                     flags[flag] = on or user_flags[flag]
     return SandboxSettings(
-        mode=mode, network=network, hide=tuple(hide), bwrap_path=bwrap_path, hooks=flags["hooks"], mcp=flags["mcp"]
+        mode=mode,
+        network=network,
+        hide=tuple(hide),
+        bwrap_path=bwrap_path,
+        hooks=flags["hooks"],
+        mcp=flags["mcp"],
+        git=git,
+        credentials=tuple(credentials),
+        limits=limits,
+        pin_hook_code=pin_hook_code,
+        home=home,
     )
 
 
@@ -377,7 +458,7 @@ def _include_loosens(pattern: str) -> bool:
 def loosening(settings: Mapping[str, object]) -> list[str]:
     """What one file's parsed settings (`ConfigFile.settings`: its `sandbox` and `shell_env` keys) loosen compared
     with the defaults, as short descriptions: `sandbox.mode: off`, `sandbox.network: allow` (or `[pypi.org]`), `shell_env.inherit:
-    all`, `shell_env.include: AWS_SECRET_KEY`. An empty list means the file only keeps or tightens the defaults."""
+    all`, `shell_env.include: AWS_SECRET_KEY`, `shell_env.set: BASH_ENV=./x`. An empty list means the file only keeps or tightens the defaults."""
     out: list[str] = []
     sandbox = cast(Mapping[str, object], settings.get("sandbox") or {})
     if sandbox.get("mode") == "off":
@@ -395,4 +476,8 @@ def loosening(settings: Mapping[str, object]) -> list[str]:
     for pattern in cast(tuple[str, ...], shell_env.get("include", ())):
         if _include_loosens(pattern):
             out.append(f"shell_env.include: {pattern}")
+    # every value a file sets: any variable can make the shell run the file's code first (BASH_ENV, PATH, ENV,
+    # LD_PRELOAD, PYTHONSTARTUP, GIT_* and many more), so none is harmless enough to skip trust for
+    for name, value in cast(Mapping[str, str], shell_env.get("set") or {}).items():
+        out.append(f"shell_env.set: {name}={value}")
     return out

@@ -54,7 +54,7 @@ class Access:
         return [w for w in self.manager.workspaces.values() if who.may_see(w.id)]
 
     def runtime_for(self, who: CallerContext, ws: WorkspaceEntry) -> WorkspaceRuntime:
-        return self.manager.runtime(ws.id, who.subject_ref)
+        return self.manager.runtime(ws.id)
 
     def readable(self, who: CallerContext, ws_id: str) -> WorkspaceRuntime:
         """The caller's runtime of a workspace it may read (a listing route)."""

@@ -14,21 +14,23 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.server import approvals, routes, streams, ui
 from bearagent.server.access import Access
 from bearagent.server.auth import Authenticator
+from bearagent.server.edges import BodyLimit
 from bearagent.server.feed import Feeds
 from bearagent.server.registry import RunManager
 from bearagent.server.shapes import STATUS_OF, ApiError, error_response
 from bearagent.server.sse import StreamSlots
+from bearagent.server.workspace_records import record_served
 
 _log = logging.getLogger("bearagent.server")
 
@@ -43,11 +45,12 @@ def create_app(
     sse_idle_timeout_s: float = 300.0,
     resume_on_start: bool = False,
 ) -> FastAPI:
-    feeds = Feeds(lambda ws: manager.runtime(ws, "local").store, manager.runtimes_of)
+    feeds = Feeds(lambda ws: manager.runtime(ws).store, manager.runtimes_of)
     manager.on_runtime(feeds.runtime_made)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncGenerator[None]:
+        manager.workspace_records.update(await record_served(manager))
         manager.start_worker()
         if resume_on_start:  # runs interrupted by a crash (and answered waiting ones) continue here
             resumed = await manager.resume_interrupted()
@@ -86,14 +89,7 @@ def create_app(
             500, "internal", "internal.unexpected", f"internal error ({type(exc).__name__}); see the server log"
         )
 
-    @app.middleware("http")
-    async def _limit_body(request: Request, call_next: Any) -> Response:  # pyright: ignore[reportUnusedFunction]
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > max_body_bytes:
-            return error_response(
-                413, "invalid_request", "request_too_large", f"the body is over {max_body_bytes} bytes"
-            )
-        return cast(Response, await call_next(request))
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)  # chunked bodies too, before auth (server/edges.py)
 
     access = Access(manager)
     routes.register(app, access, max_active_runs_per_caller=max_active_runs_per_caller)

@@ -116,7 +116,7 @@ def register(app: FastAPI, access: Access) -> None:
         owner = await access.initiator(runtime, run) or who.subject_ref
         try:
             after = await answer_approval(
-                manager.runtime(ws.id, owner),
+                runtime,
                 run.run_id,
                 approval_id[:64],
                 body.decision,

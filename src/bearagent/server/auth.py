@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Literal, TypeAlias, cast
 
 from bearagent.domain._base import JsonValue
+from bearagent.server.caller_metadata import collect, header_lookup, metadata_names
+from bearagent.server.subjects import subject_ref
 
 SCOPES: tuple[str, ...] = ("runs:read", "runs:write", "approvals:write", "actions:run", "admin")
 Scope: TypeAlias = Literal["runs:read", "runs:write", "approvals:write", "actions:run", "admin"]
@@ -48,11 +50,14 @@ class CallerContext:
         return scope in self.scopes or "admin" in self.scopes
 
     def snapshot(self) -> dict[str, JsonValue]:
-        """What a session or run records of the caller that created it (no secrets)."""
+        """What a session or run records of the caller that created it: the whole context (no secrets: the metadata
+        names are filtered when the server config is read, `server/caller_metadata.py`)."""
         return {
             "subject_ref": self.subject_ref,
             "scopes": list(sorted(self.scopes)),
+            "workspace_access": list(sorted(self.workspace_access)),
             "auth_source": self.auth_source,
+            "metadata": dict(self.metadata),
         }
 
 
@@ -69,6 +74,8 @@ class JwtSettings:
     algorithms: tuple[str, ...] = ("RS256", "ES256")
     audience: str | None = None
     issuer: str | None = None
+    metadata_claims: tuple[str, ...] = ()
+    """Claims copied into `CallerContext.metadata` (`auth.jwt.metadata_claims`)."""
 
     @classmethod
     def from_config(cls, raw: Mapping[str, object], base: Path) -> JwtSettings:
@@ -89,6 +96,7 @@ class JwtSettings:
             algorithms=tuple(cast(list[str], algorithms)),
             audience=audience if isinstance(audience, str) else None,
             issuer=issuer if isinstance(issuer, str) else None,
+            metadata_claims=metadata_names(raw.get("metadata_claims"), "auth.jwt.metadata_claims"),
         )
 
 
@@ -104,6 +112,9 @@ class ProxySettings:
     subject_header: str = "X-Forwarded-User"
     scopes_header: str = "X-Forwarded-Scopes"
     workspaces_header: str = "X-Forwarded-Workspaces"
+    metadata_headers: tuple[str, ...] = ()
+    """Headers copied into `CallerContext.metadata`, keyed by the header name as configured
+    (`auth.proxy.metadata_headers`)."""
 
     @classmethod
     def from_config(cls, raw: Mapping[str, object]) -> ProxySettings:
@@ -123,7 +134,8 @@ class ProxySettings:
                 raise ValueError(f"auth.proxy.{key} must be a header name")
             if isinstance(value, str):
                 names[key] = value.strip()
-        return cls(trusted=tuple(networks), **names)
+        metadata = metadata_names(raw.get("metadata_headers"), "auth.proxy.metadata_headers")
+        return cls(trusted=tuple(networks), metadata_headers=metadata, **names)
 
     def trusts(self, peer: str | None) -> bool:
         if not peer:
@@ -182,10 +194,11 @@ class Authenticator:
         scopes = (headers.get(proxy.scopes_header) or "").replace(",", " ").split()
         workspaces = [w.strip() for w in (headers.get(proxy.workspaces_header) or "").split(",") if w.strip()]
         return CallerContext(
-            subject_ref=subject[:256],
+            subject_ref=subject_ref(subject),
             scopes=frozenset(s for s in scopes if s in SCOPES),
             workspace_access=frozenset(workspaces),
             auth_source="proxy",
+            metadata=collect(proxy.metadata_headers, header_lookup(headers)),
         )
 
     def _from_jwt(self, token: str, settings: JwtSettings) -> CallerContext:
@@ -211,10 +224,11 @@ class Authenticator:
         scopes = _strings(claims.get("scopes")) or tuple(str(claims.get("scope") or "").split())
         workspaces = _strings(claims.get("workspaces"))
         return CallerContext(
-            subject_ref=subject[:256],
+            subject_ref=subject_ref(subject),
             scopes=frozenset(s for s in scopes if s in SCOPES),
             workspace_access=frozenset(workspaces),
             auth_source="jwt",
+            metadata=collect(settings.metadata_claims, claims.get),
         )
 
 

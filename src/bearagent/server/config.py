@@ -37,6 +37,15 @@ class ServerConfig:
     max_active_runs_per_caller: int = 8
     max_sse_per_caller: int = 16
     sse_idle_timeout_s: float = 300.0
+    header_timeout_s: float = 10.0
+    """`limits.header_timeout_s`: a connection's request head must be complete this long after it opened (or
+    after its last response), else it is closed (`server/edges.py`)."""
+    keep_alive_timeout_s: float = 5.0
+    """`limits.keep_alive_timeout_s`: an idle keep-alive connection is closed after this long."""
+    max_header_bytes: int = 16_384
+    """`limits.max_header_bytes`: the largest request head (uvicorn's `h11_max_incomplete_event_size`)."""
+    max_connections: int = 1_000
+    """`limits.max_connections`: over this many open connections new requests get 503 (`limit_concurrency`)."""
     resume_on_start: bool = False
     store: StoreSettings | None = None
     """`store:`: where every served workspace keeps its runs (outranks the user config's; None: as each workspace
@@ -88,7 +97,7 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         assert isinstance(ws_id, str)
         if ws_id in entries:
             raise _bad(path, f"workspace id {ws_id!r} is used twice", "give every workspace its own `id`")
-        entries[ws_id] = _entry(ws_id, root.resolve(), data)
+        entries[ws_id] = _entry(ws_id, root.resolve(), data, path=path, index=index)
     for directory in extra_dirs:
         root = directory.expanduser().resolve()
         ws_id = workspace_id_for(root, set(entries))
@@ -129,6 +138,10 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         max_active_runs_per_caller=_int(limits, "max_active_runs_per_caller", 8),
         max_sse_per_caller=_int(limits, "max_sse_per_caller", 16),
         sse_idle_timeout_s=_seconds(limits, "sse_idle_timeout_s", 300.0),
+        header_timeout_s=_seconds(limits, "header_timeout_s", 10.0),
+        keep_alive_timeout_s=_seconds(limits, "keep_alive_timeout_s", 5.0),
+        max_header_bytes=_int(limits, "max_header_bytes", 16_384),
+        max_connections=_int(limits, "max_connections", 1_000),
     )
 
 
@@ -142,22 +155,33 @@ def _store(path: Path | None, value: object) -> StoreSettings:
     return StoreSettings.model_validate({**parsed, "source": str(path)})
 
 
-def _entry(ws_id: str, root: Path, data: Mapping[str, object]) -> WorkspaceEntry:
+def _entry(
+    ws_id: str, root: Path, data: Mapping[str, object], *, path: Path | None = None, index: int = 0
+) -> WorkspaceEntry:
+    """One served workspace. `execution_policy: none` marks it so (`config/execution.py`); the entry records the
+    policy in force (a chat workspace, or one whose own config says `none`, is `none` whatever the server says)."""
     from bearagent.workspace import load_workspace
 
-    kind = load_workspace(root).config.kind
+    policy = data.get("execution_policy", "local")
+    if policy not in ("local", "none"):
+        raise _bad(
+            path,
+            f"workspaces[{index}].execution_policy must be local or none, got {policy!r}",
+            "write `execution_policy: none` (no tools, MCP servers or hooks run) or remove the key",
+        )
+    config = load_workspace(root, execution_policy=policy).config
     name = data.get("name")
     ref = data.get("external_ref")
     meta = data.get("metadata")
-    policy = data.get("execution_policy")
     return WorkspaceEntry(
         id=ws_id,
         name=name if isinstance(name, str) else root.name,
         root_path=root,
-        kind=kind,
+        kind=config.kind,
         external_ref=ref if isinstance(ref, str) else None,
         metadata=cast(Mapping[str, object], meta) if isinstance(meta, dict) else {},
-        execution_policy=cast(Mapping[str, object], policy) if isinstance(policy, dict) else {},
+        execution_policy=config.execution_policy,
+        declared_policy=policy,
     )
 
 

@@ -21,8 +21,6 @@ _log = logging.getLogger("bearagent.server.health")
 
 TTL_S = 2.0
 CONNECT_TIMEOUT_S = 5.0
-_SUBJECT = "local"
-"""The runtime a server keeps for its own work in each workspace (the feed and the worker use it too)."""
 
 
 class HealthReports:
@@ -44,7 +42,7 @@ class HealthReports:
     async def _one(self, workspace_id: str) -> dict[str, object]:
         from bearagent.app.store_status import read_status
 
-        loaded = self._manager.runtime(workspace_id, _SUBJECT).loaded
+        loaded = self._manager.runtime(workspace_id).loaded
         try:
             found = await read_status(loaded, connect_timeout_s=CONNECT_TIMEOUT_S)
         except BearAgentError as exc:

@@ -1,8 +1,10 @@
 """The JSON records of sessions and runs (seed 002's fields), with what the store keeps no column for derived:
 
-- a run's `trigger_ref` and `metadata` (`model_ref`, `depth`, `prompt_hash`) come from its `RunCreated`;
-- its `initiator_ref` is the subject it belongs to (`Access.initiator`: the root run's session's subject, or the
-  subject that started a detached run through this server; null when neither is known);
+- a run's `trigger_ref` and `metadata` (`model_ref`, `depth`, `prompt_hash`) come from its `RunCreated` (the plan's
+  fields, for a run queued unplanned, from its `RunStarted` v3: null until a worker starts it);
+- its `initiator_ref` is the subject it belongs to (`Access.initiator`: the one its root run recorded, the caller's
+  subject or `local:<uid>` for a run started on the machine; else the root run's session's subject, or the subject
+  that started a detached run through this server; null when none is known);
 - a session's `last_run_at` is the creation time of its newest top-level run (null before its first run), its
   `status` is `running` (a run of it executes or is queued), `waiting` (its newest run waits for an approval) or
   `active`, and its `auth_context` the caller context it was created with, kept in this server's memory (null
@@ -27,8 +29,12 @@ _RECENT_RUNS = 50
 async def run_record(
     access: Access, ws: WorkspaceEntry, runtime: WorkspaceRuntime, run: RunProjection
 ) -> dict[str, object]:
-    first = await runtime.store.fetch_events(run.run_id, 0, limit=1)
+    first = await runtime.store.fetch_events(run.run_id, 0, limit=2)
     created: Mapping[str, JsonValue] = first[0].payload if first and first[0].event_type == "RunCreated" else {}
+    plan: Mapping[str, JsonValue] = created
+    if created.get("planned") is False:  # queued unplanned (RunCreated v4): the plan is its RunStarted v3's, if any
+        started = first[1].payload.get("plan") if len(first) > 1 and first[1].event_type == "RunStarted" else None
+        plan = started if isinstance(started, Mapping) else {}
     trigger_ref = created.get("trigger_ref")
     return run_json(
         ws,
@@ -40,9 +46,10 @@ async def run_record(
             if run.request is not None and run.request.auth_context is not None
             else None,
             "metadata": {
-                "model_ref": created.get("model_ref"),
+                **(thaw_json_mapping(run.request.metadata) if run.request is not None and run.request.metadata else {}),
+                "model_ref": plan.get("model_ref"),
                 "depth": created.get("depth", 0),
-                "prompt_hash": created.get("prompt_hash"),
+                "prompt_hash": plan.get("prompt_hash"),
             },
         },
     )
@@ -65,5 +72,5 @@ async def session_record(
         record,
         status=status,
         last_run_at=newest.created_at if newest is not None else None,
-        auth_context=record.auth_context,
+        auth_context=thaw_json_mapping(record.auth_context) if record.auth_context is not None else None,
     )

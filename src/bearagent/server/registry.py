@@ -1,7 +1,9 @@
 """The workspaces a server serves (seed 002's Workspace entity) and the runs it accepts.
 
-Workspaces come from the server's own configuration (`--config FILE`, `-w DIR`), never from a request. Each caller
-gets its own `WorkspaceRuntime` per workspace (its `caller` is the subject, so sessions are the caller's own).
+Workspaces come from the server's own configuration (`--config FILE`, `-w DIR`), never from a request. The server
+keeps ONE `WorkspaceRuntime` per workspace, shared by every caller (one store handle, one writer, one set of MCP
+connections and providers); the caller travels with each run (`RunOptions.caller`, the subject), so sessions are
+still the caller's own.
 A run sent to the server is recorded `queued` at once (`WorkspaceRuntime.enqueue`) and executed by a worker
 (`service/worker.py`): the server's own in-process one (`serve --workers N`) or a `bearagent worker` process sharing the
 store. Runs of one session execute one at a time in submission order (`service/queue.py`). A second message to a session
@@ -19,16 +21,17 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from bearagent.config.model import ExecutionPolicy
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import RunCancelledV1
-from bearagent.domain.state import RunProjection
+from bearagent.domain.state import RunProjection, WorkspaceRecord
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.service.leases import is_self
 from bearagent.service.queue import pending_runs
@@ -57,7 +60,10 @@ class WorkspaceEntry:
     root_path: Path
     kind: str = "project"
     external_ref: str | None = None
-    execution_policy: Mapping[str, object] = field(default_factory=dict[str, object])
+    execution_policy: ExecutionPolicy = "local"
+    """The policy in force (`config/execution.py`): `none` for a chat workspace or one marked so."""
+    declared_policy: ExecutionPolicy = "local"
+    """What the server config says for it (`workspaces[].execution_policy`), passed to every runtime it makes."""
     metadata: Mapping[str, object] = field(default_factory=dict[str, object])
     status: str = "active"
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -69,7 +75,7 @@ class WorkspaceEntry:
             "kind": self.kind,
             "status": self.status,
             "external_ref": self.external_ref,
-            "execution_policy": dict(self.execution_policy),
+            "execution_policy": self.execution_policy,
             "metadata": dict(self.metadata),
             "created_at": self.created_at.isoformat(),
             "updated_at": self.created_at.isoformat(),
@@ -89,7 +95,7 @@ def workspace_id_for(path: Path, taken: set[str]) -> str:
 
 
 class RunManager:
-    """Runtimes per (workspace, caller), the runs this server accepted, and its in-process worker."""
+    """One runtime per workspace (for every caller), the runs this server accepted, and its in-process worker."""
 
     def __init__(
         self,
@@ -106,9 +112,10 @@ class RunManager:
         `bearagent worker`); `resume_interrupted`: its worker also resumes interrupted runs (`runs.resume_on_start`);
         `store`: the server config's `store:`, for every workspace (None: each workspace's own choice)."""
         self.workspaces = dict(workspaces)
+        self.workspace_records: dict[str, WorkspaceRecord] = {}  # as stored at start (`workspace_records.py`)
         self._env = dict(env)
         self._store = store
-        self._runtimes: dict[tuple[str, str], WorkspaceRuntime] = {}
+        self._runtimes: dict[str, WorkspaceRuntime] = {}
         self._tasks: dict[RunId, asyncio.Task[RunResult]] = {}
         self._session_of: dict[RunId, str] = {}
         self._owner: dict[RunId, str] = {}
@@ -124,23 +131,26 @@ class RunManager:
         )
         self._worker_task: asyncio.Task[None] | None = None
 
-    def runtime(self, workspace_id: str, subject: str) -> WorkspaceRuntime:
-        key = (workspace_id, subject)
-        runtime = self._runtimes.get(key)
+    def runtime(self, workspace_id: str) -> WorkspaceRuntime:
+        """The workspace's one runtime, made on first use; every caller's runs go through it."""
+        runtime = self._runtimes.get(workspace_id)
         if runtime is None:
             from bearagent.workspace import load_workspace
 
             entry = self.workspaces[workspace_id]
-            loaded = load_workspace(entry.root_path, env=self._env, store=self._store)
-            runtime = WorkspaceRuntime(loaded, caller=subject)
-            self._runtimes[key] = runtime
+            loaded = load_workspace(
+                entry.root_path, env=self._env, store=self._store, execution_policy=entry.declared_policy
+            )
+            runtime = WorkspaceRuntime(loaded)
+            self._runtimes[workspace_id] = runtime
             for listener in tuple(self._listeners):
                 listener(workspace_id, runtime)
         return runtime
 
     def runtimes_of(self, workspace_id: str) -> list[WorkspaceRuntime]:
-        """The runtimes this server made for a workspace so far (one per caller)."""
-        return [r for (ws, _), r in self._runtimes.items() if ws == workspace_id]
+        """The runtime this server made for a workspace, if it made it yet (a list: none or one)."""
+        runtime = self._runtimes.get(workspace_id)
+        return [runtime] if runtime is not None else []
 
     def on_runtime(self, listener: RuntimeListener) -> None:
         """Call `listener(workspace_id, runtime)` for every runtime made from now on (the workspace feed subscribes
@@ -169,7 +179,8 @@ class RunManager:
     ) -> RunProjection:
         """Record a run `queued` and wake the worker; return its record at once. Configuration errors (untrusted
         workspace, unknown agent, ...) raise here, before anything is recorded."""
-        runtime = self.runtime(workspace_id, subject)
+        runtime = self.runtime(workspace_id)
+        options = replace(options, caller=subject)
         session = options.session
         if session is not None and strategy != "enqueue":
             await self._settle(runtime, SessionId(session), subject, strategy)
@@ -268,7 +279,7 @@ class RunManager:
         answered (`runs.resume_on_start`): the worker resumes them, each as its session's caller."""
         found: list[RunId] = []
         for workspace_id in self.workspaces:
-            probe = self.runtime(workspace_id, "local")
+            probe = self.runtime(workspace_id)
             await probe.resources.recover()
             found += [p.run.run_id for p in await pending_runs(probe.store) if p.action == "resume"]
         self.worker.wake()
@@ -290,7 +301,7 @@ class RunManager:
             if self._owner.get(run_id) != subject:
                 continue
             if not self.is_running(run_id):
-                run = await self.runtime(workspace_id, "local").store.fetch_run(run_id)
+                run = await self.runtime(workspace_id).store.fetch_run(run_id)
                 if run is None or run.status in FINISHED:
                     self._open.pop(run_id, None)
                     continue

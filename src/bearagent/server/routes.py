@@ -4,9 +4,12 @@ approvals: `approvals.py`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fastapi import FastAPI
 
 from bearagent.domain._base import thaw_json_mapping
+from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import SessionId
 from bearagent.domain.state import SessionRecord
 from bearagent.runtime.message_records import session_message_records
@@ -15,6 +18,7 @@ from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
 from bearagent.server.records import run_record, session_record
 from bearagent.server.shapes import ActionRunCreate, ApiError, RunAccepted, RunCreate, SessionCreate, not_found
+from bearagent.server.workspace_records import workspace_json
 from bearagent.service.runner import RunOptions
 
 CANCEL_WAIT_S = 5.0
@@ -45,7 +49,9 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
     @app.get("/v1/workspaces")
     async def list_workspaces(who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
         need(who, "runs:read")
-        return {"workspaces": [w.to_json(admin=who.has("admin")) for w in access.visible(who)]}
+        records = manager.workspace_records
+        admin = who.has("admin")
+        return {"workspaces": [workspace_json(w, records.get(w.id), admin=admin) for w in access.visible(who)]}
 
     # ---- sessions ----
 
@@ -107,8 +113,17 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         need(who, "runs:write")
         ws, _, record = await access.find_session(who, session_id)
         await room_for_a_run(who)
-        if ws.kind == "chat" and body.agent is not None:
-            raise ApiError(400, "invalid_request", "chat_agent", "a chat workspace serves prompts only")
+        # a chat workspace's session may pick an agent as the CLI's `-a` does: its prompt and model apply, its tools
+        # never run (execution_policy none: docs/config.md#execution_policy)
+        above = access.runtime_for(who, ws).loaded.config.budgets.above(body.budgets)
+        if above:  # a caller lowers the budgets of the server's config, never raises them
+            raise ApiError(
+                403,
+                "permission",
+                "budget_above_ceiling",
+                f"budgets above this server's ceiling: {', '.join(above)}; ask for at most the ceiling "
+                "(the server operator's config sets it)",
+            )
         options = RunOptions(
             agent=body.agent,
             model=body.model,
@@ -117,6 +132,7 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
             wait_approvals=body.wait_approvals,
             initiator_ref=who.subject_ref,
             auth_context=who.snapshot(),
+            metadata=body.metadata,
         )
         run = await manager.start(ws.id, who.subject_ref, body.prompt, options, strategy=body.strategy)
         return RunAccepted(run_id=str(run.run_id), status=run.status)
@@ -165,20 +181,14 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         ws = access.workspace(who, ws_id)
         await room_for_a_run(who)
         runtime = access.runtime_for(who, ws)
-        action = runtime.loaded.actions.get(name)
-        if action is None:
-            raise not_found("action", name)
-        from bearagent.registries.actions import render_action
-
-        prompt = render_action(action, body.inputs)
-        options = RunOptions(
-            agent=action.agent or runtime.loaded.config.default_agent,
-            model=action.model,
-            trigger_type="api_action",
-            trigger_ref=name,
-            wait_approvals=body.wait_approvals,
-            initiator_ref=who.subject_ref,
-            auth_context=who.snapshot(),
+        try:  # the same rule as `bearagent action run`: a command's rendering, model and allowed-tools
+            prompt, options = runtime.action_request(name, body.inputs, trigger_type="api_action")
+        except BearAgentError as exc:
+            if exc.info.code == "not_found.action":
+                raise not_found("action", name) from None
+            raise
+        options = replace(
+            options, wait_approvals=body.wait_approvals, initiator_ref=who.subject_ref, auth_context=who.snapshot()
         )
         run = await manager.start(ws.id, who.subject_ref, prompt, options)
         return RunAccepted(run_id=str(run.run_id), status=run.status)

@@ -74,6 +74,11 @@ class RunCreate(BaseModel):
     budgets: dict[str, int] = Field(default_factory=dict[str, int])
     strategy: Literal["enqueue", "reject", "interrupt"] = "enqueue"
     wait_approvals: bool = Field(default=True, description=WAIT_APPROVALS)
+    metadata: dict[str, str | int | float | bool | None] | None = Field(
+        default=None,
+        description="The client's own fields for the run (seed 002's Run.metadata): at most 32 keys of up to 64 "
+        "characters, scalar values of up to 1,024; none naming a secret or the runtime's own keys",
+    )
 
 
 class ActionRunCreate(BaseModel):
@@ -103,7 +108,9 @@ def session_json(
         "id": str(record.session_id),
         "workspace_id": ws.id,
         "subject_ref": record.caller,
-        "agent": record.agent_name,
+        "agent_name": record.agent_name,
+        "active_agent_name": record.active_agent_name,
+        "agent": record.agent_name,  # the names before seed 002's, kept for existing clients
         "active_agent": record.active_agent_name,
         "title": record.title,
         "status": status,
@@ -119,6 +126,8 @@ def run_json(ws: WorkspaceEntry, run: RunProjection, extra: Mapping[str, object]
     projection has no column for: `trigger_ref`, `initiator_ref`, `metadata`)."""
     data = cast(dict[str, object], run.model_dump(mode="json"))
     data["workspace_id"] = ws.id
+    data["error_code"] = run.error.code if run.error is not None else None  # seed 002's names beside `error`
+    data["error_message"] = run.error.message if run.error is not None else None
     data.update(extra or {})
     limits = run.budget_limits.model_dump()
     used = run.usage.model_dump()

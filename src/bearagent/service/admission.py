@@ -36,7 +36,7 @@ def check_trust(loaded: LoadedWorkspace) -> None:
 def check_hooks(loaded: LoadedWorkspace) -> None:
     """A hook that cannot run (missing or non-executable command, bad entry) must not silently disappear: a
     security gate would fail open. Such a workspace refuses to run until the hook entry is fixed."""
-    if loaded.config.kind == "chat" or not loaded.hooks.has_errors:
+    if loaded.config.execution_policy == "none" or not loaded.hooks.has_errors:
         return
     errors = [d for d in loaded.hooks.diagnostics if d.severity == "error"]
     first = errors[0]
@@ -48,6 +48,17 @@ def check_hooks(loaded: LoadedWorkspace) -> None:
         ),
         hint=first.fix or "fix the hook entries (`bearagent doctor` lists them), then run again",
     )
+
+
+def check_model(loaded: LoadedWorkspace, agent: AgentSpec, model_override: str | None) -> None:
+    """Refuse before anything is written (the store, a session, its lock, a transcript) an agent with no model to
+    run (the agent's, else `default_model`; a `--model` is the plan's to check). The caller found the agent
+    (`WorkspaceRuntime.require_agent`: an unknown one is refused there, also before anything is written)."""
+    from bearagent.runtime.agent_model import resolve_agent_model
+
+    if model_override is not None:  # the plan resolves it (and says what is wrong with it)
+        return
+    resolve_agent_model(agent, loaded.models, default_model=loaded.config.default_model)
 
 
 def mode_for(loaded: LoadedWorkspace, agent: AgentSpec, *, flag: str | None = None) -> ModeInForce:

@@ -49,17 +49,25 @@ class AgentPlans:
         """The one context builder of the runtime's plans (system prompts, reminders, prompt hashes)."""
 
     def require_agent(self, name: str) -> AgentSpec:
-        agent = self._rt.loaded.agents.get(name)
-        if agent is None:
-            missing = self._rt.loaded.agents.why_missing(name)  # a file of that name that was skipped, or a duplicate
-            if missing is not None:
-                raise missing
-            available = ", ".join(a.name for a in self._rt.loaded.agents.all()) or "none"
+        """The agent named `name`; "no agent named X" is the registry's (`AgentRegistry.require`), said once."""
+        return self._rt.loaded.agents.require(name)
+
+    def check_model(self, agent_name: str, model_override: str | None) -> None:
+        """Raise what planning `agent_name` would raise about its model (none, an unknown entry, a missing key),
+        from the loaded files alone: no MCP server started, no provider built (a queued run is planned later)."""
+        agent = self.require_agent(agent_name)
+        self._model_entry(agent, self._rt.loaded.project(agent.name, mcp_tools=[]).model, model_override)
+
+    def _model_entry(self, agent: AgentSpec, projected: ModelEntry | None, model_override: str | None) -> ModelEntry:
+        entry = projected
+        if model_override is not None:
+            entry = self._rt.loaded.models.resolve(model_override, where="--model")
+        if entry is None:
             raise BearAgentError(
-                ErrorInfo.of("not_found", "agent", f"there is no agent named {name!r}"),
-                hint=f"available agents: {available} (`bearagent agents list` shows where each comes from)",
+                ErrorInfo.of("configuration", "no_model", f"agent {agent.name!r} has no model"),
+                hint="set `default_model:` in .bearagent/config.yaml or `model:` in the agent file",
             )
-        return agent
+        return self._rt.loaded.models.for_use(entry, self._rt.loaded.env)
 
     async def plan(
         self,
@@ -85,15 +93,7 @@ class AgentPlans:
             summary = manager.unavailable_summary()
             unavailable = [line.lstrip("- ") for line in summary.splitlines() if line.strip()]
         projection = self._rt.loaded.project(agent.name, mcp_tools=mcp_inputs, parent_model=parent_model)
-        entry = projection.model
-        if model_override is not None:
-            entry = self._rt.loaded.models.resolve(model_override, where="--model")
-        if entry is None:
-            raise BearAgentError(
-                ErrorInfo.of("configuration", "no_model", f"agent {agent.name!r} has no model"),
-                hint="set `default_model:` in .bearagent/config.yaml or `model:` in the agent file",
-            )
-        entry = self._rt.loaded.models.for_use(entry, self._rt.loaded.env)
+        entry = self._model_entry(agent, projection.model, model_override)
         grants = SkillGrants(self._load_skill, self._skill_allowed_tools, self._rt.root)  # skill allowed-tools
         executors = self._runtime_executors(
             projection, session_key=session_key, depth=depth, model=entry, grants=grants
@@ -157,6 +157,7 @@ class AgentPlans:
                     shell_sandboxed=shell.active,
                     unsandboxed_reason=shell.unconfined_reason(),
                     workspace_kind=config.kind,
+                    execution_policy=config.execution_policy,
                 ),
                 parent_tools=parent_tools,
                 interceptor=interceptor,

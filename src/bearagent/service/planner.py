@@ -25,7 +25,7 @@ from bearagent.runtime.plan import AgentPlan, BoundTool, CompactionPlan
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
-from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, PermissionMode, ToolPolicy, WorkspaceKind
+from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, ExecutionPolicy, PermissionMode, ToolPolicy, WorkspaceKind
 from bearagent.tools.roots import additional_directories
 
 DEFAULT_MAX_SWITCHES = 10
@@ -41,6 +41,7 @@ class PolicyInputs:
     shell_sandboxed: bool = False
     unsandboxed_reason: str | None = None
     workspace_kind: WorkspaceKind = "project"
+    execution_policy: ExecutionPolicy = "local"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         user_bypass=p.user_bypass,
         root=inputs.root,
         workspace_kind=p.workspace_kind,
+        execution_policy=p.execution_policy,
         shell_sandboxed=p.shell_sandboxed,
         unsandboxed_reason=p.unsandboxed_reason,
         extra_roots=additional_directories(inputs.tool_settings),

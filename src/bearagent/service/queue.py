@@ -1,7 +1,7 @@
 """The run queue: which stopped runs a worker may take next, and what a queued run asks for.
 
 The queue is the event log itself, not a second store of jobs: a run recorded by `WorkspaceRuntime.enqueue` is
-`queued` (its log holds only RunCreated v3, whose `request` carries the per-run choices), and a worker claims it by
+`queued` (its log holds only RunCreated v4, whose `request` carries the per-run choices), and a worker claims it by
 appending its RunStarted at sequence 2 under the run's session lock; a second claimer finds the lock held, or the run
 no longer queued. A run whose worker died is `interrupted` (the lease scan, `leases.py`) and is claimed the same way,
 by its RunResumed. So the queue cannot disagree with the log about whether a run is pending, running or done, on
@@ -136,5 +136,6 @@ def queued_request(run: RunProjection, events: Sequence[Event]) -> tuple[str, Ru
         run_id=run.run_id,
         initiator_ref=request.initiator_ref,
         auth_context=request.auth_context,
+        metadata=request.metadata,
     )
     return created.goal, options

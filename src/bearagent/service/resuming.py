@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId, ToolCallId
-from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1, RunRequest
+from bearagent.domain.run_events import ApprovalChoice, ApprovalResolvedV1
 from bearagent.domain.state import RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.runtime.cursor import RunCursor, run_cursor
@@ -24,6 +24,8 @@ from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.service.leases import is_self, owner_gone
 from bearagent.service.run_types import RunResult
+from bearagent.service.sessions import session_key as key_of
+from bearagent.trust.run_seals import check_created
 
 if TYPE_CHECKING:
     from bearagent.service.runner import WorkspaceRuntime
@@ -125,10 +127,16 @@ async def seek_provider(
 
 
 async def resume_run(
-    runtime: WorkspaceRuntime, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True
+    runtime: WorkspaceRuntime,
+    run_id: RunId,
+    observer: RunObserver | None = None,
+    *,
+    wait: bool = True,
+    caller: str = "local",
 ) -> RunResult:
     """Continue an interrupted run, or a waiting run whose approval was answered, to a terminal state (or to its
-    next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session."""
+    next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session;
+    `caller`: whose run it is."""
     runtime.check_guards()
     runtime.check_trust()
     runtime.check_hooks()
@@ -136,13 +144,14 @@ async def resume_run(
     run = await _load(runtime, run_id)
     reason = _resumable(run)
     session = await runtime.store.fetch_session(run.session_id) if run.session_id is not None else None
-    session_key = str(run.session_id) if run.session_id is not None else f"detached:{run.run_id}"
+    session_key = key_of(run.session_id, run.run_id)
 
     async def go() -> RunResult:
         nonlocal run, reason
         run = await _load(runtime, run_id)  # again, under the session lock: another process may have resumed it
         reason = _resumable(run)
         events = list(await runtime.store.fetch_events(run_id))
+        created = check_created(runtime.seals, run_id, events, caller=caller)  # sealed by this user
         cursor = run_cursor(events)
         created_agent = run.agent_name or cursor.agent_name
         earlier: list[list[Event]] = []
@@ -167,7 +176,7 @@ async def resume_run(
         preanswered: dict[ToolCallId, ApprovalChoice] = {}
         if in_flight is not None and in_flight.decision is not None:
             preanswered[in_flight.tool_call_id] = in_flight.decision  # pyright: ignore[reportArgumentType]
-        ask = runtime.broker(run.session_id, wait=True, preanswered=preanswered)
+        ask = runtime.broker(run.session_id, wait=True, preanswered=preanswered, caller=caller)
         remembered = await runtime.session_rules(run.session_id) if run.session_id is not None else ()
         if in_flight is not None and in_flight.decision == "allow_always" and in_flight.rule:
             remembered = (*remembered, in_flight.rule)
@@ -175,7 +184,7 @@ async def resume_run(
                 sealed_rule = runtime.seals.sealed_rule(str(run.session_id), in_flight.rule)
                 await runtime.store.allow_in_session(run.session_id, sealed_rule)
 
-        request = run.request or RunRequest()  # the model and pre-approved tools it was started with
+        request = created.request  # the model and pre-approved tools it was started with (sealed)
 
         async def planner(name: str) -> AgentPlan:
             return await runtime.plan(
@@ -192,7 +201,7 @@ async def resume_run(
         spec = RunSpec(
             goal=cursor.goal,
             workspace_root=runtime.root,
-            budgets=run.budget_limits,
+            budgets=created.budget_limits,
             session_id=run.session_id,
             run_id=run.run_id,
             trigger_type="message",

@@ -67,6 +67,51 @@ class RunOptions:
     run_id: RunId | None = None
     """The id the run gets (new by default): known up front, a live subscriber can follow the run from its start."""
     initiator_ref: str | None = None
-    """Who started the run (the HTTP caller's subject), recorded on it; None for a local run."""
+    """Who started the run (the HTTP caller's subject), recorded on it; None: the local user (`local_initiator`)."""
     auth_context: Mapping[str, JsonValue] | None = None
     """A snapshot of the caller context the run was started with (never a token), recorded on it."""
+    metadata: Mapping[str, JsonValue] | None = None
+    """The client's own fields for the run (seed 002's `Run.metadata`), recorded on it; bounded (`run_metadata`)."""
+    caller: str = "local"
+    """Who runs it: a new session is this caller's, `continue` takes this caller's latest one, and an answer given
+    by an attached asker is recorded as this caller's. The caller travels with the run, so one workspace service
+    serves every caller."""
+
+
+def local_initiator() -> str:
+    """The `initiator_ref` of a run started on this machine (CLI, Python API): `local:<uid>` of the process's user
+    (`local:<name>` where there are no uids)."""
+    import os
+
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None:
+        return f"local:{getuid()}"
+    import getpass
+
+    return f"local:{getpass.getuser()}"
+
+
+RESERVED_METADATA = frozenset({"model_ref", "depth", "prompt_hash", "prompt_version"})
+"""Keys of a run record's `metadata` the runtime fills itself (`server/records.py`); a client may not set them."""
+
+
+def run_metadata(value: Mapping[str, JsonValue] | None) -> dict[str, JsonValue] | None:
+    """A run's client metadata checked: scalar values, bounded and key-filtered as error details are
+    (`domain.errors.bounded_details`), none of the runtime's own keys. `BearAgentError(invalid_request.metadata)`
+    naming the problem otherwise."""
+    if not value:
+        return None
+    from bearagent.domain.errors import BearAgentError, ErrorInfo, bounded_details
+
+    taken = sorted(RESERVED_METADATA & set(value))
+    try:
+        if taken:
+            raise ValueError(f"metadata key {taken[0]!r} is the runtime's own")
+        return dict(bounded_details(value))
+    except ValueError as exc:
+        raise BearAgentError(
+            ErrorInfo.of("invalid_request", "metadata", f"the run's metadata was refused: {exc}"),
+            hint="send at most 32 keys of up to 64 characters with string, number, boolean or null values of up to "
+            "1,024 characters, none naming a secret (token, password, ...) or one of "
+            + ", ".join(sorted(RESERVED_METADATA)),
+        ) from None

@@ -30,9 +30,10 @@ from bearagent.domain.specs import AgentSpec
 from bearagent.service import admission
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
-from bearagent.service.run_types import RunOptions, RunResult
+from bearagent.service.run_types import RunOptions, RunResult, local_initiator, run_metadata
 from bearagent.service.session_hooks import SessionHookWiring
-from bearagent.service.sessions import SessionService
+from bearagent.service.sessions import SessionService, session_key
+from bearagent.trust.run_seals import check_created, sealed_request
 from bearagent.trust.seals import Sealer
 from bearagent.workspace import LoadedWorkspace
 
@@ -85,7 +86,6 @@ class WorkspaceRuntime:
         ids: IdGenerator | None = None,
         retry: RetryPolicy | None = None,
         ask: Asker | None = None,
-        caller: str = "local",
         in_process_mcp: Mapping[str, object] | None = None,
         permission_mode: str | None = None,
     ) -> None:
@@ -94,11 +94,10 @@ class WorkspaceRuntime:
         self.ids: IdGenerator = ids or Uuid4IdGenerator()
         self.retry = retry or RetryPolicy()
         self.ask = ask
-        self.caller = caller
         self.permission_mode_flag = permission_mode
         """A mode the user chose for this process (`--permission-mode`); it outranks every file."""
         self.resources = Resources(loaded, self.ids, store=store, in_process_mcp=in_process_mcp, clock=self.clock)
-        self.sessions = SessionService(loaded, self.resources, self.clock, self.ids, caller)
+        self.sessions = SessionService(loaded, self.resources, self.clock, self.ids)
         self.children = ChildRuns(self)
         self.plans = AgentPlans(self)
         # planning is agent_plans.py's; the runtime offers it under its own names
@@ -141,8 +140,8 @@ class WorkspaceRuntime:
     def mcp_status(self) -> list[McpServerStatus] | None:
         return self.resources.mcp_status()
 
-    def resolve_session(self, ref: str | None, agent: str) -> tuple[SessionRecord, bool]:
-        return self.sessions.resolve_session(ref, agent)
+    def resolve_session(self, ref: str | None, agent: str, caller: str = "local") -> tuple[SessionRecord, bool]:
+        return self.sessions.resolve_session(ref, agent, caller)
 
     def session_history(self, session_id: SessionId, *, before: RunId | None = None) -> list[Message]:
         return self.sessions.session_history(session_id, before=before)
@@ -166,29 +165,26 @@ class WorkspaceRuntime:
         return await self._execute(prepared, observer, None)
 
     async def enqueue(self, prompt: str, options: RunOptions | None = None) -> RunProjection:
-        """Record a run of `prompt` without executing it (`queued`, RunCreated only) and return its record; a worker
-        (`worker.py`) starts it, after the earlier runs of its session. Configuration errors (untrusted workspace,
-        unknown agent, …) raise here, before anything is recorded."""
+        """Record a run of `prompt` without executing it (`queued`, RunCreated v4 `planned: false` only) and return its
+        record; a worker (`worker.py`) plans and starts it, after the earlier runs of its session, and records its
+        plan then (RunStarted v3). Nothing is started to accept it (no MCP server, no provider: docs/store.md).
+        Configuration errors (untrusted workspace, unknown agent or model, a missing key, …) raise here, before
+        anything is recorded."""
         prepared = await self._prepare(prompt, options or RunOptions())
-        options = prepared.options
-        plan = await self.plan(
-            prepared.agent.name,
-            session_key=prepared.session_key,
-            model_override=options.model,
-            hooks=None,
-            extra_allow=options.allowed_tools,
-            ask=None,
-        )
-        recorder = await self.loop(hooks=None, observer=NullObserver()).create(self._spec(prepared, (), ()), plan)
+        self.plans.check_model(prepared.agent.name, prepared.options.model)
+        loop = self.loop(hooks=None, observer=NullObserver())
+        recorder = await loop.create_unplanned(self._spec(prepared, (), ()), prepared.agent.name)
         assert recorder.projection is not None
         return recorder.projection
 
-    async def start_queued(self, run_id: RunId, observer: RunObserver | None = None) -> RunResult:
+    async def start_queued(
+        self, run_id: RunId, observer: RunObserver | None = None, *, caller: str = "local"
+    ) -> RunResult:
         """Execute the queued run `run_id` (recorded by `enqueue`, perhaps in another process) to a terminal state,
         if it is its session's next (`queue.py`). It is claimed under its session's lock (the run's own for a run
         without a session), so of two processes only one starts it: the other gets `SessionBusy`, or a `conflict`
         error (`not_queued`, `not_next`) once it holds the lock. Cancelled before its RunStarted, it is recorded
-        cancelled (no worker takes it again)."""
+        cancelled (no worker takes it again). `caller`: whose run it is (the worker says)."""
         from bearagent.service.queue import no_queued_run
 
         run = await self.store.fetch_run(run_id)
@@ -197,12 +193,12 @@ class WorkspaceRuntime:
         lane = run.session_id if run.session_id is not None else SessionId(str(run.run_id))
         try:
             async with self.store.session_lock(lane, wait=False):
-                return await self._start_locked(run_id, observer)
+                return await self._start_locked(run_id, observer, caller)
         except asyncio.CancelledError:  # cancelled before its RunStarted: the log says so, no worker takes it again
             await self._cancel_if_queued(run_id)
             raise
 
-    async def _start_locked(self, run_id: RunId, observer: RunObserver | None) -> RunResult:
+    async def _start_locked(self, run_id: RunId, observer: RunObserver | None, caller: str) -> RunResult:
         """`start_queued` once the run's lane lock is held: still queued, and its session's next?"""
         from bearagent.service.queue import is_next, no_queued_run, not_queued, queued_request
 
@@ -219,8 +215,9 @@ class WorkspaceRuntime:
                 hint="its session's earlier runs go first; a worker takes it after them",
             )
         events = list(await self.store.fetch_events(run_id))
+        check_created(self.seals, run_id, events, caller=caller)  # recorded by this user, not planted
         prompt, options = queued_request(run, events)
-        prepared = await self._prepare(prompt, options)
+        prepared = await self._prepare(prompt, replace(options, caller=caller))
         return await self._execute(prepared, observer, events[0], locked=True)
 
     async def _cancel_if_queued(self, run_id: RunId) -> None:
@@ -242,9 +239,17 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "empty_prompt", "the prompt is empty"),
                 hint='pass the task as an argument: bearagent run "..." (or `-` to read it from stdin)',
             )
-        self.check_guards()
-        self.check_trust()
-        self.check_hooks()
+        options = replace(options, metadata=run_metadata(options.metadata))  # refused before anything is recorded
+        from bearagent.service.preflight import refuse_if_any
+
+        # one preflight with `doctor`: guards, trust, hooks, the model's key (before anything is written)
+        refuse_if_any(
+            self.loaded, options.agent, model=options.model, check_key=not self.resources.has_provider_override
+        )
+        if options.session is None:  # a new session: nothing is written for a run that cannot start
+            admission.check_model(
+                self.loaded, self.require_agent(options.agent or self.loaded.config.default_agent), options.model
+            )
         await self.resources.recover()
         config = self.loaded.config
         agent_name = options.agent
@@ -253,7 +258,7 @@ class WorkspaceRuntime:
         if options.trigger_type in ("message",):
             # on a thread: creating a session writes, and a write may wait for another process's lock
             session, created = await asyncio.to_thread(
-                self.resolve_session, options.session, options.agent or config.default_agent
+                self.resolve_session, options.session, options.agent or config.default_agent, options.caller
             )
             agent_name = agent_name or session.active_agent_name or config.default_agent
         agent_name = agent_name or config.default_agent
@@ -265,13 +270,14 @@ class WorkspaceRuntime:
             )
         if options.run_id is None:  # known before the first event
             options = replace(options, run_id=self.ids.new(RunId))
-        session_key = str(session.session_id) if session is not None else f"detached:{self.ids.new(SessionId)}"
-        return _Prepared(
-            prompt, options, session, created, agent, self.budgets_for(agent, options.budgets), session_key
-        )
+        assert options.run_id is not None
+        key = session_key(session.session_id if session is not None else None, options.run_id)
+        return _Prepared(prompt, options, session, created, agent, self.budgets_for(agent, options.budgets), key)
 
     def _spec(self, prepared: _Prepared, history: Sequence[Message], prelude: Sequence[RunEventPayload]) -> RunSpec:
         options, session = prepared.options, prepared.session
+        run_id = options.run_id
+        assert run_id is not None, "`_prepare` gives every run its id"
         return RunSpec(
             goal=prepared.prompt,
             workspace_root=self.root,
@@ -281,13 +287,24 @@ class WorkspaceRuntime:
             trigger_ref=options.trigger_ref,
             history=tuple(history),
             prelude=prelude,
-            run_id=options.run_id,
-            request=RunRequest(
-                initiator_ref=options.initiator_ref,
-                auth_context=options.auth_context,
-                model_override=options.model,
-                allowed_tools=options.allowed_tools,
-                wait_approvals=options.wait_approvals,
+            run_id=run_id,
+            request=sealed_request(  # the log is a workspace file: what a later process acts on is sealed
+                self.seals,
+                run_id,
+                session_id=session.session_id if session is not None else None,
+                goal=prepared.prompt,
+                agent_name=prepared.agent.name,
+                budgets=prepared.budgets,
+                trigger_type=options.trigger_type,
+                trigger_ref=options.trigger_ref,
+                request=RunRequest(
+                    initiator_ref=options.initiator_ref or local_initiator(),
+                    auth_context=options.auth_context,
+                    metadata=options.metadata,
+                    model_override=options.model,
+                    allowed_tools=options.allowed_tools,
+                    wait_approvals=options.wait_approvals,
+                ),
             ),
         )
 
@@ -309,7 +326,11 @@ class WorkspaceRuntime:
                 )
                 await self.hook_wiring.start(session_key, hooks, created=prepared.created)
             remembered = await self.session_rules(session.session_id) if session is not None else ()
-            ask = self.broker(session.session_id if session is not None else None, wait=options.wait_approvals)
+            ask = self.broker(
+                session.session_id if session is not None else None,
+                wait=options.wait_approvals,
+                caller=options.caller,
+            )
 
             async def planner(name: str) -> AgentPlan:
                 return await self.plan(
@@ -335,7 +356,8 @@ class WorkspaceRuntime:
             if queued is None:
                 outcome = await loop.run(spec, plan, planner)
             else:
-                outcome = await loop.start(spec, plan, planner, loop.recorder_for(queued))
+                unplanned = queued.event_type == "RunCreated" and queued.payload.get("planned") is False
+                outcome = await loop.start(spec, plan, planner, loop.recorder_for(queued), record_plan=unplanned)
             if session is not None:
                 await self.store.save_session(
                     session.model_copy(
@@ -360,12 +382,14 @@ class WorkspaceRuntime:
     def prompt_hash(self, system_prompt: str) -> str:
         return self.plans.context.prompt_hash(system_prompt)
 
-    async def resume(self, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True) -> RunResult:
+    async def resume(
+        self, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True, caller: str = "local"
+    ) -> RunResult:
         """Continue an interrupted run (or a waiting run whose approval was answered) from its log; `wait=False`
-        refuses (`SessionBusy`) while another process holds its session."""
+        refuses (`SessionBusy`) while another process holds its session; `caller`: whose run it is."""
         from bearagent.service.resuming import resume_run
 
-        return await resume_run(self, run_id, observer, wait=wait)
+        return await resume_run(self, run_id, observer, wait=wait, caller=caller)
 
     def loop(self, *, hooks: LoopHookAdapter | None, observer: RunObserver) -> AgentLoop:
         """An agent loop over this runtime's store and writer; its runs are held (owner + heartbeat) by it."""
@@ -387,9 +411,11 @@ class WorkspaceRuntime:
         *,
         wait: bool,
         preanswered: Mapping[ToolCallId, ApprovalChoice] | None = None,
+        caller: str = "local",
     ) -> ApprovalBroker | None:
         """The approval broker of a top-level run: the terminal's asker when one is attached, else (with `wait`)
-        suspension until someone answers; None (deny at once, as a non-interactive run always did) otherwise."""
+        suspension until someone answers; None (deny at once, as a non-interactive run always did) otherwise.
+        `caller`: whose run it is (an attached asker's answers are recorded as theirs)."""
         if self.ask is None and not wait and not preanswered:
             return None
 
@@ -401,7 +427,7 @@ class WorkspaceRuntime:
             owner=self.resources.lease.owner,
             attached=self.ask,  # pyright: ignore[reportArgumentType]
             wait=wait,
-            answered_by=self.caller,
+            answered_by=caller,
             preanswered=preanswered,
             remember=remember,
             new_id=lambda: str(self.ids.new(SessionId)).replace("-", "")[-12:],
@@ -440,11 +466,28 @@ class WorkspaceRuntime:
         model: str | None = None,
         run_id: RunId | None = None,
     ) -> RunResult:
-        """Render action `name` with `inputs` and run it with the action's agent (a detached run; `run_id`: the id it
-        gets, known up front so a subscriber can follow it from its start). A custom
-        command (`registries/commands.py`) takes its `arguments` input as typed; its `allowed-tools` are pre-approved
-        for this run, and a `model` that names no model entry leaves the agent's model. `model` (`-m`) wins over
-        both."""
+        """Run action `name` with `inputs` (`action_request`) with the action's agent (a detached run; `run_id`: the
+        id it gets, known up front so a subscriber can follow it from its start)."""
+        prompt, options = self.action_request(
+            name, inputs, trigger_type=trigger_type, budgets=budgets, model=model, run_id=run_id
+        )
+        return await self.run(prompt, options, observer)
+
+    def action_request(
+        self,
+        name: str,
+        inputs: Mapping[str, JsonValue],
+        *,
+        trigger_type: TriggerType = "manual_action",
+        budgets: Mapping[str, int] | None = None,
+        model: str | None = None,
+        run_id: RunId | None = None,
+    ) -> tuple[str, RunOptions]:
+        """The prompt and options of a run of action `name` with `inputs`: the one rule every face uses (the CLI's
+        `bearagent action run`, the HTTP route, an action tool's caller). The action is looked up by its name or
+        its namespaced name. A custom command (`registries/commands.py`) takes its `arguments` input as typed; its
+        `allowed-tools` are pre-approved for this run, and a `model` that names no model entry leaves the agent's
+        model. `model` (`-m`) wins over both."""
         action = self.loaded.actions.require(name)
         if action.kind == "command":
             arguments = inputs.get("arguments", "")
@@ -463,7 +506,7 @@ class WorkspaceRuntime:
             allowed_tools=action.allowed_tools,
             run_id=run_id,
         )
-        return await self.run(prompt, options, observer)
+        return prompt, options
 
 
 __all__ = [

@@ -42,7 +42,7 @@ class SessionHookWiring:
             self._rt.loaded.hooks.python_handlers(),
             exclude_events=suppressed_hook_events.get(),  # inside a judge run: its starting events stay quiet
         )
-        enabled = self._rt.loaded.config.kind != "chat" and bool(groups)
+        enabled = self._rt.loaded.config.execution_policy == "local" and bool(groups)
         settings = HookSettings(
             workspace_root=self._rt.root,
             session_id=session_id,

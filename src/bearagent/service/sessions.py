@@ -1,4 +1,4 @@
-"""Sessions of one caller in one workspace: resolve a reference (new, `continue`, an id), rebuild a session's
+"""Sessions in one workspace, for any caller: resolve a reference (new, `continue`, an id), rebuild a session's
 history from its runs' events, and keep its hook transcript."""
 
 from __future__ import annotations
@@ -16,23 +16,28 @@ from bearagent.runtime.history import history_from_events
 from bearagent.workspace import LoadedWorkspace
 
 
+def session_key(session_id: SessionId | None, run_id: RunId) -> str:
+    """The key a run's providers (one per session and model entry) and hook transcript are kept under: its
+    session's id, or `detached:{run_id}` for a run without a session; the same when the run starts and when it is
+    resumed, so a resumed detached run keeps its provider and transcript."""
+    return str(session_id) if session_id is not None else f"detached:{run_id}"
+
+
 class SessionService:
-    def __init__(
-        self, loaded: LoadedWorkspace, resources: Resources, clock: Clock, ids: IdGenerator, caller: str
-    ) -> None:
+    def __init__(self, loaded: LoadedWorkspace, resources: Resources, clock: Clock, ids: IdGenerator) -> None:
         self.loaded = loaded
         self._resources = resources
         self.clock = clock
         self.ids = ids
-        self.caller = caller
         self._transcripts: dict[str, TranscriptWriter] = {}
 
     @property
     def root(self) -> Path:
         return self.loaded.root
 
-    def resolve_session(self, ref: str | None, agent: str) -> tuple[SessionRecord, bool]:
-        """(session, created). `None` = a new session, `continue` = the latest of this workspace, else an id."""
+    def resolve_session(self, ref: str | None, agent: str, caller: str = "local") -> tuple[SessionRecord, bool]:
+        """(session, created). `None` = a new session of `caller`, `continue` = `caller`'s latest in this workspace,
+        else an id."""
         now = self.clock.now()
         if ref is None:
             record = SessionRecord(
@@ -42,13 +47,13 @@ class SessionService:
                 agent_name=agent,
                 active_agent_name=agent,
                 title=None,
-                caller=self.caller,
+                caller=caller,
             )
             return self._resources.store.create_session(record), True
         if ref == "continue":
-            latest = self._resources.store.latest_session(caller=self.caller)
+            latest = self._resources.store.latest_session(caller=caller)
             if latest is None:
-                return self.resolve_session(None, agent)
+                return self.resolve_session(None, agent, caller)
             return latest, False
         try:
             session_id = SessionId(ref)

@@ -46,8 +46,8 @@ before it tries again."""
 COALESCE_S = 0.01
 """After a wake, how long a worker lets further wakes gather before it scans once for all of them."""
 
-RuntimeFor = Callable[[str, str], WorkspaceRuntime]
-"""(workspace id, subject) -> the runtime that executes that caller's runs in that workspace."""
+RuntimeFor = Callable[[str], WorkspaceRuntime]
+"""workspace id -> the runtime that executes every caller's runs in that workspace (the caller goes with the run)."""
 
 
 @dataclass(slots=True)
@@ -141,7 +141,7 @@ class Worker:
                 self.wake()
 
         for workspace_id in self._workspaces():
-            feed = commit_feed(self._runtime_for(workspace_id, "local").store)
+            feed = commit_feed(self._runtime_for(workspace_id).store)
             if feed is not None:
                 stops.append(feed.subscribe(noticed))
         return stops
@@ -154,7 +154,7 @@ class Worker:
             by_workspace.setdefault(workspace_id, []).append(run_id)
         cancelled = 0
         for workspace_id, run_ids in by_workspace.items():
-            store = self._runtime_for(workspace_id, "local").store
+            store = self._runtime_for(workspace_id).store
             for run_id, reason in (await store.fetch_cancel_requests(run_ids)).items():
                 execution = self._running.get(run_id)
                 if execution is not None and not execution.done():
@@ -172,7 +172,7 @@ class Worker:
         for workspace_id in self._workspaces():
             if self.free <= 0 or self._stopping:
                 break
-            probe = self._runtime_for(workspace_id, "local")
+            probe = self._runtime_for(workspace_id)
             now = time.monotonic()
             if now - self._recovered.get(workspace_id, -RECOVER_EVERY_S) >= RECOVER_EVERY_S:
                 self._recovered[workspace_id] = now
@@ -193,12 +193,14 @@ class Worker:
 
     async def _take(self, workspace_id: str, subject: str, item: Pending, key: tuple[str, str]) -> None:
         run_id = item.run.run_id
-        runtime = self._runtime_for(workspace_id, subject)
+        runtime = self._runtime_for(workspace_id)
         self.stats.in_flight[run_id] = workspace_id
         lost = False
         try:
             execution = asyncio.create_task(
-                runtime.start_queued(run_id) if item.action == "start" else runtime.resume(run_id, wait=False)
+                runtime.start_queued(run_id, caller=subject)
+                if item.action == "start"
+                else runtime.resume(run_id, wait=False, caller=subject)
             )
             self._executions.add(execution)
             execution.add_done_callback(self._executions.discard)

@@ -43,11 +43,11 @@ _SQLITE_FAILURES: tuple[tuple[tuple[str, ...], str, str, str, bool], ...] = (
         False,
     ),
     (
-        ("malformed", "corrupt"),
+        ("malformed", "corrupt", "could not decode", "unsupported file format", "no such table", "no such column"),
         "corrupt",
         "the event store file is damaged ({exc}) while {doing}",
         "Move the file aside (BearAgent then starts a new, empty store) or restore it from a backup; "
-        "`sqlite3 FILE .recover` may salvage the events",
+        "`sqlite3 FILE .recover` may salvage the events; `bearagent db check` checks the file",
         False,
     ),
     (
@@ -63,9 +63,11 @@ _SQLITE_FAILURES: tuple[tuple[tuple[str, ...], str, str, str, bool], ...] = (
 def translate_sqlite_error(path: Path | str, exc: sqlite3.Error, doing: str) -> StoreError:
     """Turn a raw sqlite3 error into a `StoreError` that says what happened to which file and what to do."""
     text = str(exc).lower()
+    said = str(exc)
+    said = said if len(said) <= 200 else said[:200] + "…"  # a damaged row's bytes can follow the words
     for words, specific, what, fix, retryable in _SQLITE_FAILURES:
         if any(word in text for word in words):
-            return StoreError(path, specific, what.format(exc=exc, doing=doing), fix, retryable=retryable)
+            return StoreError(path, specific, what.format(exc=said, doing=doing), fix, retryable=retryable)
     return StoreError(
         path, "failed", f"the event store failed while {doing} ({exc})", "Retry; report a bug if it persists"
     )

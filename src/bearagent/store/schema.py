@@ -96,6 +96,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             requested_at TEXT NOT NULL
         ) WITHOUT ROWID""",
     ),
+    # 7: workspace records (seed 002's Workspace: `store/workspace_rows.py`), one per served workspace key
+    (
+        """CREATE TABLE workspaces (
+            key TEXT PRIMARY KEY,
+            workspace_id TEXT NOT NULL UNIQUE,
+            content TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

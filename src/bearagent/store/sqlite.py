@@ -26,11 +26,11 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
-from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord
+from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.ports import RunCommit, StoredRun
 from bearagent.runtime.run_refs import MATCH_LIMIT, pick_run, run_ref_prefix
 from bearagent.runtime.run_writer import RunWriter
-from bearagent.store import leases, maintenance, run_reads, sessions
+from bearagent.store import leases, maintenance, run_reads, sessions, workspace_rows
 from bearagent.store.connection import Durability, Worker, connect_more, open_primary
 from bearagent.store.errors import StoreError
 from bearagent.store.maintenance import RebuildReport
@@ -218,6 +218,9 @@ class SqliteEventStore:
 
     async def fetch_sessions(self, *, caller: str | None = None, limit: int = 50) -> Sequence[SessionRecord]:
         return await self._reader.call(lambda conn: sessions.sessions_on(conn, self.path, caller, limit))
+
+    async def record_workspace(self, record: WorkspaceRecord) -> WorkspaceRecord:
+        return await self._writer.call(lambda conn: workspace_rows.record_on(conn, self.path, record))
 
     def session_lock(
         self,

@@ -35,7 +35,10 @@ DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_STREAM_CHARS = 30_000
 KILL_GRACE_S = 0.5
-REAPER_STOP_S = 3.0
+REAPER_STOP_S = 30.0
+"""How long the reaper gets, after SIGTERM, to kill the command's tree and exit (it takes milliseconds): only then
+is its group killed, and a SIGKILL of the reaper leaves any `setsid` daemon of the command to init. Generous, so a
+loaded machine that schedules the reaper late cannot turn a clean stop into a survivor."""
 DRAIN_AFTER_EXIT_S = 0.2
 SHELL = "/bin/bash"
 

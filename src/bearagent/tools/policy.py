@@ -28,6 +28,7 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.grant import ToolGrant
 from bearagent.domain.tools import SideEffect, ToolSpec
+from bearagent.sandbox.git_paths import git_control_reason
 from bearagent.tools.paths import PathRefused, WorkspacePaths
 from bearagent.tools.permissions import PATH_TOOLS, PermissionRule, PermissionRules, RuleError, RuleKind, RuleMatch
 from bearagent.tools.protected import protected_reason, protected_top, state_reason
@@ -35,6 +36,7 @@ from bearagent.tools.shell_split import split_commands
 
 PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
 WorkspaceKind: TypeAlias = Literal["project", "chat"]
+ExecutionPolicy: TypeAlias = Literal["local", "none"]
 DEFAULT_PERMISSION_MODE: PermissionMode = "acceptEdits"
 PERMISSION_MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 _MODE_ALIASES: Mapping[str, PermissionMode] = {
@@ -117,6 +119,7 @@ class ToolPolicy:
         mode: PermissionMode = DEFAULT_PERMISSION_MODE,
         grant: ToolGrant | None = None,
         workspace_kind: WorkspaceKind = "project",
+        execution_policy: ExecutionPolicy = "local",
         root: Path | None = None,
         shell_sandboxed: bool = False,
         user_bypass: bool = False,
@@ -126,6 +129,7 @@ class ToolPolicy:
         self.mode: PermissionMode = mode
         self.extra_roots = extra_roots
         self.workspace_kind: WorkspaceKind = workspace_kind
+        self.execution_policy: ExecutionPolicy = execution_policy
         self.grant = grant if grant is not None else ToolGrant()
         self.shell_sandboxed = shell_sandboxed
         self.user_bypass = user_bypass
@@ -141,7 +145,7 @@ class ToolPolicy:
 
     def available(self, tool_name: str) -> bool:
         """Whether the agent's grant lets it see this tool at all."""
-        if self.workspace_kind == "chat":
+        if self.workspace_kind == "chat" or self.execution_policy == "none":
             return False
         return self.grant.permits(tool_name)
 
@@ -156,6 +160,12 @@ class ToolPolicy:
                 "deny",
                 f"{name} is not available: this is a chat workspace (kind: chat), which has no tools. "
                 "To use tools, run in a project workspace (set 'kind: project' in .bearagent/config.yaml).",
+            )
+        if self.execution_policy == "none":
+            return PolicyDecision(
+                "deny",
+                f"{name} is not available: this workspace's execution_policy is none, so no tool runs here. "
+                "To use tools, remove `execution_policy: none` from its configuration (or the server config).",
             )
         if not self.available(name):
             return PolicyDecision(
@@ -181,7 +191,7 @@ class ToolPolicy:
                 rule=match.rule.raw,
             )
         if target is not None:
-            reason = protected_reason(target)
+            reason = protected_reason(target) or git_control_reason(root, target)
             if reason is not None:
                 return self._protected(spec, arguments, root, target, reason, match)
         elif self.extra_roots and (outside := extra_write_target(spec, arguments, self.extra_roots)) is not None:

@@ -21,14 +21,15 @@ SHELL_READ_ONLY: tuple[str, ...] = (
     ".claude",
     ".agents",
     ".mcp.json",
-    ".git/config",
-    ".git/hooks",
     "AGENTS.md",
     "CLAUDE.md",
 )
-"""What the shell sandbox mounts read-only inside the otherwise writable workspace. `.git` itself stays writable so
-that `git commit` works; only the files that make git run code (`config`, `hooks/`) are read-only."""
+"""What the shell sandbox mounts read-only inside the otherwise writable workspace, besides git's own files (the
+whole `.git`, nested repositories, submodule paths and what git config names: `bearagent.sandbox.git_paths`)."""
 
+
+GIT_ENTRY = ".git"
+"""At any depth (a nested repository, a submodule's `.git` file): a `.git` the model writes is a control file too."""
 
 STATE_DIR = ".bearagent"
 """BearAgent's own state lives below it: the event store `state.db` (and its `-wal`, `-shm`, `-journal` files), the
@@ -54,6 +55,8 @@ def protected_reason(rel_path: str) -> str | None:
         for name in PROTECTED_FILES:
             if first == name.casefold():
                 return f"{name} is read by every run as configuration or instructions"
+    if GIT_ENTRY in parts:
+        return f"{GIT_ENTRY} is a git repository's directory or gitlink, whose config and hooks git runs"
     return None
 
 

@@ -9,7 +9,7 @@ import hashlib
 import json
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
@@ -19,7 +19,6 @@ from bearagent.domain._base import JsonValue
 ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "web_search", "sandbox", "file", "env"]
 
 MAX_HASHED_FILE_BYTES = 16 * 1024 * 1024
-_PROJECT_VARS = ("CLAUDE_PROJECT_DIR", "BEARAGENT_PROJECT_DIR")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,32 +88,26 @@ class Collector:
             return False
         return True
 
-    def files_run_by(self, words: Iterable[str], owner: str, cwd: Path | None = None) -> list[str]:
-        """Fingerprint every existing file inside the workspace that `words` (a command line) names."""
+    def files_run_by(
+        self, words: Iterable[str], owner: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Fingerprint every workspace file `words` (a command line) executes or reaches (`trust.reach`): the
+        script, its workspace interpreter, sourced files, Python imports, Makefiles, ... Each existing one is a
+        `file` item; a module that would shadow an import if created is listed as `<path> (missing)` in the
+        returned list (so creating it changes the owner's digest)."""
         if self.root is None:
             return []
-        out: list[str] = []
+        from bearagent.trust.reach import MISSING, reached_files
+
         base = cwd or self.root
-        for word in words:
-            for var in _PROJECT_VARS:
-                word = word.replace("${" + var + "}", str(self.root)).replace("$" + var, str(self.root))
-            if not word or (word.startswith("-") and "=" not in word):
+        out: list[str] = []
+        for rel, digest in reached_files(list(words), self.root, cwd=base, env=env).items():
+            if digest == MISSING:
+                out.append(f"{rel} (missing)")
                 continue
-            word = word.split("=", 1)[1] if word.startswith("-") else word
-            candidate = Path(word).expanduser()
-            if not candidate.is_absolute():
-                candidate = base / candidate
-            try:
-                if not candidate.is_file() or not self.inside(candidate):
-                    continue
-            except OSError:
-                continue
-            rel = self.rel(candidate)
             key = f"file {rel}"
             if key not in self.items:
-                self.add(
-                    "file", key, f"file run by {owner} (its content is fingerprinted)", hash_file(candidate), file=rel
-                )
+                self.add("file", key, f"file run by {owner} (its content is fingerprinted)", digest, file=rel)
             out.append(rel)
         return out
 

@@ -3,7 +3,9 @@
 Loading is lenient everywhere else (a broken agent file is skipped with a diagnostic, the rest still loads), but a
 skipped `config.yaml` takes its deny rules and hooks with it, and a skipped agent file that narrowed an agent lets a
 wider one of the same name run. So a run refuses to start while any of these is broken:
-- `config.yaml` (workspace or user) or `.mcp.json` that cannot be read or parsed;
+- `config.yaml` (workspace or user), `.mcp.json` or `.claude/settings*.json` that is there and cannot be read or
+  parsed, whatever it is: a symlink out of the workspace or to nothing, a directory, a FIFO, an unreadable or
+  oversized file, invalid text;
 - a bad value in a guarding section (`permissions`, `permission_mode`) or a misspelt guarding key (`permisions:`);
 - an agent file that does not parse and declares hooks, permissions or tool lists.
 """
@@ -27,6 +29,8 @@ FILE_FAILURES = frozenset(
         "config.not_utf8",
         "config.unreadable",
         "config.no_frontmatter",
+        "workspace.path_refused",  # a symlink out of the workspace, a FIFO: its rules must not silently drop
+        "workspace.file_too_large",
     }
 )
 GUARD_FILES = frozenset({"config.yaml", ".mcp.json", "settings.json", "settings.local.json"})

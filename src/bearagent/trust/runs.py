@@ -9,6 +9,7 @@ from typing import cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.specs import HOOK_HANDLER_EXTENSIONS, HookMatcherSpec, McpServerSpec
+from bearagent.hooks.capability_view import label as capability_label
 from bearagent.trust.collector import Collector, line_containing, split_command
 
 
@@ -22,7 +23,7 @@ def hook_group(c: Collector, group: HookMatcherSpec, *, owner: str = "") -> None
         for extension in HOOK_HANDLER_EXTENSIONS:  # unused: the digest stays the one trusted before they existed
             if data.get(extension) in (None, False):
                 data.pop(extension, None)
-        what = spec.command or spec.url or spec.handler or spec.agent or (spec.prompt or "")[:60]
+        what = spec.command or spec.url or spec.handler or spec.agent or (spec.prompt or "")
         if spec.type == "mcp_tool":
             what = f"{spec.server}.{spec.tool}"
         label = f"{group.event}[{group.matcher or '*'}]#{index + 1}"
@@ -39,7 +40,10 @@ def hook_group(c: Collector, group: HookMatcherSpec, *, owner: str = "") -> None
             "files": cast(JsonValue, files),
         }
         summary = f"{spec.type} hook on {group.event}" + (f" ({group.matcher})" if group.matcher else "")
-        summary += f" runs {what[:120]!r}" if what else ""
+        summary += f" runs {what!r}" if what else ""  # whole: a payload after padding is shown too
+        summary += (
+            f"; capabilities: {capability_label(spec)}"  # shown, not part of the digest (`hooks/capability_view.py`)
+        )
         c.add(
             "hook",
             key,
@@ -69,7 +73,7 @@ def mcp_server(c: Collector, server: McpServerSpec) -> None:
     c.add(
         "mcp",
         f"mcp {server.name}",
-        f"MCP server {server.name!r} ({server.transport}) runs {what[:160]!r}",
+        f"MCP server {server.name!r} ({server.transport}) runs {what!r}",
         cast(JsonValue, data),
         file=file,
         line=line_containing(server.source, f"{server.name}"),

@@ -146,7 +146,7 @@ class TrustStore:
         if status in ("trusted", "not_needed"):
             return
         key = workspace_key(root)
-        listing = "\n".join(surface.lines(limit=20))
+        listing = "\n".join(surface.lines(limit=20, width=None))  # an error message: its lines are not wrapped
         if status == "changed":
             change = self.change(root, surface)
             message = (

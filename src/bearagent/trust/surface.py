@@ -40,6 +40,9 @@ from bearagent.trust.collector import Collector, TrustItem
 from bearagent.trust.runs import hook_group, mcp_server
 from bearagent.trust.widening import ConfigFileLike, agent, config_file, model_entry, pre_approvals
 
+WRAP_WIDTH = 100
+"""Where a long trust item is wrapped in the consent listing (it is never cut)."""
+
 
 @dataclass(frozen=True, slots=True)
 class TrustSurface:
@@ -102,9 +105,18 @@ class TrustSurface:
             parts.append(f"{n} {word}")
         return ", ".join(parts) or "nothing that needs trust"
 
-    def lines(self, *, limit: int = 40) -> list[str]:
-        shown = [f"  - {item.render()}" for item in self.items[:limit]]
-        if len(self.items) > limit:
+    def lines(self, *, limit: int | None = None, width: int | None = WRAP_WIDTH) -> list[str]:
+        """The items (the first `limit` of them, then a line saying how many more; all by default), each whole: a
+        long one (a command padded to hide its end) is wrapped at `width` characters onto continuation lines, never
+        cut, so what the user consents to is all of what runs (`width=None`: one line per item)."""
+        shown: list[str] = []
+        for item in self.items[:limit]:
+            text = item.render()
+            step = width or max(1, len(text))
+            chunks = [text[i : i + step] for i in range(0, len(text), step)] or [""]
+            shown.append(f"  - {chunks[0]}")
+            shown.extend(f"    {chunk}" for chunk in chunks[1:])
+        if limit is not None and len(self.items) > limit:
             shown.append(f"  - … and {len(self.items) - limit} more (`bearagent trust --list` shows all)")
         return shown
 

@@ -59,9 +59,9 @@ def model_entry(c: Collector, entry: ModelEntry) -> None:
         if entry.provider in NETWORKLESS_PROVIDERS:
             pass
         else:
-            reasons.append(f"sends requests to {entry.base_url[:200]} (not {entry.provider}'s official endpoint)")
+            reasons.append(f"sends requests to {entry.base_url} (not {entry.provider}'s official endpoint)")
     if entry.headers:
-        reasons.append(f"sets headers {', '.join(sorted(entry.headers))[:200]}")
+        reasons.append(f"sets headers {', '.join(sorted(entry.headers))}")
     conventional = CONVENTIONAL_KEY_ENV.get(entry.provider)
     if entry.api_key_env is not None and entry.api_key_env != conventional:
         reasons.append(f"reads its key from ${entry.api_key_env}")
@@ -69,7 +69,7 @@ def model_entry(c: Collector, entry: ModelEntry) -> None:
     if any(_VAR_RE.search(s) for s in strings):
         reasons.append("expands ${VAR} from your environment")
     if entry.script and not c.inside(Path(entry.script)):
-        reasons.append(f"reads its script from {entry.script[:200]}, outside the workspace")
+        reasons.append(f"reads its script from {entry.script}, outside the workspace")
     if not reasons:
         return
     canonical = cast(JsonValue, entry.model_dump(mode="json", exclude={"source"}))

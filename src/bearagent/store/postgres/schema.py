@@ -98,6 +98,16 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
             requested_at timestamptz NOT NULL
         )""",
     ),
+    # 4: workspace records (seed 002's Workspace: `store/workspace_rows.py`), one per served workspace key
+    (
+        """CREATE TABLE {s}.workspaces (
+            key text COLLATE "C" PRIMARY KEY,
+            workspace_id text COLLATE "C" NOT NULL UNIQUE,
+            content json NOT NULL,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

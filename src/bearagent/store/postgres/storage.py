@@ -28,8 +28,9 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
-from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord
+from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.ports import RunCommit, StoredRun
+from bearagent.store import workspace_rows
 from bearagent.store.postgres import leases, run_commit, run_reads, sessions
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.io_loop import IoLoop
@@ -206,6 +207,9 @@ class PostgresRunStorage(SyncFace):
 
     async def fetch_sessions(self, *, caller: str | None = None, limit: int = 50) -> Sequence[SessionRecord]:
         return await self._port(lambda conn: sessions.listing(conn, self._q, self.path, caller, limit))
+
+    async def record_workspace(self, record: WorkspaceRecord) -> WorkspaceRecord:
+        return await self._port(lambda conn: workspace_rows.record_pg(conn, self._q, record))
 
     def session_lock(
         self,

@@ -1,0 +1,256 @@
+"""What a hook or MCP server command actually executes inside the workspace: the files it reaches, followed.
+
+Trust fingerprints these files (`collector.Collector.files_run_by`), and a command hook re-checks them right before
+each execution (`CodePins`), so the model cannot change what trusted code runs: not the script the command names,
+nor what that script reaches. Starting from the command's words (a `sh -c` string split again):
+
+- a word that names an existing file inside the workspace (relative to the command's directory, or through `PATH`
+  when the directory on `PATH` is inside the workspace), and, when it is a symlink (`node_modules/.bin/x`), its
+  target;
+- in each such file: its `#!` interpreter (`.venv/bin/python`, `/usr/bin/env node`), sourced shell files
+  (`. lib`, `source lib`), and every word that names a workspace file relative to the file's directory or the
+  workspace when that file is code: a script by its extension (`.sh`, `.py`, `.js`, `.mk`, ...) or an executable
+  (a data file the script writes, `hook-log.jsonl`, is not followed; it changes at every run), Python imports (`import a.b`, `from .x import y`, resolved next to the
+  file, at the workspace root and in the site-packages of a workspace virtual environment the file belongs to),
+  and relative JavaScript `require`/`import` specifiers;
+- `make` also reaches the workspace's `Makefile` (or `-f FILE`).
+
+A module that does not exist yet is recorded as missing: creating it (a `helper.py` that shadows a module) changes
+the fingerprint too. Bounded: `MAX_FILES` files, `MAX_SCAN_BYTES` of each scanned. What a program discovers on its
+own (a tool's config file found by name, data it reads) is not followed: run such hooks in the sandbox
+(`sandbox.hooks: true`), which confines whatever they run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bearagent.trust.collector import hash_file
+
+MAX_FILES = 2000
+MAX_SCAN_BYTES = 512 * 1024
+MISSING = "missing"
+_PROJECT_VARS = ("CLAUDE_PROJECT_DIR", "BEARAGENT_PROJECT_DIR")
+_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./~$-]+")
+_PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w, ]+)|import\s+([\w., ]+))", re.MULTILINE)
+_JS_SPEC = re.compile(r"""(?:require\s*\(\s*|import\s*\(\s*|from\s+|import\s+)["'](\.{1,2}/[^"'\n]+)["']""")
+_MAKE = ("make", "gmake")
+_CODE_NAME = re.compile(r"\.(sh|bash|zsh|py|js|mjs|cjs|ts|rb|pl|mk|mak|ps1)$")
+_SOURCED = re.compile(r"(?:^|[;&|({]|\bthen|\bdo)\s*(?:source|\.)\s+([^\s;&|)]+)", re.MULTILINE)
+_JS_EXTS = ("", ".js", ".mjs", ".cjs", ".ts", ".json", "/index.js", "/index.mjs")
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def split_words(command: str) -> list[str]:
+    """A command line's words; each word with spaces (a `sh -c` string) split again."""
+    pending = [command]
+    out: list[str] = []
+    while pending and len(out) < 4096:
+        text = pending.pop(0)
+        try:
+            words = shlex.split(text, comments=True)
+        except ValueError:
+            words = text.split()
+        for word in words:
+            if word != text and any(c.isspace() for c in word):
+                pending.append(word)
+            else:
+                out.append(word)
+    return out
+
+
+@dataclass
+class _Walk:
+    root: Path
+    path_dirs: tuple[Path, ...]
+    found: dict[Path, str] = field(default_factory=dict[Path, str])
+    queue: list[Path] = field(default_factory=list[Path])
+
+    def add(self, path: Path, *, missing_ok: bool = False) -> bool:
+        """Record `path` (absolute, lexical) when inside the workspace; queue it for scanning. Whether it exists."""
+        path = Path(os.path.normpath(path))
+        if not _inside(path, self.root) or len(self.found) >= MAX_FILES:
+            return False
+        if path in self.found:
+            return self.found[path] != MISSING
+        try:
+            is_file = path.is_file()
+        except OSError:
+            is_file = False
+        if not is_file:
+            if missing_ok and not os.path.lexists(path):
+                self.found[path] = MISSING
+            return False
+        self.found[path] = ""
+        self.queue.append(path)
+        real = Path(os.path.realpath(path))
+        if real != path:
+            self.add(real)
+        return True
+
+    def word(self, word: str, bases: Iterable[Path], *, executable_only: bool = False) -> None:
+        for var in _PROJECT_VARS:
+            word = word.replace("${" + var + "}", str(self.root)).replace("$" + var, str(self.root))
+        if word.startswith("-") and "=" in word:
+            word = word.split("=", 1)[1]
+        if not word or word.startswith("-") or len(word) > 4096:
+            return
+        candidates = [Path(word)] if word.startswith("/") else []
+        if not candidates and "/" not in word:
+            candidates += [directory / word for directory in self.path_dirs]
+        if not word.startswith("/"):
+            candidates += [base / word for base in bases]
+        for candidate in candidates:
+            if executable_only and not os.access(candidate, os.X_OK):
+                continue
+            if self.add(candidate):
+                return
+
+    def words(self, words: Sequence[str], bases: Sequence[Path]) -> None:
+        for index, word in enumerate(words):
+            self.word(word, bases)
+            name = os.path.basename(word)
+            if name in _MAKE:
+                rest = words[index + 1 :]
+                named = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w in ("-f", "--file", "--makefile")]
+                for makefile in named or ["GNUmakefile", "makefile", "Makefile"]:
+                    self.word(makefile, bases)
+
+    def scan(self, path: Path) -> None:
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(MAX_SCAN_BYTES)
+        except OSError:
+            return
+        if b"\0" in data[:8192]:
+            return  # a binary: its content is fingerprinted, not read for names
+        text = data.decode("utf-8", "replace")
+        bases = [path.parent, self.root]
+        if text.startswith("#!"):
+            self.words(split_words(text[2:].splitlines()[0]), bases)
+        for match in _WORD.finditer(text):
+            word = match.group(0).strip(",:;=")
+            if _CODE_NAME.search(word):
+                self.word(word, bases)
+            elif "/" in word:
+                self.word(word, bases, executable_only=True)  # a data file the script writes is not code
+        for sourced in _SOURCED.findall(text):
+            self.word(sourced, bases)
+        if path.suffix in (".py", "") or "python" in text[:200]:
+            self._python(path, text)
+        if path.suffix in (".js", ".mjs", ".cjs", ".ts") or "node" in text[:200]:
+            for spec in _JS_SPEC.findall(text):
+                for ext in _JS_EXTS:
+                    if self.add(path.parent / f"{spec}{ext}"):
+                        break
+
+    def _python(self, path: Path, text: str) -> None:
+        roots = [path.parent, self.root, *_site_packages(path, self.root)]
+        for relative, names, plain in _PY_IMPORT.findall(text):
+            modules: list[tuple[int, str]] = []
+            if plain:
+                modules += [(0, m.strip().split(" ")[0]) for m in plain.split(",") if m.strip()]
+            else:
+                dots = len(relative) - len(relative.lstrip("."))
+                base = relative.lstrip(".")
+                modules.append((dots, base))
+                modules += [(dots, f"{base}.{n.strip()}" if base else n.strip()) for n in names.split(",") if n.strip()]
+            for dots, module in modules:
+                self._module(path, roots, dots, module)
+
+    def _module(self, path: Path, roots: Sequence[Path], dots: int, module: str) -> None:
+        if not module and not dots:
+            return
+        parts = [p for p in module.split(".") if p]
+        if dots:
+            base = path.parent
+            for _ in range(dots - 1):
+                base = base.parent
+            search = [base]
+        else:
+            search = list(roots)
+        for base in search:
+            target = base.joinpath(*parts) if parts else base
+            for candidate in (target.with_name(target.name + ".py"), target / "__init__.py"):
+                if self.add(candidate):
+                    return
+        if not dots and parts:  # not found: a file created later would shadow it next to the script
+            self.add(path.parent / f"{parts[0]}.py", missing_ok=True)
+
+
+def _site_packages(path: Path, root: Path) -> list[Path]:
+    """The site-packages of the workspace virtual environment `path` lies in (its `pyvenv.cfg` above it)."""
+    for parent in path.parents:
+        if not _inside(parent, root) or parent == root:
+            break
+        if (parent / "pyvenv.cfg").is_file():
+            with contextlib.suppress(OSError):
+                return sorted((parent / "lib").glob("python*/site-packages"))
+            return []
+    return []
+
+
+def reached_files(
+    words: Sequence[str], root: Path, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The workspace files `words` (a command line, or `[sh, -c, string]`) reaches, each with its content hash
+    (`missing` for a module that would be picked up if created), by workspace-relative path."""
+    real_root = Path(os.path.realpath(root))
+    path_value = (env or {}).get("PATH", "")
+    base = Path(os.path.realpath(cwd)) if cwd is not None else real_root
+    path_dirs = tuple(
+        Path(os.path.normpath(base / d))
+        for d in path_value.split(os.pathsep)
+        if d and _inside(Path(os.path.normpath(base / d)), real_root)
+    )
+    walk = _Walk(real_root, path_dirs)
+    expanded: list[str] = []
+    for word in words:
+        expanded += split_words(word) if any(c.isspace() for c in word) else [word]
+    walk.words(expanded, [base])
+    while walk.queue:
+        walk.scan(walk.queue.pop(0))
+    out: dict[str, str] = {}
+    for path, state in sorted(walk.found.items()):
+        rel = path.relative_to(real_root).as_posix()
+        out[rel] = MISSING if state == MISSING else hash_file(path)
+    return out
+
+
+@dataclass
+class CodePins:
+    """What each command hook or stdio MCP server reached when the run started, to compare with right before each
+    execution (or start, or restart)."""
+
+    root: Path
+    env: Mapping[str, str]
+    pins: dict[tuple[str, ...], dict[str, str]] = field(default_factory=dict[tuple[str, ...], dict[str, str]])
+
+    def pin(self, words: Sequence[str], cwd: Path | None = None) -> None:
+        key = (str(cwd or ""), *words)
+        if key not in self.pins:
+            self.pins[key] = reached_files(words, self.root, cwd=cwd, env=self.env)
+
+    def changed(self, words: Sequence[str], cwd: Path | None = None) -> str | None:
+        """The first reached file that differs from the pinned state (changed, created or removed), or None."""
+        pinned = self.pins.get((str(cwd or ""), *words))
+        if pinned is None:
+            return None
+        now = reached_files(words, self.root, cwd=cwd, env=self.env)
+        differ = [rel for rel in sorted(set(pinned) | set(now)) if pinned.get(rel) != now.get(rel)]
+
+        def rank(rel: str) -> tuple[int, int]:
+            before, after = pinned.get(rel, MISSING), now.get(rel, MISSING)
+            kind = 0 if MISSING not in (before, after) else 1 if after != MISSING else 2  # changed, created, gone
+            return kind, int((self.root / rel).is_symlink())  # name the file, not a link to it
+
+        return min(differ, key=rank) if differ else None

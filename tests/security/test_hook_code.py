@@ -1,0 +1,247 @@
+"""Trusted hooks and the model's writes (issue 28, items 3 and 6).
+
+Item 3: a trusted PostToolUse hook runs workspace code; the sandboxed Bash of the same run rewrites that code (the
+script itself, a file it sources or imports, the target of a `node_modules/.bin` link, a `.venv` tool's module, a
+module it would import that the model creates). The hook must not run the rewritten code: it is refused right
+before execution (`hook.code_changed`). Each is a real run with the real sandbox and the scripted model.
+
+Item 6: the trust fingerprint covers what the hook reaches, so the same changes made between runs need a new trust
+decision.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import cast
+
+import pytest
+import yaml
+from tests.support.config_ws import isolated_env, load, write
+from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+
+from bearagent.api import open_workspace
+from bearagent.plugins.manager import PluginHost
+from bearagent.sandbox.probe import find_bwrap
+from bearagent.trust import trust, workspace_trust_surface
+
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or find_bwrap(None) is None,
+        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
+    ),
+    pytest.mark.skipif(
+        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
+        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
+    ),
+]
+
+MAIN = {"main": agent_md("Main agent.", mode="primary", tools="[Bash, Read]")}
+PY = os.path.realpath(sys.executable)
+PYVER = f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _exe(ws: Path, rel: str, text: str) -> None:
+    write(ws, rel, text)
+    (ws / rel).chmod(0o755)
+
+
+def _direct(ws: Path) -> tuple[str, str]:
+    _exe(ws, "scripts/post.sh", "#!/bin/sh\necho ok >> hook.log\n")
+    return "sh scripts/post.sh", "scripts/post.sh"
+
+
+def _sourced(ws: Path) -> tuple[str, str]:
+    _exe(ws, "scripts/post.sh", "#!/bin/sh\n. scripts/lib.sh\necho ok >> hook.log\n")
+    write(ws, "scripts/lib.sh", "greeting=hi\n")
+    return "sh scripts/post.sh", "scripts/lib.sh"
+
+
+def _imported(ws: Path) -> tuple[str, str]:
+    write(ws, "scripts/post.py", "import helper\nhelper.log()\n")
+    write(ws, "scripts/helper.py", "def log():\n    open('hook.log', 'a').write('ok\\n')\n")
+    return f"{PY} scripts/post.py", "scripts/helper.py"
+
+
+def _shadowed(ws: Path) -> tuple[str, str]:
+    """The model creates a module next to the script that shadows the standard library's."""
+    write(ws, "scripts/post.py", "import json\nopen('hook.log', 'a').write(json.dumps('ok') + '\\n')\n")
+    return f"{PY} scripts/post.py", "scripts/json.py"
+
+
+def _node_bin(ws: Path) -> tuple[str, str]:
+    _exe(ws, "node_modules/fmt/cli.sh", "#!/bin/sh\necho ok >> hook.log\n")
+    (ws / "node_modules" / ".bin").mkdir(parents=True)
+    (ws / "node_modules" / ".bin" / "fmt").symlink_to("../fmt/cli.sh")
+    return "./node_modules/.bin/fmt", "node_modules/fmt/cli.sh"
+
+
+def _node_require(ws: Path) -> tuple[str, str]:
+    write(ws, "node_modules/fmt/cli.js", "require('./lib/run.js').run()\n")
+    write(ws, "node_modules/fmt/lib/run.js", "exports.run = () => require('fs').appendFileSync('hook.log', 'ok\\n')\n")
+    (ws / "node_modules" / ".bin").mkdir(parents=True)
+    (ws / "node_modules" / ".bin" / "fmt").symlink_to("../fmt/cli.js")
+    return "node ./node_modules/.bin/fmt", "node_modules/fmt/lib/run.js"
+
+
+def _venv(ws: Path) -> tuple[str, str]:
+    venv = ws / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "python").symlink_to(PY)
+    site = f".venv/lib/{PYVER}/site-packages"
+    write(ws, f"{site}/tool/__init__.py", "")
+    write(ws, f"{site}/tool/main.py", "def run():\n    open('hook.log', 'a').write('ok\\n')\n")
+    _exe(
+        ws,
+        ".venv/bin/tool",
+        f"#!{ws}/.venv/bin/python\nimport sys\nsys.path.insert(0, '{ws}/{site}')\nfrom tool.main import run\nrun()\n",
+    )
+    return ".venv/bin/tool", f"{site}/tool/main.py"
+
+
+def _makefile(ws: Path) -> tuple[str, str]:
+    write(ws, "Makefile", "post:\n\t@sh scripts/m.sh\n")
+    _exe(ws, "scripts/m.sh", "#!/bin/sh\necho ok >> hook.log\n")
+    return "make -s post", "scripts/m.sh"
+
+
+def _sh_c(ws: Path) -> tuple[str, str]:
+    _exe(ws, "scripts/inner.sh", "#!/bin/sh\necho ok >> hook.log\n")
+    return "sh -c 'sh scripts/inner.sh'", "scripts/inner.sh"
+
+
+VARIANTS: dict[str, Callable[[Path], tuple[str, str]]] = {
+    "script": _direct,
+    "sourced": _sourced,
+    "imported": _imported,
+    "shadowing-module": _shadowed,
+    "node_modules-bin": _node_bin,
+    "node-require": _node_require,
+    "venv-tool": _venv,
+    "makefile": _makefile,
+    "sh-c": _sh_c,
+}
+
+
+def _workspace(ws: Path, home: Path, variant: str, bash: list[str]) -> str:
+    """A workspace with a PostToolUse hook on Bash (the variant's command), a script of Bash calls, trusted.
+    Returns the file the attack rewrites."""
+    turns: list[dict[str, object]] = [{"tool_calls": [{"name": "Bash", "arguments": {"command": c}}]} for c in bash]
+    script = yaml.safe_dump({"turns": [*turns, {"text": "done"}]}, sort_keys=False)
+    scripted_workspace(ws, script, agents=MAIN)
+    command, target = VARIANTS[variant](ws)
+    hooks = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}
+    write(ws, ".bearagent/config.yaml", CONFIG + yaml.safe_dump(hooks))
+    trust(ws, workspace_trust_surface(load(ws, home)), env=isolated_env(home))
+    return target
+
+
+def _hook_events(ws: Path, home: Path) -> list[dict[str, object]]:
+    with open_workspace(ws, env=isolated_env(home), plugins=PluginHost()) as workspace:
+        result = workspace.run_sync("go")
+        assert result.status == "succeeded", result.error
+        return [
+            cast(dict[str, object], json.loads(json.dumps(e.model_dump(mode="json")["payload"])))
+            for e in workspace.events(str(result.run_id))
+            if e.event_type == "HookExecuted"
+        ]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_hook_does_not_run_code_the_model_rewrote_in_the_same_run(tmp_path: Path, variant: str) -> None:
+    home = tmp_path / "home"
+    marker = tmp_path / "PWNED"  # under /tmp on the host: the sandboxed Bash cannot create it, the hook could
+    ws = tmp_path / "ws"
+    payload = {
+        ".py": f"open({str(marker)!r}, 'w').write('pwned')\ndef log():\n    pass\ndef run():\n    pass\n",
+        ".js": f"require('fs').writeFileSync({json.dumps(str(marker))}, 'pwned'); exports.run = () => {{}}\n",
+    }
+    target = VARIANTS[variant](tmp_path / "probe")[1]  # which file the variant rewrites (its suffix)
+    content = payload.get(Path(target).suffix, f"#!/bin/sh\ntouch {marker}\n")
+    bash = [
+        "echo first",  # the hook runs once on the trusted code
+        f"mkdir -p {Path(target).parent} && cat > {target} <<'EOF'\n{content}EOF\necho rewritten",
+        "echo third",
+    ]
+    _workspace(ws, home, variant, bash)
+    events = _hook_events(ws, home)
+    assert not marker.exists(), "the hook ran the code the model wrote"
+    assert str(marker) in (ws / target).read_text(), "the rewrite itself happened (the sandbox allows it)"
+    assert (ws / "hook.log").read_text().count("ok") == 1, "the trusted code ran once, before the rewrite"
+    refused = [e for e in events if "code_changed" in json.dumps(e)]
+    assert len(refused) == 2, events
+    assert target in json.dumps(refused[0])
+
+
+def test_the_user_can_turn_the_recheck_off(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ws = tmp_path / "ws"
+    write(home / "bearagent", "config.yaml", "sandbox: {pin_hook_code: false}\n")
+    _workspace(ws, home, "script", ["echo first", "printf '#!/bin/sh\\necho changed >> hook.log\\n' > scripts/post.sh"])
+    events = _hook_events(ws, home)
+    assert "code_changed" not in json.dumps(events)
+    assert (ws / "hook.log").read_text().split() == ["ok", "changed"]
+
+
+# ---- item 6: the fingerprint covers what the hook reaches -----------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_changing_anything_the_hook_reaches_needs_a_new_trust_decision(tmp_path: Path, variant: str) -> None:
+    home = tmp_path / "home"
+    ws = tmp_path / "ws"
+    target = _workspace(ws, home, variant, ["echo hi"])
+    before = workspace_trust_surface(load(ws, home))
+    rendered = "\n".join(before.lines(limit=400))
+    if not variant.startswith("shadowing"):
+        assert target in rendered, rendered
+    path = ws / target
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text((path.read_text() if path.exists() else "") + "\n# changed\n")
+    after = workspace_trust_surface(load(ws, home))
+    assert after.digest() != before.digest(), f"changing {target} kept the trusted digest"
+
+
+# ---- stdio MCP servers: a start or restart never runs rewritten code ----------------------------------------
+
+
+@pytest.mark.parametrize("change", ["server", "imported"])
+def test_an_mcp_server_whose_code_changed_is_not_started(tmp_path: Path, change: str) -> None:
+    """The manager pins what a workspace server reaches when it is made (the run's start); a change before a start
+    (a restart after a crash, a retry) keeps the server from starting, with the file named."""
+    import asyncio
+    import shutil
+
+    from tests.support.mcp_servers import demo
+
+    from bearagent.domain.specs import McpServerSpec
+    from bearagent.mcp.manager import McpConnectionManager
+
+    ws = tmp_path / "ws"
+    (ws / "server").mkdir(parents=True)
+    shutil.copy(demo.DEMO_PATH, ws / "server" / "demo.py")
+    write(ws, "server/run.py", "import sys\nimport demo\n")
+    spec = McpServerSpec(
+        name="demo", transport="stdio", command=sys.executable, args=("server/demo.py", "stdio"), source="workspace"
+    )
+
+    async def start(edit: bool) -> str:
+        manager = McpConnectionManager([spec], dict(os.environ), ws)
+        try:
+            if edit:
+                target = ws / "server" / ("demo.py" if change == "server" else "anyio.py")
+                target.write_text("raise SystemExit('pwned')\n" if change == "server" else "")
+            await manager.start_all(background_retry=False)
+            status = manager.server_status("demo")
+            return f"{status.state} {status.last_error}"
+        finally:
+            await manager.aclose()
+
+    assert asyncio.run(start(False)).startswith("ready")
+    refused = asyncio.run(start(True))
+    assert refused.startswith("failed") and "changed during the run" in refused, refused
+    assert ("server/demo.py" if change == "server" else "server/anyio.py") in refused

@@ -1,0 +1,346 @@
+"""Git after the run (issue 28, item 1): nothing a sandboxed command writes makes the user's next plain git command
+run code or read another config.
+
+Each test is a real run: the user's repository in tmp_path, the scripted model (the prompt-injected one) typing the
+attack into Bash in the real sandbox, then the test runs git unconfined, as the user would, and checks that the
+planted command never ran (it would create `MARKER`, a host path the sandbox cannot see: /tmp is private there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from tests.security.test_sandbox import run_bash
+from tests.support.run_ws import agent_md, open_ws, scripted_workspace
+
+from bearagent.sandbox.probe import find_bwrap
+
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or find_bwrap(None) is None,
+        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
+    ),
+    pytest.mark.skipif(
+        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
+        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
+    ),
+]
+
+MAIN = {"main": agent_md("Main agent.", mode="primary", tools="[Bash, Read, Write]")}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "T",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "T",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ALLOW_PROTOCOL": "file",
+}
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Git as the user runs it: unconfined, with the user's rights (no system or global config: the test's own)."""
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=check, timeout=60)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    (path / "bearagent").mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    return tmp_path / "MARKER"
+
+
+def repo(ws: Path, *, commit: bool = True) -> Path:
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    git(ws, "init", "-q")
+    (ws / "notes.md").write_text("notes\n")
+    if commit:
+        git(ws, "add", "notes.md")
+        git(ws, "commit", "-qm", "init")
+    return ws
+
+
+def add_submodule(ws: Path, tmp_path: Path, name: str = "sm") -> None:
+    upstream = tmp_path / f"upstream-{name}"
+    upstream.mkdir()
+    git(upstream, "init", "-q")
+    git(upstream, "commit", "-q", "--allow-empty", "-m", "up")
+    git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), name)
+    git(ws, "commit", "-qm", f"add {name}")
+
+
+def fsmonitor_config(marker: Path) -> str:
+    return f"[core]\\n\\tfsmonitor = touch {marker}; false\\n"
+
+
+def attack(ws: Path, home: Path, commands: Sequence[str], user_config: str | None = None) -> None:
+    results = run_bash(ws, home, commands, user_config=user_config)
+    assert len(results) == len(commands)
+
+
+def assert_git_runs_nothing(ws: Path, marker: Path, *args: str) -> None:
+    for command in (["status"], ["status", "--short"], ["diff"], *([list(args)] if args else [])):
+        git(ws, *command, check=False)
+    assert not marker.exists(), f"git {' '.join(args or ('status',))} ran the planted command"
+
+
+# ---- the git directory and what it points to ------------------------------------------------------------------
+
+
+def test_commondir_pointing_at_a_planted_config(tmp_path: Path, home: Path, marker: Path) -> None:
+    ws = repo(tmp_path / "ws")
+    attack(
+        ws,
+        home,
+        [
+            f"mkdir -p evil/hooks evil/refs evil/objects && printf '{fsmonitor_config(marker)}' > evil/config",
+            "echo ../evil > .git/commondir; echo rc=$?",
+            "cp -r .git/* evil/ 2>/dev/null; rm -f evil/config; printf '"
+            + fsmonitor_config(marker)
+            + "' > evil/config; mv .git .git-old; echo mv=$?",
+        ],
+    )
+    assert not (ws / ".git" / "commondir").exists()
+    assert (ws / ".git").is_dir() and not (ws / ".git-old").exists()
+    (ws / "notes.md").write_text("changed\n")
+    assert_git_runs_nothing(ws, marker)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git config core.fsmonitor 'touch {marker}; false'",
+        "printf '[core]\\n\\tfsmonitor = touch {marker}; false\\n' > .git/config.worktree",
+        "mkdir -p .git/info && printf '* filter=evil\\n' > .git/info/attributes && "
+        "git config filter.evil.clean 'touch {marker}; cat'",
+        "printf '* filter=evil\\n' > .gitattributes && git config filter.evil.clean 'touch {marker}; cat'",
+        "mkdir -p hooks && printf '#!/bin/sh\\ntouch {marker}\\n' > hooks/post-index-change && "
+        "chmod +x hooks/post-index-change && git config core.hooksPath hooks",
+        "printf '#!/bin/sh\\ntouch {marker}\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+        "printf '[core]\\n\\tfsmonitor = touch {marker}; false\\n' > x.cfg && git config include.path ../x.cfg",
+    ],
+    ids=["config", "config-worktree", "info-attributes", "gitattributes-filter", "hooks-path", "hooks", "include"],
+)
+def test_the_git_directory_is_read_only(tmp_path: Path, home: Path, marker: Path, command: str) -> None:
+    ws = repo(tmp_path / "ws")
+    git(ws, "config", "extensions.worktreeConfig", "true")
+    attack(ws, home, [command.format(marker=marker)])
+    (ws / "notes.md").write_text("changed\n")
+    assert_git_runs_nothing(ws, marker, "commit", "-qam", "user commit")
+
+
+def test_a_git_file_pointing_elsewhere(tmp_path: Path, home: Path, marker: Path) -> None:
+    """A populated submodule's `.git` file, redirected to a git directory the command made."""
+    ws = repo(tmp_path / "ws")
+    add_submodule(ws, tmp_path)
+    attack(
+        ws,
+        home,
+        [
+            "cp -r .git/modules/sm evil-gitdir && "
+            f"printf '[core]\\n\\tfsmonitor = touch {marker}; false\\n\\tworktree = ../sm\\n' > evil-gitdir/config",
+            "echo 'gitdir: ../evil-gitdir' > sm/.git; echo rc=$?",
+            "rm -f sm/.git; echo rc=$?; mv sm sm-old; echo mv=$?",
+        ],
+    )
+    assert (ws / "sm" / ".git").read_text().startswith("gitdir: ../.git/modules/sm")
+    assert_git_runs_nothing(ws, marker)
+
+
+def test_a_submodules_git_directory_under_modules(tmp_path: Path, home: Path, marker: Path) -> None:
+    ws = repo(tmp_path / "ws")
+    add_submodule(ws, tmp_path)
+    attack(ws, home, [f"git -C sm config core.fsmonitor 'touch {marker}; false'; echo rc=$?"])
+    assert "fsmonitor" not in (ws / ".git" / "modules" / "sm" / "config").read_text()
+    assert_git_runs_nothing(ws, marker)
+    git(ws / "sm", "status", check=False)
+    assert not marker.exists()
+
+
+def test_an_unpopulated_submodule_path_cannot_gain_a_repository(tmp_path: Path, home: Path, marker: Path) -> None:
+    """`git status` recurses into a submodule path that has a `.git`: one planted there would be read."""
+    ws = repo(tmp_path / "ws")
+    add_submodule(ws, tmp_path)
+    git(ws, "submodule", "deinit", "-q", "-f", "sm")
+    attack(
+        ws,
+        home,
+        [
+            f"git init -q sm && git -C sm config core.fsmonitor 'touch {marker}; false'; echo rc=$?",
+            f"mkdir -p sm/.git; printf '{fsmonitor_config(marker)}' > sm/.git/config; echo rc=$?",
+        ],
+    )
+    assert not (ws / "sm" / ".git").exists()
+    assert_git_runs_nothing(ws, marker)
+
+
+def test_a_gitmodules_path_without_a_gitlink(tmp_path: Path, home: Path, marker: Path) -> None:
+    """`.gitmodules` names a path: it is covered like a gitlink (a later `git submodule` would use it)."""
+    ws = repo(tmp_path / "ws")
+    (ws / ".gitmodules").write_text('[submodule "lib"]\n\tpath = lib\n\turl = ./nowhere\n')
+    attack(ws, home, [f"git init -q lib && git -C lib config core.fsmonitor 'touch {marker}; false'; echo rc=$?"])
+    assert not (ws / "lib" / ".git").exists()
+    assert_git_runs_nothing(ws, marker)
+
+
+def test_a_nested_repositorys_config(tmp_path: Path, home: Path, marker: Path) -> None:
+    ws = repo(tmp_path / "ws")
+    vendored = ws / "vendor" / "lib"
+    vendored.mkdir(parents=True)
+    git(vendored, "init", "-q")
+    (vendored / "a.txt").write_text("a\n")
+    attack(
+        ws,
+        home,
+        [
+            f"git -C vendor/lib config core.fsmonitor 'touch {marker}; false'; echo rc=$?",
+            f"printf '#!/bin/sh\\ntouch {marker}\\n' > vendor/lib/.git/hooks/pre-commit; echo rc=$?",
+        ],
+    )
+    git(vendored, "status", check=False)
+    git(vendored, "add", "a.txt", check=False)
+    git(vendored, "commit", "-qm", "user", check=False)
+    assert not marker.exists()
+
+
+def test_a_repository_the_command_creates_is_not_read_by_the_outer_git_status(
+    tmp_path: Path, home: Path, marker: Path
+) -> None:
+    """A new, untracked nested repository is the model's work like any file: git status of the workspace lists it
+    as untracked and never reads its config."""
+    ws = repo(tmp_path / "ws")
+    attack(ws, home, [f"git init -q fresh && git -C fresh config core.fsmonitor 'touch {marker}; false'"])
+    assert (ws / "fresh" / ".git").is_dir()
+    assert_git_runs_nothing(ws, marker)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv vendor/lib vendor/lib-old && mkdir -p vendor/lib && cp -r vendor/lib-old/.git vendor/lib/",
+        "mv vendor vendor-old && mkdir -p vendor/lib && git init -q vendor/lib",
+        "mv vendor/lib/.git vendor/lib/.git-old && git init -q vendor/lib",
+        "mv sm sm-old && git init -q sm",
+        "mv tools tools-old && mkdir tools",
+    ],
+)
+def test_a_protected_path_cannot_be_renamed_away_and_replaced(
+    tmp_path: Path, home: Path, marker: Path, command: str
+) -> None:
+    ws = repo(tmp_path / "ws")
+    add_submodule(ws, tmp_path)
+    git(ws, "submodule", "deinit", "-q", "-f", "sm")
+    (ws / "vendor" / "lib").mkdir(parents=True)
+    git(ws / "vendor" / "lib", "init", "-q")
+    (ws / "tools").mkdir()
+    (ws / "tools" / "shared.gitconfig").write_text("[user]\n\tname = T\n")
+    git(ws, "config", "include.path", "../tools/shared.gitconfig")
+    plant = (
+        f"for d in vendor/lib sm; do [ -d $d/.git ] && git -C $d config core.fsmonitor 'touch {marker}; false'; done;"
+        f" printf '{fsmonitor_config(marker)}' > tools/shared.gitconfig; true"
+    )
+    attack(ws, home, [f"{command}; {plant}"])
+    assert_git_runs_nothing(ws, marker)
+    git(ws / "vendor" / "lib", "status", check=False)
+    assert not marker.exists()
+
+
+# ---- files git config names inside the workspace ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["include", "includeIf", "hooksPath", "fsmonitor-script", "alias-script"])
+def test_workspace_files_git_config_names_are_read_only(tmp_path: Path, home: Path, marker: Path, kind: str) -> None:
+    ws = repo(tmp_path / "ws")
+    (ws / "tools").mkdir()
+    (ws / "tools" / "shared.gitconfig").write_text("[user]\n\tname = T\n")
+    (ws / ".husky").mkdir()
+    hook = ws / ".husky" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    script = ws / "tools" / "fsmon.sh"
+    script.write_text("#!/bin/sh\nexit 1\n")
+    script.chmod(0o755)
+    setting = {
+        "include": ["config", "include.path", "../tools/shared.gitconfig"],
+        "includeIf": ["config", "includeIf.gitdir:/.path", "../tools/shared.gitconfig"],
+        "hooksPath": ["config", "core.hooksPath", ".husky"],
+        "fsmonitor-script": ["config", "core.fsmonitor", "tools/fsmon.sh"],
+        "alias-script": ["config", "alias.st", "!sh tools/fsmon.sh && git status"],
+    }[kind]
+    git(ws, *setting)
+    payload = f"#!/bin/sh\\ntouch {marker}\\nexit 1\\n"
+    attack(
+        ws,
+        home,
+        [
+            f"printf '{fsmonitor_config(marker)}' > tools/shared.gitconfig; echo rc=$?",
+            f"printf '{payload}' > .husky/pre-commit; echo rc=$?",
+            f"printf '{payload}' > tools/fsmon.sh; echo rc=$?",
+        ],
+    )
+    (ws / "notes.md").write_text("changed\n")
+    assert_git_runs_nothing(ws, marker, "commit", "-qam", "user commit")
+    git(ws, "st", check=False)
+    assert not marker.exists()
+
+
+# ---- a workspace that is no repository ---------------------------------------------------------------------
+
+
+def test_no_repository_and_no_bare_repository_can_be_planted(tmp_path: Path, home: Path, marker: Path) -> None:
+    ws = tmp_path / "ws"
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    attack(
+        ws,
+        home,
+        [
+            "git init -q .; echo rc=$?",
+            f"mkdir -p objects refs && echo 'ref: refs/heads/main' > HEAD; printf '{fsmonitor_config(marker)}' > config",
+        ],
+    )
+    assert not (ws / ".git").exists() and not (ws / "HEAD").exists()
+    outcome = git(ws, "status", check=False)
+    assert "not a git repository" in outcome.stderr
+    assert not marker.exists()
+
+
+# ---- the file tools ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["vendor/lib/.git/config", "sm/.git", "fresh/.git/config", "sub/dir/.GIT/hooks/pre-commit", ".husky/pre-commit"],
+)
+def test_the_file_tools_refuse_git_control_files_anywhere(tmp_path: Path, home: Path, target: str) -> None:
+    ws = repo(tmp_path / "ws")
+    (ws / "vendor" / "lib").mkdir(parents=True)
+    git(ws / "vendor" / "lib", "init", "-q")
+    (ws / ".husky").mkdir()
+    (ws / ".husky" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    git(ws, "config", "core.hooksPath", ".husky")
+    write = {"name": "Write", "arguments": {"file_path": target, "content": "x"}}
+    scripted_workspace(ws, json.dumps({"turns": [{"tool_calls": [write]}, {"text": "done"}]}), agents=MAIN)
+    with open_ws(ws, home) as opened:
+        result = opened.run_sync("go")
+        assert result.status == "succeeded", result.error
+        outcomes = [
+            e.payload["result"]
+            for e in opened.events(str(result.run_id))
+            if e.event_type in ("ToolCallCompleted", "ToolCallFailed")
+        ]
+    [outcome] = outcomes
+    assert "control file" in str(outcome), outcome
+    written = ws / target
+    assert not written.exists() or written.read_text() != "x"

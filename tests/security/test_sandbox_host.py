@@ -1,0 +1,330 @@
+"""The sandbox and the host (issue 28, items 9, 10, 13): no socket of the host reachable, no credential store
+readable, the home hidden but for its toolchains, and process and memory limits.
+
+Real runs with the scripted model and the real bubblewrap. The home and the sockets live outside /tmp (under the
+repository's `.cache/`): the sandbox has its own /tmp, so a path there would be invisible for the wrong reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import cast
+
+import pytest
+from tests.security.test_sandbox import run_bash
+from tests.support import postgres_cluster
+
+from bearagent.sandbox.probe import find_bwrap
+
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or find_bwrap(None) is None,
+        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
+    ),
+    pytest.mark.skipif(
+        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
+        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
+    ),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+CANARY = "canary-credential-5b7e"
+STORES = [
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".codex/auth.json",
+    ".config/gh/hosts.yml",
+    ".config/gcloud/credentials.db",
+    ".aws/credentials",
+    ".azure/accessTokens.json",
+    ".docker/config.json",
+    ".kube/config",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".vault-token",
+    ".ssh/id_ed25519",
+    ".gnupg/private-keys-v1.d/key.key",
+    ".cache/huggingface/token",
+    ".cache/gh/token",
+    ".local/share/gh/token",
+    ".bash_history",
+    ".zsh_history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".psql_history",
+    ".pgpass",
+    ".terraform.d/credentials.tfrc.json",
+    ".cargo/credentials.toml",
+    ".m2/settings.xml",
+    ".huggingface/token",
+    ".gemini/oauth_creds.json",
+]
+
+
+def _stdout(result: Mapping[str, object]) -> str:
+    return str(cast(Mapping[str, object], result.get("data") or {}).get("stdout", ""))
+
+
+def _stderr(result: Mapping[str, object]) -> str:
+    return str(cast(Mapping[str, object], result.get("data") or {}).get("stderr", ""))
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory outside /tmp and outside the workspace (removed afterwards), as in test_sandbox.py."""
+    private = (Path("/tmp"), Path("/var/tmp"))
+    candidates = [REPO / ".cache", Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")]
+    base = next((c for c in candidates if not any(c.resolve().is_relative_to(p) for p in private)), None)
+    if base is None:
+        pytest.skip("no directory outside /tmp and /var/tmp to stand for 'outside the workspace'")
+    base.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="sandbox-host-", dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def home(outside: Path) -> Path:
+    path = outside / "home"
+    (path / "bearagent").mkdir(parents=True)
+    return path
+
+
+# ---- credentials and the home ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("home_mode", ["hidden", "visible"])
+def test_every_listed_credential_store_is_unreadable(tmp_path: Path, home: Path, home_mode: str) -> None:
+    """With the home hidden (default) and with the user's `home: visible`: the deny-list holds on its own."""
+    for rel in STORES:
+        write_to = home / rel
+        write_to.parent.mkdir(parents=True, exist_ok=True)
+        write_to.write_text(f"{CANARY} {rel}\n")
+    commands = [f"cat ~/{rel}; echo rc=$?" for rel in STORES] + ["grep -r canary ~ 2>/dev/null; echo done"]
+    results = run_bash(tmp_path / "ws", home, commands, user_config=f"sandbox: {{home: {home_mode}}}\n")
+    for rel, result in zip([*STORES, "grep"], results, strict=True):
+        assert CANARY not in _stdout(result), f"{rel} was readable in the sandbox ({home_mode} home)"
+    assert (home / STORES[0]).read_text().startswith(CANARY)  # hidden, not touched
+
+
+def test_the_user_adds_credential_stores_and_a_workspace_cannot_remove_any(tmp_path: Path, home: Path) -> None:
+    (home / ".my-tool").mkdir()
+    (home / ".my-tool" / "token").write_text(CANARY)
+    (home / "notes.txt").write_text("plain notes\n")
+    command = "cat ~/.my-tool/token; echo; cat ~/notes.txt"
+    before = run_bash(tmp_path / "ws1", home, [command], user_config="sandbox: {home: visible}\n")
+    assert CANARY in _stdout(before[0]) and "plain notes" in _stdout(before[0])  # the control: readable before
+    after = run_bash(
+        tmp_path / "ws2", home, [command], user_config="sandbox: {home: visible, credentials: [~/.my-tool]}\n"
+    )
+    assert CANARY not in _stdout(after[0]) and "plain notes" in _stdout(after[0])
+
+
+def test_the_home_is_hidden_by_default_but_its_toolchains_stay(tmp_path: Path, home: Path) -> None:
+    (home / "projects" / "other").mkdir(parents=True)
+    (home / "projects" / "other" / "secret.txt").write_text(CANARY)
+    tool = home / ".local" / "bin" / "mytool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho tool-ran\n")
+    tool.chmod(0o755)
+    (home / ".gitconfig").write_text("[user]\n\tname = Sandboxed User\n")
+    results = run_bash(
+        tmp_path / "ws",
+        home,
+        [
+            "cat ~/projects/other/secret.txt; ls ~/projects; echo rc=$?",
+            "~/.local/bin/mytool",
+            "git config --global user.name",
+            "echo scratch > ~/scratch && cat ~/scratch",
+        ],
+    )
+    assert CANARY not in _stdout(results[0]) and "rc=2" in _stdout(results[0])
+    assert _stdout(results[1]).strip() == "tool-ran"
+    assert _stdout(results[2]).strip() == "Sandboxed User"
+    assert _stdout(results[3]).strip() == "scratch" and not (home / "scratch").exists()
+    visible = run_bash(
+        tmp_path / "ws2", home, ["cat ~/projects/other/secret.txt"], user_config="sandbox: {home: visible}\n"
+    )
+    assert CANARY in _stdout(visible[0])
+
+
+# ---- sockets -------------------------------------------------------------------------------------------------
+
+
+class UnixListener:
+    """A listening Unix socket on the host; counts connections, relays them to `relay_to` when given."""
+
+    def __init__(self, path: Path, relay_to: str | None = None) -> None:
+        self.path = path
+        self.relay_to = relay_to
+        self.accepted = 0
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(16)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            if self.relay_to is None:
+                conn.sendall(b"HELLO-FROM-HOST\n")
+                conn.close()
+                continue
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect(self.relay_to)
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+CONNECT = (
+    'python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); '
+    "exec('try:\\n s.connect(sys.argv[1]); print(s.recv(100))\\nexcept OSError as e:\\n print(\\'REFUSED\\', e)')\" "
+)
+
+
+@pytest.mark.parametrize("where", ["home", "run-like", "workspace"])
+def test_no_listening_unix_socket_of_the_host_is_reachable(
+    tmp_path: Path, home: Path, outside: Path, where: str
+) -> None:
+    directory = {"home": home / ".gnupg-like", "run-like": outside / "run" / "agent", "workspace": tmp_path / "ws"}[
+        where
+    ]
+    directory.mkdir(parents=True, exist_ok=True)
+    listener = UnixListener(directory / "agent.sock")
+    try:
+        with socket.socket(socket.AF_UNIX) as control:
+            control.connect(str(listener.path))
+            assert control.recv(100).startswith(b"HELLO")
+        results = run_bash(
+            tmp_path / "ws", home, [CONNECT + str(listener.path)], user_config="sandbox: {home: visible}\n"
+        )
+        assert "HELLO" not in _stdout(results[0]) and "REFUSED" in _stdout(results[0]), results[0]
+        assert listener.accepted == 1
+    finally:
+        listener.close()
+
+
+def test_a_postgresql_socket_is_unreachable(tmp_path: Path, home: Path, outside: Path) -> None:
+    """A real PostgreSQL: its own socket directory (the store's), a relay of it outside /tmp, and its TCP port."""
+    postgres_cluster.require()
+    cluster = postgres_cluster.cluster()
+    if shutil.which("psql") is None:
+        pytest.skip("psql is not installed")
+    sockets = outside / "pg"
+    sockets.mkdir()
+    real = cluster.socket_dir / f".s.PGSQL.{cluster.port}"
+    relay = UnixListener(sockets / f".s.PGSQL.{cluster.port}", relay_to=str(real))
+    query = f"-p {cluster.port} -U {postgres_cluster.SUPERUSER} -d postgres -Atc 'select 40+2'"
+    try:
+        control = subprocess.run(
+            f"psql -h {sockets} {query}", shell=True, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert control.stdout.strip() == "42", control.stderr  # the relay reaches the real server from the host
+        results = run_bash(
+            tmp_path / "ws",
+            home,
+            [
+                f"psql -h {sockets} {query}; echo rc=$?",
+                f"psql -h {cluster.socket_dir} {query}; echo rc=$?",
+                f"psql -h 127.0.0.1 {query}; echo rc=$?",
+                CONNECT + str(sockets / f".s.PGSQL.{cluster.port}"),
+            ],
+        )
+        for result in results:
+            assert "42" not in _stdout(result).split(), result
+        assert relay.accepted == 1
+    finally:
+        relay.close()
+
+
+# ---- limits ----------------------------------------------------------------------------------------------------
+
+
+def test_a_fork_bomb_is_stopped_and_the_run_continues(tmp_path: Path, home: Path) -> None:
+    results = run_bash(
+        tmp_path / "ws",
+        home,
+        ["bomb() { bomb | bomb & }; bomb; sleep 30; echo survived", "echo after"],
+        user_config="sandbox: {limits: {processes: 64}}\n",
+    )
+    assert "survived" not in _stdout(results[0])
+    assert "more than 64 processes" in _stderr(results[0]) + str(results[0].get("content", ""))
+    assert _stdout(results[1]).strip() == "after"
+
+
+def test_a_memory_hog_is_stopped_and_the_run_continues(tmp_path: Path, home: Path) -> None:
+    results = run_bash(
+        tmp_path / "ws",
+        home,
+        ["python3 -c 'b = bytearray(1 << 30); print(\"allocated\")'", "echo after"],
+        user_config="sandbox: {limits: {memory: 256M}}\n",
+    )
+    assert "allocated" not in _stdout(results[0])
+    assert "MemoryError" in _stderr(results[0]) + str(results[0].get("content", ""))
+    assert _stdout(results[1]).strip() == "after"
+
+
+def test_the_limits_are_on_by_default(tmp_path: Path, home: Path) -> None:
+    results = run_bash(tmp_path / "ws", home, ["ulimit -u; ulimit -d; ulimit -f"])
+    assert _stdout(results[0]).split() == ["1024", str((8 << 30) // 1024), str((16 << 30) // 1024)]
+
+
+# ---- the user-only settings --------------------------------------------------------------------------------
+
+
+def test_a_workspace_cannot_set_the_user_only_sandbox_keys() -> None:
+    from bearagent.sandbox.settings import SandboxLimits, merge_sandbox, parse_sandbox
+
+    workspace = {
+        "git": "writable",
+        "home": "visible",
+        "credentials": ["~/x"],
+        "limits": "off",
+        "pin_hook_code": False,
+    }
+    parsed, problems = parse_sandbox(workspace, level="workspace")
+    assert parsed == {}
+    assert sorted(p.field for p in problems) == sorted(f"sandbox.{k}" for k in workspace)
+    assert all("user config" in p.message and "config.yaml" in p.fix for p in problems)
+    user, user_problems = parse_sandbox(
+        {"git": "writable", "limits": {"processes": 64, "memory": "512M", "file_size": "off"}}, level="user"
+    )
+    assert user_problems == []
+    merged = merge_sandbox([("user", user), ("workspace", parsed)])
+    assert merged.git == "writable" and merged.home == "hidden" and merged.pin_hook_code
+    assert merged.limits == SandboxLimits(processes=64, memory=512 << 20, file_size=None)
+    _, bad = parse_sandbox({"limits": {"processes": 2, "memory": "lots"}}, level="user")
+    assert [p.field for p in bad] == ["sandbox.limits.processes", "sandbox.limits.memory"]

@@ -1,0 +1,148 @@
+"""The server's edges (issue 28, items 8, 14, 15), through a real `bearagent serve` process: the body cap holds for a
+chunked body and before authentication; idle and slow connections are closed; subjects are compared whole."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from pathlib import Path
+
+from tests.server.test_http_api import Server, start
+from tests.support.run_ws import agent_md, scripted_workspace
+
+AGENTS = {"main": agent_md("Main.", mode="primary", tools="[Read]")}
+LIMITS = "limits: {header_timeout_s: 1, keep_alive_timeout_s: 1}\n"
+
+
+def _serve(tmp_path: Path, extra: str = "") -> Server:
+    root = scripted_workspace(tmp_path / "ws", "turns:\n  - text: done\n", agents=AGENTS)
+    return start(tmp_path, config=f"workspaces:\n  - {{id: ws, path: {root}}}\n{LIMITS}{extra}")
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def _address(server: Server) -> tuple[str, int]:
+    host, port = server.base.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def test_an_unauthenticated_chunked_50_mb_body_is_refused_early_with_bounded_memory(tmp_path: Path) -> None:
+    server = _serve(tmp_path)
+    try:
+        before = _rss_kib(server.proc.pid)
+        chunk = b"x" * 65_536
+        frame = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+        with socket.create_connection(_address(server), timeout=60) as sock:
+            sock.sendall(
+                b"POST /v1/sessions/s/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+            )
+            sent = 0
+            started = time.monotonic()
+            try:
+                while sent < 50 * 1024 * 1024:
+                    sock.sendall(frame)
+                    sent += len(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server answered and closed: what we want
+            answer = b""
+            try:
+                while b"\r\n\r\n" not in answer:
+                    data = sock.recv(65_536)
+                    if not data:
+                        break
+                    answer += data
+            except ConnectionResetError:
+                pass
+        assert answer.startswith((b"HTTP/1.1 413", b"HTTP/1.1 401")), answer[:200]
+        assert sent < 50 * 1024 * 1024 or time.monotonic() - started < 60
+        grown = _rss_kib(server.proc.pid) - before
+        assert grown < 64 * 1024, f"the server grew by {grown} KiB reading a body it refused"
+        with server.client() as c:  # and it still serves
+            assert c.get("/health").status_code == 200
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=30)
+
+
+def test_a_declared_length_over_the_cap_is_refused_before_a_byte_is_read(tmp_path: Path) -> None:
+    server = _serve(tmp_path)
+    try:
+        with socket.create_connection(_address(server), timeout=30) as sock:
+            sock.sendall(b"POST /v1/sessions/s/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 400000000\r\n\r\n")
+            answer = b""
+            while data := sock.recv(65_536):  # the server closes after its answer
+                answer += data
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+        assert b"max_body_bytes" in answer
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=30)
+
+
+def test_idle_and_slow_connections_are_closed_after_the_header_timeout(tmp_path: Path) -> None:
+    server = _serve(tmp_path)
+    try:
+        idle = [socket.create_connection(_address(server), timeout=30) for _ in range(200)]
+        slow = socket.create_connection(_address(server), timeout=30)
+        slow.sendall(b"GET /health HTTP/1.1\r\n")
+        deadline = time.monotonic() + 4  # one byte at a time past the 1 s header timeout
+        closed_slow = False
+        while time.monotonic() < deadline:
+            try:
+                slow.sendall(b"X")
+            except (BrokenPipeError, ConnectionResetError):
+                closed_slow = True
+                break
+            time.sleep(0.2)
+        if not closed_slow:
+            slow.settimeout(5)
+            try:
+                closed_slow = slow.recv(1024) == b""
+            except ConnectionResetError:
+                closed_slow = True
+        assert closed_slow, "a request head sent a byte at a time is cut off"
+        for sock in idle:  # generous: the server closes them at 1 s; a loaded machine takes longer
+            sock.settimeout(30)
+            with contextlib.suppress(ConnectionResetError):
+                assert sock.recv(1024) == b"", "an idle connection is closed"
+            sock.close()
+        slow.close()
+        with server.client() as c:
+            assert c.get("/health").status_code == 200
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=30)
+
+
+def test_subjects_sharing_a_256_character_prefix_do_not_share_sessions(tmp_path: Path) -> None:
+    server = _serve(tmp_path, "auth: {proxy: {trusted: [127.0.0.1/32]}}\n")
+    common = "gateway-user-" + "u" * 300
+
+    def headers(who: str) -> dict[str, str]:
+        return {
+            "X-Forwarded-User": common + who,
+            "X-Forwarded-Scopes": "runs:read runs:write",
+            "X-Forwarded-Workspaces": "ws",
+        }
+
+    try:
+        with server.client(None) as c:
+            made = c.post("/v1/workspaces/ws/sessions", json={"title": "alice's"}, headers=headers("-alice"))
+            assert made.status_code == 201, made.text
+            sid = made.json()["id"]
+            mine = c.get("/v1/workspaces/ws/sessions", headers=headers("-alice")).json()["sessions"]
+            assert [s["id"] for s in mine] == [sid]
+            theirs = c.get("/v1/workspaces/ws/sessions", headers=headers("-bob")).json()["sessions"]
+            assert theirs == [], "bob sees none of alice's sessions"
+            assert c.get(f"/v1/sessions/{sid}", headers=headers("-bob")).status_code in (403, 404)
+            assert c.get(f"/v1/sessions/{sid}", headers=headers("-alice")).status_code == 200
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=30)
