@@ -377,6 +377,8 @@ class PostToolDecision:
     """Set when a hook answered `continue: false`: the run must stop (shown to the user)."""
     system_message: str | None = None
     """Warnings for the user (hook `systemMessage`s and hook errors); not shown to the model."""
+    updated_output: str | None = None
+    """PostToolUse's `updatedToolOutput`: what the model reads instead of the tool's content (the log keeps both)."""
 
 
 class ToolInterceptor(Protocol):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from tests.support.runtime import scripted_plan
 
 from bearagent.domain.budgets import BudgetLimits
+from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import DeterministicIdGenerator, RunId, SessionId
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import (
@@ -26,7 +28,7 @@ from bearagent.ports import SystemClock
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.loop import AgentLoop
 from bearagent.runtime.observer import NullObserver
-from bearagent.runtime.plan import ModelRequestDecision, PromptDecision, RunSpec, StopDecision
+from bearagent.runtime.plan import BatchedCall, ModelRequestDecision, PromptDecision, RunSpec, StopDecision
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.store.sqlite import SqliteEventStore
 
@@ -361,6 +363,21 @@ class _BrokenHooks:
 
     async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
         raise RuntimeError("a bug in a hook adapter")
+
+    async def post_tool_batch(self, run_id: RunId, agent: str, calls: Sequence[BatchedCall]) -> StopDecision:
+        return StopDecision()
+
+    async def pre_compact(self, run_id: RunId, agent: str, trigger: str, custom_instructions: str) -> StopDecision:
+        return StopDecision()
+
+    async def post_compact(self, run_id: RunId, agent: str, trigger: str, summary: str) -> None:
+        return None
+
+    async def stop_failure(self, run_id: RunId, agent: str, error: ErrorInfo, partial_text: str) -> None:
+        return None
+
+    async def notification(self, run_id: RunId, agent: str, message: str, notification_type: str) -> None:
+        return None
 
 
 def test_an_unexpected_error_ends_the_run_as_failed_instead_of_leaving_it_running(workspace: Path) -> None:

@@ -137,7 +137,7 @@ def test_refused_before_trust_and_nothing_of_the_project_runs(project: Project) 
     assert not (project.ws / "hook-log.txt").exists() and not project.requests.exists()  # no hook, no model call
     # the warnings are shown before anything else, folded, even when the run is refused
     assert "(those files were skipped)" in result.stderr  # typo-agent's `tool:` skips it
-    assert "hook event 'Notification' is a Claude Code event BearAgent never fires" in result.stderr
+    assert "hook event 'WorktreeCreate' is a Claude Code event BearAgent never fires" in result.stderr
 
 
 def test_after_trust_every_rule_hook_delegation_and_grant_behaves_as_in_claude_code(project: Project) -> None:

@@ -5,6 +5,7 @@ Real SQLite files; the store's commits are counted by a subclass that lets them 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from tests.support.events import ManualClock
 from tests.support.runtime import scripted_plan
 
 from bearagent.domain.budgets import BudgetLimits, TokenUsage
-from bearagent.domain.errors import BearAgentError
+from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ActivityId, DeterministicIdGenerator, ModelCallId, RunId, Uuid4IdGenerator
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import (
@@ -25,7 +26,7 @@ from bearagent.domain.run_events import (
 )
 from bearagent.ports import RunCommit, SystemClock
 from bearagent.runtime.loop import AgentLoop
-from bearagent.runtime.plan import ModelRequestDecision, PromptDecision, RunSpec, StopDecision
+from bearagent.runtime.plan import BatchedCall, ModelRequestDecision, PromptDecision, RunSpec, StopDecision
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.run_writer import RunWriter
 from bearagent.store.sqlite import SqliteEventStore
@@ -174,6 +175,21 @@ class LogReadingHooks:
     async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
         self._log("stop", run_id)
         return StopDecision()
+
+    async def post_tool_batch(self, run_id: RunId, agent: str, calls: Sequence[BatchedCall]) -> StopDecision:
+        return StopDecision()
+
+    async def pre_compact(self, run_id: RunId, agent: str, trigger: str, custom_instructions: str) -> StopDecision:
+        return StopDecision()
+
+    async def post_compact(self, run_id: RunId, agent: str, trigger: str, summary: str) -> None:
+        return None
+
+    async def stop_failure(self, run_id: RunId, agent: str, error: ErrorInfo, partial_text: str) -> None:
+        return None
+
+    async def notification(self, run_id: RunId, agent: str, message: str, notification_type: str) -> None:
+        return None
 
 
 def test_hooks_find_every_earlier_fact_committed(tmp_path: Path) -> None:

@@ -33,7 +33,13 @@ def test_claude_code_handler_keys_load_with_their_meaning_and_the_others_are_nam
                     "matcher": "Bash",
                     "hooks": [
                         {"type": "command", "command": "true", "if": "Bash(git *)", "statusMessage": "checking"},
-                        {"type": "command", "command": "true", "async": True, "once": True},
+                        {
+                            "type": "command",
+                            "command": "true",
+                            "async": True,
+                            "once": True,
+                            "statusMessage": "a\x1b]0;x",
+                        },
                         {"type": "mcp_tool", "server": "notes", "tool": "note_env", "input": {"p": "${cwd}"}},
                         {"type": "http", "url": "http://127.0.0.1:1/h", "async": True},
                     ],
@@ -47,7 +53,8 @@ def test_claude_code_handler_keys_load_with_their_meaning_and_the_others_are_nam
     assert not ws.hooks.has_errors
     pre, stop = ws.hooks.all()
     guarded, background, mcp, http = pre.hooks
-    assert guarded.condition == "Bash(git *)" and not guarded.run_async
+    assert guarded.condition == "Bash(git *)" and not guarded.run_async and guarded.status_message == "checking"
+    assert background.status_message is None  # a control sequence is never shown: a warning, the text dropped
     assert background.run_async and not background.once  # `once` is Claude Code's: ignored in its settings files
     assert (
         mcp.type == "mcp_tool" and (mcp.server, mcp.tool) == ("notes", "note_env") and mcp.arguments == {"p": "${cwd}"}
@@ -55,7 +62,8 @@ def test_claude_code_handler_keys_load_with_their_meaning_and_the_others_are_nam
     assert not http.run_async  # `async` is for command handlers
     assert stop.hooks[0].condition == "Bash"
     found = codes(ws.hooks.diagnostics)
-    assert found.count("hooks.unsupported_key") == 1  # statusMessage
+    assert "hooks.unsupported_key" not in found  # statusMessage is honoured
+    assert found.count("hooks.invalid_status_message") == 1
     assert {"hooks.once_ignored", "hooks.async_ignored", "hooks.condition_never_matches"} <= set(found)
 
 

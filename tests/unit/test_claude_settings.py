@@ -137,7 +137,7 @@ def test_unsupported_claude_code_settings_and_hook_events_are_named_never_droppe
             "model": "sonnet",
             "apiKeyHelper": "/bin/echo sk-x",
             "permissions": {"disableAutoMode": "disable", "defaultMode": "auto"},
-            "hooks": {"Notification": [{"hooks": [{"type": "command", "command": "true"}]}]},
+            "hooks": {"WorktreeCreate": [{"hooks": [{"type": "command", "command": "true"}]}]},
         },
     )
     ws = load(tmp_path, tmp_path / "home")
@@ -146,7 +146,7 @@ def test_unsupported_claude_code_settings_and_hook_events_are_named_never_droppe
     auto = next(d for d in diags if d.field == "permissions.disableAutoMode")
     assert auto.severity == "warning" and "no auto mode" in auto.message
     event = only(diags, "claude.hook_event_unsupported")
-    assert event.severity == "warning" and "'Notification'" in event.message and event.line == 9
+    assert event.severity == "warning" and "'WorktreeCreate'" in event.message and event.line == 9
     assert ws.hooks.all() == () and ws.config.permission_mode is None
     assert guard_failures(diags) == []
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bearagent.domain._base import frozen_json
+from bearagent.domain._base import JsonValue, frozen_json
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message
@@ -18,6 +18,7 @@ from bearagent.hooks.hook_input import (
     match_target,
     model_request_from_wire,
     model_request_to_wire,
+    stop_failure_kind,
     tool_response_from_result,
 )
 from bearagent.hooks.matching import matcher_matches
@@ -321,3 +322,35 @@ def test_capabilities_refuse_what_was_not_declared() -> None:
     assert kept.additional_context == "ctx"
     kept, refused = refuse_beyond_capabilities(reply, frozenset({"block", "rewrite", "context"}))
     assert refused == () and kept == reply
+
+
+def test_updated_tool_output_is_read_on_post_tool_use_only_and_needs_rewrite() -> None:
+    out = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": {"stdout": "x"}}}
+    reply = reply_from_json("PostToolUse", out)
+    assert reply.updated_output == '{"stdout": "x"}'
+    kept, refused = refuse_beyond_capabilities(reply, frozenset({"block", "context"}))
+    assert kept.updated_output is None and refused == ("updatedToolOutput",)
+    elsewhere = reply_from_json("PostToolUseFailure", {"hookSpecificOutput": {"updatedToolOutput": "y"}})
+    assert elsewhere.updated_output is None
+    assert any("updatedToolOutput is only read on PostToolUse" in n for n in elsewhere.notes)
+
+
+def test_defer_is_an_ask_that_says_the_hook_deferred() -> None:
+    out = {"hookSpecificOutput": {"permissionDecision": "defer", "permissionDecisionReason": "CI decides"}}
+    reply = reply_from_json("PreToolUse", out)
+    assert reply.permission == "ask" and reply.permission_reason == "the hook deferred the decision: CI decides"
+
+
+def test_new_events_validate_their_input_and_match_on_claude_codes_fields() -> None:
+    batch: dict[str, JsonValue] = {
+        "tool_calls": [{"tool_name": "Read", "tool_input": {}, "tool_use_id": "t1", "tool_response": "ok"}]
+    }
+    assert build_hook_input(common("PostToolBatch"), batch)["tool_calls"] == batch["tool_calls"]
+    with pytest.raises(ValueError, match="PreCompact hook payload: trigger"):
+        build_hook_input(common("PreCompact"), {"trigger": "sometimes"})
+    assert match_target("StopFailure", {"error": "rate_limit"}) == "rate_limit"
+    assert match_target("Notification", {"notification_type": "permission_prompt"}) == "permission_prompt"
+    assert match_target("PostCompact", {"trigger": "auto", "compact_summary": "s"}) == "auto"
+    assert stop_failure_kind("authentication", "authentication.invalid_key") == "authentication_failed"
+    assert stop_failure_kind("not_found", "not_found.model") == "model_not_found"
+    assert stop_failure_kind("budget", "budget.max_tool_calls") == "unknown"

@@ -110,6 +110,11 @@ HookEventName: TypeAlias = Literal[
     "Stop",
     "SubagentStart",
     "SubagentStop",
+    "PostToolBatch",
+    "StopFailure",
+    "Notification",
+    "PreCompact",
+    "PostCompact",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})
@@ -144,9 +149,19 @@ class HookHandlerSpec(DomainModel):
     server: str | None = Field(default=None, max_length=64)
     tool: str | None = Field(default=None, max_length=256)
     arguments: JsonObject | None = None
+    status_message: str | None = Field(default=None, max_length=200)
+    """Claude Code's `statusMessage`: shown in the terminal while the handler runs (printable characters only)."""
 
 
-HOOK_HANDLER_EXTENSIONS: tuple[str, ...] = ("condition", "once", "run_async", "server", "tool", "arguments")
+HOOK_HANDLER_EXTENSIONS: tuple[str, ...] = (
+    "condition",
+    "once",
+    "run_async",
+    "server",
+    "tool",
+    "arguments",
+    "status_message",
+)
 """`HookHandlerSpec` fields added after the first release: left out of a handler's trust fingerprint while they hold
 their defaults, so a hook that does not use them keeps the digest the user trusted."""
 

@@ -3,11 +3,12 @@ and `bearagent hooks test`), and the loop's hook points mapped onto the Claude C
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bearagent.domain._base import JsonValue
+from bearagent.domain._base import JsonValue, thaw_json_mapping
+from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import RunId
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
@@ -15,7 +16,7 @@ from bearagent.domain.specs import AgentSpec, HookMatcherSpec
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
 from bearagent.hooks.python_handlers import PluginHook, python_hook_groups
 from bearagent.hooks.transcript import TranscriptWriter
-from bearagent.runtime.plan import ModelRequestDecision, PromptDecision, StopDecision
+from bearagent.runtime.plan import BatchedCall, ModelRequestDecision, PromptDecision, StopDecision
 
 if TYPE_CHECKING:
     from bearagent.hooks.runners import PythonHookFunction
@@ -98,6 +99,50 @@ class LoopHookAdapter:
             agent_name=agent,
         )
         return StopDecision(block_reason=block_reason(outcome))
+
+    async def post_tool_batch(self, run_id: RunId, agent: str, calls: Sequence[BatchedCall]) -> StopDecision:
+        from bearagent.hooks.hook_input import hook_tool_name  # lazy: a run without hooks never loads it
+
+        payload: dict[str, JsonValue] = {
+            "tool_calls": [
+                {
+                    "tool_name": hook_tool_name(call.tool_name),
+                    "tool_input": thaw_json_mapping(call.arguments),
+                    "tool_use_id": call.tool_call_id,
+                    "tool_response": call.content,
+                }
+                for call in calls
+            ]
+        }
+        outcome = await self._dispatcher.fire("PostToolBatch", payload, run_id=str(run_id), agent_name=agent)
+        return StopDecision(block_reason=block_reason(outcome))
+
+    async def pre_compact(self, run_id: RunId, agent: str, trigger: str, custom_instructions: str) -> StopDecision:
+        payload: dict[str, JsonValue] = {"trigger": trigger, "custom_instructions": custom_instructions}
+        outcome = await self._dispatcher.fire("PreCompact", payload, run_id=str(run_id), agent_name=agent)
+        return StopDecision(block_reason=block_reason(outcome))
+
+    async def post_compact(self, run_id: RunId, agent: str, trigger: str, summary: str) -> None:
+        payload: dict[str, JsonValue] = {"trigger": trigger, "compact_summary": summary}
+        await self._dispatcher.fire("PostCompact", payload, run_id=str(run_id), agent_name=agent)
+
+    async def stop_failure(self, run_id: RunId, agent: str, error: ErrorInfo, partial_text: str) -> None:
+        from bearagent.hooks.hook_input import stop_failure_kind
+
+        payload: dict[str, JsonValue] = {
+            "error": stop_failure_kind(error.category, error.code),
+            "error_details": f"{error.code}: {error.message}",
+            "last_assistant_message": partial_text or error.message,
+        }
+        await self._dispatcher.fire("StopFailure", payload, run_id=str(run_id), agent_name=agent)
+
+    async def notification(self, run_id: RunId, agent: str, message: str, notification_type: str) -> None:
+        payload: dict[str, JsonValue] = {
+            "message": message,
+            "title": "BearAgent",
+            "notification_type": notification_type,
+        }
+        await self._dispatcher.fire("Notification", payload, run_id=str(run_id), agent_name=agent)
 
 
 def block_reason(outcome: HookOutcome) -> str | None:

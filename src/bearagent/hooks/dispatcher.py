@@ -236,6 +236,12 @@ class HookDispatcher:
         from bearagent.hooks.runners import run_handler
 
         firing_hook_event.set(event)  # this handler's own task: judges started from here know what fired them
+        if spec.status_message:  # Claude Code's spinner text: a notice in the terminal as the handler starts
+            from bearagent.runtime.run_context import current_run
+
+            run = current_run.get()
+            if run is not None:
+                run.observer.notice(run.recorder.run_id, f"{event} hook: {spec.status_message}")
         started = time.monotonic()
         refused = await asyncio.to_thread(_code_changed, self._pins, spec, self.settings.workspace_root)
         result = refused or await run_handler(spec, event, hook_input, ctx)

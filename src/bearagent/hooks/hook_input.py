@@ -114,6 +114,42 @@ class SubagentStopInput(_WireModel):
     session_crons: list[JsonValue] = Field(default_factory=list[JsonValue])
 
 
+class BatchToolCall(_WireModel):
+    tool_name: str
+    tool_input: JsonDict
+    tool_use_id: str
+    tool_response: str
+    """The result as the model sees it (Claude Code sends it serialized)."""
+
+
+class PostToolBatchInput(_WireModel):
+    tool_calls: list[BatchToolCall]
+
+
+class StopFailureInput(_WireModel):
+    error: str
+    """Claude Code's error kind (the matcher value): `rate_limit`, `overloaded`, `authentication_failed`,
+    `invalid_request`, `model_not_found`, `server_error`, `max_output_tokens` or `unknown` (`stop_failure_kind`)."""
+    error_details: str | None = None
+    last_assistant_message: str = ""
+
+
+class PreCompactInput(_WireModel):
+    trigger: Literal["manual", "auto"]
+    custom_instructions: str = ""
+
+
+class PostCompactInput(_WireModel):
+    trigger: Literal["manual", "auto"]
+    compact_summary: str
+
+
+class NotificationInput(_WireModel):
+    message: str
+    title: str | None = None
+    notification_type: str
+
+
 EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
     "SessionStart": SessionStartInput,
     "SessionEnd": SessionEndInput,
@@ -125,6 +161,11 @@ EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
     "Stop": StopInput,
     "SubagentStart": SubagentStartInput,
     "SubagentStop": SubagentStopInput,
+    "PostToolBatch": PostToolBatchInput,
+    "StopFailure": StopFailureInput,
+    "Notification": NotificationInput,
+    "PreCompact": PreCompactInput,
+    "PostCompact": PostCompactInput,
 }
 
 
@@ -158,6 +199,10 @@ def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
         "SessionEnd": "reason",
         "SubagentStart": "agent_type",
         "SubagentStop": "agent_type",
+        "StopFailure": "error",
+        "Notification": "notification_type",
+        "PreCompact": "trigger",
+        "PostCompact": "trigger",
     }.get(event)
     if event == "PreModelRequest":
         request = payload.get("model_request")
@@ -170,6 +215,26 @@ def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
         defaults = {"source": "startup", "reason": "other"}
         return defaults.get(key)
     return value if isinstance(value, str) else None
+
+
+_STOP_FAILURE_KINDS: Mapping[str, str] = {
+    "rate_limit": "rate_limit",
+    "overloaded": "overloaded",
+    "authentication": "authentication_failed",
+    "quota": "billing_error",
+    "invalid_request": "invalid_request",
+    "context_overflow": "invalid_request",
+    "server": "server_error",
+    "max_output_tokens": "max_output_tokens",
+}
+
+
+def stop_failure_kind(category: str, code: str) -> str:
+    """StopFailure's `error` (Claude Code's kinds) for a BearAgent error category; `unknown` for the failures Claude
+    Code has no name for (a budget, a tool, a hook...). `error_details` carries BearAgent's own `category.code`."""
+    if category == "not_found" and "model" in code:
+        return "model_not_found"
+    return _STOP_FAILURE_KINDS.get(category, "unknown")
 
 
 def model_request_to_wire(request: ModelRequest) -> JsonDict:

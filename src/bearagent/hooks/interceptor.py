@@ -85,4 +85,5 @@ class HookToolInterceptor:
             additional_context=outcome.additional_context,
             stop_reason=None if outcome.continue_ else outcome.stop_reason,
             system_message=_messages(outcome),
+            updated_output=outcome.updated_output,
         )

@@ -7,7 +7,8 @@
   finished first: blocks (exit 2, `decision: block`, `ok: false`) win; then `permissionDecision` deny > ask > allow.
   `updatedInput` / `updatedRequest` are each read as a full replacement of the original (Claude Code's meaning) and
   applied in config order as a top-level patch against the original, so independent rewrites compose and a later
-  handler wins on the same key. `additionalContext` from every handler, joined in config order and bounded;
+  handler wins on the same key. PostToolUse's `updatedToolOutput` replaces the whole output: the last one in config
+  order wins. `additionalContext` from every handler, joined in config order and bounded;
   `continue: false` from any handler stops the run with the first `stopReason`; every `systemMessage` and every
   handler error is shown to the user.
 """
@@ -60,6 +61,7 @@ class HookOutcome:
     permission_reason: str | None = None
     updated_input: JsonDict | None = None
     updated_request: JsonDict | None = None
+    updated_output: str | None = None
     additional_context: str | None = None
     continue_: bool = True
     stop_reason: str | None = None
@@ -86,6 +88,7 @@ class HookOutcome:
             "permissionDecisionReason": self.permission_reason,
             "updatedInput": self.updated_input,
             "updatedRequest": self.updated_request,
+            "updatedToolOutput": self.updated_output,
             "additionalContext": self.additional_context,
             "systemMessages": list(self.system_messages),
             "stopCapOverridden": self.stop_cap_overridden,
@@ -128,6 +131,9 @@ def refuse_beyond_capabilities(
         if reply.updated_request is not None:
             refused.append("updatedRequest")
             changes["updated_request"] = None
+        if reply.updated_output is not None:
+            refused.append("updatedToolOutput")
+            changes["updated_output"] = None
     if "context" not in capabilities and reply.additional_context is not None:
         refused.append("additionalContext")
         changes["additional_context"] = None
@@ -153,7 +159,7 @@ def _decision_of(reply: HookReply, failure: HandlerFailure | None, on_failure: s
         return "block"
     if reply.permission is not None:
         return reply.permission
-    if reply.updated_input is not None or reply.updated_request is not None:
+    if reply.updated_input is not None or reply.updated_request is not None or reply.updated_output is not None:
         return "rewrite"
     if reply.additional_context is not None:
         return "context"
@@ -256,6 +262,7 @@ def merge(
         updated_request = _patch(
             cast(Mapping[str, JsonValue], original) if isinstance(original, Mapping) else {}, requests
         )
+    outputs = [r.updated_output for r in replies if r.updated_output is not None]
     contexts = [r.additional_context for r in replies if r.additional_context]
     stops = [r for r in replies if not r.continue_]
     messages = [*problems, *(r.system_message for r in replies if r.system_message)]
@@ -268,6 +275,7 @@ def merge(
         permission_reason=permission_reason,
         updated_input=updated_input,
         updated_request=updated_request,
+        updated_output=outputs[-1] if outputs else None,  # a full replacement: the last in config order wins
         additional_context=bound_text("\n\n".join(contexts), max_context_chars) if contexts else None,
         continue_=not stops,
         stop_reason=(

@@ -24,10 +24,20 @@ PermissionDecision: TypeAlias = Literal["allow", "deny", "ask"]
 JsonDict: TypeAlias = dict[str, JsonValue]
 
 BLOCKING_EVENTS: frozenset[str] = frozenset(
-    {"UserPromptSubmit", "PreModelRequest", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop"}
+    {
+        "UserPromptSubmit",
+        "PreModelRequest",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PostToolBatch",
+        "PreCompact",
+        "Stop",
+        "SubagentStop",
+    }
 )
-"""Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart)
-exit 2 only shows stderr to the user, as in Claude Code."""
+"""Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart,
+StopFailure, Notification, PostCompact) exit 2 only shows stderr to the user, as in Claude Code."""
 
 PLAIN_STDOUT_IS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "SessionStart"})
 
@@ -44,10 +54,11 @@ class HookSpecificOutput(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     hookEventName: StrictStr | None = None
-    permissionDecision: Literal["allow", "deny", "ask"] | None = None
+    permissionDecision: Literal["allow", "deny", "ask", "defer"] | None = None
     permissionDecisionReason: StrictStr | None = None
     updatedInput: dict[str, JsonValue] | None = None
     updatedRequest: dict[str, JsonValue] | None = None
+    updatedToolOutput: JsonValue = None
     additionalContext: StrictStr | None = None
 
 
@@ -76,6 +87,8 @@ class HookReply:
     permission_reason: str | None = None
     updated_input: JsonDict | None = None
     updated_request: JsonDict | None = None
+    updated_output: str | None = None
+    """PostToolUse's `updatedToolOutput`, as the text the model reads (an object or list is sent as its JSON)."""
     additional_context: str | None = None
     continue_: bool = True
     stop_reason: str | None = None
@@ -148,13 +161,21 @@ def reply_from_json(event: str, value: object) -> HookReply:
     elif parsed.decision == "approve" and event == "PreToolUse":
         permission, permission_reason = "allow", parsed.reason
     updated_input = updated_request = additional_context = None
+    updated_output: str | None = None
     if specific is not None:
         if specific.permissionDecision is not None:
             if event != "PreToolUse":
                 notes.append(f"permissionDecision is only read on PreToolUse, ignored on {event}")
             else:
-                permission = specific.permissionDecision
                 permission_reason = specific.permissionDecisionReason or parsed.reason
+                if specific.permissionDecision == "defer":
+                    # Claude Code's `defer`: the call waits for an answer from outside (here: an approval, the
+                    # run's waiting state, recorded as ApprovalRequested); it ranks as `ask` (deny > defer/ask > allow)
+                    permission = "ask"
+                    detail = f": {permission_reason}" if permission_reason else ""
+                    permission_reason = f"the hook deferred the decision{detail}"
+                else:
+                    permission = specific.permissionDecision
         if specific.updatedInput is not None:
             if event == "PreToolUse":
                 updated_input = specific.updatedInput
@@ -165,6 +186,12 @@ def reply_from_json(event: str, value: object) -> HookReply:
                 updated_request = specific.updatedRequest
             else:
                 notes.append(f"updatedRequest is only read on PreModelRequest, ignored on {event}")
+        if specific.updatedToolOutput is not None:
+            if event == "PostToolUse":
+                output = specific.updatedToolOutput
+                updated_output = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            else:
+                notes.append(f"updatedToolOutput is only read on PostToolUse, ignored on {event}")
         additional_context = specific.additionalContext
     if block and event not in BLOCKING_EVENTS:
         notes.append(f"decision: block has no effect on {event}")
@@ -176,6 +203,7 @@ def reply_from_json(event: str, value: object) -> HookReply:
         permission_reason=_opt_bound(permission_reason),
         updated_input=updated_input,
         updated_request=updated_request,
+        updated_output=updated_output,
         additional_context=_opt_bound(additional_context),
         continue_=parsed.continue_,
         stop_reason=_opt_bound(parsed.stopReason),

@@ -8,8 +8,8 @@ handlers only; `asyncRewake` runs in the background the same way, without the wa
 handler's `server`, `tool` and `input`. `once` is honoured where BearAgent's own files write it (config.yaml,
 `.bearagent/agents/`); in Claude Code's files (`.claude/settings*.json`, `.claude/agents/`) it is ignored with a
 warning, as Claude Code ignores it there (it honours `once` only in skill frontmatter): a guard marked `once` keeps
-running on every call, as it does in Claude Code. `statusMessage`, `shell` and the other keys without an
-equivalent are warnings naming them.
+running on every call, as it does in Claude Code. `statusMessage` (at most 200 printable characters) is shown in
+the terminal while the handler runs. `shell` and the other keys without an equivalent are warnings naming them.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ HANDLER_KEYS = frozenset(
         "server",
         "tool",
         "input",
+        "statusMessage",
     }
 )
 UNSUPPORTED_HANDLER_KEYS: Mapping[str, str] = {
-    "statusMessage": "BearAgent shows no spinner text while a hook runs",
     "shell": "command hooks run under /bin/sh (or exec form with `args`)",
     "allowedEnvVars": "http headers expand `${VAR}` from the hook environment",
     "continueOnBlock": "a prompt hook's `ok: false` blocks as its event allows",
@@ -167,6 +167,17 @@ def _claude_keys(data: dict[str, object], kind: str, where: str, context: Handle
     False when the handler cannot load (an `if` that is not a permission rule)."""
     from bearagent.hooks.matching import condition_error
 
+    if "statusMessage" in data:
+        status = data.pop("statusMessage")
+        if not isinstance(status, str) or not status.strip() or len(status) > 200 or not status.isprintable():
+            add(
+                "warning",
+                "hooks.invalid_status_message",
+                f"{where}.statusMessage must be one line of at most 200 printable characters; it is ignored",
+                "shorten it to a single line of plain text, e.g. statusMessage: 'Checking the command...'",
+            )
+        else:
+            data["status_message"] = status.strip()
     if "if" in data:
         condition = data.pop("if")
         problem = condition_error(condition, context.root) if isinstance(condition, str) and condition.strip() else None

@@ -69,7 +69,7 @@ from bearagent.runtime.loop_state import (
 )
 from bearagent.runtime.model_calls import ModelCalls
 from bearagent.runtime.observer import NullObserver, RunObserver
-from bearagent.runtime.plan import STOP_BLOCK_CAP, AgentPlan, LoopHooks, Planner, RunSpec
+from bearagent.runtime.plan import STOP_BLOCK_CAP, AgentPlan, BatchedCall, LoopHooks, Planner, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
@@ -347,6 +347,14 @@ class AgentLoop:
                         start = self._continue(spec, state, cursor)
                     return await self._drive(spec, recorder, state, planner, start)
         except RunSuspended as suspended:
+            if self._hooks is not None:
+                with contextlib.suppress(BearAgentError):
+                    await self._hooks.notification(
+                        run_id,
+                        state.plan.agent_name,
+                        f"the run waits for approval {suspended.approval_id}",
+                        "permission_prompt",
+                    )
             await recorder.flush()
             self._observer.notice(run_id, f"the run waits for approval {suspended.approval_id}")
             projection = recorder.projection
@@ -560,6 +568,8 @@ class AgentLoop:
                         target = result.data.get("agent")
                         if isinstance(target, str):
                             switch_to = target
+                if len(group) > 1 and self._hooks is not None:
+                    await self._after_batch(run_id, state, group, results)
             if switch_to is not None and switch_to != state.plan.agent_name:
                 if planner is None:
                     raise RunFailure(
@@ -574,6 +584,30 @@ class AgentLoop:
                 )
                 messages[0] = Message.system(state.plan.system_prompt)
                 self._observer.agent_switched(run_id, previous, switch_to)
+
+    async def _after_batch(
+        self, run_id: RunId, state: LoopState, group: list[ModelToolCall], results: list[ToolResult]
+    ) -> None:
+        """PostToolBatch: a block (or `continue: false`) ends the run before the next model call, as in Claude Code."""
+        assert self._hooks is not None
+        calls = [
+            BatchedCall(
+                tool_name=call.name,
+                arguments=call.arguments,
+                tool_call_id=str(call.tool_call_id),
+                content=result.content,
+            )
+            for call, result in zip(group, results, strict=True)
+        ]
+        decision = await self._hooks.post_tool_batch(run_id, state.plan.agent_name, calls)
+        if decision.block_reason is not None:
+            raise RunFailure(
+                ErrorInfo.of(
+                    "hook",
+                    "batch_blocked",
+                    f"a PostToolBatch hook ended the run after a parallel batch: {decision.block_reason}",
+                )
+            )
 
     # ---- bookkeeping -----------------------------------------------------------------------------------------
 
@@ -606,6 +640,9 @@ class AgentLoop:
 
     async def _fail(self, recorder: RunRecorder, state: LoopState, error: ErrorInfo, partial_text: str) -> RunOutcome:
         await self._close_active(recorder, state, error)
+        if self._hooks is not None:  # StopFailure: recorded in the run, before the run's last fact
+            with contextlib.suppress(BearAgentError):
+                await self._hooks.stop_failure(recorder.run_id, state.plan.agent_name, error, partial_text)
         projection = await recorder.append(RunFailedV2(error=error, partial_text=partial_text))
         self._observer.run_failed(recorder.run_id, error)
         return RunOutcome(

@@ -359,6 +359,15 @@ class ModelCalls:
         if replaced == 0:
             self._observer.notice(recorder.run_id, "nothing to compact: the conversation is its most recent turns")
             return None
+        hook_trigger = "manual" if trigger == "manual" else "auto"
+        if self._hooks is not None:
+            decision = await self._hooks.pre_compact(recorder.run_id, state.plan.agent_name, hook_trigger, focus or "")
+            if decision.block_reason is not None:
+                message = f"a PreCompact hook blocked the compaction: {decision.block_reason}"
+                if trigger == "manual":
+                    raise RunFailure(ErrorInfo.of("hook", "compaction_blocked", message))
+                self._observer.notice(recorder.run_id, message)
+                return None
         if tokens_before is None:
             tokens_before = self._estimate(state, messages)
         request = summary_request(compaction, conversation[:replaced], focus)
@@ -434,6 +443,8 @@ class ModelCalls:
             recorder.run_id,
             f"compacted {replaced} earlier messages into a summary (~{tokens_before:,} -> ~{tokens_after:,} tokens)",
         )
+        if self._hooks is not None:
+            await self._hooks.post_compact(recorder.run_id, state.plan.agent_name, hook_trigger, summary)
         return fact
 
     async def _stream(

@@ -9,6 +9,7 @@ from typing import Protocol, cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BudgetLimits
+from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest, ToolDescriptor
@@ -145,6 +146,16 @@ class StopDecision:
     block_reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class BatchedCall:
+    """One call of a parallel batch as PostToolBatch reports it: the result text is what the model sees."""
+
+    tool_name: str
+    arguments: Mapping[str, JsonValue]
+    tool_call_id: str
+    content: str
+
+
 class LoopHooks(Protocol):
     """The hook points of the loop (PreToolUse/PostToolUse live in the tool gate)."""
 
@@ -153,3 +164,23 @@ class LoopHooks(Protocol):
     async def pre_model_request(self, run_id: RunId, agent: str, request: ModelRequest) -> ModelRequestDecision: ...
 
     async def stop(self, run_id: RunId, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision: ...
+
+    async def post_tool_batch(self, run_id: RunId, agent: str, calls: Sequence[BatchedCall]) -> StopDecision:
+        """After a parallel batch of tool calls; a block ends the run before the next model call."""
+        ...
+
+    async def pre_compact(self, run_id: RunId, agent: str, trigger: str, custom_instructions: str) -> StopDecision:
+        """Before a compaction (`trigger` manual/auto); a block keeps the history as it is."""
+        ...
+
+    async def post_compact(self, run_id: RunId, agent: str, trigger: str, summary: str) -> None:
+        """After a compaction (observation only)."""
+        ...
+
+    async def stop_failure(self, run_id: RunId, agent: str, error: ErrorInfo, partial_text: str) -> None:
+        """A run ends failed (observation only)."""
+        ...
+
+    async def notification(self, run_id: RunId, agent: str, message: str, notification_type: str) -> None:
+        """The run waits for someone (an approval): observation only."""
+        ...

@@ -9,7 +9,7 @@ model call and event ids are new (they name facts of the replay, not of the reco
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bearagent.domain.budgets import TokenUsage
@@ -27,7 +27,7 @@ from bearagent.domain.run_events import RecordedToolCall, parse_run_event_payloa
 from bearagent.domain.state import TERMINAL_RUN_STATUSES
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import ToolContext
-from bearagent.runtime.plan import ModelRequestDecision, PromptDecision, StopDecision, ToolCaller
+from bearagent.runtime.plan import BatchedCall, ModelRequestDecision, PromptDecision, StopDecision, ToolCaller
 from bearagent.runtime.run_context import current_run
 from bearagent.runtime.run_steps import ModelStep, RunSteps, ToolStep, canonical_tool_name
 
@@ -220,3 +220,21 @@ class ReplayedLoopHooks:
     async def stop(self, run_id: object, agent: str, final_text: str, stop_hook_active: bool) -> StopDecision:
         turn = self._provider.current()
         return StopDecision(block_reason=turn.stop_feedback if turn is not None else None)
+
+    async def post_tool_batch(self, run_id: object, agent: str, calls: Sequence[BatchedCall]) -> StopDecision:
+        blocked = None
+        if self._provider.position >= len(self._steps.turns):
+            blocked = self._blocked("hook.batch_blocked", "after a parallel batch: ")
+        return StopDecision(block_reason=blocked)
+
+    async def pre_compact(self, run_id: object, agent: str, trigger: str, custom_instructions: str) -> StopDecision:
+        return StopDecision()  # a replay does not compact (`service/replay.py`)
+
+    async def post_compact(self, run_id: object, agent: str, trigger: str, summary: str) -> None:
+        return None
+
+    async def stop_failure(self, run_id: object, agent: str, error: ErrorInfo, partial_text: str) -> None:
+        return None  # observation only: nothing it did shaped the run
+
+    async def notification(self, run_id: object, agent: str, message: str, notification_type: str) -> None:
+        return None  # observation only

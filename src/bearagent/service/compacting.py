@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
+from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.runtime.compaction import is_summary, split_point
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import RunSpec
@@ -64,7 +65,9 @@ async def compact_session(
             trigger_type="system",
             history=tuple(history),
         )
-        loop = runtime.loop(hooks=None, observer=observer or NullObserver())
+        hooks = runtime.session_hooks(str(session_id), str(runtime.mode_in_force(spec_agent).mode))
+        adapter = LoopHookAdapter(hooks, runtime.sessions.transcript(str(session_id))) if hooks.enabled else None
+        loop = runtime.loop(hooks=adapter, observer=observer or NullObserver())  # PreCompact / PostCompact
         outcome = await loop.compact(spec, plan, focus)
         fresh = await runtime.store.fetch_session(session_id) or session
         await runtime.store.save_session(fresh.model_copy(update={"updated_at": runtime.clock.now()}))

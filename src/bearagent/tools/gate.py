@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from bearagent.domain._base import JsonMapping, JsonValue
+from bearagent.domain._base import JsonMapping, JsonValue, frozen_json, thaw_json_mapping
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.tools import MAX_TOOL_CONTENT_CHARS, ToolRequest, ToolResult, ToolSpec
 from bearagent.ports import ApprovalDeferred, PreToolDecision, Tool, ToolContext, ToolInterceptor
@@ -190,6 +190,8 @@ class ToolGate:
             post = await self._interceptor.after_tool(
                 request.model_copy(update={"arguments": arguments}), spec, result, context
             )
+            if post.updated_output is not None and not result.is_error:
+                result = _replaced(result, post.updated_output)
             notes = [n for n in (extra_context, post.additional_context) if n]
             if post.block_reason:
                 notes.append(f"PostToolUse hook feedback: {post.block_reason}")
@@ -264,6 +266,17 @@ def _combine(decision: PolicyDecision, pre: PreToolDecision) -> PolicyDecision:
 def _failed(request: ToolRequest, error: ErrorInfo, *, extra: str | None = None) -> ToolResult:
     result = ToolResult.failure(request, error)
     return _append(result, extra) if extra else result
+
+
+def _replaced(result: ToolResult, output: str) -> ToolResult:
+    """A PostToolUse hook's `updatedToolOutput`: the model reads `output`; the tool's own content stays in the log, in
+    `data.hook_original_content`."""
+    data = {
+        **(thaw_json_mapping(result.data) if result.data is not None else {}),
+        "hook_original_content": result.content,
+    }
+    content = output if len(output) <= MAX_TOOL_CONTENT_CHARS else output[: MAX_TOOL_CONTENT_CHARS - 1] + "…"
+    return result.model_copy(update={"content": content, "data": frozen_json(data)})
 
 
 def _append(result: ToolResult, note: str) -> ToolResult:
