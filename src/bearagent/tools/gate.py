@@ -226,7 +226,12 @@ class ToolGate:
         return PolicyDecision("deny", f"{spec.name} call was denied by the user.")
 
     def _not_available(self, name: str) -> ErrorInfo:
+        import difflib
+
         names = sorted(n for n in self._tools if self.policy.available(n))
+        folded = [n for n in names if n.lower() == name.lower()]
+        close = folded + [n for n in difflib.get_close_matches(name, names, n=3, cutoff=0.5) if n not in folded]
+        names = close + [n for n in names if n not in close]  # the names it most likely meant first
         shown = ", ".join(names[:8]) + (f" (and {len(names) - 8} more)" if len(names) > 8 else "")
         return ErrorInfo.of(
             "tool",
