@@ -54,7 +54,7 @@ AGENTS = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
 ASKING = CONFIG + "permission_mode: default\n"
 
 
-def _workspace(root: Path, script: str = WRITE) -> Path:
+def workspace(root: Path, script: str = WRITE) -> Path:
     return scripted_workspace(root, script, agents=AGENTS, config=ASKING)
 
 
@@ -80,7 +80,7 @@ def _types(db: Path, run_id: str) -> list[str]:
         ]
 
 
-def _wait(check: Callable[[], bool], seconds: float, what: str) -> None:
+def wait_for(check: Callable[[], bool], seconds: float, what: str) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if check():
@@ -90,8 +90,8 @@ def _wait(check: Callable[[], bool], seconds: float, what: str) -> None:
 
 
 def test_a_worker_refuses_a_queued_run_planted_with_another_users_key(tmp_path: Path) -> None:
-    clone = _workspace(tmp_path / "clone")
-    own = _workspace(tmp_path / "own")
+    clone = workspace(tmp_path / "clone")
+    own = workspace(tmp_path / "own")
     planted = _enqueue(clone, tmp_path / "mallory")  # the attacker's machine, the attacker's key
     mine = _enqueue(own, tmp_path / "alice")  # the control: alice's own queued run, same request
     env = isolated_env(tmp_path / "alice")
@@ -102,8 +102,8 @@ def test_a_worker_refuses_a_queued_run_planted_with_another_users_key(tmp_path: 
         stderr=subprocess.DEVNULL,
     )
     try:  # generous: a loaded CI machine starts a worker slowly
-        _wait(lambda: _run_row(clone / ".bearagent/state.db", planted)["status"] != "queued", 120, "the planted run")
-        _wait(lambda: _run_row(own / ".bearagent/state.db", mine)["status"] == "succeeded", 120, "alice's own run")
+        wait_for(lambda: _run_row(clone / ".bearagent/state.db", planted)["status"] != "queued", 120, "the planted run")
+        wait_for(lambda: _run_row(own / ".bearagent/state.db", mine)["status"] == "succeeded", 120, "alice's own run")
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
@@ -154,7 +154,7 @@ TAMPERS: dict[str, Callable[[dict[str, object], str], object]] = {
 
 @pytest.mark.parametrize("tamper", sorted(TAMPERS))
 def test_a_sealed_record_edited_afterwards_is_refused(tmp_path: Path, tamper: str) -> None:
-    root = _workspace(tmp_path / "ws")
+    root = workspace(tmp_path / "ws")
     home = tmp_path / "alice"
     run_id = _enqueue(root, home, allowed=())
     other = _enqueue(root, home, allowed=("Write",))
@@ -203,7 +203,7 @@ def _interrupted_by(root: Path, home: Path) -> str:
             return False
 
     try:
-        _wait(read_once, 120, "the first tool call")
+        wait_for(read_once, 120, "the first tool call")
         time.sleep(0.3)
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -239,7 +239,7 @@ def _preapprove_write(db: Path, run_id: str, sealer: Sealer) -> None:
 
 
 def test_an_interrupted_run_of_another_user_is_refused_by_runs_resume_and_a_resuming_server(tmp_path: Path) -> None:
-    clone = _workspace(tmp_path / "clone", SLOW_WRITE)
+    clone = workspace(tmp_path / "clone", SLOW_WRITE)
     (clone / "notes.md").write_text("notes\n")
     mallory = tmp_path / "mallory"
     run_id = _interrupted_by(clone, mallory)
@@ -249,7 +249,7 @@ def test_an_interrupted_run_of_another_user_is_refused_by_runs_resume_and_a_resu
     # the server of the user who cloned it (its home is tmp_path/"home") resumes interrupted runs on start
     server = start(tmp_path, config=f"workspaces:\n  - {{id: ws, path: {clone}}}\nruns: {{resume_on_start: true}}\n")
     try:
-        _wait(lambda: _run_row(db, run_id)["status"] == "interrupted", 120, "the dead run marked interrupted")
+        wait_for(lambda: _run_row(db, run_id)["status"] == "interrupted", 120, "the dead run marked interrupted")
         time.sleep(3.0)  # its worker scans at once and every 0.5 s: a resume would have begun by now
     finally:
         server.proc.terminate()
