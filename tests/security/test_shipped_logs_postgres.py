@@ -35,29 +35,34 @@ from bearagent.trust.seals import Sealer
 PG_STORE = "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'}\n"
 
 
-def _user(home: Path, dsn: str) -> dict[str, str]:
+def user_env(home: Path, dsn: str) -> dict[str, str]:
     """The environment of a user whose own config puts every workspace's log in the PostgreSQL database `dsn`."""
     (home / "bearagent").mkdir(parents=True, exist_ok=True)
     (home / "bearagent" / "config.yaml").write_text(PG_STORE)
     return isolated_env(home, BEARAGENT_PG_DSN=dsn)
 
 
-def _schema(root: Path) -> sql.Identifier:
+def pg_schema(root: Path) -> sql.Identifier:
     """The workspace's schema when the config names none (`app/resources.py` `postgres_schema`)."""
     return sql.Identifier("bearagent_" + hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16])
 
 
-def _enqueue(root: Path, env: dict[str, str], *, allowed: tuple[str, ...] = ("Write",)) -> str:
+def enqueue(root: Path, env: dict[str, str], *, allowed: tuple[str, ...] = ("Write",), caller: str = "local") -> str:
+    """A queued run recorded by the user of `env` (sealed with that user's key); `caller`: the API subject it is
+    recorded for (its initiator and its new session's caller), as a server records its callers' runs."""
+
     async def go() -> str:
         async with open_workspace(root, env=env, plugins=PluginHost()) as ws:
-            run = await ws.runtime.enqueue("plant it", RunOptions(allowed_tools=allowed))
+            initiator = None if caller == "local" else caller
+            options = RunOptions(allowed_tools=allowed, caller=caller, initiator_ref=initiator)
+            run = await ws.runtime.enqueue("plant it", options)
             return str(run.run_id)
 
     return asyncio.run(go())
 
 
-def _run_row(dsn: str, root: Path, run_id: str) -> dict[str, object]:
-    query = sql.SQL("SELECT data FROM {}.run_projections WHERE run_id = %s").format(_schema(root))
+def run_row(dsn: str, root: Path, run_id: str) -> dict[str, object]:
+    query = sql.SQL("SELECT data FROM {}.run_projections WHERE run_id = %s").format(pg_schema(root))
     with psycopg.connect(dsn) as conn:
         row = conn.execute(query, (run_id,)).fetchone()
     assert row is not None, f"run {run_id} is not in the store"
@@ -65,14 +70,14 @@ def _run_row(dsn: str, root: Path, run_id: str) -> dict[str, object]:
 
 
 def _types(dsn: str, root: Path, run_id: str) -> list[str]:
-    query = sql.SQL("SELECT event_type FROM {}.events WHERE run_id = %s ORDER BY sequence").format(_schema(root))
+    query = sql.SQL("SELECT event_type FROM {}.events WHERE run_id = %s ORDER BY sequence").format(pg_schema(root))
     with psycopg.connect(dsn) as conn:
         return [str(t) for (t,) in conn.execute(query, (run_id,)).fetchall()]
 
 
 def _edit_created(dsn: str, root: Path, run_id: str, change: Callable[[dict[str, object]], dict[str, object]]) -> None:
     """Rewrite the run's RunCreated in place, as a writer of the shared database can."""
-    schema = _schema(root)
+    schema = pg_schema(root)
     where = sql.SQL("WHERE run_id = %s AND event_type = 'RunCreated'")
     with psycopg.connect(dsn) as conn:
         row = conn.execute(sql.SQL("SELECT payload FROM {}.events ").format(schema) + where, (run_id,)).fetchone()
@@ -81,7 +86,7 @@ def _edit_created(dsn: str, root: Path, run_id: str, change: Callable[[dict[str,
         conn.execute(sql.SQL("UPDATE {}.events SET payload = %s::json ").format(schema) + where, (payload, run_id))
 
 
-def _refused(row: dict[str, object]) -> None:
+def refused(row: dict[str, object]) -> None:
     assert row["status"] == "failed", row
     error = cast(dict[str, object], row["error"])
     assert str(error["code"]).endswith("unsealed_run"), error
@@ -91,10 +96,10 @@ def _refused(row: dict[str, object]) -> None:
 def test_a_worker_on_postgres_refuses_planted_and_edited_queued_runs(tmp_path: Path, postgres_dsn: str) -> None:
     clone = workspace(tmp_path / "clone")
     own = workspace(tmp_path / "own")
-    mallory = _user(tmp_path / "mallory", postgres_dsn)
-    alice = _user(tmp_path / "alice", postgres_dsn)
-    planted = _enqueue(clone, mallory)  # mallory's key
-    edited = _enqueue(clone, alice, allowed=())  # alice sealed it with nothing pre-approved; then mallory edits it
+    mallory = user_env(tmp_path / "mallory", postgres_dsn)
+    alice = user_env(tmp_path / "alice", postgres_dsn)
+    planted = enqueue(clone, mallory)  # mallory's key
+    edited = enqueue(clone, alice, allowed=())  # alice sealed it with nothing pre-approved; then mallory edits it
 
     def preapprove(created: dict[str, object]) -> dict[str, object]:
         request = cast(dict[str, object], created["request"])
@@ -102,7 +107,7 @@ def test_a_worker_on_postgres_refuses_planted_and_edited_queued_runs(tmp_path: P
         return created
 
     _edit_created(postgres_dsn, clone, edited, preapprove)
-    mine = _enqueue(own, alice)  # the control: alice's own queued run with the same pre-approval
+    mine = enqueue(own, alice)  # the control: alice's own queued run with the same pre-approval
     worker = subprocess.Popen(
         [BEARAGENT, "worker", "-w", str(clone), "-w", str(own), "--poll", "0.1"],
         env=alice,
@@ -111,13 +116,13 @@ def test_a_worker_on_postgres_refuses_planted_and_edited_queued_runs(tmp_path: P
     )
     try:  # generous: a loaded CI machine starts a worker slowly
         for run_id in (planted, edited):
-            wait_for(lambda r=run_id: _run_row(postgres_dsn, clone, r)["status"] != "queued", 120, f"run {run_id}")
-        wait_for(lambda: _run_row(postgres_dsn, own, mine)["status"] == "succeeded", 120, "alice's own run")
+            wait_for(lambda r=run_id: run_row(postgres_dsn, clone, r)["status"] != "queued", 120, f"run {run_id}")
+        wait_for(lambda: run_row(postgres_dsn, own, mine)["status"] == "succeeded", 120, "alice's own run")
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
     for run_id in (planted, edited):
-        _refused(_run_row(postgres_dsn, clone, run_id))
+        refused(run_row(postgres_dsn, clone, run_id))
         assert "ToolCallRequested" not in _types(postgres_dsn, clone, run_id), "nothing ran"
     assert not (clone / "planted.txt").exists(), "neither planted pre-approval wrote anything"
     assert (own / "planted.txt").read_text() == "owned\n", "alice's own sealed run uses its pre-approval"
@@ -133,7 +138,7 @@ def _interrupted_by(root: Path, env: dict[str, str], dsn: str) -> str:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    query = sql.SQL("SELECT run_id FROM {}.events WHERE event_type = 'ToolCallCompleted'").format(_schema(root))
+    query = sql.SQL("SELECT run_id FROM {}.events WHERE event_type = 'ToolCallCompleted'").format(pg_schema(root))
     found: list[str] = []
 
     def read_once() -> bool:
@@ -181,8 +186,8 @@ def test_an_interrupted_run_of_another_user_on_postgres_is_refused_by_runs_resum
 ) -> None:
     clone = workspace(tmp_path / "clone", SLOW_WRITE)
     (clone / "notes.md").write_text("notes\n")
-    mallory = _user(tmp_path / "mallory", postgres_dsn)
-    alice = _user(tmp_path / "alice", postgres_dsn)
+    mallory = user_env(tmp_path / "mallory", postgres_dsn)
+    alice = user_env(tmp_path / "alice", postgres_dsn)
     run_id = _interrupted_by(clone, mallory, postgres_dsn)
     _preapprove_write(postgres_dsn, clone, run_id, Sealer(tmp_path / "mallory" / "bearagent"))
 
