@@ -4,10 +4,14 @@ database per test. Also the directory-wide `slow` marks (see `SLOW_DIRECTORIES`)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+for _name in ("COLUMNS", "LINES"):  # an xdist worker inherits 80x24 (its parent's terminal size) in its environment:
+    os.environ.pop(_name, None)  # a child on a pty of another size would believe them over the pty (rich does)
 
 TESTS = Path(__file__).resolve().parent
 SLOW_DIRECTORIES = ("e2e", "scale")

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from bearagent.providers.kit import ModelCall, StreamingProvider
     from bearagent.tools.base import tool_error
     from bearagent.tools.kit import BaseTool, WorkspaceFile, open_workspace_file
-    from bearagent.tools.web_search import SearchHit, WebSearchBackend
+    from bearagent.tools.search_hit import SearchHit, WebSearchBackend
 
 _EXPORTS: dict[str, str] = {
     # hooks and registration
@@ -96,8 +96,8 @@ _EXPORTS: dict[str, str] = {
     "WorkspaceFile": "bearagent.tools.kit",
     "open_workspace_file": "bearagent.tools.kit",
     "tool_error": "bearagent.tools.base",
-    "SearchHit": "bearagent.tools.web_search",
-    "WebSearchBackend": "bearagent.tools.web_search",
+    "SearchHit": "bearagent.tools.search_hit",
+    "WebSearchBackend": "bearagent.tools.search_hit",
     # model providers
     "ModelProvider": "bearagent.ports",
     "ModelCompleted": "bearagent.domain.models",

@@ -59,6 +59,7 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
             "bearagent.service.agent_plans",
             "bearagent.service.children",
             "bearagent.service.compacting",
+            "bearagent.service.preflight",  # joined with run/doctor's one preflight (issue 32); cut with the rest
             "bearagent.service.replay",
             "bearagent.service.resuming",
             "bearagent.service.runner",

@@ -169,6 +169,6 @@ def test_a_long_description_wraps_to_the_terminal_instead_of_being_cut(tmp_path:
     child.expect(pexpect.EOF)
     screen = str(child.before or "")
     lines = [line.rstrip() for line in screen.splitlines()]
-    assert all(len(line) <= 200 for line in lines)
+    assert all(len(line) <= 200 for line in lines), [line for line in lines if len(line) > 200]
     assert "THEEND" in screen and "…" not in screen.split("wordy", 1)[1]
     assert sum(1 for line in lines if "word" in line) > 1  # wrapped onto continuation lines

@@ -70,8 +70,10 @@ def test_doctor_and_the_trust_listing_show_each_handlers_capabilities(workspace:
     rows = json.loads(cli(workspace, "doctor", "--json").stdout)["hooks"]
     assert [r["capabilities_label"] for r in rows] == ["all (undeclared)", "block", "block,context"]
     listing = cli(workspace, "trust", "--list", "-w", str(workspace))
-    assert "runs '.claude/hooks/block-rm.sh'; capabilities: all (undeclared)" in listing.stdout + listing.stderr
-    assert "capabilities: block,context" in listing.stdout + listing.stderr
+    # the listing wraps a long item at 100 characters onto "    " continuation lines (never cuts it): undo that
+    shown = (listing.stdout + listing.stderr).replace("\n    ", "")
+    assert "runs '.claude/hooks/block-rm.sh'; capabilities: all (undeclared)" in shown
+    assert "capabilities: block,context" in shown
     assert rows[0]["source"] == str(workspace / ".bearagent" / "config.yaml")
 
 

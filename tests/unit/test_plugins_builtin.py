@@ -22,7 +22,8 @@ from bearagent.ports import ModelProvider, Tool
 from bearagent.providers.factory import BUILTIN_FACTORIES, create_provider
 from bearagent.providers.openai_responses import OpenAIResponsesProvider
 from bearagent.providers.scripted import ScriptedProvider
-from bearagent.tools.web_search import SearchHit, WebSearchTool
+from bearagent.tools.search_hit import SearchHit
+from bearagent.tools.web_search import WebSearchTool
 
 ROOT = Path(__file__).resolve().parents[2]
 

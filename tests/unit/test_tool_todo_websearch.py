@@ -12,7 +12,7 @@ from tests.support.tools import call
 from bearagent.tools.builtin import NATIVE_TOOL_NAMES, native_tools
 from bearagent.tools.gate import ToolGate, tools_by_name
 from bearagent.tools.policy import ToolPolicy
-from bearagent.tools.web_search import SearchHit, WebSearchBackend
+from bearagent.tools.search_hit import SearchHit, WebSearchBackend
 
 
 def test_todo_write_returns_the_list(tmp_path: Path) -> None:

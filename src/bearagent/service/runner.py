@@ -298,7 +298,8 @@ class WorkspaceRuntime:
                 trigger_type=options.trigger_type,
                 trigger_ref=options.trigger_ref,
                 request=RunRequest(
-                    initiator_ref=options.initiator_ref or local_initiator(),
+                    initiator_ref=options.initiator_ref
+                    or (options.caller if options.caller != "local" else local_initiator()),
                     auth_context=options.auth_context,
                     metadata=options.metadata,
                     model_override=options.model,

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from bearagent.domain._base import JsonValue
 from bearagent.tools.base import tool_error
-from bearagent.tools.web_search import SearchHit
+from bearagent.tools.search_hit import SearchHit
 
 WEB_SEARCH_SETTING = "bearagent.web_search"
 """ToolContext.settings key: `{provider, base_url, api_key, api_key_env, max_results}` of the configured service."""

@@ -4,38 +4,16 @@ an error naming the config key to set."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.ports import ToolContext
 from bearagent.tools.base import NativeTool, str_arg
+from bearagent.tools.search_hit import WebSearchBackend
 
 MAX_RESULTS = 10
 MAX_HITS = 20
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    title: str
-    url: str
-    snippet: str = ""
-
-
-@runtime_checkable
-class WebSearchBackend(Protocol):
-    """A search provider. Raise `BearAgentError` (category network/rate_limit/...) on failure."""
-
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int,
-        allowed_domains: Sequence[str] = (),
-        blocked_domains: Sequence[str] = (),
-    ) -> Sequence[SearchHit]: ...
 
 
 SPEC = ToolSpec(

@@ -18,8 +18,6 @@ from bearagent.domain._base import JsonValue
 
 ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "web_search", "sandbox", "file", "env"]
 
-MAX_HASHED_FILE_BYTES = 16 * 1024 * 1024
-
 
 @dataclass(frozen=True, slots=True)
 class TrustItem:
@@ -120,22 +118,6 @@ def split_command(command: str) -> list[str]:
         return shlex.split(command)
     except ValueError:
         return command.split()
-
-
-def hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            remaining = MAX_HASHED_FILE_BYTES
-            while remaining > 0:
-                chunk = handle.read(min(1 << 20, remaining))
-                if not chunk:
-                    break
-                digest.update(chunk)
-                remaining -= len(chunk)
-    except OSError as exc:
-        return f"unreadable: {exc.strerror or exc}"
-    return digest.hexdigest()
 
 
 def read_text(path: str | Path) -> str:

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bearagent.trust.collector import hash_file
+from bearagent.trust.file_digest import hash_file
 
 MAX_FILES = 2000
 MAX_SCAN_BYTES = 512 * 1024
