@@ -22,9 +22,11 @@ turns:
   - text: "Reading."
     tool_calls: [{name: Read, arguments: {file_path: docs/a.md}}]
   - text: "The doc says hello, twice over."
-    delay_ms: 600
+    wait_for_file: release
+    wait_timeout_ms: 120000
     delta_delay_ms: 30
 """
+HELD = "    wait_for_file: release\n    wait_timeout_ms: 120000\n"  # the second model call, held until the test says
 MAIN = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
 
 
@@ -65,6 +67,9 @@ def test_a_consumer_that_reconnects_misses_nothing_and_sees_nothing_twice(tmp_pa
                 if kind(event) == "tool_result":
                     break  # the connection drops here
             assert not run.done(), "the second consumer should join a live run"
+            # released only now (a fixed delay could run out while a loaded machine ran the first consumer); the
+            # provider polls on this loop, so it answers only once the second consumer below is reading
+            (root / ".bearagent" / "release").touch()
             resume_at = first[-1].seq
             assert resume_at is not None
             second = [event async for event in ws.stream_run(run_id[:8], after_seq=resume_at)]
@@ -141,7 +146,7 @@ turns:
 
 
 def test_stream_json_lines_name_the_run_and_its_log_sequence(tmp_path: Path) -> None:
-    root = scripted_workspace(tmp_path / "ws", SCRIPT.replace("    delay_ms: 600\n", ""), agents=MAIN)
+    root = scripted_workspace(tmp_path / "ws", SCRIPT.replace(HELD, ""), agents=MAIN)
     (root / "docs").mkdir()
     (root / "docs" / "a.md").write_text("hello\n", encoding="utf-8")
     result = CliRunner().invoke(

@@ -30,10 +30,14 @@ turns:
   - text: "third answer"
   - text: "fourth answer"
 """
-SLOW = """
+# the slow turn is held until the test creates RELEASE beside the script (never, for a run the test cancels): a fixed
+# delay raced the test, which a loaded machine can make slower than the delay
+RELEASE = "release-slow-turn"
+SLOW = f"""
 turns:
   - text: "slow answer"
-    delay_ms: 4000
+    wait_for_file: {RELEASE}
+    wait_timeout_ms: 120000
   - text: "after the slow one"
 """
 
@@ -185,17 +189,25 @@ def test_sse_is_resumable_by_last_event_id_without_gaps_or_duplicates(server: Se
             assert whole[:cut] + rest == whole
 
 
-def test_sse_of_a_live_run_ends_with_its_terminal_event(server: Server) -> None:
+def test_sse_of_a_live_run_ends_with_its_terminal_event(server: Server, workspaces: tuple[Path, Path]) -> None:
     with server.client() as c:
         sid = c.post("/v1/workspaces/beta/sessions", json={}).json()["id"]
         run_id = c.post(f"/v1/sessions/{sid}/runs", json={"prompt": "slowly"}).json()["run_id"]
         kinds: list[str] = []
         with connect_sse(c, "GET", f"/v1/runs/{run_id}/events") as source:
-            kinds = [sse.event for sse in source.iter_sse()]
+            for sse in source.iter_sse():
+                if not kinds:  # the stream is open on a live run (its model turn is held): now let it answer
+                    assert c.get(f"/v1/runs/{run_id}").json()["status"] == "running"
+                    (workspaces[1] / ".bearagent" / RELEASE).touch()
+                kinds.append(sse.event)
         assert kinds[0] == "run.started" and kinds[-1] == "run.succeeded" and "token" in kinds
 
 
-def test_a_run_can_be_cancelled_and_strategies_decide_a_second_message(server: Server) -> None:
+def test_a_run_can_be_cancelled_and_strategies_decide_a_second_message(
+    server: Server, workspaces: tuple[Path, Path]
+) -> None:
+    # the slow turn is held until both slow runs are cancelled: each can only end by being cancelled, however slow
+    # the machine; then the replacing run (which asks the same first turn again) is let through
     with server.client() as c:
         sid = c.post("/v1/workspaces/beta/sessions", json={}).json()["id"]
         first = c.post(f"/v1/sessions/{sid}/runs", json={"prompt": "slowly"}).json()["run_id"]
@@ -207,6 +219,8 @@ def test_a_run_can_be_cancelled_and_strategies_decide_a_second_message(server: S
         slow = c.post(f"/v1/sessions/{sid2}/runs", json={"prompt": "slowly"}).json()["run_id"]
         replaced = c.post(f"/v1/sessions/{sid2}/runs", json={"prompt": "instead", "strategy": "interrupt"}).json()
         wait_for(c, slow, "cancelled")
+        assert c.get(f"/v1/runs/{replaced['run_id']}").json()["status"] in ("queued", "running")
+        (workspaces[1] / ".bearagent" / RELEASE).touch()
         wait_for(c, replaced["run_id"])
 
 

@@ -22,13 +22,17 @@ SCRIPT = """
 turns:
   - text: "Reading."
     tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
-    delay_ms: 250
+    wait_for_file: release
+    wait_timeout_ms: 120000
   - text: "Read it."
     tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
     delay_ms: 250
   - text: "All read."
     delay_ms: 250
 """
+# a run's first model call is held until a test creates .bearagent/release (`release`): runs a test starts one after
+# the other are then all in flight together, however long a loaded machine takes to start them (a fixed delay
+# could run out first, and the runs would not interleave)
 IDLE_S = 2.0
 RW = "runs:read runs:write"
 
@@ -92,6 +96,11 @@ def read_feed(client: httpx.Client, last_event_id: str | None = None, *, until: 
     return frames
 
 
+def release(served: Served) -> None:
+    """Let the held first model call of every run (started or to come) answer."""
+    (served.root / ".bearagent" / "release").touch()
+
+
 def start_run(client: httpx.Client) -> str:
     sid = client.post("/v1/workspaces/ws/sessions", json={}).json()["id"]
     accepted = client.post(f"/v1/sessions/{sid}/runs", json={"prompt": "read the notes"})
@@ -114,6 +123,7 @@ def test_the_feed_interleaves_the_callers_runs_and_resumes_without_gaps_or_dupli
         with connect_sse(a, "GET", "/v1/workspaces/ws/events") as warm:  # the feed exists before the runs start
             assert warm.response.status_code == 200
         first, second, bobs = start_run(a), start_run(a), start_run(b)
+        release(served)
         for run_id in (first, second):
             wait_for(a, run_id)
         wait_for(b, bobs)
@@ -155,6 +165,7 @@ def test_a_connection_dropped_mid_run_resumes_live(served: Served) -> None:
         tokens = 0
         with connect_sse(a, "GET", "/v1/workspaces/ws/events") as source:
             run_id = start_run(a)
+            release(served)
             for sse in source.iter_sse():
                 tokens += sse.event == "token"
                 if sse.event != "token":
@@ -191,6 +202,7 @@ def test_runs_another_process_writes_appear_in_the_feed(served: Served) -> None:
     with srv.client() as c:  # the local token: the CLI's runs are subject `local`'s
         with connect_sse(c, "GET", "/v1/workspaces/ws/events") as warm:
             assert warm.response.status_code == 200
+        release(served)
         done = subprocess.run(
             [sys.executable, "-m", "bearagent", "run", "-w", str(served.root), "--json", "read the notes"],
             env=isolated_env(served.home),

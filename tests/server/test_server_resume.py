@@ -20,8 +20,11 @@ turns:
   - text: "Reading."
     tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
   - text: "Thinking slowly."
-    delay_ms: 3000
+    wait_for_file: release
+    wait_timeout_ms: 120000
 """
+# the second model call is held until the test creates .bearagent/release (after the SIGKILL), so the process is
+# always killed during that call: a fixed 3 s delay could run out first on a loaded machine
 
 
 def _status(db: Path) -> tuple[str, list[str]]:
@@ -65,6 +68,8 @@ def test_the_server_resumes_a_run_its_crashed_process_left(tmp_path: Path) -> No
     time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
+    assert _status(db)[1] == ["Reading."], "the run was killed during its held second model call"
+    (root / ".bearagent" / "release").touch()  # the resumed run's call may now answer
     server = start(tmp_path, config=f"workspaces:\n  - {{id: ws, path: {root}}}\nruns: {{resume_on_start: true}}\n")
     try:
         deadline = time.monotonic() + 60

@@ -40,10 +40,14 @@ turns:
     tool_calls: [{name: Read, arguments: {file_path: page.html}}]
   - text: "It had an <img src=x onerror=window.__pwnedFinal=1> tag."
 """
+# the first turn is held until the test creates RELEASE beside the script (once the page follows the run's stream):
+# a fixed delay raced the browser's sign-in, which a loaded machine can make slower than the delay
+RELEASE = "release-later"  # as named in LATER
 LATER = """
 turns:
   - text: "Thinking first, then writing."
-    delay_ms: 4000
+    wait_for_file: release-later
+    wait_timeout_ms: 120000
     tool_calls: [{name: Write, arguments: {file_path: later.txt, content: "later\\n"}}]
   - text: "Wrote later.txt."
 """
@@ -226,15 +230,16 @@ def test_approval_buttons_come_from_the_stream_and_an_answer_elsewhere_removes_t
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    srv, _ = server
+    srv, notes = server
     with srv.client() as c:
         sid = c.post("/v1/workspaces/later/sessions", json={}).json()["id"]
         run_id = c.post(f"/v1/sessions/{sid}/runs", json={"prompt": "write later"}).json()["run_id"]
-        # the page is open on the run before it asks: the model takes 4 s to answer
+        # the page is open on the run before it asks: the model's turn is held until the page follows the stream
         sign_in(browser, srv.base, f"#ws=later&run={run_id}")
         until(lambda: "live" in text_of(browser, "#connection"), "the stream to be followed")
         assert c.get(f"/v1/runs/{run_id}").json()["status"] in ("queued", "running")
         assert not browser.find_elements(By.CSS_SELECTOR, "button.answer")
+        (notes.parent / "later" / ".bearagent" / RELEASE).touch()
         allow = until(lambda: browser.find_element(By.CSS_SELECTOR, "button.answer-allow_once"), "the Allow button")
         assert allow.is_displayed()
         approvals = text_of(browser, "#approvals")

@@ -191,3 +191,63 @@ def test_delta_delay_ms_waits_before_each_streamed_word() -> None:
     assert len(stamps) == 3
     assert stamps[0] - start >= 0.025
     assert stamps[2] - stamps[0] >= 0.05
+
+
+def test_wait_for_file_holds_the_turn_until_the_file_exists(tmp_path: Path) -> None:
+    path = tmp_path / "script.yaml"
+    path.write_text('turns:\n  - text: "released"\n    wait_for_file: go\n')
+    provider = ScriptedProvider.from_file(path)
+
+    async def main() -> list[ModelEvent]:
+        task = asyncio.create_task(_collect(provider))
+        await asyncio.sleep(0.2)
+        assert not task.done()  # held: the file does not exist yet
+        (tmp_path / "go").touch()
+        return await asyncio.wait_for(task, 30)  # generous: only a loaded machine would need more than a poll
+
+    events = asyncio.run(main())
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "released"
+
+
+async def _collect(provider: ScriptedProvider) -> list[ModelEvent]:
+    return [event async for event in provider.stream(_request())]
+
+
+def test_a_held_turn_is_cancellable_and_a_timeout_fails_naming_the_file_line_and_fix(tmp_path: Path) -> None:
+    path = tmp_path / "script.yaml"
+    path.write_text(
+        'turns:\n  - text: "a"\n    wait_for_file: never\n  - text: "b"\n    wait_for_file: never\n'
+        "    wait_timeout_ms: 50\n"
+    )
+    provider = ScriptedProvider.from_file(path)
+
+    async def cancelled() -> bool:
+        task = asyncio.create_task(_collect(provider))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    assert asyncio.run(cancelled())
+    with pytest.raises(ProviderStreamError) as raised:
+        _run(provider, _request())
+    info = raised.value.info
+    assert info.code == "configuration.script_wait_timeout" and not info.retryable
+    assert str(tmp_path / "never") in info.message and "line 4" in info.message and "wait_timeout_ms" in info.message
+
+
+@pytest.mark.parametrize(
+    ("turn", "complaint"),
+    [
+        ('    wait_for_file: ""\n', "line 3: turns[0].wait_for_file is empty"),
+        ("    wait_timeout_ms: 10\n", "line 3: turns[0].wait_timeout_ms must come with `wait_for_file`"),
+        ("    wait_for_file: go\n    wait_timeout_ms: 600001\n", "line 4: turns[0].wait_timeout_ms must come with"),
+    ],
+)
+def test_bad_wait_keys_fail_at_load_with_the_line(turn: str, complaint: str) -> None:
+    with pytest.raises(ScriptError) as raised:
+        parse_script(f'turns:\n  - text: "x"\n{turn}', Path("w.yaml"))
+    assert complaint in raised.value.info.message and "w.yaml, line " in raised.value.info.message

@@ -11,6 +11,9 @@ turns:                         # one item per model call, consumed in order
   - refusal: "I can't help with that."             # a refusal ending (stop_reason refusal)
     delay_ms: 50                                     # wait before answering
     delta_delay_ms: 20                               # wait before each streamed delta (a slow stream)
+  - text: "Answered once released."
+    wait_for_file: release     # wait (polling) until this file exists (relative to the script's folder) ...
+    wait_timeout_ms: 60000     # ... at most this long (default 60000, at most 600000); then the call fails
 ```
 
 One provider instance is one conversation: it keeps its position in the script, and every model call (including a
@@ -18,6 +21,9 @@ failed one and its retries) consumes the next turn. A resumed run moves it (`see
 model call its log records as answered. Asking for more turns than the script holds fails with an
 error naming the script and its number of turns; the script never loops. A script that does not parse, or has a
 wrong key or value, fails when it is loaded, naming the file, the line and the fix.
+
+`wait_for_file` lets a test hold a turn until it says so (it creates the file), instead of a fixed `delay_ms` that a
+loaded machine can outrun. The module is a little over 400 lines: parsing and replay of one format stay together.
 """
 
 from __future__ import annotations
@@ -54,7 +60,21 @@ from bearagent.domain.models import (
 )
 from bearagent.providers.errors import ProviderStreamError
 
-TURN_KEYS = ("text", "tool_calls", "usage", "error", "refusal", "delay_ms", "delta_delay_ms", "model")
+TURN_KEYS = (
+    "text",
+    "tool_calls",
+    "usage",
+    "error",
+    "refusal",
+    "delay_ms",
+    "delta_delay_ms",
+    "wait_for_file",
+    "wait_timeout_ms",
+    "model",
+)
+DEFAULT_WAIT_TIMEOUT_MS = 60_000
+MAX_WAIT_TIMEOUT_MS = 600_000
+WAIT_POLL_S = 0.02
 KEPT_REQUESTS = 100
 TOOL_CALL_KEYS = ("name", "arguments", "id")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -84,6 +104,8 @@ class ScriptedTurn:
     refusal: str | None = None
     delay_ms: int = 0
     delta_delay_ms: int = 0
+    wait_for_file: Path | None = None
+    wait_timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS
     model: str | None = None
 
 
@@ -240,6 +262,22 @@ def _turn(path: Path, node: yaml.Node, index: int) -> ScriptedTurn:
     refusal = _str(path, fields["refusal"], f"{where}.refusal") if "refusal" in fields else None
     delay = _int(path, fields["delay_ms"], f"{where}.delay_ms") if "delay_ms" in fields else 0
     delta_delay = _int(path, fields["delta_delay_ms"], f"{where}.delta_delay_ms") if "delta_delay_ms" in fields else 0
+    wait_for: Path | None = None
+    if "wait_for_file" in fields:
+        name = _str(path, fields["wait_for_file"], f"{where}.wait_for_file")
+        if not name:
+            raise _fail(path, _line(fields["wait_for_file"]), f"{where}.wait_for_file is empty", "Name a file.")
+        wait_for = path.parent / name  # an absolute name stays absolute
+    wait_timeout = DEFAULT_WAIT_TIMEOUT_MS
+    if "wait_timeout_ms" in fields:
+        wait_timeout = _int(path, fields["wait_timeout_ms"], f"{where}.wait_timeout_ms")
+        if wait_for is None or wait_timeout > MAX_WAIT_TIMEOUT_MS:
+            raise _fail(
+                path,
+                _line(fields["wait_timeout_ms"]),
+                f"{where}.wait_timeout_ms must come with `wait_for_file` and be at most {MAX_WAIT_TIMEOUT_MS}",
+                "Add `wait_for_file:` to the turn, or lower the number.",
+            )
     model = _str(path, fields["model"], f"{where}.model") if "model" in fields else None
     if not (text or calls or error or refusal is not None):
         raise _fail(
@@ -254,6 +292,8 @@ def _turn(path: Path, node: yaml.Node, index: int) -> ScriptedTurn:
         refusal=refusal,
         delay_ms=delay,
         delta_delay_ms=delta_delay,
+        wait_for_file=wait_for,
+        wait_timeout_ms=wait_timeout,
         model=model,
     )
 
@@ -370,11 +410,33 @@ class ScriptedProvider:
         self._position += 1
         return index, self.script.turns[index]
 
+    async def _wait_for_file(self, turn: ScriptedTurn) -> None:
+        """Poll (cancellably) until the turn's file exists; past its timeout the model call fails, not retryable."""
+        assert turn.wait_for_file is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + turn.wait_timeout_ms / 1000
+        while not turn.wait_for_file.exists():
+            if loop.time() >= deadline:
+                raise ProviderStreamError(
+                    ErrorInfo.of(
+                        "configuration",
+                        "script_wait_timeout",
+                        f"The scripted model {self.entry_ref} waited {turn.wait_timeout_ms} ms for "
+                        f"{turn.wait_for_file} ({self.script.path}, line {turn.line}) and it never appeared: "
+                        "create that file to release the turn, or raise the turn's `wait_timeout_ms`.",
+                        file=str(self.script.path)[:1024],
+                        line=turn.line,
+                    )
+                )
+            await asyncio.sleep(WAIT_POLL_S)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
         index, turn = self._next_turn()
         if turn.delay_ms:
             await asyncio.sleep(turn.delay_ms / 1000)
+        if turn.wait_for_file is not None:
+            await self._wait_for_file(turn)
         usage = turn.usage or default_usage(request, turn)
         request_id = f"scripted-{index + 1}"
         for piece in split_deltas(turn.text):
