@@ -7,24 +7,8 @@ from dataclasses import dataclass
 
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.ports import Tool
+from bearagent.tools.names import NATIVE_TOOL_NAMES as NATIVE_TOOL_NAMES
 
-NATIVE_TOOL_NAMES = (
-    "Read",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "LS",
-    "Glob",
-    "Grep",
-    "NotebookRead",
-    "NotebookEdit",
-    "Bash",
-    "BashOutput",
-    "KillShell",
-    "WebFetch",
-    "WebSearch",
-    "TodoWrite",
-)
 RUNTIME_TOOL_NAMES = ("Skill", "Task", "SwitchAgent")
 
 

@@ -11,6 +11,7 @@ from bearagent.tools.grep import GrepTool
 from bearagent.tools.kill_shell import KillShellTool
 from bearagent.tools.ls import LSTool
 from bearagent.tools.multi_edit import MultiEditTool
+from bearagent.tools.names import NATIVE_TOOL_NAMES as NATIVE_TOOL_NAMES
 from bearagent.tools.notebook_edit import NotebookEditTool
 from bearagent.tools.notebook_read import NotebookReadTool
 from bearagent.tools.read import ReadTool
@@ -18,24 +19,6 @@ from bearagent.tools.todo_write import TodoWriteTool
 from bearagent.tools.web_fetch import WebFetchTool
 from bearagent.tools.web_search import WebSearchBackend, WebSearchTool
 from bearagent.tools.write import WriteTool
-
-NATIVE_TOOL_NAMES: tuple[str, ...] = (
-    "Read",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "LS",
-    "Glob",
-    "Grep",
-    "NotebookRead",
-    "NotebookEdit",
-    "Bash",
-    "BashOutput",
-    "KillShell",
-    "WebFetch",
-    "WebSearch",
-    "TodoWrite",
-)
 
 
 def native_tools(*, web_search: WebSearchBackend | None = None) -> list[Tool]:
