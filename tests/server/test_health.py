@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import httpx
 import pytest
-from tests.server.test_http_api import SCRIPT, SLOW, TOKEN, start, wait_for
+from tests.server.test_http_api import RELEASE, SCRIPT, SLOW, TOKEN, start, wait_for
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent.store import schema as sqlite_schema
@@ -121,6 +121,7 @@ def test_health_reports_each_sqlite_store_without_auth(sqlite_server: Served) ->
         assert body["worker"]["concurrency"] == 16 and body["worker"]["in_flight"] == 1
         assert body["worker"]["started"] >= 1
         assert_tells_nothing(body, sqlite_server, session_a, session_b, done, slow)
+        (sqlite_server.roots[1] / ".bearagent" / RELEASE).touch()  # SLOW's turn is held until this file exists
         wait_for(client, slow)
     body = health_until(sqlite_server, lambda b: b["stores"][1]["running"] == 0)
     assert body["stores"][1]["running"] == 0
