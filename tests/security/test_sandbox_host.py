@@ -273,6 +273,11 @@ def test_a_postgresql_socket_is_unreachable(tmp_path: Path, home: Path, outside:
 # ---- limits ----------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(
+    hasattr(os, "geteuid") and os.geteuid() == 0,
+    reason="as root the kernel ignores RLIMIT_NPROC and the supervisor's count is outrun: the bomb escaped and "
+    "starved the whole machine in a full run (issue 28 item 13 is open for root; run this as an ordinary user)",
+)
 def test_a_fork_bomb_is_stopped_and_the_run_continues(tmp_path: Path, home: Path) -> None:
     results = run_bash(
         tmp_path / "ws",
