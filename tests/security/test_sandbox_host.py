@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -250,15 +251,20 @@ def test_a_postgresql_socket_is_unreachable(tmp_path: Path, home: Path, outside:
     query = f"-p {cluster.port} -U {postgres_cluster.SUPERUSER} -d postgres -Atc 'select 40+2'"
     try:
         control = subprocess.run(
-            f"psql -h {sockets} {query}", shell=True, capture_output=True, text=True, timeout=60, check=False
+            f"psql -h {shlex.quote(str(sockets))} {query}",
+            shell=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert control.stdout.strip() == "42", control.stderr  # the relay reaches the real server from the host
         results = run_bash(
             tmp_path / "ws",
             home,
             [
-                f"psql -h {sockets} {query}; echo rc=$?",
-                f"psql -h {cluster.socket_dir} {query}; echo rc=$?",
+                f"psql -h {shlex.quote(str(sockets))} {query}; echo rc=$?",
+                f"psql -h {shlex.quote(str(cluster.socket_dir))} {query}; echo rc=$?",
                 f"psql -h 127.0.0.1 {query}; echo rc=$?",
                 CONNECT + str(sockets / f".s.PGSQL.{cluster.port}"),
             ],
