@@ -140,3 +140,14 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   fi
 fi
 # --- end run inspector block ------------------------------------------------------------------------------------
+
+# --- observability: Harbor's ATIF models for tests/e2e/test_runs_export.py ---------------------------------------
+# The pinned harbor wheel, without its dependencies (the trajectory models need only pydantic), into
+# .cache/pypi-harbor/ (gitignored). The test installs the same version on demand when this block did not run. Keep
+# the version in sync with tests/support/harbor_atif.py.
+HARBOR_VERSION="0.26.0"
+if [ ! -d ".cache/pypi-harbor/harbor-${HARBOR_VERSION}.dist-info" ]; then
+  uv pip install --quiet --no-deps --target .cache/pypi-harbor --python-version 3.12 "harbor==${HARBOR_VERSION}" \
+    || echo "ci-extras: could not install harbor; tests/e2e/test_runs_export.py installs it on demand" >&2
+fi
+# --- end observability block ------------------------------------------------------------------------------------

@@ -62,7 +62,11 @@ def _when(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value is not None else "-"
 
 
-@click.group("runs", cls=ListGroup)
+@click.group(
+    "runs",
+    cls=ListGroup,
+    lazy={"export": "bearagent.cli.run_export:export"},
+)
 def runs() -> None:
     """List the runs stored in this workspace's event log."""
 
