@@ -15,6 +15,7 @@ from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.models import ModelEvent, ModelRequest
+from bearagent.domain.search import RunSearch, RunSearchHit
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.runtime.run_state import ActivityState, RunState
@@ -301,6 +302,14 @@ class WorkspaceStore(RunStorage, EventStore, SessionStore, Protocol):
 
     def resolve_run_ref(self, ref: str) -> RunId:
         """A run id from a full id, a unique prefix of one, or `last`."""
+        ...
+
+    def search_runs(self, query: RunSearch) -> list[RunSearchHit]:
+        """Runs whose searchable text (`runtime/search_text.py`) holds every word of `query`, newest first."""
+        ...
+
+    async def fetch_search(self, query: RunSearch) -> list[RunSearchHit]:
+        """`search_runs` for async callers (off the event loop)."""
         ...
 
 

@@ -65,7 +65,7 @@ def _when(value: datetime | None) -> str:
 @click.group(
     "runs",
     cls=ListGroup,
-    lazy={"export": "bearagent.cli.run_export:export"},
+    lazy={"export": "bearagent.cli.run_export:export", "search": "bearagent.cli.run_search:search"},
 )
 def runs() -> None:
     """List the runs stored in this workspace's event log."""

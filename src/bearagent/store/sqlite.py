@@ -26,11 +26,12 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.search import RunSearch, RunSearchHit
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.ports import RunCommit, StoredRun
 from bearagent.runtime.run_refs import MATCH_LIMIT, pick_run, run_ref_prefix
 from bearagent.runtime.run_writer import RunWriter
-from bearagent.store import leases, maintenance, run_reads, sessions, workspace_rows
+from bearagent.store import leases, maintenance, run_reads, search, sessions, workspace_rows
 from bearagent.store.connection import Durability, Worker, connect_more, open_primary
 from bearagent.store.errors import StoreError
 from bearagent.store.maintenance import RebuildReport
@@ -271,6 +272,22 @@ class SqliteEventStore:
             )
         )
         return pick_run(ref, prefix, found, str(self.path))
+
+    # ---- search (`store/search.py`) --------------------------------------------------------------------------
+
+    @staticmethod
+    def _search_on(conn: sqlite3.Connection, path: Path, query: RunSearch) -> list[RunSearchHit]:
+        search.index_on(conn, path)
+        return search.search_on(conn, path, query)
+
+    def search_runs(self, query: RunSearch) -> list[RunSearchHit]:
+        """Runs whose prompt, answers, tool calls or results hold every word of `query` (the index caught up with
+        the log first), newest first."""
+        return self._sync_read(lambda conn: self._search_on(conn, self.path, query))
+
+    async def fetch_search(self, query: RunSearch) -> list[RunSearchHit]:
+        """`search_runs` off the event loop (on the reader thread's connection)."""
+        return await self._reader.call(lambda conn: self._search_on(conn, self.path, query))
 
     # ---- maintenance -----------------------------------------------------------------------------------------
 

@@ -28,10 +28,11 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.search import RunSearch, RunSearchHit
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.ports import RunCommit, StoredRun
 from bearagent.store import workspace_rows
-from bearagent.store.postgres import leases, run_commit, run_reads, sessions
+from bearagent.store.postgres import leases, run_commit, run_reads, search, sessions
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.io_loop import IoLoop
 from bearagent.store.postgres.location import Conn, Location, Queries
@@ -210,6 +211,12 @@ class PostgresRunStorage(SyncFace):
 
     async def record_workspace(self, record: WorkspaceRecord) -> WorkspaceRecord:
         return await self._port(lambda conn: workspace_rows.record_pg(conn, self._q, record))
+
+    async def fetch_search(self, query: RunSearch) -> list[RunSearchHit]:
+        return await self._port(lambda conn: search.search_caught_up(conn, self._q, self.path, query))
+
+    def search_runs(self, query: RunSearch) -> list[RunSearchHit]:
+        return self._blocking(lambda conn: search.search_caught_up(conn, self._q, self.path, query))
 
     def session_lock(
         self,
