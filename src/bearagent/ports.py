@@ -15,6 +15,7 @@ from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.models import ModelEvent, ModelRequest
+from bearagent.domain.retention import PruneResult
 from bearagent.domain.search import RunSearch, RunSearchHit
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
@@ -310,6 +311,25 @@ class WorkspaceStore(RunStorage, EventStore, SessionStore, Protocol):
 
     async def fetch_search(self, query: RunSearch) -> list[RunSearchHit]:
         """`search_runs` for async callers (off the event loop)."""
+        ...
+
+    def prune_runs(self, before: datetime, *, dry_run: bool = False) -> PruneResult:
+        """Remove finished top-level runs created before `before` with their subagents' runs, except pinned trees
+        (`domain/retention.py`), in one transaction; `dry_run`: only report."""
+        ...
+
+    def set_pinned(self, run_id: RunId, pinned: bool) -> bool:
+        """Pin or unpin a run (pinned runs survive every prune); False when it already was so."""
+        ...
+
+    def pinned_runs(self) -> list[RunId]: ...
+
+    def size_bytes(self) -> int:
+        """What the store takes: the SQLite file with its WAL, or the PostgreSQL schema's tables and indexes."""
+        ...
+
+    def vacuum(self) -> None:
+        """Reclaim the space of pruned runs (SQLite: VACUUM, rewriting the file; PostgreSQL: plain VACUUM)."""
         ...
 
 

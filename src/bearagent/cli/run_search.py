@@ -40,7 +40,7 @@ def search(
     """Search the runs' prompts, answers, tool calls and results for every word of TEXT.
 
     Words match whole and regardless of case and accents; the best-matching piece of each run is shown with the
-    words in [brackets]. `bearagent runs events RUN` shows the whole log around it (the hit names its sequence).
+    words in [brackets]. `bearagent events RUN` shows the whole log around it (the hit names its sequence).
     """
     from bearagent.cli._ages import AgeError, parse_since
     from bearagent.domain.errors import BearAgentError

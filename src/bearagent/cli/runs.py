@@ -327,3 +327,32 @@ def events(run_ref: str, workspace: Path | None, as_json: bool, follow: bool) ->
                 continue
             return
         time.sleep(FOLLOW_POLL_S)
+
+
+@runs.command("pin")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+def pin(run_ref: str, workspace: Path | None) -> None:
+    """Keep RUN (and its subagents' runs) through every `bearagent db prune`."""
+    _set_pin(run_ref, workspace, pinned=True)
+
+
+@runs.command("unpin")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+def unpin(run_ref: str, workspace: Path | None) -> None:
+    """Let `bearagent db prune` remove RUN again once it is old enough."""
+    _set_pin(run_ref, workspace, pinned=False)
+
+
+def _set_pin(run_ref: str, workspace: Path | None, *, pinned: bool) -> None:
+    from bearagent.domain.errors import BearAgentError
+
+    store = open_recovered(workspace)
+    run_id = resolve_ref(store, run_ref)
+    try:
+        changed = store.set_pinned(run_id, pinned)
+    except BearAgentError as exc:
+        fail(exc.info.message, exc.hint)
+    state = "pinned" if pinned else "not pinned"
+    click.echo(f"run {run_id} is {state}" + ("" if changed else " (it already was)"))

@@ -91,7 +91,7 @@ class RunSearchHit:
     created_at: datetime
     goal: str | None
     sequence: int
-    """The event whose text matched best (`runs events RUN` shows it)."""
+    """The event whose text matched best (`bearagent events RUN` shows it)."""
     event_type: str
     snippet: str
     """Up to `SNIPPET_CHARS` characters around the words, the words marked `[like this]`, control characters gone."""
