@@ -19,12 +19,17 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "bearagent"
 
+LEAVES = ("bearagent._version", "bearagent.config.env", "bearagent.config.safe_yaml", "bearagent.config.workspace")
+"""Leaves of the config room (and the version) every layer may read: they import only the domain."""
+
 LAYERS: tuple[tuple[str, int], ...] = (
     ("bearagent.domain", 0),
+    *((name, 0) for name in LEAVES),
     ("bearagent.ports", 1),
     ("bearagent.runtime", 2),
     *((f"bearagent.{name}", 3) for name in ("store", "providers", "tools", "sandbox", "hooks", "mcp", "trust")),
     *((f"bearagent.{name}", 4) for name in ("config", "registries", "builtin")),
+    ("bearagent.plugins.contributions", 4),  # what plugins contributed, as the registries read it (data only)
     ("bearagent.plugins", 5),
     ("bearagent.workspace", 6),
     ("bearagent.service", 7),
@@ -36,57 +41,21 @@ LAYERS: tuple[tuple[str, int], ...] = (
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
     frozenset(cycle)
     for cycle in (
-        ("bearagent.providers._base", "bearagent.providers._core"),
-        ("bearagent.config.files", "bearagent.config.lenient_frontmatter"),
-        ("bearagent.sandbox.env", "bearagent.sandbox.settings"),
-        ("bearagent.registries.actions", "bearagent.registries.commands"),
-        ("bearagent.config.claude_settings", "bearagent.config.model"),
-        ("bearagent.runtime.projection", "bearagent.runtime.tool_names"),
-        ("bearagent.runtime.compaction_run", "bearagent.runtime.loop"),
-        ("bearagent.cli._run_common", "bearagent.cli.interactive", "bearagent.cli.main"),
+        ("bearagent.mcp.calls", "bearagent.mcp.manager", "bearagent.mcp.slot", "bearagent.mcp.tool"),
         (
-            "bearagent",
-            "bearagent.api",
-            "bearagent.app.resources",
-            "bearagent.mcp._sdk",
-            "bearagent.mcp.calls",
-            "bearagent.mcp.manager",
-            "bearagent.mcp.slot",
-            "bearagent.mcp.tool",
-            "bearagent.plugins.manager",
-            "bearagent.plugins.permission",
-            "bearagent.service.admission",
             "bearagent.service.agent_plans",
             "bearagent.service.children",
-            "bearagent.service.compacting",
-            "bearagent.service.preflight",  # joined with run/doctor's one preflight (issue 32); cut with the rest
-            "bearagent.service.replay",
             "bearagent.service.resuming",
             "bearagent.service.runner",
             "bearagent.service.session_hooks",
-            "bearagent.service.sessions",
-            "bearagent.workspace",
         ),
     )
 )
 
 KNOWN_BACK_ARROWS: frozenset[tuple[str, str]] = frozenset(
     {
-        ("bearagent.hooks.runners", "bearagent.config.env"),
-        ("bearagent.mcp._sdk", "bearagent"),
-        ("bearagent.mcp.launch", "bearagent.config.env"),
-        ("bearagent.plugins.manager", "bearagent"),
-        ("bearagent.ports", "bearagent.runtime.run_state"),
-        ("bearagent.providers.scripted", "bearagent.config.safe_yaml"),
-        ("bearagent.registries.hooks", "bearagent.plugins.contributions"),
-        ("bearagent.registries.mcp", "bearagent.plugins.contributions"),
-        ("bearagent.registries.models", "bearagent.plugins.contributions"),
-        ("bearagent.runtime.approvals", "bearagent.tools.gate"),
-        ("bearagent.sandbox.request", "bearagent.config.workspace"),
-        ("bearagent.sandbox.settings", "bearagent.config.files"),
         ("bearagent.service.runner", "bearagent.app.resources"),
         ("bearagent.service.sessions", "bearagent.app.resources"),
-        ("bearagent.trust.store", "bearagent.config.workspace"),
     }
 )
 
