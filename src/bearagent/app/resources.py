@@ -24,6 +24,7 @@ from bearagent.providers.factory import create_provider
 from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
 from bearagent.service.leases import LeaseKeeper, recover_interrupted
+from bearagent.service.sessions import state_dir as state_dir
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.workspace import LoadedWorkspace
 
@@ -31,15 +32,6 @@ if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
 
 STATE_DB = "state.db"
-
-
-def state_dir(loaded: LoadedWorkspace) -> Path:
-    """`<ws>/.bearagent/` for project workspaces; for chat workspaces (no local history) a directory under the
-    user's BearAgent home keyed by the workspace path."""
-    if loaded.config.kind == "chat":
-        key = hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
-        return loaded.user_dir / "chat-state" / key
-    return loaded.state_dir
 
 
 def writer_over(loaded: LoadedWorkspace, storage: RunStorage) -> RunWriter:

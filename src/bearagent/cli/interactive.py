@@ -21,6 +21,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from bearagent.app.runtime import open_runtime
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.model_hint import key_config_lines, no_model_fix
 from bearagent.cli.render import make_console, preview_arguments
@@ -124,7 +125,7 @@ def interactive(
     console = make_console()
     loaded = load(workspace)
     state = InteractiveState(agent=agent or loaded.config.default_agent, session=session, model=model)
-    runtime = WorkspaceRuntime(loaded)
+    runtime = open_runtime(loaded)
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
     from bearagent.sandbox.probe import probe as probe_sandbox

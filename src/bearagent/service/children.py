@@ -36,7 +36,7 @@ from bearagent.tools.gate import ToolGate
 from bearagent.tools.runtime_tools import ChildRunResult
 
 if TYPE_CHECKING:
-    from bearagent.service.runner import WorkspaceRuntime
+    from bearagent.service.host import RunHost
 
 MAX_SUBAGENT_DEPTH = 3
 
@@ -44,7 +44,7 @@ MAX_SUBAGENT_DEPTH = 3
 class ChildRuns:
     """The child runs of one workspace runtime (see the module docstring)."""
 
-    def __init__(self, runtime: WorkspaceRuntime) -> None:
+    def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
 
     async def judge(self, prompt: str, model: str | None) -> str:

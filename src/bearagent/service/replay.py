@@ -32,10 +32,8 @@ interrupted).
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, TypeAlias, cast, get_args
 
 from bearagent.domain._base import JsonMapping
@@ -54,7 +52,6 @@ from bearagent.runtime.run_steps import ModelStep, RunSteps, ToolStep
 from bearagent.service.runner import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, WorkspaceRuntime
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import ToolGate
-from bearagent.workspace import LoadedWorkspace
 
 Verdict: TypeAlias = Literal["match", "mismatch", "reused", "skipped"]
 EventsOf = Callable[[str], Sequence[Event]]
@@ -150,21 +147,17 @@ class _NoModel:
         raise BearAgentError(ErrorInfo.of("internal", "replay_no_model", "no model is called on replay"))
 
 
-async def replay_run(loaded: LoadedWorkspace, events_of: EventsOf, run_id: str) -> RunReplay:
-    """Replay `run_id` (and its child runs) in `loaded`'s workspace into a scratch store (see the module
-    docstring). Raises `BearAgentError` when the workspace may not run (guard files, trust) or the run's agent
-    cannot be planned."""
-    with tempfile.TemporaryDirectory(prefix="bearagent-replay-") as scratch_dir:
-        scratch = SqliteEventStore(Path(scratch_dir) / "replay.db")
-        runtime = WorkspaceRuntime(loaded, store=scratch)
-        providers: dict[str, RecordedTurnsProvider] = {}
-        runtime.resources.override_providers(lambda entry, key: providers.get(key) or _NoModel())
-        try:
-            runtime.check_guards()  # read-only tools run, MCP servers start: as for any run
-            runtime.check_trust()
-            return await _Replay(runtime, scratch, events_of, providers).run(run_id, 0)
-        finally:
-            await runtime.aclose()
+async def replay_in(
+    runtime: WorkspaceRuntime, scratch: SqliteEventStore, events_of: EventsOf, run_id: str
+) -> RunReplay:
+    """Replay `run_id` (and its child runs) with `runtime`, opened by `app/replay.py` over the scratch store
+    `scratch` (see the module docstring). Raises `BearAgentError` when the workspace may not run (guard files,
+    trust) or the run's agent cannot be planned."""
+    providers: dict[str, RecordedTurnsProvider] = {}
+    runtime.resources.override_providers(lambda entry, key: providers.get(key) or _NoModel())
+    runtime.check_guards()  # read-only tools run, MCP servers start: as for any run
+    runtime.check_trust()
+    return await _Replay(runtime, scratch, events_of, providers).run(run_id, 0)
 
 
 class _Replay:
