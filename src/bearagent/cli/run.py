@@ -103,7 +103,7 @@ def run(
 
         loaded = load(workspace)
         if permission_mode is not None:
-            from bearagent.tools.policy import parse_permission_mode
+            from bearagent.domain.permission_modes import parse_permission_mode
 
             permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
         runtime = open_runtime(loaded, permission_mode=permission_mode)

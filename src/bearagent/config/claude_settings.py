@@ -275,7 +275,7 @@ class _Reader:
 
     def default_mode(self, value: object) -> None:
         from bearagent.domain.errors import BearAgentError
-        from bearagent.tools.policy import PERMISSION_MODES, parse_permission_mode
+        from bearagent.domain.permission_modes import PERMISSION_MODES, parse_permission_mode
 
         if value == "auto":
             self.unsupported(

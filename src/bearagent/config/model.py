@@ -377,7 +377,7 @@ def _parse_permission_mode(cf: ConfigFile, data: Mapping[str, object], diagnosti
     if "permission_mode" not in data:
         return
     from bearagent.domain.errors import BearAgentError
-    from bearagent.tools.policy import PERMISSION_MODES, parse_permission_mode
+    from bearagent.domain.permission_modes import PERMISSION_MODES, parse_permission_mode
 
     value = data["permission_mode"]
     try:

@@ -18,6 +18,7 @@ from datetime import date
 from pathlib import Path
 
 from bearagent.domain._base import JsonValue
+from bearagent.domain.permission_modes import DEFAULT_PERMISSION_MODE, PermissionMode
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.ports import ModelProvider, Tool, ToolInterceptor
 from bearagent.runtime.context import ContextBuilder, ContextParts
@@ -25,7 +26,7 @@ from bearagent.runtime.plan import AgentPlan, BoundTool, CompactionPlan
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
-from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, ExecutionPolicy, PermissionMode, ToolPolicy, WorkspaceKind
+from bearagent.tools.policy import ExecutionPolicy, ToolPolicy, WorkspaceKind
 from bearagent.tools.roots import additional_directories
 
 DEFAULT_MAX_SWITCHES = 10
