@@ -47,10 +47,6 @@ class Workspace:
     def root(self) -> Path:
         return self._runtime.root
 
-    @property
-    def runtime(self) -> WorkspaceRuntime:
-        return self._runtime
-
     # ---- running ----
 
     async def run(
@@ -257,3 +253,9 @@ def open_workspace(
     root = Path(path) if path is not None else None
     loaded = load_workspace(root, env=env, plugins=plugins)
     return Workspace(open_runtime(loaded, ask=ask, in_process_mcp=in_process_mcp))
+
+
+def runtime_of(workspace: Workspace) -> WorkspaceRuntime:
+    """The private run service behind `workspace`, for BearAgent's own tests and benchmarks: not a public name
+    (`Workspace.runtime` left the public API in issue 30; docs/python-api.md)."""
+    return workspace._runtime  # pyright: ignore[reportPrivateUsage]
