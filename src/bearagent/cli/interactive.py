@@ -301,11 +301,13 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         if not arg:
             console.print(visible(f"current agent: {state.agent}"), markup=False)
         else:
-            spec = loaded.agents.get(arg)
-            if spec is None:
+            try:  # "no agent named X" (with its did-you-mean, or why a file was skipped) is the registry's
+                spec = loaded.agents.require(arg)
+            except BearAgentError as exc:
                 names = name_list(a.name for a in loaded.agents.all() if a.is_primary)
-                console.print(Text(visible(f"no agent named {arg!r}; primary agents: {names}"), style="red"))
-            elif not spec.is_primary:
+                console.print(Text(visible(f"{exc.info.message}; primary agents: {names}"), style="red"))
+                return True
+            if not spec.is_primary:
                 console.print(Text(visible(f"{arg} is a subagent; switch to a primary agent"), style="red"))
             else:
                 state.agent = arg
