@@ -144,6 +144,7 @@ class AgentPlans:
                 provider=self._rt.resources.provider(entry, session_key),
                 root=self._rt.root,
                 today=self._rt.clock.now().date(),
+                gates=self._rt.resources.gate,
                 executors=executors,
                 policy=PolicyInputs(
                     rules=PermissionRules.parse(

@@ -3,8 +3,8 @@
 `runner.WorkspaceRuntime` composes the parts (`agent_plans`, `children`, `session_hooks`, `resuming`, `compacting`)
 and each part is handed the runtime, but typed by what it reads here, not by `WorkspaceRuntime`: so no part imports
 the runner (the runner imports them), a reader sees what a part depends on, and a test can pass a smaller host.
-`RunResources` is what `app/` opens for a workspace (`app.resources.Resources`): the runtime is given one, it never
-builds its adapters.
+`RunResources` is what `app/` opens for a workspace (`app.resources.Resources`): the runtime is given one and never
+builds an adapter, a loop or a gate itself (`tests/contract/test_composition_root.py`).
 """
 
 from __future__ import annotations
@@ -19,16 +19,19 @@ from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId
 from bearagent.domain.run_events import ApprovalChoice
 from bearagent.domain.specs import AgentSpec, ModelEntry
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
-from bearagent.ports import Asker, Clock, ModelProvider, ToolContext, WorkspaceStore
+from bearagent.ports import Asker, Clock, ModelProvider, Tool, ToolContext, ToolInterceptor, WorkspaceStore
 from bearagent.runtime.approvals import ApprovalBroker
 from bearagent.runtime.loop import AgentLoop
 from bearagent.runtime.loop_state import RunOutcome
 from bearagent.runtime.observer import RunObserver
-from bearagent.runtime.plan import AgentPlan
+from bearagent.runtime.plan import AgentPlan, LoopHooks
+from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_writer import RunWriter
 from bearagent.service.leases import LeaseKeeper
 from bearagent.service.run_types import RunOptions, RunResult
 from bearagent.service.sessions import SessionService
+from bearagent.tools.gate import ToolGate
+from bearagent.tools.policy import ToolPolicy
 from bearagent.tools.runtime_tools import ChildRunResult
 from bearagent.trust.modes import ModeInForce
 from bearagent.trust.seals import Sealer
@@ -55,6 +58,15 @@ class RunResources(Protocol):
     def override_providers(self, make: Callable[[ModelEntry, str], ModelProvider] | None) -> None: ...
     def mcp_status(self) -> list[McpServerStatus] | None: ...
     async def mcp_manager(self) -> McpConnectionManager | None: ...
+    def loop(self, *, retry: RetryPolicy, hooks: LoopHooks | None, observer: RunObserver) -> AgentLoop: ...
+    def gate(
+        self,
+        tools: Mapping[str, Tool],
+        *,
+        policy: ToolPolicy | None = None,
+        interceptor: ToolInterceptor | None = None,
+        ask: Asker | None = None,
+    ) -> ToolGate: ...
     async def aclose(self) -> None: ...
 
 

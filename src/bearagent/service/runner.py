@@ -394,17 +394,7 @@ class WorkspaceRuntime:
 
     def loop(self, *, hooks: LoopHookAdapter | None, observer: RunObserver) -> AgentLoop:
         """An agent loop over this runtime's store and writer; its runs are held (owner + heartbeat) by it."""
-        return AgentLoop(
-            store=self.store,
-            writer=self.writer,
-            clock=self.clock,
-            ids=self.ids,
-            retry=self.retry,
-            hooks=hooks,
-            observer=observer,
-            owner=self.resources.lease.owner,
-            hold=self.resources.lease.hold,
-        )
+        return self.resources.loop(retry=self.retry, hooks=hooks, observer=observer)
 
     def broker(
         self,
