@@ -4,22 +4,22 @@ only `app/` knows the concrete classes."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Protocol, cast, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.models import ModelEvent, ModelRequest
 from bearagent.domain.retention import PruneResult
+from bearagent.domain.run_state import ActivityState, RunState
 from bearagent.domain.search import RunSearch, RunSearchHit
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
-from bearagent.runtime.run_state import ActivityState, RunState
 
 
 class Clock(Protocol):
@@ -362,6 +362,23 @@ class ToolContext:
 class ApprovalDeferred(BaseException):
     """A call of a parallel batch needs an approval: the loop runs it again on its own, where one can be asked.
     A BaseException so no tool or hook wrapper that catches `Exception` swallows it."""
+
+
+AskAnswer: TypeAlias = Literal["allow_once", "allow_always", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class AskRequest:
+    """What an interactive asker is shown: the call, why it needs approval, and the rule `allow_always` would add."""
+
+    tool_name: str
+    arguments: JsonMapping
+    reason: str
+    suggested_rule: str | None
+    context: ToolContext
+
+
+Asker: TypeAlias = Callable[[AskRequest], Awaitable[AskAnswer]]
 
 
 @runtime_checkable

@@ -21,6 +21,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from bearagent.app.runtime import open_runtime
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.model_hint import key_config_lines, no_model_fix
 from bearagent.cli.render import make_console, preview_arguments
@@ -124,7 +125,7 @@ def interactive(
     console = make_console()
     loaded = load(workspace)
     state = InteractiveState(agent=agent or loaded.config.default_agent, session=session, model=model)
-    runtime = WorkspaceRuntime(loaded)
+    runtime = open_runtime(loaded)
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
     from bearagent.sandbox.probe import probe as probe_sandbox
@@ -300,11 +301,13 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         if not arg:
             console.print(visible(f"current agent: {state.agent}"), markup=False)
         else:
-            spec = loaded.agents.get(arg)
-            if spec is None:
+            try:  # "no agent named X" (with its did-you-mean, or why a file was skipped) is the registry's
+                spec = loaded.agents.require(arg)
+            except BearAgentError as exc:
                 names = name_list(a.name for a in loaded.agents.all() if a.is_primary)
-                console.print(Text(visible(f"no agent named {arg!r}; primary agents: {names}"), style="red"))
-            elif not spec.is_primary:
+                console.print(Text(visible(f"{exc.info.message}; primary agents: {names}"), style="red"))
+                return True
+            if not spec.is_primary:
                 console.print(Text(visible(f"{arg} is a subagent; switch to a primary agent"), style="red"))
             else:
                 state.agent = arg

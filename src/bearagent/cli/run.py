@@ -76,6 +76,7 @@ def run(
     """Run PROMPT once (`-` reads it from stdin; piped stdin is appended to a PROMPT) and exit: 0 success, 1 run
     failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run, 4 the run waits for an
     approval (--wait-approvals)."""
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli.render import make_console
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
@@ -83,7 +84,7 @@ def run(
     from bearagent.domain.stream import StreamEventModel, encode_stream_event
     from bearagent.runtime.observer import NullObserver, RunObserver
     from bearagent.runtime.streaming import RunTreeStream
-    from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunOptions, RunResult
 
     handle_termination_like_ctrl_c()  # SIGTERM / SIGHUP from here on: as Ctrl-C (cancel the run, exit 1)
     if as_json and stream_json:
@@ -102,10 +103,10 @@ def run(
 
         loaded = load(workspace)
         if permission_mode is not None:
-            from bearagent.tools.policy import parse_permission_mode
+            from bearagent.domain.permission_modes import parse_permission_mode
 
             permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
-        runtime = WorkspaceRuntime(loaded, permission_mode=permission_mode)
+        runtime = open_runtime(loaded, permission_mode=permission_mode)
         if session is None and not continue_:  # refused before the terminal opens the store (nothing is written)
             from bearagent.service.admission import check_model
 

@@ -80,19 +80,20 @@ def resume(run_ref: str, workspace: Path | None, as_json: bool, debug: bool) -> 
     """Continue an interrupted run (its process died) from its log: completed model calls are not made again,
     a read-only call in flight runs again, any other is reported to the model as of unknown outcome. Exit codes as
     for `bearagent run`."""
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli._config_common import load
     from bearagent.cli._run_common import die_from, execute_and_exit
     from bearagent.cli.render import make_console
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
     from bearagent.runtime.observer import NullObserver, RunObserver
-    from bearagent.service.runner import RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunResult
 
     store = open_recovered(workspace)
     run_id = resolve_ref(store, run_ref)
     store.close()
     try:
-        runtime = WorkspaceRuntime(load(workspace))
+        runtime = open_runtime(load(workspace))
     except BearAgentError as exc:
         die_from(exc, debug=debug)
 

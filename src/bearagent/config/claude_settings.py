@@ -38,7 +38,7 @@ from typing import Literal, cast
 
 from bearagent.config.claude_keys import CLAUDE_HOOK_EVENTS, IGNORED_KEYS, PERMISSION_KEYS, SUPPORTED_KEYS
 from bearagent.config.files import YamlDoc, did_you_mean
-from bearagent.config.model import ConfigFile
+from bearagent.config.model import ConfigFile, resolve_directory
 from bearagent.config.safe_read import read_workspace_text, stray_file
 from bearagent.domain.diagnostics import Diagnostic
 
@@ -275,7 +275,7 @@ class _Reader:
 
     def default_mode(self, value: object) -> None:
         from bearagent.domain.errors import BearAgentError
-        from bearagent.tools.policy import PERMISSION_MODES, parse_permission_mode
+        from bearagent.domain.permission_modes import PERMISSION_MODES, parse_permission_mode
 
         if value == "auto":
             self.unsupported(
@@ -376,20 +376,6 @@ class _Reader:
             else:
                 supported[event] = groups
         self.cf.hooks = supported
-
-
-def resolve_directory(entry: str, root: Path | None) -> str | None:
-    """An `additionalDirectories` entry as an absolute, resolved path: `~` is the home directory, a relative path
-    starts at `root` (the project root). None for an empty entry, an unknown `~user`, or a relative path without a
-    root."""
-    text = entry.strip()
-    if not text or "\x00" in text:
-        return None
-    expanded = os.path.expanduser(text)
-    if expanded.startswith("~") or (root is None and not os.path.isabs(expanded)):
-        return None
-    path = expanded if os.path.isabs(expanded) or root is None else os.path.join(root, expanded)
-    return os.path.realpath(path)  # as the file tools resolve it (`tools/roots.py`)
 
 
 def settings_env(files: list[ConfigFile]) -> dict[str, str]:

@@ -332,11 +332,23 @@ def _parse_permissions(cf: ConfigFile, value: object, diagnostics: list[Diagnost
     cf.settings["permissions"] = rules
 
 
+def resolve_directory(entry: str, root: Path | None) -> str | None:
+    """An `additionalDirectories` entry as an absolute, resolved path: `~` is the home directory, a relative path
+    starts at `root` (the project root). None for an empty entry, an unknown `~user`, or a relative path without a
+    root."""
+    text = entry.strip()
+    if not text or "\x00" in text:
+        return None
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~") or (root is None and not os.path.isabs(expanded)):
+        return None
+    path = expanded if os.path.isabs(expanded) or root is None else os.path.join(root, expanded)
+    return os.path.realpath(path)  # as the file tools resolve it (`tools/roots.py`)
+
+
 def _parse_directories(cf: ConfigFile, key: str, value: object, diagnostics: list[Diagnostic]) -> None:
     """Absolute paths of the listed directories: `~` is the home directory; a relative path starts at the workspace
     root for the workspace's config.yaml and is an error in the user's (which serves every workspace)."""
-    from bearagent.config.claude_settings import resolve_directory
-
     field = f"permissions.{key}"
     strings = _string_list(value) if value is not None else ()
     if strings is None:
@@ -371,7 +383,7 @@ def _parse_permission_mode(cf: ConfigFile, data: Mapping[str, object], diagnosti
     if "permission_mode" not in data:
         return
     from bearagent.domain.errors import BearAgentError
-    from bearagent.tools.policy import PERMISSION_MODES, parse_permission_mode
+    from bearagent.domain.permission_modes import PERMISSION_MODES, parse_permission_mode
 
     value = data["permission_mode"]
     try:

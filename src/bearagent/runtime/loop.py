@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from bearagent.domain.budgets import BudgetUsage
@@ -30,7 +30,6 @@ from bearagent.domain.messages import Message
 from bearagent.domain.models import (
     ModelCompleted,
     ModelToolCall,
-    StopReason,
 )
 from bearagent.domain.run_events import (
     UNPLANNED_PROMPT_HASH,
@@ -65,6 +64,7 @@ from bearagent.runtime.loop_state import (
     LoopState,
     ModelTurn,
     RunFailure,
+    RunOutcome,
     assistant_message,
 )
 from bearagent.runtime.model_calls import ModelCalls
@@ -83,19 +83,6 @@ CONTINUE_PROMPT = (
 )
 
 DEFAULT_STOP_HOOK_CAP = STOP_BLOCK_CAP
-
-
-@dataclass(frozen=True, slots=True)
-class RunOutcome:
-    run_id: RunId
-    status: str
-    agent_name: str
-    final_text: str
-    usage: BudgetUsage
-    steps: int
-    error: ErrorInfo | None = None
-    stop_reason: StopReason | None = None
-    new_messages: tuple[Message, ...] = field(default=(), repr=False)
 
 
 HAND_BACK = "bearagent:hand-back"

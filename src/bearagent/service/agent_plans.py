@@ -37,13 +37,13 @@ from bearagent.tools.spill import SPILL_DIR_SETTING
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from bearagent.service.runner import WorkspaceRuntime
+    from bearagent.service.host import PlanHost
 
 
 class AgentPlans:
     """Plans the agents of one workspace runtime (see the module docstring)."""
 
-    def __init__(self, runtime: WorkspaceRuntime) -> None:
+    def __init__(self, runtime: PlanHost) -> None:
         self._rt = runtime
         self.context = ContextBuilder()
         """The one context builder of the runtime's plans (system prompts, reminders, prompt hashes)."""
@@ -144,6 +144,7 @@ class AgentPlans:
                 provider=self._rt.resources.provider(entry, session_key),
                 root=self._rt.root,
                 today=self._rt.clock.now().date(),
+                gates=self._rt.resources.gate,
                 executors=executors,
                 policy=PolicyInputs(
                     rules=PermissionRules.parse(

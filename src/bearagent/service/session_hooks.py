@@ -22,13 +22,13 @@ from bearagent.runtime.run_context import current_run
 from bearagent.service.children import suppressed_hook_events
 
 if TYPE_CHECKING:
-    from bearagent.service.runner import WorkspaceRuntime
+    from bearagent.service.host import HookHost
 
 
 class SessionHookWiring:
     """The session hooks of one workspace runtime (see the module docstring)."""
 
-    def __init__(self, runtime: WorkspaceRuntime) -> None:
+    def __init__(self, runtime: HookHost) -> None:
         self._rt = runtime
         self._started: set[str] = set()
         self._facts: dict[str, list[HookExecutedV1]] = {}

@@ -14,35 +14,21 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from collections.abc import Iterable, Mapping
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json, thaw_json_mapping
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.tools import MAX_TOOL_CONTENT_CHARS, ToolRequest, ToolResult, ToolSpec
 from bearagent.ports import ApprovalDeferred, PreToolDecision, Tool, ToolContext, ToolInterceptor
+from bearagent.ports import AskAnswer as AskAnswer
+from bearagent.ports import Asker as Asker
+from bearagent.ports import AskRequest as AskRequest
 from bearagent.tools.permissions import PermissionRule, RuleError
 from bearagent.tools.policy import PolicyDecision, ToolPolicy, permission_config_line
 from bearagent.tools.spill import spill
 from bearagent.tools.walk import HIDDEN_PATHS_SETTING
 
 _SEARCH_TOOLS = frozenset({"Glob", "Grep", "LS"})
-AskAnswer: TypeAlias = Literal["allow_once", "allow_always", "deny"]
-
-
-@dataclass(frozen=True, slots=True)
-class AskRequest:
-    """What an interactive asker is shown: the call, why it needs approval, and the rule `allow_always` would add."""
-
-    tool_name: str
-    arguments: JsonMapping
-    reason: str
-    suggested_rule: str | None
-    context: ToolContext
-
-
-Asker: TypeAlias = Callable[[AskRequest], Awaitable[AskAnswer]]
 
 
 def tools_by_name(tools: Iterable[Tool]) -> dict[str, Tool]:
