@@ -168,7 +168,7 @@ def test_the_home_is_hidden_by_default_but_its_toolchains_stay(tmp_path: Path, h
 class UnixListener:
     """A listening Unix socket on the host; counts connections, relays them to `relay_to` when given."""
 
-    def __init__(self, path: Path, relay_to: str | None = None) -> None:
+    def __init__(self, path: Path | str, relay_to: str | None = None) -> None:
         self.path = path
         self.relay_to = relay_to
         self.accepted = 0
@@ -234,6 +234,53 @@ def test_no_listening_unix_socket_of_the_host_is_reachable(
         )
         assert "HELLO" not in _stdout(results[0]) and "REFUSED" in _stdout(results[0]), results[0]
         assert listener.accepted == 1
+    finally:
+        listener.close()
+
+
+def _landlock_abi() -> int:
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1))
+    except (OSError, AttributeError):
+        return -1
+
+
+ABSTRACT = (
+    'python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); '
+    "exec('try:\\n s.connect(chr(0)+sys.argv[1]); print(s.recv(100))\\nexcept OSError as e:\\n print(\\'REFUSED\\', e)')\" "
+)
+INSIDE_ABSTRACT = (
+    "python3 -c \"import socket,threading; n=chr(0)+'inside-only'; l=socket.socket(socket.AF_UNIX); l.bind(n); "
+    "l.listen(); threading.Thread(target=lambda: l.accept()[0].sendall(b'OK-INSIDE')).start(); "
+    'c=socket.socket(socket.AF_UNIX); c.connect(n); print(c.recv(100).decode())"'
+)
+
+
+@pytest.mark.skipif(_landlock_abi() < 6, reason="the kernel has no Landlock scopes (Linux 6.12+, ABI 6)")
+@pytest.mark.parametrize("limits", ["", ", limits: off"])
+def test_no_abstract_socket_of_the_host_is_reachable_even_with_network_allow(
+    tmp_path: Path, home: Path, limits: str
+) -> None:
+    """With `network: allow` the sandbox shares the host's network namespace, and with it the abstract sockets
+    (X11's, a session bus's, an agent's): a Landlock scope keeps them out, whatever the limits; the command's own
+    abstract sockets still work."""
+    name = f"bearagent-test-{os.getpid()}-{len(limits)}"
+    listener = UnixListener("\0" + name)
+    try:
+        with socket.socket(socket.AF_UNIX) as control:
+            control.connect("\0" + name)
+            assert control.recv(100).startswith(b"HELLO")
+        results = run_bash(
+            tmp_path / "ws",
+            home,
+            [ABSTRACT + name, INSIDE_ABSTRACT],
+            user_config=f"sandbox: {{network: allow{limits}}}\n",
+        )
+        assert "HELLO" not in _stdout(results[0]) and "REFUSED" in _stdout(results[0]), results[0]
+        assert listener.accepted == 1
+        assert _stdout(results[1]).strip() == "OK-INSIDE", results[1]
     finally:
         listener.close()
 

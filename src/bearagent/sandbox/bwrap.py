@@ -29,9 +29,10 @@ The argv, in mount order (later mounts cover earlier ones):
    the link itself can still be replaced (documented gap).
 5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket) and every Unix socket of
    the host with a path (`bearagent.sandbox.sockets`), then the readable exceptions inside them.
-6. with limits (`sandbox.limits`, on by default), the command runs under `_limits.py` (bound into the private /tmp
-   and run with `python3 -I -S`): process, data and file-size limits, and a process count of the sandbox's PID
-   namespace that stops a fork bomb. Where the host lets BearAgent make control groups, bubblewrap itself starts
+6. the command runs under `_limits.py` (bound into the private /tmp and run with `python3 -I -S`): Landlock scopes
+   (no abstract Unix socket and no process outside the sandbox reachable, where the kernel has them), and with
+   limits (`sandbox.limits`, on by default) process, data and file-size limits, and a process count of the
+   sandbox's PID namespace that stops a fork bomb. Where the host lets BearAgent make control groups, bubblewrap itself starts
    inside the call's own (`cgroups.py`): the kernel's ceiling on the call's processes and on its memory as a whole.
 """
 
@@ -224,10 +225,10 @@ class BwrapBackend:
             plan.args += ["--bind", socket_path, SANDBOX_SOCKET, "--ro-bind", FORWARDER, SANDBOX_FORWARDER]
             python = os.path.realpath(sys.executable)
             argv = [python, "-I", "-S", SANDBOX_FORWARDER, SANDBOX_SOCKET, "--", *argv]
-        if any(limit is not None for limit in request.limits):
-            plan.args += ["--ro-bind", LIMITER, SANDBOX_LIMITER]
-            limits = ["-" if limit is None else str(limit) for limit in request.limits]
-            argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
+        # always, limits or not: the Landlock scopes (`_limits.py`)
+        plan.args += ["--ro-bind", LIMITER, SANDBOX_LIMITER]
+        limits = ["-" if limit is None else str(limit) for limit in request.limits]
+        argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
         if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
             plan.args += ["--tmpfs", "/var/tmp"]
         for home in request.hidden_homes:  # first: the workspace and what stays readable are bound on top
