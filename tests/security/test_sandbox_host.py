@@ -162,6 +162,46 @@ def test_the_home_is_hidden_by_default_but_its_toolchains_stay(tmp_path: Path, h
     assert CANARY in _stdout(visible[0])
 
 
+@pytest.fixture
+def other_home() -> Iterator[Path]:
+    """Another person's home under /home, with world-readable files (as `~/.aws/credentials` and `~/.pypirc` often
+    are): a directory of /home is a home whether or not the password database names it."""
+    if not os.access("/home", os.W_OK):
+        pytest.skip("making another person's home under /home needs root")
+    path = Path(tempfile.mkdtemp(prefix="ba-other-", dir="/home"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.parametrize("home_mode", ["hidden", "visible"])
+def test_other_peoples_homes_are_hidden_too(tmp_path: Path, home: Path, other_home: Path, home_mode: str) -> None:
+    for rel, text in ((".aws/credentials", CANARY), (".pypirc", CANARY), ("notes.txt", "plain notes")):
+        (other_home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (other_home / rel).write_text(text + "\n")
+        (other_home / rel).chmod(0o644)
+    o = shlex.quote(str(other_home))
+    results = run_bash(
+        tmp_path / "ws",
+        home,
+        [f"cat {o}/.aws/credentials {o}/.pypirc; grep -r canary {o}; echo rc=$?", f"cat {o}/notes.txt"],
+        user_config=f"sandbox: {{home: {home_mode}}}\n",
+    )
+    assert CANARY not in _stdout(results[0]), results[0]
+    assert ("plain notes" in _stdout(results[1])) == (home_mode == "visible"), results[1]
+    assert (other_home / ".aws/credentials").read_text().startswith(CANARY)  # hidden, not touched
+
+
+def test_a_workspace_inside_another_home_still_works(tmp_path: Path, home: Path, other_home: Path) -> None:
+    (other_home / "secret.txt").write_text(CANARY)
+    ws = other_home / "project"
+    results = run_bash(ws, home, ["cat ../secret.txt; echo; echo made > out.txt && cat out.txt"])
+    assert CANARY not in _stdout(results[0]) and "made" in _stdout(results[0]), results[0]
+    assert (ws / "out.txt").read_text() == "made\n"
+
+
 # ---- sockets -------------------------------------------------------------------------------------------------
 
 
