@@ -206,3 +206,29 @@ def test_connections_over_max_connections_get_503_until_others_close(tmp_path: P
             sock.close()
         server.proc.terminate()
         server.proc.wait(timeout=30)
+
+
+def test_a_gateway_subject_spelled_like_bearagents_own_callers_owns_nothing_of_theirs(tmp_path: Path) -> None:
+    """`local` is the local token's subject and every machine-started session's caller, `local:<uid>` a machine
+    run's initiator: a gateway user who picked such a name (any case, padded) is someone else."""
+    server = _serve(tmp_path, "auth: {proxy: {trusted: [127.0.0.1/32]}}\n")
+
+    def headers(who: str) -> dict[str, str]:
+        return {"X-Forwarded-User": who, "X-Forwarded-Scopes": "runs:read runs:write", "X-Forwarded-Workspaces": "ws"}
+
+    try:
+        with server.client() as owner, server.client(None) as c:
+            made = owner.post("/v1/workspaces/ws/sessions", json={"title": "the operator's"})
+            assert made.status_code == 201, made.text
+            sid = made.json()["id"]
+            assert [s["id"] for s in owner.get("/v1/workspaces/ws/sessions").json()["sessions"]] == [sid]
+            for who in ("local", "Local", "local:0", "local:1000", "LOCAL:root"):
+                listed = c.get("/v1/workspaces/ws/sessions", headers=headers(who))
+                assert listed.status_code == 200 and listed.json()["sessions"] == [], (who, listed.text)
+                assert c.get(f"/v1/sessions/{sid}", headers=headers(who)).status_code in (403, 404), who
+            mine = c.post("/v1/workspaces/ws/sessions", json={"title": "gateway local's"}, headers=headers("local"))
+            assert mine.status_code == 201, mine.text
+            assert mine.json().get("subject_ref", "?") not in ("local", "?"), mine.text
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=30)
