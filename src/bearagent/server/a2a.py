@@ -190,7 +190,7 @@ def agent_card(runtime: WorkspaceRuntime, agent: str, url: str) -> dict[str, Any
     }
 
 
-def register(app: FastAPI, access: Access) -> None:
+def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int = 8) -> None:
     def resolve(who: CallerContext, ws_id: str, agent: str | None) -> tuple[WorkspaceEntry, WorkspaceRuntime, str]:
         ws = access.workspace(who, ws_id)  # the same 404 as the rest of the API
         runtime = access.runtime_for(who, ws)
@@ -247,7 +247,7 @@ def register(app: FastAPI, access: Access) -> None:
             return JSONResponse(_rpc_error(rpc_id, INVALID_REQUEST, "jsonrpc must be '2.0' and method a string"))
         if not isinstance(params, dict):
             return JSONResponse(_rpc_error(rpc_id, INVALID_PARAMS, "params must be an object"))
-        call = _Call(access, who, ws, runtime, name, params)  # pyright: ignore[reportUnknownArgumentType]
+        call = _Call(access, who, ws, runtime, name, params, max_active_runs_per_caller)  # pyright: ignore[reportUnknownArgumentType]
         try:
             if method == "SendStreamingMessage":
                 run = await call.send()
@@ -285,8 +285,10 @@ class _Call:
         runtime: WorkspaceRuntime,
         agent: str,
         params: dict[str, Any],
+        max_active: int,
     ) -> None:
         self.access, self.who, self.ws, self.runtime, self.agent, self.params = access, who, ws, runtime, agent, params
+        self.max_active = max_active
 
     async def _run(self, ref: Any) -> RunProjection:
         if not isinstance(ref, str) or not ref:
@@ -338,8 +340,12 @@ class _Call:
         if task_ref:
             return await self._answer(await self._run(task_ref), text)
         manager = self.access.manager
-        if await manager.active_count(self.who.subject_ref) >= 8:
-            raise RpcError(INVALID_REQUEST, "you have 8 tasks submitted or working already; wait for one to end")
+        if await manager.active_count(self.who.subject_ref) >= self.max_active:
+            raise RpcError(
+                INVALID_REQUEST,
+                f"you have {self.max_active} tasks submitted or working already (limits.max_active_runs_per_caller); "
+                "wait for one to end",
+            )
         record = await self._session(message.get("contextId"))  # pyright: ignore[reportUnknownMemberType]
         options = RunOptions(
             agent=self.agent,

@@ -95,7 +95,9 @@ def create_app(
     routes.register(app, access, max_active_runs_per_caller=max_active_runs_per_caller)
     streams.register(app, access, feeds, StreamSlots(max_sse_per_caller), idle_s=sse_idle_timeout_s)
     approvals.register(app, access)
-    a2a.register(app, access)  # A2A v1.0: agent cards and the JSON-RPC binding (a2a.py)
+    a2a.register(
+        app, access, max_active_runs_per_caller=max_active_runs_per_caller
+    )  # A2A v1.0: agent cards and the JSON-RPC binding (a2a.py)
     ui.mount(app, access)  # the run inspector page at /ui (ui.py)
     _document_errors(app)
     return app
