@@ -14,11 +14,12 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from a2a.client import ClientConfig, create_client
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory, create_client
 from a2a.client.client import Client
 from a2a.client.errors import A2AClientError
 from a2a.helpers.proto_helpers import new_text_message
 from a2a.types.a2a_pb2 import (
+    AgentInterface,
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
@@ -53,6 +54,12 @@ turns:
     wait_for_file: never-created
     wait_timeout_ms: 120000
 """
+LEGACY = """
+turns:
+  - text: "Reading."
+    tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
+  - text: "legacy answer"
+"""
 ACTION = """---
 description: Summarise the notes.
 agent: main
@@ -70,11 +77,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     (chat / ".bearagent" / "actions" / "summary.md").write_text(ACTION)
     gate = scripted_workspace(tmp / "gate", GATE, agents=AGENTS, config=CONFIG + "permission_mode: default\n")
     slow = scripted_workspace(tmp / "slow", SLOW, agents=AGENTS)
+    legacy = scripted_workspace(tmp / "legacy", LEGACY, agents=AGENTS)
+    (legacy / "notes.md").write_text("hello\n")
     config = f"""
 workspaces:
   - {{id: chat, path: {chat}}}
   - {{id: gate, path: {gate}}}
   - {{id: slow, path: {slow}}}
+  - {{id: legacy, path: {legacy}}}
 auth:
   jwt: {{key: {JWT_SECRET}, algorithms: [HS256]}}
 """
@@ -225,3 +235,33 @@ def test_a_token_without_the_workspace_gets_the_same_404_as_the_rest_of_the_api(
                 await theirs.get_task(GetTaskRequest(id=task.id))
 
     _run(other_callers_task())
+
+
+def test_a_v0_3_client_gets_the_v0_3_method_names_and_shapes(server: Any) -> None:
+    """The SDK's own v0.3 transport (`message/stream`, `tasks/get`), picked by a card interface of version 0.3."""
+    started, _gate = server
+
+    async def go() -> tuple[list[StreamResponse], Any]:
+        async with httpx.AsyncClient(headers={"authorization": f"Bearer {TOKEN}"}, timeout=60) as http:
+            card = await A2ACardResolver(http, f"{started.base}/a2a/legacy").get_agent_card()
+            url = card.supported_interfaces[0].url
+            del card.supported_interfaces[:]
+            card.supported_interfaces.append(
+                AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3")
+            )
+            client = ClientFactory(ClientConfig(httpx_client=http)).create(card)
+            events = [e async for e in client.send_message(_ask("What do the notes say?"))]
+            task_id = next(e for e in events if e.HasField("task")).task.id
+            return events, await client.get_task(GetTaskRequest(id=task_id))
+
+    events, fetched = _run(go())
+    states = [e.status_update.status.state for e in events if e.HasField("status_update")]
+    assert states[-1] == TaskState.TASK_STATE_COMPLETED
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED and _final_text(fetched) == "legacy answer"
+    with httpx.Client(base_url=started.base, headers={"authorization": f"Bearer {TOKEN}"}, timeout=30) as c:
+        raw = c.post(
+            "/a2a/legacy", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": fetched.id}}
+        )
+        body = raw.json()["result"]
+        assert body["kind"] == "task" and body["status"]["state"] == "completed"
+        assert body["artifacts"][0]["parts"] == [{"kind": "text", "text": "legacy answer"}]

@@ -190,6 +190,65 @@ def agent_card(runtime: WorkspaceRuntime, agent: str, url: str) -> dict[str, Any
     }
 
 
+LEGACY_METHODS = {
+    "message/send": "SendMessage",
+    "message/stream": "SendStreamingMessage",
+    "tasks/get": "GetTask",
+    "tasks/list": "ListTasks",
+    "tasks/cancel": "CancelTask",
+}
+"""A2A v0.3's method names, served with v0.3's shapes (`legacy_result`) for clients not on v1.0 yet."""
+_LEGACY_ENDS = ("completed", "failed", "canceled", "rejected", "input-required", "auth-required")
+
+
+def _legacy_parts(parts: Any) -> list[dict[str, Any]]:
+    return [{"kind": "text", "text": p.get("text", "")} for p in parts]
+
+
+def _legacy_message(message: dict[str, Any]) -> dict[str, Any]:
+    out = {**message, "kind": "message", "role": "agent" if message.get("role") == "ROLE_AGENT" else "user"}
+    out["parts"] = _legacy_parts(message.get("parts", []))
+    return out
+
+
+def _legacy_status(status: dict[str, Any]) -> dict[str, Any]:
+    state = str(status.get("state", "")).removeprefix("TASK_STATE_").lower().replace("_", "-")
+    out: dict[str, Any] = {**status, "state": state}
+    if "message" in status:
+        out["message"] = _legacy_message(status["message"])
+    return out
+
+
+def _legacy_artifact(artifact: dict[str, Any]) -> dict[str, Any]:
+    return {**artifact, "parts": _legacy_parts(artifact.get("parts", []))}
+
+
+def _legacy_task(task: dict[str, Any]) -> dict[str, Any]:
+    out = {**task, "kind": "task", "status": _legacy_status(task["status"])}
+    if "artifacts" in task:
+        out["artifacts"] = [_legacy_artifact(a) for a in task["artifacts"]]
+    return out
+
+
+def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A v1.0 result in A2A v0.3's shapes: a Task (`kind: task`, lower-case states, `kind: text` parts), a
+    `status-update` with `final`, an `artifact-update`; a list of tasks as is, each in v0.3's shape."""
+    if "task" in result:
+        return _legacy_task(result["task"])
+    if "statusUpdate" in result:
+        update = result["statusUpdate"]
+        status = _legacy_status(update["status"])
+        return {**update, "kind": "status-update", "status": status, "final": status["state"] in _LEGACY_ENDS}
+    if "artifactUpdate" in result:
+        update = result["artifactUpdate"]
+        return {**update, "kind": "artifact-update", "artifact": _legacy_artifact(update["artifact"])}
+    if "tasks" in result:
+        return {**result, "tasks": [_legacy_task(t) for t in result["tasks"]]}
+    if "status" in result and "id" in result:
+        return _legacy_task(result)
+    return result
+
+
 def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int = 8) -> None:
     def resolve(who: CallerContext, ws_id: str, agent: str | None) -> tuple[WorkspaceEntry, WorkspaceRuntime, str]:
         ws = access.workspace(who, ws_id)  # the same 404 as the rest of the API
@@ -247,7 +306,9 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int = 
             return JSONResponse(_rpc_error(rpc_id, INVALID_REQUEST, "jsonrpc must be '2.0' and method a string"))
         if not isinstance(params, dict):
             return JSONResponse(_rpc_error(rpc_id, INVALID_PARAMS, "params must be an object"))
-        call = _Call(access, who, ws, runtime, name, params, max_active_runs_per_caller)  # pyright: ignore[reportUnknownArgumentType]
+        legacy = method in LEGACY_METHODS
+        method = LEGACY_METHODS.get(method, method)
+        call = _Call(access, who, ws, runtime, name, params, max_active_runs_per_caller, legacy=legacy)  # pyright: ignore[reportUnknownArgumentType]
         try:
             if method == "SendStreamingMessage":
                 run = await call.send()
@@ -266,7 +327,8 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int = 
                         PUSH_NOT_SUPPORTED if "Push" in method else UNSUPPORTED, f"{method} is not supported"
                     )
                 raise RpcError(METHOD_NOT_FOUND, f"unknown method {method[:100]!r}")
-            return JSONResponse(_rpc_result(rpc_id, await handler()))
+            result = await handler()
+            return JSONResponse(_rpc_result(rpc_id, legacy_result(result) if legacy else result))
         except RpcError as exc:
             return JSONResponse(_rpc_error(rpc_id, exc.code, str(exc)))
         except BearAgentError as exc:
@@ -286,9 +348,13 @@ class _Call:
         agent: str,
         params: dict[str, Any],
         max_active: int,
+        *,
+        legacy: bool = False,
     ) -> None:
         self.access, self.who, self.ws, self.runtime, self.agent, self.params = access, who, ws, runtime, agent, params
         self.max_active = max_active
+        self.legacy = legacy
+        """A v0.3 method name (`message/send`, ...): the v0.3 shapes are answered."""
 
     async def _run(self, ref: Any) -> RunProjection:
         if not isinstance(ref, str) or not ref:
@@ -385,9 +451,9 @@ class _Call:
     async def send_and_wait(self) -> dict[str, Any]:
         run = await self.send()
         configuration = self.params.get("configuration")
-        immediately = isinstance(configuration, Mapping) and bool(
-            cast("Mapping[str, object]", configuration).get("returnImmediately")
-        )
+        empty: dict[str, object] = {}
+        settings = cast("Mapping[str, object]", configuration) if isinstance(configuration, Mapping) else empty
+        immediately = bool(settings.get("returnImmediately")) or (self.legacy and settings.get("blocking") is False)
         if not immediately:
             run = await self._until_stopped(run, after_status=run.status)
         return {"task": task_json(run, self.agent)}
@@ -444,7 +510,8 @@ async def _sse(call: _Call, run: RunProjection, rpc_id: Any) -> AsyncIterator[by
     store, so a run a worker executes elsewhere streams the same."""
 
     def frame(result: dict[str, Any]) -> bytes:
-        return f"data: {json.dumps(_rpc_result(rpc_id, result), ensure_ascii=False)}\n\n".encode()
+        shaped = legacy_result(result) if call.legacy else result
+        return f"data: {json.dumps(_rpc_result(rpc_id, shaped), ensure_ascii=False)}\n\n".encode()
 
     task_id = str(run.run_id)
     context_id = str(run.session_id) if run.session_id is not None else task_id
