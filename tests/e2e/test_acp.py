@@ -155,7 +155,16 @@ def test_a_prompt_streams_a_plan_tool_calls_and_a_permission_then_the_session_lo
 
     session_id, answer, listed = _run(first())
     assert answer.stop_reason == "end_turn"
-    assert answer.usage is not None and answer.usage.total_tokens >= 0
+    assert answer.usage is not None
+
+    async def recorded() -> tuple[int, int]:
+        async with open_ws(root, home) as ws:
+            runs = [r for r in ws.runs() if str(r.session_id) == session_id]
+            return sum(r.usage.input_tokens for r in runs), sum(r.usage.output_tokens for r in runs)
+
+    # the usage reported is the run's, as its log records it
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == _run(recorded())
+    assert answer.usage.total_tokens == answer.usage.input_tokens + answer.usage.output_tokens > 0
     assert session_id in [s.session_id for s in listed.sessions]
     assert (root / "out.txt").read_text() == "summary\n"
 
