@@ -286,3 +286,44 @@ def test_an_untrusted_workspace_is_refused_at_session_new_naming_bearagent_trust
     assert "bearagent trust" in message
     assert unknown.code == -32002
     assert not (root / ".bearagent" / "runs.db").exists() and client.updates == []
+
+
+MCP_CALL = """
+turns:
+  - text: "Asking the editor's server."
+    tool_calls: [{name: mcp__demo__echo, arguments: {message: hi}}]
+  - text: "Echoed."
+"""
+
+
+def test_an_mcp_server_the_client_passes_serves_the_session_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    from acp.schema import McpServerStdio, SseMcpServer
+    from tests.support.mcp_servers.demo import DEMO_PATH
+
+    home = tmp_path / "home"
+    home.mkdir()
+    agents = {"main": agent_md("Main agent.", mode="primary")}
+    root = scripted_workspace(tmp_path / "ws", MCP_CALL, agents=agents)
+    client = RecordingClient()
+    demo = McpServerStdio(name="demo", command=sys.executable, args=[str(DEMO_PATH), "stdio"], env=[])
+
+    async def go() -> tuple[Any, str, str]:
+        async with _spawn(client, home, "--permission-mode", "default") as (conn, _process):
+            await _initialized(conn)
+            with pytest.raises(RequestError) as bad_name:
+                await conn.new_session(cwd=str(root), mcp_servers=[demo.model_copy(update={"name": "no spaces"})])
+            with pytest.raises(RequestError) as sse:
+                await conn.new_session(
+                    cwd=str(root),
+                    mcp_servers=[SseMcpServer(type="sse", name="old", url="http://127.0.0.1:1/", headers=[])],
+                )
+            new = await conn.new_session(cwd=str(root), mcp_servers=[demo])
+            answer = await conn.prompt(session_id=new.session_id, prompt=[text_block("Echo hi.")])
+            return answer, str(bad_name.value), str(sse.value)
+
+    answer, bad_name, sse = _run(go())
+    assert "mcpServers[0]" in bad_name and "sse MCP server is not supported" in sse
+    assert answer.stop_reason == "end_turn"
+    done = [u for u in client.updates if isinstance(u, ToolCallProgress) and u.status == "completed"]
+    assert done and "echo: hi" in str(done[-1].model_dump())
+    assert "Echoed." in _text(client.updates, AgentMessageChunk)

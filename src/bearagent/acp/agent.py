@@ -57,6 +57,7 @@ from acp.schema import (
 from bearagent.acp.mapping import (
     PromptBlock,
     call_content,
+    client_mcp_servers,
     plan_entries,
     prompt_text,
     result_content,
@@ -104,6 +105,17 @@ MAX_SESSIONS = 64
 """The most sessions one `bearagent acp` process keeps open (each holds a runtime); the oldest idle one is closed."""
 MAX_REPLAYED_MESSAGES = 2_000
 """The most history messages `session/load` replays (the latest ones)."""
+
+
+def _with_client_servers(registry: Any, extra: list[Any]) -> Any:
+    """The workspace's MCP registry with the client's servers added at the user's rank (a workspace entry of the
+    same name still wins, as over the user's config.yaml)."""
+    from bearagent.config.workspace import RANK_USER, Source
+    from bearagent.registries.mcp import build_mcp_registry
+
+    source = Source("acp-client", "user", RANK_USER)
+    entries = [(r.item, r.source) for r in registry.entries()] + [(spec, source) for spec in extra]
+    return build_mcp_registry(entries, registry.diagnostics)
 
 
 def refusal(exc: BearAgentError) -> RequestError:
@@ -274,7 +286,7 @@ class BearAcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
@@ -293,7 +305,7 @@ class BearAcpAgent:
     async def new_session(
         self, cwd: str, additional_directories: list[str] | None = None, mcp_servers: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
-        runtime, agent = self._open(cwd)
+        runtime, agent = self._open(cwd, mcp_servers)
         try:
             record, _created = await asyncio.to_thread(runtime.resolve_session, None, agent)
         except BearAgentError as exc:
@@ -305,14 +317,14 @@ class BearAcpAgent:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
     ) -> LoadSessionResponse:
-        session = await self._reopen(cwd, session_id)
+        session = await self._reopen(cwd, session_id, mcp_servers)
         await self._replay(session)
         return LoadSessionResponse(modes=self._modes(session))
 
     async def resume_session(
         self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
     ) -> ResumeSessionResponse:
-        session = await self._reopen(cwd, session_id)
+        session = await self._reopen(cwd, session_id, mcp_servers)
         return ResumeSessionResponse(modes=self._modes(session))
 
     async def list_sessions(
@@ -447,8 +459,9 @@ class BearAcpAgent:
 
     # ---- parts ----------------------------------------------------------------------------------------------------
 
-    def _open(self, cwd: str) -> tuple[Any, str]:
-        """The runtime of workspace `cwd`, admitted as `bearagent run` admits one (guards, trust, hooks)."""
+    def _open(self, cwd: str, mcp_servers: Any = None) -> tuple[Any, str]:
+        """The runtime of workspace `cwd`, admitted as `bearagent run` admits one (guards, trust, hooks), with the
+        MCP servers the client passed added as the user's own."""
         from bearagent.service.runner import WorkspaceRuntime
         from bearagent.workspace import load_workspace
 
@@ -456,7 +469,13 @@ class BearAcpAgent:
         if not root.is_absolute() or not root.is_dir():
             raise _invalid(f"cwd {cwd[:300]!r} is not an absolute path of an existing directory")
         try:
+            extra = client_mcp_servers(mcp_servers)
+        except ValueError as exc:
+            raise _invalid(str(exc)) from None
+        try:
             loaded = load_workspace(root, env=self._env)
+            if extra:
+                loaded.mcp = _with_client_servers(loaded.mcp, extra)
             runtime = WorkspaceRuntime(loaded, permission_mode=self._mode)
             runtime.check_guards()
             runtime.check_trust()
@@ -467,11 +486,11 @@ class BearAcpAgent:
             raise refusal(exc) from None
         return runtime, agent
 
-    async def _reopen(self, cwd: str, session_id: str) -> _Session:
+    async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any = None) -> _Session:
         kept = self._sessions.get(session_id)
         if kept is not None:
             return kept
-        runtime, agent = self._open(cwd)
+        runtime, agent = self._open(cwd, mcp_servers)
         try:
             record = await runtime.store.fetch_session(SessionId(session_id))
         except (BearAgentError, ValueError):

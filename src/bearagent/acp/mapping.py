@@ -13,7 +13,9 @@ from acp.schema import (
     ContentToolCallContent,
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
+    HttpMcpServer,
     ImageContentBlock,
+    McpServerStdio,
     PlanEntry,
     ResourceContentBlock,
     TerminalToolCallContent,
@@ -21,8 +23,10 @@ from acp.schema import (
     TextResourceContents,
     ToolCallLocation,
 )
+from pydantic import ValidationError
 
 from bearagent.domain._base import JsonValue, thaw_json_mapping
+from bearagent.domain.specs import McpServerSpec
 
 MAX_SHOWN = 64_000
 """The most characters of one tool result, argument or title a client is sent (the log keeps the whole)."""
@@ -174,3 +178,50 @@ def prompt_text(blocks: Sequence[PromptBlock]) -> str:
 
 def _uri_path(uri: str) -> str:
     return uri.removeprefix("file://") if uri.startswith("file://") else uri
+
+
+MAX_CLIENT_MCP_SERVERS = 32
+
+
+def client_mcp_servers(servers: Sequence[object] | None) -> list[McpServerSpec]:
+    """The MCP servers a client passes in `session/new` (its user's own, like the user's config: level `platform`, never
+    on the workspace's trust surface), as BearAgent entries; stdio and HTTP servers. A bad entry is a `ValueError`
+    naming it and the fix."""
+    out: list[McpServerSpec] = []
+    if len(servers or ()) > MAX_CLIENT_MCP_SERVERS:
+        raise ValueError(
+            f"mcpServers has {len(servers or ())} entries, more than the {MAX_CLIENT_MCP_SERVERS} accepted"
+        )
+    for i, server in enumerate(servers or ()):
+        where = f"mcpServers[{i}]"
+        try:
+            if isinstance(server, McpServerStdio):
+                out.append(
+                    McpServerSpec(
+                        name=server.name,
+                        transport="stdio",
+                        command=server.command,
+                        args=tuple(server.args),
+                        env={e.name: e.value for e in server.env},
+                        source="ACP client",
+                        level="platform",
+                    )
+                )
+            elif isinstance(server, HttpMcpServer):
+                out.append(
+                    McpServerSpec(
+                        name=server.name,
+                        transport="http",
+                        url=server.url,
+                        headers={h.name: h.value for h in server.headers},
+                        source="ACP client",
+                        level="platform",
+                    )
+                )
+            else:
+                kind = getattr(server, "type", type(server).__name__)
+                raise ValueError(f"{where}: a {kind} MCP server is not supported; pass a stdio or http server")
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"{where} ({getattr(server, 'name', '?')!r}): {first['msg']}") from None
+    return out
