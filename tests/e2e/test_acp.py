@@ -327,3 +327,53 @@ def test_an_mcp_server_the_client_passes_serves_the_session_and_a_bad_one_is_ref
     done = [u for u in client.updates if isinstance(u, ToolCallProgress) and u.status == "completed"]
     assert done and "echo: hi" in str(done[-1].model_dump())
     assert "Echoed." in _text(client.updates, AgentMessageChunk)
+
+
+READ_ONLY = """
+turns:
+  - text: "Reading."
+    tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
+  - text: "Read."
+"""
+
+
+class BufferClient(RecordingClient):
+    """An editor with an unsaved buffer of notes.md: `fs/read_text_file` answers the buffer."""
+
+    def __init__(self, buffers: dict[str, str]) -> None:
+        super().__init__()
+        self.buffers = buffers
+        self.reads: list[str] = []
+
+    async def read_text_file(self, *args: Any, **kwargs: Any) -> Any:
+        from acp.schema import ReadTextFileResponse
+
+        path = str(kwargs.get("path"))
+        self.reads.append(path)
+        if path not in self.buffers:
+            raise RequestError.resource_not_found(path)
+        return ReadTextFileResponse(content=self.buffers[path])
+
+
+def test_read_goes_through_the_editor_when_it_offers_fs_read_so_an_unsaved_buffer_is_read(tmp_path: Path) -> None:
+    from acp.schema import FileSystemCapabilities
+
+    root, home = _workspace(tmp_path, READ_ONLY)
+    client = BufferClient({str(root / "notes.md"): "unsaved line one\nunsaved line two\n"})
+
+    async def go() -> Any:
+        async with _spawn(client, home, "--permission-mode", "default") as (conn, _process):
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True)),
+            )
+            new = await conn.new_session(cwd=str(root), mcp_servers=[])
+            return await conn.prompt(session_id=new.session_id, prompt=[text_block("Read notes.md")])
+
+    answer = _run(go())
+    assert answer.stop_reason == "end_turn"
+    assert client.reads == [str(root / "notes.md")]
+    done = [u for u in client.updates if isinstance(u, ToolCallProgress) and u.status == "completed"]
+    shown = str(done[0].model_dump())
+    assert "unsaved line two" in shown and "the notes" not in shown  # the buffer, not the file on disk
+    assert (root / "notes.md").read_text() == "the notes\n"

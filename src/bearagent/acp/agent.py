@@ -118,6 +118,16 @@ def _with_client_servers(registry: Any, extra: list[Any]) -> Any:
     return build_mcp_registry(entries, registry.diagnostics)
 
 
+def _with_client_read(registry: Any, read: Any) -> Any:
+    """The workspace's tools with Read reading through the client (`client_fs.py`)."""
+    from bearagent.acp.client_fs import ClientRead
+    from bearagent.registries.tools import NativeToolRegistry
+
+    native = [ClientRead(read) if e.name == "Read" else e.tool for e in registry.entries() if e.is_native]
+    plugins = [(e.origin.removeprefix("plugin:"), e.tool) for e in registry.entries() if not e.is_native]
+    return NativeToolRegistry(native, plugins, registry.diagnostics)
+
+
 def refusal(exc: BearAgentError) -> RequestError:
     """A BearAgent error as the JSON-RPC error a client shows: the message with its fix, the facts in `data`."""
     message = exc.info.message + (f" (fix: {exc.hint})" if exc.hint else "")
@@ -449,6 +459,13 @@ class BearAcpAgent:
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise RequestError.method_not_found(method)
 
+    async def _read_text_file(self, session_id: str, path: str) -> str:
+        """The client's text of `path` (`fs/read_text_file`): an editor's unsaved buffer, or the file."""
+        if self._conn is None:
+            raise RuntimeError("no client connection")
+        response = await self._conn.read_text_file(session_id=session_id, path=path)
+        return response.content
+
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None
 
@@ -476,6 +493,9 @@ class BearAcpAgent:
             loaded = load_workspace(root, env=self._env)
             if extra:
                 loaded.mcp = _with_client_servers(loaded.mcp, extra)
+            caps = self._client_caps
+            if caps is not None and caps.fs is not None and caps.fs.read_text_file:
+                loaded.use_tools(_with_client_read(loaded.tools, self._read_text_file))
             runtime = WorkspaceRuntime(loaded, permission_mode=self._mode)
             runtime.check_guards()
             runtime.check_trust()
