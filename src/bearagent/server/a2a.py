@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import SessionId
@@ -27,6 +27,7 @@ from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
 from bearagent.server.registry import WorkspaceEntry
 from bearagent.server.shapes import ApiError
+from bearagent.server.sse import SlotStream, StreamSlots
 from bearagent.service.runner import RunOptions, WorkspaceRuntime
 
 PROTOCOL_VERSION = "1.0"
@@ -249,7 +250,7 @@ def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int = 8) -> None:
+def register(app: FastAPI, access: Access, slots: StreamSlots, *, max_active_runs_per_caller: int = 8) -> None:
     def resolve(who: CallerContext, ws_id: str, agent: str | None) -> tuple[WorkspaceEntry, WorkspaceRuntime, str]:
         ws = access.workspace(who, ws_id)  # the same 404 as the rest of the API
         runtime = access.runtime_for(who, ws)
@@ -311,10 +312,13 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int = 
         call = _Call(access, who, ws, runtime, name, params, max_active_runs_per_caller, legacy=legacy)  # pyright: ignore[reportUnknownArgumentType]
         try:
             if method == "SendStreamingMessage":
-                run = await call.send()
-                return StreamingResponse(
-                    _sse(call, run, rpc_id), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
-                )
+                release = slots.take(who.subject_ref)  # 429 past limits.max_sse_per_caller, as the other streams
+                try:
+                    run = await call.send()
+                except BaseException:
+                    release()
+                    raise
+                return SlotStream(_sse(call, run, rpc_id), release)
             handler = {
                 "SendMessage": call.send_and_wait,
                 "GetTask": call.get,
