@@ -42,6 +42,7 @@ turns:
   - text: "Writing."
     tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "summary\\n"}}]
   - text: "Done."
+  - text: "Once more."
 """
 
 Asked = Callable[[str, ToolCallUpdate, list[PermissionOption]], Awaitable[RequestPermissionResponse]]
@@ -200,14 +201,17 @@ def test_a_prompt_streams_a_plan_tool_calls_and_a_permission_then_the_session_lo
     said = _text(updates, AgentMessageChunk)
     assert said.index("Planning.") < said.index("Reading.") < said.index("Writing.") < said.index("Done.")
 
-    # a new process loads the session: the history comes back as updates, in order
+    # a new process loads the session: the history comes back as updates, in order; a prompt there reports the
+    # usage of the whole session, the earlier process's run included
     again = RecordingClient()
+    holder: dict[str, Any] = {}
 
     async def second() -> None:
         async with _spawn(again, home, "--permission-mode", "plan") as (conn, _process):
             await _initialized(conn)
             loaded = await conn.load_session(cwd=str(root), session_id=session_id, mcp_servers=[])
             assert loaded.modes.current_mode_id == "plan"
+            holder["again"] = await conn.prompt(session_id=session_id, prompt=[text_block("Once more.")])
 
     _run(second())
     assert "Summarise notes.md" in _text(again.updates, UserMessageChunk)
@@ -215,6 +219,10 @@ def test_a_prompt_streams_a_plan_tool_calls_and_a_permission_then_the_session_lo
     assert [u.tool_call_id for u in replayed] == [s.tool_call_id for s in starts]
     assert "Done." in _text(again.updates, AgentMessageChunk)
     assert _text(again.updates, UserMessageChunk).index("Summarise") == 0
+    assert holder["again"].stop_reason == "end_turn"
+    total = _run(recorded())
+    assert (holder["again"].usage.input_tokens, holder["again"].usage.output_tokens) == total
+    assert total[0] > answer.usage.input_tokens
 
 
 def test_cancel_while_a_permission_is_pending_cancels_the_run_and_nothing_is_written(tmp_path: Path) -> None:

@@ -519,7 +519,11 @@ class BearAcpAgent:
             await runtime.aclose()
             raise RequestError.resource_not_found(f"session {session_id[:100]}")
         active = record.active_agent_name or record.agent_name or agent
-        return self._keep(_Session(session_id, runtime.root, runtime, active, self._model))
+        session = _Session(session_id, runtime.root, runtime, active, self._model)
+        for run in await runtime.store.fetch_runs(session_id=record.session_id, limit=10_000):
+            session.totals["input"] += run.usage.input_tokens  # the session's usage so far, as its log says
+            session.totals["output"] += run.usage.output_tokens
+        return self._keep(session)
 
     def _keep(self, session: _Session) -> _Session:
         self._sessions[session.session_id] = session
