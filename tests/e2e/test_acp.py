@@ -158,6 +158,18 @@ def test_a_prompt_streams_a_plan_tool_calls_and_a_permission_then_the_session_lo
     assert answer.stop_reason == "end_turn"
     assert answer.usage is not None
 
+    async def approval_facts() -> list[tuple[str, str | None]]:
+        async with open_ws(root, home) as ws:
+            run = next(r for r in ws.runs() if str(r.session_id) == session_id)
+            return [
+                (e.event_type, str(e.payload.get("decision")) if "decision" in e.payload else None)
+                for e in ws.events(str(run.run_id))
+                if e.event_type.startswith("Approval")
+            ]
+
+    # the client's answer is the run's approval fact
+    assert _run(approval_facts()) == [("ApprovalRequested", None), ("ApprovalResolved", "allow_once")]
+
     async def recorded() -> tuple[int, int]:
         async with open_ws(root, home) as ws:
             runs = [r for r in ws.runs() if str(r.session_id) == session_id]
