@@ -93,6 +93,11 @@ class LoadedWorkspace:
             self._tools = NativeToolRegistry(natives, others, self.plugins.builtin_diagnostics)
         return self._tools
 
+    def use_tools(self, tools: NativeToolRegistry) -> None:
+        """Serve `tools` instead of the registered ones (a face's own version of a tool: `bearagent acp` reads
+        through the editor, `acp/client_fs.py`). Call it before a runtime is made of this workspace."""
+        self._tools = tools
+
     def child_env(self) -> dict[str, str]:
         """The environment of hook commands and MCP servers: BearAgent's own, with the Claude Code settings' `env`
         laid over it (only ever used after the trust check, since those entries are on the trust surface)."""

@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
     ("bearagent.workspace", 6),
     ("bearagent.service", 7),
     ("bearagent.app", 8),
-    *((f"bearagent.{name}", 9) for name in ("api", "cli", "server", "__main__", "plugin")),
+    *((f"bearagent.{name}", 9) for name in ("api", "cli", "server", "acp", "__main__", "plugin")),
     ("bearagent", 9),
 )
 

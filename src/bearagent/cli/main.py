@@ -40,6 +40,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("bearagent.cli.serve:serve", "Serve workspaces over HTTP: sessions, background runs, SSE events."),
     "db": ("bearagent.cli.db:db", "The store: db status (versions, runs waiting), db migrate, db check."),
     "worker": ("bearagent.cli.worker:worker", "Execute queued runs of the served workspaces (scale-out)."),
+    "acp": ("bearagent.cli.acp:acp", "Speak the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim)."),
     "trust": (
         "bearagent.cli.trust:trust",
         "Show what this workspace would run, send or allow, then trust it (or --revoke).",
