@@ -60,7 +60,6 @@ IGNORED_KEYS: Mapping[str, str] = {
 
 CLAUDE_HOOK_EVENTS = frozenset(
     {
-        "PermissionRequest",
         "PermissionDenied",
         "Setup",
         "ConfigChange",

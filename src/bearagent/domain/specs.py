@@ -115,6 +115,7 @@ HookEventName: TypeAlias = Literal[
     "Notification",
     "PreCompact",
     "PostCompact",
+    "PermissionRequest",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})

@@ -22,7 +22,7 @@ from bearagent.domain.specs import HookEventName
 from bearagent.domain.tools import ToolResult
 from bearagent.hooks.protocol import JsonDict
 
-TOOL_EVENTS: frozenset[str] = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+TOOL_EVENTS: frozenset[str] = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 """The events about one tool call: their matcher is tested against `tool_name`, and a handler's `if` applies."""
 
 HOOK_TOOL_NAMES: Mapping[str, str] = {"Task": "Agent"}
@@ -144,6 +144,14 @@ class PostCompactInput(_WireModel):
     compact_summary: str
 
 
+class PermissionRequestInput(_WireModel):
+    tool_name: str
+    tool_input: JsonDict
+    permission_suggestions: list[JsonValue] = Field(default_factory=list[JsonValue])
+    """Claude Code's "always allow" options: `[{type: "addRules", rules: [{toolName, ruleContent?}], behavior:
+    "allow", destination: "session"}]`, from the rule the prompt would offer. No `tool_use_id`, as in Claude Code."""
+
+
 class NotificationInput(_WireModel):
     message: str
     title: str | None = None
@@ -166,6 +174,7 @@ EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
     "Notification": NotificationInput,
     "PreCompact": PreCompactInput,
     "PostCompact": PostCompactInput,
+    "PermissionRequest": PermissionRequestInput,
 }
 
 
@@ -195,6 +204,7 @@ def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
         "PreToolUse": "tool_name",
         "PostToolUse": "tool_name",
         "PostToolUseFailure": "tool_name",
+        "PermissionRequest": "tool_name",
         "SessionStart": "source",
         "SessionEnd": "reason",
         "SubagentStart": "agent_type",
