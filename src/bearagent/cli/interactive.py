@@ -32,6 +32,7 @@ from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.runtime.observer import NullObserver
+from bearagent.runtime.plan import CommandExpansion
 from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
@@ -197,6 +198,8 @@ def interactive(
                     options.agent = invocation.agent or state.agent
                     options.model = invocation.model or state.model
                     options.allowed_tools = invocation.allowed_tools
+                    if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
+                        options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
                 options.run_id = runtime.ids.new(RunId)  # known up front: the terminal follows it in the stream
                 started = time.monotonic()
                 try:

@@ -66,7 +66,6 @@ CLAUDE_HOOK_EVENTS = frozenset(
         "DirectoryAdded",
         "FileChanged",
         "InstructionsLoaded",
-        "UserPromptExpansion",
         "Elicitation",
         "ElicitationResult",
         "TeammateIdle",

@@ -116,6 +116,7 @@ HookEventName: TypeAlias = Literal[
     "PreCompact",
     "PostCompact",
     "PermissionRequest",
+    "UserPromptExpansion",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})

@@ -16,7 +16,7 @@ from bearagent.domain.specs import AgentSpec, HookMatcherSpec
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
 from bearagent.hooks.python_handlers import PluginHook, python_hook_groups
 from bearagent.hooks.transcript import TranscriptWriter
-from bearagent.runtime.plan import BatchedCall, ModelRequestDecision, PromptDecision, StopDecision
+from bearagent.runtime.plan import BatchedCall, CommandExpansion, ModelRequestDecision, PromptDecision, StopDecision
 
 if TYPE_CHECKING:
     from bearagent.hooks.runners import PythonHookFunction
@@ -65,6 +65,17 @@ class LoopHookAdapter:
         outcome = await self._dispatcher.fire(
             "UserPromptSubmit", {"prompt": prompt}, run_id=str(run_id), agent_name=agent
         )
+        return PromptDecision(block_reason=block_reason(outcome), additional_context=outcome.additional_context)
+
+    async def user_prompt_expansion(self, run_id: RunId, agent: str, expansion: CommandExpansion) -> PromptDecision:
+        payload: dict[str, JsonValue] = {
+            "expansion_type": "slash_command",
+            "command_name": expansion.command_name,
+            "command_args": expansion.command_args,
+            "command_source": expansion.command_source,
+            "prompt": expansion.prompt,
+        }
+        outcome = await self._dispatcher.fire("UserPromptExpansion", payload, run_id=str(run_id), agent_name=agent)
         return PromptDecision(block_reason=block_reason(outcome), additional_context=outcome.additional_context)
 
     async def pre_model_request(self, run_id: RunId, agent: str, request: ModelRequest) -> ModelRequestDecision:

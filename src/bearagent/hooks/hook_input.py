@@ -62,6 +62,15 @@ class UserPromptSubmitInput(_WireModel):
     prompt: str
 
 
+class UserPromptExpansionInput(_WireModel):
+    expansion_type: Literal["slash_command", "mcp_prompt"] = "slash_command"
+    command_name: str
+    command_args: str = ""
+    command_source: str
+    prompt: str
+    """The command as typed (`/name args`)."""
+
+
 class PreModelRequestInput(_WireModel):
     model_request: JsonDict
     """`ModelRequest` as JSON (`model_request_to_wire`): `{model, messages: [{role, parts: [...]}], tools: [{name,
@@ -175,6 +184,7 @@ EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
     "PreCompact": PreCompactInput,
     "PostCompact": PostCompactInput,
     "PermissionRequest": PermissionRequestInput,
+    "UserPromptExpansion": UserPromptExpansionInput,
 }
 
 
@@ -205,6 +215,7 @@ def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
         "PostToolUse": "tool_name",
         "PostToolUseFailure": "tool_name",
         "PermissionRequest": "tool_name",
+        "UserPromptExpansion": "command_name",
         "SessionStart": "source",
         "SessionEnd": "reason",
         "SubagentStart": "agent_type",

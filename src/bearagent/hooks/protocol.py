@@ -27,6 +27,7 @@ JsonDict: TypeAlias = dict[str, JsonValue]
 BLOCKING_EVENTS: frozenset[str] = frozenset(
     {
         "UserPromptSubmit",
+        "UserPromptExpansion",
         "PreModelRequest",
         "PreToolUse",
         "PostToolUse",
@@ -40,7 +41,7 @@ BLOCKING_EVENTS: frozenset[str] = frozenset(
 """Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart,
 StopFailure, Notification, PostCompact) exit 2 only shows stderr to the user, as in Claude Code."""
 
-PLAIN_STDOUT_IS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "SessionStart"})
+PLAIN_STDOUT_IS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "UserPromptExpansion", "SessionStart"})
 
 
 def bound_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
