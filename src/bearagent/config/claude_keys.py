@@ -65,7 +65,6 @@ CLAUDE_HOOK_EVENTS = frozenset(
         "ConfigChange",
         "DirectoryAdded",
         "FileChanged",
-        "InstructionsLoaded",
         "Elicitation",
         "ElicitationResult",
         "TeammateIdle",

@@ -117,6 +117,7 @@ HookEventName: TypeAlias = Literal[
     "PostCompact",
     "PermissionRequest",
     "UserPromptExpansion",
+    "InstructionsLoaded",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})

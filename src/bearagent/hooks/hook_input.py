@@ -161,6 +161,15 @@ class PermissionRequestInput(_WireModel):
     "allow", destination: "session"}]`, from the rule the prompt would offer. No `tool_use_id`, as in Claude Code."""
 
 
+class InstructionsLoadedInput(_WireModel):
+    file_path: str
+    """The absolute path of the instructions file (or of a file it imports)."""
+    memory_type: Literal["Project"] = "Project"
+    load_reason: Literal["session_start", "include"]
+    parent_file_path: str | None = None
+    """For an imported file (`include`): the instructions file the import chain starts at."""
+
+
 class NotificationInput(_WireModel):
     message: str
     title: str | None = None
@@ -185,6 +194,7 @@ EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
     "PostCompact": PostCompactInput,
     "PermissionRequest": PermissionRequestInput,
     "UserPromptExpansion": UserPromptExpansionInput,
+    "InstructionsLoaded": InstructionsLoadedInput,
 }
 
 
@@ -216,6 +226,7 @@ def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
         "PostToolUseFailure": "tool_name",
         "PermissionRequest": "tool_name",
         "UserPromptExpansion": "command_name",
+        "InstructionsLoaded": "load_reason",
         "SessionStart": "source",
         "SessionEnd": "reason",
         "SubagentStart": "agent_type",
