@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SUPPORTED_KEYS = frozenset({"permissions", "hooks", "env", "disableAllHooks", "$schema"})
+MCP_KEYS = (
+    "enableAllProjectMcpServers",
+    "enabledMcpjsonServers",
+    "disabledMcpjsonServers",
+    "allowedMcpServers",
+    "deniedMcpServers",
+)
+"""Which MCP servers load (`registries/mcp.py`); they only narrow what would load, so they apply without trust."""
+SUPPORTED_KEYS = frozenset({"permissions", "hooks", "env", "disableAllHooks", "$schema", *MCP_KEYS})
 PERMISSION_KEYS = (
     "allow",
     "ask",
@@ -31,11 +39,6 @@ IGNORED_KEYS: Mapping[str, str] = {
     "awsCredentialExport": "never run by BearAgent",
     "gcpAuthRefresh": "never run by BearAgent",
     "otelHeadersHelper": "never run by BearAgent",
-    "enableAllProjectMcpServers": "BearAgent asks for `bearagent trust` for every .mcp.json server instead",
-    "enabledMcpjsonServers": "BearAgent asks for `bearagent trust` for every .mcp.json server instead",
-    "disabledMcpjsonServers": "remove the server from .mcp.json, or restrict it with an agent's `mcp:` list",
-    "allowedMcpServers": "restrict MCP servers with an agent's `mcp:` list",
-    "deniedMcpServers": "deny their tools with `permissions.deny: [mcp__server]`",
     "enabledPlugins": "BearAgent plugins are Python packages (`bearagent plugins install`)",
     "extraKnownMarketplaces": "BearAgent plugins are Python packages (`bearagent plugins install`)",
     "sandbox": "BearAgent's Bash sandbox is configured by `sandbox:` in config.yaml (on by default)",

@@ -31,12 +31,18 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
 
-from bearagent.config.claude_keys import CLAUDE_HOOK_EVENTS, IGNORED_KEYS, PERMISSION_KEYS, SUPPORTED_KEYS
+from bearagent.config.claude_keys import (
+    CLAUDE_HOOK_EVENTS,
+    IGNORED_KEYS,
+    MCP_KEYS,
+    PERMISSION_KEYS,
+    SUPPORTED_KEYS,
+)
 from bearagent.config.files import YamlDoc, did_you_mean
 from bearagent.config.model import ConfigFile
 from bearagent.config.safe_read import read_workspace_text, stray_file
@@ -198,6 +204,7 @@ class _Reader:
         self.permissions(raw.get("permissions"))
         self.env(raw.get("env"))
         self.hooks(raw.get("hooks"), raw.get("disableAllHooks"))
+        self.mcp_servers(raw)
 
     def permissions(self, value: object) -> None:
         section = self.section(
@@ -376,6 +383,75 @@ class _Reader:
             else:
                 supported[event] = groups
         self.cf.hooks = supported
+
+    def mcp_servers(self, raw: Mapping[str, object]) -> None:
+        """Claude Code's MCP server switches, kept as `cf.settings["mcp"]` for `registries/mcp.py`: a wrong type
+        stops the run (they may be what keeps a server off)."""
+        kept: dict[str, object] = {}
+        for key in MCP_KEYS:
+            value = raw.get(key)
+            if value is None:
+                continue
+            if key == "enableAllProjectMcpServers":
+                if isinstance(value, bool):
+                    kept[key] = value
+                else:
+                    self.report("error", "config.invalid_value", f"{key} must be true or false", f'"{key}": true', key)
+                continue
+            if key in ("allowedMcpServers", "deniedMcpServers"):
+                names = self.server_names(key, value)
+            elif isinstance(value, list) and all(isinstance(v, str) for v in cast(list[object], value)):
+                names = tuple(cast(list[str], value))
+            else:
+                names = None
+                example = f'"{key}": ["github", "memory"]'
+                self.report("error", "config.invalid_value", f"{key} must be a list of server names", example, key)
+            if names is not None:
+                kept[key] = names
+        if kept:
+            self.cf.settings["mcp"] = kept
+
+    def server_names(self, key: str, value: object) -> tuple[str, ...] | None:
+        """`allowedMcpServers` / `deniedMcpServers`: `[{"serverName": "github"}, ...]` (Claude Code's shape)."""
+        example = f'"{key}": [{{"serverName": "github"}}]'
+        if not isinstance(value, list):
+            self.report(
+                "error", "config.invalid_value", f"{key} must be a list of {{serverName}} objects", example, key
+            )
+            return None
+        names: list[str] = []
+        for item in cast(list[object], value):
+            entry = cast(dict[str, object], item) if isinstance(item, dict) else {}
+            name = entry.get("serverName")
+            if isinstance(name, str) and name:
+                names.append(name)
+                continue
+            other = sorted(str(k) for k in entry if k != "serverName")
+            self.report(
+                "error",
+                "config.invalid_value",
+                f"{key} entry {item!r} has no serverName"
+                + (f" (BearAgent matches servers by name only, not by {', '.join(other)})" if other else ""),
+                example,
+                key,
+            )
+            return None
+        return tuple(names)
+
+
+def mcp_switches(files: Sequence[ConfigFile]) -> dict[str, object]:
+    """The MCP switches of Claude Code's settings files (lowest first): name lists add up, `enableAllProjectMcpServers`
+    comes from the highest file that sets it; each value is paired with the file that said it (for diagnostics)."""
+    merged: dict[str, object] = {}
+    for cf in files:
+        for key, value in cast(dict[str, object], cf.settings.get("mcp", {})).items():
+            if isinstance(value, bool):
+                merged[key] = (value, str(cf.path))
+            else:
+                before = cast(dict[str, str], merged.setdefault(key, {}))
+                for name in cast(tuple[str, ...], value):
+                    before.setdefault(name, str(cf.path))
+    return merged
 
 
 def resolve_directory(entry: str, root: Path | None) -> str | None:
