@@ -15,6 +15,7 @@ from bearagent.config.config_files import load_config_files
 from bearagent.config.execution import with_server_policy
 from bearagent.config.instructions import load_instructions
 from bearagent.config.model import BearConfig, ConfigFile, ExecutionPolicy
+from bearagent.config.output_styles import OutputStyle, chosen_style, load_output_style, style_dirs
 from bearagent.config.store_settings import StoreSettings, choose_store
 from bearagent.config.workspace import (
     WORKSPACE_DIR,
@@ -74,6 +75,8 @@ class LoadedWorkspace:
     settings_env: Mapping[str, str] = field(default_factory=lambda: {})
     """`env` of `.claude/settings*.json`: added to hook commands' and MCP servers' environment (after trust, as
     every item of those files), never to Bash's (see docs/claude-code.md#env)."""
+    output_style: OutputStyle | None = None
+    """The output style in force (`outputStyle`; None: the default), added to the top-level primary agent's prompt."""
     _tools: NativeToolRegistry | None = None
 
     @property
@@ -242,6 +245,7 @@ def load_workspace(
         instructions=_instructions(ws_root, diags),
         load_diagnostics=diags,
         settings_env=files.settings_env(),
+        output_style=load_output_style(chosen_style(files.claude), style_dirs(ws_root, user_dir, compat=compat), diags),
     )
 
 

@@ -205,6 +205,7 @@ class _Reader:
         self.env(raw.get("env"))
         self.hooks(raw.get("hooks"), raw.get("disableAllHooks"))
         self.mcp_servers(raw)
+        self.output_style(raw.get("outputStyle"))
 
     def permissions(self, value: object) -> None:
         section = self.section(
@@ -410,6 +411,20 @@ class _Reader:
                 kept[key] = names
         if kept:
             self.cf.settings["mcp"] = kept
+
+    def output_style(self, value: object) -> None:
+        if value is None:
+            return
+        if isinstance(value, str) and value.strip():
+            self.cf.settings["output_style"] = value.strip()
+            return
+        self.report(
+            "warning",
+            "config.invalid_value",
+            "outputStyle must be a style name; the default style is used",
+            '"outputStyle": "Explanatory"',
+            "outputStyle",
+        )
 
     def server_names(self, key: str, value: object) -> tuple[str, ...] | None:
         """`allowedMcpServers` / `deniedMcpServers`: `[{"serverName": "github"}, ...]` (Claude Code's shape)."""

@@ -164,6 +164,7 @@ class AgentPlans:
                 ask=ask if ask is not None else self._rt.ask,  # pyright: ignore[reportArgumentType]
                 depth=depth,
                 instructions=(instructions.text, instructions.path.name) if instructions is not None else None,
+                output_style=(style.name, style.text) if (style := self._rt.loaded.output_style) is not None else None,
                 skill_catalog=catalog.text,
                 unavailable_servers=unavailable,
                 tool_settings=settings,
