@@ -350,7 +350,7 @@ class _Reader:
                 'write `"disableAllHooks": true`',
                 "disableAllHooks",
             )
-        if disable is True:
+        if disable is True:  # every workspace hook is left out (`registries/hooks.py`), this file's said here
             self.cf.settings["disable_all_hooks"] = True
             if value:
                 self.report(

@@ -28,13 +28,17 @@ def assemble_hook_groups(
     python_handlers: Iterable[PluginHook],
     *,
     exclude_events: frozenset[str] = frozenset(),
+    workspace_agent_hooks: bool = True,
 ) -> tuple[list[HookMatcherSpec], dict[str, PythonHookFunction]]:
     """Every hook group of a workspace: config hooks, agent-scoped hooks (active only while that agent runs; an
     agent's Stop hooks also fire as SubagentStop when it runs as a subagent, as in Claude Code) and plugin Python
-    handlers. `exclude_events` drops the events that must not fire (inside a hook's judge run)."""
+    handlers. `exclude_events` drops the events that must not fire (inside a hook's judge run);
+    `workspace_agent_hooks=False` drops the hooks of the workspace's agent files (`disableAllHooks`)."""
     plugin_groups, functions = python_hook_groups(python_handlers)
     groups: list[HookMatcherSpec] = list(config_groups)
     for agent in agents:
+        if not workspace_agent_hooks and agent.level == "workspace":
+            continue
         for group in agent.hooks:
             scoped = group if group.agent is not None else group.model_copy(update={"agent": agent.name})
             groups.append(scoped)

@@ -41,6 +41,7 @@ class SessionHookWiring:
             self._rt.loaded.agents.all(),
             self._rt.loaded.hooks.python_handlers(),
             exclude_events=suppressed_hook_events.get(),  # inside a judge run: its starting events stay quiet
+            workspace_agent_hooks=self._rt.loaded.hooks.disabled_by is None,
         )
         enabled = self._rt.loaded.config.execution_policy == "local" and bool(groups)
         settings = HookSettings(
