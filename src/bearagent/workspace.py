@@ -75,6 +75,9 @@ class LoadedWorkspace:
     settings_env: Mapping[str, str] = field(default_factory=lambda: {})
     """`env` of `.claude/settings*.json`: added to hook commands' and MCP servers' environment (after trust, as
     every item of those files), never to Bash's (see docs/claude-code.md#env)."""
+    api_key_helper: tuple[str, str] | None = None
+    """`(command, settings file)`: `apiKeyHelper` of the highest Claude Code settings file that sets one: the Anthropic key of an `anthropic`
+    entry whose key variable is unset (`app/key_helper.py`)."""
     output_style: OutputStyle | None = None
     """The output style in force (`outputStyle`; None: the default), added to the top-level primary agent's prompt."""
     _tools: NativeToolRegistry | None = None
@@ -245,6 +248,14 @@ def load_workspace(
         instructions=_instructions(ws_root, diags),
         load_diagnostics=diags,
         settings_env=files.settings_env(),
+        api_key_helper=next(
+            (
+                (str(cf.settings["api_key_helper"]), str(cf.path))
+                for cf in reversed(files.claude)
+                if "api_key_helper" in cf.settings
+            ),
+            None,
+        ),
         output_style=load_output_style(chosen_style(files.claude), style_dirs(ws_root, user_dir, compat=compat), diags),
     )
 

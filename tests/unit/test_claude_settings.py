@@ -135,7 +135,7 @@ def test_unsupported_claude_code_settings_and_hook_events_are_named_never_droppe
         tmp_path,
         {
             "model": "sonnet",
-            "apiKeyHelper": "/bin/echo sk-x",
+            "awsAuthRefresh": "aws sso login",
             "permissions": {"disableAutoMode": "disable", "defaultMode": "auto"},
             "hooks": {"WorktreeCreate": [{"hooks": [{"type": "command", "command": "true"}]}]},
         },

@@ -15,7 +15,9 @@ MCP_KEYS = (
     "deniedMcpServers",
 )
 """Which MCP servers load (`registries/mcp.py`); they only narrow what would load, so they apply without trust."""
-SUPPORTED_KEYS = frozenset({"permissions", "hooks", "env", "disableAllHooks", "outputStyle", "$schema", *MCP_KEYS})
+SUPPORTED_KEYS = frozenset(
+    {"permissions", "hooks", "env", "disableAllHooks", "outputStyle", "apiKeyHelper", "$schema", *MCP_KEYS}
+)
 PERMISSION_KEYS = (
     "allow",
     "ask",
@@ -33,7 +35,6 @@ IGNORED_KEYS: Mapping[str, str] = {
     "effortLevel": "not a BearAgent setting",
     "alwaysThinkingEnabled": "not a BearAgent setting",
     "statusLine": "BearAgent has no status line; its command is never run",
-    "apiKeyHelper": "BearAgent never runs a key helper from a workspace; keys come from `api_key_env`",
     "awsAuthRefresh": "never run by BearAgent",
     "awsCredentialExport": "never run by BearAgent",
     "gcpAuthRefresh": "never run by BearAgent",

@@ -206,6 +206,7 @@ class _Reader:
         self.hooks(raw.get("hooks"), raw.get("disableAllHooks"))
         self.mcp_servers(raw)
         self.output_style(raw.get("outputStyle"))
+        self.api_key_helper(raw.get("apiKeyHelper"))
 
     def permissions(self, value: object) -> None:
         section = self.section(
@@ -424,6 +425,21 @@ class _Reader:
             "outputStyle must be a style name; the default style is used",
             '"outputStyle": "Explanatory"',
             "outputStyle",
+        )
+
+    def api_key_helper(self, value: object) -> None:
+        """A command that prints the Anthropic API key (`app/key_helper.py`); trust surface, run only in a run."""
+        if value is None:
+            return
+        if isinstance(value, str) and value.strip():
+            self.cf.settings["api_key_helper"] = value.strip()
+            return
+        self.report(
+            "error",
+            "config.invalid_value",
+            "apiKeyHelper must be a shell command that prints the key",
+            '"apiKeyHelper": "~/bin/get-anthropic-key.sh"',
+            "apiKeyHelper",
         )
 
     def server_names(self, key: str, value: object) -> tuple[str, ...] | None:
