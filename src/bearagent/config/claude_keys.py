@@ -16,7 +16,18 @@ MCP_KEYS = (
 )
 """Which MCP servers load (`registries/mcp.py`); they only narrow what would load, so they apply without trust."""
 SUPPORTED_KEYS = frozenset(
-    {"permissions", "hooks", "env", "disableAllHooks", "outputStyle", "apiKeyHelper", "$schema", *MCP_KEYS}
+    {
+        "permissions",
+        "hooks",
+        "env",
+        "disableAllHooks",
+        "outputStyle",
+        "apiKeyHelper",
+        "model",
+        "availableModels",
+        "$schema",
+        *MCP_KEYS,
+    }
 )
 PERMISSION_KEYS = (
     "allow",
@@ -29,9 +40,7 @@ PERMISSION_KEYS = (
 )
 
 IGNORED_KEYS: Mapping[str, str] = {
-    "model": "set `default_model:` in .bearagent/config.yaml",
-    "availableModels": "model entries live under `models:` in config.yaml",
-    "fallbackModel": "model entries live under `models:` in config.yaml",
+    "fallbackModel": "BearAgent retries the model in use (transient errors); there is no fallback model",
     "effortLevel": "not a BearAgent setting",
     "alwaysThinkingEnabled": "not a BearAgent setting",
     "statusLine": "BearAgent has no status line; its command is never run",

@@ -207,6 +207,7 @@ class _Reader:
         self.mcp_servers(raw)
         self.output_style(raw.get("outputStyle"))
         self.api_key_helper(raw.get("apiKeyHelper"))
+        self.models(raw.get("model"), raw.get("availableModels"))
 
     def permissions(self, value: object) -> None:
         section = self.section(
@@ -440,6 +441,26 @@ class _Reader:
             "apiKeyHelper must be a shell command that prints the key",
             '"apiKeyHelper": "~/bin/get-anthropic-key.sh"',
             "apiKeyHelper",
+        )
+
+    def models(self, model: object, available: object) -> None:
+        """`model` (the default model, below config.yaml's `default_model`) and `availableModels` (the models a
+        `--model` / `/model` may pick); resolved against the model entries in `workspace.py`."""
+        if isinstance(model, str) and model.strip():
+            self.cf.settings["claude_model"] = model.strip()
+        elif model is not None:
+            self.report("warning", "config.invalid_value", "model must be a model name", '"model": "sonnet"', "model")
+        if available is None:
+            return
+        if isinstance(available, list) and all(isinstance(v, str) for v in cast(list[object], available)):
+            self.cf.settings["available_models"] = tuple(cast(list[str], available))
+            return
+        self.report(
+            "error",
+            "config.invalid_value",
+            "availableModels must be a list of model names",
+            '"availableModels": ["sonnet", "haiku"]',
+            "availableModels",
         )
 
     def server_names(self, key: str, value: object) -> tuple[str, ...] | None:
