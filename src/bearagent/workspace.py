@@ -75,6 +75,8 @@ class LoadedWorkspace:
     settings_env: Mapping[str, str] = field(default_factory=lambda: {})
     """`env` of `.claude/settings*.json`: added to hook commands' and MCP servers' environment (after trust, as
     every item of those files), never to Bash's (see docs/claude-code.md#env)."""
+    status_line: tuple[str, str] | None = None
+    """`(command, settings file)`: Claude Code's `statusLine` command (`cli/status_command.py`)."""
     available_models: tuple[tuple[str, ...], str] | None = None
     """`(names, settings file)`: Claude Code's `availableModels`, the models a `--model` / `/model` may pick; None:
     any entry."""
@@ -261,6 +263,14 @@ def load_workspace(
             None,
         ),
         available_models=_available_models(files),
+        status_line=next(
+            (
+                (str(cf.settings["status_line"]), str(cf.path))
+                for cf in reversed(files.claude)
+                if "status_line" in cf.settings
+            ),
+            None,
+        ),
         output_style=load_output_style(chosen_style(files.claude), style_dirs(ws_root, user_dir, compat=compat), diags),
     )
 

@@ -43,7 +43,6 @@ IGNORED_KEYS: Mapping[str, str] = {
     "fallbackModel": "BearAgent retries the model in use (transient errors); there is no fallback model",
     "effortLevel": "not a BearAgent setting",
     "alwaysThinkingEnabled": "not a BearAgent setting",
-    "statusLine": "BearAgent has no status line; its command is never run",
     "awsAuthRefresh": "never run by BearAgent",
     "awsCredentialExport": "never run by BearAgent",
     "gcpAuthRefresh": "never run by BearAgent",

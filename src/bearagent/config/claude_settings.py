@@ -207,6 +207,7 @@ class _Reader:
         self.mcp_servers(raw)
         self.output_style(raw.get("outputStyle"))
         self.api_key_helper(raw.get("apiKeyHelper"))
+        self.status_line(raw.get("statusLine"))
         self.models(raw.get("model"), raw.get("availableModels"))
 
     def permissions(self, value: object) -> None:
@@ -441,6 +442,24 @@ class _Reader:
             "apiKeyHelper must be a shell command that prints the key",
             '"apiKeyHelper": "~/bin/get-anthropic-key.sh"',
             "apiKeyHelper",
+        )
+
+    def status_line(self, value: object) -> None:
+        """`{"type": "command", "command": "..."}`: the interactive session's status line (`cli/status_command.py`);
+        trust surface, like a hook."""
+        if value is None:
+            return
+        entry = cast(dict[str, object], value) if isinstance(value, dict) else {}
+        command = entry.get("command")
+        if entry.get("type", "command") == "command" and isinstance(command, str) and command.strip():
+            self.cf.settings["status_line"] = command.strip()
+            return
+        self.report(
+            "warning",
+            "config.invalid_value",
+            'statusLine must be {"type": "command", "command": "..."}; BearAgent\'s own status line is shown',
+            '"statusLine": {"type": "command", "command": "~/.claude/statusline.sh"}',
+            "statusLine",
         )
 
     def models(self, model: object, available: object) -> None:

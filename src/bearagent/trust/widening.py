@@ -159,6 +159,16 @@ def config_file(c: Collector, cf: ConfigFileLike, *, ceiling_set: bool) -> None:
             file=file,
             line=line_in(text, f'"{name}"'),
         )
+    status = cf.settings.get("status_line")
+    if isinstance(status, str):
+        c.add(
+            "hook",
+            f"statusLine {file}",
+            f"statusLine runs {status!r} to draw the session's status line",
+            status,
+            file=file,
+            line=key_line(text, "statusLine"),
+        )
     helper = cf.settings.get("api_key_helper")
     if isinstance(helper, str):
         c.add(
