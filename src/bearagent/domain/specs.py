@@ -276,6 +276,9 @@ class SkillSpec(DomainModel):
     origin: str = Field(default="", max_length=256)
     user_invocable: bool = True
     """Also the slash command `/<name>` (Claude Code's `user-invocable`, default true)."""
+    model_invocable: bool = True
+    """In the agents' skill catalog and `Skill` tool (false: Claude Code's `disable-model-invocation: true`, only the
+    user loads it, as `/<name>`)."""
     argument_hint: str | None = Field(default=None, max_length=512)
 
 
