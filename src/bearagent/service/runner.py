@@ -269,6 +269,8 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "not_primary", f"agent {agent.name!r} is a subagent (mode: subagent)"),
                 hint="run a primary agent (`bearagent agents list` shows the modes), or delegate to it with Task",
             )
+        if created and agent.initial_prompt and agent.initial_prompt.strip():
+            prompt = f"{agent.initial_prompt.strip()}\n\n{prompt}"  # Claude Code's `initialPrompt`: the first turn
         if options.run_id is None:  # known before the first event
             options = replace(options, run_id=self.ids.new(RunId))
         assert options.run_id is not None
