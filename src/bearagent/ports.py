@@ -435,3 +435,25 @@ class ToolInterceptor(Protocol):
     async def after_tool(
         self, request: ToolRequest, spec: ToolSpec, result: ToolResult, context: ToolContext
     ) -> PostToolDecision: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAnswer:
+    """What the PermissionRequest hooks answered for a call about to be asked. `behavior=None`: no hook decided,
+    the person (or the non-interactive denial) decides as before."""
+
+    behavior: Literal["allow", "deny"] | None = None
+    message: str | None = None
+    updated_arguments: JsonMapping | None = None
+    """`decision.updatedInput` with `allow`: re-validated by the tool's `prepare` and re-checked by the rules."""
+    system_message: str | None = None
+
+
+@runtime_checkable
+class PermissionRequestHook(Protocol):
+    """An interceptor that can answer a permission prompt before a person sees it (Claude Code's PermissionRequest
+    hook event). `suggested_rule` is the rule "allow always" would add."""
+
+    async def permission_request(
+        self, request: ToolRequest, spec: ToolSpec, context: ToolContext, suggested_rule: str
+    ) -> PermissionAnswer: ...

@@ -229,15 +229,30 @@ class Resources:
             config_dir = state_dir(self.loaded) if entry.level == "workspace" else self.loaded.user_dir
             if entry.source:
                 config_dir = Path(entry.source).parent
+            env = self._env_for(entry)
             provider = create_provider(
                 entry,
-                env=self.loaded.env,
+                env=env,
                 base_dir=config_dir,
                 registry=self.loaded.provider_factories(),
                 ids=self.ids,
             )
-            self._providers[key] = provider
+            if env is self.loaded.env:  # a helper's key is cached with its TTL, not with the provider
+                self._providers[key] = provider
         return provider
+
+    def _env_for(self, entry: ModelEntry) -> Mapping[str, str]:
+        """The environment an entry's provider reads its key from: for an `anthropic` entry whose key variable is
+        unset, `apiKeyHelper`'s output (`app/key_helper.py`) in that variable."""
+        env = self.loaded.env
+        helper = self.loaded.api_key_helper
+        var = entry.api_key_env or "ANTHROPIC_API_KEY"
+        if helper is None or entry.provider != "anthropic" or env.get(var, "").strip():
+            return env
+        from bearagent.app.key_helper import KeyHelper
+
+        key = KeyHelper(*helper).key(self.loaded.root, self.loaded.child_env())
+        return {**env, var: key}
 
     def mcp_status(self) -> list[McpServerStatus] | None:
         """The session's MCP servers as started so far; None when none has been started yet."""

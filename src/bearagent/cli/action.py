@@ -118,6 +118,7 @@ def _run_skill(
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.ids import RunId
     from bearagent.runtime.observer import NullObserver, RunObserver
+    from bearagent.runtime.plan import CommandExpansion
     from bearagent.service.runner import RunOptions, RunResult
 
     skill = invocable_skill(loaded, name)
@@ -135,6 +136,7 @@ def _run_skill(
         budgets=dict(collect_budgets(budget_flags)),
         allowed_tools=invocation.allowed_tools,
         run_id=runtime.ids.new(RunId),
+        expansion=CommandExpansion.of(invocation.action, arguments),
     )
 
     async def go() -> RunResult:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -33,8 +34,12 @@ from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.runtime.observer import NullObserver
+from bearagent.runtime.plan import CommandExpansion
 from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
+
+if TYPE_CHECKING:
+    from bearagent.cli.status_command import StatusCommand
 
 HELP = """commands:
   /agent NAME   switch the session's primary agent
@@ -137,8 +142,11 @@ def interactive(
     if read is input:  # on a terminal, the line editor (history search, pastes, multi-line, completion)
         from bearagent.cli.line_editor import workspace_reader
 
-        status = StatusLine(runtime, sandbox_state)
-        read_prompt = workspace_reader(loaded, status=lambda: status(state.agent, state.model, state.totals)) or read
+        status = StatusLine(runtime, sandbox_state, _status_command(runtime))
+        read_prompt = (
+            workspace_reader(loaded, status=lambda: status(state.agent, state.model, state.totals, state.session))
+            or read
+        )
     console.print(
         Text(
             visible(
@@ -198,6 +206,8 @@ def interactive(
                     options.agent = invocation.agent or state.agent
                     options.model = invocation.model or state.model
                     options.allowed_tools = invocation.allowed_tools
+                    if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
+                        options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
                 options.run_id = runtime.ids.new(RunId)  # known up front: the terminal follows it in the stream
                 started = time.monotonic()
                 try:
@@ -237,6 +247,21 @@ def interactive(
                 runner.run(runtime.aclose())
     if termination.signal is not None:
         sys.exit(EXIT_RUN_FAILED)
+
+
+def _status_command(runtime: WorkspaceRuntime) -> StatusCommand | None:
+    """Claude Code's `statusLine` command, for a trusted workspace only (it is trust surface)."""
+    helper = runtime.loaded.status_line
+    if helper is None:
+        return None
+    from bearagent.cli.status_command import StatusCommand
+    from bearagent.service import admission
+
+    try:
+        admission.check_trust(runtime.loaded)
+    except BearAgentError:
+        return None
+    return StatusCommand(helper[0], runtime.loaded.root, runtime.loaded.child_env())
 
 
 class _NoticePrinter(NullObserver):

@@ -148,9 +148,10 @@ def run(
         if stream_json:
             runtime.writer.subscribe(RunTreeStream(options.run_id, emit))
         elif output_format == "stream-json":
-            from bearagent.cli.claude_output import ClaudeStream
+            from bearagent.cli.claude_output import ClaudeStream, init_extras
 
-            runtime.writer.subscribe(ClaudeStream(options.run_id, runtime.root, emit_json))
+            extras = init_extras(runtime, agent)
+            runtime.writer.subscribe(ClaudeStream(options.run_id, runtime.root, emit_json, extras))
         elif not as_json and output_format is None:
             observer = attach_terminal(runtime, options.run_id, make_console())
         return await runtime.run(text, options, observer)

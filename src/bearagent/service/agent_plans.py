@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
+from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.domain.tools import ToolSpec
@@ -62,6 +63,17 @@ class AgentPlans:
         entry = projected
         if model_override is not None:
             entry = self._rt.loaded.models.resolve(model_override, where="--model")
+            allowed = self._rt.loaded.available_models
+            if allowed is not None and not {model_override, entry.name, entry.ref, entry.model} & set(allowed[0]):
+                raise BearAgentError(
+                    ErrorInfo.of(
+                        "configuration",
+                        "model_not_available",
+                        f"model {model_override!r} is not one of the availableModels of {allowed[1]}: "
+                        f"{name_list(allowed[0]) or 'none'}",
+                    ),
+                    hint="pick one of those, or add it to availableModels",
+                )
         if entry is None:
             raise BearAgentError(
                 ErrorInfo.of("configuration", "no_model", f"agent {agent.name!r} has no model"),
@@ -165,6 +177,7 @@ class AgentPlans:
                 ask=ask if ask is not None else self._rt.ask,  # pyright: ignore[reportArgumentType]
                 depth=depth,
                 instructions=(instructions.text, instructions.path.name) if instructions is not None else None,
+                output_style=(style.name, style.text) if (style := self._rt.loaded.output_style) is not None else None,
                 skill_catalog=catalog.text,
                 unavailable_servers=unavailable,
                 tool_settings=settings,

@@ -80,6 +80,8 @@ class PlanInputs:
     ask: Asker | None = None
     depth: int = 0
     instructions: tuple[str, str] | None = None
+    output_style: tuple[str, str] | None = None
+    """`(name, instructions)` of the output style in force: added like `instructions`, for a top-level primary."""
     skill_catalog: str | None = None
     unavailable_servers: Sequence[str] = ()
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
@@ -127,6 +129,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         agent_prompt=agent.prompt,
         workspace_root=inputs.root,
         today=inputs.today,
+        output_style=inputs.output_style if agent.is_primary and inputs.depth == 0 else None,
         project_instructions=instructions[0] if instructions is not None else None,
         project_instructions_source=instructions[1] if instructions is not None else None,
         skill_catalog=inputs.skill_catalog if projection.skills else None,

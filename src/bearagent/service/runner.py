@@ -50,6 +50,7 @@ from bearagent.runtime.loop import AgentLoop, RunOutcome
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import (
     AgentPlan,
+    CommandExpansion,
     RunSpec,
 )
 from bearagent.runtime.retry import RetryPolicy
@@ -268,6 +269,8 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "not_primary", f"agent {agent.name!r} is a subagent (mode: subagent)"),
                 hint="run a primary agent (`bearagent agents list` shows the modes), or delegate to it with Task",
             )
+        if created and agent.initial_prompt and agent.initial_prompt.strip():
+            prompt = f"{agent.initial_prompt.strip()}\n\n{prompt}"  # Claude Code's `initialPrompt`: the first turn
         if options.run_id is None:  # known before the first event
             options = replace(options, run_id=self.ids.new(RunId))
         assert options.run_id is not None
@@ -288,6 +291,7 @@ class WorkspaceRuntime:
             history=tuple(history),
             prelude=prelude,
             run_id=run_id,
+            expansion=options.expansion,
             request=sealed_request(  # the log is a workspace file: what a later process acts on is sealed
                 self.seals,
                 run_id,
@@ -480,11 +484,11 @@ class WorkspaceRuntime:
         `allowed-tools` are pre-approved for this run, and a `model` that names no model entry leaves the agent's
         model. `model` (`-m`) wins over both."""
         action = self.loaded.actions.require(name)
+        arguments_text = ""
         if action.kind == "command":
             arguments = inputs.get("arguments", "")
-            rendered = render_command(
-                action, arguments if isinstance(arguments, str) else str(arguments), root=self.root
-            )
+            arguments_text = arguments if isinstance(arguments, str) else str(arguments)
+            rendered = render_command(action, arguments_text, root=self.root)
             prompt = rendered.prompt
         else:
             prompt = render_action(action, inputs)
@@ -496,6 +500,7 @@ class WorkspaceRuntime:
             budgets=dict(budgets or {}),
             allowed_tools=action.allowed_tools,
             run_id=run_id,
+            expansion=CommandExpansion.of(action, arguments_text) if action.kind == "command" else None,
         )
         return prompt, options
 

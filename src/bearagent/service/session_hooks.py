@@ -41,6 +41,7 @@ class SessionHookWiring:
             self._rt.loaded.agents.all(),
             self._rt.loaded.hooks.python_handlers(),
             exclude_events=suppressed_hook_events.get(),  # inside a judge run: its starting events stay quiet
+            workspace_agent_hooks=self._rt.loaded.hooks.disabled_by is None,
         )
         enabled = self._rt.loaded.config.execution_policy == "local" and bool(groups)
         settings = HookSettings(
@@ -103,7 +104,23 @@ class SessionHookWiring:
         """SessionStart, once per session in this process (before its first run here)."""
         if session_key not in self._started and hooks.enabled:
             await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
+            await self._instructions_loaded(hooks)
         self._started.add(session_key)
+
+    async def _instructions_loaded(self, hooks: SessionHooks) -> None:
+        """InstructionsLoaded (observation only): the project instructions file, then each file it imports."""
+        instructions = self._rt.loaded.instructions
+        if instructions is None or not hooks.dispatcher.has_hooks("InstructionsLoaded"):
+            return
+        main = str(instructions.path)
+        await hooks.dispatcher.fire("InstructionsLoaded", {"file_path": main, "load_reason": "session_start"})
+        for imported in instructions.imports:
+            payload: dict[str, JsonValue] = {
+                "file_path": str(self._rt.root / imported),
+                "load_reason": "include",
+                "parent_file_path": main,
+            }
+            await hooks.dispatcher.fire("InstructionsLoaded", payload)
 
     async def close(self) -> None:
         """SessionEnd for every session this process started; facts still pending are kept on their session

@@ -155,6 +155,26 @@ def config_file(c: Collector, cf: ConfigFileLike, *, ceiling_set: bool) -> None:
             file=file,
             line=line_in(text, f'"{name}"'),
         )
+    status = cf.settings.get("status_line")
+    if isinstance(status, str):
+        c.add(
+            "hook",
+            f"statusLine {file}",
+            f"statusLine runs {status!r} to draw the session's status line",
+            status,
+            file=file,
+            line=key_line(text, "statusLine"),
+        )
+    helper = cf.settings.get("api_key_helper")
+    if isinstance(helper, str):
+        c.add(
+            "model",
+            f"apiKeyHelper {file}",
+            f"apiKeyHelper runs {helper!r} to get the Anthropic API key",
+            helper,
+            file=file,
+            line=key_line(text, "apiKeyHelper"),
+        )
     mode = cf.settings.get("permission_mode")
     if isinstance(mode, str) and not ceiling_set and mode_looseness(mode) > mode_looseness(BUILTIN_DEFAULT_MODE):
         c.add(
