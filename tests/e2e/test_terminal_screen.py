@@ -179,7 +179,7 @@ def test_the_status_line_and_the_session_commands(tmp_path: Path) -> None:
         term.wait_for(r"no model entry named 'nosuch'; models: scripted")
         term.send_text("/model")
         term.send("Enter")
-        term.wait_for(r"scripted\s+scripted")
+        term.wait_for(r"scripted\s+scripted\s+\S+ \*")  # the one in use is marked
         term.send_text("/permissions")
         term.send("Enter")
         term.wait_for(r"mode: acceptEdits")
