@@ -218,3 +218,20 @@ def test_an_untrusted_workspace_is_shown_and_trusted_once_at_the_door(tmp_path: 
     with _session(tmp_path, ws, 100) as term:  # asked once: the next session starts at the prompt
         screen = term.wait_for("writer>")
         assert "Trust this workspace" not in screen
+
+
+@pytest.mark.parametrize("attempt", range(3))  # reported as 2 of 3 tries: each try is its own run
+def test_ctrl_c_mid_answer_shows_the_partial_text_once(tmp_path: Path, attempt: int) -> None:
+    ws = _workspace(tmp_path, f'turns:\n  - text: "{ANSWER}"\n    delta_delay_ms: {30 + 10 * attempt}\n')
+    with _session(tmp_path, ws, 80) as term:
+        term.wait_for("writer>")
+        term.send_text("hi")
+        term.send("Enter")
+        term.wait_for("word0[12][0-9]")
+        term.send("C-c")
+        screen = term.wait_for(r"cancelled")
+        start = screen.rindex("writer> hi") + len("writer> hi")
+        region = words(screen[start : screen.index("cancelled", start)])
+        assert region and ANSWER.startswith(region), screen  # a prefix of the answer, each word once
+        assert region.count("word001") == 1, screen
+        term.wait_for("writer>", after=screen.index("cancelled", start))  # the session goes on

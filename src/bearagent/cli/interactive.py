@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +43,36 @@ HELP = """commands:
   /compact [FOCUS]  summarise the session's earlier turns now (FOCUS: what the summary should keep)
 keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes · Up/Down, Ctrl-R: history
 Ctrl-C cancels a running answer."""
+
+
+@contextlib.contextmanager
+def no_control_echo() -> Generator[None, None, None]:
+    """While a run draws its live region: the terminal does not echo Ctrl-C as `^C` (ECHOCTL off; Ctrl-C still
+    interrupts). The echo lands after the region's last line, and when that line is full it wraps to a new row the
+    region does not know of, so its last redraw started a row too low and left the frame above it on the screen:
+    the partial answer was shown twice. Restored afterwards; nothing is done off a terminal."""
+    try:
+        import termios
+    except ImportError:  # not POSIX
+        yield
+        return
+    fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else -1
+    try:
+        saved = termios.tcgetattr(fd) if fd >= 0 else None
+    except termios.error:
+        saved = None
+    if saved is None:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] = saved[3] & ~termios.ECHOCTL
+    with contextlib.suppress(termios.error):
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error):  # after SIGHUP the terminal may be gone
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 @dataclass
@@ -204,7 +234,8 @@ def interactive(
                     try:
                         terminal = attach_terminal(runtime, options.run_id, console, markdown=True)
                         terminal.waiting()  # MCP servers start, the model thinks: a spinner until text arrives
-                        result = runner.run(runtime.run(text, options, terminal))
+                        with no_control_echo():
+                            result = runner.run(runtime.run(text, options, terminal))
                     finally:
                         if terminal is not None:
                             terminal.close()
