@@ -235,3 +235,25 @@ def test_ctrl_c_mid_answer_shows_the_partial_text_once(tmp_path: Path, attempt: 
         assert region and ANSWER.startswith(region), screen  # a prefix of the answer, each word once
         assert region.count("word001") == 1, screen
         term.wait_for("writer>", after=screen.index("cancelled", start))  # the session goes on
+
+
+def test_help_and_listings_fit_80_columns_without_breaking_words(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "hi"\n')
+    long = " ".join(f"clause{i:02d}" for i in range(30)) + " TAILMARKER"
+    (ws / ".bearagent" / "agents" / "verbose.md").write_text(
+        f"---\ndescription: {long}\nmode: primary\n---\nYou talk.\n", encoding="utf-8"
+    )
+    with _session(tmp_path, ws, 80) as term:
+        term.wait_for("writer>")
+        term.send_text("/help")
+        term.send("Enter")
+        screen = term.wait_for(r"Ctrl-C cancels a running answer")
+        lines = screen.splitlines()
+        assert "      Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer" in lines, screen
+        assert "  /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)" in lines, screen
+        term.send_text("/agents")
+        term.send("Enter")
+        screen = term.wait_for(r"verbose\s+primary")
+        row = next(line for line in screen.splitlines() if "verbose" in line and "primary" in line)
+        assert row.rstrip().endswith("…") and len(row.rstrip()) <= 80, screen  # cut, not wrapped
+        assert "TAILMARKER" not in screen, screen

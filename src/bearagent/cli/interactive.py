@@ -36,13 +36,27 @@ from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
 HELP = """commands:
-  /agent NAME   switch the session's primary agent
-  /agents       list agents        /skills   list skills        /tools   tools of the current agent
-  /clear        start a new session                            /exit    leave (or Ctrl-D)
-  /model [NAME] show or switch the model   /mcp  MCP servers   /permissions  mode and rules   /cost  session usage
-  /compact [FOCUS]  summarise the session's earlier turns now (FOCUS: what the summary should keep)
-keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes · Up/Down, Ctrl-R: history
-Ctrl-C cancels a running answer."""
+  /agent NAME       switch the session's primary agent
+  /agents           list agents
+  /skills           list skills
+  /tools            tools of the current agent
+  /model [NAME]     show or switch the model
+  /mcp              MCP servers
+  /permissions      permission mode and rules
+  /cost             session usage
+  /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
+  /clear            start a new session
+  /exit             leave (or Ctrl-D)
+keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes
+      Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer"""
+"""Every line fits 80 columns: the session's console leaves wrapping to the terminal, which breaks mid-word."""
+MAX_HELP_COMMANDS = 40
+"""How many workspace commands and skills `/help` lists before `and N more` (`bearagent actions list` has all)."""
+
+
+def fit(line: str, width: int) -> str:
+    """`line` cut to `width` columns with `…`: a listing line never wraps mid-word on the terminal."""
+    return line if len(line) <= width else line[: max(width - 1, 1)] + "…"
 
 
 @contextlib.contextmanager
@@ -325,8 +339,12 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         return False
     if name == "help":
         console.print(HELP, markup=False)
-        for line in command_help(loaded):
-            console.print(visible(line), markup=False)
+        lines = command_help(loaded)
+        for line in lines[:MAX_HELP_COMMANDS]:
+            console.print(fit(visible(line), console.width - 1), markup=False)
+        if len(lines) > MAX_HELP_COMMANDS:
+            more = len(lines) - MAX_HELP_COMMANDS
+            console.print(f"  and {more} more (bearagent actions list, bearagent skills list)", markup=False)
     elif name == "agent":
         if not arg:
             console.print(visible(f"current agent: {state.agent}"), markup=False)
@@ -343,15 +361,16 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
     elif name == "agents":
         for spec in loaded.agents.all():
             marker = "*" if spec.name == state.agent else " "
-            first = visible(spec.description).split("\n", 1)[0][:70]
-            console.print(visible(f"{marker} {spec.name:<16} {spec.mode:<9} ") + first, markup=False)
+            first = visible(spec.description).split("\n", 1)[0]
+            line = visible(f"{marker} {spec.name:<16} {spec.mode:<9} ") + first
+            console.print(fit(line, console.width - 1), markup=False)
     elif name == "skills":
         skills = loaded.skills.all()
         if not skills:
             console.print("no skills", markup=False)
         for skill in skills:
-            first = visible(skill.description).split("\n", 1)[0][:70]
-            console.print(visible(f"  {skill.name:<20} ") + first, markup=False)
+            first = visible(skill.description).split("\n", 1)[0]
+            console.print(fit(visible(f"  {skill.name:<20} ") + first, console.width - 1), markup=False)
     elif name == "tools":
         try:
             projection = loaded.project(state.agent, require_model=False)
