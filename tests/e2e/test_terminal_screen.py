@@ -257,3 +257,46 @@ def test_help_and_listings_fit_80_columns_without_breaking_words(tmp_path: Path)
         row = next(line for line in screen.splitlines() if "verbose" in line and "primary" in line)
         assert row.rstrip().endswith("…") and len(row.rstrip()) <= 80, screen  # cut, not wrapped
         assert "TAILMARKER" not in screen, screen
+
+
+APPROVAL_SCRIPT = """
+turns:
+  - text: "Writing."
+    tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "one\\n"}}]
+  - text: "First done."
+  - text: "Writing again."
+    tool_calls: [{name: Write, arguments: {file_path: two.txt, content: "two\\n"}}]
+  - text: "Second done."
+"""
+
+
+def test_an_approval_is_one_key_and_drawn_once(tmp_path: Path) -> None:
+    from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+
+    require_tmux()
+    root = scripted_workspace(
+        tmp_path / "ws",
+        APPROVAL_SCRIPT,
+        agents={"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")},
+        config=CONFIG + "permission_mode: default\n",
+    )
+    env = base_env(tmp_path / "home")
+    with TmuxScreen([sys.executable, "-m", "bearagent", "-w", str(root)], width=100, env=env, cwd=root) as term:
+        term.wait_for("main>")
+        term.send_text("write it")
+        term.send("Enter")
+        term.wait_for(r"\[a\]lways this session")
+        term.send_text("y")  # one key, no Enter
+        screen = term.wait_for(r"succeeded · ")
+        assert (root / "out.txt").read_text() == "one\n"
+        assert screen.count("? Write(out.txt) needs approval") == 1, screen  # the block is drawn once
+        assert screen.count("[a]lways this session") == 1, screen
+        assert "yes, once" in screen
+        term.send_text("write again")
+        term.send("Enter")
+        # the question is on the screen (a key before it is discarded: typeahead never answers)
+        term.wait_for(r"\? Write\(two.txt\) needs approval(.|\n)*one key; Enter/Esc: no\)")
+        term.send("Escape")  # Esc says no
+        end = term.wait_for(r"Second done")
+        assert not (root / "two.txt").exists()
+        assert "(one key; Enter/Esc: no) no" in end, end

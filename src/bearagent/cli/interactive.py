@@ -23,6 +23,7 @@ from rich.text import Text
 
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.model_hint import key_config_lines, no_model_fix
+from bearagent.cli.one_key import one_key_terminal
 from bearagent.cli.render import make_console, preview_arguments
 from bearagent.cli.safe_text import visible
 from bearagent.cli.session_commands import SESSION_COMMANDS, SessionTotals, StatusLine, run_session_command
@@ -140,6 +141,8 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
             )
         )
         console.print(Text(visible(f"  {request.reason}"), style="dim"))
+        if read is input and one_key_terminal():
+            return await _one_key_answer(console)
         while True:
             answer = (
                 (await asyncio.to_thread(read, "  allow [y]es once, [a]lways this session, [n]o? ")).strip().lower()
@@ -152,6 +155,32 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
                 return "deny"
 
     return ask
+
+
+APPROVAL_KEYS: dict[str, tuple[AskAnswer, str]] = {
+    "y": ("allow_once", "yes, once"),
+    "a": ("allow_always", "always, this session"),
+    "n": ("deny", "no"),
+    "\n": ("deny", "no"),
+    "\x1b": ("deny", "no"),
+}
+"""One key answers the approval question on a terminal: y, a, n; Enter and Esc say no (the safe default)."""
+
+
+async def _one_key_answer(console: Console) -> AskAnswer:
+    import threading
+
+    from bearagent.cli.one_key import read_key
+
+    stop = threading.Event()
+    prompt = "  allow [y]es once, [a]lways this session, [n]o? (one key; Enter/Esc: no) "
+    try:
+        key = await asyncio.to_thread(read_key, prompt, "yan", stop, console.file)
+    finally:
+        stop.set()  # a cancelled run: the reading thread ends within 0.1 s and leaves the terminal as it was
+    answer, said = APPROVAL_KEYS.get(key or "n", APPROVAL_KEYS["n"])
+    console.print(said, markup=False, highlight=False)
+    return answer
 
 
 def interactive(
