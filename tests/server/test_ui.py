@@ -223,6 +223,7 @@ def test_a_waiting_run_is_shown_live_and_allowed_from_the_page(
         assert browser.find_element(By.ID, "workspace").get_attribute("value") == "notes"
         link = until(lambda: browser.find_element(By.CSS_SELECTOR, f"button[data-run-id='{run_id}']"), "the run listed")
         assert "waiting" in link.text
+        assert "write the notes" in link.text  # the prompt, so runs can be told apart (issue 32)
         link.click()
         until(lambda: "Writing the notes now." in text_of(browser, "#timeline"), "the model call's text")
         timeline = text_of(browser, "#timeline")

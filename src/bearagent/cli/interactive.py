@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +25,7 @@ from rich.text import Text
 from bearagent.app.runtime import open_runtime
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.model_hint import key_config_lines, no_model_fix
+from bearagent.cli.one_key import one_key_terminal
 from bearagent.cli.render import make_console, preview_arguments
 from bearagent.cli.safe_text import visible
 from bearagent.cli.session_commands import SESSION_COMMANDS, SessionTotals, StatusLine, run_session_command
@@ -42,13 +43,57 @@ if TYPE_CHECKING:
     from bearagent.cli.status_command import StatusCommand
 
 HELP = """commands:
-  /agent NAME   switch the session's primary agent
-  /agents       list agents        /skills   list skills        /tools   tools of the current agent
-  /clear        start a new session                            /exit    leave (or Ctrl-D)
-  /model [NAME] show or switch the model   /mcp  MCP servers   /permissions  mode and rules   /cost  session usage
-  /compact [FOCUS]  summarise the session's earlier turns now (FOCUS: what the summary should keep)
-keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes · Up/Down, Ctrl-R: history
-Ctrl-C cancels a running answer."""
+  /agent NAME       switch the session's primary agent
+  /agents           list agents
+  /skills           list skills
+  /tools            tools of the current agent
+  /model [NAME]     show or switch the model
+  /mcp              MCP servers
+  /permissions      permission mode and rules
+  /cost             session usage
+  /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
+  /clear            start a new session
+  /exit             leave (or Ctrl-D)
+keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes
+      Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer"""
+"""Every line fits 80 columns: the session's console leaves wrapping to the terminal, which breaks mid-word."""
+MAX_HELP_COMMANDS = 40
+"""How many workspace commands and skills `/help` lists before `and N more` (`bearagent actions list` has all)."""
+
+
+def fit(line: str, width: int) -> str:
+    """`line` cut to `width` columns with `…`: a listing line never wraps mid-word on the terminal."""
+    return line if len(line) <= width else line[: max(width - 1, 1)] + "…"
+
+
+@contextlib.contextmanager
+def no_control_echo() -> Generator[None, None, None]:
+    """While a run draws its live region: the terminal does not echo Ctrl-C as `^C` (ECHOCTL off; Ctrl-C still
+    interrupts). The echo lands after the region's last line, and when that line is full it wraps to a new row the
+    region does not know of, so its last redraw started a row too low and left the frame above it on the screen:
+    the partial answer was shown twice. Restored afterwards; nothing is done off a terminal."""
+    try:
+        import termios
+    except ImportError:  # not POSIX
+        yield
+        return
+    fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else -1
+    try:
+        saved = termios.tcgetattr(fd) if fd >= 0 else None
+    except termios.error:
+        saved = None
+    if saved is None:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] = saved[3] & ~termios.ECHOCTL
+    with contextlib.suppress(termios.error):
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error):  # after SIGHUP the terminal may be gone
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 @dataclass
@@ -102,6 +147,8 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
             )
         )
         console.print(Text(visible(f"  {request.reason}"), style="dim"))
+        if read is input and one_key_terminal():
+            return await _one_key_answer(console)
         while True:
             answer = (
                 (await asyncio.to_thread(read, "  allow [y]es once, [a]lways this session, [n]o? ")).strip().lower()
@@ -114,6 +161,32 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
                 return "deny"
 
     return ask
+
+
+APPROVAL_KEYS: dict[str, tuple[AskAnswer, str]] = {
+    "y": ("allow_once", "yes, once"),
+    "a": ("allow_always", "always, this session"),
+    "n": ("deny", "no"),
+    "\n": ("deny", "no"),
+    "\x1b": ("deny", "no"),
+}
+"""One key answers the approval question on a terminal: y, a, n; Enter and Esc say no (the safe default)."""
+
+
+async def _one_key_answer(console: Console) -> AskAnswer:
+    import threading
+
+    from bearagent.cli.one_key import read_key
+
+    stop = threading.Event()
+    prompt = "  allow [y]es once, [a]lways this session, [n]o? (one key; Enter/Esc: no) "
+    try:
+        key = await asyncio.to_thread(read_key, prompt, "yan", stop, console.file)
+    finally:
+        stop.set()  # a cancelled run: the reading thread ends within 0.1 s and leaves the terminal as it was
+    answer, said = APPROVAL_KEYS.get(key or "n", APPROVAL_KEYS["n"])
+    console.print(said, markup=False, highlight=False)
+    return answer
 
 
 def interactive(
@@ -215,7 +288,8 @@ def interactive(
                     try:
                         terminal = attach_terminal(runtime, options.run_id, console, markdown=True)
                         terminal.waiting()  # MCP servers start, the model thinks: a spinner until text arrives
-                        result = runner.run(runtime.run(text, options, terminal))
+                        with no_control_echo():
+                            result = runner.run(runtime.run(text, options, terminal))
                     finally:
                         if terminal is not None:
                             terminal.close()
@@ -320,8 +394,12 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         return False
     if name == "help":
         console.print(HELP, markup=False)
-        for line in command_help(loaded):
-            console.print(visible(line), markup=False)
+        lines = command_help(loaded)
+        for line in lines[:MAX_HELP_COMMANDS]:
+            console.print(fit(visible(line), console.width - 1), markup=False)
+        if len(lines) > MAX_HELP_COMMANDS:
+            more = len(lines) - MAX_HELP_COMMANDS
+            console.print(f"  and {more} more (bearagent actions list, bearagent skills list)", markup=False)
     elif name == "agent":
         if not arg:
             console.print(visible(f"current agent: {state.agent}"), markup=False)
@@ -340,15 +418,16 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
     elif name == "agents":
         for spec in loaded.agents.all():
             marker = "*" if spec.name == state.agent else " "
-            first = visible(spec.description).split("\n", 1)[0][:70]
-            console.print(visible(f"{marker} {spec.name:<16} {spec.mode:<9} ") + first, markup=False)
+            first = visible(spec.description).split("\n", 1)[0]
+            line = visible(f"{marker} {spec.name:<16} {spec.mode:<9} ") + first
+            console.print(fit(line, console.width - 1), markup=False)
     elif name == "skills":
         skills = loaded.skills.all()
         if not skills:
             console.print("no skills", markup=False)
         for skill in skills:
-            first = visible(skill.description).split("\n", 1)[0][:70]
-            console.print(visible(f"  {skill.name:<20} ") + first, markup=False)
+            first = visible(skill.description).split("\n", 1)[0]
+            console.print(fit(visible(f"  {skill.name:<20} ") + first, console.width - 1), markup=False)
     elif name == "tools":
         try:
             projection = loaded.project(state.agent, require_model=False)

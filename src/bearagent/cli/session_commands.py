@@ -160,11 +160,19 @@ def run_session_command(
     loaded = runtime.loaded
     if name == "model":
         if not arg:
-            console.print(visible(f"model: {model_in_use(runtime, agent, model)}"), markup=False)
+            in_use = model_in_use(runtime, agent, model)
+            console.print(visible(f"model: {in_use}"), markup=False)
+            current = loaded.models.get(in_use)
             for entry in loaded.models.all():
                 what = entry.model or entry.provider
-                console.print(visible(f"  {entry.name:<20} {entry.provider:<18} {what}"), markup=False)
-            console.print("/model NAME switches the session's model", style="dim", markup=False)
+                mark = " *" if current is not None and entry.ref == current.ref else ""
+                console.print(visible(f"  {entry.name:<20} {entry.provider:<18} {what}{mark}"), markup=False)
+            console.print(
+                "/model NAME switches the session's model; `bearagent models list --remote` shows what the servers "
+                "list",
+                style="dim",
+                markup=False,
+            )
             return None
         if loaded.models.get(arg) is None:
             names = name_list(e.name for e in loaded.models.all()) or "none configured"

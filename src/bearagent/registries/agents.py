@@ -194,6 +194,12 @@ def parse_agent(
                 key, AGENT_KEYS, f"{key!r} in agent file", candidates=[*AGENT_KEYS, *AGENT_ALIASES]
             )
             guess = did_you_mean(key, [*AGENT_KEYS, *AGENT_ALIASES])
+            if key.lower().replace("-", "").replace("_", "") == "allowedtools":
+                # Claude Code's command key (`allowed-tools`) in an agent file means `tools`, not the nearest
+                # spelling (`disallowed_tools`), which would invert it
+                guess = "tools"
+                message = f"unknown key {key!r} in agent file: an agent's allowed tools are its `tools:` list"
+                fix = f"rename {key!r} to 'tools' (`allowed-tools` is a command file's key)"
             if guess is not None and AGENT_ALIASES.get(guess, guess) in GUARDING_AGENT_KEYS:
                 # fail closed: a misspelt `tools:` would silently give the agent every tool
                 add(

@@ -58,6 +58,7 @@ from bearagent.ports import Clock, RunStorage
 from bearagent.runtime.approvals import RunSuspended
 from bearagent.runtime.compaction_run import COMPACT_TRIGGER_REF, end_resumed_compaction
 from bearagent.runtime.context import ContextBuilder, tool_result_message
+from bearagent.runtime.continuation import join_parts
 from bearagent.runtime.cursor import InFlightCall, RunCursor
 from bearagent.runtime.loop_state import (
     SWITCH_TOOL,
@@ -522,7 +523,7 @@ class AgentLoop:
                 messages.append(Message.user(CONTINUE_PROMPT))
                 continue
             if not turn.tool_calls:
-                final_text = "".join(continued) + turn.text
+                final_text = join_parts([*continued, turn.text])  # a clean seam (runtime/continuation.py)
                 if turn.completed.stop_reason == "refusal" and turn.completed.refusal:
                     final_text = turn.completed.refusal
                 if self._hooks is not None and turn.completed.stop_reason != "refusal":

@@ -232,6 +232,12 @@
     if (run) await openRun(run);
   }
 
+  // The prompt's first line, cut to 80 characters: the list shows what each run was asked (as text, never markup).
+  function promptLine(goal) {
+    const first = String(goal).trim().split("\n", 1)[0];
+    return first.length > 80 ? `${first.slice(0, 79)}…` : first;
+  }
+
   async function loadRuns() {
     if (!state.workspace) return;
     const words = $("run-search").value.trim();
@@ -248,6 +254,7 @@
           el("span", { className: "agent" }, run.effective_agent_name || run.agent_name || run.trigger_type),
           " ",
           el("code", null, short(run.run_id)),
+          run.goal ? el("span", { className: "goal", title: run.goal.slice(0, 2000) }, promptLine(run.goal)) : null,
           el("br"),
           el("small", null, new Date(run.created_at).toLocaleString()),
           ...(run.match ? [el("br"), el("small", { className: "match" }, run.match.snippet)] : []),
