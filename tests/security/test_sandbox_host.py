@@ -14,9 +14,8 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
@@ -82,19 +81,9 @@ def _stderr(result: Mapping[str, object]) -> str:
 
 
 @pytest.fixture
-def outside() -> Iterator[Path]:
-    """A directory outside /tmp and outside the workspace (removed afterwards), as in test_sandbox.py."""
-    private = (Path("/tmp"), Path("/var/tmp"))
-    candidates = [REPO / ".cache", Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")]
-    base = next((c for c in candidates if not any(c.resolve().is_relative_to(p) for p in private)), None)
-    if base is None:
-        pytest.skip("no directory outside /tmp and /var/tmp to stand for 'outside the workspace'")
-    base.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix="sandbox-host-", dir=base))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def outside(sandbox_outside: Path) -> Path:
+    """A directory outside /tmp, the homes and the workspace that the sandbox shows read-only (tests/conftest.py)."""
+    return sandbox_outside
 
 
 @pytest.fixture
