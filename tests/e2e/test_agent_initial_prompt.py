@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from tests.support.config_ws import isolated_env, write
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.cli import main
 from bearagent.domain._base import thaw_json_mapping
 
@@ -40,7 +41,7 @@ def test_the_initial_prompt_leads_the_first_prompt_of_a_session_only(tmp_path: P
         for run in sorted(ws.runs(), key=lambda r: r.created_at):
             created = next(e for e in ws.events(str(run.run_id)) if e.event_type == "RunCreated")
             goals.append(str(thaw_json_mapping(created.payload)["goal"]))
-        agents = {a.name: a for a in ws.runtime.loaded.agents.all()}
+        agents = {a.name: a for a in runtime_of(ws).loaded.agents.all()}
     assert goals == ["Read README.md first, then answer.\n\nwhat is this?", "and then?"]
     assert agents["onboarder"].initial_prompt == "Read README.md first, then answer."
     assert json.loads(first.output)["agent"] == "onboarder"

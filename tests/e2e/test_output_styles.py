@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
-from bearagent.api import open_workspace
+from bearagent.api import open_workspace, runtime_of
 from bearagent.plugins.manager import PluginHost
 
 TERSE = """---
@@ -36,8 +36,8 @@ def _prompts(root: Path, home: Path) -> tuple[str, str]:
     with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
         result = ws.run_sync("hello")
         assert result.status == "succeeded", result.error
-        main = asyncio.run(ws.runtime.plan("main", session_key="probe"))
-        helper = asyncio.run(ws.runtime.plan("helper", session_key="probe", depth=1))
+        main = asyncio.run(runtime_of(ws).plan("main", session_key="probe"))
+        helper = asyncio.run(runtime_of(ws).plan("helper", session_key="probe", depth=1))
     return main.system_prompt, helper.system_prompt
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
-from bearagent.api import open_workspace
+from bearagent.api import open_workspace, runtime_of
 from bearagent.cli import main
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.plugins.manager import PluginHost
@@ -36,7 +36,7 @@ def test_a_skill_the_model_may_not_invoke_is_only_a_slash_command(tmp_path: Path
 
     async def plan() -> tuple[str, list[object]]:
         async with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
-            planned = await ws.runtime.plan("main", session_key="probe")
+            planned = await runtime_of(ws).plan("main", session_key="probe")
             schema = thaw_json_mapping(planned.tools["Skill"].descriptor.input_schema)
             return planned.system_prompt, schema["properties"]["name"]["enum"]  # type: ignore[index,call-overload]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
+from bearagent.app.runtime import open_runtime
 from bearagent.cli.interactive import _status_command  # pyright: ignore[reportPrivateUsage]
 from bearagent.cli.session_commands import SessionTotals, StatusLine
 from bearagent.plugins.manager import PluginHost
@@ -47,7 +48,7 @@ def _runtime(tmp_path: Path, command: str, *, trusted: bool) -> WorkspaceRuntime
         surface = workspace_trust_surface(load(root, home))
         assert any(item.key == "statusLine .claude/settings.json" for item in surface.items)
         trust(root, surface, env=isolated_env(home))
-    return WorkspaceRuntime(load_workspace(root, env=isolated_env(home), plugins=PluginHost()))
+    return open_runtime(load_workspace(root, env=isolated_env(home), plugins=PluginHost()))
 
 
 def test_the_command_draws_the_status_line_from_claude_codes_json(tmp_path: Path) -> None:

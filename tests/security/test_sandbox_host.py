@@ -14,8 +14,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import cast
 
