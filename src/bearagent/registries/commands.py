@@ -337,11 +337,11 @@ def _attach(ref: str, into: _Attachments) -> None:
     into.files.append((rel, text))
 
 
-class _ModelLookup(Protocol):
+class ModelLookup(Protocol):
     def get(self, ref: str) -> object | None: ...
 
 
-def command_model(action: ActionSpec, models: _ModelLookup) -> str | None:
+def command_model(action: ActionSpec, models: ModelLookup) -> str | None:
     """The model a command or action runs with: an action's `model` as written (a wrong one is an error at run
     time); a command's only when it names a model entry (Claude Code files name Claude models: `haiku`,
     `claude-3-5-haiku-20241022`), else None, the agent's model (a load warning says so)."""
@@ -350,7 +350,7 @@ def command_model(action: ActionSpec, models: _ModelLookup) -> str | None:
     return action.model if models.get(action.model) is not None else None
 
 
-def command_model_diagnostics(actions: Iterable[ActionSpec], models: _ModelLookup) -> list[Diagnostic]:
+def command_model_diagnostics(actions: Iterable[ActionSpec], models: ModelLookup) -> list[Diagnostic]:
     """A warning for each command whose `model` names no model entry (the same message for every file with the same
     model, so the run-start summary folds them into one line with a count)."""
     out: list[Diagnostic] = []

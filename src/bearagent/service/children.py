@@ -27,8 +27,7 @@ from bearagent.domain.state import TERMINAL_RUN_STATUSES, RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
 from bearagent.hooks.dispatcher import firing_hook_event
 from bearagent.ports import ModelProvider, ToolContext
-from bearagent.registries.actions import render_action
-from bearagent.registries.commands import render_command
+from bearagent.registries.actions import invoke_action
 from bearagent.runtime.observer import ChildRunObserver
 from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.run_context import CurrentRun, current_run
@@ -145,12 +144,8 @@ class ChildRuns:
             action = self._rt.loaded.actions.get(name)
             if action is None:
                 raise BearAgentError(ErrorInfo.of("tool", "unknown_action", f"there is no action named {name!r}"))
-            if action.kind == "command":
-                arguments = inputs.get("arguments", "")
-                text = arguments if isinstance(arguments, str) else str(arguments)
-                prompt = render_command(action, text, root=self._rt.root).prompt
-            else:
-                prompt = render_action(action, inputs)
+            # rendered by the one rule (`invoke_action`); a child run keeps its parent's model and tools
+            prompt = invoke_action(action, inputs, root=self._rt.root, models=self._rt.loaded.models).prompt
             agent_name = action.agent or (context.agent_name or self._rt.loaded.config.default_agent)
             return await self.run_child(
                 agent_name, prompt, context.tool_call_id, session_key, depth, model, "subagent", name

@@ -43,8 +43,7 @@ from bearagent.domain.run_events import ApprovalChoice
 from bearagent.domain.state import RunProjection, SessionRecord
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
 from bearagent.ports import Clock, WorkspaceStore
-from bearagent.registries.actions import render_action
-from bearagent.registries.commands import command_model, render_command
+from bearagent.registries.actions import invoke_action
 from bearagent.runtime.approvals import ApprovalBroker
 from bearagent.runtime.loop import AgentLoop, RunOutcome
 from bearagent.runtime.observer import NullObserver, RunObserver
@@ -488,21 +487,18 @@ class WorkspaceRuntime:
         if action.kind == "command":
             arguments = inputs.get("arguments", "")
             arguments_text = arguments if isinstance(arguments, str) else str(arguments)
-            rendered = render_command(action, arguments_text, root=self.root)
-            prompt = rendered.prompt
-        else:
-            prompt = render_action(action, inputs)
+        invocation = invoke_action(action, inputs, root=self.root, models=self.loaded.models)
         options = RunOptions(
-            agent=action.agent or self.loaded.config.default_agent,
-            model=model or command_model(action, self.loaded.models),
+            agent=invocation.agent or self.loaded.config.default_agent,
+            model=model or invocation.model,
             trigger_type=trigger_type,
             trigger_ref=action.name,
             budgets=dict(budgets or {}),
-            allowed_tools=action.allowed_tools,
+            allowed_tools=invocation.allowed_tools,
             run_id=run_id,
             expansion=CommandExpansion.of(action, arguments_text) if action.kind == "command" else None,
         )
-        return prompt, options
+        return invocation.prompt, options
 
 
 __all__ = [
