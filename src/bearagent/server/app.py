@@ -44,6 +44,7 @@ def create_app(
     max_sse_per_caller: int = 16,
     sse_idle_timeout_s: float = 300.0,
     resume_on_start: bool = False,
+    body_timeout_s: float = 60.0,
 ) -> FastAPI:
     feeds = Feeds(lambda ws: manager.runtime(ws).store, manager.runtimes_of)
     manager.on_runtime(feeds.runtime_made)
@@ -89,7 +90,8 @@ def create_app(
             500, "internal", "internal.unexpected", f"internal error ({type(exc).__name__}); see the server log"
         )
 
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)  # chunked bodies too, before auth (server/edges.py)
+    # chunked and slow bodies too, before auth (server/edges.py)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout_s=body_timeout_s)
 
     access = Access(manager)
     routes.register(app, access, max_active_runs_per_caller=max_active_runs_per_caller)
