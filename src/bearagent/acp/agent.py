@@ -479,7 +479,7 @@ class BearAcpAgent:
     def _open(self, cwd: str, mcp_servers: Any = None) -> tuple[Any, str]:
         """The runtime of workspace `cwd`, admitted as `bearagent run` admits one (guards, trust, hooks), with the
         MCP servers the client passed added as the user's own."""
-        from bearagent.service.runner import WorkspaceRuntime
+        from bearagent.app.runtime import open_runtime
         from bearagent.workspace import load_workspace
 
         root = Path(cwd)
@@ -496,7 +496,7 @@ class BearAcpAgent:
             caps = self._client_caps
             if caps is not None and caps.fs is not None and caps.fs.read_text_file:
                 loaded.use_tools(_with_client_read(loaded.tools, self._read_text_file))
-            runtime = WorkspaceRuntime(loaded, permission_mode=self._mode)
+            runtime = open_runtime(loaded, permission_mode=self._mode)
             runtime.check_guards()
             runtime.check_trust()
             runtime.check_hooks()
