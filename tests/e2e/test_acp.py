@@ -397,3 +397,64 @@ def test_read_goes_through_the_editor_when_it_offers_fs_read_so_an_unsaved_buffe
     shown = str(done[0].model_dump())
     assert "unsaved line two" in shown and "the notes" not in shown  # the buffer, not the file on disk
     assert (root / "notes.md").read_text() == "the notes\n"
+
+
+TWO_WRITES = """
+turns:
+  - text: "Writing one."
+    tool_calls: [{name: Write, arguments: {file_path: one.txt, content: "1\\n"}}]
+  - text: "One."
+  - text: "Writing one again."
+    tool_calls: [{name: Write, arguments: {file_path: one.txt, content: "11\\n"}}]
+  - text: "Two."
+"""
+
+
+def test_allow_always_is_kept_for_the_session_and_reject_denies(tmp_path: Path) -> None:
+    root, home = _workspace(tmp_path, TWO_WRITES)
+
+    async def always(
+        session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once"]
+        chosen = next(o for o in options if o.kind == "allow_always")
+        assert chosen.name.startswith("Always allow") and "one.txt" in chosen.name  # the rule "always" keeps
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen.option_id))
+
+    client = RecordingClient(always)
+
+    async def go() -> None:
+        async with _spawn(client, home, "--permission-mode", "default") as (conn, _process):
+            await _initialized(conn)
+            new = await conn.new_session(cwd=str(root), mcp_servers=[])
+            for text in ("Write one.", "Write two."):
+                answer = await conn.prompt(session_id=new.session_id, prompt=[text_block(text)])
+                assert answer.stop_reason == "end_turn"
+
+    _run(go())
+    assert len(client.asked) == 1  # the second Write ran under the rule "allow always" kept on the session
+    assert (root / "one.txt").read_text() == "11\n"
+
+    rejected = scripted_workspace(tmp_path / "other", TWO_WRITES, agents=MAIN)
+
+    async def reject(
+        session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        if len(denier.asked) > 1:  # the second time the client fails to answer: the call is denied (fail closed)
+            raise RequestError.internal_error({"why": "the editor crashed"})
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="deny"))
+
+    denier = RecordingClient(reject)
+
+    async def denied() -> None:
+        async with _spawn(denier, home, "--permission-mode", "default") as (conn, _process):
+            await _initialized(conn)
+            new = await conn.new_session(cwd=str(rejected), mcp_servers=[])
+            for text in ("Write one.", "Write one again."):
+                answer = await conn.prompt(session_id=new.session_id, prompt=[text_block(text)])
+                assert answer.stop_reason == "end_turn"
+
+    _run(denied())
+    assert not (rejected / "one.txt").exists()
+    failed = [u for u in denier.updates if isinstance(u, ToolCallProgress) and u.status == "failed"]
+    assert len(failed) == 2 and len(denier.asked) == 2

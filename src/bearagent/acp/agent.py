@@ -587,9 +587,19 @@ class BearAcpAgent:
                 content=call_content(request.tool_name, session.cwd, request.arguments) or None,
                 raw_input={"arguments": thaw_json_mapping(request.arguments), "reason": shown(request.reason, 4_000)},
             )
-            response = await conn.request_permission(
-                session_id=session.session_id, tool_call=update, options=list(_PERMISSION_OPTIONS)
-            )
+            options = list(_PERMISSION_OPTIONS)
+            if request.suggested_rule:  # say which rule "always" keeps on the session
+                options[1] = PermissionOption(
+                    option_id="allow_always",
+                    name=shown(f"Always allow {request.suggested_rule} in this session", 300),
+                    kind="allow_always",
+                )
+            try:
+                response = await conn.request_permission(
+                    session_id=session.session_id, tool_call=update, options=options
+                )
+            except Exception:  # the client failed to answer (an error, gone): fail closed, the call is denied
+                return "deny"
             outcome = response.outcome
             answer = _ANSWERS.get(outcome.option_id, "deny") if isinstance(outcome, AllowedOutcome) else "deny"
             if answer != "deny" and pump is not None:
