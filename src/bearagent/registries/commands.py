@@ -46,13 +46,12 @@ from bearagent.registries._base import first_error, frontmatter_candidates, fron
 from bearagent.registries.actions import DEFAULT_INPUTS
 
 COMMAND_KEYS = frozenset(
-    {"description", "argument-hint", "allowed-tools", "model", "agent", "disable-model-invocation", "name"}
+    {"description", "argument-hint", "allowed-tools", "model", "agent", "disable-model-invocation", "name", "arguments"}
 )
 UNSUPPORTED_COMMAND_KEYS = frozenset(
     {
         "context",
         "hooks",
-        "arguments",
         "when_to_use",
         "user-invocable",
         "disallowed-tools",
@@ -152,6 +151,15 @@ def parse_command(doc: FrontmatterDoc, source: Source, name: str) -> tuple[Actio
                 f"allowed-tools entry {entry!r} is not a permission rule ({problem}); it pre-approves nothing",
                 "write entries like `Bash(git diff:*)` or `Read`",
             )
+    names = argument_names(data.get("arguments"))
+    if names is None:
+        add(
+            "warning",
+            "command.invalid_field",
+            "arguments",
+            "arguments must be names (letters, digits, '_'), as a list or a space-separated string; ignored",
+            "write `arguments: [issue, priority]`",
+        )
     if _SHELL_INLINE.search(doc.body) or _SHELL_BLOCK.search(doc.body):
         add(
             "info",
@@ -175,6 +183,7 @@ def parse_command(doc: FrontmatterDoc, source: Source, name: str) -> tuple[Actio
             kind="command",
             argument_hint=(texts["argument-hint"] or "")[:512] or None,
             allowed_tools=tuple(good),
+            argument_names=names or (),
         )
     except ValidationError as exc:
         key, problem = first_error(exc)
@@ -250,6 +259,36 @@ def split_arguments(arguments: str) -> list[str]:
         return arguments.split()
 
 
+_ARGUMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+def argument_names(value: object) -> tuple[str, ...] | None:
+    """Claude Code's `arguments` (a list, or a string split on spaces and commas) as names; None when invalid."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items: list[object] = [v for v in re.split(r"[\s,]+", value) if v]
+    elif isinstance(value, list):
+        items = list(cast(list[object], value))
+    else:
+        return None
+    names = tuple(str(v) for v in items)
+    if len(names) > 32 or not all(isinstance(v, str) and _ARGUMENT_NAME.match(v) for v in items):
+        return None
+    if any(n in ("ARGUMENTS",) or n.isdigit() for n in names):
+        return None
+    return names
+
+
+def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:
+    """`_PLACEHOLDER` plus `$name` for each named argument (groups 3: an escaping backslash, 4: the name), in one
+    pattern so a substituted value is never scanned again. Longer names first (`$issue_id` before `$issue`)."""
+    if not names:
+        return _PLACEHOLDER
+    ordered = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(_PLACEHOLDER.pattern + r"|(\\?)\$(" + ordered + r")(?![A-Za-z0-9_])")
+
+
 def render_command(action: ActionSpec, arguments: str, *, root: Path | None) -> RenderedCommand:
     """The prompt of `/name arguments` (see the module docstring for the substitutions)."""
     args = split_arguments(arguments)
@@ -261,6 +300,9 @@ def render_command(action: ActionSpec, arguments: str, *, root: Path | None) -> 
         if whole.startswith("\\"):
             return whole[1:]
         used = True
+        if match.re is not _PLACEHOLDER and match.group(4) is not None:  # a named argument
+            index = action.argument_names.index(match.group(4))
+            return args[index] if index < len(args) else ""
         if match.group(1) is not None:
             index = int(match.group(1))
             return args[index] if index < len(args) else ""
@@ -274,7 +316,7 @@ def render_command(action: ActionSpec, arguments: str, *, root: Path | None) -> 
     notes: list[str] = []
     template = _SHELL_BLOCK.sub(lambda m: _not_run(m.group(1).strip(), notes), action.template)
     template = _SHELL_INLINE.sub(lambda m: _not_run(m.group(1).strip(), notes), template)
-    prompt = _PLACEHOLDER.sub(replace, template)
+    prompt = _placeholders(action.argument_names).sub(replace, template)
     if not used and arguments.strip():
         prompt = f"{prompt.rstrip()}\n\nARGUMENTS: {arguments.strip()}"
     attachments = _Attachments(root)

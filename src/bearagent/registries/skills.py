@@ -43,6 +43,7 @@ SKILL_KEYS = frozenset(
         "user-invocable",
         "argument-hint",
         "disable-model-invocation",
+        "arguments",
     }
 )
 # Claude Code extensions: accepted, reported as ignored (never silently dropped).
@@ -51,7 +52,6 @@ CLAUDE_SKILL_KEYS = frozenset(
         "context",
         "agent",
         "paths",
-        "arguments",
         "when_to_use",
         "model",
         "version",
@@ -286,6 +286,17 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
             "user-invocable must be true or false; the skill stays a slash command",
             "write `user-invocable: false`",
         )
+    from bearagent.registries.commands import argument_names
+
+    names = argument_names(data.get("arguments"))
+    if names is None:
+        add(
+            "warning",
+            "skill.invalid_field",
+            "arguments",
+            "arguments must be names (letters, digits, '_'), as a list or a space-separated string; ignored",
+            "write `arguments: [issue, priority]`",
+        )
     hidden = _flag(data.get("disable-model-invocation", False))
     if hidden is None:
         add(
@@ -310,6 +321,7 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
         origin=source.id,
         user_invocable=invocable is not False,
         model_invocable=hidden is not True,
+        argument_names=names or (),
         argument_hint=str(hint)[:512] if hint is not None and str(hint).strip() else None,
     )
     return spec, diags
