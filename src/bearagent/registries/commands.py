@@ -11,10 +11,12 @@ Frontmatter (all optional; lenient as Claude Code): `description` (default: the 
 workspace command's are on the trust surface), `model` (a model entry name; a Claude model alias or id that is no
 entry is a warning and the agent's model is used), `agent` (which agent runs it; default: the session's, or
 `default_agent`), `disable-model-invocation` (accepted: commands are never offered to a model unless an agent's
-`actions` names them). `context`, `hooks`, `arguments`, `when_to_use` and the like are reported as not supported.
+`actions` names them), `arguments` (names of the positional arguments). `context`, `hooks`, `when_to_use` and the
+like are reported as not supported.
 
 The body is the prompt: `$ARGUMENTS` is the argument string as typed, `$ARGUMENTS[N]` the N-th argument (0-based)
-and `$1` … `$9` the first to ninth (1-based, as on Claude Code's custom-commands page), split with shell quoting;
+and `$1` … `$9` the first to ninth (1-based, as on Claude Code's custom-commands page), `$name` the argument at the
+position of `name` in `arguments`, split with shell quoting;
 `\\$1` is a literal `$1`, and an unmatched `$N` stays as it is. A body with none of these gets the arguments appended
 as `ARGUMENTS: <value>`, as Claude Code does.
 
