@@ -44,7 +44,13 @@ from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import ActionSpec
-from bearagent.registries._base import first_error, frontmatter_candidates, frontmatter_reporter, unknown_key
+from bearagent.registries._base import (
+    argument_names,
+    first_error,
+    frontmatter_candidates,
+    frontmatter_reporter,
+    unknown_key,
+)
 from bearagent.registries.actions import DEFAULT_INPUTS
 
 COMMAND_KEYS = frozenset(
@@ -259,27 +265,6 @@ def split_arguments(arguments: str) -> list[str]:
         return shlex.split(arguments)
     except ValueError:
         return arguments.split()
-
-
-_ARGUMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-
-
-def argument_names(value: object) -> tuple[str, ...] | None:
-    """Claude Code's `arguments` (a list, or a string split on spaces and commas) as names; None when invalid."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        items: list[object] = [v for v in re.split(r"[\s,]+", value) if v]
-    elif isinstance(value, list):
-        items = list(cast(list[object], value))
-    else:
-        return None
-    names = tuple(str(v) for v in items)
-    if len(names) > 32 or not all(isinstance(v, str) and _ARGUMENT_NAME.match(v) for v in items):
-        return None
-    if any(n in ("ARGUMENTS",) or n.isdigit() for n in names):
-        return None
-    return names
 
 
 def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:

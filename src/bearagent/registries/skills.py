@@ -20,7 +20,13 @@ from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import SkillSpec
-from bearagent.registries._base import LayeredRegistry, frontmatter_candidates, frontmatter_reporter, unknown_key
+from bearagent.registries._base import (
+    LayeredRegistry,
+    argument_names,
+    frontmatter_candidates,
+    frontmatter_reporter,
+    unknown_key,
+)
 
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -286,8 +292,6 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
             "user-invocable must be true or false; the skill stays a slash command",
             "write `user-invocable: false`",
         )
-    from bearagent.registries.commands import argument_names
-
     names = argument_names(data.get("arguments"))
     if names is None:
         add(
