@@ -99,8 +99,9 @@ def test_command_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None
     ws = load(tmp_path, tmp_path / "home")
     command = ws.actions.get("fork")
     assert command is not None and command.agent == "explore"  # `agent` picks who runs it
+    assert command.argument_names == ("a", "b")  # read (tests/unit/test_command_named_arguments.py)
     unsupported = [d.field or "" for d in ws.actions.diagnostics if d.code == "command.unsupported_key"]
-    assert sorted(unsupported) == ["arguments", "context"]
+    assert sorted(unsupported) == ["context"]
 
 
 def test_claude_codes_user_and_local_memory_files_are_not_read(tmp_path: Path) -> None:

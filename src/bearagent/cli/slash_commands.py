@@ -124,6 +124,7 @@ def skill_command(skill: SkillSpec) -> ActionSpec:
         kind="command",
         argument_hint=skill.argument_hint,
         allowed_tools=skill.allowed_tools,
+        argument_names=skill.argument_names,
     )
 
 

@@ -278,6 +278,8 @@ class SkillSpec(DomainModel):
     origin: str = Field(default="", max_length=256)
     user_invocable: bool = True
     """Also the slash command `/<name>` (Claude Code's `user-invocable`, default true)."""
+    argument_names: tuple[str, ...] = ()
+    """Claude Code's `arguments`: names of the positional arguments, `$name` in the body when run as `/<name>`."""
     model_invocable: bool = True
     """In the agents' skill catalog and `Skill` tool (false: Claude Code's `disable-model-invocation: true`, only the
     user loads it, as `/<name>`)."""
@@ -307,6 +309,8 @@ class ActionSpec(DomainModel):
     argument_hint: str | None = Field(default=None, max_length=512)
     allowed_tools: tuple[str, ...] = ()
     """Permission rules pre-approved while the command runs (`allowed-tools`, Claude Code's meaning)."""
+    argument_names: tuple[str, ...] = ()
+    """Claude Code's `arguments`: names of the positional arguments, substituted as `$name` in the body."""
 
     @property
     def stem(self) -> str:

@@ -20,7 +20,13 @@ from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import SkillSpec
-from bearagent.registries._base import LayeredRegistry, frontmatter_candidates, frontmatter_reporter, unknown_key
+from bearagent.registries._base import (
+    LayeredRegistry,
+    argument_names,
+    frontmatter_candidates,
+    frontmatter_reporter,
+    unknown_key,
+)
 
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -43,6 +49,7 @@ SKILL_KEYS = frozenset(
         "user-invocable",
         "argument-hint",
         "disable-model-invocation",
+        "arguments",
     }
 )
 # Claude Code extensions: accepted, reported as ignored (never silently dropped).
@@ -51,7 +58,6 @@ CLAUDE_SKILL_KEYS = frozenset(
         "context",
         "agent",
         "paths",
-        "arguments",
         "when_to_use",
         "model",
         "version",
@@ -286,6 +292,15 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
             "user-invocable must be true or false; the skill stays a slash command",
             "write `user-invocable: false`",
         )
+    names = argument_names(data.get("arguments"))
+    if names is None:
+        add(
+            "warning",
+            "skill.invalid_field",
+            "arguments",
+            "arguments must be names (letters, digits, '_'), as a list or a space-separated string; ignored",
+            "write `arguments: [issue, priority]`",
+        )
     hidden = _flag(data.get("disable-model-invocation", False))
     if hidden is None:
         add(
@@ -310,6 +325,7 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
         origin=source.id,
         user_invocable=invocable is not False,
         model_invocable=hidden is not True,
+        argument_names=names or (),
         argument_hint=str(hint)[:512] if hint is not None and str(hint).strip() else None,
     )
     return spec, diags

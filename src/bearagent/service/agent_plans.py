@@ -59,6 +59,14 @@ class AgentPlans:
         agent = self.require_agent(agent_name)
         self._model_entry(agent, self._rt.loaded.project(agent.name, mcp_tools=[]).model, model_override)
 
+    def _preloaded_skills(self, agent: AgentSpec) -> tuple[tuple[str, str], ...]:
+        """Claude Code's agent `skills:` preloads the skills' instructions into the agent's context: for an agent
+        file from `.claude/agents/` (BearAgent's own files read `skills:` as the `Skill` tool's allowlist only)."""
+        if agent.skills is None or not agent.origin.startswith("compat:"):
+            return ()
+        found = (self._rt.loaded.skills.get(name) for name in dict.fromkeys(agent.skills))
+        return tuple((skill.name, skill.body) for skill in found if skill is not None and skill.body.strip())
+
     def _model_entry(self, agent: AgentSpec, projected: ModelEntry | None, model_override: str | None) -> ModelEntry:
         entry = projected
         if model_override is not None:
@@ -179,6 +187,7 @@ class AgentPlans:
                 instructions=(instructions.text, instructions.path.name) if instructions is not None else None,
                 output_style=(style.name, style.text) if (style := self._rt.loaded.output_style) is not None else None,
                 skill_catalog=catalog.text,
+                preloaded_skills=self._preloaded_skills(agent),
                 unavailable_servers=unavailable,
                 tool_settings=settings,
                 context=self.context,

@@ -80,6 +80,8 @@ class PlanInputs:
     ask: Asker | None = None
     depth: int = 0
     instructions: tuple[str, str] | None = None
+    preloaded_skills: tuple[tuple[str, str], ...] = ()
+    """`(name, instructions)` of the skills a Claude Code agent file preloads (`skills:`)."""
     output_style: tuple[str, str] | None = None
     """`(name, instructions)` of the output style in force: added like `instructions`, for a top-level primary."""
     skill_catalog: str | None = None
@@ -133,6 +135,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         project_instructions=instructions[0] if instructions is not None else None,
         project_instructions_source=instructions[1] if instructions is not None else None,
         skill_catalog=inputs.skill_catalog if projection.skills else None,
+        preloaded_skills=inputs.preloaded_skills,
         system_reminder=agent.system_reminder,
         additional_directories=additional_directories(inputs.tool_settings),
         unavailable_servers=list(inputs.unavailable_servers),
