@@ -12,6 +12,7 @@ from pathlib import Path
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.runtime.continuation import join_continuation
 from bearagent.runtime.history import history_from_events
 
@@ -61,7 +62,7 @@ def test_a_bad_continuation_count_is_a_diagnostic_naming_the_key(tmp_path: Path)
         tmp_path / "ws", SCRIPT, agents=AGENTS, config=CONFIG + "model_turns: {max_output_continuations: 99}\n"
     )
     with open_ws(root, tmp_path / "home") as ws:
-        problems = [d for d in ws.runtime.loaded.diagnostics() if d.field == "model_turns.max_output_continuations"]
+        problems = [d for d in runtime_of(ws).loaded.diagnostics() if d.field == "model_turns.max_output_continuations"]
     assert problems and "between 0 and 20, got 99" in problems[0].message
 
 

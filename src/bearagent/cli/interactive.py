@@ -16,11 +16,13 @@ import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.text import Text
 
+from bearagent.app.runtime import open_runtime
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.model_hint import key_config_lines, no_model_fix
 from bearagent.cli.one_key import one_key_terminal
@@ -33,8 +35,12 @@ from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.runtime.observer import NullObserver
+from bearagent.runtime.plan import CommandExpansion
 from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
+
+if TYPE_CHECKING:
+    from bearagent.cli.status_command import StatusCommand
 
 HELP = """commands:
   /agent NAME       switch the session's primary agent
@@ -197,7 +203,7 @@ def interactive(
     console = make_console()
     loaded = load(workspace)
     state = InteractiveState(agent=agent or loaded.config.default_agent, session=session, model=model)
-    runtime = WorkspaceRuntime(loaded)
+    runtime = open_runtime(loaded)
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
     from bearagent.sandbox.probe import probe as probe_sandbox
@@ -209,8 +215,11 @@ def interactive(
     if read is input:  # on a terminal, the line editor (history search, pastes, multi-line, completion)
         from bearagent.cli.line_editor import workspace_reader
 
-        status = StatusLine(runtime, sandbox_state)
-        read_prompt = workspace_reader(loaded, status=lambda: status(state.agent, state.model, state.totals)) or read
+        status = StatusLine(runtime, sandbox_state, _status_command(runtime))
+        read_prompt = (
+            workspace_reader(loaded, status=lambda: status(state.agent, state.model, state.totals, state.session))
+            or read
+        )
     console.print(
         Text(
             visible(
@@ -270,6 +279,8 @@ def interactive(
                     options.agent = invocation.agent or state.agent
                     options.model = invocation.model or state.model
                     options.allowed_tools = invocation.allowed_tools
+                    if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
+                        options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
                 options.run_id = runtime.ids.new(RunId)  # known up front: the terminal follows it in the stream
                 started = time.monotonic()
                 try:
@@ -310,6 +321,21 @@ def interactive(
                 runner.run(runtime.aclose())
     if termination.signal is not None:
         sys.exit(EXIT_RUN_FAILED)
+
+
+def _status_command(runtime: WorkspaceRuntime) -> StatusCommand | None:
+    """Claude Code's `statusLine` command, for a trusted workspace only (it is trust surface)."""
+    helper = runtime.loaded.status_line
+    if helper is None:
+        return None
+    from bearagent.cli.status_command import StatusCommand
+    from bearagent.service import admission
+
+    try:
+        admission.check_trust(runtime.loaded)
+    except BearAgentError:
+        return None
+    return StatusCommand(helper[0], runtime.loaded.root, runtime.loaded.child_env())
 
 
 class _NoticePrinter(NullObserver):
@@ -378,11 +404,13 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         if not arg:
             console.print(visible(f"current agent: {state.agent}"), markup=False)
         else:
-            spec = loaded.agents.get(arg)
-            if spec is None:
+            try:  # "no agent named X" (with its did-you-mean, or why a file was skipped) is the registry's
+                spec = loaded.agents.require(arg)
+            except BearAgentError as exc:
                 names = name_list(a.name for a in loaded.agents.all() if a.is_primary)
-                console.print(Text(visible(f"no agent named {arg!r}; primary agents: {names}"), style="red"))
-            elif not spec.is_primary:
+                console.print(Text(visible(f"{exc.info.message}; primary agents: {names}"), style="red"))
+                return True
+            if not spec.is_primary:
                 console.print(Text(visible(f"{arg} is a subagent; switch to a primary agent"), style="red"))
             else:
                 state.agent = arg

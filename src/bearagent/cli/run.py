@@ -118,6 +118,7 @@ def run(
     """Run PROMPT once (`-` reads it from stdin; piped stdin is appended to a PROMPT) and exit: 0 success, 1 run
     failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run, 4 the run waits for an
     approval (--wait-approvals)."""
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli.render import make_console
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
@@ -125,7 +126,7 @@ def run(
     from bearagent.domain.stream import StreamEventModel, encode_stream_event
     from bearagent.runtime.observer import NullObserver, RunObserver
     from bearagent.runtime.streaming import RunTreeStream
-    from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunOptions, RunResult
 
     handle_termination_like_ctrl_c()  # SIGTERM / SIGHUP from here on: as Ctrl-C (cancel the run, exit 1)
     if as_json and stream_json:
@@ -145,10 +146,10 @@ def run(
 
         loaded = load(workspace)
         if permission_mode is not None:
-            from bearagent.tools.policy import parse_permission_mode
+            from bearagent.domain.permission_modes import parse_permission_mode
 
             permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
-        runtime = WorkspaceRuntime(loaded, permission_mode=permission_mode)
+        runtime = open_runtime(loaded, permission_mode=permission_mode)
         if allow_rules:
             from bearagent.tools.permissions import PermissionRules
 
@@ -195,9 +196,10 @@ def run(
         if stream_json:
             runtime.writer.subscribe(RunTreeStream(options.run_id, emit))
         elif output_format == "stream-json":
-            from bearagent.cli.claude_output import ClaudeStream
+            from bearagent.cli.claude_output import ClaudeStream, init_extras
 
-            runtime.writer.subscribe(ClaudeStream(options.run_id, runtime.root, emit_json))
+            extras = init_extras(runtime, agent)
+            runtime.writer.subscribe(ClaudeStream(options.run_id, runtime.root, emit_json, extras))
         elif not as_json and output_format is None:
             observer = attach_terminal(runtime, options.run_id, make_console())
         return await runtime.run(text, options, observer)

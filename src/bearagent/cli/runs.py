@@ -65,7 +65,7 @@ def when(value: datetime | None) -> str:
 @click.group(
     "runs",
     cls=ListGroup,
-    lazy={"export": "bearagent.cli.run_export:export"},
+    lazy={"export": "bearagent.cli.run_export:export", "search": "bearagent.cli.run_search:search"},
 )
 def runs() -> None:
     """List the runs stored in this workspace's event log."""
@@ -80,19 +80,20 @@ def resume(run_ref: str, workspace: Path | None, as_json: bool, debug: bool) -> 
     """Continue an interrupted run (its process died) from its log: completed model calls are not made again,
     a read-only call in flight runs again, any other is reported to the model as of unknown outcome. Exit codes as
     for `bearagent run`."""
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli._config_common import load
     from bearagent.cli._run_common import die_from, execute_and_exit
     from bearagent.cli.render import make_console
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
     from bearagent.runtime.observer import NullObserver, RunObserver
-    from bearagent.service.runner import RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunResult
 
     store = open_recovered(workspace)
     run_id = resolve_ref(store, run_ref)
     store.close()
     try:
-        runtime = WorkspaceRuntime(load(workspace))
+        runtime = open_runtime(load(workspace))
     except BearAgentError as exc:
         die_from(exc, debug=debug)
 
@@ -327,3 +328,32 @@ def events(run_ref: str, workspace: Path | None, as_json: bool, follow: bool) ->
                 continue
             return
         time.sleep(FOLLOW_POLL_S)
+
+
+@runs.command("pin")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+def pin(run_ref: str, workspace: Path | None) -> None:
+    """Keep RUN (and its subagents' runs) through every `bearagent db prune`."""
+    _set_pin(run_ref, workspace, pinned=True)
+
+
+@runs.command("unpin")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+def unpin(run_ref: str, workspace: Path | None) -> None:
+    """Let `bearagent db prune` remove RUN again once it is old enough."""
+    _set_pin(run_ref, workspace, pinned=False)
+
+
+def _set_pin(run_ref: str, workspace: Path | None, *, pinned: bool) -> None:
+    from bearagent.domain.errors import BearAgentError
+
+    store = open_recovered(workspace)
+    run_id = resolve_ref(store, run_ref)
+    try:
+        changed = store.set_pinned(run_id, pinned)
+    except BearAgentError as exc:
+        fail(exc.info.message, exc.hint)
+    state = "pinned" if pinned else "not pinned"
+    click.echo(f"run {run_id} is {state}" + ("" if changed else " (it already was)"))

@@ -58,6 +58,8 @@ class SlashInvocation:
     model: str | None
     allowed_tools: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    arguments: str = ""
+    """The arguments as typed (UserPromptExpansion's `command_args`)."""
 
 
 def workspace_command(text: str, loaded: LoadedWorkspace) -> SlashInvocation | str | None:
@@ -98,6 +100,7 @@ def workspace_command(text: str, loaded: LoadedWorkspace) -> SlashInvocation | s
         model=command_model(action, loaded.models),
         allowed_tools=action.allowed_tools,
         notes=notes,
+        arguments=arguments,
     )
 
 
@@ -141,6 +144,7 @@ def skill_invocation(skill: SkillSpec, arguments: str, loaded: LoadedWorkspace) 
         model=None,
         allowed_tools=skill.allowed_tools,
         notes=rendered.notes,
+        arguments=arguments,
     )
 
 

@@ -22,13 +22,11 @@ from bearagent.registries._base import (
     frontmatter_reporter,
     unknown_key,
 )
+from bearagent.registries.commands import DEFAULT_INPUTS as DEFAULT_INPUTS
+from bearagent.registries.commands import command_candidates
 from bearagent.tools.fast_schema import plainly_valid_schema
 
 ACTION_KEYS = frozenset({"name", "description", "agent", "inputs", "model"})
-DEFAULT_INPUTS: dict[str, object] = {
-    "type": "object",
-    "properties": {"arguments": {"type": "string", "description": "free-form arguments ($ARGUMENTS)"}},
-}
 _PLACEHOLDER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -208,8 +206,6 @@ def schema_problem(schema: Mapping[str, object]) -> str | None:
 def load_actions(sources: Iterable[Source], command_sources: Iterable[Source] = ()) -> ActionRegistry:
     """Actions (`actions/*.md`) and custom slash commands (`commands/**/*.md`, see `registries.commands`) in one
     registry under the one precedence rule."""
-    from bearagent.registries.commands import command_candidates
-
     diags: list[Diagnostic] = []
     files = [
         (source, path)

@@ -51,6 +51,7 @@ AGENT_KEYS = frozenset(
         "switch",
         "subagents",
         "system_reminder",
+        "initial_prompt",
         "policy",
         "temperature",
         "max_output_tokens",
@@ -70,6 +71,7 @@ AGENT_ALIASES: Mapping[str, str] = {
     "permissionMode": "policy.permission_mode",
     "permission_mode": "policy.permission_mode",
     "systemReminder": "system_reminder",
+    "initialPrompt": "initial_prompt",
     "maxOutputTokens": "max_output_tokens",
 }
 # Keys other tools define that BearAgent does not implement: a visible warning, never a silent drop.
@@ -80,7 +82,6 @@ UNSUPPORTED_KEYS = frozenset(
         "background",
         "effort",
         "isolation",
-        "initialPrompt",
         "top_p",
         "hidden",
         "permission",

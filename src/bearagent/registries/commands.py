@@ -43,7 +43,13 @@ from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import ActionSpec
 from bearagent.registries._base import first_error, frontmatter_candidates, frontmatter_reporter, unknown_key
-from bearagent.registries.actions import DEFAULT_INPUTS
+
+DEFAULT_INPUTS: dict[str, object] = {
+    "type": "object",
+    "properties": {"arguments": {"type": "string", "description": "free-form arguments ($ARGUMENTS)"}},
+}
+"""The inputs of an action that declares none, and of every command: one free-form `arguments` string. Here (not in
+`actions`, which imports this module for `command_candidates`) so the two modules do not import each other."""
 
 COMMAND_KEYS = frozenset(
     {"description", "argument-hint", "allowed-tools", "model", "agent", "disable-model-invocation", "name"}

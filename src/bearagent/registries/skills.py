@@ -1,7 +1,8 @@
 """SkillRegistry: Agent Skills folders (`skills/<name>/SKILL.md`) with lenient loading and a budgeted catalog.
 
-Claude Code's `user-invocable` (false: not a slash command) and `argument-hint` (shown by `/help`) are read: a skill
-is also the slash command `/<name>` (`cli/slash_commands.py`), as Claude Code merged commands into skills."""
+Claude Code's `user-invocable` (false: not a slash command), `disable-model-invocation` (true: not in the agents'
+catalog nor their `Skill` tool, only `/<name>` loads it) and `argument-hint` (shown by `/help`) are read: a skill is
+also the slash command `/<name>` (`cli/slash_commands.py`), as Claude Code merged commands into skills."""
 
 from __future__ import annotations
 
@@ -32,12 +33,21 @@ def valid_skill_name(name: str) -> str:
 
 
 SKILL_KEYS = frozenset(
-    {"name", "description", "license", "compatibility", "metadata", "allowed-tools", "user-invocable", "argument-hint"}
+    {
+        "name",
+        "description",
+        "license",
+        "compatibility",
+        "metadata",
+        "allowed-tools",
+        "user-invocable",
+        "argument-hint",
+        "disable-model-invocation",
+    }
 )
 # Claude Code extensions: accepted, reported as ignored (never silently dropped).
 CLAUDE_SKILL_KEYS = frozenset(
     {
-        "disable-model-invocation",
         "context",
         "agent",
         "paths",
@@ -276,6 +286,15 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
             "user-invocable must be true or false; the skill stays a slash command",
             "write `user-invocable: false`",
         )
+    hidden = _flag(data.get("disable-model-invocation", False))
+    if hidden is None:
+        add(
+            "warning",
+            "skill.invalid_field",
+            "disable-model-invocation",
+            "disable-model-invocation must be true or false; the model may load the skill",
+            "write `disable-model-invocation: true`",
+        )
     spec = SkillSpec(
         name=dir_name,
         description=description[:4096],
@@ -290,6 +309,7 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
         level=source.level,
         origin=source.id,
         user_invocable=invocable is not False,
+        model_invocable=hidden is not True,
         argument_hint=str(hint)[:512] if hint is not None and str(hint).strip() else None,
     )
     return spec, diags

@@ -1,6 +1,6 @@
 """ContextBuilder: the system prompt of a run, built from its parts in a fixed order, and its hash.
 
-Order: agent body, project instructions (AGENTS.md / CLAUDE.md), skill catalog, environment facts, unavailable
+Order: agent body, output style, project instructions (AGENTS.md / CLAUDE.md), skill catalog, environment facts, unavailable
 tool servers. The agent's `system_reminder` is not part of the system prompt: it is re-injected as a short
 `<system-reminder>` user message at the end of every model request (and never stored in the history).
 """
@@ -27,6 +27,8 @@ class ContextParts:
     agent_prompt: str
     workspace_root: Path
     today: date
+    output_style: tuple[str, str] | None = None
+    """`(name, instructions)` of the output style in force (`outputStyle`), for the top-level primary agent."""
     project_instructions: str | None = None
     project_instructions_source: str | None = None
     skill_catalog: str | None = None
@@ -42,6 +44,9 @@ class ContextBuilder:
 
     def system_prompt(self, parts: ContextParts) -> str:
         sections: list[str] = [parts.agent_prompt.strip() or f"You are the {parts.agent_name} agent."]
+        if parts.output_style is not None and parts.output_style[1].strip():
+            name, text = parts.output_style
+            sections.append(f"# Output style: {name}\n\n{text.strip()}")
         if parts.project_instructions and parts.project_instructions.strip():
             source = parts.project_instructions_source or "project instructions"
             sections.append(f"# Project instructions ({source})\n\n{parts.project_instructions.strip()}")
