@@ -281,7 +281,7 @@ def test_an_approval_is_one_key_and_drawn_once(tmp_path: Path) -> None:
         config=CONFIG + "permission_mode: default\n",
     )
     env = base_env(tmp_path / "home")
-    with TmuxScreen([sys.executable, "-m", "bearagent", "-w", str(root)], width=100, env=env, cwd=root) as term:
+    with TmuxScreen([sys.executable, "-m", "bearagent", "-w", str(root)], width=80, env=env, cwd=root) as term:
         term.wait_for("main>")
         term.send_text("write it")
         term.send("Enter")
@@ -291,12 +291,12 @@ def test_an_approval_is_one_key_and_drawn_once(tmp_path: Path) -> None:
         assert (root / "out.txt").read_text() == "one\n"
         assert screen.count("? Write(out.txt) needs approval") == 1, screen  # the block is drawn once
         assert screen.count("[a]lways this session") == 1, screen
-        assert "yes, once" in screen
+        assert "  allow [y]es once, [a]lways this session, [n]o? (one key) yes" in screen.splitlines()  # one line
         term.send_text("write again")
         term.send("Enter")
         # the question is on the screen (a key before it is discarded: typeahead never answers)
-        term.wait_for(r"\? Write\(two.txt\) needs approval(.|\n)*one key; Enter/Esc: no\)")
+        term.wait_for(r"\? Write\(two.txt\) needs approval(.|\n)*\(one key\)")
         term.send("Escape")  # Esc says no
         end = term.wait_for(r"Second done")
         assert not (root / "two.txt").exists()
-        assert "(one key; Enter/Esc: no) no" in end, end
+        assert "[n]o? (one key) no" in end, end

@@ -164,8 +164,8 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
 
 
 APPROVAL_KEYS: dict[str, tuple[AskAnswer, str]] = {
-    "y": ("allow_once", "yes, once"),
-    "a": ("allow_always", "always, this session"),
+    "y": ("allow_once", "yes"),
+    "a": ("allow_always", "always"),
     "n": ("deny", "no"),
     "\n": ("deny", "no"),
     "\x1b": ("deny", "no"),
@@ -179,7 +179,7 @@ async def _one_key_answer(console: Console) -> AskAnswer:
     from bearagent.cli.one_key import read_key
 
     stop = threading.Event()
-    prompt = "  allow [y]es once, [a]lways this session, [n]o? (one key; Enter/Esc: no) "
+    prompt = "  allow [y]es once, [a]lways this session, [n]o? (one key) "  # with the answer: under 80 columns
     try:
         key = await asyncio.to_thread(read_key, prompt, "yan", stop, console.file)
     finally:

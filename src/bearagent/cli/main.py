@@ -16,6 +16,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("bearagent.cli.run:run", "Run a prompt once, streamed (--json / --stream-json)."),
     "action": ("bearagent.cli.action:action", "Run named actions (action run NAME k=v...)."),
     "runs": ("bearagent.cli.runs:runs", "List the runs stored in this workspace's event log."),
+    "sessions": ("bearagent.cli.sessions:sessions", "List the sessions of this workspace, to continue one."),
     "inspect": ("bearagent.cli.runs:inspect", "Show one run: status, usage vs budgets, activities, children."),
     "events": ("bearagent.cli.runs:events", "Print the stored events of a run (--json, --follow)."),
     "approvals": (

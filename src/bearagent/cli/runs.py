@@ -58,7 +58,7 @@ def resolve_ref(store: WorkspaceStore, ref: str) -> RunId:
         fail(exc.info.message, exc.hint or "list the runs with `bearagent runs list`")
 
 
-def _when(value: datetime | None) -> str:
+def when(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value is not None else "-"
 
 
@@ -139,7 +139,7 @@ def list_runs(workspace: Path | None, as_json: bool, session: str | None, status
             run.status,
             run.effective_agent_name or run.agent_name or "-",
             run.trigger_type,
-            _when(run.created_at),
+            when(run.created_at),
             str(run.usage.model_iterations),
             str(run.usage.tool_calls),
             str(run.usage.total_tokens),
@@ -211,7 +211,7 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
         click.echo(f"parent    {run.parent_run_id}")
     click.echo(visible(f"trigger   {run.trigger_type}"))
     click.echo(f"goal      {short(visible(run.goal or ''), 100)}")
-    click.echo(f"created   {_when(run.created_at)}   ended {_when(run.ended_at)}")
+    click.echo(f"created   {when(run.created_at)}   ended {when(run.ended_at)}")
     if run.error is not None:
         click.echo(visible(f"error     [{run.error.code}] {run.error.message}"))
     if run.final_text:
