@@ -422,6 +422,35 @@ def test_a_memory_hog_is_stopped_and_the_run_continues(tmp_path: Path, home: Pat
     assert _stdout(results[1]).strip() == "after"
 
 
+def test_the_sandboxs_own_file_systems_cannot_fill_the_hosts_memory(tmp_path: Path, home: Path) -> None:
+    """/tmp, /var/tmp and the hidden home are tmpfs, which live in memory and which RLIMIT_DATA does not see: each is
+    sized by the memory limit (a hidden credential directory by 16 MiB), so many files each under the file-size
+    limit do not add up past it."""
+    (home / ".config").mkdir(exist_ok=True)  # a hidden credential directory (an empty 16 MiB tmpfs inside)
+    fill = "for i in 1 2 3 4 5 6; do dd if=/dev/zero of={d}/f$i bs=1M count=64 2>/dev/null; done; du -sm {d} | cut -f1"
+    results = run_bash(
+        tmp_path / "ws",
+        home,
+        [fill.format(d="/tmp"), fill.format(d="~"), fill.format(d="~/.config"), "echo after"],
+        user_config="sandbox: {limits: {memory: 128M}}\n",
+    )
+    for result, cap in zip(results[:3], (128, 128, 16), strict=True):
+        written = _stdout(result).strip().splitlines()
+        if "reached its memory limit" in _stderr(result):  # the call's memory cgroup stopped it first (tmpfs pages
+            continue  # are the call's memory): bounded either way
+        assert written and int(written[-1]) <= cap + 1, result
+    assert _stdout(results[3]).strip() == "after"
+    from bearagent.sandbox.bwrap import BwrapBackend, supports_size
+    from bearagent.sandbox.request import SandboxRequest
+
+    program = find_bwrap(None)
+    assert program is not None
+    if supports_size(program):  # the sizes are bubblewrap's, not only the memory cgroup's (absent for most users)
+        argv = list(BwrapBackend(program).prepare(["true"], SandboxRequest(limits=(None, 128 << 20, None)), home).argv)
+        argv_pairs = list(zip(argv, argv[1:], argv[2:], argv[3:], strict=False))
+        assert ("--size", str(128 << 20), "--tmpfs", "/tmp") in argv_pairs
+
+
 def test_the_limits_are_on_by_default(tmp_path: Path, home: Path) -> None:
     results = run_bash(tmp_path / "ws", home, ["ulimit -u; ulimit -d; ulimit -f"])
     assert _stdout(results[0]).split() == ["1024", str((8 << 30) // 1024), str((16 << 30) // 1024)]
