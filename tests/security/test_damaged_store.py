@@ -5,6 +5,7 @@ processes over a store filled by real runs; bytes flipped in the header, in a ta
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -178,3 +179,28 @@ def test_a_file_that_is_no_database_names_db_check_too(filled: tuple[Path, Path,
         assert str(db) in result.stderr and ("not an sqlite database" in said or "not a database" in said), said
         assert command[0] == "db" or "bearagent db check" in result.stderr, (command, result.stderr)
     assert db.read_text().startswith("not a database")  # never replaced
+
+
+@pytest.mark.parametrize(("side", "kind"), [("-wal", "directory"), ("-shm", "directory"), ("-wal", "fifo")])
+def test_a_side_file_that_is_no_file_is_named(
+    filled: tuple[Path, Path, str], tmp_path: Path, side: str, kind: str
+) -> None:
+    root = _copy(filled, tmp_path)
+    path = root / ".bearagent" / f"state.db{side}"
+    path.unlink(missing_ok=True)
+    if kind == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    for command in (["runs", "list"], ["run", "hello"]):
+        result = subprocess.run(
+            [BEARAGENT, *command, "-w", str(root)],
+            env=isolated_env(filled[1]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert result.returncode == 2 and "Traceback" not in result.stderr, (command, result.stderr)
+        assert str(path) in result.stderr and "not a regular file" in result.stderr, (command, result.stderr)
+        assert "bearagent db check" in result.stderr, (command, result.stderr)
