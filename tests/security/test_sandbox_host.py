@@ -121,6 +121,43 @@ def test_every_listed_credential_store_is_unreadable(tmp_path: Path, home: Path,
     assert (home / STORES[0]).read_text().startswith(CANARY)  # hidden, not touched
 
 
+def test_credential_stores_named_by_the_environment_are_hidden_wherever_they_are(
+    tmp_path: Path, home: Path, outside: Path
+) -> None:
+    """A CI keeps its secrets outside the home and names them by variables: each named path is hidden too."""
+    secrets = outside / "secrets"
+    files = {
+        "AWS_SHARED_CREDENTIALS_FILE": secrets / "aws-credentials",
+        "GOOGLE_APPLICATION_CREDENTIALS": secrets / "gcp.json",
+        "DOCKER_CONFIG": secrets / "docker",
+        "CARGO_HOME": secrets / "cargo",
+    }
+    kube = [secrets / "kube-a", secrets / "kube-b"]
+    for path in [files["AWS_SHARED_CREDENTIALS_FILE"], files["GOOGLE_APPLICATION_CREDENTIALS"], *kube]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(CANARY)
+    (files["DOCKER_CONFIG"]).mkdir()
+    (files["DOCKER_CONFIG"] / "config.json").write_text(CANARY)
+    (files["CARGO_HOME"] / "bin").mkdir(parents=True)
+    (files["CARGO_HOME"] / "credentials.toml").write_text(CANARY)
+    (files["CARGO_HOME"] / "bin" / "tool").write_text("cargo tool\n")
+    env = {name: str(path) for name, path in files.items()} | {"KUBECONFIG": ":".join(map(str, kube))}
+    q = shlex.quote
+    results = run_bash(
+        tmp_path / "ws",
+        home,
+        [
+            f"cat {q(str(files['AWS_SHARED_CREDENTIALS_FILE']))} {q(str(files['GOOGLE_APPLICATION_CREDENTIALS']))}; "
+            f"cat {' '.join(q(str(k)) for k in kube)}; cat {q(str(files['DOCKER_CONFIG'] / 'config.json'))}; "
+            f"cat {q(str(files['CARGO_HOME'] / 'credentials.toml'))}; echo end",
+            f"cat {q(str(files['CARGO_HOME'] / 'bin' / 'tool'))}",
+        ],
+        env=env,
+    )
+    assert CANARY not in _stdout(results[0]) and "end" in _stdout(results[0]), results[0]
+    assert _stdout(results[1]).strip() == "cargo tool"  # CARGO_HOME: only its credentials are hidden
+
+
 def test_the_user_adds_credential_stores_and_a_workspace_cannot_remove_any(tmp_path: Path, home: Path) -> None:
     (home / ".my-tool").mkdir()
     (home / ".my-tool" / "token").write_text(CANARY)
