@@ -152,6 +152,58 @@ HIDDEN_SOCKETS: tuple[str, ...] = (
 )
 """Sockets that would let a confined command drive something unconfined (a socket on a read-only mount still
 accepts connections)."""
+CREDENTIAL_VARIABLES: tuple[str, ...] = (
+    "GNUPGHOME",
+    "PASSWORD_STORE_DIR",
+    "NETRC",
+    "GH_CONFIG_DIR",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "AZURE_CONFIG_DIR",
+    "KUBECONFIG",
+    "DOCKER_CONFIG",
+    "REGISTRY_AUTH_FILE",
+    "NPM_CONFIG_USERCONFIG",
+    "PIP_CONFIG_FILE",
+    "PYPIRC",
+    "CARGO_HOME",
+    "GEM_HOST_API_KEY_FILE",
+    "VAULT_TOKEN_FILE",
+    "HF_HOME",
+    "HF_TOKEN_PATH",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "HISTFILE",
+    "PGPASSFILE",
+    "PGSERVICEFILE",
+    "MYSQL_HISTFILE",
+)
+"""Variables that name a credential store somewhere else than its usual place in the home (a CI's
+`/secrets/gcp.json`, a `KUBECONFIG` list, a shared `CARGO_HOME`): each absolute path they name, in BearAgent's
+environment or the shell's, is hidden like the deny-list (`CARGO_HOME` only as its credential files). Git's own
+`GIT_CONFIG_GLOBAL` is not among them: it stays readable, as `~/.gitconfig` does."""
+_ONLY_INSIDE: dict[str, tuple[str, ...]] = {"CARGO_HOME": ("credentials", "credentials.toml")}
+
+
+def _named_by_variables(env: Mapping[str, str]) -> list[Path]:
+    out: list[Path] = []
+    for name in CREDENTIAL_VARIABLES:
+        for source in (env, os.environ):
+            for raw in (source.get(name) or "").split(os.pathsep):
+                if not raw.startswith("/") or os.path.normpath(raw) == "/":
+                    continue
+                base = Path(os.path.normpath(raw))
+                if name in _ONLY_INSIDE:
+                    out.extend(base / inside for inside in _ONLY_INSIDE[name])
+                else:
+                    out.append(base)
+    return out
+
+
 READABLE_IN_HIDDEN: tuple[str, ...] = (
     ".config/git/config",
     ".config/git/ignore",
@@ -347,6 +399,7 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         if value and value.startswith("/"):
             hidden.append(Path(value))
     hidden.extend(Path(p) for p in HIDDEN_SOCKETS)
+    hidden.extend(_named_by_variables(env))
     for raw in (*settings.hide, *settings.credentials):
         hidden.extend(_expand(raw, homes))
     readable = [h / rel for h in homes for rel in READABLE_IN_HIDDEN]
