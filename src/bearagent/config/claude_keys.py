@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SUPPORTED_KEYS = frozenset({"permissions", "hooks", "env", "disableAllHooks", "$schema"})
+SUPPORTED_KEYS = frozenset(
+    {"permissions", "hooks", "env", "disableAllHooks", "$schema", "enabledPlugins", "extraKnownMarketplaces"}
+)
 PERMISSION_KEYS = (
     "allow",
     "ask",
@@ -36,8 +38,6 @@ IGNORED_KEYS: Mapping[str, str] = {
     "disabledMcpjsonServers": "remove the server from .mcp.json, or restrict it with an agent's `mcp:` list",
     "allowedMcpServers": "restrict MCP servers with an agent's `mcp:` list",
     "deniedMcpServers": "deny their tools with `permissions.deny: [mcp__server]`",
-    "enabledPlugins": "BearAgent plugins are Python packages (`bearagent plugins install`)",
-    "extraKnownMarketplaces": "BearAgent plugins are Python packages (`bearagent plugins install`)",
     "sandbox": "BearAgent's Bash sandbox is configured by `sandbox:` in config.yaml (on by default)",
     "includeCoAuthoredBy": "not a BearAgent setting",
     "attribution": "not a BearAgent setting",

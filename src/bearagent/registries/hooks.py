@@ -58,7 +58,12 @@ class HookRegistry:
 
 
 def load_hooks(
-    files: ConfigFiles, handlers: Sequence[PythonHookHandler], *, root: Path, env: Mapping[str, str]
+    files: ConfigFiles,
+    handlers: Sequence[PythonHookHandler],
+    *,
+    root: Path,
+    env: Mapping[str, str],
+    plugin_hooks: Sequence[tuple[Path, Mapping[str, object], Level]] = (),
 ) -> HookRegistry:
     """The hook registry of a workspace: `hooks:` of every config file, highest first (workspace config.yaml,
     Claude Code's settings, the user's config.yaml; additive: every group runs), and the plugins' Python handlers.
@@ -86,6 +91,12 @@ def load_hooks(
         found, d = parse_hooks(cf.hooks, path=cf.path, level=cf.level, root=root, env=env, doc=cf.doc)
         matchers.extend(found)
         diags.extend(d)
+    if files.config.execution_policy != "none":
+        # Claude Code plugins' hooks.json (plugins/claude_plugins.py): after the config files', additive as they are
+        for path, raw, level in plugin_hooks:
+            found, d = parse_hooks(raw, path=path, level=level, root=root, env=env)
+            matchers.extend(found)
+            diags.extend(d)
     return HookRegistry(matchers, handlers, diags)
 
 
