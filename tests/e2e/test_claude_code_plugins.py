@@ -176,11 +176,12 @@ def test_an_installed_plugins_hooks_fire_and_its_mcp_server_runs_in_a_real_run(t
     script = """
 turns:
   - tool_calls: [{name: Bash, arguments: {command: "echo fine"}}]
+  - tool_calls: [{name: Bash, arguments: {command: "demo-tool hi"}}]
   - tool_calls: [{name: Bash, arguments: {command: "echo forbidden"}}]
   - tool_calls: [{name: mcp__demo-plugin-info__plugin_info, arguments: {}}]
   - text: "done"
 """
-    config = CONFIG + 'permissions: {allow: ["Bash(echo *)"]}\n'
+    config = CONFIG + 'permissions: {allow: ["Bash(echo *)", "Bash(demo-tool *)"]}\n'
     agents = {"main": agent_md("Main.", mode="primary", tools="[Bash]", mcp="[demo-plugin-info]")}
     root = scripted_workspace(tmp_path / "ws", script, agents=agents, config=config)
     env = isolated_env(home)
@@ -197,13 +198,14 @@ turns:
         "prompt": "hello plugin",
         "command": None,
     }
-    assert [r["command"] for r in records[1:]] == ["echo fine", "echo forbidden"]
+    assert [r["command"] for r in records[1:]] == ["echo fine", "demo-tool hi", "echo forbidden"]
     done = [
         e.model_dump(mode="json")["payload"] for e in events if e.event_type in ("ToolCallCompleted", "ToolCallFailed")
     ]
     assert "fine" in json.dumps(done[0])
-    assert "forbidden commands are blocked" in json.dumps(done[1])
-    assert f"root={installed} data={data}" in json.dumps(done[2])
+    assert "demo-tool says hi" in json.dumps(done[1])  # the plugin's bin/ is on Bash's PATH, in the sandbox
+    assert "forbidden commands are blocked" in json.dumps(done[2])
+    assert f"root={installed} data={data}" in json.dumps(done[3])
 
 
 def test_workspace_settings_turn_plugins_off_and_bring_their_own_on_the_trust_surface(tmp_path: Path) -> None:
