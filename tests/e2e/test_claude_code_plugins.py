@@ -269,3 +269,33 @@ def test_broken_plugins_are_refused_with_the_file_line_and_fix(tmp_path: Path) -
     write(named, ".claude-plugin/plugin.json", '{"name": "Bad Name"}')
     out = _cli(home, "plugins", "install", str(named))
     assert out.returncode == 2 and "plugin name 'Bad Name'" in out.stderr and 'set "name"' in out.stderr
+
+
+def test_a_plugin_written_for_claude_code_never_stops_a_run_with_an_event_or_command_bearagent_lacks(
+    tmp_path: Path,
+) -> None:
+    from bearagent.config.claude_keys import CLAUDE_HOOK_EVENTS
+    from bearagent.registries.hooks import HOOK_EVENTS
+
+    lacking = next(e for e in sorted(CLAUDE_HOOK_EVENTS) if e not in HOOK_EVENTS)
+    plugin = tmp_path / "cc-style"
+    write(plugin, ".claude-plugin/plugin.json", '{"name": "cc-style"}')
+    hook = {"hooks": [{"type": "command", "command": "python3 ${CLAUDE_PLUGIN_ROOT}/x.py", "timeout": 10}]}
+    missing = {"hooks": [{"type": "command", "command": "no-such-program-for-bearagent --flag"}]}
+    write(plugin, "x.py", "print('ok')\n")
+    # hookify's shape: the events at the top level, "matcher": "*" on every one
+    events = {"UserPromptSubmit": [{"matcher": "*", **hook}], lacking: [hook], "Stop": [{"matcher": "*", **missing}]}
+    write(plugin, "hooks/hooks.json", json.dumps(events))
+    home = tmp_path / "home"
+    install(home / "bearagent", str(plugin))
+    ws = tmp_path / "ws"
+    write(ws, ".bearagent/config.yaml", CONFIG)
+    loaded = load(ws, home)
+    assert len(loaded.hooks.matchers("UserPromptSubmit")) == 1
+    assert not loaded.hooks.matchers("Stop")
+    found = {d.code: d for d in loaded.hooks.diagnostics}
+    assert found["claude.hook_event_unsupported"].severity == "warning"
+    assert lacking in found["claude.hook_event_unsupported"].message
+    assert found["hooks.command_not_executable"].severity == "warning"
+    assert "disable the plugin" in (found["hooks.command_not_executable"].fix or "")
+    assert not loaded.hooks.has_errors

@@ -94,10 +94,42 @@ def load_hooks(
     if files.config.execution_policy != "none":
         # Claude Code plugins' hooks.json (plugins/claude_plugins.py): after the config files', additive as they are
         for path, raw, level in plugin_hooks:
-            found, d = parse_hooks(raw, path=path, level=level, root=root, env=env)
+            found, d = _plugin_hooks(path, raw, level, root=root, env=env)
             matchers.extend(found)
             diags.extend(d)
     return HookRegistry(matchers, handlers, diags)
+
+
+def _plugin_hooks(
+    path: Path, raw: Mapping[str, object], level: Level, *, root: Path, env: Mapping[str, str]
+) -> tuple[list[HookMatcherSpec], list[Diagnostic]]:
+    """A Claude Code plugin's hooks: a Claude Code event BearAgent does not fire, and a command that cannot be found
+    (`node` not installed), are warnings naming the plugin, not errors: a plugin written for Claude Code must not stop
+    every run of every workspace. Either hook is skipped; the plugin's other hooks load."""
+    from bearagent.config.claude_keys import CLAUDE_HOOK_EVENTS
+
+    diags: list[Diagnostic] = []
+    kept: dict[str, object] = {}
+    for event, groups in raw.items():
+        if event in CLAUDE_HOOK_EVENTS and event not in HOOK_EVENTS:
+            diags.append(
+                Diagnostic(
+                    severity="warning",
+                    code="claude.hook_event_unsupported",
+                    message=f"hook event {event!r} is a Claude Code event BearAgent never fires; the plugin's hooks for it do not run",
+                    source=str(path),
+                    field=f"hooks.{event}",
+                    fix="see docs/claude-code.md#hooks for the events BearAgent fires",
+                )
+            )
+        else:
+            kept[event] = groups
+    found, parsed = parse_hooks(kept, path=path, level=level, root=root, env=env)
+    for d in parsed:
+        if d.code == "hooks.command_not_executable" and d.severity == "error":
+            d = d.model_copy(update={"severity": "warning", "fix": f"{d.fix}; or disable the plugin"})
+        diags.append(d)
+    return found, diags
 
 
 def parse_hooks(
