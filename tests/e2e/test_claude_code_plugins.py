@@ -207,6 +207,12 @@ turns:
     assert "forbidden commands are blocked" in json.dumps(done[2])
     assert f"root={installed} data={data}" in json.dumps(done[3])
 
+    # the plugin's namespaced command, from the command line: its prompt is what the plugin's hook sees
+    ran = _cli(home, "action", "run", "demo-plugin:greet", "Bob", cwd=root)
+    assert ran.returncode == 0, ran.stderr
+    prompts = [json.loads(line)["prompt"] for line in (data / "events.jsonl").read_text().splitlines()]
+    assert prompts[-4] == "Say hello to Bob from the demo plugin."
+
 
 def test_workspace_settings_turn_plugins_off_and_bring_their_own_on_the_trust_surface(tmp_path: Path) -> None:
     home = tmp_path / "home"

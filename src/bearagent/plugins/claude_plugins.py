@@ -474,11 +474,8 @@ def install(user_dir: Path, spec: str, *, force: bool = False) -> InstalledPlugi
             src = Path(spec).expanduser().resolve()
             source = str(src)
         manifest = read_plugin(src)
-        if marketplace is not None and manifest.name != spec.split("@", 1)[0]:
-            raise PluginError(
-                f"marketplace {marketplace!r} lists {spec.split('@', 1)[0]!r} but its folder is plugin {manifest.name!r}",
-                "report it to the marketplace's author",
-            )
+        # a marketplace's entry name may differ from the folder's plugin.json name (an older entry named
+        # "Explanatory Output Style"): the plugin.json name is the one commands are namespaced with
         existing = store.plugins.get(manifest.name)
         if existing is not None and not force:
             raise PluginError(
