@@ -234,6 +234,18 @@ def test_workspace_settings_turn_plugins_off_and_bring_their_own_on_the_trust_su
     }
     write(ws2, ".claude/settings.json", json.dumps(settings).replace("bear-test-market", "team"))
     loaded = load(ws2, tmp_path / "other-home")
+    # a workspace plugin whose folder links out of the workspace is refused, with an error naming the link
+    ws3 = tmp_path / "ws3"
+    write(ws3, ".bearagent/config.yaml", CONFIG)
+    shutil.copytree(MARKET, ws3 / "tools" / "market")
+    shutil.rmtree(ws3 / "tools" / "market" / "plugins" / "demo-plugin" / "hooks")
+    (tmp_path / "elsewhere").mkdir()
+    (ws3 / "tools" / "market" / "plugins" / "demo-plugin" / "hooks").symlink_to(tmp_path / "elsewhere")
+    write(ws3, ".claude/settings.json", json.dumps(settings).replace("bear-test-market", "team"))
+    refused = load(ws3, tmp_path / "other-home")
+    assert refused.actions.get("demo-plugin:greet") is None
+    [problem] = [d for d in refused.diagnostics(include_tools=False) if d.code == "plugin.invalid"]
+    assert "symlink out of the plugin folder" in problem.message and problem.severity == "error"
     greet = loaded.actions.get("demo-plugin:greet")
     assert greet is not None and greet.level == "workspace"
     server = loaded.mcp.get("demo-plugin-info")

@@ -155,13 +155,21 @@ def read_plugin(root: Path) -> PluginManifest:
     version = data.get("version")
     description = data.get("description")
 
+    def within(p: Path) -> Path:
+        if p.is_symlink() and not p.resolve().is_relative_to(root):
+            raise PluginError(
+                f"{p} is a symlink out of the plugin folder ({p.resolve()})",
+                "replace it with a copy of what it points to, inside the plugin",
+            )
+        return p
+
     def defaults(sub: str) -> list[Path]:
-        d = root / sub
+        d = within(root / sub)
         return [d] if d.is_dir() else []
 
     hooks_files: list[Path] = []
     inline_hooks: Mapping[str, object] | None = None
-    default_hooks = root / "hooks" / "hooks.json"
+    default_hooks = within(within(root / "hooks") / "hooks.json")
     if default_hooks.is_file():
         hooks_files.append(default_hooks)
     hooks_value = data.get("hooks")
@@ -169,7 +177,7 @@ def read_plugin(root: Path) -> PluginManifest:
         inline_hooks = cast(dict[str, object], hooks_value)
     elif hooks_value is not None:
         hooks_files.extend(p for p in _paths(data, "hooks", root, manifest) if p not in hooks_files)
-    mcp_files: list[Path] = [root / ".mcp.json"] if (root / ".mcp.json").is_file() else []
+    mcp_files: list[Path] = [root / ".mcp.json"] if within(root / ".mcp.json").is_file() else []
     inline_mcp: Mapping[str, object] | None = None
     mcp_value = data.get("mcpServers")
     if isinstance(mcp_value, dict):
