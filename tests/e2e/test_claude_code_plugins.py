@@ -251,8 +251,11 @@ def test_workspace_settings_turn_plugins_off_and_bring_their_own_on_the_trust_su
     server = loaded.mcp.get("demo-plugin-info")
     assert server is not None and server.level == "workspace"
     assert [m.level for m in loaded.hooks.matchers("PreToolUse")] == ["workspace"]
-    surface = repr(workspace_trust_surface(loaded).items)
-    assert "record.py" in surface and "demo-plugin-info" in surface
+    keys = {item.key for item in workspace_trust_surface(loaded).items}
+    assert "mcp demo-plugin-info" in keys
+    assert "hook UserPromptSubmit[*]#1 tools/market/plugins/demo-plugin/hooks/hooks.json" in keys
+    # the hook's script is fingerprinted: changing it asks for trust again
+    assert "file tools/market/plugins/demo-plugin/hooks/record.py" in keys
 
 
 def test_broken_plugins_are_refused_with_the_file_line_and_fix(tmp_path: Path) -> None:
