@@ -153,6 +153,18 @@ def test_marketplaces_from_a_folder_and_from_a_git_repository(tmp_path: Path) ->
     installed = home / "bearagent" / "claude-plugins" / "plugins" / "demo-plugin"
     assert os.access(installed / "bin" / "demo-tool", os.X_OK)  # the mode survives git
 
+    # a new version pushed to the marketplace's repository: `plugins update` fetches it, keeping the state
+    manifest = work / "plugins" / "demo-plugin" / ".claude-plugin" / "plugin.json"
+    manifest.write_text(manifest.read_text().replace('"1.2.0"', '"1.3.0"'))
+    _git("commit", "-q", "-am", "1.3.0", cwd=work)
+    _git("push", "-q", str(bare), "main", cwd=work)
+    assert _cli(home, "plugins", "disable", "demo-plugin").returncode == 0
+    updated = _cli(home, "plugins", "update", "demo-plugin")
+    assert updated.returncode == 0, updated.stderr
+    assert "updated Claude Code plugin demo-plugin@bear-test-market to 1.3.0" in updated.stdout
+    assert _listed(home)[0]["enabled"] is False
+    assert _cli(home, "plugins", "marketplace", "update").stdout.strip() == "updated marketplace bear-test-market"
+
     # a plugin straight from a git URL
     assert _cli(home, "plugins", "uninstall", "demo-plugin").returncode == 0
     plugin_repo = tmp_path / "plugin-src"

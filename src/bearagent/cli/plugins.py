@@ -301,6 +301,20 @@ def disable_plugin(name: str) -> None:
     _set_enabled(name, False)
 
 
+@plugins.command("update")
+@click.argument("name")
+def update_plugin(name: str) -> None:
+    """Install a Claude Code plugin again from where it came from (its folder, git URL, or marketplace, which is
+    fetched again first), keeping whether it is enabled and its data folder."""
+    from bearagent.plugins.claude_plugins import PluginError, update
+
+    try:
+        entry = update(_user_dir(), name)
+    except (PluginError, OSError) as exc:
+        _fail(exc)
+    click.echo(f"updated Claude Code plugin {entry.id}" + (f" to {entry.version}" if entry.version else ""))
+
+
 @plugins.group("marketplace", cls=ListGroup)
 def marketplace() -> None:
     """Claude Code plugin marketplaces (.claude-plugin/marketplace.json): add, list, remove."""
@@ -347,6 +361,21 @@ def marketplace_list(as_json: bool) -> None:
         click.echo("no marketplaces (add one: bearagent plugins marketplace add DIR|GIT-URL)")
         return
     print_table(["MARKETPLACE", "SOURCE"], [[m.name, m.source] for m in items])
+
+
+@marketplace.command("update")
+@click.argument("names", nargs=-1)
+def marketplace_update(names: tuple[str, ...]) -> None:
+    """Fetch git marketplaces again (all of them without NAMES); a folder marketplace is read in place."""
+    from bearagent.plugins.claude_plugins import PluginError, PluginStore, update_marketplace
+
+    try:
+        chosen = list(names) or sorted(PluginStore.open(_user_dir()).marketplaces)
+        for name in chosen:
+            update_marketplace(_user_dir(), name)
+            click.echo(f"updated marketplace {name}")
+    except (PluginError, OSError) as exc:
+        _fail(exc)
 
 
 @marketplace.command("remove")

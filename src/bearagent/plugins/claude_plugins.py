@@ -613,6 +613,47 @@ def _refuse_known(store: PluginStore, name: str) -> None:
         )
 
 
+def update_marketplace(user_dir: Path, name: str) -> Marketplace:
+    """Fetch a git marketplace again (a fresh clone replaces the old one only once it reads); a folder one is read
+    in place, so there is nothing to fetch."""
+    store = PluginStore.open(user_dir)
+    m = store.marketplaces.get(name)
+    if m is None:
+        raise PluginError(f"no marketplace named {name!r}", f"known: {', '.join(store.marketplaces) or 'none'}")
+    if Path(m.path).is_absolute():
+        read_marketplace(Path(m.path))
+        return m
+    with tempfile.TemporaryDirectory(prefix="bearagent-market-") as tmp:
+        clone = Path(tmp) / "clone"
+        _git_clone(m.source, clone)
+        new_name, _, _ = read_marketplace(clone)
+        if new_name != name:
+            raise PluginError(
+                f"the marketplace at {m.source} is now named {new_name!r}, not {name!r}",
+                f"remove it (bearagent plugins marketplace remove {name}) and add it again",
+            )
+        dest = store.marketplace_dir(m)
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.move(str(clone), dest)
+    return m
+
+
+def update(user_dir: Path, ref: str) -> InstalledPlugin:
+    """Install a plugin again from where it came from (its folder, git URL, or marketplace, fetched again first),
+    keeping its enabled state and its data folder."""
+    store = PluginStore.open(user_dir)
+    p = store.find(ref)
+    if p.marketplace is not None:
+        update_marketplace(user_dir, p.marketplace)
+        spec = f"{p.name}@{p.marketplace}"
+    else:
+        spec = p.source
+    entry = install(user_dir, spec, force=True)
+    if not p.enabled:
+        entry = set_enabled(user_dir, entry.name, False)
+    return entry
+
+
 def remove_marketplace(user_dir: Path, name: str) -> Marketplace:
     store = PluginStore.open(user_dir)
     m = store.marketplaces.pop(name, None)
