@@ -29,9 +29,11 @@ The argv, in mount order (later mounts cover earlier ones):
    the link itself can still be replaced (documented gap).
 5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket) and every Unix socket of
    the host with a path (`bearagent.sandbox.sockets`), then the readable exceptions inside them.
-6. with limits (`sandbox.limits`, on by default), the command runs under `_limits.py` (bound into the private /tmp
-   and run with `python3 -I -S`): process, data and file-size limits, and a process count of the sandbox's PID
-   namespace that stops a fork bomb.
+6. the command runs under `_limits.py` (bound into the private /tmp and run with `python3 -I -S`): Landlock scopes
+   (no abstract Unix socket and no process outside the sandbox reachable, where the kernel has them), and with
+   limits (`sandbox.limits`, on by default) process, data and file-size limits, and a process count of the
+   sandbox's PID namespace that stops a fork bomb. Where the host lets BearAgent make control groups, bubblewrap itself starts
+   inside the call's own (`cgroups.py`): the kernel's ceiling on the call's processes and on its memory as a whole.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bearagent.sandbox import cgroups
 from bearagent.sandbox.git_paths import git_protected_paths
 from bearagent.sandbox.placeholders import PlaceholderLease
 from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
@@ -172,11 +175,22 @@ class PreparedCommand:
     placeholders: tuple[tuple[str, bool], ...] = ()
     lease: PlaceholderLease | None = None
     """Held while the call may rely on placeholders (workspace-write): `placeholders.py`."""
+    groups: cgroups.CallGroups | None = None
+    """The call's control groups (`cgroups.py`), when the host lets BearAgent make them."""
+
+    def notes(self) -> list[str]:
+        """What the kernel's ceilings stopped in this call (read once the command is over, before `finish`)."""
+        return self.groups.notes() if self.groups is not None else []
 
     def finish(self) -> None:
-        """The call is over: its lease ends, and the placeholders go once no call of any process relies on them."""
-        if self.lease is not None:
-            self.lease.release(_remove_placeholder)
+        """The call is over: its control groups go, its lease ends, and the placeholders go once no call of any
+        process relies on them."""
+        try:
+            if self.groups is not None:
+                self.groups.remove()
+        finally:
+            if self.lease is not None:
+                self.lease.release(_remove_placeholder)
 
 
 def _remove_placeholder(key: str, is_dir: bool) -> None:
@@ -211,10 +225,10 @@ class BwrapBackend:
             plan.args += ["--bind", socket_path, SANDBOX_SOCKET, "--ro-bind", FORWARDER, SANDBOX_FORWARDER]
             python = os.path.realpath(sys.executable)
             argv = [python, "-I", "-S", SANDBOX_FORWARDER, SANDBOX_SOCKET, "--", *argv]
-        if any(limit is not None for limit in request.limits):
-            plan.args += ["--ro-bind", LIMITER, SANDBOX_LIMITER]
-            limits = ["-" if limit is None else str(limit) for limit in request.limits]
-            argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
+        # always, limits or not: the Landlock scopes (`_limits.py`)
+        plan.args += ["--ro-bind", LIMITER, SANDBOX_LIMITER]
+        limits = ["-" if limit is None else str(limit) for limit in request.limits]
+        argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
         if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
             plan.args += ["--tmpfs", "/var/tmp"]
         for home in request.hidden_homes:  # first: the workspace and what stays readable are bound on top
@@ -257,4 +271,6 @@ class BwrapBackend:
         env = {"TMPDIR": "/tmp", "BEARAGENT_SANDBOX": request.mode}
         if lease is not None:
             lease.register(plan.placeholders)
-        return PreparedCommand(tuple(plan.args), env, tuple(plan.placeholders), lease)
+        groups = cgroups.prepare(request.limits[0], request.limits[1])
+        full = (*groups.argv_prefix(), *plan.args) if groups is not None else tuple(plan.args)
+        return PreparedCommand(full, env, tuple(plan.placeholders), lease, groups)

@@ -234,6 +234,7 @@ class BashTool(NativeTool):
             try:
                 await _stop(proc, launch)
             finally:
+                notes = launch.notes()
                 launch.finish()
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -249,6 +250,8 @@ class BashTool(NativeTool):
         exit_code = proc.returncode if proc.returncode is not None else -1
         stdout, cut_out = out.text()
         stderr, cut_err = err.text()
+        if notes:  # the kernel refused a fork or killed a process at the call's ceiling (`sandbox/cgroups.py`)
+            stderr = (stderr.rstrip("\n") + "\n" if stderr else "") + "\n".join(notes) + "\n"
         parts: list[str] = []
         if stdout:
             parts.append(stdout.rstrip("\n"))
