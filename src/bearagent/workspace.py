@@ -296,7 +296,9 @@ def load_workspace(
             ),
             None,
         ),
-        output_style=load_output_style(chosen_style(files.claude), style_dirs(ws_root, user_dir, compat=compat), diags),
+        output_style=load_output_style(
+            chosen_style(files.claude), [*style_dirs(ws_root, user_dir, compat=compat), *claude.output_styles], diags
+        ),
     )
 
 
@@ -353,6 +355,7 @@ class _ClaudePluginParts:
     commands: tuple[Source, ...]
     hooks: tuple[tuple[Path, Mapping[str, object], Level], ...]
     mcp: tuple[tuple[Path, Mapping[str, object], Source], ...]
+    output_styles: tuple[Path, ...] = ()
 
     @classmethod
     def of(cls, active: Sequence[ActivePlugin], diags: list[Diagnostic]) -> _ClaudePluginParts:
@@ -362,6 +365,7 @@ class _ClaudePluginParts:
         hooks: list[tuple[Path, Mapping[str, object], Level]] = []
         mcp: list[tuple[Path, Mapping[str, object], Source]] = []
         kept: list[ActivePlugin] = []
+        styles: list[Path] = []
         for order, plugin in enumerate(active):
             m = plugin.manifest
             ws = plugin.level == "workspace"
@@ -387,7 +391,8 @@ class _ClaudePluginParts:
             hooks.extend((path, raw, plugin.level) for path, raw in plugin_hook_files)
             source = claude_plugin_source(m.name, m.root, order, workspace=ws)
             mcp.extend((path, raw, source) for path, raw in servers)
-        return cls(tuple(kept), tuple(agents), tuple(skills), tuple(commands), tuple(hooks), tuple(mcp))
+            styles.extend(m.output_styles)  # below the workspace's and the user's own style folders
+        return cls(tuple(kept), tuple(agents), tuple(skills), tuple(commands), tuple(hooks), tuple(mcp), tuple(styles))
 
 
 def _default_diagnostics(

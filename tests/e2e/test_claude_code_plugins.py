@@ -234,6 +234,11 @@ def test_workspace_settings_turn_plugins_off_and_bring_their_own_on_the_trust_su
     write(ws, ".claude/settings.json", json.dumps({"enabledPlugins": {"demo-plugin": False}}))
     loaded = load(ws, home)
     assert loaded.actions.get("demo-plugin:greet") is None
+    # the installed plugin's output style, chosen by outputStyle (the plugin is enabled again for it)
+    write(ws, ".claude/settings.json", json.dumps({"outputStyle": "terse"}))
+    styled = load(ws, home).output_style
+    assert styled is not None and styled.name == "terse" and "as few words" in styled.text
+    write(ws, ".claude/settings.json", json.dumps({"enabledPlugins": {"demo-plugin": False}}))
     assert not [d for d in loaded.diagnostics(include_tools=False) if d.code.startswith("claude.")]
 
     # a workspace's own marketplace folder: its plugin loads in place, at the workspace level
