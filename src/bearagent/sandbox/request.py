@@ -14,6 +14,7 @@ user's identity and ignore rules.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pwd
 import sys
@@ -436,15 +437,26 @@ def default_request(env: Mapping[str, str]) -> SandboxRequest:
 
 
 def tool_settings(
-    sandbox: SandboxSettings, shell_env: ShellEnvPolicy, env: Mapping[str, str], secret_names: Iterable[str]
+    sandbox: SandboxSettings,
+    shell_env: ShellEnvPolicy,
+    env: Mapping[str, str],
+    secret_names: Iterable[str],
+    plugin_roots: Iterable[Path] = (),
 ) -> dict[str, JsonValue]:
     """The `ToolContext.settings` entries the Bash tool reads: the resolved request and the filtered environment
     (`secret_names`: the variables model entries read their keys from; they never reach the shell); and the
     additional directories the file tools may use (`permissions.additionalDirectories`, carried by the sandbox
     settings because the shell's confinement needs them too)."""
     shell = build_shell_env(env, shell_env, secret_names=secret_names)
+    request = build_request(sandbox, env)
+    roots = [str(r) for r in plugin_roots]
+    if roots:
+        # Claude Code plugins the user installed: their bin/ leads PATH, their folder stays readable (read-only)
+        bins = [str(Path(r) / "bin") for r in roots if (Path(r) / "bin").is_dir()]
+        shell["PATH"] = os.pathsep.join([*bins, *([shell["PATH"]] if shell.get("PATH") else [])])
+        request = dataclasses.replace(request, home_readable=tuple(dict.fromkeys([*request.home_readable, *roots])))
     return {
-        SANDBOX_SETTING: build_request(sandbox, env).to_json(),
+        SANDBOX_SETTING: request.to_json(),
         SHELL_ENV_SETTING: cast(dict[str, JsonValue], shell),
         ADDITIONAL_DIRECTORIES_SETTING: list(sandbox.additional_directories),
     }
