@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bearagent.sandbox.git_paths import git_protected_paths
+from bearagent.sandbox.git_plants import Repositories, disarm, snapshot
 from bearagent.sandbox.placeholders import PlaceholderLease
 from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
 from bearagent.sandbox.request import SandboxRequest
@@ -172,11 +173,21 @@ class PreparedCommand:
     placeholders: tuple[tuple[str, bool], ...] = ()
     lease: PlaceholderLease | None = None
     """Held while the call may rely on placeholders (workspace-write): `placeholders.py`."""
+    repositories: tuple[Repositories, ...] = ()
+    """The repositories below each writable tree as the call started (workspace-write): `git_plants.py`."""
 
-    def finish(self) -> None:
-        """The call is over: its lease ends, and the placeholders go once no call of any process relies on them."""
-        if self.lease is not None:
-            self.lease.release(_remove_placeholder)
+    def finish(self) -> list[str]:
+        """The call is over: its lease ends, and the placeholders go once no call of any process relies on them;
+        a repository the call created or changed that git would run code of is disarmed (`git_plants.disarm`).
+        Returns the notes for the call's result."""
+        notes: list[str] = []
+        try:
+            for before in self.repositories:
+                notes += disarm(before)
+        finally:
+            if self.lease is not None:
+                self.lease.release(_remove_placeholder)
+        return notes
 
 
 def _remove_placeholder(key: str, is_dir: bool) -> None:
@@ -235,8 +246,10 @@ class BwrapBackend:
         # from before the mounts are planned until the call ends: no other call's cleanup removes a placeholder
         # this one binds or relies on
         lease = PlaceholderLease.take(root) if request.mode == "workspace-write" else None
+        repositories: list[Repositories] = []
         try:
             if request.mode == "workspace-write":
+                repositories = [snapshot(base) for base in (root, *extra)]
                 for base in (root, *extra):
                     for rel in (
                         *SHELL_READ_ONLY,
@@ -257,4 +270,4 @@ class BwrapBackend:
         env = {"TMPDIR": "/tmp", "BEARAGENT_SANDBOX": request.mode}
         if lease is not None:
             lease.register(plan.placeholders)
-        return PreparedCommand(tuple(plan.args), env, tuple(plan.placeholders), lease)
+        return PreparedCommand(tuple(plan.args), env, tuple(plan.placeholders), lease, tuple(repositories))

@@ -44,9 +44,9 @@ class ShellLaunch:
     def sandboxed(self) -> bool:
         return self.prepared is not None
 
-    def finish(self) -> None:
-        if self.prepared is not None:
-            self.prepared.finish()
+    def finish(self) -> list[str]:
+        """The call is over; the notes for its result (a repository it planted, disarmed: `git_plants`)."""
+        return self.prepared.finish() if self.prepared is not None else []
 
 
 def shell_environment(settings: Mapping[str, object]) -> dict[str, str]:

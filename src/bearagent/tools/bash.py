@@ -213,6 +213,7 @@ class BashTool(NativeTool):
         assert proc.stdout is not None and proc.stderr is not None
         pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
         timed_out = False
+        notes: list[str] = []
         try:
             try:
                 await asyncio.wait_for(_exited(proc), timeout_ms / 1000)
@@ -234,7 +235,7 @@ class BashTool(NativeTool):
             try:
                 await _stop(proc, launch)
             finally:
-                launch.finish()
+                notes = launch.finish()
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
@@ -258,6 +259,7 @@ class BashTool(NativeTool):
             parts.append(f"[Command timed out after {timeout_ms} ms; its whole process group was killed.]")
         elif exit_code != 0:
             parts.append(f"[Exit code {exit_code}]")
+        parts += notes
         if not parts:
             parts.append("(no output)")
         data = {
