@@ -245,3 +245,54 @@ def test_an_mcp_server_whose_code_changed_is_not_started(tmp_path: Path, change:
     refused = asyncio.run(start(True))
     assert refused.startswith("failed") and "changed during the run" in refused, refused
     assert ("server/demo.py" if change == "server" else "server/anyio.py") in refused
+
+
+@pytest.mark.parametrize("change", ["server", "imported"])
+def test_a_running_mcp_server_whose_code_changed_is_stopped_before_the_next_call(tmp_path: Path, change: str) -> None:
+    """A running server may run a workspace file per call (a script, a late import): after the model rewrites a
+    file it reaches, the next call is refused and the server stopped, not restarted in this run."""
+    import asyncio
+    import shutil
+    import uuid
+
+    from tests.support.mcp_servers import demo
+
+    from bearagent.domain._base import frozen_json
+    from bearagent.domain.ids import RunId, ToolCallId
+    from bearagent.domain.specs import McpServerSpec
+    from bearagent.mcp.manager import McpConnectionManager
+    from bearagent.mcp.tool import McpTool
+    from bearagent.ports import ToolContext
+
+    ws = tmp_path / "ws"
+    (ws / "server").mkdir(parents=True)
+    shutil.copy(demo.DEMO_PATH, ws / "server" / "demo.py")
+    spec = McpServerSpec(
+        name="demo", transport="stdio", command=sys.executable, args=("server/demo.py", "stdio"), source="workspace"
+    )
+    context = ToolContext(
+        workspace_root=ws, run_id=RunId(str(uuid.uuid4())), tool_call_id=ToolCallId(str(uuid.uuid4()))
+    )
+
+    async def scenario() -> tuple[str, str, str, bool]:
+        manager = McpConnectionManager([spec], dict(os.environ), ws)
+        try:
+            await manager.start_all(background_retry=False)
+            [echo] = [t for t in manager.tools() if t.spec.name == "mcp__demo__echo"]
+            assert isinstance(echo, McpTool)
+            first = await echo.execute(frozen_json({"message": "one"}), context)
+            target = ws / "server" / ("demo.py" if change == "server" else "anyio.py")
+            target.write_text("raise SystemExit('pwned')\n" if change == "server" else "")
+            second = await echo.execute(frozen_json({"message": "two"}), context)
+            third = await echo.execute(frozen_json({"message": "three"}), context)
+            await asyncio.sleep(0.5)
+            status = manager.server_status("demo")
+            return first.content, second.content + str(second.error), third.status, status.state == "ready"
+        finally:
+            await manager.aclose()
+
+    first, second, third, ready = asyncio.run(scenario())
+    assert "echo: one" in first
+    assert "stopped and the call refused" in second and "code_changed" in second, second
+    assert ("server/demo.py" if change == "server" else "server/anyio.py") in second
+    assert third == "failed" and not ready
