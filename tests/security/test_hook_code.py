@@ -296,3 +296,74 @@ def test_a_running_mcp_server_whose_code_changed_is_stopped_before_the_next_call
     assert "stopped and the call refused" in second and "code_changed" in second, second
     assert ("server/demo.py" if change == "server" else "server/anyio.py") in second
     assert third == "failed" and not ready
+
+
+# ---- item 3: code the hook's tool chain finds on its own --------------------------------------------------------
+
+
+def _pth(ws: Path, marker: Path) -> tuple[str, str, str]:
+    command, _ = _venv(ws)
+    return command, f".venv/lib/{PYVER}/site-packages/zz_plant.pth", f"import os; open({str(marker)!r}, 'w')\n"
+
+
+def _conftest(ws: Path, marker: Path) -> tuple[str, str, str]:
+    write(ws, "tests/test_a.py", "def test_a():\n    pass\n")
+    command = f"{PY} -m pytest -q -p no:cacheprovider -p no:xdist tests/test_a.py"
+    return command, "tests/conftest.py", f"open({str(marker)!r}, 'w')\n"
+
+
+def _js_config(ws: Path, marker: Path) -> tuple[str, str, str]:
+    write(ws, "node_modules/fmt/cli.js", "const fs = require('fs'); fs.appendFileSync('hook.log', 'ok\\n')\n")
+    write(
+        ws,
+        "node_modules/fmt/load.js",
+        "const p = require('path').resolve('src/.fmtrc.cjs'); if (require('fs').existsSync(p)) require(p)\n",
+    )
+    return (
+        "node -e \"require('./node_modules/fmt/load.js')\"",
+        "src/.fmtrc.cjs",
+        (f"require('fs').writeFileSync({json.dumps(str(marker))}, 'pwned')\n"),
+    )
+
+
+DISCOVERED: dict[str, Callable[[Path, Path], tuple[str, str, str]]] = {
+    "venv-pth": _pth,
+    "pytest-conftest": _conftest,
+    "js-config-file": _js_config,
+}
+
+
+@pytest.mark.parametrize("variant", sorted(DISCOVERED))
+def test_a_hook_does_not_run_code_its_tool_chain_would_discover(tmp_path: Path, variant: str) -> None:
+    """A `.pth` in the workspace venv (run at every start of its Python), a `conftest.py` pytest collects, a
+    `.xrc.cjs` a JavaScript tool loads by name: the hook's words never name them, but its tool runs them. The model
+    plants one through the sandboxed Bash; the hook is refused from then on."""
+    import shutil
+    import subprocess
+
+    if variant == "js-config-file" and shutil.which("node") is None:
+        pytest.skip("needs node")
+    home = tmp_path / "home"
+    marker = tmp_path / "PWNED"
+    ws = tmp_path / "ws"
+    turns: list[dict[str, object]] = []
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    command, target, content = DISCOVERED[variant](ws, marker)
+    bash = [
+        "echo first",
+        f"mkdir -p {Path(target).parent} && cat > {target} <<'EOF'\n{content}EOF\necho planted",
+        "echo third",
+    ]
+    turns = [{"tool_calls": [{"name": "Bash", "arguments": {"command": c}}]} for c in bash]
+    scripted_workspace(ws, yaml.safe_dump({"turns": [*turns, {"text": "done"}]}, sort_keys=False), agents=MAIN)
+    hooks = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}
+    write(ws, ".bearagent/config.yaml", CONFIG + yaml.safe_dump(hooks))
+    trust(ws, workspace_trust_surface(load(ws, home)), env=isolated_env(home))
+    events = _hook_events(ws, home)
+    assert not marker.exists(), "the hook ran the code the model planted"
+    refused = [e for e in events if "code_changed" in json.dumps(e)]
+    assert len(refused) == 2, events
+    assert (ws / target).is_file()
+    # the plant is real: the hook's command, run as it would have run, executes it
+    subprocess.run(command, shell=True, cwd=ws, capture_output=True, timeout=120, check=False)
+    assert marker.exists(), "the planted file is not what the hook's tool runs (the test proves nothing)"
