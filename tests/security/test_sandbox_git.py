@@ -414,3 +414,15 @@ def test_a_plain_new_repository_is_left_alone(tmp_path: Path, home: Path, marker
     assert "disabled" not in str(results[0]) and "done" in str(results[0]), results
     assert (ws / "fresh" / ".git").is_dir()
     assert git(ws / "fresh", "log", "--oneline").stdout.strip()
+
+
+@pytest.mark.parametrize("where", ["node_modules/pkg", "node_modules/@scope/pkg", "a/b/c/d/e"])
+def test_a_planted_repository_is_found_in_generated_trees_and_deep_down(
+    tmp_path: Path, home: Path, marker: Path, where: str
+) -> None:
+    ws = repo(tmp_path / "ws")
+    command = NEW_REPO.replace("fresh", where)
+    results = run_bash(ws, home, [f"{command} && git -C {where} config core.fsmonitor 'touch {marker}; false'"])
+    assert f"a repository at {where}/.git" in str(results[0]), results
+    git(ws, "add", "-A", "-f", check=False)
+    assert_git_runs_nothing(ws, marker, "commit", "-qm", "user")

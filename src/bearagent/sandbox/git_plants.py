@@ -12,8 +12,8 @@ hooks, and a config whose every key is on `INERT_KEYS` (what `git init` and `git
 renamed (`.git` to `.git.quarantined-by-bearagent`, a bare repository's `HEAD` to `HEAD.quarantined-by-bearagent`),
 which makes it no repository for git, and the call's result says so. The model's files stay as they are.
 
-Bounded: at most `MAX_WALK_DIRS` directories are walked (the generated trees `git_paths` skips included, after the
-rest), a config is read up to `MAX_CONFIG_BYTES`; a config larger than that is not inert.
+Bounded: at most `MAX_WALK_DIRS` directories are walked (the generated trees `git_paths` skips after the rest, to
+`SKIPPED_TREE_DEPTH` levels), a config is read up to `MAX_CONFIG_BYTES`; a config larger than that is not inert.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ from bearagent.sandbox.git_paths import SKIP_WALK
 MAX_WALK_DIRS = 40_000
 MAX_CONFIG_BYTES = 64 * 1024
 MAX_HOOK_ENTRIES = 256
+SKIPPED_TREE_DEPTH = 3
+"""How deep the walk looks into the generated trees `git_paths` skips (`node_modules/@scope/pkg`): a repository
+deeper there is not one git would add from the workspace (they are ignored, and walking them whole costs a
+virtual environment's thousands of directories at every call)."""
 QUARANTINE_SUFFIX = ".quarantined-by-bearagent"
 INERT_KEYS = frozenset(
     {
@@ -106,10 +110,10 @@ def _walk(root: Path) -> list[Path]:
     repository directories; the generated trees after the rest; no symlink followed."""
     found: list[Path] = []
     budget = MAX_WALK_DIRS
-    stack = [root]
-    later: list[Path] = []
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    later: list[tuple[Path, int]] = []
     while (stack or later) and budget > 0:
-        current = stack.pop() if stack else later.pop()
+        current, depth = stack.pop() if stack else later.pop()
         budget -= 1
         try:
             entries = list(os.scandir(current))
@@ -125,8 +129,15 @@ def _walk(root: Path) -> list[Path]:
                     found.append(Path(entry.path))
                 continue
             with contextlib.suppress(OSError):
-                if entry.is_dir(follow_symlinks=False):
-                    (later if entry.name in SKIP_WALK else stack).append(Path(entry.path))
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                if depth:  # inside a generated tree: only its first levels (`node_modules/@scope/pkg/.git`)
+                    if depth < SKIPPED_TREE_DEPTH:
+                        later.append((Path(entry.path), depth + 1))
+                elif entry.name in SKIP_WALK:
+                    later.append((Path(entry.path), 1))
+                else:
+                    stack.append((Path(entry.path), 0))
     return found
 
 
