@@ -426,3 +426,39 @@ def test_a_planted_repository_is_found_in_generated_trees_and_deep_down(
     assert f"a repository at {where}/.git" in str(results[0]), results
     git(ws, "add", "-A", "-f", check=False)
     assert_git_runs_nothing(ws, marker, "commit", "-qm", "user")
+
+
+def test_the_file_tools_cannot_write_a_bare_repository(tmp_path: Path, home: Path, marker: Path) -> None:
+    """A bare repository is a directory with `HEAD`, `objects/` and `refs/`: git run there (`git log`) reads its
+    config (a pager, an alias). The file tools refuse the write that would make one, and any write into one (here
+    the inert one a Bash call made, which the call's check let through)."""
+    ws = repo(tmp_path / "ws")
+    pager = f"[core]\n\tpager = touch {marker}; cat\n"
+    writes = [
+        ("sub/objects/x", "x"),
+        ("sub/refs/x", "x"),
+        ("sub/HEAD", "ref: refs/heads/main\n"),
+        ("sub/config", pager),
+    ]
+    calls: list[dict[str, object]] = [{"name": "Bash", "arguments": {"command": "git init -q --bare made.git"}}]
+    for path, content in writes:
+        calls.append({"name": "Write", "arguments": {"file_path": path, "content": content}})
+    calls.append({"name": "Write", "arguments": {"file_path": "made.git/config", "content": pager}})
+    turns = [{"tool_calls": [call]} for call in calls]
+    scripted_workspace(ws, json.dumps({"turns": [*turns, {"text": "done"}]}), agents=MAIN)
+    with open_ws(ws, home) as opened:
+        result = opened.run_sync("go")
+        assert result.status == "succeeded", result.error
+        outcomes = [
+            str(e.payload["result"])
+            for e in opened.events(str(result.run_id))
+            if e.event_type in ("ToolCallCompleted", "ToolCallFailed")
+        ]
+    assert len(outcomes) == 6, outcomes
+    assert "control file" in outcomes[3] and "bare git repository" in outcomes[3], outcomes[3]
+    assert "control file" in outcomes[5] and "made.git/" in outcomes[5], outcomes[5]
+    assert not (ws / "sub" / "HEAD").exists() and pager not in (ws / "made.git" / "config").read_text()
+    for where in (ws / "sub", ws / "made.git"):
+        git(where, "log", check=False)
+        git(where, "-p", "log", check=False)
+    assert not marker.exists()
