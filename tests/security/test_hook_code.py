@@ -367,3 +367,22 @@ def test_a_hook_does_not_run_code_its_tool_chain_would_discover(tmp_path: Path, 
     # the plant is real: the hook's command, run as it would have run, executes it
     subprocess.run(command, shell=True, cwd=ws, capture_output=True, timeout=120, check=False)
     assert marker.exists(), "the planted file is not what the hook's tool runs (the test proves nothing)"
+
+
+@pytest.mark.parametrize("variant", sorted(DISCOVERED))
+def test_planting_code_the_hooks_tool_chain_discovers_needs_a_new_trust_decision(tmp_path: Path, variant: str) -> None:
+    """Item 6 for discovered code: the same plants made between runs (a `git pull`, another tool) change the
+    trusted digest, and the listing then names the kind of file."""
+    home = tmp_path / "home"
+    ws = tmp_path / "ws"
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    command, target, content = DISCOVERED[variant](ws, tmp_path / "PWNED")
+    hooks = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}
+    write(ws, ".bearagent/config.yaml", CONFIG + yaml.safe_dump(hooks))
+    before = workspace_trust_surface(load(ws, home))
+    write(ws, target, content)
+    after = workspace_trust_surface(load(ws, home))
+    assert after.digest() != before.digest(), f"planting {target} kept the trusted digest"
+    assert "**/" in "\n".join(after.lines()), after.lines()
+    (ws / target).write_text(content + "\n# changed\n")
+    assert workspace_trust_surface(load(ws, home)).digest() != after.digest()

@@ -249,6 +249,8 @@ JS_CONFIG_CODE = re.compile(r"^(?:\.[\w-]+rc|[\w.-]+\.config)\.(?:js|cjs|mjs|ts|
 PY_DISCOVERED = ("conftest.py",)
 """Code Python tools find by name (pytest's `conftest.py`, in any directory of the tests)."""
 MAX_DISCOVERY_DIRS = 20_000
+NONE_DISCOVERED = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+"""The digest of a discovered-code kind when no such file exists."""
 _NOT_WALKED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", "target"})
 
 
