@@ -386,3 +386,14 @@ def test_planting_code_the_hooks_tool_chain_discovers_needs_a_new_trust_decision
     assert "**/" in "\n".join(after.lines()), after.lines()
     (ws / target).write_text(content + "\n# changed\n")
     assert workspace_trust_surface(load(ws, home)).digest() != after.digest()
+
+
+def test_only_a_test_runner_reaches_conftest(tmp_path: Path) -> None:
+    """A Python MCP server or hook that runs no tests is not refused when the model writes a `conftest.py` (normal
+    work); one that runs pytest is."""
+    from bearagent.trust.reach import discovered_code
+
+    write(tmp_path, "tests/conftest.py", "x = 1\n")
+    assert "**/conftest.py" not in discovered_code(tmp_path, f"{PY} server.py")
+    assert "**/conftest.py" in discovered_code(tmp_path, f"{PY} -m pytest -q")
+    assert discovered_code(tmp_path, "sh scripts/notify.sh") == {}

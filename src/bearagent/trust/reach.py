@@ -244,6 +244,7 @@ _JS_CHAIN = re.compile(
 _PY_CHAIN = re.compile(
     r"(?:^|[\s/\"'])(?:python[0-9.]*|pytest|uv|uvx|poetry|pipx?|tox|nox|\.venv|venv)(?:$|[\s/\"'])|\.py\b"
 )
+_PYTEST = re.compile(r"pytest|\btox\b|\bnox\b|\bmake\b|Makefile")
 JS_CONFIG_CODE = re.compile(r"^(?:\.[\w-]+rc|[\w.-]+\.config)\.(?:js|cjs|mjs|ts|cts|mts)$")
 """Config files JavaScript tools find by name and execute (`prettier.config.js`, `.eslintrc.cjs`, `vite.config.ts`)."""
 PY_DISCOVERED = ("conftest.py",)
@@ -256,11 +257,12 @@ _NOT_WALKED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__",
 
 def discovered_code(root: Path, text: str) -> dict[str, str]:
     """Code a command's tool chains discover on their own in the workspace, which following its words does not
-    find: for a JavaScript chain every config-as-code file (`JS_CONFIG_CODE`) anywhere, for a Python one every
-    `conftest.py` and each workspace virtual environment's `*.pth`, `sitecustomize.py` and `usercustomize.py` (run
+    find: for a JavaScript chain every config-as-code file (`JS_CONFIG_CODE`) anywhere, for a Python one running
+    tests (pytest, tox, nox, make) every `conftest.py`, and for any Python one each workspace virtual environment's `*.pth`, `sitecustomize.py` and `usercustomize.py` (run
     at every start of its interpreter). One key per kind (`**/<kind>`), whose value digests every such file's path
     and content: creating, changing or removing one changes it. Bounded by `MAX_DISCOVERY_DIRS` directories."""
     js, py = bool(_JS_CHAIN.search(text)), bool(_PY_CHAIN.search(text))
+    tests = py and _PYTEST.search(text) is not None  # conftest.py is pytest's: not every Python program's
     if not js and not py:
         return {}
     import hashlib
@@ -286,12 +288,12 @@ def discovered_code(root: Path, text: str) -> dict[str, str]:
                                     found["site"].append(item.path)
                 elif js and JS_CONFIG_CODE.match(entry.name):
                     found["js"].append(entry.path)
-                elif py and entry.name in PY_DISCOVERED:
+                elif tests and entry.name in PY_DISCOVERED:
                     found["py"].append(entry.path)
     out: dict[str, str] = {}
     names = {"js": "**/*.config.js and .*rc.js", "py": "**/conftest.py", "site": "**/site-packages/*.pth"}
     for kind, paths in found.items():
-        if (kind == "js" and not js) or (kind != "js" and not py):
+        if (kind == "js" and not js) or (kind == "py" and not tests) or (kind == "site" and not py):
             continue
         digest = hashlib.sha256()
         for path in sorted(paths):
