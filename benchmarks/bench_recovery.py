@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.events import EventFactory
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.domain.ids import Uuid4IdGenerator
 from bearagent.domain.run_events import RunOwner, RunStartedV2
 from bearagent.ports import SystemClock
@@ -100,7 +101,7 @@ async def _to_first_request(root: Path, home: Path, act: str) -> tuple[float, st
             if isinstance(item, Committed) and item.event.event_type == "ModelCallRequested" and not first.done():
                 first.set_result(time.perf_counter())
 
-        ws.runtime.writer.subscribe(watch)
+        runtime_of(ws).writer.subscribe(watch)
         t0 = time.perf_counter()
         done = await (ws.run("read the notes") if act == "run" else ws.resume("last"))
         return (await first) - t0, str(done.run_id)

@@ -42,6 +42,8 @@ _SHORT_ID = re.compile(r"\b[0-9a-f]{8}\b")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
 _MS_FIELD = re.compile(r'(\\?"(?:[a-z_]*_ms|pid|process_start)\\?"\s*:\s*)\d+')
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
+_SEAL = re.compile(r'(\\?"seal\\?"\s*:\s*\\?")[0-9a-f]{64}')
+"""A run request's seal: an HMAC over the run's id (and its request), so it differs whenever the ids do."""
 
 
 class Normaliser:
@@ -57,7 +59,7 @@ class Normaliser:
         text = _UUID.sub(self._id, text)
         text = _TIME.sub("<time>", text)
         text = _MS_FIELD.sub(r"\1<ms>", text)
-        return text
+        return _SEAL.sub(r"\1<seal>", text)
 
     def output(self, text: str) -> str:
         """Printed output: also short ids (a run id's first 8 hex digits) and human durations."""

@@ -1,10 +1,13 @@
 """Session-wide fixtures: the throwaway PostgreSQL cluster of the postgres store tests (started on first use by
 `tests/support/postgres_cluster.py`, one per xdist worker, stopped here when the worker's session ends) and a fresh
-database per test. Also the directory-wide `slow` marks (see `SLOW_DIRECTORIES`)."""
+database per test. Also the directory-wide `slow` marks (see `SLOW_DIRECTORIES`), and `sandbox_outside`: a host
+directory that the Bash sandbox shows read-only, wherever the checkout lives."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +28,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = item.path.relative_to(TESTS).parts if item.path.is_relative_to(TESTS) else ()
         if (parts and parts[0] in SLOW_DIRECTORIES) or item.get_closest_marker("real_llm") is not None:
             item.add_marker(pytest.mark.slow)  # real_llm: a llama.cpp server per test, up to ~20 s under load
+    # Slow tests first (a stable sort: each file keeps its order). xdist hands tests out in this order, so the long
+    # ones (the kill -9 test alone takes minutes) start while every worker is busy, and the run ends on short tests
+    # spread over all workers instead of one worker finishing a long test while the others sit idle.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -43,3 +50,56 @@ def postgres_dsn() -> str:
 
     postgres_cluster.require()
     return postgres_cluster.new_database()
+
+
+SANDBOX_OUTSIDE_BASES = ("/var/cache", "/var/lib", "/srv", "/opt")
+"""Where `sandbox_outside` looks when neither the checkout's `.cache/` nor `$XDG_CACHE_HOME` will do (writable as
+root, as in CI)."""
+
+
+def _shown_read_only_by_the_sandbox(path: Path) -> bool:
+    """Whether the default sandbox shows `path` as the host's own file, read-only: not under its private /tmp or
+    /var/tmp, not in a home it hides (the environment's HOME and the password database's), not under a hidden path
+    (`bearagent.sandbox.request.build_request` decides, as for a real call)."""
+    from bearagent.sandbox.bwrap import PRIVATE_TMP
+    from bearagent.sandbox.request import build_request
+    from bearagent.sandbox.settings import SandboxSettings
+
+    real = Path(os.path.realpath(path))
+    request = build_request(SandboxSettings(), os.environ)
+    covered = [*PRIVATE_TMP, *request.hidden_homes, *request.hidden]
+    return not any(
+        real == Path(c) or Path(os.path.realpath(c)) in real.parents or Path(c) in real.parents for c in covered
+    )
+
+
+@pytest.fixture
+def sandbox_outside() -> Iterator[Path]:
+    """A new host directory outside the workspace that a sandboxed command sees read-only (removed afterwards): the
+    sandbox tests write and read there to prove a write outside the workspace is refused (EROFS) rather than lost in
+    a private directory. Not under /tmp or /var/tmp (the sandbox has its own) nor in a home (the sandbox replaces
+    each home with an empty scratch directory, where a write "succeeds" without reaching the host): a checkout under
+    /tmp or in the home must not decide the outcome (issue 29). Tried in order: the checkout's `.cache/`,
+    `$XDG_CACHE_HOME`, then `SANDBOX_OUTSIDE_BASES` (root). Skips, with its reason, when none is writable."""
+    candidates = [TESTS.parent / ".cache"]
+    if os.environ.get("XDG_CACHE_HOME"):
+        candidates.append(Path(os.environ["XDG_CACHE_HOME"]))
+    candidates += [Path(b) for b in SANDBOX_OUTSIDE_BASES]
+    for base in candidates:
+        if not _shown_read_only_by_the_sandbox(base):
+            continue
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            path = Path(tempfile.mkdtemp(prefix="bearagent-sandbox-tests-", dir=base))
+        except OSError:
+            continue
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+        return
+    pytest.skip(
+        "needs a writable directory that the sandbox shows read-only (outside /tmp, /var/tmp and the home): the "
+        f"checkout ({TESTS.parent}) is in one of them and {', '.join(SANDBOX_OUTSIDE_BASES)} are not writable; "
+        "clone the repository elsewhere (e.g. /srv or /opt) or run as root"
+    )

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from bearagent.service.runner import RunResult
     from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
-__version__ = "0.1.0"
+from bearagent._version import __version__ as __version__
 
 _STREAM = "bearagent.domain.stream"
 _EXPORTS: dict[str, str] = {

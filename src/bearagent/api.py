@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
+from bearagent.app.runtime import open_runtime
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
@@ -45,10 +46,6 @@ class Workspace:
     @property
     def root(self) -> Path:
         return self._runtime.root
-
-    @property
-    def runtime(self) -> WorkspaceRuntime:
-        return self._runtime
 
     # ---- running ----
 
@@ -182,7 +179,8 @@ class Workspace:
         """Re-drive a run from its log without calling a model (read-only tool calls run again and are compared
         with the log; nothing else is executed), or with `dry=True` only check that the log is a valid run. The
         report's `ok` says whether every step matched. See docs/replay.md."""
-        from bearagent.service.replay import dry_replay, replay_run
+        from bearagent.app.replay import replay_run
+        from bearagent.service.replay import dry_replay
 
         store = self._runtime.store
         run_id = await resolve_run_ref(store, run_ref, where=str(store.path))
@@ -254,4 +252,10 @@ def open_workspace(
     """Open the workspace at `path` (default: discovered from the current directory, like the CLI)."""
     root = Path(path) if path is not None else None
     loaded = load_workspace(root, env=env, plugins=plugins)
-    return Workspace(WorkspaceRuntime(loaded, ask=ask, in_process_mcp=in_process_mcp))
+    return Workspace(open_runtime(loaded, ask=ask, in_process_mcp=in_process_mcp))
+
+
+def runtime_of(workspace: Workspace) -> WorkspaceRuntime:
+    """The private run service behind `workspace`, for BearAgent's own tests and benchmarks: not a public name
+    (`Workspace.runtime` left the public API in issue 30; docs/python-api.md)."""
+    return workspace._runtime  # pyright: ignore[reportPrivateUsage]

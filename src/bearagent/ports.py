@@ -4,20 +4,22 @@ only `app/` knows the concrete classes."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Protocol, cast, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, cast, runtime_checkable
 
 from bearagent.domain._base import JsonMapping, JsonValue
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
 from bearagent.domain.models import ModelEvent, ModelRequest
+from bearagent.domain.retention import PruneResult
+from bearagent.domain.run_state import ActivityState, RunState
+from bearagent.domain.search import RunSearch, RunSearchHit
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
-from bearagent.runtime.run_state import ActivityState, RunState
 
 
 class Clock(Protocol):
@@ -303,6 +305,33 @@ class WorkspaceStore(RunStorage, EventStore, SessionStore, Protocol):
         """A run id from a full id, a unique prefix of one, or `last`."""
         ...
 
+    def search_runs(self, query: RunSearch) -> list[RunSearchHit]:
+        """Runs whose searchable text (`runtime/search_text.py`) holds every word of `query`, newest first."""
+        ...
+
+    async def fetch_search(self, query: RunSearch) -> list[RunSearchHit]:
+        """`search_runs` for async callers (off the event loop)."""
+        ...
+
+    def prune_runs(self, before: datetime, *, dry_run: bool = False) -> PruneResult:
+        """Remove finished top-level runs created before `before` with their subagents' runs, except pinned trees
+        (`domain/retention.py`), in one transaction; `dry_run`: only report."""
+        ...
+
+    def set_pinned(self, run_id: RunId, pinned: bool) -> bool:
+        """Pin or unpin a run (pinned runs survive every prune); False when it already was so."""
+        ...
+
+    def pinned_runs(self) -> list[RunId]: ...
+
+    def size_bytes(self) -> int:
+        """What the store takes: the SQLite file with its WAL, or the PostgreSQL schema's tables and indexes."""
+        ...
+
+    def vacuum(self) -> None:
+        """Reclaim the space of pruned runs (SQLite: VACUUM, rewriting the file; PostgreSQL: plain VACUUM)."""
+        ...
+
 
 class ModelProvider(Protocol):
     """Turns a `ModelRequest` into a stream of `ModelEvent`s. Raises `BearAgentError` (with `ErrorInfo`) on failure;
@@ -333,6 +362,23 @@ class ToolContext:
 class ApprovalDeferred(BaseException):
     """A call of a parallel batch needs an approval: the loop runs it again on its own, where one can be asked.
     A BaseException so no tool or hook wrapper that catches `Exception` swallows it."""
+
+
+AskAnswer: TypeAlias = Literal["allow_once", "allow_always", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class AskRequest:
+    """What an interactive asker is shown: the call, why it needs approval, and the rule `allow_always` would add."""
+
+    tool_name: str
+    arguments: JsonMapping
+    reason: str
+    suggested_rule: str | None
+    context: ToolContext
+
+
+Asker: TypeAlias = Callable[[AskRequest], Awaitable[AskAnswer]]
 
 
 @runtime_checkable
@@ -389,3 +435,25 @@ class ToolInterceptor(Protocol):
     async def after_tool(
         self, request: ToolRequest, spec: ToolSpec, result: ToolResult, context: ToolContext
     ) -> PostToolDecision: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAnswer:
+    """What the PermissionRequest hooks answered for a call about to be asked. `behavior=None`: no hook decided,
+    the person (or the non-interactive denial) decides as before."""
+
+    behavior: Literal["allow", "deny"] | None = None
+    message: str | None = None
+    updated_arguments: JsonMapping | None = None
+    """`decision.updatedInput` with `allow`: re-validated by the tool's `prepare` and re-checked by the rules."""
+    system_message: str | None = None
+
+
+@runtime_checkable
+class PermissionRequestHook(Protocol):
+    """An interceptor that can answer a permission prompt before a person sees it (Claude Code's PermissionRequest
+    hook event). `suggested_rule` is the rule "allow always" would add."""
+
+    async def permission_request(
+        self, request: ToolRequest, spec: ToolSpec, context: ToolContext, suggested_rule: str
+    ) -> PermissionAnswer: ...

@@ -8,13 +8,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from bearagent.builtin import builtin_agents_dir, builtin_skills_dir
-from bearagent.config.config_files import load_config_files
+from bearagent.config.config_files import ConfigFiles, load_config_files
 from bearagent.config.execution import with_server_policy
 from bearagent.config.instructions import load_instructions
 from bearagent.config.model import BearConfig, ConfigFile, ExecutionPolicy
+from bearagent.config.output_styles import OutputStyle, chosen_style, load_output_style, style_dirs
 from bearagent.config.store_settings import StoreSettings, choose_store
 from bearagent.config.workspace import (
     WORKSPACE_DIR,
@@ -74,6 +75,16 @@ class LoadedWorkspace:
     settings_env: Mapping[str, str] = field(default_factory=lambda: {})
     """`env` of `.claude/settings*.json`: added to hook commands' and MCP servers' environment (after trust, as
     every item of those files), never to Bash's (see docs/claude-code.md#env)."""
+    status_line: tuple[str, str] | None = None
+    """`(command, settings file)`: Claude Code's `statusLine` command (`cli/status_command.py`)."""
+    available_models: tuple[tuple[str, ...], str] | None = None
+    """`(names, settings file)`: Claude Code's `availableModels`, the models a `--model` / `/model` may pick; None:
+    any entry."""
+    api_key_helper: tuple[str, str] | None = None
+    """`(command, settings file)`: `apiKeyHelper` of the highest Claude Code settings file that sets one: the Anthropic key of an `anthropic`
+    entry whose key variable is unset (`app/key_helper.py`)."""
+    output_style: OutputStyle | None = None
+    """The output style in force (`outputStyle`; None: the default), added to the top-level primary agent's prompt."""
     _tools: NativeToolRegistry | None = None
 
     @property
@@ -92,6 +103,11 @@ class LoadedWorkspace:
             others = [(plugin, tool) for plugin, tool in registered if plugin != BUILTIN_PLUGIN]
             self._tools = NativeToolRegistry(natives, others, self.plugins.builtin_diagnostics)
         return self._tools
+
+    def use_tools(self, tools: NativeToolRegistry) -> None:
+        """Serve `tools` instead of the registered ones (a face's own version of a tool: `bearagent acp` reads
+        through the editor, `acp/client_fs.py`). Call it before a runtime is made of this workspace."""
+        self._tools = tools
 
     def child_env(self) -> dict[str, str]:
         """The environment of hook commands and MCP servers: BearAgent's own, with the Claude Code settings' `env`
@@ -224,6 +240,7 @@ def load_workspace(
     # after the registries: a server's `none` stops hooks and MCP servers from running (`config/execution.py`) but
     # leaves what is loaded, so the trust surface is the one `bearagent trust` saw
     config = with_server_policy(config, execution_policy)
+    config = _settings_model(files, models, config, diags)
     diags.extend(_default_diagnostics(config, files.declaring(), agents, models))
 
     return LoadedWorkspace(
@@ -242,7 +259,68 @@ def load_workspace(
         instructions=_instructions(ws_root, diags),
         load_diagnostics=diags,
         settings_env=files.settings_env(),
+        api_key_helper=next(
+            (
+                (str(cf.settings["api_key_helper"]), str(cf.path))
+                for cf in reversed(files.claude)
+                if "api_key_helper" in cf.settings
+            ),
+            None,
+        ),
+        available_models=_available_models(files),
+        status_line=next(
+            (
+                (str(cf.settings["status_line"]), str(cf.path))
+                for cf in reversed(files.claude)
+                if "status_line" in cf.settings
+            ),
+            None,
+        ),
+        output_style=load_output_style(chosen_style(files.claude), style_dirs(ws_root, user_dir, compat=compat), diags),
     )
+
+
+def _settings_model(
+    files: ConfigFiles, models: ModelRegistry, config: BearConfig, diags: list[Diagnostic]
+) -> BearConfig:
+    """Claude Code's `model` (the highest settings file that sets one) as `default_model`, unless the workspace's
+    config.yaml sets `default_model` (it outranks the settings files). It names a model entry, or the `model:` of
+    one (`claude-sonnet-4-5`); anything else is a warning and the default stays."""
+    if files.workspace is not None and "default_model" in files.workspace.settings:
+        return config
+    chosen = next(
+        ((str(cf.settings["claude_model"]), cf) for cf in reversed(files.claude) if "claude_model" in cf.settings), None
+    )
+    if chosen is None:
+        return config
+    name, cf = chosen
+    entry = models.get(name) or next((e for e in models.all() if e.model == name), None)
+    if entry is None:
+        diags.append(
+            Diagnostic(
+                severity="warning",
+                code="config.unknown_settings_model",
+                message=f"model {name!r} in {cf.path.name} is not a model entry (nor an entry's model); the default "
+                "model runs",
+                source=str(cf.path),
+                line=cf.line_of("model"),
+                field="model",
+                fix=f"use one of: {name_list(models.refs()) or 'none'}, or add a `models:` entry named {name!r}",
+            )
+        )
+        return config
+    return config.model_copy(update={"default_model": entry.ref})
+
+
+def _available_models(files: ConfigFiles) -> tuple[tuple[str, ...], str] | None:
+    """`availableModels` of the settings files (both files' names add up), with the file that set it first."""
+    found = [cf for cf in files.claude if "available_models" in cf.settings]
+    if not found:
+        return None
+    names: list[str] = []
+    for cf in found:
+        names.extend(n for n in cast(tuple[str, ...], cf.settings["available_models"]) if n not in names)
+    return tuple(names), str(found[-1].path)
 
 
 def _default_diagnostics(

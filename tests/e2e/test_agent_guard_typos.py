@@ -20,7 +20,15 @@ def _invoke(args: list[str], home: Path) -> Result:
 
 @pytest.mark.parametrize(
     ("key", "guess"),
-    [("tool", "tools"), ("disalowed_tools", "disallowed_tools"), ("permissionmode", "permissionMode")],
+    [
+        ("tool", "tools"),
+        ("Tools", "tools"),
+        ("disalowed_tools", "disallowed_tools"),
+        ("permissionmode", "permissionMode"),
+        ("allowed_tools", "tools"),  # not the nearest spelling, disallowed_tools, which would invert it
+        ("allowed-tools", "tools"),
+        ("allowedTools", "tools"),
+    ],
 )
 def test_a_misspelt_guarding_key_skips_the_agent(tmp_path: Path, key: str, guess: str) -> None:
     root = tmp_path / "ws"
@@ -32,7 +40,8 @@ def test_a_misspelt_guarding_key_skips_the_agent(tmp_path: Path, key: str, guess
     assert "\nmain " not in agents.output  # skipped, not loaded with every tool
     doctor = _invoke(["doctor", "-w", str(root)], tmp_path / "home")
     assert doctor.exit_code == 2
-    assert f"did you mean {guess!r}" in doctor.output and "the agent was skipped" in doctor.output
+    assert "the agent was skipped" in doctor.output
+    assert f"did you mean {guess!r}" in doctor.output or f"rename {key!r} to {guess!r}" in doctor.output
     run = _invoke(["run", "-w", str(root), "-a", "main", "hello"], tmp_path / "home")
     assert run.exit_code != 0 and "hi" not in run.output.split("\n")
     assert "agent 'main' was not loaded" in run.output and f"{key!r}" in run.output

@@ -98,3 +98,18 @@ def test_output_format_excludes_bearagents_own_formats(ws: Path, tmp_path: Path)
     assert both.exit_code == 2 and "--output-format and --json exclude each other" in both.output
     bad = invoke(["run", "-w", str(ws), "--output-format", "yaml", "hi"], tmp_path)
     assert bad.exit_code == 2 and "'yaml' is not one of 'text', 'json', 'stream-json'" in bad.output
+
+
+def test_stream_json_init_has_the_permission_mode_slash_commands_and_output_style(ws: Path, tmp_path: Path) -> None:
+    write(ws, ".claude/commands/review.md", "---\ndescription: Review\n---\nReview $ARGUMENTS.\n")
+    write(ws, ".claude/skills/tidy/SKILL.md", "---\nname: tidy\ndescription: Tidies.\n---\nTidy up.\n")
+    write(ws, ".claude/settings.json", '{"outputStyle": "Explanatory"}')
+    result = invoke(
+        ["run", "-w", str(ws), "--permission-mode", "plan", "--output-format", "stream-json", "read the notes"],
+        tmp_path,
+    )
+    assert result.exit_code == 0, result.output
+    init = json.loads(result.output.splitlines()[0])
+    assert init["permissionMode"] == "plan"
+    assert {"review", "tidy"} <= set(init["slash_commands"])
+    assert init["output_style"] == "Explanatory"

@@ -15,6 +15,7 @@ from rich.console import Console
 from tests.support.config_ws import isolated_env, write
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.cli import main
 from bearagent.cli.terminal_stream import attach_terminal
 from bearagent.domain.ids import RunId
@@ -97,7 +98,7 @@ def test_a_resumed_run_shows_what_comes_after_the_resume_and_the_call_it_finishe
             assert info.pending_approval is not None
             await ws.answer_approval(str(waiting.run_id), info.pending_approval.approval_id, "allow_once", resume=False)
             run_id = RunId(str(waiting.run_id))
-            done = await ws.runtime.resume(run_id, attach_terminal(ws.runtime, run_id, console))
+            done = await runtime_of(ws).resume(run_id, attach_terminal(runtime_of(ws), run_id, console))
             assert done.status == "succeeded"
 
     asyncio.run(go())

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from tests.support.config_ws import isolated_env, write
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
-from bearagent.api import Workspace
+from bearagent.api import Workspace, runtime_of
 from bearagent.cli import main
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
@@ -72,9 +72,9 @@ AGENTS = {"main": agent_md("Main.", mode="primary", tools="[]")}
 
 
 def _provider(ws: Workspace, name: str, session: str) -> ScriptedProvider:
-    loaded = ws.runtime.loaded
+    loaded = runtime_of(ws).loaded
     entry = loaded.models.for_use(loaded.models.resolve(name), loaded.env)
-    provider = ws.runtime.resources.provider(entry, session)
+    provider = runtime_of(ws).resources.provider(entry, session)
     assert isinstance(provider, ScriptedProvider)
     return provider
 
@@ -262,9 +262,9 @@ def test_compacting_a_session_with_nothing_to_compact_says_why_and_records_no_ru
         first = ws.run_sync("Short.")
         session = str(first.session_id)
         ws.run_sync("Also short.", session=session)
-        assert asyncio.run(compact_session(ws.runtime, session)).status == "succeeded"
+        assert asyncio.run(compact_session(runtime_of(ws), session)).status == "succeeded"
         with pytest.raises(BearAgentError) as caught:
-            asyncio.run(compact_session(ws.runtime, session))
+            asyncio.run(compact_session(runtime_of(ws), session))
         assert len(ws.runs()) == 3  # the two prompts and the one compaction: a refused one records nothing
     assert caught.value.info.code == "invalid_request.nothing_to_compact"
     assert caught.value.info.message == "nothing to compact: the session is already a summary and its most recent turn"
@@ -342,7 +342,7 @@ def test_a_compact_killed_during_its_summary_call_is_ended_by_resume_not_asked_a
         resumed = asyncio.run(ws.resume(run_id))
         events = ws.events(run_id)
         assert first.session_id is not None
-        history = ws.runtime.session_history(first.session_id)
+        history = runtime_of(ws).session_history(first.session_id)
     assert resumed.status == "failed" and resumed.error is not None
     assert resumed.error.code == "cancelled.compaction_interrupted"
     assert "nothing was compacted; run /compact again" in resumed.error.message

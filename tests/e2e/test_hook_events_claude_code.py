@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.events import Event
 from bearagent.providers.scripted import ScriptedProvider
@@ -361,9 +362,9 @@ hooks:
         async with open_ws(root, home) as ws:
             result = await ws.run("read a.txt")
             assert result.status == "succeeded", result.error
-            loaded = ws.runtime.loaded
+            loaded = runtime_of(ws).loaded
             entry = loaded.models.for_use(loaded.models.resolve("scripted"), loaded.env)
-            provider = ws.runtime.resources.provider(entry, str(result.session_id))
+            provider = runtime_of(ws).resources.provider(entry, str(result.session_id))
             assert isinstance(provider, ScriptedProvider)
             seen = json.dumps(provider.requests[-1].model_dump(mode="json"))
             assert "[REDACTED]" in seen and "hunter2" not in seen

@@ -108,6 +108,9 @@ def test_unknown_slash_command_and_unknown_agent_are_explained(workspace: Path, 
         child.sendline("/agent nobody")
         child.expect("no agent named 'nobody'; primary agents: ")
         child.expect("writer>")
+        child.sendline("/agent writr")  # the registry's one wording of "no agent named X", with its did-you-mean
+        child.expect_exact("no agent named 'writr' (did you mean 'writer'?); primary agents: ")
+        child.expect("writer>")
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:

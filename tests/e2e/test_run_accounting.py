@@ -8,6 +8,8 @@ from pathlib import Path
 
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
+
 TASK = '{name: Task, arguments: {subagent_type: scout, prompt: "look around", description: look}}'
 
 
@@ -30,7 +32,7 @@ turns:
     (root / "notes.md").write_text("notes\n")
     with open_ws(root, tmp_path / "home") as ws:
         result = ws.run_sync("explore", budgets={"max_model_iterations": 3})
-        store = ws.runtime.store
+        store = runtime_of(ws).store
         runs = [*store.list_runs(parent_run_id=result.run_id), store.get_run(result.run_id)]
         own_calls = sum(
             1
@@ -70,7 +72,7 @@ turns:
     with open_ws(root, tmp_path / "home") as ws:
         result = ws.run_sync("go")
         assert result.status == "succeeded", result.error
-        store = ws.runtime.store
+        store = runtime_of(ws).store
         mid = store.list_runs(parent_run_id=result.run_id)[0]
         leaf = store.list_runs(parent_run_id=mid.run_id)[0]
         assert leaf.usage.model_iterations == 1
@@ -108,7 +110,7 @@ hooks:
     with open_ws(root, home) as ws:
         result = ws.run_sync("hello")
         assert result.status == "succeeded", result.error
-        store = ws.runtime.store
+        store = runtime_of(ws).store
         top = [r for r in store.list_runs(limit=100) if r.parent_run_id is None]
         assert [r.run_id for r in top] == [result.run_id]
         judges = store.list_runs(parent_run_id=result.run_id)
@@ -148,7 +150,7 @@ hooks:
     with open_ws(root, home) as ws:
         result = ws.run_sync("read the notes")
         assert result.status == "succeeded", result.error
-        judges = ws.runtime.store.list_runs(parent_run_id=result.run_id)
+        judges = runtime_of(ws).store.list_runs(parent_run_id=result.run_id)
         assert len(judges) == 1 and judges[0].agent_name == "hook-judge"
         assert ws.events(str(judges[0].run_id))[0].payload["trigger_ref"] == "PreToolUse prompt hook"
         types = [e.event_type for e in ws.events(str(judges[0].run_id))]

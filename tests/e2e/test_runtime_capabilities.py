@@ -11,6 +11,7 @@ import pytest
 from tests.support.config_ws import write
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.domain.stream import RunStartedEvent, RunSucceededEvent, StreamEventModel, TokenEvent
 
 
@@ -31,7 +32,7 @@ turns:
         assert result.status == "succeeded", result.error
         assert result.final == "Scout says: the docs live in docs/."
         parent = ws.run_info(str(result.run_id))
-        children = ws.runtime.store.list_runs(parent_run_id=result.run_id)
+        children = runtime_of(ws).store.list_runs(parent_run_id=result.run_id)
         assert len(children) == 1
         child = children[0]
         assert child.status == "succeeded"
@@ -62,7 +63,7 @@ turns:
     with open_ws(root, tmp_path / "home") as ws:
         result = ws.run_sync("go")
         assert result.status == "succeeded"
-        child = ws.runtime.store.list_runs(parent_run_id=result.run_id)[0]
+        child = runtime_of(ws).store.list_runs(parent_run_id=result.run_id)[0]
         failed = [e for e in ws.events(str(child.run_id)) if e.event_type == "ToolCallFailed"]
         assert len(failed) == 1
         assert "no tool named 'Write'" in str(failed[0].payload["result"])
@@ -169,7 +170,7 @@ turns:
         via_tool = ws.run_sync("review lib.py via the action")
         assert via_tool.status == "succeeded"
         assert via_tool.final == "the review is done"
-        child = ws.runtime.store.list_runs(parent_run_id=via_tool.run_id)[0]
+        child = runtime_of(ws).store.list_runs(parent_run_id=via_tool.run_id)[0]
         assert child.goal == "Review lib.py carefully."
         created = ws.events(str(child.run_id))[0]
         assert created.payload["trigger_ref"] == "review"
@@ -191,7 +192,7 @@ turns:
         created = ws.events(str(second.run_id))[0]
         assert created.payload["goal"] == "second question"
         # the model call of the second run saw the whole conversation: 1 system + 3 earlier/new messages
-        history = ws.runtime.session_history(first.session_id)  # type: ignore[arg-type]
+        history = runtime_of(ws).session_history(first.session_id)  # type: ignore[arg-type]
         assert [m.role for m in history] == ["user", "assistant", "user", "assistant"]
         assert history[1].text == "first answer"
 

@@ -13,7 +13,7 @@ from tests.support.config_ws import isolated_env, load
 from tests.support.mcp_helpers import pids_with_arg, wait_until_gone
 from tests.support.run_ws import agent_md, scripted_workspace
 
-from bearagent.api import open_workspace
+from bearagent.api import open_workspace, runtime_of
 from bearagent.plugins.manager import PluginHost
 from bearagent.trust import trust, workspace_trust_surface
 
@@ -96,7 +96,7 @@ turns:
         assert result.status == "succeeded", result.error
         assert result.final == "worked without it"
         events = [e.model_dump(mode="json") for e in ws.events(str(result.run_id))]
-        plan = asyncio.run(ws.runtime.plan("main", session_key="probe"))
+        plan = asyncio.run(runtime_of(ws).plan("main", session_key="probe"))
     assert "# Unavailable tool servers" in plan.system_prompt
     assert "broken" in plan.system_prompt
     failed = next(e["payload"]["result"] for e in events if e["event_type"] == "ToolCallFailed")

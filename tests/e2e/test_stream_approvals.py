@@ -17,6 +17,7 @@ from pathlib import Path
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.domain.stream import (
     ApprovalRequestedEvent,
     ApprovalResolvedEvent,
@@ -147,7 +148,7 @@ def _stream_of_unfinished(root: Path, home: Path, run_id: str) -> list[StreamEve
     async def read() -> list[StreamEvent]:
         async with open_ws(root, home) as ws:
             stream = LogStream(ws.run_info(run_id).run_id)
-            made = [out for e in ws.runtime.store.read_events(stream.run_id) for out in stream.committed(e)]
+            made = [out for e in runtime_of(ws).store.read_events(stream.run_id) for out in stream.committed(e)]
             return [parse_stream_event_json(encode_stream_event(e)) for e in made]
 
     return asyncio.run(read())

@@ -179,7 +179,7 @@ def test_the_status_line_and_the_session_commands(tmp_path: Path) -> None:
         term.wait_for(r"no model entry named 'nosuch'; models: scripted")
         term.send_text("/model")
         term.send("Enter")
-        term.wait_for(r"scripted\s+scripted")
+        term.wait_for(r"scripted\s+scripted\s+\S+ \*")  # the one in use is marked
         term.send_text("/permissions")
         term.send("Enter")
         term.wait_for(r"mode: acceptEdits")
@@ -218,3 +218,85 @@ def test_an_untrusted_workspace_is_shown_and_trusted_once_at_the_door(tmp_path: 
     with _session(tmp_path, ws, 100) as term:  # asked once: the next session starts at the prompt
         screen = term.wait_for("writer>")
         assert "Trust this workspace" not in screen
+
+
+@pytest.mark.parametrize("attempt", range(3))  # reported as 2 of 3 tries: each try is its own run
+def test_ctrl_c_mid_answer_shows_the_partial_text_once(tmp_path: Path, attempt: int) -> None:
+    ws = _workspace(tmp_path, f'turns:\n  - text: "{ANSWER}"\n    delta_delay_ms: {30 + 10 * attempt}\n')
+    with _session(tmp_path, ws, 80) as term:
+        term.wait_for("writer>")
+        term.send_text("hi")
+        term.send("Enter")
+        term.wait_for("word0[12][0-9]")
+        term.send("C-c")
+        screen = term.wait_for(r"cancelled")
+        start = screen.rindex("writer> hi") + len("writer> hi")
+        region = words(screen[start : screen.index("cancelled", start)])
+        assert region and ANSWER.startswith(region), screen  # a prefix of the answer, each word once
+        assert region.count("word001") == 1, screen
+        term.wait_for("writer>", after=screen.index("cancelled", start))  # the session goes on
+
+
+def test_help_and_listings_fit_80_columns_without_breaking_words(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, 'turns:\n  - text: "hi"\n')
+    long = " ".join(f"clause{i:02d}" for i in range(30)) + " TAILMARKER"
+    (ws / ".bearagent" / "agents" / "verbose.md").write_text(
+        f"---\ndescription: {long}\nmode: primary\n---\nYou talk.\n", encoding="utf-8"
+    )
+    with _session(tmp_path, ws, 80) as term:
+        term.wait_for("writer>")
+        term.send_text("/help")
+        term.send("Enter")
+        screen = term.wait_for(r"Ctrl-C cancels a running answer")
+        lines = screen.splitlines()
+        assert "      Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer" in lines, screen
+        assert "  /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)" in lines, screen
+        term.send_text("/agents")
+        term.send("Enter")
+        screen = term.wait_for(r"verbose\s+primary")
+        row = next(line for line in screen.splitlines() if "verbose" in line and "primary" in line)
+        assert row.rstrip().endswith("…") and len(row.rstrip()) <= 80, screen  # cut, not wrapped
+        assert "TAILMARKER" not in screen, screen
+
+
+APPROVAL_SCRIPT = """
+turns:
+  - text: "Writing."
+    tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "one\\n"}}]
+  - text: "First done."
+  - text: "Writing again."
+    tool_calls: [{name: Write, arguments: {file_path: two.txt, content: "two\\n"}}]
+  - text: "Second done."
+"""
+
+
+def test_an_approval_is_one_key_and_drawn_once(tmp_path: Path) -> None:
+    from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+
+    require_tmux()
+    root = scripted_workspace(
+        tmp_path / "ws",
+        APPROVAL_SCRIPT,
+        agents={"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")},
+        config=CONFIG + "permission_mode: default\n",
+    )
+    env = base_env(tmp_path / "home")
+    with TmuxScreen([sys.executable, "-m", "bearagent", "-w", str(root)], width=80, env=env, cwd=root) as term:
+        term.wait_for("main>")
+        term.send_text("write it")
+        term.send("Enter")
+        term.wait_for(r"\[a\]lways this session")
+        term.send_text("y")  # one key, no Enter
+        screen = term.wait_for(r"succeeded · ")
+        assert (root / "out.txt").read_text() == "one\n"
+        assert screen.count("? Write(out.txt) needs approval") == 1, screen  # the block is drawn once
+        assert screen.count("[a]lways this session") == 1, screen
+        assert "  allow [y]es once, [a]lways this session, [n]o? (one key) yes" in screen.splitlines()  # one line
+        term.send_text("write again")
+        term.send("Enter")
+        # the question is on the screen (a key before it is discarded: typeahead never answers)
+        term.wait_for(r"\? Write\(two.txt\) needs approval(.|\n)*\(one key\)")
+        term.send("Escape")  # Esc says no
+        end = term.wait_for(r"Second done")
+        assert not (root / "two.txt").exists()
+        assert "[n]o? (one key) no" in end, end

@@ -7,7 +7,9 @@ environment."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +92,53 @@ def test_without_a_key_nothing_is_invented(tmp_path: Path) -> None:
     result = _bearagent(["models", "list"], isolated_env(tmp_path / "home"), root)
     assert result.returncode == 0, result.stderr
     assert "anthropic" not in result.stdout and "openai" not in result.stdout
+
+
+def test_models_list_remote_shows_what_the_server_lists_and_marks_the_one_in_use(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    write(root, ".claude/agents/reviewer.md", REVIEWER)
+    with ReplayServer() as replay:
+        env = isolated_env(
+            tmp_path / "home",
+            ANTHROPIC_API_KEY="sk-ant-test-key",
+            ANTHROPIC_BASE_URL=replay.route_url("gen/anthropic_messages/3", "anthropic_messages"),
+        )
+        result = _bearagent(["models", "list", "--remote"], env, root)
+        as_json = _bearagent(["models", "list", "--remote", "--json"], env, root)
+        gets = [r for r in replay.requests if r.method == "GET"]
+    assert result.returncode == 0, result.stderr
+    assert len(gets) == 2 and gets[0].path.endswith("/v1/models?limit=1000")
+    assert gets[0].headers["x-api-key"] == "sk-ant-test-key" and gets[0].headers["anthropic-version"]
+    lines = result.stdout.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("models listed by http://127.0.0.1"))
+    listed = {line.split()[0]: line for line in lines[heading + 1 :] if line.startswith("  ") and line.split()}
+    assert "platform/claude *" in listed["claude-sonnet-4-5"]  # the one in use
+    assert "platform/opus" in listed["claude-opus-4-5"] and "platform/haiku" in listed["claude-haiku-4-5"]
+    assert listed["claude-3-7-sonnet-latest"].split()[1] == "-"  # listed, no entry yet: how to add one is said
+    assert "provider: anthropic, model: ID" in result.stdout
+    assert "\x1b" not in result.stdout and "pwned" not in result.stdout  # an id with terminal controls is dropped
+    assert "sk-ant-test-key" not in result.stdout
+    data = json.loads(as_json.stdout)
+    (server,) = data["servers"]
+    assert server["error"] is None and server["total"] == 4
+    in_use = [m["id"] for m in server["models"] if m["in_use"]]
+    assert in_use == ["claude-sonnet-4-5"]
+
+
+def test_models_list_remote_says_why_a_server_is_not_listed(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    write(root, ".claude/agents/reviewer.md", REVIEWER)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there once closed
+    env = isolated_env(tmp_path / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}")
+    result = _bearagent(["models", "list", "--remote"], env, root)
+    assert result.returncode == 0, result.stderr
+    assert "not listed: not reachable (ConnectError)" in result.stdout
+    assert "Traceback" not in result.stderr
+    scripted = tmp_path / "scripted"
+    write(scripted, ".bearagent/config.yaml", "models:\n  s: {provider: scripted, script: s.yaml}\n")
+    write(scripted, ".bearagent/s.yaml", "turns:\n  - text: hi\n")
+    none = _bearagent(["models", "list", "--remote"], isolated_env(tmp_path / "home"), scripted)
+    assert none.returncode == 0, none.stderr
+    assert "no entry's server has a model listing" in none.stdout

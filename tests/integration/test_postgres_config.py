@@ -12,7 +12,7 @@ from tests.support.config_ws import codes, isolated_env, load, write
 from tests.support.events import EventFactory
 from tests.support.run_ws import agent_md, scripted_workspace
 
-from bearagent.api import open_workspace
+from bearagent.api import open_workspace, runtime_of
 from bearagent.app.resources import open_store, postgres_schema
 from bearagent.cli import main
 from bearagent.domain.budgets import BudgetLimits
@@ -134,7 +134,7 @@ def test_runs_execute_on_a_postgres_store_in_a_session(tmp_path: Path, postgres_
     write(home / "bearagent", "config.yaml", USER_STORE)
     env = isolated_env(home, TEAM_PG=postgres_dsn)
     with open_workspace(root, env=env, plugins=PluginHost()) as ws:
-        assert isinstance(ws.runtime.store, PostgresRunStorage)
+        assert isinstance(runtime_of(ws).store, PostgresRunStorage)
         first = ws.run_sync("read the notes")
         assert first.status == "succeeded" and first.final == "Read it."
         second = ws.run_sync("and now?", session=str(first.session_id))

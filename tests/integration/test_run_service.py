@@ -12,6 +12,8 @@ import pytest
 from tests.support.config_ws import load
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
+from bearagent.app.resources import Resources
+from bearagent.app.runtime import open_runtime
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.run_events import UNPLANNED_PROMPT_HASH, RunStartedV3
 from bearagent.runtime.cursor import run_cursor
@@ -24,10 +26,16 @@ turns:
 """
 
 
+def _opened(runtime: WorkspaceRuntime) -> Resources:
+    """The resources `app/` opened for `runtime` (their providers are what these tests count)."""
+    assert isinstance(runtime.resources, Resources)
+    return runtime.resources
+
+
 def _runtime(tmp_path: Path) -> WorkspaceRuntime:
     agents = {"main": agent_md("Main.", mode="primary", tools="[Read]")}
     root = scripted_workspace(tmp_path / "ws", SCRIPT, agents=agents)
-    return WorkspaceRuntime(load(root, tmp_path / "home"))
+    return open_runtime(load(root, tmp_path / "home"))
 
 
 def test_a_queued_run_is_recorded_unplanned_and_planned_when_it_starts(tmp_path: Path) -> None:
@@ -43,7 +51,7 @@ async def _recorded_unplanned_then_planned(tmp_path: Path) -> None:
         assert created[0].payload["planned"] is False
         assert created[0].payload["prompt_hash"] == UNPLANNED_PROMPT_HASH
         assert created[0].payload["model_ref"] is None and created[0].payload["tool_spec_versions"] == {}
-        assert runtime.resources._providers == {}  # pyright: ignore[reportPrivateUsage]  # nothing built to accept it
+        assert _opened(runtime)._providers == {}  # pyright: ignore[reportPrivateUsage]  # nothing built to accept it
         assert queued.session_id is not None
         session = await runtime.store.fetch_session(queued.session_id)
         assert session is not None and session.caller == "alice"  # the run's caller, not the runtime's
@@ -97,12 +105,12 @@ async def _detached_resumed(tmp_path: Path) -> None:
     agents = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
     config = CONFIG + "permission_mode: default\n"
     root = scripted_workspace(tmp_path / "ws", WRITE_SCRIPT, agents=agents, config=config)
-    runtime = WorkspaceRuntime(load(root, tmp_path / "home"))
+    runtime = open_runtime(load(root, tmp_path / "home"))
     try:  # a run without a session (not a message): its key is `detached:{run_id}` when it starts...
         options = RunOptions(trigger_type="manual_action", trigger_ref="by-hand", wait_approvals=True)
         waiting = await runtime.run("write it", options)
         assert waiting.status == "waiting" and waiting.session_id is None
-        keys = {key for key, _ in runtime.resources._providers}  # pyright: ignore[reportPrivateUsage]
+        keys = {key for key, _ in _opened(runtime)._providers}  # pyright: ignore[reportPrivateUsage]
         assert keys == {f"detached:{waiting.run_id}"}
         run = await runtime.store.fetch_run(waiting.run_id)
         assert run is not None and run.pending_approval is not None
@@ -111,7 +119,7 @@ async def _detached_resumed(tmp_path: Path) -> None:
         resumed = await runtime.resume(waiting.run_id)
         # ...and when it is resumed: the same provider went on to its next turn (no second one at turn 1)
         assert resumed.status == "succeeded" and resumed.final == "Done.", resumed
-        keys = {key for key, _ in runtime.resources._providers}  # pyright: ignore[reportPrivateUsage]
+        keys = {key for key, _ in _opened(runtime)._providers}  # pyright: ignore[reportPrivateUsage]
         assert keys == {f"detached:{waiting.run_id}"}
     finally:
         await runtime.aclose()

@@ -16,6 +16,7 @@ from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
 from tests.support.tools import call
 
+from bearagent.api import runtime_of
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.models import ModelEvent, ModelRequest
 from bearagent.domain.tools import ToolSpec
@@ -384,4 +385,4 @@ def test_a_tools_specifier_keeps_bash_and_pre_approves_only_its_commands(tmp_pat
     assert 'permissions: {allow: ["Bash(touch y)"]}' in str(outcomes[1]["content"])
     assert not (root / "y").exists()
     with open_ws(root, home) as ws:
-        assert not [d for d in ws.runtime.loaded.project("main").diagnostics if d.code == "agent.unknown_tool"]
+        assert not [d for d in runtime_of(ws).loaded.project("main").diagnostics if d.code == "agent.unknown_tool"]

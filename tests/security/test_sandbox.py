@@ -14,12 +14,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -65,20 +63,9 @@ CANARY_ENTRY = "canary-entry-key-0d77"
 
 
 @pytest.fixture
-def outside() -> Iterator[Path]:
-    """A directory outside /tmp and outside the workspace (removed afterwards): under the repository's `.cache/`,
-    or the user's cache directory when the repository itself lives in /tmp or /var/tmp (a clone there)."""
-    private = (Path("/tmp"), Path("/var/tmp"))
-    candidates = [REPO / ".cache", Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")]
-    base = next((c for c in candidates if not any(c.resolve().is_relative_to(p) for p in private)), None)
-    if base is None:
-        pytest.skip("no directory outside /tmp and /var/tmp to stand for 'outside the workspace'")
-    base.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix="sandbox-tests-", dir=base))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def outside(sandbox_outside: Path) -> Path:
+    """A directory outside /tmp, the homes and the workspace that the sandbox shows read-only (tests/conftest.py)."""
+    return sandbox_outside
 
 
 @pytest.fixture

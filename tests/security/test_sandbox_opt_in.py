@@ -6,7 +6,7 @@ reach a listener on the host's 127.0.0.1. Without the opt-in they succeed (the a
 fail; and when the sandbox cannot start (`bwrap_path: /nonexistent`) the hook fails closed and the server is
 unavailable, never run unconfined.
 
-As in test_sandbox.py, the paths that must be refused live outside /tmp: the sandbox has its own /tmp, so a host
+As in test_sandbox.py, the paths that must be refused live outside /tmp and the homes (`sandbox_outside`, tests/conftest.py): the sandbox has its own /tmp, so a host
 path under /tmp would be invisible rather than read-only, and the test would pass for the wrong reason.
 """
 
@@ -18,7 +18,6 @@ import os
 import shutil
 import socket
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,19 +85,9 @@ and must remove it afterwards."""
 
 
 @pytest.fixture
-def outside() -> Iterator[Path]:
-    """A directory outside /tmp and outside the workspace (see test_sandbox.py's fixture of the same name)."""
-    private = (Path("/tmp"), Path("/var/tmp"))
-    candidates = [REPO / ".cache", Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")]
-    base = next((c for c in candidates if not any(c.resolve().is_relative_to(p) for p in private)), None)
-    if base is None:
-        pytest.skip("no directory outside /tmp and /var/tmp to stand for 'outside the workspace'")
-    base.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix="sandbox-opt-in-tests-", dir=base))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def outside(sandbox_outside: Path) -> Path:
+    """A directory outside /tmp, the homes and the workspace that the sandbox shows read-only (tests/conftest.py)."""
+    return sandbox_outside
 
 
 @pytest.fixture

@@ -4,11 +4,13 @@ chunked body and before authentication; idle and slow connections are closed; su
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import subprocess
 import time
 from pathlib import Path
 
-from tests.server.test_http_api import Server, start
+from tests.server.test_http_api import BEARAGENT, Server, start
 from tests.support.run_ws import agent_md, scripted_workspace
 
 AGENTS = {"main": agent_md("Main.", mode="primary", tools="[Read]")}
@@ -180,15 +182,24 @@ def test_a_request_head_over_max_header_bytes_is_refused_unauthenticated(tmp_pat
         server.proc.wait(timeout=30)
 
 
-def test_connections_over_max_connections_get_503_until_others_close(tmp_path: Path) -> None:
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_connections_over_max_connections_are_answered_503_at_once_and_closed(tmp_path: Path) -> None:
     server = _serve_with_limits(tmp_path, "max_connections: 4, header_timeout_s: 60, keep_alive_timeout_s: 60")
     held: list[socket.socket] = []
     try:
+        with server.client() as c:  # the cap counts open connections: fewer than 4 are served
+            assert c.get("/health").status_code == 200
+        before = _open_fds(server.proc.pid)
         held = [socket.create_connection(_address(server), timeout=30) for _ in range(4)]
         time.sleep(1)  # the server has accepted them (no wall-clock claim: only lets the accepts happen first)
-        with socket.create_connection(_address(server), timeout=30) as extra:
-            extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            assert _answer(extra).startswith(b"HTTP/1.1 503"), "a connection over the cap is refused"
+        for _ in range(40):  # each one over the cap is answered without sending a byte, and closed
+            with socket.create_connection(_address(server), timeout=30) as extra:
+                answer = _answer_all(extra)
+                assert answer.startswith(b"HTTP/1.1 503") and b"max_connections" in answer, answer[:200]
+        assert _open_fds(server.proc.pid) <= before + 4 + 2, "the refused connections hold no descriptor"
         for sock in held:
             sock.close()
         held = []
@@ -204,5 +215,87 @@ def test_connections_over_max_connections_get_503_until_others_close(tmp_path: P
     finally:
         for sock in held:
             sock.close()
+        server.proc.terminate()
+        server.proc.wait(timeout=30)
+
+
+def _answer_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (or 30 s pass)."""
+    answer = b""
+    with contextlib.suppress(ConnectionResetError, TimeoutError):
+        while data := sock.recv(65_536):
+            answer += data
+    return answer
+
+
+def test_a_slow_body_is_answered_408_before_authentication(tmp_path: Path) -> None:
+    server = _serve_with_limits(tmp_path, "body_timeout_s: 2, header_timeout_s: 30")
+    try:
+        for framing in ("content-length: 1000\r\n", "transfer-encoding: chunked\r\n"):
+            with socket.create_connection(_address(server), timeout=30) as sock:
+                sock.sendall(
+                    f"POST /v1/workspaces/ws/sessions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                    f"{framing}\r\n".encode()
+                )
+                started = time.monotonic()
+                sock.settimeout(0.3)
+                answer = b""
+                while time.monotonic() - started < 30 and not answer:  # a byte at a time, never the whole body
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                        sock.sendall(b"1\r\n{\r\n" if "chunked" in framing else b"{")
+                    with contextlib.suppress(TimeoutError):
+                        answer = sock.recv(65_536)
+                sock.settimeout(30)
+                answer += _answer_all(sock)
+            assert answer.startswith(b"HTTP/1.1 408"), (framing, answer[:300])
+            assert b"limits.body_timeout_s" in answer
+        with server.client() as c:
+            assert c.post("/v1/workspaces/ws/sessions", json={"title": "t"}).status_code == 201  # a normal body is fine
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=30)
+
+
+def test_serve_refuses_a_connection_cap_the_descriptor_limit_cannot_hold(tmp_path: Path) -> None:
+    root = scripted_workspace(tmp_path / "ws", "turns:\n  - text: done\n", agents=AGENTS)
+    config = tmp_path / "server.yaml"
+    config.write_text(f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{max_connections: 100000000}}\n")
+    home = tmp_path / "home"
+    (home / "bearagent").mkdir(parents=True)
+    done = subprocess.run(
+        [BEARAGENT, "serve", "--port", "0", "--config", str(config)],
+        env={**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "BEARAGENT_LOAD_PLUGINS": ""},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "limits.max_connections" in done.stderr and "ulimit -n" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_gateway_subject_spelled_like_bearagents_own_callers_owns_nothing_of_theirs(tmp_path: Path) -> None:
+    """`local` is the local token's subject and every machine-started session's caller, `local:<uid>` a machine
+    run's initiator: a gateway user who picked such a name (any case, padded) is someone else."""
+    server = _serve(tmp_path, "auth: {proxy: {trusted: [127.0.0.1/32]}}\n")
+
+    def headers(who: str) -> dict[str, str]:
+        return {"X-Forwarded-User": who, "X-Forwarded-Scopes": "runs:read runs:write", "X-Forwarded-Workspaces": "ws"}
+
+    try:
+        with server.client() as owner, server.client(None) as c:
+            made = owner.post("/v1/workspaces/ws/sessions", json={"title": "the operator's"})
+            assert made.status_code == 201, made.text
+            sid = made.json()["id"]
+            assert [s["id"] for s in owner.get("/v1/workspaces/ws/sessions").json()["sessions"]] == [sid]
+            for who in ("local", "Local", "local:0", "local:1000", "LOCAL:root"):
+                listed = c.get("/v1/workspaces/ws/sessions", headers=headers(who))
+                assert listed.status_code == 200 and listed.json()["sessions"] == [], (who, listed.text)
+                assert c.get(f"/v1/sessions/{sid}", headers=headers(who)).status_code in (403, 404), who
+            mine = c.post("/v1/workspaces/ws/sessions", json={"title": "gateway local's"}, headers=headers("local"))
+            assert mine.status_code == 201, mine.text
+            assert mine.json().get("subject_ref", "?") not in ("local", "?"), mine.text
+    finally:
         server.proc.terminate()
         server.proc.wait(timeout=30)

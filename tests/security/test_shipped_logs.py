@@ -27,6 +27,7 @@ from tests.server.test_http_api import start
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.domain.run_events import RunCreatedV3
@@ -61,7 +62,7 @@ def workspace(root: Path, script: str = WRITE) -> Path:
 def _enqueue(root: Path, home: Path, *, allowed: tuple[str, ...] = ("Write",)) -> str:
     async def go() -> str:
         async with open_ws(root, home) as ws:
-            run = await ws.runtime.enqueue("plant it", RunOptions(allowed_tools=allowed))
+            run = await runtime_of(ws).enqueue("plant it", RunOptions(allowed_tools=allowed))
             return str(run.run_id)
 
     return asyncio.run(go())
@@ -169,7 +170,7 @@ def test_a_sealed_record_edited_afterwards_is_refused(tmp_path: Path, tamper: st
     async def start_it() -> BearAgentError:
         async with open_ws(root, home) as ws:
             with pytest.raises(BearAgentError) as caught:
-                await ws.runtime.start_queued(RunId(run_id))
+                await runtime_of(ws).start_queued(RunId(run_id))
             return caught.value
 
     error = asyncio.run(start_it())

@@ -24,7 +24,7 @@ from psycopg import sql
 from tests.security.test_shipped_logs import BEARAGENT, SLOW_WRITE, wait_for, workspace
 from tests.support.config_ws import isolated_env
 
-from bearagent.api import open_workspace
+from bearagent.api import open_workspace, runtime_of
 from bearagent.domain.ids import RunId
 from bearagent.domain.run_events import RunCreatedV3
 from bearagent.plugins.manager import PluginHost
@@ -55,7 +55,7 @@ def enqueue(root: Path, env: dict[str, str], *, allowed: tuple[str, ...] = ("Wri
         async with open_workspace(root, env=env, plugins=PluginHost()) as ws:
             initiator = None if caller == "local" else caller
             options = RunOptions(allowed_tools=allowed, caller=caller, initiator_ref=initiator)
-            run = await ws.runtime.enqueue("plant it", options)
+            run = await runtime_of(ws).enqueue("plant it", options)
             return str(run.run_id)
 
     return asyncio.run(go())

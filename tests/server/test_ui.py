@@ -170,6 +170,43 @@ def test_runs_of_a_workspace_are_listed_newest_first(server: tuple[Server, Path]
         assert runs[0]["run_id"] == first and runs[0]["budgets"]["max_tool_calls"]["used"] == 1
         assert c.get("/v1/workspaces/nowhere/runs").status_code == 404
         assert c.get("/v1/workspaces/xss/runs?limit=0").status_code == 422
+        # search: the model's words and the tool result's, with the filters
+        (found,) = c.get("/v1/workspaces/xss/runs", params={"q": "bold page"}).json()["runs"]
+        assert found["run_id"] == first and "[bold]" in found["match"]["snippet"]
+        assert found["match"]["event_type"] in ("ModelCallCompleted", "RunSucceeded")
+        assert c.get("/v1/workspaces/xss/runs", params={"q": "pwned"}).json()["runs"][0]["run_id"] == first
+        assert c.get("/v1/workspaces/xss/runs", params={"q": "bold", "status": "failed"}).json()["runs"] == []
+        assert c.get("/v1/workspaces/xss/runs", params={"q": "bold", "since": "2999-01-01T00:00:00Z"}).json() == {
+            "runs": []
+        }
+        assert [r["run_id"] for r in c.get("/v1/workspaces/xss/runs", params={"agent": "main"}).json()["runs"]] == [
+            first
+        ]
+        assert c.get("/v1/workspaces/xss/runs", params={"agent": "nobody"}).json()["runs"] == []
+        refused = c.get("/v1/workspaces/xss/runs", params={"q": "?!"})
+        assert refused.status_code in (400, 422) and "no word to look for" in refused.text
+        assert c.get("/v1/workspaces/notes/runs", params={"q": "bold"}).json()["runs"] == [], "another workspace"
+
+
+def test_the_search_box_lists_the_runs_that_match(server: tuple[Server, Path], browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    srv, _ = server
+    with srv.client() as c:
+        sid = c.post("/v1/workspaces/xss/sessions", json={}).json()["id"]
+        run_id = c.post(f"/v1/sessions/{sid}/runs", json={"prompt": "read it"}).json()["run_id"]
+        wait_for(c, run_id)
+    sign_in(browser, srv.base, "#ws=xss")
+    until(lambda: browser.find_element(By.CSS_SELECTOR, f"button[data-run-id='{run_id}']"), "the run listed")
+    box = browser.find_element(By.ID, "run-search")
+    box.send_keys("onerror")
+    browser.find_element(By.ID, "run-search-go").click()
+    until(lambda: "[onerror]" in text_of(browser, "#runs"), "the matching run with its snippet")
+    assert not browser.execute_script("return window.__pwned || window.__pwnedFinal || null")
+    box.clear()
+    box.send_keys("nosuchwordanywhere")
+    browser.find_element(By.ID, "run-search-go").click()
+    until(lambda: "No run matches" in text_of(browser, "#runs"), "the empty result")
 
 
 def test_a_waiting_run_is_shown_live_and_allowed_from_the_page(
@@ -186,6 +223,7 @@ def test_a_waiting_run_is_shown_live_and_allowed_from_the_page(
         assert browser.find_element(By.ID, "workspace").get_attribute("value") == "notes"
         link = until(lambda: browser.find_element(By.CSS_SELECTOR, f"button[data-run-id='{run_id}']"), "the run listed")
         assert "waiting" in link.text
+        assert "write the notes" in link.text  # the prompt, so runs can be told apart (issue 32)
         link.click()
         until(lambda: "Writing the notes now." in text_of(browser, "#timeline"), "the model call's text")
         timeline = text_of(browser, "#timeline")

@@ -22,6 +22,7 @@ Other routes:
 - `/late/<protocol>/<delay_ms>/v1/...`: nothing at all (not even the status line) for `delay_ms`, then a short
   complete answer (a server that takes long to start answering).
 - `/gen/<protocol>/<n>/v1/...`: a generated stream of `n` text deltas then the terminal event (the benchmark).
+- `GET .../models` (any prefix): a model listing of `LISTED_MODEL_IDS`, in the shape both APIs use.
 
 Every request is recorded (method, path, headers, JSON body) in `requests`.
 """
@@ -123,6 +124,14 @@ class RecordedRequest:
         return cast(dict[str, object], json.loads(self.body or b"{}"))
 
 
+LISTED_MODEL_IDS = (
+    "claude-sonnet-4-5",
+    "claude-opus-4-5",
+    "claude-haiku-4-5",
+    "claude-3-7-sonnet-latest",
+    "\x1b]0;pwned\x07",
+)
+"""What a GET of `.../models` lists (the last id holds terminal controls: a listing is untrusted)."""
 PROTOCOL_PREFIX = {"openai_chat": "/v1", "openai_responses": "/v1", "anthropic_messages": ""}
 
 
@@ -297,7 +306,15 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:
-        self._send_json(200 if self.path == "/health" else 404, {"status": "ok"}, {})
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/models"):  # a model listing (Anthropic's /v1/models, an OpenAI /v1/models)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            with self.state.lock:
+                self.state.requests.append(RecordedRequest("GET", self.path, headers, b""))
+            data = [{"type": "model", "id": i, "display_name": i, "object": "model"} for i in LISTED_MODEL_IDS]
+            self._send_json(200, {"data": data, "has_more": False, "object": "list"}, {})
+            return
+        self._send_json(200 if path == "/health" else 404, {"status": "ok"}, {})
 
     def do_POST(self) -> None:
         state = self.state

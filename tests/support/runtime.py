@@ -15,6 +15,7 @@ from bearagent.runtime.plan import AgentPlan
 from bearagent.runtime.projection import AvailableTool, Capabilities, project_invocation
 from bearagent.service.planner import PlanInputs, PolicyInputs, plan_agent
 from bearagent.tools.builtin import native_tools
+from bearagent.tools.gate import ToolGate
 from bearagent.tools.permissions import PermissionRules
 
 
@@ -64,6 +65,7 @@ def scripted_plan(
             provider=provider,
             root=root,
             today=date.today(),
+            gates=ToolGate,
             policy=PolicyInputs(rules=PermissionRules.parse(allow=allow, root=root)),
         )
     )

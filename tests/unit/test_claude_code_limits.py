@@ -21,8 +21,9 @@ def test_agent_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None:
     ws = load(tmp_path, tmp_path / "home")
     agent = ws.agents.get("a")
     assert agent is not None and agent.mcp == ("notes",)  # a server reference is kept, an inline one is not
+    assert agent.initial_prompt == "hi"  # read (tests/e2e/test_agent_initial_prompt.py)
     found = codes(ws.diagnostics())
-    assert found.count("agent.unsupported_key") == 5 and "agent.inline_mcp_unsupported" in found
+    assert found.count("agent.unsupported_key") == 4 and "agent.inline_mcp_unsupported" in found
 
 
 def test_claude_code_handler_keys_load_with_their_meaning_and_the_others_are_named(tmp_path: Path) -> None:
@@ -98,8 +99,9 @@ def test_command_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None
     ws = load(tmp_path, tmp_path / "home")
     command = ws.actions.get("fork")
     assert command is not None and command.agent == "explore"  # `agent` picks who runs it
+    assert command.argument_names == ("a", "b")  # read (tests/unit/test_command_named_arguments.py)
     unsupported = [d.field or "" for d in ws.actions.diagnostics if d.code == "command.unsupported_key"]
-    assert sorted(unsupported) == ["arguments", "context"]
+    assert sorted(unsupported) == ["context"]
 
 
 def test_claude_codes_user_and_local_memory_files_are_not_read(tmp_path: Path) -> None:

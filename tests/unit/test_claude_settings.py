@@ -134,8 +134,8 @@ def test_unsupported_claude_code_settings_and_hook_events_are_named_never_droppe
     settings(
         tmp_path,
         {
-            "model": "sonnet",
-            "apiKeyHelper": "/bin/echo sk-x",
+            "fallbackModel": "sonnet",
+            "awsAuthRefresh": "aws sso login",
             "permissions": {"disableAutoMode": "disable", "defaultMode": "auto"},
             "hooks": {"WorktreeCreate": [{"hooks": [{"type": "command", "command": "true"}]}]},
         },

@@ -8,6 +8,7 @@ from pathlib import Path
 from tests.support.config_ws import agent_file, load, write
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
+from bearagent.api import runtime_of
 from bearagent.runtime.runtime_tools import TASK_DESCRIPTION_CHARS, TASK_LISTING_CHARS, TASK_NAMES_CHARS
 
 CONFIG = "default_model: demo\nmodels:\n  demo: {provider: scripted, script: s.yaml}\n"
@@ -101,7 +102,7 @@ turns:
         result = ws.run_sync("review my change")
         assert result.status == "succeeded", result.error
         assert result.final == "The reviewer says LGTM."
-        child = ws.runtime.store.list_runs(parent_run_id=result.run_id)[0]
+        child = runtime_of(ws).store.list_runs(parent_run_id=result.run_id)[0]
         assert child.agent_name == "code-reviewer" and child.status == "succeeded"
         failed = [e for e in ws.events(str(child.run_id)) if e.event_type == "ToolCallFailed"]
         assert "no tool named 'Write'" in str(failed[0].payload["result"])  # the parent has no Write: intersection

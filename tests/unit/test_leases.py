@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -31,6 +32,32 @@ def test_a_dead_pid_on_this_host_is_gone_at_once() -> None:
     owner = this_process().model_copy(update={"pid": _exited_pid()})
     why = owner_gone(owner, NOW, NOW)
     assert why is not None and "is gone" in why
+
+
+def test_an_exited_owner_its_parent_has_not_collected_is_gone() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 60  # the child exits at once; the wait only allows for a loaded machine
+        while (state := _state(child.pid)) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state == "Z", state  # a zombie: signal 0 still reaches its pid
+        owner = this_process().model_copy(update={"pid": child.pid, "process_start": process_start(child.pid)})
+        why = owner_gone(owner, NOW, NOW)
+        assert why is not None and "is gone" in why and "not collected" in why
+    finally:
+        child.wait()
+
+
+def test_a_pid_with_no_process_is_gone_whatever_start_time_was_recorded() -> None:
+    pid = _exited_pid()
+    for start in (0, 1, 123_456):
+        owner = this_process().model_copy(update={"pid": pid, "process_start": start})
+        why = owner_gone(owner, NOW, NOW)
+        assert why is not None and "is gone" in why, start
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
 
 
 def test_a_reused_pid_is_gone() -> None:

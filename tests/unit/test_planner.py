@@ -43,6 +43,7 @@ def inputs(agent: AgentSpec, **overrides: object) -> PlanInputs:
         "provider": provider,
         "root": ROOT,
         "today": date(2026, 12, 1),
+        "gates": ToolGate,
         **overrides,
     }
     return PlanInputs(**values)  # type: ignore[arg-type]

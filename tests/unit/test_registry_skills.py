@@ -81,14 +81,15 @@ def test_optional_fields_and_claude_extensions(tmp_path: Path) -> None:
         tmp_path,
         ".bearagent/skills/full/SKILL.md",
         "---\nname: full\ndescription: d\nlicense: MIT\ncompatibility: needs git\nmetadata: {author: me}\nallowed-tools: Read Grep\n"
-        "disable-model-invocation: true\nlicence: x\n---\nbody\n",
+        "disable-model-invocation: true\ncontext: fork\nlicence: x\n---\nbody\n",
     )
     ws = load(tmp_path, tmp_path / "home")
     s = ws.skills.get("full")
     assert (
         s is not None and s.license == "MIT" and s.metadata == {"author": "me"} and s.allowed_tools == ("Read", "Grep")
     )
-    assert "skill.unsupported_key" in codes(ws.skills.diagnostics)
+    assert not s.model_invocable  # disable-model-invocation is read
+    assert "skill.unsupported_key" in codes(ws.skills.diagnostics)  # `context: fork` is not
     unknown = only(ws.skills.diagnostics, "config.unknown_key")
     assert "did you mean 'license'" in unknown.message
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,31 +15,30 @@ from bearagent.domain._base import frozen_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId
-from bearagent.domain.specs import ModelEntry
+from bearagent.domain.specs import McpServerSpec, ModelEntry
 from bearagent.domain.tools import ToolResult
 from bearagent.hooks.mcp_tool import McpCaller, current_mcp_caller
 from bearagent.hooks.protocol import JsonDict
-from bearagent.ports import Clock, ModelProvider, RunStorage, SystemClock, WorkspaceStore
+from bearagent.ports import Asker, Clock, ModelProvider, RunStorage, SystemClock, Tool, ToolInterceptor, WorkspaceStore
 from bearagent.providers.factory import create_provider
+from bearagent.runtime.loop import AgentLoop
+from bearagent.runtime.observer import RunObserver
+from bearagent.runtime.plan import LoopHooks
+from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
 from bearagent.service.leases import LeaseKeeper, recover_interrupted
+from bearagent.service.sessions import state_dir as state_dir
 from bearagent.store.sqlite import SqliteEventStore
+from bearagent.tools.gate import ToolGate
+from bearagent.tools.policy import ToolPolicy
 from bearagent.workspace import LoadedWorkspace
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
+    from bearagent.sandbox.settings import SandboxSettings
 
 STATE_DB = "state.db"
-
-
-def state_dir(loaded: LoadedWorkspace) -> Path:
-    """`<ws>/.bearagent/` for project workspaces; for chat workspaces (no local history) a directory under the
-    user's BearAgent home keyed by the workspace path."""
-    if loaded.config.kind == "chat":
-        key = hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
-        return loaded.user_dir / "chat-state" / key
-    return loaded.state_dir
 
 
 def writer_over(loaded: LoadedWorkspace, storage: RunStorage) -> RunWriter:
@@ -230,15 +229,30 @@ class Resources:
             config_dir = state_dir(self.loaded) if entry.level == "workspace" else self.loaded.user_dir
             if entry.source:
                 config_dir = Path(entry.source).parent
+            env = self._env_for(entry)
             provider = create_provider(
                 entry,
-                env=self.loaded.env,
+                env=env,
                 base_dir=config_dir,
                 registry=self.loaded.provider_factories(),
                 ids=self.ids,
             )
-            self._providers[key] = provider
+            if env is self.loaded.env:  # a helper's key is cached with its TTL, not with the provider
+                self._providers[key] = provider
         return provider
+
+    def _env_for(self, entry: ModelEntry) -> Mapping[str, str]:
+        """The environment an entry's provider reads its key from: for an `anthropic` entry whose key variable is
+        unset, `apiKeyHelper`'s output (`app/key_helper.py`) in that variable."""
+        env = self.loaded.env
+        helper = self.loaded.api_key_helper
+        var = entry.api_key_env or "ANTHROPIC_API_KEY"
+        if helper is None or entry.provider != "anthropic" or env.get(var, "").strip():
+            return env
+        from bearagent.app.key_helper import KeyHelper
+
+        key = KeyHelper(*helper).key(self.loaded.root, self.loaded.child_env())
+        return {**env, var: key}
 
     def mcp_status(self) -> list[McpServerStatus] | None:
         """The session's MCP servers as started so far; None when none has been started yet."""
@@ -269,6 +283,31 @@ class Resources:
         current_mcp_caller.set(_hook_mcp_caller(self._mcp, self.root))  # `mcp_tool` hooks of this run call these
         return self._mcp
 
+    def loop(self, *, retry: RetryPolicy, hooks: LoopHooks | None, observer: RunObserver) -> AgentLoop:
+        """An agent loop over this store and writer; its runs are held (owner + heartbeat) by the lease keeper."""
+        return AgentLoop(
+            store=self.store,
+            writer=self.writer,
+            clock=self.clock,
+            ids=self.ids,
+            retry=retry,
+            hooks=hooks,
+            observer=observer,
+            owner=self.lease.owner,
+            hold=self.lease.hold,
+        )
+
+    def gate(
+        self,
+        tools: Mapping[str, Tool],
+        *,
+        policy: ToolPolicy | None = None,
+        interceptor: ToolInterceptor | None = None,
+        ask: Asker | None = None,
+    ) -> ToolGate:
+        """The tool gate of one plan (`service/planner.py` decides its tools, policy, interceptor and asker)."""
+        return ToolGate(tools, policy=policy, interceptor=interceptor, ask=ask)
+
     async def aclose(self) -> None:
         if self._mcp is not None:
             await self._mcp.aclose()
@@ -276,3 +315,14 @@ class Resources:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+async def connect_mcp_servers(
+    specs: Sequence[McpServerSpec], env: Mapping[str, str], root: Path, *, sandbox: SandboxSettings | None
+) -> McpConnectionManager:
+    """`bearagent mcp list/tools/test`'s connections: each server tried once, no background retry."""
+    from bearagent.mcp.manager import McpConnectionManager
+
+    manager = McpConnectionManager(specs, env, root, max_connect_attempts=1, sandbox=sandbox)
+    await manager.start_all(background_retry=False)
+    return manager

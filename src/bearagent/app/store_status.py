@@ -44,6 +44,8 @@ class StoreStatus:
     """The schema version this BearAgent writes."""
     runs: Mapping[str, int]
     """Runs by status, for every status of `COUNTED`."""
+    size_bytes: int = 0
+    """What the store takes: the SQLite file with its WAL, or the PostgreSQL schema's tables and indexes."""
 
     @property
     def state(self) -> SchemaState:
@@ -80,6 +82,7 @@ class StoreStatus:
             "state": self.state,
             "needs_migration": self.needs_migration,
             "runs": {s: self.runs.get(s, 0) for s in COUNTED},
+            "size_bytes": self.size_bytes,
         }
 
 
@@ -110,7 +113,10 @@ async def read_status(loaded: LoadedWorkspace, *, connect_timeout_s: float = DEF
         return await _postgres_status(loaded, connect_timeout_s)
     path = state_dir(loaded) / STATE_DB
     version, runs = await asyncio.to_thread(_sqlite_read, path)
-    return StoreStatus("sqlite", str(path), settings.source, version, sqlite_schema.SCHEMA_VERSION, runs)
+    from bearagent.store.retention import size_on
+
+    size = size_on(path) if version is not None else 0
+    return StoreStatus("sqlite", str(path), settings.source, version, sqlite_schema.SCHEMA_VERSION, runs, size)
 
 
 def read_status_sync(loaded: LoadedWorkspace, **kwargs: float) -> StoreStatus:
@@ -189,9 +195,11 @@ async def _postgres_status(loaded: LoadedWorkspace, connect_timeout_s: float) ->
     from bearagent.store.postgres import schema as pg_schema
     from bearagent.store.postgres.errors import translate
     from bearagent.store.postgres.location import Location, Queries
+    from bearagent.store.postgres.retention import size as store_size
 
     settings = loaded.config.store
     where = Location.of(store_dsn(loaded, settings), postgres_schema(loaded, settings))
+    size = 0
     try:
         conn = await psycopg.AsyncConnection.connect(_with_timeout(where.dsn, connect_timeout_s), autocommit=True)
         async with conn:
@@ -220,9 +228,10 @@ async def _postgres_status(loaded: LoadedWorkspace, connect_timeout_s: float) ->
                     (list(COUNTED),),
                 )
                 runs = {str(status): int(count) for status, count in await cur.fetchall()}
+                size = await store_size(conn, Queries(where.schema), where.display)
     except psycopg.Error as exc:
         raise translate(where.display, exc, "reading the store status") from exc
-    return StoreStatus("postgres", where.display, settings.source, version, pg_schema.SCHEMA_VERSION, runs)
+    return StoreStatus("postgres", where.display, settings.source, version, pg_schema.SCHEMA_VERSION, runs, size)
 
 
 async def _postgres_migrate(loaded: LoadedWorkspace) -> Migration:

@@ -180,8 +180,8 @@ def execute_and_exit(
     import asyncio
     import json
 
-    from bearagent.cli.main import start_up_over
     from bearagent.cli.render import make_console
+    from bearagent.cli.startup import start_up_over
     from bearagent.domain.errors import BearAgentError
 
     async def main() -> RunResult:

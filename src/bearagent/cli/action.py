@@ -59,6 +59,7 @@ def run_action(
 ) -> None:
     """Render action NAME with INPUTS (key=value ...) and run it with the action's agent. A custom command
     (`.claude/commands/*.md`) takes its arguments as typed: `bearagent action run review 42 high`."""
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli._config_common import load
     from bearagent.cli.render import make_console
     from bearagent.cli.terminal_stream import attach_terminal
@@ -66,7 +67,7 @@ def run_action(
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import RunId
     from bearagent.runtime.observer import NullObserver, RunObserver
-    from bearagent.service.runner import RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunResult
 
     loaded = load(workspace)
     from bearagent.cli.slash_commands import invocable_skill
@@ -88,7 +89,7 @@ def run_action(
             click.echo(f"note: {note}", err=True)
     else:
         values = parse_inputs(inputs)
-    runtime = WorkspaceRuntime(loaded)
+    runtime = open_runtime(loaded)
     plain: dict[str, JsonValue] = {k: v for k, v in values.items()}  # pyright: ignore[reportAssignmentType]
     budgets = collect_budgets(budget_flags)
     run_id = runtime.ids.new(RunId)
@@ -111,12 +112,14 @@ def _run_skill(
 ) -> None:
     """`bearagent action run SKILL args`: the skill's instructions with its arguments, its allowed-tools pre-approved
     for this run, by the default agent."""
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli.render import make_console
     from bearagent.cli.slash_commands import invocable_skill, skill_invocation
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.ids import RunId
     from bearagent.runtime.observer import NullObserver, RunObserver
-    from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
+    from bearagent.runtime.plan import CommandExpansion
+    from bearagent.service.runner import RunOptions, RunResult
 
     skill = invocable_skill(loaded, name)
     assert skill is not None
@@ -124,7 +127,7 @@ def _run_skill(
     invocation = skill_invocation(skill, arguments, loaded)
     for note in invocation.notes:
         click.echo(f"note: {note}", err=True)
-    runtime = WorkspaceRuntime(loaded)
+    runtime = open_runtime(loaded)
     options = RunOptions(
         agent=loaded.config.default_agent,
         model=model,
@@ -133,6 +136,7 @@ def _run_skill(
         budgets=dict(collect_budgets(budget_flags)),
         allowed_tools=invocation.allowed_tools,
         run_id=runtime.ids.new(RunId),
+        expansion=CommandExpansion.of(invocation.action, arguments),
     )
 
     async def go() -> RunResult:

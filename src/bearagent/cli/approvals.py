@@ -106,6 +106,7 @@ def answer(
     import asyncio
     import getpass
 
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli._config_common import load
     from bearagent.cli._run_common import die_from, execute_and_exit
     from bearagent.cli.render import make_console
@@ -114,7 +115,7 @@ def answer(
     from bearagent.domain.errors import BearAgentError
     from bearagent.runtime.observer import NullObserver, RunObserver
     from bearagent.service.resuming import answer_approval, attached_elsewhere
-    from bearagent.service.runner import RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunResult
 
     store = open_recovered(workspace)
     run_id = resolve_ref(store, run_ref)
@@ -122,7 +123,7 @@ def answer(
     store.close()
     go_on = not no_continue and run is not None and not attached_elsewhere(run)
     try:
-        runtime = WorkspaceRuntime(load(workspace))
+        runtime = open_runtime(load(workspace))
     except BearAgentError as exc:
         die_from(exc, debug=debug)
     who = f"cli:{getpass.getuser()}"

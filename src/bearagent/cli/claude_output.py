@@ -3,7 +3,8 @@ written for `claude -p --output-format json|stream-json` reads a BearAgent run w
 
 - `text`: the final answer only, on stdout (failures on stderr, as `--json`'s exit codes).
 - `json`: one `result` object at the end.
-- `stream-json`: JSON lines: `system` (subtype `init`: session, tools, model), `assistant` messages (a text block,
+- `stream-json`: JSON lines: `system` (subtype `init`: session, tools, model, permissionMode, slash_commands,
+  output_style), `assistant` messages (a text block,
   or a `tool_use` block per tool call), `user` messages carrying each `tool_result`, and the `result` object.
 
 The `result` object: `type: "result"`, `subtype` (`success`, `error_max_turns` when the model-iterations budget
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from bearagent.domain.ids import RunId
     from bearagent.runtime.run_writer import Published
     from bearagent.service.run_types import RunResult
+    from bearagent.service.runner import WorkspaceRuntime
 
 OutputFormat = Literal["text", "json", "stream-json"]
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = ("text", "json", "stream-json")
@@ -60,17 +62,40 @@ def result_object(result: RunResult, *, duration_ms: int) -> dict[str, JsonValue
     return out
 
 
+def init_extras(runtime: WorkspaceRuntime, agent: str | None) -> dict[str, JsonValue]:
+    """`init`'s `permissionMode` (the mode in force for the agent), `slash_commands` (the workspace's commands and
+    the skills you may invoke) and `output_style`."""
+    loaded = runtime.loaded
+    out: dict[str, JsonValue] = {}
+    spec = loaded.agents.get(agent or loaded.config.default_agent)
+    if spec is not None:
+        out["permissionMode"] = str(runtime.mode_in_force(spec).mode)
+    commands = {a.name for a in loaded.actions.all()} | {s.name for s in loaded.skills.all() if s.user_invocable}
+    out["slash_commands"] = cast(JsonValue, sorted(commands))
+    out["output_style"] = loaded.output_style.name if loaded.output_style is not None else "default"
+    return out
+
+
 class ClaudeStream:
     """A run writer subscriber that prints the root run as Claude Code's stream-json lines (`emit` takes one JSON
     object). Feed it every published item; it reads the run's own log events (RunCreated for the init message)
     and hands the rest to a `RunTreeStream` for the stream events it translates."""
 
-    def __init__(self, run_id: RunId, root: Path, emit: Callable[[dict[str, JsonValue]], None]) -> None:
+    def __init__(
+        self,
+        run_id: RunId,
+        root: Path,
+        emit: Callable[[dict[str, JsonValue]], None],
+        init_fields: Mapping[str, JsonValue] | None = None,
+    ) -> None:
+        """`init_fields`: more of `init`'s fields known before the run (`permissionMode`, `slash_commands`,
+        `output_style`: `init_extras`)."""
         from bearagent.runtime.streaming import RunTreeStream
 
         self._run_id = run_id
         self._root = root
         self._emit = emit
+        self._init_fields = dict(init_fields or {})
         self._stream = RunTreeStream(run_id, self._on_event)
         self.session_id: str | None = None
         self._model: str | None = None
@@ -101,6 +126,7 @@ class ClaudeStream:
                 "tools": list(tools),
                 "mcp_servers": [{"name": s, "status": "connected"} for s in servers],
                 "model": self._model,
+                **self._init_fields,
                 "agent": payload.get("agent_name"),
                 "run_id": str(self._run_id),
                 "uuid": str(uuid.uuid4()),

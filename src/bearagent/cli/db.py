@@ -208,3 +208,89 @@ def check(workspace: Path | None, debug: bool) -> None:
         click.echo(visible(f"{path}: no store yet (the first run creates it)"))
         return
     click.echo(visible(f"ok: {path} is whole ({found.rows} rows read, SQLite's integrity check passed)"))
+
+
+@db.command("prune", short_help="Remove old finished runs (pinned runs stay) and say how much that freed.")
+@workspace_option
+@json_option
+@click.option(
+    "--older-than",
+    "older_than",
+    default=None,
+    help="Remove finished runs created longer ago than this (30d, 12h, 2w); default: retention.keep_days.",
+)
+@click.option("--dry-run", is_flag=True, help="Only say what would be removed.")
+@click.option("--vacuum", is_flag=True, help="Then give the space back to the file system (SQLite: rewrites the file).")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+def prune(
+    workspace: Path | None, as_json: bool, older_than: str | None, dry_run: bool, vacuum: bool, debug: bool
+) -> None:
+    """Remove runs that ended (succeeded, failed, cancelled) before a cut-off, with their subagents' runs, their
+    search index rows and the tool results they spilled to `.bearagent/tool-results/`.
+
+    Runs that can still continue (queued, running, waiting, interrupted) and runs pinned with `bearagent runs pin`
+    are kept, whatever their age. Everything of a run goes in one transaction, or nothing does.
+    """
+    from datetime import UTC, datetime, timedelta
+
+    from bearagent.app.resources import open_store
+    from bearagent.app.retention import prune_workspace
+    from bearagent.cli._ages import AgeError, parse_age
+    from bearagent.domain.errors import BearAgentError
+
+    loaded = load(workspace)
+    keep_days = loaded.config.retention.keep_days
+    if older_than is not None:
+        try:
+            age = parse_age(older_than)
+        except AgeError as exc:
+            die(f"--older-than {exc}", "e.g. --older-than 30d", code=EXIT_USAGE)
+    elif keep_days is not None:
+        age = timedelta(days=keep_days)
+    else:
+        die(
+            "no age given: `db prune` removes runs older than --older-than, or retention.keep_days of your user config",
+            "run `bearagent db prune --older-than 30d --dry-run`, or set `retention: {keep_days: 90}` in your user config",
+            code=EXIT_USAGE,
+        )
+    before = datetime.now(UTC) - age
+    try:
+        store = open_store(loaded, create=False)
+        try:
+            report = prune_workspace(loaded, store, before, dry_run=dry_run)
+            if vacuum and not dry_run:
+                store.vacuum()
+        finally:
+            store.close()
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    result = report.result
+    if as_json:
+        emit_json(
+            {
+                "dry_run": dry_run,
+                "before": before.isoformat(),
+                "runs": result.top_level,
+                "runs_with_subagents": len(result.run_ids),
+                "events": result.events,
+                "event_bytes": result.event_bytes,
+                "files": report.files,
+                "file_bytes": report.file_bytes,
+                "freed_bytes": report.freed_bytes,
+                "kept_pinned": result.kept_pinned,
+                "run_ids": list(result.run_ids),
+            }
+        )
+        return
+    verb = "would remove" if dry_run else "removed"
+    children = len(result.run_ids) - result.top_level
+    click.echo(
+        f"{verb} {result.top_level} run(s) created before {before.astimezone().strftime('%Y-%m-%d %H:%M')}"
+        + (f" (and {children} subagent run(s))" if children else "")
+        + f": {result.events} events, {report.files} spilled tool result(s), "
+        f"{report.freed_bytes / 1e6:,.2f} MB {'to free' if dry_run else 'freed'}"
+    )
+    if result.kept_pinned:
+        click.echo(f"kept {result.kept_pinned} pinned run(s) (`bearagent runs unpin RUN` lets a prune remove one)")
+    if not dry_run and not vacuum and result.top_level:
+        click.echo("the store reuses the space; `--vacuum` gives it back to the file system")

@@ -191,8 +191,26 @@ def _store_report(ws: LoadedWorkspace, diags: list[Diagnostic]) -> tuple[dict[st
                 fix=error.hint or "upgrade BearAgent",
             )
         )
+    limit = ws.config.retention.warn_size_bytes
+    if found.size_bytes > limit:
+        keep = ws.config.retention.keep_days
+        diags.append(
+            Diagnostic(
+                severity="warning",
+                code="store.large",
+                message=(
+                    f"the {found.backend} store takes {found.size_bytes / 1e6:,.0f} MB, more than retention.warn_size "
+                    f"({limit / 1e6:,.0f} MB)"
+                ),
+                source=ws.config.retention.source or found.display,
+                fix=(
+                    f"remove old runs with `bearagent db prune --older-than {keep or 90}d --dry-run` (then without "
+                    "--dry-run; pinned runs stay), or raise retention.warn_size in your user config"
+                ),
+            )
+        )
     line = (
         f"{found.backend} {found.display} ({source}) · {found.describe_schema()} · "
-        f"{found.describe_runs(('queued', 'interrupted'))} runs"
+        f"{found.describe_runs(('queued', 'interrupted'))} runs · {found.size_bytes / 1e6:,.1f} MB"
     )
     return found.to_json(), line

@@ -62,7 +62,12 @@ HookWorkspaceLoader = Callable[[Path | None], HookWorkspace]
 
 def hook_workspace(ws: LoadedWorkspace) -> HookWorkspace:
     """The hook view of a loaded workspace: the same groups a run uses (`assemble_hook_groups`)."""
-    groups, functions = assemble_hook_groups(ws.hooks.all(), ws.agents.all(), ws.hooks.python_handlers())
+    groups, functions = assemble_hook_groups(
+        ws.hooks.all(),
+        ws.agents.all(),
+        ws.hooks.python_handlers(),
+        workspace_agent_hooks=ws.hooks.disabled_by is None,
+    )
     return HookWorkspace(
         root=ws.root,
         groups=tuple(groups),

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from bearagent.cli._config_common import emit_json, fail, json_option
+from bearagent.runtime.state_files import SELF_IGNORE, STATE_GITIGNORE
 
 CONFIG_YAML = """\
 # BearAgent workspace config. Every key: docs/config.md
@@ -67,31 +68,36 @@ inputs:
 Read $path and summarize it in at most five bullet points, most important first.
 """
 
-GITIGNORE = """\
-# BearAgent's local state (run logs, session transcripts, locks, tool artifacts); never commit it.
-state.db*
-transcripts/
-locks/
-artifacts/
-"""
 
 FILES = {
     "config.yaml": CONFIG_YAML,
     "scripts/hello.yaml": HELLO_SCRIPT,
     "agents/helper.md": HELPER_AGENT,
     "actions/summarize.md": SUMMARIZE_ACTION,
-    ".gitignore": GITIGNORE,
+    ".gitignore": STATE_GITIGNORE,
 }
+
+
+def _same_file(path: Path, text: str) -> bool:
+    """`path` holds `text` (for the .gitignore: also the one a run wrote in a folder it created, which ignores
+    itself)."""
+    same = {text, text + SELF_IGNORE} if text == STATE_GITIGNORE else {text}
+    try:
+        return not path.is_symlink() and path.read_text(encoding="utf-8") in same
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def scaffold(root: Path) -> list[Path]:
     """Write the scaffold under `root/.bearagent/`; raises FileExistsError naming the first file that exists."""
     base = root / ".bearagent"
-    targets = [base / rel for rel in FILES]
+    # the .gitignore a run already wrote (the same text) is no reason to refuse: it is kept as it is
+    files = {rel: text for rel, text in FILES.items() if rel != ".gitignore" or not _same_file(base / rel, text)}
+    targets = [base / rel for rel in files]
     for target in targets:
-        if target.exists():
+        if target.exists() or target.is_symlink():
             raise FileExistsError(str(target))
-    for rel, content in FILES.items():
+    for rel, content in files.items():
         target = base / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")

@@ -13,16 +13,19 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.text import Text
 
+from bearagent.app.runtime import open_runtime
 from bearagent.cli._run_common import EXIT_RUN_FAILED, failure_lines, handle_termination_like_ctrl_c, summary_line
 from bearagent.cli.model_hint import key_config_lines, no_model_fix
+from bearagent.cli.one_key import one_key_terminal
 from bearagent.cli.render import make_console, preview_arguments
 from bearagent.cli.safe_text import visible
 from bearagent.cli.session_commands import SESSION_COMMANDS, SessionTotals, StatusLine, run_session_command
@@ -32,17 +35,65 @@ from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.runtime.observer import NullObserver
+from bearagent.runtime.plan import CommandExpansion
 from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
+if TYPE_CHECKING:
+    from bearagent.cli.status_command import StatusCommand
+
 HELP = """commands:
-  /agent NAME   switch the session's primary agent
-  /agents       list agents        /skills   list skills        /tools   tools of the current agent
-  /clear        start a new session                            /exit    leave (or Ctrl-D)
-  /model [NAME] show or switch the model   /mcp  MCP servers   /permissions  mode and rules   /cost  session usage
-  /compact [FOCUS]  summarise the session's earlier turns now (FOCUS: what the summary should keep)
-keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes · Up/Down, Ctrl-R: history
-Ctrl-C cancels a running answer."""
+  /agent NAME       switch the session's primary agent
+  /agents           list agents
+  /skills           list skills
+  /tools            tools of the current agent
+  /model [NAME]     show or switch the model
+  /mcp              MCP servers
+  /permissions      permission mode and rules
+  /cost             session usage
+  /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
+  /clear            start a new session
+  /exit             leave (or Ctrl-D)
+keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes
+      Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer"""
+"""Every line fits 80 columns: the session's console leaves wrapping to the terminal, which breaks mid-word."""
+MAX_HELP_COMMANDS = 40
+"""How many workspace commands and skills `/help` lists before `and N more` (`bearagent actions list` has all)."""
+
+
+def fit(line: str, width: int) -> str:
+    """`line` cut to `width` columns with `…`: a listing line never wraps mid-word on the terminal."""
+    return line if len(line) <= width else line[: max(width - 1, 1)] + "…"
+
+
+@contextlib.contextmanager
+def no_control_echo() -> Generator[None, None, None]:
+    """While a run draws its live region: the terminal does not echo Ctrl-C as `^C` (ECHOCTL off; Ctrl-C still
+    interrupts). The echo lands after the region's last line, and when that line is full it wraps to a new row the
+    region does not know of, so its last redraw started a row too low and left the frame above it on the screen:
+    the partial answer was shown twice. Restored afterwards; nothing is done off a terminal."""
+    try:
+        import termios
+    except ImportError:  # not POSIX
+        yield
+        return
+    fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else -1
+    try:
+        saved = termios.tcgetattr(fd) if fd >= 0 else None
+    except termios.error:
+        saved = None
+    if saved is None:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] = saved[3] & ~termios.ECHOCTL
+    with contextlib.suppress(termios.error):
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error):  # after SIGHUP the terminal may be gone
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 @dataclass
@@ -96,6 +147,8 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
             )
         )
         console.print(Text(visible(f"  {request.reason}"), style="dim"))
+        if read is input and one_key_terminal():
+            return await _one_key_answer(console)
         while True:
             answer = (
                 (await asyncio.to_thread(read, "  allow [y]es once, [a]lways this session, [n]o? ")).strip().lower()
@@ -108,6 +161,32 @@ def make_asker(console: Console, state: InteractiveState, read: Callable[[str], 
                 return "deny"
 
     return ask
+
+
+APPROVAL_KEYS: dict[str, tuple[AskAnswer, str]] = {
+    "y": ("allow_once", "yes"),
+    "a": ("allow_always", "always"),
+    "n": ("deny", "no"),
+    "\n": ("deny", "no"),
+    "\x1b": ("deny", "no"),
+}
+"""One key answers the approval question on a terminal: y, a, n; Enter and Esc say no (the safe default)."""
+
+
+async def _one_key_answer(console: Console) -> AskAnswer:
+    import threading
+
+    from bearagent.cli.one_key import read_key
+
+    stop = threading.Event()
+    prompt = "  allow [y]es once, [a]lways this session, [n]o? (one key) "  # with the answer: under 80 columns
+    try:
+        key = await asyncio.to_thread(read_key, prompt, "yan", stop, console.file)
+    finally:
+        stop.set()  # a cancelled run: the reading thread ends within 0.1 s and leaves the terminal as it was
+    answer, said = APPROVAL_KEYS.get(key or "n", APPROVAL_KEYS["n"])
+    console.print(said, markup=False, highlight=False)
+    return answer
 
 
 def interactive(
@@ -124,7 +203,7 @@ def interactive(
     console = make_console()
     loaded = load(workspace)
     state = InteractiveState(agent=agent or loaded.config.default_agent, session=session, model=model)
-    runtime = WorkspaceRuntime(loaded)
+    runtime = open_runtime(loaded)
     runtime.ask = make_asker(console, state, read)
     save_history = _setup_readline(_history_file(runtime))
     from bearagent.sandbox.probe import probe as probe_sandbox
@@ -136,8 +215,11 @@ def interactive(
     if read is input:  # on a terminal, the line editor (history search, pastes, multi-line, completion)
         from bearagent.cli.line_editor import workspace_reader
 
-        status = StatusLine(runtime, sandbox_state)
-        read_prompt = workspace_reader(loaded, status=lambda: status(state.agent, state.model, state.totals)) or read
+        status = StatusLine(runtime, sandbox_state, _status_command(runtime))
+        read_prompt = (
+            workspace_reader(loaded, status=lambda: status(state.agent, state.model, state.totals, state.session))
+            or read
+        )
     console.print(
         Text(
             visible(
@@ -197,6 +279,8 @@ def interactive(
                     options.agent = invocation.agent or state.agent
                     options.model = invocation.model or state.model
                     options.allowed_tools = invocation.allowed_tools
+                    if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
+                        options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
                 options.run_id = runtime.ids.new(RunId)  # known up front: the terminal follows it in the stream
                 started = time.monotonic()
                 try:
@@ -204,7 +288,8 @@ def interactive(
                     try:
                         terminal = attach_terminal(runtime, options.run_id, console, markdown=True)
                         terminal.waiting()  # MCP servers start, the model thinks: a spinner until text arrives
-                        result = runner.run(runtime.run(text, options, terminal))
+                        with no_control_echo():
+                            result = runner.run(runtime.run(text, options, terminal))
                     finally:
                         if terminal is not None:
                             terminal.close()
@@ -236,6 +321,21 @@ def interactive(
                 runner.run(runtime.aclose())
     if termination.signal is not None:
         sys.exit(EXIT_RUN_FAILED)
+
+
+def _status_command(runtime: WorkspaceRuntime) -> StatusCommand | None:
+    """Claude Code's `statusLine` command, for a trusted workspace only (it is trust surface)."""
+    helper = runtime.loaded.status_line
+    if helper is None:
+        return None
+    from bearagent.cli.status_command import StatusCommand
+    from bearagent.service import admission
+
+    try:
+        admission.check_trust(runtime.loaded)
+    except BearAgentError:
+        return None
+    return StatusCommand(helper[0], runtime.loaded.root, runtime.loaded.child_env())
 
 
 class _NoticePrinter(NullObserver):
@@ -294,17 +394,23 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
         return False
     if name == "help":
         console.print(HELP, markup=False)
-        for line in command_help(loaded):
-            console.print(visible(line), markup=False)
+        lines = command_help(loaded)
+        for line in lines[:MAX_HELP_COMMANDS]:
+            console.print(fit(visible(line), console.width - 1), markup=False)
+        if len(lines) > MAX_HELP_COMMANDS:
+            more = len(lines) - MAX_HELP_COMMANDS
+            console.print(f"  and {more} more (bearagent actions list, bearagent skills list)", markup=False)
     elif name == "agent":
         if not arg:
             console.print(visible(f"current agent: {state.agent}"), markup=False)
         else:
-            spec = loaded.agents.get(arg)
-            if spec is None:
+            try:  # "no agent named X" (with its did-you-mean, or why a file was skipped) is the registry's
+                spec = loaded.agents.require(arg)
+            except BearAgentError as exc:
                 names = name_list(a.name for a in loaded.agents.all() if a.is_primary)
-                console.print(Text(visible(f"no agent named {arg!r}; primary agents: {names}"), style="red"))
-            elif not spec.is_primary:
+                console.print(Text(visible(f"{exc.info.message}; primary agents: {names}"), style="red"))
+                return True
+            if not spec.is_primary:
                 console.print(Text(visible(f"{arg} is a subagent; switch to a primary agent"), style="red"))
             else:
                 state.agent = arg
@@ -312,15 +418,16 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
     elif name == "agents":
         for spec in loaded.agents.all():
             marker = "*" if spec.name == state.agent else " "
-            first = visible(spec.description).split("\n", 1)[0][:70]
-            console.print(visible(f"{marker} {spec.name:<16} {spec.mode:<9} ") + first, markup=False)
+            first = visible(spec.description).split("\n", 1)[0]
+            line = visible(f"{marker} {spec.name:<16} {spec.mode:<9} ") + first
+            console.print(fit(line, console.width - 1), markup=False)
     elif name == "skills":
         skills = loaded.skills.all()
         if not skills:
             console.print("no skills", markup=False)
         for skill in skills:
-            first = visible(skill.description).split("\n", 1)[0][:70]
-            console.print(visible(f"  {skill.name:<20} ") + first, markup=False)
+            first = visible(skill.description).split("\n", 1)[0]
+            console.print(fit(visible(f"  {skill.name:<20} ") + first, console.width - 1), markup=False)
     elif name == "tools":
         try:
             projection = loaded.project(state.agent, require_model=False)

@@ -3,10 +3,8 @@ builds is frozen out of the cyclic garbage collector's way (`start_up_over`)."""
 
 from __future__ import annotations
 
-import gc
 import importlib
 from pathlib import Path
-from typing import Literal
 
 import click
 
@@ -18,6 +16,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("bearagent.cli.run:run", "Run a prompt once, streamed (--json / --stream-json)."),
     "action": ("bearagent.cli.action:action", "Run named actions (action run NAME k=v...)."),
     "runs": ("bearagent.cli.runs:runs", "List the runs stored in this workspace's event log."),
+    "sessions": ("bearagent.cli.sessions:sessions", "List the sessions of this workspace, to continue one."),
     "inspect": ("bearagent.cli.runs:inspect", "Show one run: status, usage vs budgets, activities, children."),
     "events": ("bearagent.cli.runs:events", "Print the stored events of a run (--json, --follow)."),
     "approvals": (
@@ -42,26 +41,12 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("bearagent.cli.serve:serve", "Serve workspaces over HTTP: sessions, background runs, SSE events."),
     "db": ("bearagent.cli.db:db", "The store: db status (versions, runs waiting), db migrate, db check."),
     "worker": ("bearagent.cli.worker:worker", "Execute queued runs of the served workspaces (scale-out)."),
+    "acp": ("bearagent.cli.acp:acp", "Speak the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim)."),
     "trust": (
         "bearagent.cli.trust:trust",
         "Show what this workspace would run, send or allow, then trust it (or --revoke).",
     ),
 }
-
-
-_FROZEN_AT: set[str] = set()
-
-
-def start_up_over(stage: Literal["command", "run"]) -> None:
-    """Start-up is over up to `stage` (`command`: its module is loaded; `run`: the workspace is loaded and the run
-    about to start). What exists now (modules, classes, pydantic's validators, the loaded workspace) lives as long
-    as the process, so it is moved out of the cyclic collector's way (`gc.freeze`): collections traverse only what
-    is made from here on, and the collection at exit skips it. A scripted `bearagent run` builds ~0.3 M such
-    objects; collecting through them again and again was ~70 ms of its ~0.43 s (docs/benchmarks.md). Each stage
-    freezes once per process, so a test runner invoking the CLI in-process keeps collecting its own garbage."""
-    if stage not in _FROZEN_AT:
-        _FROZEN_AT.add(stage)
-        gc.freeze()
 
 
 def _plugin_commands() -> dict[str, click.Command]:
@@ -87,6 +72,8 @@ class LazyGroup(click.Group):
         module_name, attr = target[0].split(":")
         command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
+        from bearagent.cli.startup import start_up_over  # a leaf; `--help` loads no module of cli/ but this one
+
         start_up_over("command")
         return command
 

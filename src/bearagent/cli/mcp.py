@@ -94,13 +94,9 @@ def _prepare(loader: McpCliLoader, workspace: Path | None) -> McpCliWorkspace:
 
 
 async def _connect(ws: McpCliWorkspace, specs: Sequence[McpServerSpec]) -> McpConnectionManager:
-    from bearagent.mcp.manager import McpConnectionManager
+    from bearagent.app.resources import connect_mcp_servers
 
-    manager = McpConnectionManager(
-        specs, ws.env or dict(os.environ), ws.root, max_connect_attempts=1, sandbox=ws.sandbox
-    )
-    await manager.start_all(background_retry=False)
-    return manager
+    return await connect_mcp_servers(specs, ws.env or dict(os.environ), ws.root, sandbox=ws.sandbox)
 
 
 def _status_json(s: McpServerStatus) -> dict[str, object]:

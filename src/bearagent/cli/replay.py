@@ -181,8 +181,9 @@ def replay(run_ref: str, workspace: Path | None, dry: bool, as_json: bool) -> No
     RUN is a full run id, a unique prefix of one, or `last`. Exit codes: 0 every step matches (with --dry: the log
     is valid), 1 a mismatch (an invalid log), 2 usage or configuration error.
     """
+    from bearagent.app.replay import replay_run
     from bearagent.domain.errors import BearAgentError
-    from bearagent.service.replay import dry_replay, replay_run
+    from bearagent.service.replay import dry_replay
 
     loaded, store = open_log(workspace)
     try:

@@ -29,6 +29,38 @@ def read_prompt(prompt: str) -> str:
     return sys.stdin.read()
 
 
+MAX_CLI_RULES = 200
+MAX_RULE_CHARS = 1_000
+
+
+def split_rules(values: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    """Permission rules from `values`, each a comma- or space-separated list (`Read,Grep` or `"Bash(git log *) Read"`,
+    as Claude Code takes them); separators inside parentheses belong to the rule. Bounded: at most `MAX_CLI_RULES`
+    rules of at most `MAX_RULE_CHARS` characters, else a usage error naming the flag."""
+    rules: list[str] = []
+    for value in values:
+        depth, current = 0, ""
+        for char in value:
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth = max(depth - 1, 0)
+            if depth == 0 and (char == "," or char.isspace()):
+                if current:
+                    rules.append(current)
+                current = ""
+                continue
+            current += char
+        if current:
+            rules.append(current)
+    if len(rules) > MAX_CLI_RULES:
+        die(f"{flag}: {len(rules)} rules, more than {MAX_CLI_RULES}", "put lasting rules in permissions.allow instead")
+    for rule in rules:
+        if len(rule) > MAX_RULE_CHARS:
+            die(f"{flag}: a rule of {len(rule):,} characters (at most {MAX_RULE_CHARS:,})", "shorten the rule")
+    return tuple(dict.fromkeys(rules))
+
+
 @click.command("run")
 @click.argument("prompt")
 @click.option("-a", "--agent", default=None, help="Agent to run (default: the session's agent, else default_agent).")
@@ -56,6 +88,15 @@ def read_prompt(prompt: str) -> str:
     help="When a tool call needs approval, leave the run waiting (exit 4) for `bearagent approvals answer` "
     "instead of denying it.",
 )
+@click.option(
+    "--allowed-tools",
+    "--allowedTools",
+    "allowed_tools",
+    multiple=True,
+    metavar="RULES",
+    help="Permission rules allowed without asking in this run, as Claude Code's --allowedTools: "
+    "'Read' 'Bash(git log *)', comma- or space-separated, repeatable. Deny rules still win.",
+)
 @budget_options
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def run(
@@ -70,12 +111,14 @@ def run(
     output_format: str | None,
     permission_mode: str | None,
     wait_approvals: bool,
+    allowed_tools: tuple[str, ...],
     debug: bool,
     **budget_flags: object,
 ) -> None:
     """Run PROMPT once (`-` reads it from stdin; piped stdin is appended to a PROMPT) and exit: 0 success, 1 run
     failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run, 4 the run waits for an
     approval (--wait-approvals)."""
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli.render import make_console
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
@@ -83,7 +126,7 @@ def run(
     from bearagent.domain.stream import StreamEventModel, encode_stream_event
     from bearagent.runtime.observer import NullObserver, RunObserver
     from bearagent.runtime.streaming import RunTreeStream
-    from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunOptions, RunResult
 
     handle_termination_like_ctrl_c()  # SIGTERM / SIGHUP from here on: as Ctrl-C (cancel the run, exit 1)
     if as_json and stream_json:
@@ -96,16 +139,21 @@ def run(
         )
     if continue_ and session:
         die("--continue and --session exclude each other", "use --session ID, or --continue for the latest session")
+    allow_rules = split_rules(allowed_tools, "--allowed-tools")
     text = read_prompt(prompt)
     try:
         from bearagent.cli._config_common import load
 
         loaded = load(workspace)
         if permission_mode is not None:
-            from bearagent.tools.policy import parse_permission_mode
+            from bearagent.domain.permission_modes import parse_permission_mode
 
             permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
-        runtime = WorkspaceRuntime(loaded, permission_mode=permission_mode)
+        runtime = open_runtime(loaded, permission_mode=permission_mode)
+        if allow_rules:
+            from bearagent.tools.permissions import PermissionRules
+
+            PermissionRules.parse(allow=allow_rules, root=loaded.root)  # a malformed rule: refused before the run
         if session is None and not continue_:  # refused before the terminal opens the store (nothing is written)
             from bearagent.service.admission import check_model
 
@@ -137,6 +185,7 @@ def run(
         budgets=collect_budgets(budget_flags),
         run_id=runtime.ids.new(RunId),
         wait_approvals=wait_approvals,
+        allowed_tools=allow_rules,
     )
 
     async def go() -> RunResult:
@@ -147,9 +196,10 @@ def run(
         if stream_json:
             runtime.writer.subscribe(RunTreeStream(options.run_id, emit))
         elif output_format == "stream-json":
-            from bearagent.cli.claude_output import ClaudeStream
+            from bearagent.cli.claude_output import ClaudeStream, init_extras
 
-            runtime.writer.subscribe(ClaudeStream(options.run_id, runtime.root, emit_json))
+            extras = init_extras(runtime, agent)
+            runtime.writer.subscribe(ClaudeStream(options.run_id, runtime.root, emit_json, extras))
         elif not as_json and output_format is None:
             observer = attach_terminal(runtime, options.run_id, make_console())
         return await runtime.run(text, options, observer)

@@ -58,14 +58,14 @@ def resolve_ref(store: WorkspaceStore, ref: str) -> RunId:
         fail(exc.info.message, exc.hint or "list the runs with `bearagent runs list`")
 
 
-def _when(value: datetime | None) -> str:
+def when(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value is not None else "-"
 
 
 @click.group(
     "runs",
     cls=ListGroup,
-    lazy={"export": "bearagent.cli.run_export:export"},
+    lazy={"export": "bearagent.cli.run_export:export", "search": "bearagent.cli.run_search:search"},
 )
 def runs() -> None:
     """List the runs stored in this workspace's event log."""
@@ -80,19 +80,20 @@ def resume(run_ref: str, workspace: Path | None, as_json: bool, debug: bool) -> 
     """Continue an interrupted run (its process died) from its log: completed model calls are not made again,
     a read-only call in flight runs again, any other is reported to the model as of unknown outcome. Exit codes as
     for `bearagent run`."""
+    from bearagent.app.runtime import open_runtime
     from bearagent.cli._config_common import load
     from bearagent.cli._run_common import die_from, execute_and_exit
     from bearagent.cli.render import make_console
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
     from bearagent.runtime.observer import NullObserver, RunObserver
-    from bearagent.service.runner import RunResult, WorkspaceRuntime
+    from bearagent.service.runner import RunResult
 
     store = open_recovered(workspace)
     run_id = resolve_ref(store, run_ref)
     store.close()
     try:
-        runtime = WorkspaceRuntime(load(workspace))
+        runtime = open_runtime(load(workspace))
     except BearAgentError as exc:
         die_from(exc, debug=debug)
 
@@ -138,7 +139,7 @@ def list_runs(workspace: Path | None, as_json: bool, session: str | None, status
             run.status,
             run.effective_agent_name or run.agent_name or "-",
             run.trigger_type,
-            _when(run.created_at),
+            when(run.created_at),
             str(run.usage.model_iterations),
             str(run.usage.tool_calls),
             str(run.usage.total_tokens),
@@ -210,7 +211,7 @@ def inspect(run_ref: str, workspace: Path | None, as_json: bool) -> None:
         click.echo(f"parent    {run.parent_run_id}")
     click.echo(visible(f"trigger   {run.trigger_type}"))
     click.echo(f"goal      {short(visible(run.goal or ''), 100)}")
-    click.echo(f"created   {_when(run.created_at)}   ended {_when(run.ended_at)}")
+    click.echo(f"created   {when(run.created_at)}   ended {when(run.ended_at)}")
     if run.error is not None:
         click.echo(visible(f"error     [{run.error.code}] {run.error.message}"))
     if run.final_text:
@@ -327,3 +328,32 @@ def events(run_ref: str, workspace: Path | None, as_json: bool, follow: bool) ->
                 continue
             return
         time.sleep(FOLLOW_POLL_S)
+
+
+@runs.command("pin")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+def pin(run_ref: str, workspace: Path | None) -> None:
+    """Keep RUN (and its subagents' runs) through every `bearagent db prune`."""
+    _set_pin(run_ref, workspace, pinned=True)
+
+
+@runs.command("unpin")
+@click.argument("run_ref", metavar="RUN")
+@workspace_option
+def unpin(run_ref: str, workspace: Path | None) -> None:
+    """Let `bearagent db prune` remove RUN again once it is old enough."""
+    _set_pin(run_ref, workspace, pinned=False)
+
+
+def _set_pin(run_ref: str, workspace: Path | None, *, pinned: bool) -> None:
+    from bearagent.domain.errors import BearAgentError
+
+    store = open_recovered(workspace)
+    run_id = resolve_ref(store, run_ref)
+    try:
+        changed = store.set_pinned(run_id, pinned)
+    except BearAgentError as exc:
+        fail(exc.info.message, exc.hint)
+    state = "pinned" if pinned else "not pinned"
+    click.echo(f"run {run_id} is {state}" + ("" if changed else " (it already was)"))

@@ -12,6 +12,34 @@ import click
 from bearagent.cli._run_common import die
 from bearagent.cli._served import load_served, served_workspaces
 
+DESCRIPTOR_RESERVE = 256
+"""File descriptors kept beside the connections: stores, logs, subprocess pipes, MCP servers."""
+
+
+def _descriptors_for(max_connections: int) -> None:
+    """Make sure `limits.max_connections` open connections cannot run the server out of file descriptors: raise the
+    soft limit towards the hard one as needed; refuse to start when even that is too low."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX: nothing to check
+        return
+    need = max_connections + DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft < need:
+        die(
+            f"limits.max_connections is {max_connections}, which needs {need} file descriptors "
+            f"({DESCRIPTOR_RESERVE} kept for the server itself), and this process may open only {soft}",
+            f"lower limits.max_connections in --config to at most {max(1, soft - DESCRIPTOR_RESERVE)}, "
+            f"or raise the descriptor limit (`ulimit -n {need}`)",
+        )
+
 
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -80,6 +108,11 @@ def serve(
         max_sse_per_caller=config.max_sse_per_caller,
         sse_idle_timeout_s=config.sse_idle_timeout_s,
         resume_on_start=config.resume_on_start,
+        body_timeout_s=config.body_timeout_s,
+    )
+    _descriptors_for(config.max_connections)
+    manager.worker.report = lambda ws, problem: click.echo(
+        f"workspace {ws}: runs are not executed: {problem}", err=True
     )
     # proxy_headers off: the client address is the TCP peer, so auth.proxy.trusted cannot be met by a forged
     # X-Forwarded-For from a client that reaches the server directly
@@ -91,12 +124,11 @@ def serve(
             log_level="warning",
             lifespan="on",
             proxy_headers=False,
-            http=edge_protocol(
-                config.header_timeout_s, config.max_header_bytes
-            ),  # idle and slow request heads are closed
+            # idle and slow request heads are closed, and connections over the cap at once
+            http=edge_protocol(config.header_timeout_s, config.max_header_bytes, config.max_connections),
             timeout_keep_alive=max(1, round(config.keep_alive_timeout_s)),
             h11_max_incomplete_event_size=config.max_header_bytes,
-            limit_concurrency=config.max_connections,
+            limit_concurrency=config.max_connections + 1,  # uvicorn counts the asking connection itself
         )
     )
     original = server.startup

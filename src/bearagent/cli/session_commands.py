@@ -20,6 +20,7 @@ from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError
 
 if TYPE_CHECKING:
+    from bearagent.cli.status_command import StatusCommand
     from bearagent.service.runner import RunResult, WorkspaceRuntime
 
 SESSION_COMMANDS: dict[str, str] = {
@@ -99,21 +100,48 @@ def status_line(
 
 class StatusLine:
     """`status_line` for the line editor, which asks on every redraw: the model and mode are looked up again only
-    when the agent, the model choice or the number of runs changed."""
+    when the agent, the model choice, the session or the number of runs changed. With Claude Code's `statusLine`
+    command (`command`, only for a trusted workspace) its first line is shown instead."""
 
-    def __init__(self, runtime: WorkspaceRuntime, sandbox: str) -> None:
+    def __init__(self, runtime: WorkspaceRuntime, sandbox: str, command: StatusCommand | None = None) -> None:
         self._runtime = runtime
         self._sandbox = sandbox
-        self._key: tuple[str, str | None, int, int] | None = None
+        self._command = command
+        self._key: tuple[str, str | None, int, int, str | None] | None = None
         self._line = ""
 
-    def __call__(self, agent: str, model: str | None, totals: SessionTotals) -> str:
+    def __call__(self, agent: str, model: str | None, totals: SessionTotals, session: str | None = None) -> str:
         width = shutil.get_terminal_size((80, 24)).columns
-        key = (agent, model, totals.runs, width)
+        key = (agent, model, totals.runs, width, session)
         if key != self._key:
             self._key = key
-            self._line = status_line(self._runtime, agent, model, self._sandbox, totals, width)
+            own = status_line(self._runtime, agent, model, self._sandbox, totals, width)
+            self._line = self._commanded(agent, model, totals, session, width) or own
         return self._line
+
+    def _commanded(
+        self, agent: str, model: str | None, totals: SessionTotals, session: str | None, width: int
+    ) -> str | None:
+        if self._command is None:
+            return None
+        from bearagent import __version__
+        from bearagent.cli.status_command import status_input
+
+        loaded = self._runtime.loaded
+        transcript = str(self._runtime.sessions.transcript(session).path) if session else ""
+        style = loaded.output_style.name if loaded.output_style is not None else "default"
+        payload = status_input(
+            session_id=session,
+            transcript_path=transcript,
+            root=loaded.root,
+            model=model_in_use(self._runtime, agent, model),
+            output_style=style,
+            cost_usd=totals.cost_microusd / 1_000_000,
+            duration_ms=int(totals.wall_time_s * 1000),
+            version=__version__,
+        )
+        line = self._command.line(payload)
+        return line if line is None or len(line) < width else line[: max(1, width - 2)] + "…"
 
 
 def run_session_command(
@@ -132,11 +160,19 @@ def run_session_command(
     loaded = runtime.loaded
     if name == "model":
         if not arg:
-            console.print(visible(f"model: {model_in_use(runtime, agent, model)}"), markup=False)
+            in_use = model_in_use(runtime, agent, model)
+            console.print(visible(f"model: {in_use}"), markup=False)
+            current = loaded.models.get(in_use)
             for entry in loaded.models.all():
                 what = entry.model or entry.provider
-                console.print(visible(f"  {entry.name:<20} {entry.provider:<18} {what}"), markup=False)
-            console.print("/model NAME switches the session's model", style="dim", markup=False)
+                mark = " *" if current is not None and entry.ref == current.ref else ""
+                console.print(visible(f"  {entry.name:<20} {entry.provider:<18} {what}{mark}"), markup=False)
+            console.print(
+                "/model NAME switches the session's model; `bearagent models list --remote` shows what the servers "
+                "list",
+                style="dim",
+                markup=False,
+            )
             return None
         if loaded.models.get(arg) is None:
             names = name_list(e.name for e in loaded.models.all()) or "none configured"

@@ -58,13 +58,14 @@ class SlashInvocation:
     model: str | None
     allowed_tools: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    arguments: str = ""
+    """The arguments as typed (UserPromptExpansion's `command_args`)."""
 
 
 def workspace_command(text: str, loaded: LoadedWorkspace) -> SlashInvocation | str | None:
     """The invocation of `/name args` when `name` is a workspace command; an error message (str) when it is one but
     cannot be run as typed; None for a built-in command or an unknown name."""
-    from bearagent.registries.actions import render_action
-    from bearagent.registries.commands import command_model, render_command
+    from bearagent.registries.actions import invoke_action
 
     name, _, arg = text[1:].partition(" ")
     if not name or name in BUILTIN_COMMANDS:
@@ -80,24 +81,21 @@ def workspace_command(text: str, loaded: LoadedWorkspace) -> SlashInvocation | s
     if action is None:
         return None
     arguments = arg.strip()
-    notes: tuple[str, ...] = ()
-    if action.kind == "command":
-        rendered = render_command(action, arguments, root=loaded.root)
-        prompt, notes = rendered.prompt, rendered.notes
-    else:
-        try:
-            prompt = render_action(action, _action_inputs(action, arguments))
-        except BearAgentError as exc:
-            return f"{exc.info.message}" + (f" ({exc.hint})" if exc.hint else "")
-        except ValueError as exc:
-            return f"/{name}: {exc}"
+    try:  # the one rule for running an action (`registries.actions.invoke_action`), as the CLI and HTTP use it
+        inputs = {"arguments": arguments} if action.kind == "command" else _action_inputs(action, arguments)
+        invocation = invoke_action(action, inputs, root=loaded.root, models=loaded.models)
+    except BearAgentError as exc:
+        return f"{exc.info.message}" + (f" ({exc.hint})" if exc.hint else "")
+    except ValueError as exc:
+        return f"/{name}: {exc}"
     return SlashInvocation(
         action=action,
-        prompt=prompt,
-        agent=action.agent,
-        model=command_model(action, loaded.models),
-        allowed_tools=action.allowed_tools,
-        notes=notes,
+        prompt=invocation.prompt,
+        agent=invocation.agent,
+        model=invocation.model,
+        allowed_tools=invocation.allowed_tools,
+        notes=invocation.notes,
+        arguments=arguments,
     )
 
 
@@ -126,6 +124,7 @@ def skill_command(skill: SkillSpec) -> ActionSpec:
         kind="command",
         argument_hint=skill.argument_hint,
         allowed_tools=skill.allowed_tools,
+        argument_names=skill.argument_names,
     )
 
 
@@ -141,6 +140,7 @@ def skill_invocation(skill: SkillSpec, arguments: str, loaded: LoadedWorkspace) 
         model=None,
         allowed_tools=skill.allowed_tools,
         notes=rendered.notes,
+        arguments=arguments,
     )
 
 

@@ -7,7 +7,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SUPPORTED_KEYS = frozenset({"permissions", "hooks", "env", "disableAllHooks", "$schema"})
+MCP_KEYS = (
+    "enableAllProjectMcpServers",
+    "enabledMcpjsonServers",
+    "disabledMcpjsonServers",
+    "allowedMcpServers",
+    "deniedMcpServers",
+)
+"""Which MCP servers load (`registries/mcp.py`); they only narrow what would load, so they apply without trust."""
+SUPPORTED_KEYS = frozenset(
+    {
+        "permissions",
+        "hooks",
+        "env",
+        "disableAllHooks",
+        "outputStyle",
+        "apiKeyHelper",
+        "model",
+        "availableModels",
+        "$schema",
+        *MCP_KEYS,
+    }
+)
 PERMISSION_KEYS = (
     "allow",
     "ask",
@@ -19,23 +40,13 @@ PERMISSION_KEYS = (
 )
 
 IGNORED_KEYS: Mapping[str, str] = {
-    "model": "set `default_model:` in .bearagent/config.yaml",
-    "availableModels": "model entries live under `models:` in config.yaml",
-    "fallbackModel": "model entries live under `models:` in config.yaml",
+    "fallbackModel": "BearAgent retries the model in use (transient errors); there is no fallback model",
     "effortLevel": "not a BearAgent setting",
     "alwaysThinkingEnabled": "not a BearAgent setting",
-    "outputStyle": "not a BearAgent setting",
-    "statusLine": "BearAgent has no status line; its command is never run",
-    "apiKeyHelper": "BearAgent never runs a key helper from a workspace; keys come from `api_key_env`",
     "awsAuthRefresh": "never run by BearAgent",
     "awsCredentialExport": "never run by BearAgent",
     "gcpAuthRefresh": "never run by BearAgent",
     "otelHeadersHelper": "never run by BearAgent",
-    "enableAllProjectMcpServers": "BearAgent asks for `bearagent trust` for every .mcp.json server instead",
-    "enabledMcpjsonServers": "BearAgent asks for `bearagent trust` for every .mcp.json server instead",
-    "disabledMcpjsonServers": "remove the server from .mcp.json, or restrict it with an agent's `mcp:` list",
-    "allowedMcpServers": "restrict MCP servers with an agent's `mcp:` list",
-    "deniedMcpServers": "deny their tools with `permissions.deny: [mcp__server]`",
     "enabledPlugins": "BearAgent plugins are Python packages (`bearagent plugins install`)",
     "extraKnownMarketplaces": "BearAgent plugins are Python packages (`bearagent plugins install`)",
     "sandbox": "BearAgent's Bash sandbox is configured by `sandbox:` in config.yaml (on by default)",
@@ -60,14 +71,11 @@ IGNORED_KEYS: Mapping[str, str] = {
 
 CLAUDE_HOOK_EVENTS = frozenset(
     {
-        "PermissionRequest",
         "PermissionDenied",
         "Setup",
         "ConfigChange",
         "DirectoryAdded",
         "FileChanged",
-        "InstructionsLoaded",
-        "UserPromptExpansion",
         "Elicitation",
         "ElicitationResult",
         "TeammateIdle",

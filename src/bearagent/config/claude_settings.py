@@ -31,14 +31,20 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
 
-from bearagent.config.claude_keys import CLAUDE_HOOK_EVENTS, IGNORED_KEYS, PERMISSION_KEYS, SUPPORTED_KEYS
+from bearagent.config.claude_keys import (
+    CLAUDE_HOOK_EVENTS,
+    IGNORED_KEYS,
+    MCP_KEYS,
+    PERMISSION_KEYS,
+    SUPPORTED_KEYS,
+)
 from bearagent.config.files import YamlDoc, did_you_mean
-from bearagent.config.model import ConfigFile
+from bearagent.config.model import ConfigFile, resolve_directory
 from bearagent.config.safe_read import read_workspace_text, stray_file
 from bearagent.domain.diagnostics import Diagnostic
 
@@ -198,6 +204,11 @@ class _Reader:
         self.permissions(raw.get("permissions"))
         self.env(raw.get("env"))
         self.hooks(raw.get("hooks"), raw.get("disableAllHooks"))
+        self.mcp_servers(raw)
+        self.output_style(raw.get("outputStyle"))
+        self.api_key_helper(raw.get("apiKeyHelper"))
+        self.status_line(raw.get("statusLine"))
+        self.models(raw.get("model"), raw.get("availableModels"))
 
     def permissions(self, value: object) -> None:
         section = self.section(
@@ -275,7 +286,7 @@ class _Reader:
 
     def default_mode(self, value: object) -> None:
         from bearagent.domain.errors import BearAgentError
-        from bearagent.tools.policy import PERMISSION_MODES, parse_permission_mode
+        from bearagent.domain.permission_modes import PERMISSION_MODES, parse_permission_mode
 
         if value == "auto":
             self.unsupported(
@@ -342,7 +353,7 @@ class _Reader:
                 'write `"disableAllHooks": true`',
                 "disableAllHooks",
             )
-        if disable is True:
+        if disable is True:  # every workspace hook is left out (`registries/hooks.py`), this file's said here
             self.cf.settings["disable_all_hooks"] = True
             if value:
                 self.report(
@@ -377,19 +388,141 @@ class _Reader:
                 supported[event] = groups
         self.cf.hooks = supported
 
+    def mcp_servers(self, raw: Mapping[str, object]) -> None:
+        """Claude Code's MCP server switches, kept as `cf.settings["mcp"]` for `registries/mcp.py`: a wrong type
+        stops the run (they may be what keeps a server off)."""
+        kept: dict[str, object] = {}
+        for key in MCP_KEYS:
+            value = raw.get(key)
+            if value is None:
+                continue
+            if key == "enableAllProjectMcpServers":
+                if isinstance(value, bool):
+                    kept[key] = value
+                else:
+                    self.report("error", "config.invalid_value", f"{key} must be true or false", f'"{key}": true', key)
+                continue
+            if key in ("allowedMcpServers", "deniedMcpServers"):
+                names = self.server_names(key, value)
+            elif isinstance(value, list) and all(isinstance(v, str) for v in cast(list[object], value)):
+                names = tuple(cast(list[str], value))
+            else:
+                names = None
+                example = f'"{key}": ["github", "memory"]'
+                self.report("error", "config.invalid_value", f"{key} must be a list of server names", example, key)
+            if names is not None:
+                kept[key] = names
+        if kept:
+            self.cf.settings["mcp"] = kept
 
-def resolve_directory(entry: str, root: Path | None) -> str | None:
-    """An `additionalDirectories` entry as an absolute, resolved path: `~` is the home directory, a relative path
-    starts at `root` (the project root). None for an empty entry, an unknown `~user`, or a relative path without a
-    root."""
-    text = entry.strip()
-    if not text or "\x00" in text:
-        return None
-    expanded = os.path.expanduser(text)
-    if expanded.startswith("~") or (root is None and not os.path.isabs(expanded)):
-        return None
-    path = expanded if os.path.isabs(expanded) or root is None else os.path.join(root, expanded)
-    return os.path.realpath(path)  # as the file tools resolve it (`tools/roots.py`)
+    def output_style(self, value: object) -> None:
+        if value is None:
+            return
+        if isinstance(value, str) and value.strip():
+            self.cf.settings["output_style"] = value.strip()
+            return
+        self.report(
+            "warning",
+            "config.invalid_value",
+            "outputStyle must be a style name; the default style is used",
+            '"outputStyle": "Explanatory"',
+            "outputStyle",
+        )
+
+    def api_key_helper(self, value: object) -> None:
+        """A command that prints the Anthropic API key (`app/key_helper.py`); trust surface, run only in a run."""
+        if value is None:
+            return
+        if isinstance(value, str) and value.strip():
+            self.cf.settings["api_key_helper"] = value.strip()
+            return
+        self.report(
+            "error",
+            "config.invalid_value",
+            "apiKeyHelper must be a shell command that prints the key",
+            '"apiKeyHelper": "~/bin/get-anthropic-key.sh"',
+            "apiKeyHelper",
+        )
+
+    def status_line(self, value: object) -> None:
+        """`{"type": "command", "command": "..."}`: the interactive session's status line (`cli/status_command.py`);
+        trust surface, like a hook."""
+        if value is None:
+            return
+        entry = cast(dict[str, object], value) if isinstance(value, dict) else {}
+        command = entry.get("command")
+        if entry.get("type", "command") == "command" and isinstance(command, str) and command.strip():
+            self.cf.settings["status_line"] = command.strip()
+            return
+        self.report(
+            "warning",
+            "config.invalid_value",
+            'statusLine must be {"type": "command", "command": "..."}; BearAgent\'s own status line is shown',
+            '"statusLine": {"type": "command", "command": "~/.claude/statusline.sh"}',
+            "statusLine",
+        )
+
+    def models(self, model: object, available: object) -> None:
+        """`model` (the default model, below config.yaml's `default_model`) and `availableModels` (the models a
+        `--model` / `/model` may pick); resolved against the model entries in `workspace.py`."""
+        if isinstance(model, str) and model.strip():
+            self.cf.settings["claude_model"] = model.strip()
+        elif model is not None:
+            self.report("warning", "config.invalid_value", "model must be a model name", '"model": "sonnet"', "model")
+        if available is None:
+            return
+        if isinstance(available, list) and all(isinstance(v, str) for v in cast(list[object], available)):
+            self.cf.settings["available_models"] = tuple(cast(list[str], available))
+            return
+        self.report(
+            "error",
+            "config.invalid_value",
+            "availableModels must be a list of model names",
+            '"availableModels": ["sonnet", "haiku"]',
+            "availableModels",
+        )
+
+    def server_names(self, key: str, value: object) -> tuple[str, ...] | None:
+        """`allowedMcpServers` / `deniedMcpServers`: `[{"serverName": "github"}, ...]` (Claude Code's shape)."""
+        example = f'"{key}": [{{"serverName": "github"}}]'
+        if not isinstance(value, list):
+            self.report(
+                "error", "config.invalid_value", f"{key} must be a list of {{serverName}} objects", example, key
+            )
+            return None
+        names: list[str] = []
+        for item in cast(list[object], value):
+            entry = cast(dict[str, object], item) if isinstance(item, dict) else {}
+            name = entry.get("serverName")
+            if isinstance(name, str) and name:
+                names.append(name)
+                continue
+            other = sorted(str(k) for k in entry if k != "serverName")
+            self.report(
+                "error",
+                "config.invalid_value",
+                f"{key} entry {item!r} has no serverName"
+                + (f" (BearAgent matches servers by name only, not by {', '.join(other)})" if other else ""),
+                example,
+                key,
+            )
+            return None
+        return tuple(names)
+
+
+def mcp_switches(files: Sequence[ConfigFile]) -> dict[str, object]:
+    """The MCP switches of Claude Code's settings files (lowest first): name lists add up, `enableAllProjectMcpServers`
+    comes from the highest file that sets it; each value is paired with the file that said it (for diagnostics)."""
+    merged: dict[str, object] = {}
+    for cf in files:
+        for key, value in cast(dict[str, object], cf.settings.get("mcp", {})).items():
+            if isinstance(value, bool):
+                merged[key] = (value, str(cf.path))
+            else:
+                before = cast(dict[str, str], merged.setdefault(key, {}))
+                for name in cast(tuple[str, ...], value):
+                    before.setdefault(name, str(cf.path))
+    return merged
 
 
 def settings_env(files: list[ConfigFile]) -> dict[str, str]:

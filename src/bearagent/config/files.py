@@ -7,66 +7,21 @@ second).
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Collection, Hashable, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import yaml
 
 from bearagent.config.safe_yaml import yaml_bounds_problem
+from bearagent.config.safe_yaml import yaml_loader as yaml_loader
 from bearagent.domain.diagnostics import Diagnostic
-
-try:
-    _Base: type[yaml.SafeLoader] = cast(type[yaml.SafeLoader], yaml.CSafeLoader)
-except AttributeError:  # pragma: no cover - libyaml missing
-    _Base = yaml.SafeLoader
-
-
-class _Loader(_Base):  # type: ignore[valid-type,misc]
-    """Safe loader that refuses duplicate keys (PyYAML would silently keep the last one)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[object] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
-            if isinstance(key, (str, int, float, bool)) or key is None:
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r} (each key may appear once)", key_node.start_mark
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
+from bearagent.domain.suggest import did_you_mean as did_you_mean
+from bearagent.domain.suggest import suggestion as suggestion
 
 _FENCE = re.compile(r"^---[ \t]*\r?$")
-
-
-def yaml_loader() -> type[yaml.SafeLoader]:
-    """The safe loader BearAgent parses YAML with (libyaml when available; duplicate keys refused)."""
-    return _Loader
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """The closest candidate (case-insensitive exact match first, then difflib), or None."""
-    pool = list(candidates)
-    lowered = {c.lower(): c for c in pool}
-    if word.lower() in lowered:
-        return lowered[word.lower()]
-    squashed = {c.lower().replace("_", "").replace("-", ""): c for c in pool}
-    key = word.lower().replace("_", "").replace("-", "")
-    if key in squashed:
-        return squashed[key]
-    close = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def suggestion(word: str, candidates: Iterable[str]) -> str:
-    """`" (did you mean 'x'?)"` or an empty string."""
-    guess = did_you_mean(word, candidates)
-    return f" (did you mean {guess!r}?)" if guess else ""
 
 
 def key_line(text: str, key: str, *, first_line: int = 1) -> int | None:
@@ -176,7 +131,7 @@ def parse_yaml_mapping(
         )
         return None
     try:
-        data = yaml.load(text, Loader=_Loader)
+        data = yaml.load(text, Loader=yaml_loader())
     except yaml.YAMLError as exc:
         diagnostics.append(_yaml_error(path, exc, line_offset=line_offset, what=what))
         return None

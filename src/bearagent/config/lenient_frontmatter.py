@@ -79,7 +79,7 @@ class LenientError(ValueError):
 def parse_lenient(text: str, known: Collection[str]) -> dict[str, object]:
     """The mapping Claude Code would read from frontmatter `text` (see the module docstring); `known` are the keys
     of this file kind (an unknown key close to one of them still counts as a key). Raises `LenientError`."""
-    from bearagent.config.files import did_you_mean
+    from bearagent.domain.suggest import did_you_mean
 
     chunks: list[_Chunk] = []
     depth: dict[str, int] = {}
@@ -131,7 +131,7 @@ _FAILED = object()
 
 
 def _yaml_value(source: str, key: str) -> object:
-    from bearagent.config.files import yaml_loader
+    from bearagent.config.safe_yaml import yaml_loader
 
     try:
         for event in cast(Iterable[yaml.Event], yaml.parse(source, Loader=yaml_loader())):  # pyright: ignore[reportUnknownMemberType]

@@ -18,6 +18,7 @@ from typing import Literal, cast, get_args
 from pydantic import Field
 
 from bearagent.config.files import YamlDoc, did_you_mean, load_yaml_mapping, unknown_key_diagnostics
+from bearagent.config.retention_settings import RetentionSettings
 from bearagent.config.safe_read import stray_file
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain._base import DomainModel
@@ -52,6 +53,7 @@ TOP_LEVEL_KEYS = frozenset(
         "model_turns",
         "store",
         "compaction",
+        "retention",
     }
 )
 BUDGET_KEYS = BUDGET_FIELDS
@@ -122,6 +124,8 @@ class BearConfig(DomainModel):
     """Where runs are kept (`store:`, user config only: `config/store_settings.py`)."""
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     """`compaction:` (docs/runtime.md#compaction); an agent's `policy.compaction` goes over it key by key."""
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    """`retention:` (user config only: `config/retention_settings.py`): `db prune`'s default age, `doctor`'s size."""
 
 
 @dataclass
@@ -266,6 +270,7 @@ def _parse_sandbox_sections(cf: ConfigFile, data: Mapping[str, object], diagnost
     """`sandbox:` and `shell_env:` (parsed by `bearagent.sandbox.settings`) and `store:` (by
     `bearagent.config.store_settings`): sections whose parser reports problems per field; only valid keys land in
     settings."""
+    from bearagent.config.retention_settings import parse_retention
     from bearagent.config.store_settings import parse_store
     from bearagent.sandbox.settings import parse_sandbox, parse_shell_env
 
@@ -273,6 +278,7 @@ def _parse_sandbox_sections(cf: ConfigFile, data: Mapping[str, object], diagnost
         ("sandbox", parse_sandbox(data.get("sandbox"), level=cf.level)),
         ("shell_env", parse_shell_env(data.get("shell_env"))),
         ("store", parse_store(data.get("store"), level=cf.level)),
+        ("retention", parse_retention(data.get("retention"), level=cf.level)),
     ):
         if key in data:
             cf.settings[key] = parsed
@@ -326,11 +332,23 @@ def _parse_permissions(cf: ConfigFile, value: object, diagnostics: list[Diagnost
     cf.settings["permissions"] = rules
 
 
+def resolve_directory(entry: str, root: Path | None) -> str | None:
+    """An `additionalDirectories` entry as an absolute, resolved path: `~` is the home directory, a relative path
+    starts at `root` (the project root). None for an empty entry, an unknown `~user`, or a relative path without a
+    root."""
+    text = entry.strip()
+    if not text or "\x00" in text:
+        return None
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~") or (root is None and not os.path.isabs(expanded)):
+        return None
+    path = expanded if os.path.isabs(expanded) or root is None else os.path.join(root, expanded)
+    return os.path.realpath(path)  # as the file tools resolve it (`tools/roots.py`)
+
+
 def _parse_directories(cf: ConfigFile, key: str, value: object, diagnostics: list[Diagnostic]) -> None:
     """Absolute paths of the listed directories: `~` is the home directory; a relative path starts at the workspace
     root for the workspace's config.yaml and is an error in the user's (which serves every workspace)."""
-    from bearagent.config.claude_settings import resolve_directory
-
     field = f"permissions.{key}"
     strings = _string_list(value) if value is not None else ()
     if strings is None:
@@ -365,7 +383,7 @@ def _parse_permission_mode(cf: ConfigFile, data: Mapping[str, object], diagnosti
     if "permission_mode" not in data:
         return
     from bearagent.domain.errors import BearAgentError
-    from bearagent.tools.policy import PERMISSION_MODES, parse_permission_mode
+    from bearagent.domain.permission_modes import PERMISSION_MODES, parse_permission_mode
 
     value = data["permission_mode"]
     try:
@@ -469,6 +487,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     bypass_disabled_by: str | None = None
     store = StoreSettings()
     compaction = CompactionSettings()
+    retention = RetentionSettings()
     sandbox_layers = [(cf.level, cast(dict[str, object], cf.settings.get("sandbox", {}))) for cf in files]
     shell_env_layers = [(cf.level, cast(dict[str, object], cf.settings.get("shell_env", {}))) for cf in files]
     for cf in files:
@@ -509,6 +528,8 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             compaction = layer.over(compaction)
         if s.get("store") and cf.level != "workspace":  # a workspace's is refused when parsed; never merged
             store = StoreSettings.model_validate({**cast(dict[str, object], s["store"]), "source": str(cf.path)})
+        if s.get("retention") and cf.level != "workspace":  # a workspace's is refused when parsed; never merged
+            retention = retention.model_copy(update={**cast(dict[str, object], s["retention"]), "source": str(cf.path)})
     if kind == "chat":
         policy_by = "kind: chat"
     return BearConfig(
@@ -533,4 +554,5 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         shell_env=merge_shell_env(shell_env_layers),
         store=store,
         compaction=compaction,
+        retention=retention,
     )

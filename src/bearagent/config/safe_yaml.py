@@ -7,12 +7,38 @@ memory and minutes of CPU. A leaf module (it imports only PyYAML) so that every 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import cast
+from collections.abc import Hashable, Iterable
+from typing import Any, cast
 
 import yaml
 
 _LOADER: type[yaml.SafeLoader] = cast(type[yaml.SafeLoader], getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+try:
+    _Base: type[yaml.SafeLoader] = cast(type[yaml.SafeLoader], yaml.CSafeLoader)
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Base = yaml.SafeLoader
+
+
+class _Loader(_Base):  # type: ignore[valid-type,misc]
+    """Safe loader that refuses duplicate keys (PyYAML would silently keep the last one)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if isinstance(key, (str, int, float, bool)) or key is None:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (each key may appear once)", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def yaml_loader() -> type[yaml.SafeLoader]:
+    """The safe loader BearAgent parses YAML with (libyaml when available; duplicate keys refused)."""
+    return _Loader
 
 
 MAX_YAML_BYTES = 1_048_576

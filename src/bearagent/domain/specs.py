@@ -115,6 +115,9 @@ HookEventName: TypeAlias = Literal[
     "Notification",
     "PreCompact",
     "PostCompact",
+    "PermissionRequest",
+    "UserPromptExpansion",
+    "InstructionsLoaded",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})
@@ -238,6 +241,8 @@ class AgentSpec(DomainModel):
     """Agents it may delegate to with `Task`; None (omitted) = for a primary agent, every other agent whose mode
     allows delegation (subagent or all), as in Claude Code; for a `mode: subagent` agent, none."""
     system_reminder: str | None = Field(default=None, max_length=8_192)
+    initial_prompt: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    """Claude Code's `initialPrompt`: put before the first prompt of a session this agent starts as the main agent."""
     policy: AgentPolicy = Field(default_factory=AgentPolicy)
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
@@ -273,6 +278,11 @@ class SkillSpec(DomainModel):
     origin: str = Field(default="", max_length=256)
     user_invocable: bool = True
     """Also the slash command `/<name>` (Claude Code's `user-invocable`, default true)."""
+    argument_names: tuple[str, ...] = ()
+    """Claude Code's `arguments`: names of the positional arguments, `$name` in the body when run as `/<name>`."""
+    model_invocable: bool = True
+    """In the agents' skill catalog and `Skill` tool (false: Claude Code's `disable-model-invocation: true`, only the
+    user loads it, as `/<name>`)."""
     argument_hint: str | None = Field(default=None, max_length=512)
 
 
@@ -299,6 +309,8 @@ class ActionSpec(DomainModel):
     argument_hint: str | None = Field(default=None, max_length=512)
     allowed_tools: tuple[str, ...] = ()
     """Permission rules pre-approved while the command runs (`allowed-tools`, Claude Code's meaning)."""
+    argument_names: tuple[str, ...] = ()
+    """Claude Code's `arguments`: names of the positional arguments, substituted as `$name` in the body."""
 
     @property
     def stem(self) -> str:

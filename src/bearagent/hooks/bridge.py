@@ -16,7 +16,7 @@ from bearagent.domain.specs import AgentSpec, HookMatcherSpec
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
 from bearagent.hooks.python_handlers import PluginHook, python_hook_groups
 from bearagent.hooks.transcript import TranscriptWriter
-from bearagent.runtime.plan import BatchedCall, ModelRequestDecision, PromptDecision, StopDecision
+from bearagent.runtime.plan import BatchedCall, CommandExpansion, ModelRequestDecision, PromptDecision, StopDecision
 
 if TYPE_CHECKING:
     from bearagent.hooks.runners import PythonHookFunction
@@ -28,13 +28,17 @@ def assemble_hook_groups(
     python_handlers: Iterable[PluginHook],
     *,
     exclude_events: frozenset[str] = frozenset(),
+    workspace_agent_hooks: bool = True,
 ) -> tuple[list[HookMatcherSpec], dict[str, PythonHookFunction]]:
     """Every hook group of a workspace: config hooks, agent-scoped hooks (active only while that agent runs; an
     agent's Stop hooks also fire as SubagentStop when it runs as a subagent, as in Claude Code) and plugin Python
-    handlers. `exclude_events` drops the events that must not fire (inside a hook's judge run)."""
+    handlers. `exclude_events` drops the events that must not fire (inside a hook's judge run);
+    `workspace_agent_hooks=False` drops the hooks of the workspace's agent files (`disableAllHooks`)."""
     plugin_groups, functions = python_hook_groups(python_handlers)
     groups: list[HookMatcherSpec] = list(config_groups)
     for agent in agents:
+        if not workspace_agent_hooks and agent.level == "workspace":
+            continue
         for group in agent.hooks:
             scoped = group if group.agent is not None else group.model_copy(update={"agent": agent.name})
             groups.append(scoped)
@@ -65,6 +69,17 @@ class LoopHookAdapter:
         outcome = await self._dispatcher.fire(
             "UserPromptSubmit", {"prompt": prompt}, run_id=str(run_id), agent_name=agent
         )
+        return PromptDecision(block_reason=block_reason(outcome), additional_context=outcome.additional_context)
+
+    async def user_prompt_expansion(self, run_id: RunId, agent: str, expansion: CommandExpansion) -> PromptDecision:
+        payload: dict[str, JsonValue] = {
+            "expansion_type": "slash_command",
+            "command_name": expansion.command_name,
+            "command_args": expansion.command_args,
+            "command_source": expansion.command_source,
+            "prompt": expansion.prompt,
+        }
+        outcome = await self._dispatcher.fire("UserPromptExpansion", payload, run_id=str(run_id), agent_name=agent)
         return PromptDecision(block_reason=block_reason(outcome), additional_context=outcome.additional_context)
 
     async def pre_model_request(self, run_id: RunId, agent: str, request: ModelRequest) -> ModelRequestDecision:

@@ -22,7 +22,7 @@ from bearagent.domain.specs import HookEventName
 from bearagent.domain.tools import ToolResult
 from bearagent.hooks.protocol import JsonDict
 
-TOOL_EVENTS: frozenset[str] = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+TOOL_EVENTS: frozenset[str] = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 """The events about one tool call: their matcher is tested against `tool_name`, and a handler's `if` applies."""
 
 HOOK_TOOL_NAMES: Mapping[str, str] = {"Task": "Agent"}
@@ -60,6 +60,15 @@ class SessionEndInput(_WireModel):
 
 class UserPromptSubmitInput(_WireModel):
     prompt: str
+
+
+class UserPromptExpansionInput(_WireModel):
+    expansion_type: Literal["slash_command", "mcp_prompt"] = "slash_command"
+    command_name: str
+    command_args: str = ""
+    command_source: str
+    prompt: str
+    """The command as typed (`/name args`)."""
 
 
 class PreModelRequestInput(_WireModel):
@@ -144,6 +153,23 @@ class PostCompactInput(_WireModel):
     compact_summary: str
 
 
+class PermissionRequestInput(_WireModel):
+    tool_name: str
+    tool_input: JsonDict
+    permission_suggestions: list[JsonValue] = Field(default_factory=list[JsonValue])
+    """Claude Code's "always allow" options: `[{type: "addRules", rules: [{toolName, ruleContent?}], behavior:
+    "allow", destination: "session"}]`, from the rule the prompt would offer. No `tool_use_id`, as in Claude Code."""
+
+
+class InstructionsLoadedInput(_WireModel):
+    file_path: str
+    """The absolute path of the instructions file (or of a file it imports)."""
+    memory_type: Literal["Project"] = "Project"
+    load_reason: Literal["session_start", "include"]
+    parent_file_path: str | None = None
+    """For an imported file (`include`): the instructions file the import chain starts at."""
+
+
 class NotificationInput(_WireModel):
     message: str
     title: str | None = None
@@ -166,6 +192,9 @@ EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
     "Notification": NotificationInput,
     "PreCompact": PreCompactInput,
     "PostCompact": PostCompactInput,
+    "PermissionRequest": PermissionRequestInput,
+    "UserPromptExpansion": UserPromptExpansionInput,
+    "InstructionsLoaded": InstructionsLoadedInput,
 }
 
 
@@ -195,6 +224,9 @@ def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
         "PreToolUse": "tool_name",
         "PostToolUse": "tool_name",
         "PostToolUseFailure": "tool_name",
+        "PermissionRequest": "tool_name",
+        "UserPromptExpansion": "command_name",
+        "InstructionsLoaded": "load_reason",
         "SessionStart": "source",
         "SessionEnd": "reason",
         "SubagentStart": "agent_type",

@@ -7,7 +7,7 @@ from bearagent.domain._base import JsonValue, frozen_json, thaw_json_mapping
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
 from bearagent.hooks.hook_input import hook_tool_name, tool_response_from_result
-from bearagent.ports import PostToolDecision, PreToolDecision, ToolContext
+from bearagent.ports import PermissionAnswer, PostToolDecision, PreToolDecision, ToolContext
 
 
 def _messages(outcome: HookOutcome) -> str | None:
@@ -58,6 +58,37 @@ class HookToolInterceptor:
             system_message=_messages(outcome),
         )
 
+    async def permission_request(
+        self, request: ToolRequest, spec: ToolSpec, context: ToolContext, suggested_rule: str
+    ) -> PermissionAnswer:
+        """PermissionRequest: the call is about to be asked (a person, or a non-interactive denial). A hook's
+        `decision.behavior` answers it instead; `continue: false` (or a fail-closed failure) denies it."""
+        if not self._dispatcher.has_hooks("PermissionRequest"):
+            return PermissionAnswer()
+        outcome = await self._dispatcher.fire(
+            "PermissionRequest",
+            {
+                "tool_name": hook_tool_name(request.name),
+                "tool_input": thaw_json_mapping(request.arguments),
+                "permission_suggestions": [_suggestion(suggested_rule)],
+            },
+            run_id=str(context.run_id) if context.run_id else None,
+            agent_name=context.agent_name,
+            permission_mode=_mode(context),
+        )
+        messages = _messages(outcome)
+        if not outcome.continue_ or outcome.blocked:
+            reason = outcome.stop_reason if not outcome.continue_ else outcome.block_reason
+            return PermissionAnswer(behavior="deny", message=reason, system_message=messages)
+        if outcome.permission == "deny":
+            return PermissionAnswer(behavior="deny", message=outcome.permission_reason, system_message=messages)
+        if outcome.permission == "allow":
+            updated = frozen_json(outcome.updated_input) if outcome.updated_input is not None else None
+            return PermissionAnswer(
+                behavior="allow", message=outcome.permission_reason, updated_arguments=updated, system_message=messages
+            )
+        return PermissionAnswer(system_message=messages)
+
     async def after_tool(
         self, request: ToolRequest, spec: ToolSpec, result: ToolResult, context: ToolContext
     ) -> PostToolDecision:
@@ -87,3 +118,12 @@ class HookToolInterceptor:
             system_message=_messages(outcome),
             updated_output=outcome.updated_output,
         )
+
+
+def _suggestion(rule: str) -> JsonValue:
+    """Claude Code's `permission_suggestions` entry for the rule "allow always" would add (`Bash(git *)`)."""
+    name, paren, rest = rule.partition("(")
+    entry: dict[str, JsonValue] = {"toolName": hook_tool_name(name.strip())}
+    if paren and rest.endswith(")"):
+        entry["ruleContent"] = rest[:-1]
+    return {"type": "addRules", "rules": [entry], "behavior": "allow", "destination": "session"}

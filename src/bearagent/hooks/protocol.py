@@ -21,11 +21,13 @@ MAX_TEXT_CHARS = 10_000
 """Cap of one string a hook hands back (context, reason, system message, plain stdout), as in Claude Code."""
 
 PermissionDecision: TypeAlias = Literal["allow", "deny", "ask"]
+"""PreToolUse's `permissionDecision` (`defer` is read as `ask`), or PermissionRequest's `decision.behavior`."""
 JsonDict: TypeAlias = dict[str, JsonValue]
 
 BLOCKING_EVENTS: frozenset[str] = frozenset(
     {
         "UserPromptSubmit",
+        "UserPromptExpansion",
         "PreModelRequest",
         "PreToolUse",
         "PostToolUse",
@@ -39,7 +41,7 @@ BLOCKING_EVENTS: frozenset[str] = frozenset(
 """Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart,
 StopFailure, Notification, PostCompact) exit 2 only shows stderr to the user, as in Claude Code."""
 
-PLAIN_STDOUT_IS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "SessionStart"})
+PLAIN_STDOUT_IS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "UserPromptExpansion", "SessionStart"})
 
 
 def bound_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
@@ -48,6 +50,18 @@ def bound_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
         return text
     marker = f"\n… [hook output truncated: {len(text) - limit} more characters]"
     return text[: max(0, limit - len(marker))] + marker
+
+
+class PermissionRequestAnswer(BaseModel):
+    """PermissionRequest's `hookSpecificOutput.decision` (Claude Code's shape)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    behavior: Literal["allow", "deny"]
+    updatedInput: dict[str, JsonValue] | None = None
+    updatedPermissions: list[JsonValue] | None = None
+    message: StrictStr | None = None
+    interrupt: StrictBool = False
 
 
 class HookSpecificOutput(BaseModel):
@@ -60,6 +74,7 @@ class HookSpecificOutput(BaseModel):
     updatedRequest: dict[str, JsonValue] | None = None
     updatedToolOutput: JsonValue = None
     additionalContext: StrictStr | None = None
+    decision: PermissionRequestAnswer | None = None
 
 
 class HookJsonOutput(BaseModel):
@@ -176,6 +191,19 @@ def reply_from_json(event: str, value: object) -> HookReply:
                     permission_reason = f"the hook deferred the decision{detail}"
                 else:
                     permission = specific.permissionDecision
+        if specific.decision is not None:
+            if event != "PermissionRequest":
+                notes.append(f"hookSpecificOutput.decision is only read on PermissionRequest, ignored on {event}")
+            else:
+                answer = specific.decision
+                permission = answer.behavior
+                permission_reason = answer.message or parsed.reason
+                if answer.behavior == "allow" and answer.updatedInput is not None:
+                    updated_input = answer.updatedInput
+                if answer.behavior == "deny" and answer.interrupt:
+                    notes.append("decision.interrupt: the call is denied; the run goes on (the model reads why)")
+                if answer.updatedPermissions:
+                    notes.append("decision.updatedPermissions is not applied: answer the approval with 'allow always'")
         if specific.updatedInput is not None:
             if event == "PreToolUse":
                 updated_input = specific.updatedInput

@@ -29,7 +29,7 @@ import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bearagent import __version__
+from bearagent._version import __version__
 from bearagent.mcp.errors import (
     CONNECTION_CLOSED,
     REQUEST_TIMEOUT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from bearagent.domain._base import JsonBoundsError, JsonMapping, frozen_json
 from bearagent.domain.specs import McpServerSpec
@@ -15,7 +15,16 @@ from bearagent.ports import ToolContext
 
 if TYPE_CHECKING:
     from bearagent.mcp._sdk import RemoteTool
-    from bearagent.mcp.manager import McpConnectionManager
+
+
+class ToolCaller(Protocol):
+    """What an `McpTool` calls through: the connection manager (`mcp/manager.py`, which builds the tools, so the
+    tool names only this method instead of importing the manager back)."""
+
+    async def call_tool(
+        self, tool: McpTool, arguments: JsonMapping, context: ToolContext, *, exact_name: str
+    ) -> ToolResult: ...
+
 
 MAX_DESCRIPTION_CHARS = 16_384
 DEFAULT_MAX_OUTPUT_CHARS = 100_000
@@ -27,7 +36,7 @@ class McpTool:
     failed result the model reads)."""
 
     def __init__(
-        self, manager: McpConnectionManager, server: str, remote_name: str, spec: ToolSpec, annotations: JsonMapping
+        self, manager: ToolCaller, server: str, remote_name: str, spec: ToolSpec, annotations: JsonMapping
     ) -> None:
         self._manager = manager
         self.server = server
@@ -51,7 +60,7 @@ class McpTool:
 
 
 def build_tools(
-    manager: McpConnectionManager, spec: McpServerSpec, remote: Sequence[RemoteTool], server_version: str | None
+    manager: ToolCaller, spec: McpServerSpec, remote: Sequence[RemoteTool], server_version: str | None
 ) -> tuple[McpTool, ...]:
     """Wrap the listed tools. A tool whose schema is not a bounded JSON object is skipped (it cannot be offered to
     a model); duplicate names keep the first."""

@@ -58,7 +58,7 @@ class PluginHost:
     plugin is already registered (`builtin`, not listed in `plugins`)."""
 
     def __init__(self) -> None:
-        from bearagent import __version__
+        from bearagent._version import __version__
 
         self.pm = pluggy.PluginManager("bearagent")
         self.pm.add_hookspecs(hookspecs)

@@ -9,7 +9,14 @@ from typing import ClassVar
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.tools import ToolRequest, ToolResult, ToolSpec
 from bearagent.plugins.manager import PluginHost
-from bearagent.ports import PostToolDecision, PreToolDecision, ToolContext, ToolInterceptor
+from bearagent.ports import (
+    PermissionAnswer,
+    PermissionRequestHook,
+    PostToolDecision,
+    PreToolDecision,
+    ToolContext,
+    ToolInterceptor,
+)
 
 
 def has_impls(host: PluginHost, hook: str) -> bool:
@@ -41,6 +48,13 @@ class PluginPermissionInterceptor:
         if inner.permission is not None and self._RANK[inner.permission] >= self._RANK[answer]:
             return inner
         return replace(inner, permission=answer, reason=inner.reason or f"plugin policy: {answer}")  # pyright: ignore[reportArgumentType]
+
+    async def permission_request(
+        self, request: ToolRequest, spec: ToolSpec, context: ToolContext, suggested_rule: str
+    ) -> PermissionAnswer:
+        if isinstance(self._inner, PermissionRequestHook):
+            return await self._inner.permission_request(request, spec, context, suggested_rule)
+        return PermissionAnswer()
 
     async def after_tool(
         self, request: ToolRequest, spec: ToolSpec, result: ToolResult, context: ToolContext

@@ -9,7 +9,6 @@ import inspect
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol, TypedDict, TypeVar, cast
 
 from bearagent.domain._base import JsonBoundsError, JsonValue, validate_json_object
@@ -31,12 +30,12 @@ from bearagent.domain.models import (
     valid_unicode,
 )
 from bearagent.providers._core import CallTimer, ProviderCore, bounded_or_none
+from bearagent.providers._core import ProviderSettings as ProviderSettings
 from bearagent.providers._failures import stream_request_id, transport_failure
 from bearagent.providers.errors import (
     CallContext,
     ProviderFailure,
     ProviderStreamError,
-    SecretRedactor,
     classify_failure,
     length_stop_category,
     stopped_info,
@@ -47,36 +46,6 @@ from bearagent.providers.tool_names import ToolNameMap
 ClientT = TypeVar("ClientT")
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 """Sent when neither the request nor the entry sets a limit and the protocol requires one (Anthropic)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderSettings:
-    """Everything an SDK adapter needs, resolved from a `ModelEntry` by the factory (the key value included)."""
-
-    entry_ref: str
-    model: str
-    base_url: str
-    api_key: str
-    api_key_env: str | None = None
-    timeout_s: float = 120.0
-    """Time to the first streamed event of an answer (with `stream: false`, to the whole answer)."""
-    max_output_tokens: int | None = None
-    temperature: float | None = None
-    headers: Mapping[str, str] = field(default_factory=dict[str, str])
-    stream: bool = True
-    provider_label: str = "the model provider"
-    stream_idle_timeout_s: float | None = None
-    """Longest silence between two streamed events; None: the same as `timeout_s`."""
-    max_stream_s: float | None = None
-    """Cap on a whole answer; None: only the request's deadline (`ModelRequest.timeout_ms`)."""
-
-    @property
-    def idle_timeout_s(self) -> float:
-        """The silence allowed between two streamed events: `stream_idle_timeout_s`, else `timeout_s`."""
-        return self.stream_idle_timeout_s if self.stream_idle_timeout_s is not None else self.timeout_s
-
-    def redactor(self) -> SecretRedactor:
-        return SecretRedactor([self.api_key, *self.headers.values()])
 
 
 class ClientOptions(TypedDict):

@@ -9,8 +9,9 @@ import asyncio
 import dataclasses
 import inspect
 from abc import abstractmethod
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import IdGenerator, Uuid4IdGenerator
@@ -19,15 +20,43 @@ from bearagent.providers.errors import (
     CallContext,
     ProviderFailure,
     ProviderStreamError,
+    SecretRedactor,
     TimeoutKind,
     classify_failure,
     timeout_info,
 )
 
-if TYPE_CHECKING:
-    from bearagent.providers._base import ProviderSettings
-
 ClientT = TypeVar("ClientT")
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    """Everything an SDK adapter needs, resolved from a `ModelEntry` by the factory (the key value included)."""
+
+    entry_ref: str
+    model: str
+    base_url: str
+    api_key: str
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    """Time to the first streamed event of an answer (with `stream: false`, to the whole answer)."""
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    stream: bool = True
+    provider_label: str = "the model provider"
+    stream_idle_timeout_s: float | None = None
+    """Longest silence between two streamed events; None: the same as `timeout_s`."""
+    max_stream_s: float | None = None
+    """Cap on a whole answer; None: only the request's deadline (`ModelRequest.timeout_ms`)."""
+
+    @property
+    def idle_timeout_s(self) -> float:
+        """The silence allowed between two streamed events: `stream_idle_timeout_s`, else `timeout_s`."""
+        return self.stream_idle_timeout_s if self.stream_idle_timeout_s is not None else self.timeout_s
+
+    def redactor(self) -> SecretRedactor:
+        return SecretRedactor([self.api_key, *self.headers.values()])
 
 
 class CallInProgress(Protocol):

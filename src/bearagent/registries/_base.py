@@ -1,11 +1,13 @@
 """What every layered registry shares: name lookup over one `Layered` resolution, and the wording of the
-diagnostics their parsers report (frontmatter keys, unknown keys, the first pydantic error)."""
+diagnostics their parsers report (frontmatter keys, unknown keys, the first pydantic error), and the `arguments` names
+skills and commands share."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Generic, Literal, Protocol, Self, TypeVar
+from typing import Generic, Literal, Protocol, Self, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -154,3 +156,24 @@ def first_error(exc: ValidationError) -> tuple[str, str]:
     """`(dotted location, message)` of a pydantic error's first problem."""
     first = exc.errors()[0]
     return ".".join(str(p) for p in first["loc"]), first["msg"]
+
+
+_ARGUMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+def argument_names(value: object) -> tuple[str, ...] | None:
+    """Claude Code's `arguments` (a list, or a string split on spaces and commas) as names; None when invalid."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        items: list[object] = [v for v in re.split(r"[\s,]+", value) if v]
+    elif isinstance(value, list):
+        items = list(cast(list[object], value))
+    else:
+        return None
+    names = tuple(str(v) for v in items)
+    if len(names) > 32 or not all(isinstance(v, str) and _ARGUMENT_NAME.match(v) for v in items):
+        return None
+    if any(n in ("ARGUMENTS",) or n.isdigit() for n in names):
+        return None
+    return names

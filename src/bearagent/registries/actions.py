@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from pydantic import ValidationError
@@ -22,13 +24,11 @@ from bearagent.registries._base import (
     frontmatter_reporter,
     unknown_key,
 )
+from bearagent.registries.commands import DEFAULT_INPUTS as DEFAULT_INPUTS
+from bearagent.registries.commands import ModelLookup, command_candidates, command_model, render_command
 from bearagent.tools.fast_schema import plainly_valid_schema
 
 ACTION_KEYS = frozenset({"name", "description", "agent", "inputs", "model"})
-DEFAULT_INPUTS: dict[str, object] = {
-    "type": "object",
-    "properties": {"arguments": {"type": "string", "description": "free-form arguments ($ARGUMENTS)"}},
-}
 _PLACEHOLDER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -62,6 +62,34 @@ class ActionRegistry(LayeredRegistry[ActionSpec]):
                 hint=f"available actions: {name_list(self.names()) or 'none'}; add one as .bearagent/actions/{name}.md",
             )
         return action
+
+
+@dataclass(frozen=True, slots=True)
+class ActionInvocation:
+    """What running an action sends and runs with: its prompt, what the user should be told about it (`notes`), the
+    agent (None: the workspace's default), the model (None: the agent's) and the tools it pre-approves."""
+
+    prompt: str
+    agent: str | None
+    model: str | None
+    allowed_tools: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+def invoke_action(
+    action: ActionSpec, inputs: Mapping[str, JsonValue], *, root: Path | None, models: ModelLookup
+) -> ActionInvocation:
+    """The one rule for running an action, whatever the face (`bearagent action run`, the HTTP route, a session's
+    `/name`): a custom command (`kind: command`) takes its `arguments` input as typed and renders as a command;
+    another action's inputs are checked against its schema. A command's `model` counts only when it names a model
+    entry (`command_model`); its `allowed-tools` are pre-approved for the run."""
+    if action.kind == "command":
+        arguments = inputs.get("arguments", "")
+        rendered = render_command(action, arguments if isinstance(arguments, str) else str(arguments), root=root)
+        prompt, notes = rendered.prompt, rendered.notes
+    else:
+        prompt, notes = render_action(action, inputs), ()
+    return ActionInvocation(prompt, action.agent, command_model(action, models), action.allowed_tools, notes)
 
 
 def render_action(action: ActionSpec, inputs: Mapping[str, JsonValue]) -> str:
@@ -208,8 +236,6 @@ def schema_problem(schema: Mapping[str, object]) -> str | None:
 def load_actions(sources: Iterable[Source], command_sources: Iterable[Source] = ()) -> ActionRegistry:
     """Actions (`actions/*.md`) and custom slash commands (`commands/**/*.md`, see `registries.commands`) in one
     registry under the one precedence rule."""
-    from bearagent.registries.commands import command_candidates
-
     diags: list[Diagnostic] = []
     files = [
         (source, path)

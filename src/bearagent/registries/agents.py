@@ -51,6 +51,7 @@ AGENT_KEYS = frozenset(
         "switch",
         "subagents",
         "system_reminder",
+        "initial_prompt",
         "policy",
         "temperature",
         "max_output_tokens",
@@ -70,6 +71,7 @@ AGENT_ALIASES: Mapping[str, str] = {
     "permissionMode": "policy.permission_mode",
     "permission_mode": "policy.permission_mode",
     "systemReminder": "system_reminder",
+    "initialPrompt": "initial_prompt",
     "maxOutputTokens": "max_output_tokens",
 }
 # Keys other tools define that BearAgent does not implement: a visible warning, never a silent drop.
@@ -80,7 +82,6 @@ UNSUPPORTED_KEYS = frozenset(
         "background",
         "effort",
         "isolation",
-        "initialPrompt",
         "top_p",
         "hidden",
         "permission",
@@ -193,6 +194,12 @@ def parse_agent(
                 key, AGENT_KEYS, f"{key!r} in agent file", candidates=[*AGENT_KEYS, *AGENT_ALIASES]
             )
             guess = did_you_mean(key, [*AGENT_KEYS, *AGENT_ALIASES])
+            if key.lower().replace("-", "").replace("_", "") == "allowedtools":
+                # Claude Code's command key (`allowed-tools`) in an agent file means `tools`, not the nearest
+                # spelling (`disallowed_tools`), which would invert it
+                guess = "tools"
+                message = f"unknown key {key!r} in agent file: an agent's allowed tools are its `tools:` list"
+                fix = f"rename {key!r} to 'tools' (`allowed-tools` is a command file's key)"
             if guess is not None and AGENT_ALIASES.get(guess, guess) in GUARDING_AGENT_KEYS:
                 # fail closed: a misspelt `tools:` would silently give the agent every tool
                 add(

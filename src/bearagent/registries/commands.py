@@ -11,10 +11,12 @@ Frontmatter (all optional; lenient as Claude Code): `description` (default: the 
 workspace command's are on the trust surface), `model` (a model entry name; a Claude model alias or id that is no
 entry is a warning and the agent's model is used), `agent` (which agent runs it; default: the session's, or
 `default_agent`), `disable-model-invocation` (accepted: commands are never offered to a model unless an agent's
-`actions` names them). `context`, `hooks`, `arguments`, `when_to_use` and the like are reported as not supported.
+`actions` names them), `arguments` (names of the positional arguments). `context`, `hooks`, `when_to_use` and the
+like are reported as not supported.
 
 The body is the prompt: `$ARGUMENTS` is the argument string as typed, `$ARGUMENTS[N]` the N-th argument (0-based)
-and `$1` … `$9` the first to ninth (1-based, as on Claude Code's custom-commands page), split with shell quoting;
+and `$1` … `$9` the first to ninth (1-based, as on Claude Code's custom-commands page), `$name` the argument at the
+position of `name` in `arguments`, split with shell quoting;
 `\\$1` is a literal `$1`, and an unmatched `$N` stays as it is. A body with none of these gets the arguments appended
 as `ARGUMENTS: <value>`, as Claude Code does.
 
@@ -42,17 +44,28 @@ from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import ActionSpec
-from bearagent.registries._base import first_error, frontmatter_candidates, frontmatter_reporter, unknown_key
-from bearagent.registries.actions import DEFAULT_INPUTS
+from bearagent.registries._base import (
+    argument_names,
+    first_error,
+    frontmatter_candidates,
+    frontmatter_reporter,
+    unknown_key,
+)
+
+DEFAULT_INPUTS: dict[str, object] = {
+    "type": "object",
+    "properties": {"arguments": {"type": "string", "description": "free-form arguments ($ARGUMENTS)"}},
+}
+"""The inputs of an action that declares none, and of every command: one free-form `arguments` string. Here (not in
+`actions`, which imports this module for `command_candidates`) so the two modules do not import each other."""
 
 COMMAND_KEYS = frozenset(
-    {"description", "argument-hint", "allowed-tools", "model", "agent", "disable-model-invocation", "name"}
+    {"description", "argument-hint", "allowed-tools", "model", "agent", "disable-model-invocation", "name", "arguments"}
 )
 UNSUPPORTED_COMMAND_KEYS = frozenset(
     {
         "context",
         "hooks",
-        "arguments",
         "when_to_use",
         "user-invocable",
         "disallowed-tools",
@@ -152,6 +165,15 @@ def parse_command(doc: FrontmatterDoc, source: Source, name: str) -> tuple[Actio
                 f"allowed-tools entry {entry!r} is not a permission rule ({problem}); it pre-approves nothing",
                 "write entries like `Bash(git diff:*)` or `Read`",
             )
+    names = argument_names(data.get("arguments"))
+    if names is None:
+        add(
+            "warning",
+            "command.invalid_field",
+            "arguments",
+            "arguments must be names (letters, digits, '_'), as a list or a space-separated string; ignored",
+            "write `arguments: [issue, priority]`",
+        )
     if _SHELL_INLINE.search(doc.body) or _SHELL_BLOCK.search(doc.body):
         add(
             "info",
@@ -175,6 +197,7 @@ def parse_command(doc: FrontmatterDoc, source: Source, name: str) -> tuple[Actio
             kind="command",
             argument_hint=(texts["argument-hint"] or "")[:512] or None,
             allowed_tools=tuple(good),
+            argument_names=names or (),
         )
     except ValidationError as exc:
         key, problem = first_error(exc)
@@ -250,6 +273,15 @@ def split_arguments(arguments: str) -> list[str]:
         return arguments.split()
 
 
+def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:
+    """`_PLACEHOLDER` plus `$name` for each named argument (groups 3: an escaping backslash, 4: the name), in one
+    pattern so a substituted value is never scanned again. Longer names first (`$issue_id` before `$issue`)."""
+    if not names:
+        return _PLACEHOLDER
+    ordered = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(_PLACEHOLDER.pattern + r"|(\\?)\$(" + ordered + r")(?![A-Za-z0-9_])")
+
+
 def render_command(action: ActionSpec, arguments: str, *, root: Path | None) -> RenderedCommand:
     """The prompt of `/name arguments` (see the module docstring for the substitutions)."""
     args = split_arguments(arguments)
@@ -261,6 +293,9 @@ def render_command(action: ActionSpec, arguments: str, *, root: Path | None) -> 
         if whole.startswith("\\"):
             return whole[1:]
         used = True
+        if match.re is not _PLACEHOLDER and match.group(4) is not None:  # a named argument
+            index = action.argument_names.index(match.group(4))
+            return args[index] if index < len(args) else ""
         if match.group(1) is not None:
             index = int(match.group(1))
             return args[index] if index < len(args) else ""
@@ -274,7 +309,7 @@ def render_command(action: ActionSpec, arguments: str, *, root: Path | None) -> 
     notes: list[str] = []
     template = _SHELL_BLOCK.sub(lambda m: _not_run(m.group(1).strip(), notes), action.template)
     template = _SHELL_INLINE.sub(lambda m: _not_run(m.group(1).strip(), notes), template)
-    prompt = _PLACEHOLDER.sub(replace, template)
+    prompt = _placeholders(action.argument_names).sub(replace, template)
     if not used and arguments.strip():
         prompt = f"{prompt.rstrip()}\n\nARGUMENTS: {arguments.strip()}"
     attachments = _Attachments(root)
@@ -331,11 +366,11 @@ def _attach(ref: str, into: _Attachments) -> None:
     into.files.append((rel, text))
 
 
-class _ModelLookup(Protocol):
+class ModelLookup(Protocol):
     def get(self, ref: str) -> object | None: ...
 
 
-def command_model(action: ActionSpec, models: _ModelLookup) -> str | None:
+def command_model(action: ActionSpec, models: ModelLookup) -> str | None:
     """The model a command or action runs with: an action's `model` as written (a wrong one is an error at run
     time); a command's only when it names a model entry (Claude Code files name Claude models: `haiku`,
     `claude-3-5-haiku-20241022`), else None, the agent's model (a load warning says so)."""
@@ -344,7 +379,7 @@ def command_model(action: ActionSpec, models: _ModelLookup) -> str | None:
     return action.model if models.get(action.model) is not None else None
 
 
-def command_model_diagnostics(actions: Iterable[ActionSpec], models: _ModelLookup) -> list[Diagnostic]:
+def command_model_diagnostics(actions: Iterable[ActionSpec], models: ModelLookup) -> list[Diagnostic]:
     """A warning for each command whose `model` names no model entry (the same message for every file with the same
     model, so the run-start summary folds them into one line with a count)."""
     out: list[Diagnostic] = []

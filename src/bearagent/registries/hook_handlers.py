@@ -58,7 +58,7 @@ UNSUPPORTED_HANDLER_KEYS: Mapping[str, str] = {
     "continueOnBlock": "a prompt hook's `ok: false` blocks as its event allows",
 }
 """Claude Code handler keys without an equivalent: a warning each, the handler still loads."""
-_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 _SHELL_BUILTINS = frozenset(
     {"cd", "exit", "true", "false", ":", "echo", "test", "[", "printf", "exec", "export", "set"}
 )

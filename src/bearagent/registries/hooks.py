@@ -34,10 +34,15 @@ class HookRegistry:
         matchers: Sequence[HookMatcherSpec],
         python_handlers: Sequence[PythonHookHandler] = (),
         diagnostics: Sequence[Diagnostic] = (),
+        *,
+        disabled_by: str | None = None,
     ) -> None:
         self._matchers = tuple(matchers)
         self._python = tuple(python_handlers)
         self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+        self.disabled_by = disabled_by
+        """The settings file whose `disableAllHooks: true` turned the workspace's hooks off (its config files' and
+        its agents'); None when they run. The user's and the plugins' hooks always run."""
 
     def all(self) -> tuple[HookMatcherSpec, ...]:
         return self._matchers
@@ -65,8 +70,21 @@ def load_hooks(
     A workspace whose execution_policy is none (a chat one too) ignores configured hooks, with a warning for each file that has some."""
     diags = list(files.hook_diagnostics)
     matchers: list[HookMatcherSpec] = []
+    disabled_by = next((str(cf.path) for cf in reversed(files.claude) if cf.settings.get("disable_all_hooks")), None)
     for cf in files.highest_first():
         if not cf.hooks:
+            continue
+        if disabled_by is not None and cf.level == "workspace":
+            diags.append(
+                Diagnostic(
+                    severity="info",
+                    code="claude.hooks_disabled",
+                    message=f"disableAllHooks is true in {disabled_by}: the hooks of {cf.path} are not loaded",
+                    source=str(cf.path),
+                    line=cf.line_of("hooks"),
+                    fix="remove disableAllHooks to load them",
+                )
+            )
             continue
         if files.config.execution_policy == "none":
             chat = files.config.kind == "chat"
@@ -86,7 +104,7 @@ def load_hooks(
         found, d = parse_hooks(cf.hooks, path=cf.path, level=cf.level, root=root, env=env, doc=cf.doc)
         matchers.extend(found)
         diags.extend(d)
-    return HookRegistry(matchers, handlers, diags)
+    return HookRegistry(matchers, handlers, diags, disabled_by=disabled_by)
 
 
 def parse_hooks(

@@ -196,11 +196,62 @@ def load_mcp_servers(files: ConfigFiles, root: Path, contributions: PluginContri
             diags.extend(d)
             entries.extend((s, source) for s in specs)
 
+    from bearagent.config.claude_settings import mcp_switches
+
+    switches = mcp_switches(files.claude)
     from_config(files.workspace)
     if files.compat:
         source = mcp_json_source(root)
-        entries.extend((s, source) for s in load_mcp_json(root / ".mcp.json", source, diags))
+        found = load_mcp_json(root / ".mcp.json", source, diags)
+        entries.extend((s, source) for s in found if _mcp_json_server_on(s.name, switches, diags))
     from_config(files.user)
     for plugin, spec in contributions.mcp_servers:
         entries.append((spec, contribution_source(plugin)))
+    entries = [(s, src) for s, src in entries if _server_on(s.name, switches, diags)]
     return build_mcp_registry(entries, diags)
+
+
+def _left_out(name: str, why: str, where: str, fix: str, diags: list[Diagnostic]) -> bool:
+    diags.append(
+        Diagnostic(
+            severity="info",
+            code="mcp.server_switched_off",
+            message=f"MCP server {name!r} is not loaded: {why}",
+            source=where,
+            subject=name,
+            fix=fix,
+        )
+    )
+    return False
+
+
+def _mcp_json_server_on(name: str, switches: Mapping[str, object], diags: list[Diagnostic]) -> bool:
+    """Claude Code's `.mcp.json` switches: `disabledMcpjsonServers` leaves a server out; `enabledMcpjsonServers`
+    loads only the servers it names, unless `enableAllProjectMcpServers` is true. Without either every server
+    loads (after `bearagent trust`, BearAgent's approval of a project's servers)."""
+    disabled = cast(dict[str, str], switches.get("disabledMcpjsonServers", {}))
+    if name in disabled:
+        why = "disabledMcpjsonServers names it"
+        return _left_out(name, why, disabled[name], "remove it from disabledMcpjsonServers to load it", diags)
+    enabled = cast("dict[str, str] | None", switches.get("enabledMcpjsonServers"))
+    enable_all = cast("tuple[bool, str] | None", switches.get("enableAllProjectMcpServers"))
+    if enabled is not None and name not in enabled and not (enable_all is not None and enable_all[0]):
+        where = next(iter(enabled.values()), "")
+        why = f"enabledMcpjsonServers lists only {', '.join(sorted(enabled)) or 'none'}"
+        return _left_out(name, why, where, "add it to enabledMcpjsonServers to load it", diags)
+    return True
+
+
+def _server_on(name: str, switches: Mapping[str, object], diags: list[Diagnostic]) -> bool:
+    """`deniedMcpServers` leaves a server of any source out; `allowedMcpServers` (when set) loads only those it
+    names. Matched by `serverName` (Claude Code's managed settings; read here from the project's files, as they only
+    narrow)."""
+    denied = cast(dict[str, str], switches.get("deniedMcpServers", {}))
+    if name in denied:
+        return _left_out(name, "deniedMcpServers names it", denied[name], "remove it from deniedMcpServers", diags)
+    allowed = cast("dict[str, str] | None", switches.get("allowedMcpServers"))
+    if allowed is not None and name not in allowed:
+        where = next(iter(allowed.values()), "")
+        why = f"allowedMcpServers lists only {', '.join(sorted(allowed)) or 'none'}"
+        return _left_out(name, why, where, "add {serverName} for it to allowedMcpServers", diags)
+    return True

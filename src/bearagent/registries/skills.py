@@ -1,7 +1,8 @@
 """SkillRegistry: Agent Skills folders (`skills/<name>/SKILL.md`) with lenient loading and a budgeted catalog.
 
-Claude Code's `user-invocable` (false: not a slash command) and `argument-hint` (shown by `/help`) are read: a skill
-is also the slash command `/<name>` (`cli/slash_commands.py`), as Claude Code merged commands into skills."""
+Claude Code's `user-invocable` (false: not a slash command), `disable-model-invocation` (true: not in the agents'
+catalog nor their `Skill` tool, only `/<name>` loads it) and `argument-hint` (shown by `/help`) are read: a skill is
+also the slash command `/<name>` (`cli/slash_commands.py`), as Claude Code merged commands into skills."""
 
 from __future__ import annotations
 
@@ -19,7 +20,13 @@ from bearagent.config.tool_lists import tool_list
 from bearagent.config.workspace import Source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import SkillSpec
-from bearagent.registries._base import LayeredRegistry, frontmatter_candidates, frontmatter_reporter, unknown_key
+from bearagent.registries._base import (
+    LayeredRegistry,
+    argument_names,
+    frontmatter_candidates,
+    frontmatter_reporter,
+    unknown_key,
+)
 
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -32,16 +39,25 @@ def valid_skill_name(name: str) -> str:
 
 
 SKILL_KEYS = frozenset(
-    {"name", "description", "license", "compatibility", "metadata", "allowed-tools", "user-invocable", "argument-hint"}
+    {
+        "name",
+        "description",
+        "license",
+        "compatibility",
+        "metadata",
+        "allowed-tools",
+        "user-invocable",
+        "argument-hint",
+        "disable-model-invocation",
+        "arguments",
+    }
 )
 # Claude Code extensions: accepted, reported as ignored (never silently dropped).
 CLAUDE_SKILL_KEYS = frozenset(
     {
-        "disable-model-invocation",
         "context",
         "agent",
         "paths",
-        "arguments",
         "when_to_use",
         "model",
         "version",
@@ -276,6 +292,24 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
             "user-invocable must be true or false; the skill stays a slash command",
             "write `user-invocable: false`",
         )
+    names = argument_names(data.get("arguments"))
+    if names is None:
+        add(
+            "warning",
+            "skill.invalid_field",
+            "arguments",
+            "arguments must be names (letters, digits, '_'), as a list or a space-separated string; ignored",
+            "write `arguments: [issue, priority]`",
+        )
+    hidden = _flag(data.get("disable-model-invocation", False))
+    if hidden is None:
+        add(
+            "warning",
+            "skill.invalid_field",
+            "disable-model-invocation",
+            "disable-model-invocation must be true or false; the model may load the skill",
+            "write `disable-model-invocation: true`",
+        )
     spec = SkillSpec(
         name=dir_name,
         description=description[:4096],
@@ -290,6 +324,8 @@ def parse_skill(doc: FrontmatterDoc, directory: Path, source: Source) -> tuple[S
         level=source.level,
         origin=source.id,
         user_invocable=invocable is not False,
+        model_invocable=hidden is not True,
+        argument_names=names or (),
         argument_hint=str(hint)[:512] if hint is not None and str(hint).strip() else None,
     )
     return spec, diags

@@ -17,6 +17,7 @@ from typing import cast
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.run_events import ApprovalChoice, ApprovalRequestedV1, ApprovalResolvedV1, RunOwner, RunResumedV1
+from bearagent.ports import AskRequest
 from bearagent.runtime.run_context import current_run
 
 AskLike = Callable[[object], Awaitable[ApprovalChoice]]
@@ -62,8 +63,6 @@ class ApprovalBroker:
         return self._attached is not None or self._wait or bool(self._pre)
 
     async def __call__(self, request: object) -> ApprovalChoice:
-        from bearagent.tools.gate import AskRequest  # the gate's request type (tools/ depends on runtime, not back)
-
         assert isinstance(request, AskRequest)
         call_id = request.context.tool_call_id
         if call_id is not None and call_id in self._pre:

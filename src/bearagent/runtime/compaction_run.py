@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
 
 from bearagent.domain.budgets import BudgetUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -29,14 +28,11 @@ from bearagent.domain.run_events import (
     parse_run_event_payload,
 )
 from bearagent.runtime.cursor import RunCursor
-from bearagent.runtime.loop_state import LoopState, RunFailure
+from bearagent.runtime.loop_state import LoopState, RunFailure, RunOutcome
 from bearagent.runtime.model_calls import ModelCalls
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
-
-if TYPE_CHECKING:
-    from bearagent.runtime.loop import RunOutcome
 
 COMPACT_TRIGGER_REF = "compact"
 
@@ -53,8 +49,6 @@ async def compaction_run(
     observer: RunObserver,
     prompt_hash: str,
 ) -> RunOutcome:
-    from bearagent.runtime.loop import RunOutcome
-
     run_id = recorder.run_id
     state = LoopState(plan=plan)
     await recorder.append(
@@ -136,8 +130,6 @@ async def end_resumed_compaction(
     """End a `/compact` run a resume took over (its process died): it is not asked again, since the user may no
     longer want it. If its `ContextCompacted` was recorded, the compaction happened and the run succeeds; otherwise
     nothing was compacted and the run fails saying so."""
-    from bearagent.runtime.loop import RunOutcome
-
     run_id = recorder.run_id
     done = next(
         (

@@ -1,7 +1,7 @@
 """ContextBuilder: the system prompt of a run, built from its parts in a fixed order, and its hash.
 
-Order: agent body, project instructions (AGENTS.md / CLAUDE.md), skill catalog, environment facts, unavailable
-tool servers. The agent's `system_reminder` is not part of the system prompt: it is re-injected as a short
+Order: agent body, output style, project instructions (AGENTS.md / CLAUDE.md), preloaded skills, skill catalog,
+environment facts, unavailable tool servers. The agent's `system_reminder` is not part of the system prompt: it is re-injected as a short
 `<system-reminder>` user message at the end of every model request (and never stored in the history).
 """
 
@@ -19,6 +19,7 @@ from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import Message, ToolResultPart
 
 MAX_TOOL_RESULT_CHARS_FOR_MODEL = 30_000
+MAX_PRELOADED_SKILL_CHARS = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +28,14 @@ class ContextParts:
     agent_prompt: str
     workspace_root: Path
     today: date
+    output_style: tuple[str, str] | None = None
+    """`(name, instructions)` of the output style in force (`outputStyle`), for the top-level primary agent."""
     project_instructions: str | None = None
     project_instructions_source: str | None = None
     skill_catalog: str | None = None
+    preloaded_skills: Sequence[tuple[str, str]] = field(default_factory=tuple[tuple[str, str], ...])
+    """`(name, instructions)` of skills loaded up front (a Claude Code agent's `skills:`), at most
+    `MAX_PRELOADED_SKILL_CHARS` in all."""
     system_reminder: str | None = None
     unavailable_servers: Sequence[str] = field(default_factory=tuple[str, ...])
     additional_directories: Sequence[str] = field(default_factory=tuple[str, ...])
@@ -42,9 +48,21 @@ class ContextBuilder:
 
     def system_prompt(self, parts: ContextParts) -> str:
         sections: list[str] = [parts.agent_prompt.strip() or f"You are the {parts.agent_name} agent."]
+        if parts.output_style is not None and parts.output_style[1].strip():
+            name, text = parts.output_style
+            sections.append(f"# Output style: {name}\n\n{text.strip()}")
         if parts.project_instructions and parts.project_instructions.strip():
             source = parts.project_instructions_source or "project instructions"
             sections.append(f"# Project instructions ({source})\n\n{parts.project_instructions.strip()}")
+        budget = MAX_PRELOADED_SKILL_CHARS
+        for name, body in parts.preloaded_skills:
+            text = body.strip()
+            if len(text) > budget:
+                text = text[: max(0, budget)] + f"\n… [skill {name!r} cut: the preloaded skills' limit was reached]"
+            sections.append(f"# Skill: {name} (preloaded)\n\n{text}")
+            budget -= len(text)
+            if budget <= 0:
+                break
         if parts.skill_catalog and parts.skill_catalog.strip():
             sections.append(
                 "# Skills\n\nLoad a skill with the Skill tool when the task matches its description.\n\n"

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from bearagent.domain.budgets import BudgetUsage
@@ -30,7 +30,6 @@ from bearagent.domain.messages import Message
 from bearagent.domain.models import (
     ModelCompleted,
     ModelToolCall,
-    StopReason,
 )
 from bearagent.domain.run_events import (
     UNPLANNED_PROMPT_HASH,
@@ -59,17 +58,27 @@ from bearagent.ports import Clock, RunStorage
 from bearagent.runtime.approvals import RunSuspended
 from bearagent.runtime.compaction_run import COMPACT_TRIGGER_REF, end_resumed_compaction
 from bearagent.runtime.context import ContextBuilder, tool_result_message
+from bearagent.runtime.continuation import join_parts
 from bearagent.runtime.cursor import InFlightCall, RunCursor
 from bearagent.runtime.loop_state import (
     SWITCH_TOOL,
     LoopState,
     ModelTurn,
     RunFailure,
+    RunOutcome,
     assistant_message,
 )
 from bearagent.runtime.model_calls import ModelCalls
 from bearagent.runtime.observer import NullObserver, RunObserver
-from bearagent.runtime.plan import STOP_BLOCK_CAP, AgentPlan, BatchedCall, LoopHooks, Planner, RunSpec
+from bearagent.runtime.plan import (
+    STOP_BLOCK_CAP,
+    AgentPlan,
+    BatchedCall,
+    ExpansionHooks,
+    LoopHooks,
+    Planner,
+    RunSpec,
+)
 from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_context import CurrentRun, current_run
@@ -83,19 +92,6 @@ CONTINUE_PROMPT = (
 )
 
 DEFAULT_STOP_HOOK_CAP = STOP_BLOCK_CAP
-
-
-@dataclass(frozen=True, slots=True)
-class RunOutcome:
-    run_id: RunId
-    status: str
-    agent_name: str
-    final_text: str
-    usage: BudgetUsage
-    steps: int
-    error: ErrorInfo | None = None
-    stop_reason: StopReason | None = None
-    new_messages: tuple[Message, ...] = field(default=(), repr=False)
 
 
 HAND_BACK = "bearagent:hand-back"
@@ -431,6 +427,22 @@ class AgentLoop:
         """A new run's first messages: the goal, with what a UserPromptSubmit hook adds (or its block)."""
         goal = spec.goal
         if self._hooks is not None:
+            contexts: list[str] = []
+            if spec.expansion is not None and isinstance(self._hooks, ExpansionHooks):
+                expanded = await self._hooks.user_prompt_expansion(
+                    recorder.run_id, state.plan.agent_name, spec.expansion
+                )
+                if expanded.block_reason is not None:
+                    raise RunFailure(
+                        ErrorInfo.of(
+                            "hook",
+                            "prompt_blocked",
+                            f"a UserPromptExpansion hook blocked the command {spec.expansion.prompt[:200]!r}: "
+                            f"{expanded.block_reason}",
+                        )
+                    )
+                if expanded.additional_context:
+                    contexts.append(expanded.additional_context)
             decision = await self._hooks.user_prompt_submit(recorder.run_id, state.plan.agent_name, goal)
             if decision.block_reason is not None:
                 raise RunFailure(
@@ -439,8 +451,11 @@ class AgentLoop:
                     )
                 )
             if decision.additional_context:
-                goal = f"{goal}\n\n{decision.additional_context}"
-                await recorder.append(MessageInjectedV1(kind="prompt_context", text=decision.additional_context))
+                contexts.append(decision.additional_context)
+            if contexts:  # one fact: a replay repeats it as the prompt's context
+                added = "\n\n".join(contexts)
+                goal = f"{goal}\n\n{added}"
+                await recorder.append(MessageInjectedV1(kind="prompt_context", text=added))
         messages: list[Message] = [Message.system(state.plan.system_prompt), *spec.history, Message.user(goal)]
         return _Start(messages=messages, first_new=len(messages) - 1)
 
@@ -508,7 +523,7 @@ class AgentLoop:
                 messages.append(Message.user(CONTINUE_PROMPT))
                 continue
             if not turn.tool_calls:
-                final_text = "".join(continued) + turn.text
+                final_text = join_parts([*continued, turn.text])  # a clean seam (runtime/continuation.py)
                 if turn.completed.stop_reason == "refusal" and turn.completed.refusal:
                     final_text = turn.completed.refusal
                 if self._hooks is not None and turn.completed.stop_reason != "refusal":

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bearagent.domain.budgets import TokenUsage
+from bearagent.domain.budgets import BudgetUsage, TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.ids import ActivityId, ModelCallId, ToolCallId
+from bearagent.domain.ids import ActivityId, ModelCallId, RunId, ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart
-from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall
+from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall, StopReason
 from bearagent.domain.run_events import (
     ModelCallRequestedV2,
     ModelCallRequestedV3,
@@ -121,3 +121,16 @@ def usage_of(exc: BaseException) -> TokenUsage:
     """The usage a failed provider call reports on its exception (none when it has none)."""
     usage = getattr(exc, "usage", None)
     return usage if isinstance(usage, TokenUsage) else TokenUsage()
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    run_id: RunId
+    status: str
+    agent_name: str
+    final_text: str
+    usage: BudgetUsage
+    steps: int
+    error: ErrorInfo | None = None
+    stop_reason: StopReason | None = None
+    new_messages: tuple[Message, ...] = field(default=(), repr=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol, cast, runtime_checkable
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BudgetLimits
@@ -14,7 +14,7 @@ from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest, ToolDescriptor
 from bearagent.domain.run_events import RunEventPayload, RunRequest, TriggerType
-from bearagent.domain.specs import ModelPrice
+from bearagent.domain.specs import ActionSpec, ModelPrice
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import ModelProvider, ToolContext
 
@@ -102,6 +102,25 @@ class AgentPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandExpansion:
+    """A typed slash command (`/name args`, `bearagent action run name args`) whose body became the run's goal:
+    what Claude Code's UserPromptExpansion hook reads."""
+
+    command_name: str
+    command_args: str
+    command_source: str
+    """`project` (a workspace file) or `user` (the user's config dir, a plugin, a built-in)."""
+    prompt: str
+    """The command as typed: `/name args`."""
+
+    @classmethod
+    def of(cls, action: ActionSpec, arguments: str) -> CommandExpansion:
+        source = "project" if action.level == "workspace" else "user"
+        typed = f"/{action.name} {arguments}".rstrip()
+        return cls(command_name=action.name, command_args=arguments, command_source=source, prompt=typed)
+
+
+@dataclass(frozen=True, slots=True)
 class RunSpec:
     """The caller's side of a run: the goal and where it belongs."""
 
@@ -119,6 +138,8 @@ class RunSpec:
     """Facts that happened before the run existed (SessionStart hook executions), recorded after RunStarted."""
     request: RunRequest = field(default_factory=RunRequest)
     """Who asked and the per-run choices (RunCreated v3)."""
+    expansion: CommandExpansion | None = None
+    """The slash command the goal was expanded from (UserPromptExpansion hooks fire before UserPromptSubmit)."""
 
 
 STOP_BLOCK_CAP = 8
@@ -154,6 +175,16 @@ class BatchedCall:
     arguments: Mapping[str, JsonValue]
     tool_call_id: str
     content: str
+
+
+@runtime_checkable
+class ExpansionHooks(Protocol):
+    """Hook adapters that fire UserPromptExpansion (a run started from a slash command); the loop's other adapters
+    (a replay's) need not."""
+
+    async def user_prompt_expansion(self, run_id: RunId, agent: str, expansion: CommandExpansion) -> PromptDecision:
+        """Before UserPromptSubmit: a block refuses the command; context is added to the prompt."""
+        ...
 
 
 class LoopHooks(Protocol):

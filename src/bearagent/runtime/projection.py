@@ -284,7 +284,8 @@ def _skills(agent: AgentSpec, caps: Capabilities, grant: ToolGrant, diags: list[
         candidates = sorted(caps.skills) if agent.skills is None else list(dict.fromkeys(agent.skills))
         for name in candidates:
             if name in caps.skills:
-                skill_names.append(name)
+                if caps.skills[name].model_invocable:  # `disable-model-invocation`: only `/name` loads it
+                    skill_names.append(name)
             else:
                 diags.append(
                     agent_warning(

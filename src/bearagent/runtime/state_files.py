@@ -22,6 +22,21 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 """The files SQLite creates next to a database (and opens following symlinks, so they are checked first)."""
+STATE_DIR_NAME = ".bearagent"
+STATE_GITIGNORE = """\
+# BearAgent's local state (run logs, session transcripts, locks, tool artifacts); never commit it.
+state.db*
+transcripts/
+locks/
+tool-results/
+artifacts/
+"""
+"""The `.gitignore` `bearagent init` writes, and BearAgent writes on its own the first time it keeps state in a
+`.bearagent/` folder without one: a run in someone's repository never leaves files `git status` shows."""
+SELF_IGNORE = (
+    "# BearAgent created this folder for its state: this file ignores itself (delete these lines to commit it)\n"
+    "/.gitignore\n"
+)
 
 
 class StateSymlink(BearAgentError):
@@ -57,21 +72,24 @@ def _not_a_directory(path: Path) -> StateSymlink:
     )
 
 
-def _open_dir(name: str, dir_fd: int, shown: Path, *, create: bool) -> int:
+def _open_dir(name: str, dir_fd: int, shown: Path, *, create: bool) -> tuple[int, bool]:
+    """A directory fd of `name` in `dir_fd`, and whether this call created it."""
+    created = False
     for _ in range(2):
         try:
-            return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+            return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd), created
         except FileNotFoundError:
             if not create:
                 raise
             with contextlib.suppress(FileExistsError):
                 os.mkdir(name, 0o700, dir_fd=dir_fd)
+                created = True
         except OSError as exc:
             if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                 raise
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             raise (symlink_refused(shown) if stat.S_ISLNK(st.st_mode) else _not_a_directory(shown)) from None
-    return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+    return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd), created
 
 
 def open_state_dir(data_dir: Path, *subdirs: str, create: bool = True) -> int:
@@ -85,13 +103,35 @@ def open_state_dir(data_dir: Path, *subdirs: str, create: bool = True) -> int:
     try:
         for name in (data_dir.name, *subdirs):
             shown = shown / name
-            nfd = _open_dir(name, fd, shown, create=create)
+            nfd, created = _open_dir(name, fd, shown, create=create)
             os.close(fd)
             fd = nfd
+            if create and shown == data_dir and name == STATE_DIR_NAME:
+                _write_gitignore(fd, self_ignored=created)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _write_gitignore(dir_fd: int, *, self_ignored: bool) -> None:
+    """`STATE_GITIGNORE` as `.gitignore` in the directory `dir_fd`, unless one exists (never through a symlink: an
+    exclusive create fails on any existing name). A directory BearAgent cannot write reports that elsewhere.
+
+    In a `.bearagent/` BearAgent has just created (nothing of the user's is in it), the file ignores itself too, so a
+    run leaves `git status` exactly as it was; in a folder the user made (a committed config.yaml) it does not, and
+    shows as one new file to commit beside that config."""
+    text = STATE_GITIGNORE + (SELF_IGNORE if self_ignored else "")
+    try:
+        fd = os.open(
+            ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd
+        )
+    except OSError:
+        return  # it exists (the user's own, kept as it is) or the directory is read-only (the store says so)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 def open_state_file(data_dir: Path, parts: Sequence[str], flags: int, *, create: bool = True) -> int:

@@ -6,12 +6,24 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 
-if TYPE_CHECKING:
-    from bearagent.runtime.projection import ProjectedTool
+
+class NamedTool(Protocol):
+    """What the collision check reads of a projected tool (`runtime.projection.ProjectedTool`, which imports this
+    module: the check needs only these fields, so it names them here instead of importing back)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def internal_name(self) -> str: ...
+    @property
+    def origin(self) -> str: ...
+
 
 PROVIDER_SAFE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 ACTION_PREFIX = "action__"
@@ -36,9 +48,9 @@ def action_tool_name(action: str) -> str:
     return provider_safe_name(ACTION_PREFIX + action)
 
 
-def check_collisions(agent_name: str, tools: Sequence[ProjectedTool]) -> None:
+def check_collisions(agent_name: str, tools: Sequence[NamedTool]) -> None:
     """Raise `BearAgentError(configuration.tool_name_collision)` if two tools got one projected name."""
-    seen: dict[str, ProjectedTool] = {}
+    seen: dict[str, NamedTool] = {}
     for tool in tools:
         if not PROVIDER_SAFE_RE.match(tool.name):  # pragma: no cover - provider_safe_name guarantees it
             raise AssertionError(tool.name)

@@ -1,5 +1,12 @@
-"""Run a command inside the sandbox under per-call limits (run as `python3 -I -S _limits.py PROCS DATA FSIZE -- argv`;
-each limit a number or `-` for none; standard library only, nothing of BearAgent imported).
+"""Run a command inside the sandbox under per-call limits and Landlock scopes (run as
+`python3 -I -S _limits.py PROCS DATA FSIZE -- argv`; each limit a number or `-` for none; standard library only,
+nothing of BearAgent imported).
+
+- Landlock scopes (Linux 6.12+, Landlock ABI 6): the command and everything it starts cannot connect to an abstract
+  Unix socket (one with no path) made outside the sandbox, nor signal a process outside it. Abstract sockets are per
+  network namespace, so this matters with `network: allow`, where the sandbox shares the host's (X11's, a session
+  bus's, an IDE's or an agent's abstract socket). On an older kernel the command runs without the scopes (the
+  documented gap).
 
 - `DATA` and `FSIZE`: `RLIMIT_DATA` (a process's heap and private writable mappings: an allocation beyond it fails,
   so a memory hog gets `MemoryError` / `Cannot allocate memory`) and `RLIMIT_FSIZE` (a write beyond it fails), set
@@ -14,9 +21,11 @@ Otherwise the exit status is the command's (128 + the signal when a signal ended
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import signal
+import struct
 import sys
 import time
 
@@ -31,6 +40,36 @@ def _limit(which: int, value: str) -> None:
     if hard != resource.RLIM_INFINITY and hard < number:
         number = hard  # already lower: keep it (a process cannot raise its hard limit)
     resource.setrlimit(which, (number, number))
+
+
+LANDLOCK_CREATE_RULESET = 444
+LANDLOCK_RESTRICT_SELF = 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET = 1
+LANDLOCK_SCOPE_SIGNAL = 2
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def _scope() -> bool:
+    """Enter a Landlock domain that scopes abstract Unix sockets and signals; False where the kernel has no scopes
+    (the syscall numbers are the same on every Linux architecture BearAgent runs on)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syscall(LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION) < 6:
+            return False
+        attr = struct.pack("QQQ", 0, 0, LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL)
+        buffer = ctypes.create_string_buffer(attr, len(attr))
+        ruleset = libc.syscall(LANDLOCK_CREATE_RULESET, buffer, len(attr), 0)
+        if ruleset < 0:
+            return False
+        try:
+            if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                return False
+            return libc.syscall(LANDLOCK_RESTRICT_SELF, ruleset, 0) == 0
+        finally:
+            os.close(ruleset)
+    except (OSError, AttributeError):
+        return False
 
 
 def _count() -> int:
@@ -48,6 +87,7 @@ def main(argv: list[str]) -> int:
     pid = os.fork()
     if pid == 0:
         try:
+            _scope()
             _limit(resource.RLIMIT_DATA, data)
             _limit(resource.RLIMIT_FSIZE, fsize)
             _limit(resource.RLIMIT_NPROC, procs)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bearagent.sandbox.settings import ShellEnvPolicy
+from bearagent.sandbox.settings import SECRET_PATTERNS as SECRET_PATTERNS
+from bearagent.sandbox.settings import ShellEnvPolicy
+from bearagent.sandbox.settings import is_secret_name as is_secret_name
 
 CORE_VARS: tuple[str, ...] = (
     "PATH",
@@ -42,7 +42,6 @@ CORE_VARS: tuple[str, ...] = (
 )
 """What `inherit: core` passes (plus every `LC_*`): enough for a shell, a compiler, git, and test runners."""
 CORE_PREFIXES: tuple[str, ...] = ("LC_",)
-SECRET_PATTERNS: tuple[str, ...] = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*CREDENTIAL*")
 DEFAULT_KEY_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 """Key variables the providers read when an entry names none; never passed to the shell."""
 
@@ -50,11 +49,6 @@ DEFAULT_KEY_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 def _match(name: str, patterns: Iterable[str]) -> bool:
     upper = name.upper()
     return any(fnmatch.fnmatchcase(upper, p.upper()) for p in patterns)
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a variable name looks like it holds a secret (case-insensitive *KEY*, *TOKEN*, ...)."""
-    return _match(name, SECRET_PATTERNS)
 
 
 def build_shell_env(

@@ -44,6 +44,10 @@ class ShellLaunch:
     def sandboxed(self) -> bool:
         return self.prepared is not None
 
+    def notes(self) -> list[str]:
+        """What the kernel's ceilings stopped in the call (`cgroups.py`); read before `finish`."""
+        return self.prepared.notes() if self.prepared is not None else []
+
     def finish(self) -> list[str]:
         """The call is over; the notes for its result (a repository it planted, disarmed: `git_plants`)."""
         return self.prepared.finish() if self.prepared is not None else []

@@ -4,7 +4,9 @@
 Hidden by default (each under the user's home as the environment names it and as the password database does, when
 it exists): the secret stores in `HIDDEN_IN_HOME`, BearAgent's own user directory, `$XDG_CONFIG_HOME`,
 `$XDG_RUNTIME_DIR` (the user's agent and bus sockets) and the container-engine sockets in `HIDDEN_SOCKETS`; plus
-every `sandbox.hide` entry. A hidden directory becomes an empty private tmpfs, a hidden file (or socket) `/dev/null`.
+every `sandbox.hide` entry. With `sandbox.home: hidden` (the default) every home of the machine's people (yours and
+`_other_homes`) is hidden as a whole but for your toolchains; with `visible`, the deny-list holds in other people's
+homes too. A hidden directory becomes an empty private tmpfs, a hidden file (or socket) `/dev/null`.
 Inside the hidden `~/.config`, git's own files (`READABLE_IN_HIDDEN`) stay readable so `git commit` finds the
 user's identity and ignore rules.
 """
@@ -150,6 +152,58 @@ HIDDEN_SOCKETS: tuple[str, ...] = (
 )
 """Sockets that would let a confined command drive something unconfined (a socket on a read-only mount still
 accepts connections)."""
+CREDENTIAL_VARIABLES: tuple[str, ...] = (
+    "GNUPGHOME",
+    "PASSWORD_STORE_DIR",
+    "NETRC",
+    "GH_CONFIG_DIR",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "AZURE_CONFIG_DIR",
+    "KUBECONFIG",
+    "DOCKER_CONFIG",
+    "REGISTRY_AUTH_FILE",
+    "NPM_CONFIG_USERCONFIG",
+    "PIP_CONFIG_FILE",
+    "PYPIRC",
+    "CARGO_HOME",
+    "GEM_HOST_API_KEY_FILE",
+    "VAULT_TOKEN_FILE",
+    "HF_HOME",
+    "HF_TOKEN_PATH",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "HISTFILE",
+    "PGPASSFILE",
+    "PGSERVICEFILE",
+    "MYSQL_HISTFILE",
+)
+"""Variables that name a credential store somewhere else than its usual place in the home (a CI's
+`/secrets/gcp.json`, a `KUBECONFIG` list, a shared `CARGO_HOME`): each absolute path they name, in BearAgent's
+environment or the shell's, is hidden like the deny-list (`CARGO_HOME` only as its credential files). Git's own
+`GIT_CONFIG_GLOBAL` is not among them: it stays readable, as `~/.gitconfig` does."""
+_ONLY_INSIDE: dict[str, tuple[str, ...]] = {"CARGO_HOME": ("credentials", "credentials.toml")}
+
+
+def _named_by_variables(env: Mapping[str, str]) -> list[Path]:
+    out: list[Path] = []
+    for name in CREDENTIAL_VARIABLES:
+        for source in (env, os.environ):
+            for raw in (source.get(name) or "").split(os.pathsep):
+                if not raw.startswith("/") or os.path.normpath(raw) == "/":
+                    continue
+                base = Path(os.path.normpath(raw))
+                if name in _ONLY_INSIDE:
+                    out.extend(base / inside for inside in _ONLY_INSIDE[name])
+                else:
+                    out.append(base)
+    return out
+
+
 READABLE_IN_HIDDEN: tuple[str, ...] = (
     ".config/git/config",
     ".config/git/ignore",
@@ -294,6 +348,37 @@ def _homes(env: Mapping[str, str]) -> list[Path]:
     return homes
 
 
+HOMES_DIR = "/home"
+MAX_OTHER_HOMES = 256
+_SYSTEM_DIRS = frozenset(
+    ("/", "/bin", "/sbin", "/usr", "/etc", "/dev", "/proc", "/sys", "/run", "/var", "/tmp", "/lib", "/lib64", "/opt")
+)
+
+
+def _other_homes(own: list[Path]) -> list[Path]:
+    """The home directories of the machine's other people: each directory in `/home`, and the home of each account
+    of the password database that is root or a person's (uid 1000 and up, not `nobody`), where it exists. System
+    accounts' homes (`/var/lib/postgresql`, `/nonexistent`) are not homes of people and stay as they are. At most
+    `MAX_OTHER_HOMES`."""
+    found: list[Path] = []
+    with contextlib.suppress(OSError), os.scandir(HOMES_DIR) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                found.append(Path(entry.path))
+            if len(found) >= MAX_OTHER_HOMES:
+                break
+    with contextlib.suppress(OSError, KeyError):
+        for account in pwd.getpwall():
+            if len(found) >= MAX_OTHER_HOMES:
+                break
+            if not (account.pw_uid == 0 or 1000 <= account.pw_uid < 65534) or not account.pw_dir.startswith("/"):
+                continue
+            path = Path(os.path.normpath(account.pw_dir))
+            if str(path) not in _SYSTEM_DIRS and path not in found and path.is_dir() and not path.is_symlink():
+                found.append(path)
+    return [h for h in found if h not in own]
+
+
 def _expand(raw: str, homes: list[Path]) -> list[Path]:
     if raw == "~" or raw.startswith("~/"):
         rest = raw[2:]
@@ -314,16 +399,22 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         if value and value.startswith("/"):
             hidden.append(Path(value))
     hidden.extend(Path(p) for p in HIDDEN_SOCKETS)
+    hidden.extend(_named_by_variables(env))
     for raw in (*settings.hide, *settings.credentials):
         hidden.extend(_expand(raw, homes))
     readable = [h / rel for h in homes for rel in READABLE_IN_HIDDEN]
-    hidden_homes: list[Path] = homes if settings.home == "hidden" else []
+    others = _other_homes(homes)
+    if settings.home == "hidden":
+        hidden_homes: list[Path] = [*homes, *others]
+    else:  # your own home visible: other people's homes keep their credential stores hidden
+        hidden_homes = []
+        hidden.extend(h / rel for h in others for rel in HIDDEN_IN_HOME if os.path.lexists(h / rel))
     home_readable: list[Path] = []
     if hidden_homes:
         home_readable = [h / rel for h in homes for rel in HOME_READABLE if (h / rel).is_dir()]
         for prefix in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}:
             real = Path(os.path.realpath(prefix))
-            if any(real == h or h in real.parents for h in homes):
+            if any(real == h or h in real.parents for h in hidden_homes):
                 home_readable.append(real)
     unique = list(dict.fromkeys(str(Path(os.path.normpath(p))) for p in hidden))
     return SandboxRequest(

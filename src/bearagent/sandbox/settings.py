@@ -35,6 +35,7 @@ the defaults, for the trust check of workspace files.
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,11 +44,22 @@ from typing import Literal, TypeAlias, cast
 from pydantic import Field
 
 from bearagent.domain._base import DomainModel
-from bearagent.sandbox.env import is_secret_name
 from bearagent.sandbox.limits import SandboxLimits, parse_limits
 from bearagent.sandbox.problems import Problem
 
 SandboxMode: TypeAlias = Literal["workspace-write", "read-only", "off"]
+
+SECRET_PATTERNS: tuple[str, ...] = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*CREDENTIAL*")
+"""Names that look like they hold a secret: `sandbox/env.py` drops them from a command's environment, and an
+`include` naming one loosens the policy (here, beside the policy, so `env` imports settings and not back)."""
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable name looks like it holds a secret (case-insensitive *KEY*, *TOKEN*, ...)."""
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, p.upper()) for p in SECRET_PATTERNS)
+
+
 NetworkMode: TypeAlias = Literal["deny", "allow"]
 NetworkSetting: TypeAlias = NetworkMode | tuple[str, ...]
 """`deny`, `allow`, or the hosts the shell may reach through the proxy (`bearagent.sandbox.proxy`): normalised
@@ -291,7 +303,7 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
             else:
                 problems.append(Problem(where, "must be true or false", f"write `{name}: true`"))
         else:
-            from bearagent.config.files import did_you_mean
+            from bearagent.domain.suggest import did_you_mean
 
             guess = did_you_mean(name, SANDBOX_KEYS)
             problems.append(
@@ -342,7 +354,7 @@ def parse_shell_env(value: object) -> tuple[dict[str, object], list[Problem]]:
             else:
                 problems.append(Problem(where, "must be a mapping of NAME: value", 'write `set: {CI: "1"}`'))
         else:
-            from bearagent.config.files import did_you_mean
+            from bearagent.domain.suggest import did_you_mean
 
             guess = did_you_mean(name, SHELL_ENV_KEYS)
             problems.append(

@@ -6,7 +6,8 @@ agent's (ssh-agent, gpg-agent), a container engine's, the session bus, X11. Rath
 sandbox covers every socket with a path the kernel lists in `/proc/net/unix` (bound by any process of this network
 namespace; listening or not) plus the well-known places of `request.HIDDEN_SOCKETS` (sockets of other namespaces
 cannot be listed). Abstract sockets (no path) are per network namespace, and the sandbox has its own unless
-`network: allow`. At most `MAX_SOCKETS` are covered (the first ones listed).
+`network: allow`; then the Landlock scope of `_limits.py` refuses the host's (Linux 6.12+). At most `MAX_SOCKETS`
+are covered (the first ones listed).
 """
 
 from __future__ import annotations

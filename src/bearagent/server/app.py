@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bearagent.domain.errors import BearAgentError
-from bearagent.server import approvals, routes, streams, ui
+from bearagent.server import a2a, approvals, routes, streams, ui
 from bearagent.server.access import Access
 from bearagent.server.auth import Authenticator
 from bearagent.server.edges import BodyLimit
@@ -44,6 +44,7 @@ def create_app(
     max_sse_per_caller: int = 16,
     sse_idle_timeout_s: float = 300.0,
     resume_on_start: bool = False,
+    body_timeout_s: float = 60.0,
 ) -> FastAPI:
     feeds = Feeds(lambda ws: manager.runtime(ws).store, manager.runtimes_of)
     manager.on_runtime(feeds.runtime_made)
@@ -89,12 +90,16 @@ def create_app(
             500, "internal", "internal.unexpected", f"internal error ({type(exc).__name__}); see the server log"
         )
 
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)  # chunked bodies too, before auth (server/edges.py)
+    # chunked and slow bodies too, before auth (server/edges.py)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout_s=body_timeout_s)
 
     access = Access(manager)
     routes.register(app, access, max_active_runs_per_caller=max_active_runs_per_caller)
-    streams.register(app, access, feeds, StreamSlots(max_sse_per_caller), idle_s=sse_idle_timeout_s)
+    slots = StreamSlots(max_sse_per_caller)  # one count per caller for every SSE route (runs, feed, A2A)
+    streams.register(app, access, feeds, slots, idle_s=sse_idle_timeout_s)
     approvals.register(app, access)
+    # A2A v1.0: agent cards and the JSON-RPC binding (a2a.py)
+    a2a.register(app, access, slots, max_active_runs_per_caller=max_active_runs_per_caller)
     ui.mount(app, access)  # the run inspector page at /ui (ui.py)
     _document_errors(app)
     return app

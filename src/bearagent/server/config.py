@@ -45,7 +45,9 @@ class ServerConfig:
     max_header_bytes: int = 16_384
     """`limits.max_header_bytes`: the largest request head (uvicorn's `h11_max_incomplete_event_size`)."""
     max_connections: int = 1_000
-    """`limits.max_connections`: over this many open connections new requests get 503 (`limit_concurrency`)."""
+    """`limits.max_connections`: a connection opened while this many are open is answered 503 and closed."""
+    body_timeout_s: float = 60.0
+    """`limits.body_timeout_s`: a request's body must have arrived this long after the request started, else 408."""
     resume_on_start: bool = False
     store: StoreSettings | None = None
     """`store:`: where every served workspace keeps its runs (outranks the user config's; None: as each workspace
@@ -142,6 +144,7 @@ def load_server_config(path: Path | None, extra_dirs: Sequence[Path]) -> ServerC
         keep_alive_timeout_s=_seconds(limits, "keep_alive_timeout_s", 5.0),
         max_header_bytes=_int(limits, "max_header_bytes", 16_384),
         max_connections=_int(limits, "max_connections", 1_000),
+        body_timeout_s=_seconds(limits, "body_timeout_s", 60.0),
     )
 
 

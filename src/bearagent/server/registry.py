@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from bearagent.app.runtime import open_runtime
 from bearagent.config.model import ExecutionPolicy
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -141,7 +142,7 @@ class RunManager:
             loaded = load_workspace(
                 entry.root_path, env=self._env, store=self._store, execution_policy=entry.declared_policy
             )
-            runtime = WorkspaceRuntime(loaded)
+            runtime = open_runtime(loaded)
             self._runtimes[workspace_id] = runtime
             for listener in tuple(self._listeners):
                 listener(workspace_id, runtime)

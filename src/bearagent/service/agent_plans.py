@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
+from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.domain.tools import ToolSpec
@@ -37,13 +38,13 @@ from bearagent.tools.spill import SPILL_DIR_SETTING
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from bearagent.service.runner import WorkspaceRuntime
+    from bearagent.service.host import PlanHost
 
 
 class AgentPlans:
     """Plans the agents of one workspace runtime (see the module docstring)."""
 
-    def __init__(self, runtime: WorkspaceRuntime) -> None:
+    def __init__(self, runtime: PlanHost) -> None:
         self._rt = runtime
         self.context = ContextBuilder()
         """The one context builder of the runtime's plans (system prompts, reminders, prompt hashes)."""
@@ -58,10 +59,29 @@ class AgentPlans:
         agent = self.require_agent(agent_name)
         self._model_entry(agent, self._rt.loaded.project(agent.name, mcp_tools=[]).model, model_override)
 
+    def _preloaded_skills(self, agent: AgentSpec) -> tuple[tuple[str, str], ...]:
+        """Claude Code's agent `skills:` preloads the skills' instructions into the agent's context: for an agent
+        file from `.claude/agents/` (BearAgent's own files read `skills:` as the `Skill` tool's allowlist only)."""
+        if agent.skills is None or not agent.origin.startswith("compat:"):
+            return ()
+        found = (self._rt.loaded.skills.get(name) for name in dict.fromkeys(agent.skills))
+        return tuple((skill.name, skill.body) for skill in found if skill is not None and skill.body.strip())
+
     def _model_entry(self, agent: AgentSpec, projected: ModelEntry | None, model_override: str | None) -> ModelEntry:
         entry = projected
         if model_override is not None:
             entry = self._rt.loaded.models.resolve(model_override, where="--model")
+            allowed = self._rt.loaded.available_models
+            if allowed is not None and not {model_override, entry.name, entry.ref, entry.model} & set(allowed[0]):
+                raise BearAgentError(
+                    ErrorInfo.of(
+                        "configuration",
+                        "model_not_available",
+                        f"model {model_override!r} is not one of the availableModels of {allowed[1]}: "
+                        f"{name_list(allowed[0]) or 'none'}",
+                    ),
+                    hint="pick one of those, or add it to availableModels",
+                )
         if entry is None:
             raise BearAgentError(
                 ErrorInfo.of("configuration", "no_model", f"agent {agent.name!r} has no model"),
@@ -144,6 +164,7 @@ class AgentPlans:
                 provider=self._rt.resources.provider(entry, session_key),
                 root=self._rt.root,
                 today=self._rt.clock.now().date(),
+                gates=self._rt.resources.gate,
                 executors=executors,
                 policy=PolicyInputs(
                     rules=PermissionRules.parse(
@@ -164,7 +185,9 @@ class AgentPlans:
                 ask=ask if ask is not None else self._rt.ask,  # pyright: ignore[reportArgumentType]
                 depth=depth,
                 instructions=(instructions.text, instructions.path.name) if instructions is not None else None,
+                output_style=(style.name, style.text) if (style := self._rt.loaded.output_style) is not None else None,
                 skill_catalog=catalog.text,
+                preloaded_skills=self._preloaded_skills(agent),
                 unavailable_servers=unavailable,
                 tool_settings=settings,
                 context=self.context,

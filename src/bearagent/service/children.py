@@ -10,6 +10,7 @@ that started it (nor of any event an enclosing judge was started by), and child 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -21,13 +22,12 @@ from bearagent.domain.ids import RunId, SessionId, ToolCallId
 from bearagent.domain.messages import Message
 from bearagent.domain.models import ModelRequest
 from bearagent.domain.run_events import ChildRunFinishedV2, ChildRunStartedV1, ChildUsage, TriggerType
-from bearagent.domain.specs import ModelEntry, call_timeout_ms
+from bearagent.domain.specs import ModelEntry, ModelPrice, call_timeout_ms
 from bearagent.domain.state import TERMINAL_RUN_STATUSES, RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
 from bearagent.hooks.dispatcher import firing_hook_event
-from bearagent.ports import ToolContext
-from bearagent.registries.actions import render_action
-from bearagent.registries.commands import render_command
+from bearagent.ports import ModelProvider, ToolContext
+from bearagent.registries.actions import invoke_action
 from bearagent.runtime.observer import ChildRunObserver
 from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.run_context import CurrentRun, current_run
@@ -36,7 +36,7 @@ from bearagent.tools.gate import ToolGate
 from bearagent.tools.runtime_tools import ChildRunResult
 
 if TYPE_CHECKING:
-    from bearagent.service.runner import WorkspaceRuntime
+    from bearagent.service.host import RunHost
 
 MAX_SUBAGENT_DEPTH = 3
 
@@ -44,7 +44,7 @@ MAX_SUBAGENT_DEPTH = 3
 class ChildRuns:
     """The child runs of one workspace runtime (see the module docstring)."""
 
-    def __init__(self, runtime: WorkspaceRuntime) -> None:
+    def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
 
     async def judge(self, prompt: str, model: str | None) -> str:
@@ -69,13 +69,11 @@ class ChildRuns:
                     chunks.append(event.text)
             return "".join(chunks)
         _check_depth(parent.spec.depth + 1)
-        plan = AgentPlan(
-            agent_name=JUDGE_AGENT,
-            system_prompt=JUDGE_SYSTEM_PROMPT,
-            model_ref=entry.ref,
-            model_name=entry.model or entry.name,
-            provider=provider,
-            gate=ToolGate({}),
+        plan = judge_plan(
+            entry.ref,
+            entry.model or entry.name,
+            provider,
+            self._rt.resources.gate({}),
             price=entry.price,
             timeout_ms=call_timeout_ms(entry),
         )
@@ -146,12 +144,8 @@ class ChildRuns:
             action = self._rt.loaded.actions.get(name)
             if action is None:
                 raise BearAgentError(ErrorInfo.of("tool", "unknown_action", f"there is no action named {name!r}"))
-            if action.kind == "command":
-                arguments = inputs.get("arguments", "")
-                text = arguments if isinstance(arguments, str) else str(arguments)
-                prompt = render_command(action, text, root=self._rt.root).prompt
-            else:
-                prompt = render_action(action, inputs)
+            # rendered by the one rule (`invoke_action`); a child run keeps its parent's model and tools
+            prompt = invoke_action(action, inputs, root=self._rt.root, models=self._rt.loaded.models).prompt
             agent_name = action.agent or (context.agent_name or self._rt.loaded.config.default_agent)
             return await self.run_child(
                 agent_name, prompt, context.tool_call_id, session_key, depth, model, "subagent", name
@@ -263,6 +257,29 @@ class ChildRuns:
             final_text=outcome.final_text,
             error_message=outcome.error.message if outcome.error is not None else None,
         )
+
+
+def judge_plan(
+    model_ref: str,
+    model_name: str,
+    provider: ModelProvider,
+    gate: ToolGate,
+    *,
+    price: ModelPrice | None = None,
+    timeout_ms: int | None = None,
+) -> AgentPlan:
+    """The plan of a prompt hook's judge: no agent file, no tools (`gate`: an empty one), one model turn. The one
+    owner of it: a live hook's judge (`ChildRuns.judge`) and a replayed one (`service/replay.py`)."""
+    plan = AgentPlan(
+        agent_name=JUDGE_AGENT,
+        system_prompt=JUDGE_SYSTEM_PROMPT,
+        model_ref=model_ref,
+        model_name=model_name,
+        provider=provider,
+        gate=gate,
+        price=price,
+    )
+    return plan if timeout_ms is None else dataclasses.replace(plan, timeout_ms=timeout_ms)
 
 
 JUDGE_AGENT = "hook-judge"

@@ -42,17 +42,24 @@ def _read(path: str) -> str:
         return ""
 
 
-def process_start(pid: int) -> int:
-    """The start time of process `pid` in clock ticks since boot (`/proc/<pid>/stat` field 22); 0 when unknown."""
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """The state letter (`/proc/<pid>/stat` field 3) and start time in clock ticks since boot (field 22) of process
+    `pid`, read at once; None when it has no entry (no such process, or no /proc)."""
     stat = _read(f"/proc/{pid}/stat")
     if not stat:
-        return 0
+        return None
     # the command name (field 2) may hold spaces and parentheses: split after its last ')'
     fields = stat.rsplit(")", 1)[-1].split()
     try:
-        return int(fields[19])
+        return fields[0], int(fields[19])
     except (IndexError, ValueError):
-        return 0
+        return None
+
+
+def process_start(pid: int) -> int:
+    """The start time of process `pid` in clock ticks since boot (`/proc/<pid>/stat` field 22); 0 when unknown."""
+    stat = _proc_stat(pid)
+    return 0 if stat is None else stat[1]
 
 
 @functools.cache
@@ -107,11 +114,7 @@ def owner_gone(owner: RunOwner | None, last_seen: datetime, now: datetime) -> st
         return None
     me = this_process()
     if owner.host == me.host and owner.boot_id and owner.boot_id == me.boot_id:
-        if not _pid_alive(owner.pid):
-            return f"its process (pid {owner.pid} on {owner.host}) is gone"
-        if owner.process_start and process_start(owner.pid) not in (0, owner.process_start):
-            return f"its process (pid {owner.pid} on {owner.host}) is gone; the pid now belongs to another process"
-        return None
+        return _local_owner_gone(owner)
     if owner.host == me.host and owner.boot_id and me.boot_id and owner.boot_id != me.boot_id:
         return f"its host {owner.host} restarted since the run began"
     if now - last_seen > lease:
@@ -119,6 +122,24 @@ def owner_gone(owner: RunOwner | None, last_seen: datetime, now: datetime) -> st
             f"its owner (pid {owner.pid} on {owner.host}) sent no heartbeat since {last_seen.isoformat()}, "
             f"longer than its lease of {owner.lease_ms} ms"
         )
+    return None
+
+
+def _local_owner_gone(owner: RunOwner) -> str | None:
+    """`owner_gone` for an owner on this host and boot. The process's /proc entry is read once, for its state and
+    its start time together: a pid that another, short-lived process took over (pids wrap at 32768 on many hosts,
+    and a busy machine gets there in minutes) may exit between a liveness check and a later read of its start time,
+    and an unreadable start time must not make the dead owner look alive (issue 29: "a dead run is listed as
+    running" under load). An exited process its parent has not reaped yet (a zombie) is gone too."""
+    gone = f"its process (pid {owner.pid} on {owner.host}) is gone"
+    stat = _proc_stat(owner.pid)
+    if stat is None:  # no entry: no such process; or a system without /proc, where only signal 0 can tell
+        return gone if not _pid_alive(owner.pid) else None
+    state, start = stat
+    if state in ("Z", "X"):
+        return f"{gone} (exited; its parent has not collected it yet)"
+    if owner.process_start and start != owner.process_start:
+        return f"{gone}; the pid now belongs to another process"
     return None
 
 

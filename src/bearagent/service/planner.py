@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Protocol
 
 from bearagent.domain._base import JsonValue
+from bearagent.domain.permission_modes import DEFAULT_PERMISSION_MODE, PermissionMode
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.ports import ModelProvider, Tool, ToolInterceptor
 from bearagent.runtime.context import ContextBuilder, ContextParts
@@ -25,10 +27,24 @@ from bearagent.runtime.plan import AgentPlan, BoundTool, CompactionPlan
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
-from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, ExecutionPolicy, PermissionMode, ToolPolicy, WorkspaceKind
+from bearagent.tools.policy import ExecutionPolicy, ToolPolicy, WorkspaceKind
 from bearagent.tools.roots import additional_directories
 
 DEFAULT_MAX_SWITCHES = 10
+
+
+class GateMaker(Protocol):
+    """How a plan's gate is built: `app/` hands one (`app.resources.Resources.gate`, the composition root builds
+    every gate); the planner decides what goes in it. `ToolGate` itself fits (unit tests pass it)."""
+
+    def __call__(
+        self,
+        tools: Mapping[str, Tool],
+        *,
+        policy: ToolPolicy | None = None,
+        interceptor: ToolInterceptor | None = None,
+        ask: Asker | None = None,
+    ) -> ToolGate: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +72,7 @@ class PlanInputs:
     provider: ModelProvider
     root: Path
     today: date
+    gates: GateMaker
     executors: Mapping[str, Tool] = field(default_factory=dict[str, Tool])
     policy: PolicyInputs = field(default_factory=PolicyInputs)
     parent_tools: frozenset[str] | None = None
@@ -63,6 +80,10 @@ class PlanInputs:
     ask: Asker | None = None
     depth: int = 0
     instructions: tuple[str, str] | None = None
+    preloaded_skills: tuple[tuple[str, str], ...] = ()
+    """`(name, instructions)` of the skills a Claude Code agent file preloads (`skills:`)."""
+    output_style: tuple[str, str] | None = None
+    """`(name, instructions)` of the output style in force: added like `instructions`, for a top-level primary."""
     skill_catalog: str | None = None
     unavailable_servers: Sequence[str] = ()
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
@@ -103,16 +124,18 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         unsandboxed_reason=p.unsandboxed_reason,
         extra_roots=additional_directories(inputs.tool_settings),
     )
-    gate = ToolGate(gate_tools, policy=policy, interceptor=inputs.interceptor, ask=inputs.ask)
+    gate = inputs.gates(gate_tools, policy=policy, interceptor=inputs.interceptor, ask=inputs.ask)
     instructions = inputs.instructions if agent.is_primary and inputs.depth == 0 else None
     parts = ContextParts(
         agent_name=agent.name,
         agent_prompt=agent.prompt,
         workspace_root=inputs.root,
         today=inputs.today,
+        output_style=inputs.output_style if agent.is_primary and inputs.depth == 0 else None,
         project_instructions=instructions[0] if instructions is not None else None,
         project_instructions_source=instructions[1] if instructions is not None else None,
         skill_catalog=inputs.skill_catalog if projection.skills else None,
+        preloaded_skills=inputs.preloaded_skills,
         system_reminder=agent.system_reminder,
         additional_directories=additional_directories(inputs.tool_settings),
         unavailable_servers=list(inputs.unavailable_servers),

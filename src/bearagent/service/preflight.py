@@ -45,6 +45,8 @@ def model_key_error(loaded: LoadedWorkspace, agent_name: str | None, model: str 
             entry = resolve_agent_model(agent, loaded.models, default_model=loaded.config.default_model)[0]
         if entry.provider not in defaults:
             return None
+        if entry.provider == "anthropic" and loaded.api_key_helper is not None:
+            return None  # apiKeyHelper gives the key when the run builds the provider (`app/key_helper.py`)
         label, url, var = defaults[entry.provider]
         provider_settings(
             loaded.models.for_use(entry, loaded.env), loaded.env, label=label, default_base_url=url, default_key_env=var

@@ -32,10 +32,8 @@ interrupted).
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, TypeAlias, cast, get_args
 
 from bearagent.domain._base import JsonMapping
@@ -46,15 +44,14 @@ from bearagent.domain.models import ModelEvent, ModelRequest
 from bearagent.domain.run_events import TriggerType
 from bearagent.runtime.log_check import LogCheck, read_log
 from bearagent.runtime.loop import AgentLoop
-from bearagent.runtime.plan import AgentPlan, RunSpec
+from bearagent.runtime.plan import AgentPlan, LoopHooks, RunSpec
 from bearagent.runtime.replaying import RecordedTurnsProvider, ReplayedLoopHooks, ReplayToolCaller
-from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_alignment import REPLAY, FieldChange, Row, align
 from bearagent.runtime.run_steps import ModelStep, RunSteps, ToolStep
-from bearagent.service.runner import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, WorkspaceRuntime
+from bearagent.service.children import JUDGE_AGENT, MAX_SUBAGENT_DEPTH, judge_plan
+from bearagent.service.runner import WorkspaceRuntime
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import ToolGate
-from bearagent.workspace import LoadedWorkspace
 
 Verdict: TypeAlias = Literal["match", "mismatch", "reused", "skipped"]
 EventsOf = Callable[[str], Sequence[Event]]
@@ -150,21 +147,21 @@ class _NoModel:
         raise BearAgentError(ErrorInfo.of("internal", "replay_no_model", "no model is called on replay"))
 
 
-async def replay_run(loaded: LoadedWorkspace, events_of: EventsOf, run_id: str) -> RunReplay:
-    """Replay `run_id` (and its child runs) in `loaded`'s workspace into a scratch store (see the module
-    docstring). Raises `BearAgentError` when the workspace may not run (guard files, trust) or the run's agent
-    cannot be planned."""
-    with tempfile.TemporaryDirectory(prefix="bearagent-replay-") as scratch_dir:
-        scratch = SqliteEventStore(Path(scratch_dir) / "replay.db")
-        runtime = WorkspaceRuntime(loaded, store=scratch)
-        providers: dict[str, RecordedTurnsProvider] = {}
-        runtime.resources.override_providers(lambda entry, key: providers.get(key) or _NoModel())
-        try:
-            runtime.check_guards()  # read-only tools run, MCP servers start: as for any run
-            runtime.check_trust()
-            return await _Replay(runtime, scratch, events_of, providers).run(run_id, 0)
-        finally:
-            await runtime.aclose()
+ReplayLoops: TypeAlias = Callable[[LoopHooks], AgentLoop]
+"""A loop over the scratch store with the given hooks, one model attempt per turn (`app/replay.py` builds it)."""
+
+
+async def replay_in(
+    runtime: WorkspaceRuntime, scratch: SqliteEventStore, loops: ReplayLoops, events_of: EventsOf, run_id: str
+) -> RunReplay:
+    """Replay `run_id` (and its child runs) with `runtime` and `loops`, opened by `app/replay.py` over the scratch
+    store `scratch` (see the module docstring). Raises `BearAgentError` when the workspace may not run (guard
+    files, trust) or the run's agent cannot be planned."""
+    providers: dict[str, RecordedTurnsProvider] = {}
+    runtime.resources.override_providers(lambda entry, key: providers.get(key) or _NoModel())
+    runtime.check_guards()  # read-only tools run, MCP servers start: as for any run
+    runtime.check_trust()
+    return await _Replay(runtime, scratch, loops, events_of, providers).run(run_id, 0)
 
 
 class _Replay:
@@ -172,11 +169,13 @@ class _Replay:
         self,
         runtime: WorkspaceRuntime,
         scratch: SqliteEventStore,
+        loops: ReplayLoops,
         events_of: EventsOf,
         providers: dict[str, RecordedTurnsProvider],
     ) -> None:
         self.runtime = runtime
         self.scratch = scratch
+        self.loops = loops
         self.events_of = events_of
         self.providers = providers
 
@@ -212,13 +211,7 @@ class _Replay:
             trigger_type=cast(TriggerType, trigger),
             trigger_ref=recorded.trigger_ref,
         )
-        loop = AgentLoop(
-            store=self.scratch,
-            clock=self.runtime.clock,
-            ids=self.runtime.ids,
-            retry=RetryPolicy(max_attempts=1),
-            hooks=ReplayedLoopHooks(recorded, provider),
-        )
+        loop = self.loops(ReplayedLoopHooks(recorded, provider))
         outcome = await loop.run(spec, plan, switch_planner)
         _, replayed = read_log(run_id, await self.scratch.fetch_events(RunId(run_id)))
         executed = set[str]().union(*(c.executed for c in callers))
@@ -239,14 +232,8 @@ class _Replay:
         self, agent_name: str, recorded: RunSteps, key: str, provider: RecordedTurnsProvider, *, first: bool
     ) -> AgentPlan:
         if agent_name == JUDGE_AGENT:  # a prompt hook's judge: no agent file, no tools
-            return AgentPlan(
-                agent_name=JUDGE_AGENT,
-                system_prompt=JUDGE_SYSTEM_PROMPT,
-                model_ref=recorded.model_ref or "replay",
-                model_name=recorded.model_ref or "replay",
-                provider=provider,
-                gate=ToolGate({}),
-            )
+            ref = recorded.model_ref or "replay"
+            return judge_plan(ref, ref, provider, self.runtime.resources.gate({}))
         # a child run was offered only what its parent had: the tools its RunCreated lists
         offered = frozenset(recorded.tool_spec_versions) if first and recorded.depth > 0 else None
         return await self.runtime.plan(

@@ -36,14 +36,14 @@ from bearagent.service.sessions import session_key as key_of
 from bearagent.trust.run_seals import check_created
 
 if TYPE_CHECKING:
-    from bearagent.service.runner import WorkspaceRuntime
+    from bearagent.service.host import ResumeHost
 
 
 def _refuse(code: str, message: str, hint: str) -> BearAgentError:
     return BearAgentError(ErrorInfo.of("invalid_request", code, message), hint=hint)
 
 
-async def _load(runtime: WorkspaceRuntime, run_id: RunId) -> RunProjection:
+async def _load(runtime: ResumeHost, run_id: RunId) -> RunProjection:
     run = await runtime.store.fetch_run(run_id)
     if run is None:
         raise BearAgentError(
@@ -86,7 +86,7 @@ def _resumable(run: RunProjection) -> str:
     )
 
 
-def _changes(runtime: WorkspaceRuntime, cursor: RunCursor, plan: AgentPlan, created_agent: str) -> list[str]:
+def _changes(runtime: ResumeHost, cursor: RunCursor, plan: AgentPlan, created_agent: str) -> list[str]:
     changes: list[str] = []
     if plan.agent_name == created_agent and runtime.prompt_hash(plan.system_prompt) != cursor.prompt_hash:
         changes.append(f"agent {plan.agent_name}: its system prompt changed")
@@ -105,7 +105,7 @@ def _changes(runtime: WorkspaceRuntime, cursor: RunCursor, plan: AgentPlan, crea
     return changes
 
 
-async def model_calls_so_far(runtime: WorkspaceRuntime, session_id: SessionId | None, run_id: RunId | None) -> int:
+async def model_calls_so_far(runtime: ResumeHost, session_id: SessionId | None, run_id: RunId | None) -> int:
     """Model calls that reached the conversation's provider so far, from the log: every run of the session (or the
     detached run `run_id` and its children) except hook judges, which have providers of their own. Where a
     scripted model continues (`ScriptedProvider.seek`)."""
@@ -126,7 +126,7 @@ async def model_calls_so_far(runtime: WorkspaceRuntime, session_id: SessionId | 
 
 
 async def seek_provider(
-    runtime: WorkspaceRuntime, plan: AgentPlan, session_id: SessionId | None, run_id: RunId | None
+    runtime: ResumeHost, plan: AgentPlan, session_id: SessionId | None, run_id: RunId | None
 ) -> None:
     """Move a positioned provider (the scripted model) to where the log says the conversation is."""
     seek = getattr(plan.provider, "seek", None)
@@ -135,7 +135,7 @@ async def seek_provider(
 
 
 def _created(
-    runtime: WorkspaceRuntime, run_id: RunId, events: Sequence[Event], caller: str
+    runtime: ResumeHost, run_id: RunId, events: Sequence[Event], caller: str
 ) -> tuple[RunCreatedV2, RunRequest]:
     """The run's `RunCreated` and the request it resumes with: sealed by this user (`check_created`), except a
     `/compact` run's, whose resume only records its end (nothing runs, nothing is widened), so it resumes unsealed with
@@ -154,7 +154,7 @@ def _created(
 
 
 async def resume_run(
-    runtime: WorkspaceRuntime,
+    runtime: ResumeHost,
     run_id: RunId,
     observer: RunObserver | None = None,
     *,
@@ -260,7 +260,7 @@ async def resume_run(
 
 
 async def answer_approval(
-    runtime: WorkspaceRuntime,
+    runtime: ResumeHost,
     run_id: RunId,
     approval_id: str,
     decision: ApprovalChoice,

@@ -10,6 +10,7 @@ from bearagent.domain.budgets import BudgetUsage
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import TriggerType
+from bearagent.runtime.plan import CommandExpansion
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,8 @@ class RunOptions:
     """Who runs it: a new session is this caller's, `continue` takes this caller's latest one, and an answer given
     by an attached asker is recorded as this caller's. The caller travels with the run, so one workspace service
     serves every caller."""
+    expansion: CommandExpansion | None = None
+    """The slash command the prompt was expanded from (`/name args`): UserPromptExpansion hooks see it."""
 
 
 def local_initiator() -> str:

@@ -1,7 +1,7 @@
 """The workspace runtime: the thin face that starts, continues and cancels runs over its collaborators.
 
 `workspace.py` loads a workspace; a `WorkspaceRuntime` composes what running needs, each in a module of its own:
-`app/resources.py` (store, writer, providers, MCP, leases), `sessions.py` (resolve, history, transcripts),
+the resources `app/` opens (`host.RunResources`: store, writer, providers, MCP, leases), `sessions.py` (resolve, history, transcripts),
 `admission.py` (guards, trust, hooks, the permission mode), `agent_plans.py` (an agent's name -> `AgentPlan`),
 `children.py` (subagents, action tools, hook judges), `session_hooks.py` (a session's hooks and their facts),
 `resuming.py` (resume, approvals answered later) and the approval broker (`runtime/approvals.py`). What is left
@@ -18,18 +18,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bearagent.app.resources import Resources, open_store, state_dir
 from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
-from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId, Uuid4IdGenerator
+from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId
 from bearagent.domain.messages import Message
 from bearagent.domain.run_events import RunEventPayload, RunRequest, TriggerType
 from bearagent.domain.specs import AgentSpec
 from bearagent.service import admission
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
+from bearagent.service.host import RunResources
 from bearagent.service.run_types import RunOptions, RunResult, local_initiator, run_metadata
 from bearagent.service.session_hooks import SessionHookWiring
 from bearagent.service.sessions import SessionService, session_key
@@ -42,14 +42,14 @@ if TYPE_CHECKING:
 from bearagent.domain.run_events import ApprovalChoice
 from bearagent.domain.state import RunProjection, SessionRecord
 from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
-from bearagent.ports import Clock, SystemClock, WorkspaceStore
-from bearagent.registries.actions import render_action
-from bearagent.registries.commands import command_model, render_command
+from bearagent.ports import Clock, WorkspaceStore
+from bearagent.registries.actions import invoke_action
 from bearagent.runtime.approvals import ApprovalBroker
 from bearagent.runtime.loop import AgentLoop, RunOutcome
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import (
     AgentPlan,
+    CommandExpansion,
     RunSpec,
 )
 from bearagent.runtime.retry import RetryPolicy
@@ -75,28 +75,28 @@ class _Prepared:
 
 
 class WorkspaceRuntime:
-    """Runs agents in one loaded workspace. Create with `WorkspaceRuntime(loaded)`; close with `aclose()`."""
+    """Runs agents in one loaded workspace over the resources `app/` opened for it. Open one with
+    `bearagent.app.runtime.open_runtime(loaded)` (the one composition root); close it with `aclose()`."""
 
     def __init__(
         self,
         loaded: LoadedWorkspace,
+        resources: RunResources,
         *,
-        store: WorkspaceStore | None = None,
-        clock: Clock | None = None,
-        ids: IdGenerator | None = None,
+        clock: Clock,
+        ids: IdGenerator,
         retry: RetryPolicy | None = None,
         ask: Asker | None = None,
-        in_process_mcp: Mapping[str, object] | None = None,
         permission_mode: str | None = None,
     ) -> None:
         self.loaded = loaded
-        self.clock: Clock = clock or SystemClock()
-        self.ids: IdGenerator = ids or Uuid4IdGenerator()
+        self.clock: Clock = clock
+        self.ids: IdGenerator = ids
         self.retry = retry or RetryPolicy()
         self.ask = ask
         self.permission_mode_flag = permission_mode
         """A mode the user chose for this process (`--permission-mode`); it outranks every file."""
-        self.resources = Resources(loaded, self.ids, store=store, in_process_mcp=in_process_mcp, clock=self.clock)
+        self.resources = resources
         self.sessions = SessionService(loaded, self.resources, self.clock, self.ids)
         self.children = ChildRuns(self)
         self.plans = AgentPlans(self)
@@ -268,6 +268,8 @@ class WorkspaceRuntime:
                 ErrorInfo.of("invalid_request", "not_primary", f"agent {agent.name!r} is a subagent (mode: subagent)"),
                 hint="run a primary agent (`bearagent agents list` shows the modes), or delegate to it with Task",
             )
+        if created and agent.initial_prompt and agent.initial_prompt.strip():
+            prompt = f"{agent.initial_prompt.strip()}\n\n{prompt}"  # Claude Code's `initialPrompt`: the first turn
         if options.run_id is None:  # known before the first event
             options = replace(options, run_id=self.ids.new(RunId))
         assert options.run_id is not None
@@ -288,6 +290,7 @@ class WorkspaceRuntime:
             history=tuple(history),
             prelude=prelude,
             run_id=run_id,
+            expansion=options.expansion,
             request=sealed_request(  # the log is a workspace file: what a later process acts on is sealed
                 self.seals,
                 run_id,
@@ -394,17 +397,7 @@ class WorkspaceRuntime:
 
     def loop(self, *, hooks: LoopHookAdapter | None, observer: RunObserver) -> AgentLoop:
         """An agent loop over this runtime's store and writer; its runs are held (owner + heartbeat) by it."""
-        return AgentLoop(
-            store=self.store,
-            writer=self.writer,
-            clock=self.clock,
-            ids=self.ids,
-            retry=self.retry,
-            hooks=hooks,
-            observer=observer,
-            owner=self.resources.lease.owner,
-            hold=self.resources.lease.hold,
-        )
+        return self.resources.loop(retry=self.retry, hooks=hooks, observer=observer)
 
     def broker(
         self,
@@ -490,24 +483,22 @@ class WorkspaceRuntime:
         `allowed-tools` are pre-approved for this run, and a `model` that names no model entry leaves the agent's
         model. `model` (`-m`) wins over both."""
         action = self.loaded.actions.require(name)
+        arguments_text = ""
         if action.kind == "command":
             arguments = inputs.get("arguments", "")
-            rendered = render_command(
-                action, arguments if isinstance(arguments, str) else str(arguments), root=self.root
-            )
-            prompt = rendered.prompt
-        else:
-            prompt = render_action(action, inputs)
+            arguments_text = arguments if isinstance(arguments, str) else str(arguments)
+        invocation = invoke_action(action, inputs, root=self.root, models=self.loaded.models)
         options = RunOptions(
-            agent=action.agent or self.loaded.config.default_agent,
-            model=model or command_model(action, self.loaded.models),
+            agent=invocation.agent or self.loaded.config.default_agent,
+            model=model or invocation.model,
             trigger_type=trigger_type,
             trigger_ref=action.name,
             budgets=dict(budgets or {}),
-            allowed_tools=action.allowed_tools,
+            allowed_tools=invocation.allowed_tools,
             run_id=run_id,
+            expansion=CommandExpansion.of(action, arguments_text) if action.kind == "command" else None,
         )
-        return prompt, options
+        return invocation.prompt, options
 
 
 __all__ = [
@@ -517,6 +508,4 @@ __all__ = [
     "RunOptions",
     "RunResult",
     "WorkspaceRuntime",
-    "open_store",
-    "state_dir",
 ]

@@ -22,13 +22,13 @@ from bearagent.runtime.run_context import current_run
 from bearagent.service.children import suppressed_hook_events
 
 if TYPE_CHECKING:
-    from bearagent.service.runner import WorkspaceRuntime
+    from bearagent.service.host import HookHost
 
 
 class SessionHookWiring:
     """The session hooks of one workspace runtime (see the module docstring)."""
 
-    def __init__(self, runtime: WorkspaceRuntime) -> None:
+    def __init__(self, runtime: HookHost) -> None:
         self._rt = runtime
         self._started: set[str] = set()
         self._facts: dict[str, list[HookExecutedV1]] = {}
@@ -41,6 +41,7 @@ class SessionHookWiring:
             self._rt.loaded.agents.all(),
             self._rt.loaded.hooks.python_handlers(),
             exclude_events=suppressed_hook_events.get(),  # inside a judge run: its starting events stay quiet
+            workspace_agent_hooks=self._rt.loaded.hooks.disabled_by is None,
         )
         enabled = self._rt.loaded.config.execution_policy == "local" and bool(groups)
         settings = HookSettings(
@@ -103,7 +104,23 @@ class SessionHookWiring:
         """SessionStart, once per session in this process (before its first run here)."""
         if session_key not in self._started and hooks.enabled:
             await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
+            await self._instructions_loaded(hooks)
         self._started.add(session_key)
+
+    async def _instructions_loaded(self, hooks: SessionHooks) -> None:
+        """InstructionsLoaded (observation only): the project instructions file, then each file it imports."""
+        instructions = self._rt.loaded.instructions
+        if instructions is None or not hooks.dispatcher.has_hooks("InstructionsLoaded"):
+            return
+        main = str(instructions.path)
+        await hooks.dispatcher.fire("InstructionsLoaded", {"file_path": main, "load_reason": "session_start"})
+        for imported in instructions.imports:
+            payload: dict[str, JsonValue] = {
+                "file_path": str(self._rt.root / imported),
+                "load_reason": "include",
+                "parent_file_path": main,
+            }
+            await hooks.dispatcher.fire("InstructionsLoaded", payload)
 
     async def close(self) -> None:
         """SessionEnd for every session this process started; facts still pending are kept on their session

@@ -3,17 +3,34 @@ history from its runs' events, and keep its hook transcript."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
+from typing import Protocol
 
-from bearagent.app.resources import Resources, state_dir
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import IdGenerator, RunId, SessionId
 from bearagent.domain.messages import Message
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.transcript import TranscriptWriter
-from bearagent.ports import Clock
+from bearagent.ports import Clock, WorkspaceStore
 from bearagent.runtime.history import history_from_events
 from bearagent.workspace import LoadedWorkspace
+
+
+def state_dir(loaded: LoadedWorkspace) -> Path:
+    """`<ws>/.bearagent/` for project workspaces; for chat workspaces (no local history) a directory under the
+    user's BearAgent home keyed by the workspace path."""
+    if loaded.config.kind == "chat":
+        key = hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
+        return loaded.user_dir / "chat-state" / key
+    return loaded.state_dir
+
+
+class StoreHolder(Protocol):
+    """Where the session service finds the workspace's store (`app.resources.Resources`, opened on first use)."""
+
+    @property
+    def store(self) -> WorkspaceStore: ...
 
 
 def session_key(session_id: SessionId | None, run_id: RunId) -> str:
@@ -24,7 +41,7 @@ def session_key(session_id: SessionId | None, run_id: RunId) -> str:
 
 
 class SessionService:
-    def __init__(self, loaded: LoadedWorkspace, resources: Resources, clock: Clock, ids: IdGenerator) -> None:
+    def __init__(self, loaded: LoadedWorkspace, resources: StoreHolder, clock: Clock, ids: IdGenerator) -> None:
         self.loaded = loaded
         self._resources = resources
         self.clock = clock

@@ -106,6 +106,23 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             updated_at TEXT NOT NULL
         ) WITHOUT ROWID""",
     ),
+    # 8: run search (`store/search.py`): a full-text index of each event's searchable text, filled from the log
+    #    before each search up to the sequence `run_text_state` records per run; and the runs a user pinned, which
+    #    `db prune` keeps
+    (
+        """CREATE VIRTUAL TABLE run_text USING fts5(
+            body, run_id UNINDEXED, sequence UNINDEXED, event_type UNINDEXED,
+            tokenize = 'unicode61 remove_diacritics 2'
+        )""",
+        """CREATE TABLE run_text_state (
+            run_id TEXT PRIMARY KEY,
+            indexed_sequence INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        """CREATE TABLE run_pins (
+            run_id TEXT PRIMARY KEY,
+            pinned_at TEXT NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

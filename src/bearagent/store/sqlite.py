@@ -17,7 +17,7 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar, cast
@@ -26,11 +26,13 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.retention import PruneResult
+from bearagent.domain.search import RunSearch, RunSearchHit
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.ports import RunCommit, StoredRun
 from bearagent.runtime.run_refs import MATCH_LIMIT, pick_run, run_ref_prefix
 from bearagent.runtime.run_writer import RunWriter
-from bearagent.store import leases, maintenance, run_reads, sessions, workspace_rows
+from bearagent.store import leases, maintenance, retention, run_reads, search, sessions, workspace_rows
 from bearagent.store.connection import Durability, Worker, connect_more, open_primary
 from bearagent.store.errors import StoreError
 from bearagent.store.maintenance import RebuildReport
@@ -271,6 +273,44 @@ class SqliteEventStore:
             )
         )
         return pick_run(ref, prefix, found, str(self.path))
+
+    # ---- search (`store/search.py`) --------------------------------------------------------------------------
+
+    @staticmethod
+    def _search_on(conn: sqlite3.Connection, path: Path, query: RunSearch) -> list[RunSearchHit]:
+        search.index_on(conn, path)
+        return search.search_on(conn, path, query)
+
+    def search_runs(self, query: RunSearch) -> list[RunSearchHit]:
+        """Runs whose prompt, answers, tool calls or results hold every word of `query` (the index caught up with
+        the log first), newest first."""
+        return self._sync_read(lambda conn: self._search_on(conn, self.path, query))
+
+    async def fetch_search(self, query: RunSearch) -> list[RunSearchHit]:
+        """`search_runs` off the event loop (on the reader thread's connection)."""
+        return await self._reader.call(lambda conn: self._search_on(conn, self.path, query))
+
+    # ---- retention (`store/retention.py`) ------------------------------------------------------------------
+
+    def prune_runs(self, before: datetime, *, dry_run: bool = False) -> PruneResult:
+        """Remove finished top-level runs created before `before`, with their subagents' runs, unless pinned
+        (`domain/retention.py`); with `dry_run`, only say what would go."""
+        return self._sync_read(lambda conn: retention.prune_on(conn, self.path, before, dry_run=dry_run))
+
+    def set_pinned(self, run_id: RunId, pinned: bool) -> bool:
+        """Pin (kept by every prune) or unpin a run; False when it already was so."""
+        return self._sync_read(lambda conn: retention.set_pinned_on(conn, self.path, run_id, pinned, datetime.now(UTC)))
+
+    def pinned_runs(self) -> list[RunId]:
+        return self._sync_read(lambda conn: retention.pinned_on(conn, self.path))
+
+    def size_bytes(self) -> int:
+        """The bytes the store takes on disk (the file and its write-ahead log)."""
+        return retention.size_on(self.path)
+
+    def vacuum(self) -> None:
+        """Give the space of pruned runs back to the file system (rewrites the file)."""
+        self._sync_read(lambda conn: retention.vacuum_on(conn, self.path))
 
     # ---- maintenance -----------------------------------------------------------------------------------------
 

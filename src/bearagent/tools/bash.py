@@ -214,6 +214,7 @@ class BashTool(NativeTool):
         pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
         timed_out = False
         notes: list[str] = []
+        disarmed: list[str] = []  # repositories the call planted, disabled (`sandbox/git_plants.py`)
         try:
             try:
                 await asyncio.wait_for(_exited(proc), timeout_ms / 1000)
@@ -235,7 +236,8 @@ class BashTool(NativeTool):
             try:
                 await _stop(proc, launch)
             finally:
-                notes = launch.finish()
+                notes = launch.notes()
+                disarmed = launch.finish()
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
@@ -250,6 +252,8 @@ class BashTool(NativeTool):
         exit_code = proc.returncode if proc.returncode is not None else -1
         stdout, cut_out = out.text()
         stderr, cut_err = err.text()
+        if notes:  # the kernel refused a fork or killed a process at the call's ceiling (`sandbox/cgroups.py`)
+            stderr = (stderr.rstrip("\n") + "\n" if stderr else "") + "\n".join(notes) + "\n"
         parts: list[str] = []
         if stdout:
             parts.append(stdout.rstrip("\n"))
@@ -259,7 +263,7 @@ class BashTool(NativeTool):
             parts.append(f"[Command timed out after {timeout_ms} ms; its whole process group was killed.]")
         elif exit_code != 0:
             parts.append(f"[Exit code {exit_code}]")
-        parts += notes
+        parts += disarmed
         if not parts:
             parts.append("(no output)")
         data = {

@@ -14,35 +14,28 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from collections.abc import Iterable, Mapping
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json, thaw_json_mapping
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.tools import MAX_TOOL_CONTENT_CHARS, ToolRequest, ToolResult, ToolSpec
-from bearagent.ports import ApprovalDeferred, PreToolDecision, Tool, ToolContext, ToolInterceptor
+from bearagent.ports import (
+    ApprovalDeferred,
+    PermissionRequestHook,
+    PreToolDecision,
+    Tool,
+    ToolContext,
+    ToolInterceptor,
+)
+from bearagent.ports import AskAnswer as AskAnswer
+from bearagent.ports import Asker as Asker
+from bearagent.ports import AskRequest as AskRequest
 from bearagent.tools.permissions import PermissionRule, RuleError
 from bearagent.tools.policy import PolicyDecision, ToolPolicy, permission_config_line
 from bearagent.tools.spill import spill
 from bearagent.tools.walk import HIDDEN_PATHS_SETTING
 
 _SEARCH_TOOLS = frozenset({"Glob", "Grep", "LS"})
-AskAnswer: TypeAlias = Literal["allow_once", "allow_always", "deny"]
-
-
-@dataclass(frozen=True, slots=True)
-class AskRequest:
-    """What an interactive asker is shown: the call, why it needs approval, and the rule `allow_always` would add."""
-
-    tool_name: str
-    arguments: JsonMapping
-    reason: str
-    suggested_rule: str | None
-    context: ToolContext
-
-
-Asker: TypeAlias = Callable[[AskRequest], Awaitable[AskAnswer]]
 
 
 def tools_by_name(tools: Iterable[Tool]) -> dict[str, Tool]:
@@ -147,7 +140,7 @@ class ToolGate:
         if pre is not None and pre.permission is not None:
             decision = _combine(decision, pre)
         if decision.outcome == "ask":
-            decision = await self._resolve_ask(spec, arguments, context, decision)
+            decision, arguments = await self._resolve_ask(tool, request, arguments, context, decision)
         if decision.outcome == "deny":
             return _failed(
                 request,
@@ -202,11 +195,51 @@ class ToolGate:
         return result
 
     async def _resolve_ask(
+        self, tool: Tool, request: ToolRequest, arguments: JsonMapping, context: ToolContext, decision: PolicyDecision
+    ) -> tuple[PolicyDecision, JsonMapping]:
+        spec = tool.spec
+        if context.parallel and self._ask is not None:
+            raise ApprovalDeferred  # asked alone, after its batch: never several prompts at once
+        hooked = await self._permission_hooks(tool, request, arguments, context, decision)
+        if hooked is not None:
+            return hooked
+        return await self._ask_someone(spec, arguments, context, decision), arguments
+
+    async def _permission_hooks(
+        self, tool: Tool, request: ToolRequest, arguments: JsonMapping, context: ToolContext, decision: PolicyDecision
+    ) -> tuple[PolicyDecision, JsonMapping] | None:
+        """Claude Code's PermissionRequest hooks answer the prompt before anyone sees it: `deny` refuses the call,
+        `allow` approves it (with `updatedInput` re-validated and re-checked by the rules), unless only a person may
+        answer (a control file). None: no hook decided."""
+        hook = self._interceptor
+        if not isinstance(hook, PermissionRequestHook):
+            return None
+        spec = tool.spec
+        answer = await hook.permission_request(
+            request.model_copy(update={"arguments": arguments}), spec, context, decision.suggested_rule or spec.name
+        )
+        said = f": {answer.message}" if answer.message else ""
+        if answer.behavior == "deny":
+            return PolicyDecision("deny", f"{spec.name} call was denied by a PermissionRequest hook{said}"), arguments
+        if answer.behavior != "allow" or decision.person_only:
+            return None
+        if answer.updated_arguments is not None:
+            prepared = _prepare(tool, answer.updated_arguments, context)
+            if isinstance(prepared, ErrorInfo):
+                reason = "A PermissionRequest hook rewrote the arguments into invalid ones: " + prepared.message
+                return PolicyDecision("deny", reason), arguments
+            again = self.policy.decide(spec, prepared, context.workspace_root)
+            if again.outcome == "deny":
+                return again, prepared
+            if again.person_only:
+                return await self._ask_someone(spec, prepared, context, again), prepared
+            arguments = prepared
+        return PolicyDecision("allow", f"allowed by a PermissionRequest hook{said}"), arguments
+
+    async def _ask_someone(
         self, spec: ToolSpec, arguments: JsonMapping, context: ToolContext, decision: PolicyDecision
     ) -> PolicyDecision:
         rule = decision.suggested_rule or spec.name
-        if context.parallel and self._ask is not None:
-            raise ApprovalDeferred  # asked alone, after its batch: never several prompts at once
         if self._ask is None:
             alternative = f" ({decision.alternative})" if decision.alternative else ""
             return PolicyDecision(

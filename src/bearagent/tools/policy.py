@@ -25,8 +25,12 @@ from typing import Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from bearagent.domain._base import JsonValue
-from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.grant import ToolGrant
+from bearagent.domain.permission_modes import DEFAULT_PERMISSION_MODE as DEFAULT_PERMISSION_MODE
+from bearagent.domain.permission_modes import PERMISSION_MODES as PERMISSION_MODES
+from bearagent.domain.permission_modes import PermissionMode as PermissionMode
+from bearagent.domain.permission_modes import parse_permission_mode as parse_permission_mode
 from bearagent.domain.tools import SideEffect, ToolSpec
 from bearagent.sandbox.git_paths import bare_repository_reason, git_control_reason
 from bearagent.tools.paths import PathRefused, WorkspacePaths
@@ -34,17 +38,8 @@ from bearagent.tools.permissions import PATH_TOOLS, PermissionRule, PermissionRu
 from bearagent.tools.protected import protected_reason, protected_top, state_reason
 from bearagent.tools.shell_split import split_commands
 
-PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
 WorkspaceKind: TypeAlias = Literal["project", "chat"]
 ExecutionPolicy: TypeAlias = Literal["local", "none"]
-DEFAULT_PERMISSION_MODE: PermissionMode = "acceptEdits"
-PERMISSION_MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
-_MODE_ALIASES: Mapping[str, PermissionMode] = {
-    "manual": "default",
-    "accept_edits": "acceptEdits",
-    "dont_ask": "dontAsk",
-    "bypass_permissions": "bypassPermissions",
-}
 SHELL_TOOL = "Bash"
 """The tool whose default depends on the shell sandbox (`ToolPolicy(shell_sandboxed=...)`)."""
 PATH_ARGUMENTS = ("file_path", "path", "notebook_path")
@@ -60,22 +55,6 @@ MODE_DEFAULTS: Mapping[PermissionMode, Mapping[SideEffect, RuleKind]] = {
     "bypassPermissions": {"read_only": "allow", "write": "allow", "execute": "allow", "network": "allow"},
 }
 SANDBOX_HINT = "or turn on the shell sandbox (`sandbox: workspace-write` in config.yaml)"
-
-
-def parse_permission_mode(value: str, *, where: str = "permission_mode") -> PermissionMode:
-    """Accept the Claude Code spellings (and `manual`); a wrong value is an error naming the allowed ones."""
-    if value in PERMISSION_MODES:
-        return value  # type: ignore[return-value]
-    if value in _MODE_ALIASES:
-        return _MODE_ALIASES[value]
-    raise BearAgentError(
-        ErrorInfo.of(
-            "configuration",
-            "invalid_permission_mode",
-            f"{where}: {value!r} is not a permission mode. Use one of: {', '.join(PERMISSION_MODES)}.",
-            value=value[:100],
-        )
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping
+from typing import BinaryIO
 
 from bearagent.domain._base import JsonMapping, JsonValue, frozen_json
 from bearagent.domain.tools import ToolResult, ToolSpec
@@ -63,57 +64,60 @@ class ReadTool(NativeTool):
 
     def _read(self, arguments: JsonMapping, context: ToolContext) -> ToolResult:
         opened = WorkspaceRoots.for_context(context).open_read(str_arg(arguments, "file_path"))
-        rel = opened.rel
+        with os.fdopen(opened.fd, "rb") as fh:
+            return self.page(fh, opened.rel, opened.st.st_size, arguments, context)
+
+    def page(self, fh: BinaryIO, rel: str, size: int, arguments: JsonMapping, context: ToolContext) -> ToolResult:
+        """The page of `fh` (a text file's bytes, from the disk or from an editor's buffer) `arguments` ask for."""
         offset = int_arg(arguments, "offset", 1)
         limit = int_arg(arguments, "limit", DEFAULT_LIMIT)
-        with os.fdopen(opened.fd, "rb") as fh:
-            head = fh.read(BINARY_SNIFF_BYTES)
-            if b"\x00" in head:
+        head = fh.read(BINARY_SNIFF_BYTES)
+        if b"\x00" in head:
+            raise tool_error(
+                "tool",
+                "binary_file",
+                f"{rel!r} is a binary file ({size} bytes); Read only shows text. "
+                "Use Bash (e.g. `file` or `xxd | head`) to inspect it.",
+                path=rel,
+            )
+        fh.seek(0)
+        out: list[str] = []
+        page_lines: list[str] = []
+        total = 0
+        chars = 0
+        cut_lines = 0
+        page_full = False
+        last_shown = offset - 1
+        for raw in fh:
+            total += 1
+            if total < offset or page_full:
+                continue
+            if total >= offset + limit:
+                page_full = True
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
                 raise tool_error(
                     "tool",
-                    "binary_file",
-                    f"{rel!r} is a binary file ({opened.st.st_size} bytes); Read only shows text. "
-                    "Use Bash (e.g. `file` or `xxd | head`) to inspect it.",
+                    "not_utf8",
+                    f"{rel!r} is not valid UTF-8 (line {total}, byte {exc.start} of that line); Read only reads "
+                    "UTF-8 text. Use Bash with iconv to convert it, e.g. `iconv -f latin1 -t utf-8 FILE`.",
                     path=rel,
-                )
-            fh.seek(0)
-            out: list[str] = []
-            page_lines: list[str] = []
-            total = 0
-            chars = 0
-            cut_lines = 0
-            page_full = False
-            last_shown = offset - 1
-            for raw in fh:
-                total += 1
-                if total < offset or page_full:
-                    continue
-                if total >= offset + limit:
-                    page_full = True
-                    continue
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise tool_error(
-                        "tool",
-                        "not_utf8",
-                        f"{rel!r} is not valid UTF-8 (line {total}, byte {exc.start} of that line); Read only reads "
-                        "UTF-8 text. Use Bash with iconv to convert it, e.g. `iconv -f latin1 -t utf-8 FILE`.",
-                        path=rel,
-                        line=total,
-                    ) from None
-                line = line.rstrip("\r\n")
-                if len(line) > MAX_LINE_CHARS:
-                    line = line[:MAX_LINE_CHARS] + f"… [line cut: {len(line) - MAX_LINE_CHARS} more characters]"
-                    cut_lines += 1
-                rendered = f"{total:>6}\t{line}"
-                if chars + len(rendered) + 1 > MAX_PAGE_CHARS and out:
-                    page_full = True
-                    continue
-                chars += len(rendered) + 1
-                out.append(rendered)
-                page_lines.append(line)
-                last_shown = total
+                    line=total,
+                ) from None
+            line = line.rstrip("\r\n")
+            if len(line) > MAX_LINE_CHARS:
+                line = line[:MAX_LINE_CHARS] + f"… [line cut: {len(line) - MAX_LINE_CHARS} more characters]"
+                cut_lines += 1
+            rendered = f"{total:>6}\t{line}"
+            if chars + len(rendered) + 1 > MAX_PAGE_CHARS and out:
+                page_full = True
+                continue
+            chars += len(rendered) + 1
+            out.append(rendered)
+            page_lines.append(line)
+            last_shown = total
         if total == 0:
             return self.ok(
                 context,

@@ -18,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from bearagent.domain.permission_modes import (
+    BYPASS,
+    DEFAULT_PERMISSION_MODE,
+    PermissionMode,
+    mode_looseness,
+    parse_permission_mode,
+)
 from bearagent.domain.specs import AgentSpec
-from bearagent.tools.policy import DEFAULT_PERMISSION_MODE, PermissionMode, parse_permission_mode
-from bearagent.trust.widening import mode_looseness
-
-BYPASS = "bypassPermissions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,4 +82,4 @@ def mode_in_force(
         if mode_looseness(parsed) < mode_looseness(mode):
             capped = f"permission mode {mode} was capped at {parsed} by {why}"
             mode, from_user = parsed, True
-    return ModeInForce(mode=mode, user_bypass=mode == "bypassPermissions" and from_user, capped=capped)
+    return ModeInForce(mode=mode, user_bypass=mode == BYPASS and from_user, capped=capped)

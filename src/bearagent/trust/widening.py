@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from bearagent.domain._base import JsonValue
+from bearagent.domain.permission_modes import DEFAULT_PERMISSION_MODE
+from bearagent.domain.permission_modes import mode_looseness as mode_looseness
 from bearagent.domain.specs import AgentSpec, ModelEntry
 from bearagent.trust.collector import Collector, key_line, line_containing, line_in, nested_line, read_text
 from bearagent.trust.runs import hook_group
@@ -27,14 +29,8 @@ CONVENTIONAL_KEY_ENV: Mapping[str, str] = {"openai": "OPENAI_API_KEY", "anthropi
 
 NETWORKLESS_PROVIDERS = frozenset({"scripted"})
 _VAR_RE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}")
-_MODE_LOOSENESS: Mapping[str, int] = {"plan": 0, "dontAsk": 0, "default": 1, "acceptEdits": 2, "bypassPermissions": 3}
-BUILTIN_DEFAULT_MODE = "acceptEdits"
+BUILTIN_DEFAULT_MODE = DEFAULT_PERMISSION_MODE
 _READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "BashOutput", "TodoWrite", "Skill"})
-
-
-def mode_looseness(mode: str) -> int:
-    """How much a permission mode allows without asking (unknown spellings count as the strictest)."""
-    return _MODE_LOOSENESS.get(mode, 0)
 
 
 class ConfigFileLike(Protocol):
@@ -158,6 +154,26 @@ def config_file(c: Collector, cf: ConfigFileLike, *, ceiling_set: bool) -> None:
             value,
             file=file,
             line=line_in(text, f'"{name}"'),
+        )
+    status = cf.settings.get("status_line")
+    if isinstance(status, str):
+        c.add(
+            "hook",
+            f"statusLine {file}",
+            f"statusLine runs {status!r} to draw the session's status line",
+            status,
+            file=file,
+            line=key_line(text, "statusLine"),
+        )
+    helper = cf.settings.get("api_key_helper")
+    if isinstance(helper, str):
+        c.add(
+            "model",
+            f"apiKeyHelper {file}",
+            f"apiKeyHelper runs {helper!r} to get the Anthropic API key",
+            helper,
+            file=file,
+            line=key_line(text, "apiKeyHelper"),
         )
     mode = cf.settings.get("permission_mode")
     if isinstance(mode, str) and not ceiling_set and mode_looseness(mode) > mode_looseness(BUILTIN_DEFAULT_MODE):

@@ -232,9 +232,17 @@
     if (run) await openRun(run);
   }
 
+  // The prompt's first line, cut to 80 characters: the list shows what each run was asked (as text, never markup).
+  function promptLine(goal) {
+    const first = String(goal).trim().split("\n", 1)[0];
+    return first.length > 80 ? `${first.slice(0, 79)}…` : first;
+  }
+
   async function loadRuns() {
     if (!state.workspace) return;
-    const { runs } = await api(`/v1/workspaces/${encodeURIComponent(state.workspace)}/runs`);
+    const words = $("run-search").value.trim();
+    const query = words ? `?q=${encodeURIComponent(words)}` : "";
+    const { runs } = await api(`/v1/workspaces/${encodeURIComponent(state.workspace)}/runs${query}`);
     const list = $("runs");
     list.replaceChildren(
       ...runs.map((run) => {
@@ -246,14 +254,18 @@
           el("span", { className: "agent" }, run.effective_agent_name || run.agent_name || run.trigger_type),
           " ",
           el("code", null, short(run.run_id)),
+          run.goal ? el("span", { className: "goal", title: run.goal.slice(0, 2000) }, promptLine(run.goal)) : null,
           el("br"),
           el("small", null, new Date(run.created_at).toLocaleString()),
+          ...(run.match ? [el("br"), el("small", { className: "match" }, run.match.snippet)] : []),
         );
         button.addEventListener("click", () => void openRun(run.run_id));
         return el("li", { className: run.run_id === state.runId ? "selected" : "" }, button);
       }),
     );
-    if (runs.length === 0) list.append(el("li", { className: "empty" }, "No runs in this workspace yet."));
+    if (runs.length === 0) {
+      list.append(el("li", { className: "empty" }, words ? "No run matches these words." : "No runs in this workspace yet."));
+    }
   }
 
   // ---- one run ----
@@ -538,6 +550,10 @@
       loadRuns().catch((error) => showError("app-error", error));
     });
     $("refresh-runs").addEventListener("click", () => void loadRuns().catch((error) => showError("app-error", error)));
+    $("search-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      loadRuns().catch((error) => showError("app-error", error));
+    });
     if (token()) loadWorkspaces().catch((error) => showError("login-error", error));
     else showLogin("");
   }

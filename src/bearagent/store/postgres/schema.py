@@ -108,6 +108,28 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
             updated_at timestamptz NOT NULL
         )""",
     ),
+    # 5: run search (`store/postgres/search.py`): each event's searchable text with its `simple` tsvector (GIN),
+    #    filled from the log before each search up to the sequence `run_text_state` records per run; and the runs
+    #    a user pinned, which `db prune` keeps
+    (
+        """CREATE TABLE {s}.run_text (
+            run_id text COLLATE "C" NOT NULL,
+            sequence integer NOT NULL,
+            event_type text NOT NULL,
+            body text NOT NULL,
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, body)) STORED,
+            PRIMARY KEY (run_id, sequence)
+        )""",
+        "CREATE INDEX run_text_tsv ON {s}.run_text USING gin (tsv)",
+        """CREATE TABLE {s}.run_text_state (
+            run_id text COLLATE "C" PRIMARY KEY,
+            indexed_sequence integer NOT NULL
+        )""",
+        """CREATE TABLE {s}.run_pins (
+            run_id text COLLATE "C" PRIMARY KEY,
+            pinned_at timestamptz NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self, TypeVar
 
@@ -28,10 +28,12 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.retention import PruneResult
+from bearagent.domain.search import RunSearch, RunSearchHit
 from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus, SessionRecord, WorkspaceRecord
 from bearagent.ports import RunCommit, StoredRun
 from bearagent.store import workspace_rows
-from bearagent.store.postgres import leases, run_commit, run_reads, sessions
+from bearagent.store.postgres import leases, retention, run_commit, run_reads, search, sessions
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.io_loop import IoLoop
 from bearagent.store.postgres.location import Conn, Location, Queries
@@ -210,6 +212,28 @@ class PostgresRunStorage(SyncFace):
 
     async def record_workspace(self, record: WorkspaceRecord) -> WorkspaceRecord:
         return await self._port(lambda conn: workspace_rows.record_pg(conn, self._q, record))
+
+    async def fetch_search(self, query: RunSearch) -> list[RunSearchHit]:
+        return await self._port(lambda conn: search.search_caught_up(conn, self._q, self.path, query))
+
+    def search_runs(self, query: RunSearch) -> list[RunSearchHit]:
+        return self._blocking(lambda conn: search.search_caught_up(conn, self._q, self.path, query))
+
+    def prune_runs(self, before: datetime, *, dry_run: bool = False) -> PruneResult:
+        return self._blocking(lambda conn: retention.prune(conn, self._q, self.path, before, dry_run=dry_run))
+
+    def set_pinned(self, run_id: RunId, pinned: bool) -> bool:
+        now = datetime.now(UTC)
+        return self._blocking(lambda conn: retention.set_pinned(conn, self._q, self.path, run_id, pinned, now))
+
+    def pinned_runs(self) -> list[RunId]:
+        return self._blocking(lambda conn: retention.pinned(conn, self._q, self.path))
+
+    def size_bytes(self) -> int:
+        return self._blocking(lambda conn: retention.size(conn, self._q, self.path))
+
+    def vacuum(self) -> None:
+        self._blocking(lambda conn: retention.vacuum(conn, self._q, self.path))
 
     def session_lock(
         self,

@@ -1,0 +1,48 @@
+"""`bearagent acp`: BearAgent as an ACP v1 agent over stdio (an editor starts it; docs/acp.md)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("acp")
+@click.option(
+    "-a", "--agent", default=None, help="Agent every session starts with (default: the workspace's default_agent)."
+)
+@click.option("-m", "--model", default=None, help="Model ref to use instead of the agent's.")
+@click.option(
+    "--permission-mode",
+    default=None,
+    help="Permission mode sessions start in (default, acceptEdits, plan, dontAsk, bypassPermissions); the client "
+    "may change it per session (session/set_mode), always within your permission ceiling.",
+)
+def acp(agent: str | None, model: str | None, permission_mode: str | None) -> None:
+    """Speak the Agent Client Protocol on stdin/stdout: an editor (Zed, JetBrains, Neovim) starts this command and
+    each session it opens runs in the session's working directory as its workspace, trusted as for `bearagent run`.
+    Diagnostics go to stderr; stdout carries only the protocol."""
+    import asyncio
+
+    from bearagent.domain.errors import BearAgentError
+
+    if permission_mode is not None:
+        from bearagent.tools.policy import parse_permission_mode
+
+        try:
+            permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
+        except BearAgentError as exc:
+            raise click.UsageError(exc.info.message) from None
+    asyncio.run(_serve(agent, model, permission_mode))
+
+
+async def _serve(agent: str | None, model: str | None, permission_mode: str | None) -> None:
+    import os
+
+    from acp import run_agent
+
+    from bearagent.acp.agent import BearAcpAgent
+
+    server = BearAcpAgent(env=dict(os.environ), agent=agent, model=model, permission_mode=permission_mode)
+    try:
+        await run_agent(server)
+    finally:
+        await server.aclose()

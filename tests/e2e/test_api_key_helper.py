@@ -1,0 +1,149 @@
+"""Claude Code's `apiKeyHelper` in real runs against a local server speaking Anthropic's Messages API: the command's
+output is the key an `anthropic` entry sends, cached for `CLAUDE_CODE_API_KEY_HELPER_TTL_MS`; the command is trust
+surface (never run before `bearagent trust`), and a failing helper names itself without printing its output."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from tests.support.config_ws import isolated_env, load, write
+from tests.support.run_ws import agent_md
+
+from bearagent.api import open_workspace
+from bearagent.app.key_helper import forget_cached_keys
+from bearagent.plugins.manager import PluginHost
+from bearagent.trust import trust, workspace_trust_surface
+
+HELPER = """#!/bin/sh
+# count the calls; print a key that says which call made it
+n=$(cat "$COUNTER" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" > "$COUNTER"
+echo "sk-ant-from-helper-$n"
+"""
+BROKEN = """#!/bin/sh
+echo "sk-ant-half-printed"
+echo "vault is sealed" >&2
+exit 3
+"""
+
+
+class FakeAnthropic:
+    """Answers every POST /v1/messages with one non-streamed message; keeps each request's key."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ")
+                fake.keys.append(self.headers.get("x-api-key") or bearer)  # the SDK sends one or the other
+                body = json.dumps(
+                    {
+                        "id": "msg_fake",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-fake",
+                        "content": [{"type": "text", "text": "Hello from the fake."}],
+                        "stop_reason": "end_turn",
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 5, "output_tokens": 4},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    forget_cached_keys()
+    server = FakeAnthropic()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+    forget_cached_keys()
+
+
+def _ws(tmp_path: Path, fake: FakeAnthropic, helper: str) -> Path:
+    root = tmp_path / "ws"
+    config = f"""
+default_agent: main
+default_model: claude
+models:
+  claude: {{provider: anthropic, model: claude-fake, base_url: "{fake.url}", stream: false}}
+"""
+    write(root, ".bearagent/config.yaml", config)
+    write(root, ".bearagent/agents/main.md", agent_md("Main.", mode="primary"))
+    write(root, "key.sh", helper, executable=True)
+    write(root, ".claude/settings.json", json.dumps({"apiKeyHelper": "./key.sh"}))
+    return root
+
+
+def _runs(root: Path, env: dict[str, str], count: int) -> list[str]:
+    async def go() -> list[str]:
+        out: list[str] = []
+        async with open_workspace(root, env=env, plugins=PluginHost()) as ws:
+            for _ in range(count):
+                result = await ws.run("hi")
+                out.append(result.status if result.error is None else f"{result.status}: {result.error.message}")
+        return out
+
+    return asyncio.run(go())
+
+
+def test_the_helpers_key_is_sent_cached_and_only_after_trust(tmp_path: Path, fake: FakeAnthropic) -> None:
+    root = _ws(tmp_path, fake, HELPER)
+    home = tmp_path / "home"
+    counter = tmp_path / "count"
+    env = isolated_env(home, COUNTER=str(counter))
+    with pytest.raises(Exception, match="not trusted"):
+        _runs(root, env, 1)
+    assert not counter.exists() and fake.keys == []  # the helper never ran in the untrusted workspace
+    surface = workspace_trust_surface(load(root, home, env=env))
+    assert any(item.key == "apiKeyHelper .claude/settings.json" for item in surface.items)
+    trust(root, surface, env=env)
+
+    assert _runs(root, env, 2) == ["succeeded", "succeeded"]
+    assert fake.keys == ["sk-ant-from-helper-1", "sk-ant-from-helper-1"]  # cached within its TTL
+    forget_cached_keys()
+    assert _runs(root, {**env, "CLAUDE_CODE_API_KEY_HELPER_TTL_MS": "0"}, 2) == ["succeeded", "succeeded"]
+    second, third = fake.keys[2:]  # a TTL of 0: the helper is asked again for every run
+    assert second.startswith("sk-ant-from-helper-") and third.startswith("sk-ant-from-helper-")
+    assert len({fake.keys[0], second, third}) == 3
+    calls = counter.read_text()
+    assert _runs(root, {**env, "ANTHROPIC_API_KEY": "sk-ant-from-env"}, 1) == ["succeeded"]
+    assert fake.keys[-1] == "sk-ant-from-env" and counter.read_text() == calls  # a set variable wins, no helper
+
+
+def test_a_failing_helper_fails_the_run_naming_it_without_its_output(tmp_path: Path, fake: FakeAnthropic) -> None:
+    root = _ws(tmp_path, fake, BROKEN)
+    home = tmp_path / "home"
+    env = isolated_env(home)
+    trust(root, workspace_trust_surface(load(root, home, env=env)), env=env)
+    with pytest.raises(Exception) as raised:
+        _runs(root, env, 1)
+    message = str(raised.value)
+    assert "apiKeyHelper './key.sh'" in message and "exited with status 3: vault is sealed" in message
+    assert "sk-ant-half-printed" not in message
+    assert fake.keys == []

@@ -1,0 +1,193 @@
+"""The OpenTelemetry plugin (`plugins/bearagent-otel`) on real runs of the scripted provider with a subagent and a
+real stdio MCP server: GenAI-convention span names, the parent/child structure, attributes, no content unless opted
+in; the spans built live as events commit equal those built later from the log; and through real `bearagent`
+processes, OTLP/HTTP to a local receiver that decodes the protobuf with `opentelemetry-proto`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bearagent_otel import CONTENT_VAR, LiveExport, export_run
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tests.support.config_ws import isolated_env, load
+from tests.support.otel_plugin import PLUGIN_SRC, installed_site, otlp_receiver
+from tests.support.run_ws import agent_md, scripted_workspace
+
+from bearagent.api import open_workspace
+from bearagent.plugin import RegisterEventSink, hookimpl
+from bearagent.plugins.manager import PluginHost
+from bearagent.trust import trust, workspace_trust_surface
+
+DEMO = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "demo.py"
+SCRIPT = """
+turns:
+  - text: "Asking the scout."
+    tool_calls: [{name: Task, arguments: {subagent_type: scout, prompt: "add numbers", description: sum}}]
+  - tool_calls: [{name: mcp__demo__add, arguments: {a: 2, b: 3}}]
+  - text: "scout: 5"
+  - text: "The secret sum is 5."
+"""
+
+
+def workspace(tmp: Path) -> tuple[Path, Path]:
+    demo = tmp / "demo.py"
+    shutil.copyfile(DEMO, demo)
+    config = (
+        "default_agent: main\ndefault_model: scripted\n"
+        "models:\n  scripted: {provider: scripted, script: script.yaml}\n"
+        f"mcp_servers:\n  demo: {{command: {sys.executable}, args: [{demo}, stdio], startup_timeout_s: 30}}\n"
+    )
+    agents = {
+        "main": agent_md("Main agent.", mode="primary", tools="[Task]", subagents="[scout]"),
+        "scout": agent_md("Adds.", mode="subagent", tools="[Read]", mcp="[demo]"),
+    }
+    root = scripted_workspace(tmp / "ws", SCRIPT, agents=agents, config=config)
+    home = tmp / "home"
+    trust(root, workspace_trust_surface(load(root, home)), env=isolated_env(home))
+    return root, home
+
+
+class _Sink:
+    def __init__(self, live: LiveExport) -> None:
+        self.live = live
+
+    @hookimpl
+    def register_event_sinks(self, register: RegisterEventSink) -> None:
+        register(self.live)
+
+
+def run_live(root: Path, home: Path, env: Mapping[str, str]) -> tuple[str, list[ReadableSpan]]:
+    memory = InMemorySpanExporter()
+    live = LiveExport(env, exporter_factory=lambda: memory)
+    host = PluginHost()
+    host.register(_Sink(live), "otel-test")
+    with open_workspace(root, env=isolated_env(home), plugins=host) as ws:
+        result = ws.run_sync("add two and three")
+        assert result.status == "succeeded", result.error
+    live.flush()
+    return str(result.run_id), list(memory.get_finished_spans())
+
+
+def shape(spans: list[ReadableSpan]) -> set[tuple[str, str | None, int, int]]:
+    def ids(span: ReadableSpan) -> tuple[int, int]:
+        assert span.context is not None
+        return span.context.trace_id, span.context.span_id
+
+    by_id = {ids(span)[1]: span for span in spans}
+    return {
+        (span.name, by_id[span.parent.span_id].name if span.parent is not None else None, *ids(span)) for span in spans
+    }
+
+
+def test_spans_follow_the_genai_conventions_and_the_log(tmp_path: Path) -> None:
+    root, home = workspace(tmp_path)
+    run_id, spans = run_live(root, home, {})
+    names = sorted("chat" if span.name.startswith("chat ") else span.name for span in spans)
+    assert names == sorted(
+        ["invoke_agent main", "execute_tool Task", "invoke_agent scout", "execute_tool mcp__demo__add", *["chat"] * 4]
+    ), names
+    trace_ids = {span.context.trace_id for span in spans if span.context is not None}
+    assert trace_ids == {uuid.UUID(run_id).int}, "one trace, its id the run's"
+    edges = {(name, parent) for name, parent, _, _ in shape(spans)}
+    assert ("invoke_agent main", None) in edges
+    assert ("invoke_agent scout", "execute_tool Task") in edges, "the subagent under the call that started it"
+    assert ("execute_tool mcp__demo__add", "invoke_agent scout") in edges
+    chats = {parent for name, parent in edges if name.startswith("chat ")}
+    assert chats == {"invoke_agent scout", "invoke_agent main"}
+
+    root_span = next(s for s in spans if s.name == "invoke_agent main")
+    attrs: dict[str, Any] = dict(root_span.attributes or {})
+    assert attrs["gen_ai.operation.name"] == "invoke_agent" and attrs["gen_ai.agent.name"] == "main"
+    assert attrs["bearagent.run.id"] == run_id and attrs["bearagent.run.status"] == "succeeded"
+    chat = next(s for s in spans if s.name.startswith("chat "))
+    chat_attrs: dict[str, Any] = dict(chat.attributes or {})
+    assert chat_attrs["gen_ai.operation.name"] == "chat"
+    assert chat_attrs["gen_ai.usage.input_tokens"] > 0 and "gen_ai.usage.output_tokens" in chat_attrs
+    assert chat_attrs["gen_ai.response.finish_reasons"] == ("tool_use",)
+    mcp = next(s for s in spans if s.name == "execute_tool mcp__demo__add")
+    mcp_attrs: dict[str, Any] = dict(mcp.attributes or {})
+    assert mcp_attrs["gen_ai.tool.type"] == "extension" and mcp_attrs["gen_ai.tool.name"] == "mcp__demo__add"
+    for span in spans:
+        assert span.start_time is not None and span.end_time is not None and span.start_time <= span.end_time
+        text = json.dumps(dict(span.attributes or {}))
+        assert "secret sum" not in text and "add two and three" not in text, "no content by default"
+
+    # the same spans, ids included, built later from the log alone
+    memory = InMemorySpanExporter()
+    assert export_run(root, run_id, memory, {}) == len(spans)
+    assert shape(list(memory.get_finished_spans())) == shape(spans)
+
+
+def test_content_only_when_opted_in(tmp_path: Path) -> None:
+    root, home = workspace(tmp_path)
+    _, spans = run_live(root, home, {CONTENT_VAR: "true"})
+    everything = json.dumps([dict(span.attributes or {}) for span in spans])
+    assert "add two and three" in everything and "The secret sum is 5." in everything
+    tool = next(s for s in spans if s.name == "execute_tool mcp__demo__add")
+    assert json.loads(str(dict(tool.attributes or {})["gen_ai.tool.call.arguments"])) == {"a": 2, "b": 3}
+
+
+def test_real_processes_export_over_otlp_http(tmp_path: Path) -> None:
+    root, home = workspace(tmp_path)
+    site = installed_site(tmp_path)
+    bearagent = str(Path(sys.executable).with_name("bearagent"))
+    with otlp_receiver() as receiver:
+        env = {
+            **isolated_env(home),
+            "BEARAGENT_LOAD_PLUGINS": "otel",
+            "PYTHONPATH": os.pathsep.join([str(site), str(PLUGIN_SRC)]),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
+            "OTEL_SERVICE_NAME": "bear-test",
+        }
+        done = subprocess.run(
+            [bearagent, "run", "-w", str(root), "--json", "add two and three"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr
+        run_id = json.loads(done.stdout)["run_id"]
+        live = sorted(receiver.names())
+        assert len(live) == 8 and "invoke_agent scout" in live, live
+        roots = [s for s in receiver.spans if s.name == "invoke_agent main"]
+        assert roots[0].trace_id == uuid.UUID(run_id).bytes
+
+        exported = subprocess.run(
+            [bearagent, "otel", "export", run_id[:8], "-w", str(root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert exported.returncode == 0, exported.stderr
+        assert "exported 8 span(s)" in exported.stdout
+        assert sorted(receiver.names()) == sorted(live * 2)
+
+        missing = subprocess.run(
+            [bearagent, "otel", "export", "last", "-w", str(root)],
+            env={k: v for k, v in env.items() if k != "OTEL_EXPORTER_OTLP_ENDPOINT"},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert missing.returncode != 0 and "no OTLP endpoint" in missing.stderr
+
+
+def test_nothing_is_exported_without_an_endpoint(tmp_path: Path) -> None:
+    live = LiveExport({"OTEL_EXPORTER_OTLP_ENDPOINT": "  "})
+    root, home = workspace(tmp_path)
+    host = PluginHost()
+    host.register(_Sink(live), "otel-test")
+    with open_workspace(root, env=isolated_env(home), plugins=host) as ws:
+        assert ws.run_sync("add two and three").status == "succeeded"
+    assert live._builder is None, "the SDK is never even set up"  # pyright: ignore[reportPrivateUsage]
