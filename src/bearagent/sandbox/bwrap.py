@@ -50,6 +50,7 @@ from pathlib import Path
 
 from bearagent.sandbox import cgroups
 from bearagent.sandbox.git_paths import git_protected_paths
+from bearagent.sandbox.git_plants import Repositories, disarm, snapshot
 from bearagent.sandbox.placeholders import PlaceholderLease
 from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
 from bearagent.sandbox.request import SandboxRequest
@@ -202,20 +203,27 @@ class PreparedCommand:
     """Held while the call may rely on placeholders (workspace-write): `placeholders.py`."""
     groups: cgroups.CallGroups | None = None
     """The call's control groups (`cgroups.py`), when the host lets BearAgent make them."""
+    repositories: tuple[Repositories, ...] = ()
+    """The repositories below each writable tree as the call started (workspace-write): `git_plants.py`."""
 
     def notes(self) -> list[str]:
         """What the kernel's ceilings stopped in this call (read once the command is over, before `finish`)."""
         return self.groups.notes() if self.groups is not None else []
 
-    def finish(self) -> None:
-        """The call is over: its control groups go, its lease ends, and the placeholders go once no call of any
-        process relies on them."""
+    def finish(self) -> list[str]:
+        """The call is over: its control groups go, a repository the call created or changed that git would run
+        code of is disarmed (`git_plants.disarm`), its lease ends, and the placeholders go once no call of any
+        process relies on them. Returns the notes on disarmed repositories, for the call's result."""
+        notes: list[str] = []
         try:
             if self.groups is not None:
                 self.groups.remove()
+            for before in self.repositories:
+                notes += disarm(before)
         finally:
             if self.lease is not None:
                 self.lease.release(_remove_placeholder)
+        return notes
 
 
 def _remove_placeholder(key: str, is_dir: bool) -> None:
@@ -277,8 +285,10 @@ class BwrapBackend:
         # from before the mounts are planned until the call ends: no other call's cleanup removes a placeholder
         # this one binds or relies on
         lease = PlaceholderLease.take(root) if request.mode == "workspace-write" else None
+        repositories: list[Repositories] = []
         try:
             if request.mode == "workspace-write":
+                repositories = [snapshot(base) for base in (root, *extra)]
                 for base in (root, *extra):
                     for rel in (
                         *SHELL_READ_ONLY,
@@ -301,4 +311,4 @@ class BwrapBackend:
             lease.register(plan.placeholders)
         groups = cgroups.prepare(request.limits[0], request.limits[1])
         full = (*groups.argv_prefix(), *plan.args) if groups is not None else tuple(plan.args)
-        return PreparedCommand(full, env, tuple(plan.placeholders), lease, groups)
+        return PreparedCommand(full, env, tuple(plan.placeholders), lease, groups, tuple(repositories))
