@@ -88,8 +88,8 @@ def outside(sandbox_outside: Path) -> Path:
 
 
 @pytest.fixture
-def home(outside: Path) -> Path:
-    path = outside / "home"
+def home(sandbox_home_base: Path) -> Path:
+    path = sandbox_home_base / "home"
     (path / "bearagent").mkdir(parents=True)
     return path
 
