@@ -497,9 +497,7 @@ class BearAcpAgent:
             if caps is not None and caps.fs is not None and caps.fs.read_text_file:
                 loaded.use_tools(_with_client_read(loaded.tools, self._read_text_file))
             runtime = open_runtime(loaded, permission_mode=self._mode)
-            runtime.check_guards()
-            runtime.check_trust()
-            runtime.check_hooks()
+            runtime.admit()
             agent = self._agent or loaded.config.default_agent
             runtime.require_agent(agent)
         except BearAgentError as exc:

@@ -21,7 +21,6 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from bearagent.domain.errors import BearAgentError
-from bearagent.domain.ids import SessionId
 from bearagent.domain.state import RunProjection, SessionRecord
 from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
@@ -382,21 +381,8 @@ class _Call:
             if ws.id != self.ws.id:
                 raise RpcError(INVALID_PARAMS, f"no context {context_id[:100]!r} in this workspace")
             return record
-        runtime = self.runtime
-        runtime.check_guards()
-        runtime.check_trust()
-        now = runtime.clock.now()
-        return await runtime.store.insert_session(
-            SessionRecord(
-                session_id=runtime.ids.new(SessionId),
-                created_at=now,
-                updated_at=now,
-                agent_name=self.agent,
-                active_agent_name=self.agent,
-                title="A2A",
-                caller=self.who.subject_ref,
-                auth_context=self.who.snapshot(),
-            )
+        return await self.runtime.create_session(
+            self.agent, caller=self.who.subject_ref, title="A2A", auth_context=self.who.snapshot()
         )
 
     async def send(self) -> RunProjection:

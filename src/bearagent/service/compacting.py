@@ -38,10 +38,7 @@ async def compact_session(
     agent by default) and `model` as the session's model (`/model`); `focus` is given to the summariser."""
     from bearagent.service.resuming import seek_provider
 
-    runtime.check_guards()
-    runtime.check_trust()
-    runtime.check_hooks()
-    await runtime.resources.recover()
+    await runtime.admit_and_recover()
     default = runtime.loaded.config.default_agent
     session, created = await asyncio.to_thread(runtime.resolve_session, session_ref, agent or default)
     if created:

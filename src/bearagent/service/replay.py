@@ -159,8 +159,7 @@ async def replay_in(
     files, trust) or the run's agent cannot be planned."""
     providers: dict[str, RecordedTurnsProvider] = {}
     runtime.resources.override_providers(lambda entry, key: providers.get(key) or _NoModel())
-    runtime.check_guards()  # read-only tools run, MCP servers start: as for any run
-    runtime.check_trust()
+    runtime.admit(hooks=False)  # read-only tools run, MCP servers start: as for any run (no hook runs)
     return await _Replay(runtime, scratch, loops, events_of, providers).run(run_id, 0)
 
 

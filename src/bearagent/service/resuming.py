@@ -164,10 +164,7 @@ async def resume_run(
     """Continue an interrupted run, or a waiting run whose approval was answered, to a terminal state (or to its
     next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session;
     `caller`: whose run it is."""
-    runtime.check_guards()
-    runtime.check_trust()
-    runtime.check_hooks()
-    await runtime.resources.recover()
+    await runtime.admit_and_recover()
     run = await _load(runtime, run_id)
     reason = _resumable(run)
     session = await runtime.store.fetch_session(run.session_id) if run.session_id is not None else None

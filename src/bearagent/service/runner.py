@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bearagent.domain._base import JsonValue
+from bearagent.domain._base import JsonObject, JsonValue
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
@@ -122,14 +122,23 @@ class WorkspaceRuntime:
     def root(self) -> Path:
         return self.loaded.root
 
-    def check_guards(self) -> None:
-        admission.check_guards(self.loaded)
+    def admit(self, *, hooks: bool = True) -> None:
+        """Refuse a workspace that may not run (`service/admission.admit`: guards, trust, hooks)."""
+        admission.admit(self.loaded, hooks=hooks)
 
-    def check_trust(self) -> None:
-        admission.check_trust(self.loaded)
+    async def create_session(
+        self, agent: str | None, *, caller: str, title: str | None = None, auth_context: JsonObject | None = None
+    ) -> SessionRecord:
+        """A new session recorded before any run (HTTP `POST .../sessions`, A2A's new context): the workspace is
+        admitted (guards, trust: no hook runs yet), its agent chosen and checked (`SessionService.new_record`)."""
+        self.admit(hooks=False)
+        return await self.sessions.create(agent, caller=caller, title=title, auth_context=auth_context)
 
-    def check_hooks(self) -> None:
-        admission.check_hooks(self.loaded)
+    async def admit_and_recover(self) -> None:
+        """Before a run is started or continued: admission, then the recovery scan (a dead owner's run is marked
+        interrupted before anything reads the session's runs)."""
+        self.admit()
+        await self.resources.recover()
 
     def notices(self, agent_name: str | None = None) -> list[str]:
         return admission.notices(self.loaded, agent_name, flag=self.permission_mode_flag)
