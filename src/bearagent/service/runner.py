@@ -24,16 +24,16 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId
 from bearagent.domain.messages import Message
-from bearagent.domain.run_events import RunEventPayload, RunRequest, TriggerType
+from bearagent.domain.run_events import RunEventPayload, TriggerType
 from bearagent.domain.specs import AgentSpec
-from bearagent.service import admission
+from bearagent.service import admission, run_specs
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
 from bearagent.service.host import RunResources
-from bearagent.service.run_types import RunOptions, RunResult, local_initiator, run_metadata
+from bearagent.service.run_types import RunOptions, RunResult, run_metadata
 from bearagent.service.session_hooks import SessionHookWiring
 from bearagent.service.sessions import SessionService, session_key
-from bearagent.trust.run_seals import check_created, sealed_request
+from bearagent.trust.run_seals import check_created
 from bearagent.trust.seals import Sealer
 from bearagent.workspace import LoadedWorkspace
 
@@ -231,16 +231,14 @@ class WorkspaceRuntime:
 
     async def _cancel_if_queued(self, run_id: RunId) -> None:
         from bearagent.domain.run_events import RunCancelledV1
-        from bearagent.runtime.recorder import RunRecorder
+        from bearagent.service.facts import append_outside_loop
 
         run = await self.store.fetch_run(run_id)
         if run is None or run.status != "queued":
             return  # it started (the loop records its own end) or ended meanwhile
-        recorder = RunRecorder(
-            writer=self.writer, clock=self.clock, ids=self.ids, run_id=run_id, last_sequence=run.last_sequence
-        )
+        cancelled = RunCancelledV1(reason="cancelled by the caller before it started")
         with contextlib.suppress(BearAgentError):  # it moved on meanwhile
-            await recorder.append(RunCancelledV1(reason="cancelled by the caller before it started"))
+            await append_outside_loop(self.writer, self.clock, self.ids, run_id, run.last_sequence, (cancelled,))
 
     async def _prepare(self, prompt: str, options: RunOptions) -> _Prepared:
         if not prompt.strip():
@@ -289,36 +287,17 @@ class WorkspaceRuntime:
         options, session = prepared.options, prepared.session
         run_id = options.run_id
         assert run_id is not None, "`_prepare` gives every run its id"
-        return RunSpec(
+        return run_specs.new_run(
+            self.root,
+            self.seals,
+            options,
+            run_id=run_id,
             goal=prepared.prompt,
-            workspace_root=self.root,
+            agent_name=prepared.agent.name,
             budgets=prepared.budgets,
             session_id=session.session_id if session is not None else None,
-            trigger_type=options.trigger_type,
-            trigger_ref=options.trigger_ref,
-            history=tuple(history),
+            history=history,
             prelude=prelude,
-            run_id=run_id,
-            expansion=options.expansion,
-            request=sealed_request(  # the log is a workspace file: what a later process acts on is sealed
-                self.seals,
-                run_id,
-                session_id=session.session_id if session is not None else None,
-                goal=prepared.prompt,
-                agent_name=prepared.agent.name,
-                budgets=prepared.budgets,
-                trigger_type=options.trigger_type,
-                trigger_ref=options.trigger_ref,
-                request=RunRequest(
-                    initiator_ref=options.initiator_ref
-                    or (options.caller if options.caller != "local" else local_initiator()),
-                    auth_context=options.auth_context,
-                    metadata=options.metadata,
-                    model_override=options.model,
-                    allowed_tools=options.allowed_tools,
-                    wait_approvals=options.wait_approvals,
-                ),
-            ),
         )
 
     async def _execute(
