@@ -7,6 +7,11 @@ the run id), a context a session (its id the session id). Every route needs a ca
 (`access.py`): a workspace the token may not see is the same 404, a task it may not see is TaskNotFound. A run
 waiting for an approval is `TASK_STATE_INPUT_REQUIRED`; a message to that task answers it (`allow`, `always`,
 `deny`) and the run continues. Runs are queued and executed by the server's worker, as `POST /v1/.../runs` does.
+
+Why it is over 400 lines: it is one binding, the A2A JSON-RPC methods and the wire shapes they answer with (task,
+message and agent card JSON, and v0.3's method names and shapes for clients not on v1.0 yet); a method's result and
+its shape change together whenever the A2A version does, so they are read side by side. The runs themselves are the
+run service's (`service/`).
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@ the resources `app/` opens (`host.RunResources`: store, writer, providers, MCP, 
 `resuming.py` (resume, approvals answered later) and the approval broker (`runtime/approvals.py`). What is left
 here: a run from prompt to outcome in a session (lock, history, plan, loop, session record), actions, and the
 loop and broker every run gets. The CLI, the server and the Python API (`bearagent.api`) are thin layers over it.
+
+Why it is still over 400 lines: a run from prompt to outcome (prepare, record or queue, execute under the session
+lock, the session record afterwards) is one sequence whose steps share the prepared run, and the runtime is also the
+narrow hosts (`host.py`) its parts are given, which costs a line or two per delegated name; every part with a rule
+of its own has left for its module.
 """
 
 from __future__ import annotations
