@@ -297,16 +297,21 @@ async def _record_start_failure(runtime: WorkspaceRuntime, run_id: RunId, exc: B
     """A queued run that cannot start (the workspace lost its trust, its agent was removed, …) must not stay queued
     for ever: it is started and failed with the error, so its log says why."""
     from bearagent.domain.run_events import RunFailedV2, RunStartedV2
-    from bearagent.runtime.recorder import RunRecorder
+    from bearagent.service.facts import append_outside_loop
 
     run = await runtime.store.fetch_run(run_id)
     if run is None or run.status != "queued":
         return
-    recorder = RunRecorder(
-        writer=runtime.writer, clock=runtime.clock, ids=runtime.ids, run_id=run_id, last_sequence=run.last_sequence
-    )
+    started = RunStartedV2(owner=runtime.resources.lease.owner)
     with contextlib.suppress(BearAgentError):  # someone else moved it on meanwhile
-        await recorder.append_many((RunStartedV2(owner=runtime.resources.lease.owner), RunFailedV2(error=exc.info)))
+        await append_outside_loop(
+            runtime.writer,
+            runtime.clock,
+            runtime.ids,
+            run_id,
+            run.last_sequence,
+            (started, RunFailedV2(error=exc.info)),
+        )
 
 
 def worker_summary(workers: Mapping[str, Worker]) -> dict[str, object]:
