@@ -1,6 +1,10 @@
 """Wiring for one workspace: config files, every registry, plugins and project instructions. This is the single
 place that knows the concrete registry classes; the CLI and the runtime call `load_workspace` and use the
-`LoadedWorkspace` it returns."""
+`LoadedWorkspace` it returns.
+
+Why it is over 400 lines: it is the one place that knows every registry class and how plugin, user and
+workspace sources combine; splitting it would spread that single knowledge over several modules.
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,9 @@
   (not retried) and never runs unconfined.
 
 The `mcp` SDK is imported on first connect, not at import time.
+
+Why it is over 400 lines: connecting, retrying, reconnecting on a call and closing are one state machine per
+server; its transitions are easier to check side by side than across modules.
 """
 
 from __future__ import annotations

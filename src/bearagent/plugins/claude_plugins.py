@@ -14,6 +14,9 @@ A plugin the user installed is trusted like the user's own config. A plugin a wo
 `.claude/settings.json` names a marketplace folder inside the workspace in `extraKnownMarketplaces` and enables
 one of its plugins in `enabledPlugins`) is loaded in place at the workspace level: its hooks and MCP servers are on
 the trust surface (`bearagent trust`), as every workspace item is.
+
+Why it is over 400 lines: installing, the marketplace index and what an enabled plugin adds share one
+file layout and one set of bounds (files, bytes, depth, no symlink); split, each part would re-read or re-check it.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ What a command file cannot do here, on purpose (a workspace command file is untr
   model can run it through `Bash`, where the permission rules, hooks and the sandbox apply.
 - `@path` attaches the file's content only for a regular file inside the workspace, read with the file tools' path
   safety (no `..`, no symlink out, no device); anything else stays as typed. At most 20 files and 256 KiB in all.
+
+Why it is over 400 lines: the file format (frontmatter keys, their Claude Code spellings and warnings) and the
+rendering of `$ARGUMENTS`, `$N`, named arguments and `!`/`@` expansions are one contract of one file kind.
 """
 
 from __future__ import annotations
