@@ -236,6 +236,13 @@ class McpConnectionManager:
             conn = await self._ensure_connected(slot)
         except McpConnectError as exc:
             return failed(CallFailure("server_unavailable", exc.failure.text(), retryable=True))
+        changed = (
+            server_code_changed(self._pins, slot.spec, self._root, running=True) if slot.in_process is None else None
+        )
+        if changed is not None:  # the running server may load or run the changed file for this call: stop it
+            self._mark_dead(slot, conn, changed)
+            slot.give_up()
+            return failed(CallFailure("code_changed", changed.text(), retryable=False))
 
         def died(failure: McpFailure) -> str:
             self._mark_dead(slot, conn, failure)
