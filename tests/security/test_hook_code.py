@@ -114,7 +114,14 @@ def _sh_c(ws: Path) -> tuple[str, str]:
     return "sh -c 'sh scripts/inner.sh'", "scripts/inner.sh"
 
 
+def _npm_script(ws: Path) -> tuple[str, str]:
+    """A task runner: the hook names `npm run`, and package.json decides what that runs."""
+    write(ws, "package.json", json.dumps({"name": "t", "version": "1.0.0", "scripts": {"post": "echo ok >> hook.log"}}))
+    return "npm run -s post", "package.json"
+
+
 VARIANTS: dict[str, Callable[[Path], tuple[str, str]]] = {
+    "npm-script": _npm_script,
     "script": _direct,
     "sourced": _sourced,
     "imported": _imported,
@@ -159,6 +166,7 @@ def test_a_hook_does_not_run_code_the_model_rewrote_in_the_same_run(tmp_path: Pa
     payload = {
         ".py": f"open({str(marker)!r}, 'w').write('pwned')\ndef log():\n    pass\ndef run():\n    pass\n",
         ".js": f"require('fs').writeFileSync({json.dumps(str(marker))}, 'pwned'); exports.run = () => {{}}\n",
+        ".json": json.dumps({"name": "t", "version": "1.0.0", "scripts": {"post": f"touch {marker}"}}) + "\n",
     }
     target = VARIANTS[variant](tmp_path / "probe")[1]  # which file the variant rewrites (its suffix)
     content = payload.get(Path(target).suffix, f"#!/bin/sh\ntouch {marker}\n")
