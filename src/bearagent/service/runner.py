@@ -223,7 +223,7 @@ class WorkspaceRuntime:
         prepared = await self._prepare(prompt, replace(options, caller=caller))
         return await self._execute(prepared, observer, events[0], locked=True)
 
-    async def _sealed_session_agent(self, session: SessionRecord, caller: str) -> str | None:
+    async def sealed_session_agent(self, session: SessionRecord, caller: str) -> str | None:
         """The agent a continued session runs with when the caller names none: the one its newest run that carries
         this user's seal was recorded with (`RunCreated.agent_name`, sealed), or None (the configured default). The
         session row's `active_agent_name` is not sealed (a shipped or edited `state.db` can name a more capable
@@ -283,7 +283,7 @@ class WorkspaceRuntime:
                 self.resolve_session, options.session, options.agent or config.default_agent, options.caller
             )
             if agent_name is None and not created:  # the row is not sealed: its own sealed record says
-                agent_name = await self._sealed_session_agent(session, options.caller)
+                agent_name = await self.sealed_session_agent(session, options.caller)
         agent_name = agent_name or config.default_agent
         agent = self.require_agent(agent_name)
         if options.trigger_type == "message" and not agent.is_primary:
