@@ -284,7 +284,7 @@ def test_a_running_mcp_server_is_not_called_after_the_model_rewrote_its_code(tmp
     the user's rights."""
     ws, home = tmp_path / "ws", tmp_path / "home"
     marker = tmp_path / "MARKER"  # outside the workspace and the sandbox's view: only unconfined code can make it
-    calls = [{"name": "mcp__runner__step", "arguments": {}}]
+    calls: list[dict[str, object]] = [{"name": "mcp__runner__step", "arguments": {}}]
     target = "tools/step.sh" if rewrite == "script" else "tools/helper.py"
     payload = f"touch {marker}\\n" if rewrite == "script" else f"open('{marker}', 'w')\\n"
     bash = {"name": "Bash", "arguments": {"command": f"printf '{payload}' > {target}; echo rc=$?"}}
