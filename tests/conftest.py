@@ -73,6 +73,23 @@ def _shown_read_only_by_the_sandbox(path: Path) -> bool:
     )
 
 
+def _candidate_bases() -> list[Path]:
+    bases = [TESTS.parent / ".cache"]
+    if os.environ.get("XDG_CACHE_HOME"):
+        bases.append(Path(os.environ["XDG_CACHE_HOME"]))
+    return bases + [Path(b) for b in SANDBOX_OUTSIDE_BASES]
+
+
+def _new_directory(bases: list[Path]) -> Path | None:
+    for base in bases:
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            return Path(tempfile.mkdtemp(prefix="bearagent-sandbox-tests-", dir=base))
+        except OSError:
+            continue
+    return None
+
+
 @pytest.fixture
 def sandbox_outside() -> Iterator[Path]:
     """A new host directory outside the workspace that a sandboxed command sees read-only (removed afterwards): the
@@ -81,25 +98,35 @@ def sandbox_outside() -> Iterator[Path]:
     each home with an empty scratch directory, where a write "succeeds" without reaching the host): a checkout under
     /tmp or in the home must not decide the outcome (issue 29). Tried in order: the checkout's `.cache/`,
     `$XDG_CACHE_HOME`, then `SANDBOX_OUTSIDE_BASES` (root). Skips, with its reason, when none is writable."""
-    candidates = [TESTS.parent / ".cache"]
-    if os.environ.get("XDG_CACHE_HOME"):
-        candidates.append(Path(os.environ["XDG_CACHE_HOME"]))
-    candidates += [Path(b) for b in SANDBOX_OUTSIDE_BASES]
-    for base in candidates:
-        if not _shown_read_only_by_the_sandbox(base):
-            continue
-        try:
-            base.mkdir(parents=True, exist_ok=True)
-            path = Path(tempfile.mkdtemp(prefix="bearagent-sandbox-tests-", dir=base))
-        except OSError:
-            continue
-        try:
-            yield path
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
-        return
-    pytest.skip(
-        "needs a writable directory that the sandbox shows read-only (outside /tmp, /var/tmp and the home): the "
-        f"checkout ({TESTS.parent}) is in one of them and {', '.join(SANDBOX_OUTSIDE_BASES)} are not writable; "
-        "clone the repository elsewhere (e.g. /srv or /opt) or run as root"
-    )
+    path = _new_directory([b for b in _candidate_bases() if _shown_read_only_by_the_sandbox(b)])
+    if path is None:
+        pytest.skip(
+            "needs a writable directory that the sandbox shows read-only (outside /tmp, /var/tmp and the home): the "
+            f"checkout ({TESTS.parent}) is in one of them and {', '.join(SANDBOX_OUTSIDE_BASES)} are not writable; "
+            "clone the repository elsewhere (e.g. /srv or /opt) or run as root"
+        )
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def sandbox_home_base() -> Iterator[Path]:
+    """A new host directory outside /tmp and /var/tmp for a sandbox test's fake home (removed afterwards), so that
+    hiding the home, not the sandbox's private /tmp, is what keeps the home unseen. As `sandbox_outside` where one is
+    available; else in the user's cache directory (inside the real home, which the sandbox hides as well): never a
+    reason to skip."""
+    from bearagent.sandbox.bwrap import PRIVATE_TMP
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    shown = [b for b in _candidate_bases() if _shown_read_only_by_the_sandbox(b)]
+    private = [Path(t) for t in PRIVATE_TMP]
+    outside_tmp = [b for b in [*shown, cache] if not any(Path(os.path.realpath(b)).is_relative_to(t) for t in private)]
+    path = _new_directory(outside_tmp)
+    if path is None:
+        pytest.skip(f"needs a writable directory outside /tmp and /var/tmp for a fake home (tried {outside_tmp})")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -13,6 +13,9 @@ The user namespace (embedding BearAgent in Python, see docs/python-api.md); plug
   `parse_stream_event_json` for JSON-lines readers.
 - The log: `Event`, `RunProjection`, `ActivityProjection`, `RunStatus`; usage: `BudgetUsage`, `BudgetLimits`,
   `TokenUsage`.
+- Replay (`Workspace.replay`, docs/replay.md): `RunReplay` (a re-driven run: its `StepVerdict`s, each with its
+  `FieldChange`s) and `DryReplay` (`dry=True`), both with the `LogCheck` (its `LogProblem`s) and the `RunSteps` they
+  read (`ModelStep`, `ToolStep`, `FailedAttempt`, `RecordedToolCall`).
 - Errors: `BearAgentError`, `ErrorInfo`, `ErrorCategory`.
 - `hookimpl` (the plugin marker, also in `bearagent.plugin`) and `__version__`.
 
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from bearagent.domain.budgets import BudgetLimits, BudgetUsage, TokenUsage
     from bearagent.domain.errors import BearAgentError, ErrorCategory, ErrorInfo
     from bearagent.domain.events import Event
+    from bearagent.domain.run_events import RecordedToolCall
     from bearagent.domain.state import ActivityProjection, RunProjection, RunStatus
     from bearagent.domain.stream import (
         AgentSwitchedEvent,
@@ -52,7 +56,11 @@ if TYPE_CHECKING:
     )
     from bearagent.plugins.manager import PluginHost
     from bearagent.plugins.markers import hookimpl
+    from bearagent.runtime.log_check import LogCheck, LogProblem
     from bearagent.runtime.observer import RunObserver
+    from bearagent.runtime.run_alignment import FieldChange
+    from bearagent.runtime.run_steps import FailedAttempt, ModelStep, RunSteps, ToolStep
+    from bearagent.service.replay import DryReplay, RunReplay, StepVerdict
     from bearagent.service.runner import RunResult
     from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
@@ -97,6 +105,17 @@ _EXPORTS: dict[str, str] = {
     "BearAgentError": "bearagent.domain.errors",
     "ErrorCategory": "bearagent.domain.errors",
     "ErrorInfo": "bearagent.domain.errors",
+    "RunReplay": "bearagent.service.replay",
+    "DryReplay": "bearagent.service.replay",
+    "StepVerdict": "bearagent.service.replay",
+    "LogCheck": "bearagent.runtime.log_check",
+    "LogProblem": "bearagent.runtime.log_check",
+    "FieldChange": "bearagent.runtime.run_alignment",
+    "RunSteps": "bearagent.runtime.run_steps",
+    "ModelStep": "bearagent.runtime.run_steps",
+    "ToolStep": "bearagent.runtime.run_steps",
+    "FailedAttempt": "bearagent.runtime.run_steps",
+    "RecordedToolCall": "bearagent.domain.run_events",
 }
 
 __all__ = [
@@ -110,19 +129,29 @@ __all__ = [
     "BearAgentError",
     "BudgetLimits",
     "BudgetUsage",
+    "DryReplay",
     "ErrorCategory",
     "ErrorInfo",
     "Event",
+    "FailedAttempt",
+    "FieldChange",
     "FinalEvent",
+    "LogCheck",
+    "LogProblem",
+    "ModelStep",
     "PluginHost",
+    "RecordedToolCall",
     "RunFailedEvent",
     "RunObserver",
     "RunProjection",
+    "RunReplay",
     "RunResult",
     "RunStartedEvent",
     "RunStatus",
+    "RunSteps",
     "RunSucceededEvent",
     "StepEvent",
+    "StepVerdict",
     "StreamError",
     "StreamEvent",
     "StreamEventModel",
@@ -132,6 +161,7 @@ __all__ = [
     "TokenUsage",
     "ToolCallEvent",
     "ToolResultEvent",
+    "ToolStep",
     "Workspace",
     "__version__",
     "hookimpl",

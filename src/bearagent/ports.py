@@ -1,5 +1,11 @@
 """Ports: the protocols the runtime depends on. Adapters (store, providers, tools, hooks, mcp) implement them;
-only `app/` knows the concrete classes."""
+only `app/` knows the concrete classes.
+
+Why it is over 400 lines: it is the one list of protocols the runtime depends on (storage and its commits, sessions
+and locks, providers, tools and their context, the interceptors and the asker); a port is read beside the others it
+composes with (`WorkspaceStore` = `RunStorage` + `EventStore` + `SessionStore`), and adapters implement them from
+this one file.
+"""
 
 from __future__ import annotations
 

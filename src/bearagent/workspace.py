@@ -19,8 +19,10 @@ from bearagent.config.output_styles import OutputStyle, chosen_style, load_outpu
 from bearagent.config.store_settings import StoreSettings, choose_store
 from bearagent.config.workspace import (
     WORKSPACE_DIR,
+    Source,
     action_sources,
     agent_sources,
+    claude_plugin_source,
     command_sources,
     discover_workspace,
     plugin_dir_sources,
@@ -28,8 +30,9 @@ from bearagent.config.workspace import (
     user_config_dir,
 )
 from bearagent.domain.diagnostics import Diagnostic, name_list
-from bearagent.domain.specs import ModelEntry
+from bearagent.domain.specs import Level, ModelEntry
 from bearagent.plugins.builtin import BUILTIN_PLUGIN
+from bearagent.plugins.claude_plugins import ActivePlugin, PluginError, active_plugins, plugin_hooks, plugin_mcp_servers
 from bearagent.plugins.contributions import ProviderFactory
 from bearagent.plugins.manager import PluginHost
 from bearagent.registries.actions import ActionRegistry, load_actions
@@ -75,6 +78,8 @@ class LoadedWorkspace:
     settings_env: Mapping[str, str] = field(default_factory=lambda: {})
     """`env` of `.claude/settings*.json`: added to hook commands' and MCP servers' environment (after trust, as
     every item of those files), never to Bash's (see docs/claude-code.md#env)."""
+    claude_plugins: tuple[ActivePlugin, ...] = ()
+    """The Claude Code plugins enabled here (`plugins/claude_plugins.py`)."""
     status_line: tuple[str, str] | None = None
     """`(command, settings file)`: Claude Code's `statusLine` command (`cli/status_command.py`)."""
     available_models: tuple[tuple[str, ...], str] | None = None
@@ -221,22 +226,36 @@ def load_workspace(
     config, compat = files.config, files.compat
     config = config.model_copy(update={"store": choose_store(config.store, environ, server=store)})
     plugin_dirs = plugin_dir_sources(contrib.agent_dirs, contrib.skill_dirs, diags)
+    settings_data = [cf.doc.data for cf in files.claude if cf.doc is not None]
+    claude = _ClaudePluginParts.of(active_plugins(user_dir, ws_root, settings_data, diags), diags)
 
     models = load_models(files, contrib, builtin_plugin=BUILTIN_PLUGIN, env=environ, default_model=config.default_model)
     agent_srcs = agent_sources(
-        ws_root, user_dir, compat=compat, plugins=plugin_dirs.agents, builtin_dir=builtin_agents_dir()
+        ws_root,
+        user_dir,
+        compat=compat,
+        plugins=(*plugin_dirs.agents, *claude.agents),
+        builtin_dir=builtin_agents_dir(),
     )
     agents = load_agents([(s, agent_files(s.directory)) for s in agent_srcs], ws_root, environ)
     skills = load_skills(
-        skill_sources(ws_root, user_dir, compat=compat, plugins=plugin_dirs.skills, builtin_dir=builtin_skills_dir())
+        skill_sources(
+            ws_root,
+            user_dir,
+            compat=compat,
+            plugins=(*plugin_dirs.skills, *claude.skills),
+            builtin_dir=builtin_skills_dir(),
+        )
     )
-    actions = load_actions(action_sources(ws_root, user_dir), command_sources(ws_root, user_dir, compat=compat))
+    actions = load_actions(
+        action_sources(ws_root, user_dir), command_sources(ws_root, user_dir, compat=compat, plugins=claude.commands)
+    )
     diags.extend(command_model_diagnostics(actions.all(), models))
     from bearagent.runtime.agent_model import alias_diagnostics
 
     diags.extend(alias_diagnostics(agents.all(), models))  # `model: sonnet` with no `sonnet` entry, at load
-    mcp = load_mcp_servers(files, ws_root, contrib)
-    hooks = load_hooks(files, contrib.hook_handlers, root=ws_root, env=environ)
+    mcp = load_mcp_servers(files, ws_root, contrib, claude.mcp)
+    hooks = load_hooks(files, contrib.hook_handlers, root=ws_root, env=environ, plugin_hooks=claude.hooks)
     # after the registries: a server's `none` stops hooks and MCP servers from running (`config/execution.py`) but
     # leaves what is loaded, so the trust surface is the one `bearagent trust` saw
     config = with_server_policy(config, execution_policy)
@@ -259,6 +278,7 @@ def load_workspace(
         instructions=_instructions(ws_root, diags),
         load_diagnostics=diags,
         settings_env=files.settings_env(),
+        claude_plugins=claude.active,
         api_key_helper=next(
             (
                 (str(cf.settings["api_key_helper"]), str(cf.path))
@@ -276,7 +296,9 @@ def load_workspace(
             ),
             None,
         ),
-        output_style=load_output_style(chosen_style(files.claude), style_dirs(ws_root, user_dir, compat=compat), diags),
+        output_style=load_output_style(
+            chosen_style(files.claude), [*style_dirs(ws_root, user_dir, compat=compat), *claude.output_styles], diags
+        ),
     )
 
 
@@ -321,6 +343,56 @@ def _available_models(files: ConfigFiles) -> tuple[tuple[str, ...], str] | None:
     for cf in found:
         names.extend(n for n in cast(tuple[str, ...], cf.settings["available_models"]) if n not in names)
     return tuple(names), str(found[-1].path)
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaudePluginParts:
+    """What the enabled Claude Code plugins add to each registry."""
+
+    active: tuple[ActivePlugin, ...]
+    agents: tuple[Source, ...]
+    skills: tuple[Source, ...]
+    commands: tuple[Source, ...]
+    hooks: tuple[tuple[Path, Mapping[str, object], Level], ...]
+    mcp: tuple[tuple[Path, Mapping[str, object], Source], ...]
+    output_styles: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(cls, active: Sequence[ActivePlugin], diags: list[Diagnostic]) -> _ClaudePluginParts:
+        agents: list[Source] = []
+        skills: list[Source] = []
+        commands: list[Source] = []
+        hooks: list[tuple[Path, Mapping[str, object], Level]] = []
+        mcp: list[tuple[Path, Mapping[str, object], Source]] = []
+        kept: list[ActivePlugin] = []
+        styles: list[Path] = []
+        for order, plugin in enumerate(active):
+            m = plugin.manifest
+            ws = plugin.level == "workspace"
+            try:
+                plugin_hook_files = plugin_hooks(m, plugin.data_dir)
+                servers = plugin_mcp_servers(m, plugin.data_dir)
+            except PluginError as exc:
+                diags.append(
+                    Diagnostic(
+                        severity="error",
+                        code="plugin.invalid",
+                        message=f"Claude Code plugin {plugin.id!r}: {exc.message}",
+                        source=str(m.root),
+                        subject=m.name,
+                        fix=exc.fix or "fix the plugin's file, or disable it: bearagent plugins disable " + m.name,
+                    )
+                )
+                continue
+            kept.append(plugin)
+            agents.extend(claude_plugin_source(m.name, d, order, workspace=ws) for d in m.agents)
+            skills.extend(claude_plugin_source(m.name, d, order, workspace=ws) for d in m.skills)
+            commands.extend(claude_plugin_source(m.name, d, order, workspace=ws) for d in m.commands)
+            hooks.extend((path, raw, plugin.level) for path, raw in plugin_hook_files)
+            source = claude_plugin_source(m.name, m.root, order, workspace=ws)
+            mcp.extend((path, raw, source) for path, raw in servers)
+            styles.extend(m.output_styles)  # below the workspace's and the user's own style folders
+        return cls(tuple(kept), tuple(agents), tuple(skills), tuple(commands), tuple(hooks), tuple(mcp), tuple(styles))
 
 
 def _default_diagnostics(

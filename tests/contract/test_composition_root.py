@@ -85,3 +85,36 @@ def test_every_listed_exception_is_still_there() -> None:
 def test_the_scan_sees_a_construction_in_a_function_and_through_a_module() -> None:
     source = "def f():\n    return gate.ToolGate({})\n\nloop = AgentLoop(store=s)\n"
     assert sorted(constructions(source)) == [(2, "ToolGate"), (4, "AgentLoop")]
+
+
+ONE_OWNER: dict[str, frozenset[str]] = {
+    # a fact appended outside the loop (recovery, a queued run's cancel or failure to start, an approval's answer,
+    # a cancel over HTTP) goes through `service/facts.append_outside_loop`; the loop records its own runs
+    "RunRecorder": frozenset({"bearagent.runtime.loop", "bearagent.service.facts"}),
+    # every run's spec (new, resumed, child, `/compact`, replayed) is `service/run_specs`'s
+    "RunSpec": frozenset({"bearagent.service.run_specs"}),
+}
+
+
+def owners_broken() -> list[str]:
+    problems: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and (name := _called(node)) in ONE_OWNER and module not in ONE_OWNER[name]:
+                where = Path(path).relative_to(PACKAGE.parent)
+                problems.append(f"{where}:{node.lineno}: {name}(...) outside {sorted(ONE_OWNER[name])}")
+    return problems
+
+
+def test_a_rule_with_one_owner_is_built_only_there() -> None:
+    """Issue 30's "one owner each": what several modules used to build themselves is built by its owner only."""
+    problems = owners_broken()
+    assert not problems, "call the owner instead (docs/architecture.md):\n" + "\n".join(problems)
+    for name, modules in ONE_OWNER.items():
+        for module in modules:  # each owner still builds it (the list is not stale)
+            source = (PACKAGE.parent / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+            assert any(isinstance(n, ast.Call) and _called(n) == name for n in ast.walk(ast.parse(source))), (
+                module,
+                name,
+            )

@@ -24,7 +24,7 @@ import bearagent
 import bearagent.plugin
 
 PUBLIC_MODULES = frozenset(NAMESPACES)
-DOCS_WITH_EXAMPLES = ("docs/plugins.md", "docs/python-api.md")
+DOCS_WITH_EXAMPLES = ("docs/plugins.md", "docs/python-api.md", "docs/tools.md", "docs/stream-protocol.md")
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
@@ -146,6 +146,27 @@ def _doc_blocks() -> list[tuple[str, str]]:
         for index, match in enumerate(PYTHON_BLOCK.finditer(text)):
             out.append((f"{doc} example #{index}", match.group(1)))
     return out
+
+
+def test_what_a_workspace_returns_is_exported() -> None:
+    """A public method returns only public names (issue 30: `Workspace.replay`'s report types were private)."""
+    import typing
+
+    import bearagent.api
+
+    exported = {getattr(bearagent, name) for name in bearagent.__all__ if name != "__version__"}
+    missing: list[str] = []
+    for name, member in vars(bearagent.api.Workspace).items():
+        if name.startswith("_") or not callable(member):
+            continue
+        hints = typing.get_type_hints(
+            member, vars(bearagent.api) | {n: getattr(bearagent, n) for n in bearagent.__all__}
+        )
+        returned = hints.get("return")
+        for arg in (*typing.get_args(returned), returned):
+            if isinstance(arg, type) and arg.__module__.startswith("bearagent.") and arg not in exported:
+                missing.append(f"Workspace.{name} -> {arg.__qualname__}")
+    assert not missing, "returned but not exported by `bearagent`:\n" + "\n".join(missing)
 
 
 def test_the_example_plugins_import_only_public_names() -> None:

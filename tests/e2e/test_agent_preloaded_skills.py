@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.support.config_ws import isolated_env, write
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
-from bearagent.api import open_workspace
+from bearagent.api import open_workspace, runtime_of
 from bearagent.plugins.manager import PluginHost
 
 CLAUDE_AGENT = """---
@@ -36,8 +36,8 @@ def test_a_claude_code_agent_starts_with_its_skills_loaded(tmp_path: Path) -> No
 
     async def prompts() -> tuple[str, str]:
         async with open_workspace(root, env=isolated_env(tmp_path / "home"), plugins=PluginHost()) as ws:
-            reviewer = await ws.runtime.plan("reviewer", session_key="probe", depth=1)
-            bear = await ws.runtime.plan("bear", session_key="probe", depth=1)
+            reviewer = await runtime_of(ws).plan("reviewer", session_key="probe", depth=1)
+            bear = await runtime_of(ws).plan("bear", session_key="probe", depth=1)
             return reviewer.system_prompt, bear.system_prompt
 
     reviewer, bear = asyncio.run(prompts())

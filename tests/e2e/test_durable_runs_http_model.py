@@ -137,6 +137,8 @@ def _log(root: Path) -> list[tuple[str, dict[str, object]]]:
     return [(str(t), json.loads(p)) for t, p in rows]
 
 
+@pytest.mark.timeout(900)  # 10 kills, each with 2-4 CLI processes (cold starts): over the suite's 300 s at load 15-20
+# (2026-12-04, a fresh clone under /tmp); the budget of the test harness, not a figure of the product's speed
 def test_kill_9_then_resume_never_repeats_a_completed_call_at_the_server(tmp_path: Path, fake_model: FakeModel) -> None:
     rng = random.Random(1616)
     home = tmp_path / "home"

@@ -5,10 +5,12 @@ processes over a store filled by real runs; bytes flipped in the header, in a ta
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,82 @@ def test_db_check_passes_a_whole_store_and_says_so(filled: tuple[Path, Path, str
     )
     assert result.returncode == 0, result.stderr
     assert "is whole" in result.stdout and "integrity check passed" in result.stdout
+
+
+@pytest.mark.parametrize("where", ["header", "not_a_database"])
+def test_a_worker_names_a_damaged_store_and_keeps_serving_the_others(
+    filled: tuple[Path, Path, str], tmp_path: Path, where: str
+) -> None:
+    """`bearagent worker` over a damaged workspace and a whole one: it says once, on stderr, which workspace and
+    which file cannot be served and what to do, and keeps running (it used to stop scanning every workspace,
+    silently)."""
+    damaged = _copy(filled, tmp_path)
+    healthy = tmp_path / "healthy"
+    shutil.copytree(filled[0], healthy)
+    db = damaged / ".bearagent" / "state.db"
+    if where == "header":
+        _damage(damaged, "header")
+    else:
+        db.write_text("not a database\n" * 100)
+    proc = subprocess.Popen(
+        [BEARAGENT, "worker", "-w", str(damaged), "-w", str(healthy), "--poll", "0.05"],
+        env=isolated_env(filled[1]),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(6)  # many scans: the problem is said once, not once a scan
+        assert proc.poll() is None, "the worker keeps running"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    lines = [line for line in err.splitlines() if "is not served" in line]
+    assert len(lines) == 1, err
+    assert str(db) in lines[0] and "bearagent db check" in lines[0] and "ws" in lines[0], err
+    assert "healthy" not in lines[0] and "Traceback" not in err
+    assert db.stat().st_size > 0  # never replaced
+
+
+def test_a_file_that_is_no_database_names_db_check_too(filled: tuple[Path, Path, str], tmp_path: Path) -> None:
+    root = _copy(filled, tmp_path)
+    db = root / ".bearagent" / "state.db"
+    db.write_text("not a database\n" * 100)
+    for command in (["runs", "list"], ["run", "hello"], ["db", "check"]):
+        result = subprocess.run(
+            [BEARAGENT, *command, "-w", str(root)],
+            env=isolated_env(filled[1]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert result.returncode == 2 and "Traceback" not in result.stderr, (command, result.stderr)
+        said = result.stderr.lower()
+        assert str(db) in result.stderr and ("not an sqlite database" in said or "not a database" in said), said
+        assert command[0] == "db" or "bearagent db check" in result.stderr, (command, result.stderr)
+    assert db.read_text().startswith("not a database")  # never replaced
+
+
+@pytest.mark.parametrize(("side", "kind"), [("-wal", "directory"), ("-shm", "directory"), ("-wal", "fifo")])
+def test_a_side_file_that_is_no_file_is_named(
+    filled: tuple[Path, Path, str], tmp_path: Path, side: str, kind: str
+) -> None:
+    root = _copy(filled, tmp_path)
+    path = root / ".bearagent" / f"state.db{side}"
+    path.unlink(missing_ok=True)
+    if kind == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    for command in (["runs", "list"], ["run", "hello"]):
+        result = subprocess.run(
+            [BEARAGENT, *command, "-w", str(root)],
+            env=isolated_env(filled[1]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert result.returncode == 2 and "Traceback" not in result.stderr, (command, result.stderr)
+        assert str(path) in result.stderr and "not a regular file" in result.stderr, (command, result.stderr)
+        assert "bearagent db check" in result.stderr, (command, result.stderr)

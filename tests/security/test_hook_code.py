@@ -315,3 +315,155 @@ def test_a_running_mcp_server_is_not_called_after_the_model_rewrote_its_code(tmp
     assert "rc=0" in results[1], "the sandboxed Bash may write the workspace"
     assert "code_changed" in results[2] and target in results[2], results[2]
     assert not marker.exists(), "the running server ran the model's code"
+
+
+@pytest.mark.parametrize("change", ["server", "imported"])
+def test_a_running_mcp_server_whose_code_changed_is_stopped_before_the_next_call(tmp_path: Path, change: str) -> None:
+    """A running server may run a workspace file per call (a script, a late import): after the model rewrites a
+    file it reaches, the next call is refused and the server stopped, not restarted in this run."""
+    import asyncio
+    import shutil
+    import uuid
+
+    from tests.support.mcp_servers import demo
+
+    from bearagent.domain._base import frozen_json
+    from bearagent.domain.ids import RunId, ToolCallId
+    from bearagent.domain.specs import McpServerSpec
+    from bearagent.mcp.manager import McpConnectionManager
+    from bearagent.mcp.tool import McpTool
+    from bearagent.ports import ToolContext
+
+    ws = tmp_path / "ws"
+    (ws / "server").mkdir(parents=True)
+    shutil.copy(demo.DEMO_PATH, ws / "server" / "demo.py")
+    spec = McpServerSpec(
+        name="demo", transport="stdio", command=sys.executable, args=("server/demo.py", "stdio"), source="workspace"
+    )
+    context = ToolContext(
+        workspace_root=ws, run_id=RunId(str(uuid.uuid4())), tool_call_id=ToolCallId(str(uuid.uuid4()))
+    )
+
+    async def scenario() -> tuple[str, str, str, bool]:
+        manager = McpConnectionManager([spec], dict(os.environ), ws)
+        try:
+            await manager.start_all(background_retry=False)
+            [echo] = [t for t in manager.tools() if t.spec.name == "mcp__demo__echo"]
+            assert isinstance(echo, McpTool)
+            first = await echo.execute(frozen_json({"message": "one"}), context)
+            target = ws / "server" / ("demo.py" if change == "server" else "anyio.py")
+            target.write_text("raise SystemExit('pwned')\n" if change == "server" else "")
+            second = await echo.execute(frozen_json({"message": "two"}), context)
+            third = await echo.execute(frozen_json({"message": "three"}), context)
+            await asyncio.sleep(0.5)
+            status = manager.server_status("demo")
+            return first.content, second.content + str(second.error), third.status, status.state == "ready"
+        finally:
+            await manager.aclose()
+
+    first, second, third, ready = asyncio.run(scenario())
+    assert "echo: one" in first
+    assert "stopped and the call refused" in second and "code_changed" in second, second
+    assert ("server/demo.py" if change == "server" else "server/anyio.py") in second
+    assert third == "failed" and not ready
+
+
+# ---- item 3: code the hook's tool chain finds on its own --------------------------------------------------------
+
+
+def _pth(ws: Path, marker: Path) -> tuple[str, str, str]:
+    command, _ = _venv(ws)
+    return command, f".venv/lib/{PYVER}/site-packages/zz_plant.pth", f"import os; open({str(marker)!r}, 'w')\n"
+
+
+def _conftest(ws: Path, marker: Path) -> tuple[str, str, str]:
+    write(ws, "tests/test_a.py", "def test_a():\n    pass\n")
+    command = f"{PY} -m pytest -q -p no:cacheprovider -p no:xdist tests/test_a.py"
+    return command, "tests/conftest.py", f"open({str(marker)!r}, 'w')\n"
+
+
+def _js_config(ws: Path, marker: Path) -> tuple[str, str, str]:
+    write(ws, "node_modules/fmt/cli.js", "const fs = require('fs'); fs.appendFileSync('hook.log', 'ok\\n')\n")
+    write(
+        ws,
+        "node_modules/fmt/load.js",
+        "const p = require('path').resolve('src/.fmtrc.cjs'); if (require('fs').existsSync(p)) require(p)\n",
+    )
+    return (
+        "node -e \"require('./node_modules/fmt/load.js')\"",
+        "src/.fmtrc.cjs",
+        (f"require('fs').writeFileSync({json.dumps(str(marker))}, 'pwned')\n"),
+    )
+
+
+DISCOVERED: dict[str, Callable[[Path, Path], tuple[str, str, str]]] = {
+    "venv-pth": _pth,
+    "pytest-conftest": _conftest,
+    "js-config-file": _js_config,
+}
+
+
+@pytest.mark.parametrize("variant", sorted(DISCOVERED))
+def test_a_hook_does_not_run_code_its_tool_chain_would_discover(tmp_path: Path, variant: str) -> None:
+    """A `.pth` in the workspace venv (run at every start of its Python), a `conftest.py` pytest collects, a
+    `.xrc.cjs` a JavaScript tool loads by name: the hook's words never name them, but its tool runs them. The model
+    plants one through the sandboxed Bash; the hook is refused from then on."""
+    import shutil
+    import subprocess
+
+    if variant == "js-config-file" and shutil.which("node") is None:
+        pytest.skip("needs node")
+    home = tmp_path / "home"
+    marker = tmp_path / "PWNED"
+    ws = tmp_path / "ws"
+    turns: list[dict[str, object]] = []
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    command, target, content = DISCOVERED[variant](ws, marker)
+    bash = [
+        "echo first",
+        f"mkdir -p {Path(target).parent} && cat > {target} <<'EOF'\n{content}EOF\necho planted",
+        "echo third",
+    ]
+    turns = [{"tool_calls": [{"name": "Bash", "arguments": {"command": c}}]} for c in bash]
+    scripted_workspace(ws, yaml.safe_dump({"turns": [*turns, {"text": "done"}]}, sort_keys=False), agents=MAIN)
+    hooks = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}
+    write(ws, ".bearagent/config.yaml", CONFIG + yaml.safe_dump(hooks))
+    trust(ws, workspace_trust_surface(load(ws, home)), env=isolated_env(home))
+    events = _hook_events(ws, home)
+    assert not marker.exists(), "the hook ran the code the model planted"
+    refused = [e for e in events if "code_changed" in json.dumps(e)]
+    assert len(refused) == 2, events
+    assert (ws / target).is_file()
+    # the plant is real: the hook's command, run as it would have run, executes it
+    subprocess.run(command, shell=True, cwd=ws, capture_output=True, timeout=120, check=False)
+    assert marker.exists(), "the planted file is not what the hook's tool runs (the test proves nothing)"
+
+
+@pytest.mark.parametrize("variant", sorted(DISCOVERED))
+def test_planting_code_the_hooks_tool_chain_discovers_needs_a_new_trust_decision(tmp_path: Path, variant: str) -> None:
+    """Item 6 for discovered code: the same plants made between runs (a `git pull`, another tool) change the
+    trusted digest, and the listing then names the kind of file."""
+    home = tmp_path / "home"
+    ws = tmp_path / "ws"
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    command, target, content = DISCOVERED[variant](ws, tmp_path / "PWNED")
+    hooks = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}
+    write(ws, ".bearagent/config.yaml", CONFIG + yaml.safe_dump(hooks))
+    before = workspace_trust_surface(load(ws, home))
+    write(ws, target, content)
+    after = workspace_trust_surface(load(ws, home))
+    assert after.digest() != before.digest(), f"planting {target} kept the trusted digest"
+    assert "**/" in "\n".join(after.lines()), after.lines()
+    (ws / target).write_text(content + "\n# changed\n")
+    assert workspace_trust_surface(load(ws, home)).digest() != after.digest()
+
+
+def test_only_a_test_runner_reaches_conftest(tmp_path: Path) -> None:
+    """A Python MCP server or hook that runs no tests is not refused when the model writes a `conftest.py` (normal
+    work); one that runs pytest is."""
+    from bearagent.trust.reach import discovered_code
+
+    write(tmp_path, "tests/conftest.py", "x = 1\n")
+    assert "**/conftest.py" not in discovered_code(tmp_path, f"{PY} server.py")
+    assert "**/conftest.py" in discovered_code(tmp_path, f"{PY} -m pytest -q")
+    assert discovered_code(tmp_path, "sh scripts/notify.sh") == {}

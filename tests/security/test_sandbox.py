@@ -69,9 +69,9 @@ def outside(sandbox_outside: Path) -> Path:
 
 
 @pytest.fixture
-def home(outside: Path) -> Path:
+def home(sandbox_home_base: Path) -> Path:
     """The user's home for the run, outside /tmp so that hiding (not the private /tmp) is what keeps it unseen."""
-    path = outside / "home"
+    path = sandbox_home_base / "home"
     (path / "bearagent").mkdir(parents=True)
     return path
 

@@ -218,11 +218,11 @@ def test_a_nested_repositorys_config(tmp_path: Path, home: Path, marker: Path) -
 def test_a_repository_the_command_creates_is_not_read_by_the_outer_git_status(
     tmp_path: Path, home: Path, marker: Path
 ) -> None:
-    """A new, untracked nested repository is the model's work like any file: git status of the workspace lists it
-    as untracked and never reads its config."""
+    """A new nested repository that could run code is disabled when the call ends (its `.git` renamed), and git
+    status of the workspace never reads its config."""
     ws = repo(tmp_path / "ws")
     attack(ws, home, [f"git init -q fresh && git -C fresh config core.fsmonitor 'touch {marker}; false'"])
-    assert (ws / "fresh" / ".git").is_dir()
+    assert not (ws / "fresh" / ".git").exists() and (ws / "fresh" / ".git.quarantined-by-bearagent").is_dir()
     assert_git_runs_nothing(ws, marker)
 
 
@@ -389,3 +389,121 @@ def test_the_enclosing_repositorys_config_names_workspace_files(
     )
     (ws / "notes.md").write_text("changed\n")
     assert_git_runs_nothing(top, marker, "commit", "-qam", "user commit")
+
+
+# ---- repositories a command creates or changes (git_plants) ---------------------------------------------------
+
+NEW_REPO = "git init -q fresh && echo x > fresh/x && git -C fresh add x && git -C fresh -c core.fsmonitor=false -c user.name=M -c user.email=m@e commit -qm f"
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        "git -C fresh config core.fsmonitor 'touch {marker}; false'",
+        "git -C fresh config core.pager 'touch {marker}; cat'",
+        "git -C fresh config diff.external 'sh -c \"touch {marker}\"'",
+        "printf '[include]\\n\\tpath = ../../evil.cfg\\n' >> fresh/.git/config;"
+        " printf '[core]\\n\\tfsmonitor = touch {marker}; false\\n' > evil.cfg",
+        "printf '[CORE] FSMonitor = touch {marker}; false\\n' >> fresh/.git/config",
+        'printf \'[core "x"]\\n[core]\\n\\tfsMonitor = "touch {marker}; false"\\n\' >> fresh/.git/config',
+        "echo 'touch {marker}' > fresh/.git/hooks/pre-commit && chmod +x fresh/.git/hooks/pre-commit",
+        "mv fresh/.git fresh-gitdir && echo 'gitdir: ../fresh-gitdir' > fresh/.git &&"
+        " git --git-dir=fresh-gitdir config core.fsmonitor 'touch {marker}; false'",
+        "mv fresh/.git fresh-gitdir && ln -s ../fresh-gitdir fresh/.git &&"
+        " git --git-dir=fresh-gitdir config core.fsmonitor 'touch {marker}; false'",
+        "echo ../../planted > fresh/.git/commondir",
+    ],
+)
+def test_a_repository_the_command_creates_is_disarmed_before_the_users_git_add(
+    tmp_path: Path, home: Path, marker: Path, plant: str
+) -> None:
+    """The user's usual `git add -A` makes a new nested repository a gitlink; from then on every `git status` of
+    the workspace runs git inside it, with its config. So a repository a call creates or changes is checked when
+    the call ends, and one that could run anything is renamed away (issue 28 item 1)."""
+    ws = repo(tmp_path / "ws")
+    results = run_bash(ws, home, [f"{NEW_REPO} && {plant.format(marker=marker)}; echo planted"])
+    assert "It was disabled" in str(results[0]), results
+    git(ws, "add", "-A", check=False)
+    git(ws, "commit", "-qm", "user", check=False)
+    assert_git_runs_nothing(ws, marker, "log", "--stat")
+    for where in (ws / "fresh", ws / "fresh-gitdir"):
+        if where.is_dir():
+            git(where, "status", check=False)
+            git(where, "log", "--stat", check=False)
+            git(where, "commit", "-qm", "user", "--allow-empty", check=False)
+    assert not marker.exists()
+
+
+def test_a_bare_repository_the_command_creates_is_disarmed(tmp_path: Path, home: Path, marker: Path) -> None:
+    ws = repo(tmp_path / "ws")
+    results = run_bash(
+        ws, home, [f"git init -q --bare sub/store.git && git -C sub/store.git config core.pager 'touch {marker}; cat'"]
+    )
+    assert "a bare repository at sub/store.git" in str(results[0]), results
+    git(ws / "sub" / "store.git", "log", check=False)
+    git(ws / "sub" / "store.git", "config", "-l", check=False)
+    assert not marker.exists()
+
+
+def test_a_plain_new_repository_is_left_alone(tmp_path: Path, home: Path, marker: Path) -> None:
+    """`git init` of a new project, a commit in it, an identity, a remote: inert, kept as the model made it."""
+    ws = repo(tmp_path / "ws")
+    results = run_bash(
+        ws,
+        home,
+        [
+            f"{NEW_REPO} && git -C fresh config user.name M && git -C fresh remote add origin ../up.git"
+            " && git -C fresh config branch.master.remote origin; echo done"
+        ],
+    )
+    assert "disabled" not in str(results[0]) and "done" in str(results[0]), results
+    assert (ws / "fresh" / ".git").is_dir()
+    assert git(ws / "fresh", "log", "--oneline").stdout.strip()
+
+
+@pytest.mark.parametrize("where", ["node_modules/pkg", "node_modules/@scope/pkg", "a/b/c/d/e"])
+def test_a_planted_repository_is_found_in_generated_trees_and_deep_down(
+    tmp_path: Path, home: Path, marker: Path, where: str
+) -> None:
+    ws = repo(tmp_path / "ws")
+    command = NEW_REPO.replace("fresh", where)
+    results = run_bash(ws, home, [f"{command} && git -C {where} config core.fsmonitor 'touch {marker}; false'"])
+    assert f"a repository at {where}/.git" in str(results[0]), results
+    git(ws, "add", "-A", "-f", check=False)
+    assert_git_runs_nothing(ws, marker, "commit", "-qm", "user")
+
+
+def test_the_file_tools_cannot_write_a_bare_repository(tmp_path: Path, home: Path, marker: Path) -> None:
+    """A bare repository is a directory with `HEAD`, `objects/` and `refs/`: git run there (`git log`) reads its
+    config (a pager, an alias). The file tools refuse the write that would make one, and any write into one (here
+    the inert one a Bash call made, which the call's check let through)."""
+    ws = repo(tmp_path / "ws")
+    pager = f"[core]\n\tpager = touch {marker}; cat\n"
+    writes = [
+        ("sub/objects/x", "x"),
+        ("sub/refs/x", "x"),
+        ("sub/HEAD", "ref: refs/heads/main\n"),
+        ("sub/config", pager),
+    ]
+    calls: list[dict[str, object]] = [{"name": "Bash", "arguments": {"command": "git init -q --bare made.git"}}]
+    for path, content in writes:
+        calls.append({"name": "Write", "arguments": {"file_path": path, "content": content}})
+    calls.append({"name": "Write", "arguments": {"file_path": "made.git/config", "content": pager}})
+    turns = [{"tool_calls": [call]} for call in calls]
+    scripted_workspace(ws, json.dumps({"turns": [*turns, {"text": "done"}]}), agents=MAIN)
+    with open_ws(ws, home) as opened:
+        result = opened.run_sync("go")
+        assert result.status == "succeeded", result.error
+        outcomes = [
+            str(e.payload["result"])
+            for e in opened.events(str(result.run_id))
+            if e.event_type in ("ToolCallCompleted", "ToolCallFailed")
+        ]
+    assert len(outcomes) == 6, outcomes
+    assert "control file" in outcomes[3] and "bare git repository" in outcomes[3], outcomes[3]
+    assert "control file" in outcomes[5] and "made.git/" in outcomes[5], outcomes[5]
+    assert not (ws / "sub" / "HEAD").exists() and pager not in (ws / "made.git" / "config").read_text()
+    for where in (ws / "sub", ws / "made.git"):
+        git(where, "log", check=False)
+        git(where, "-p", "log", check=False)
+    assert not marker.exists()

@@ -88,8 +88,8 @@ def outside(sandbox_outside: Path) -> Path:
 
 
 @pytest.fixture
-def home(outside: Path) -> Path:
-    path = outside / "home"
+def home(sandbox_home_base: Path) -> Path:
+    path = sandbox_home_base / "home"
     (path / "bearagent").mkdir(parents=True)
     return path
 
@@ -109,6 +109,43 @@ def test_every_listed_credential_store_is_unreadable(tmp_path: Path, home: Path,
     for rel, result in zip([*STORES, "grep"], results, strict=True):
         assert CANARY not in _stdout(result), f"{rel} was readable in the sandbox ({home_mode} home)"
     assert (home / STORES[0]).read_text().startswith(CANARY)  # hidden, not touched
+
+
+def test_credential_stores_named_by_the_environment_are_hidden_wherever_they_are(
+    tmp_path: Path, home: Path, outside: Path
+) -> None:
+    """A CI keeps its secrets outside the home and names them by variables: each named path is hidden too."""
+    secrets = outside / "secrets"
+    files = {
+        "AWS_SHARED_CREDENTIALS_FILE": secrets / "aws-credentials",
+        "GOOGLE_APPLICATION_CREDENTIALS": secrets / "gcp.json",
+        "DOCKER_CONFIG": secrets / "docker",
+        "CARGO_HOME": secrets / "cargo",
+    }
+    kube = [secrets / "kube-a", secrets / "kube-b"]
+    for path in [files["AWS_SHARED_CREDENTIALS_FILE"], files["GOOGLE_APPLICATION_CREDENTIALS"], *kube]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(CANARY)
+    (files["DOCKER_CONFIG"]).mkdir()
+    (files["DOCKER_CONFIG"] / "config.json").write_text(CANARY)
+    (files["CARGO_HOME"] / "bin").mkdir(parents=True)
+    (files["CARGO_HOME"] / "credentials.toml").write_text(CANARY)
+    (files["CARGO_HOME"] / "bin" / "tool").write_text("cargo tool\n")
+    env = {name: str(path) for name, path in files.items()} | {"KUBECONFIG": ":".join(map(str, kube))}
+    q = shlex.quote
+    results = run_bash(
+        tmp_path / "ws",
+        home,
+        [
+            f"cat {q(str(files['AWS_SHARED_CREDENTIALS_FILE']))} {q(str(files['GOOGLE_APPLICATION_CREDENTIALS']))}; "
+            f"cat {' '.join(q(str(k)) for k in kube)}; cat {q(str(files['DOCKER_CONFIG'] / 'config.json'))}; "
+            f"cat {q(str(files['CARGO_HOME'] / 'credentials.toml'))}; echo end",
+            f"cat {q(str(files['CARGO_HOME'] / 'bin' / 'tool'))}",
+        ],
+        env=env,
+    )
+    assert CANARY not in _stdout(results[0]) and "end" in _stdout(results[0]), results[0]
+    assert _stdout(results[1]).strip() == "cargo tool"  # CARGO_HOME: only its credentials are hidden
 
 
 def test_the_user_adds_credential_stores_and_a_workspace_cannot_remove_any(tmp_path: Path, home: Path) -> None:
@@ -410,6 +447,35 @@ def test_a_memory_hog_is_stopped_and_the_run_continues(tmp_path: Path, home: Pat
     assert "allocated" not in _stdout(results[0])
     assert "MemoryError" in _stderr(results[0]) + str(results[0].get("content", ""))
     assert _stdout(results[1]).strip() == "after"
+
+
+def test_the_sandboxs_own_file_systems_cannot_fill_the_hosts_memory(tmp_path: Path, home: Path) -> None:
+    """/tmp, /var/tmp and the hidden home are tmpfs, which live in memory and which RLIMIT_DATA does not see: each is
+    sized by the memory limit (a hidden credential directory by 16 MiB), so many files each under the file-size
+    limit do not add up past it."""
+    (home / ".config").mkdir(exist_ok=True)  # a hidden credential directory (an empty 16 MiB tmpfs inside)
+    fill = "for i in 1 2 3 4 5 6; do dd if=/dev/zero of={d}/f$i bs=1M count=64 2>/dev/null; done; du -sm {d} | cut -f1"
+    results = run_bash(
+        tmp_path / "ws",
+        home,
+        [fill.format(d="/tmp"), fill.format(d="~"), fill.format(d="~/.config"), "echo after"],
+        user_config="sandbox: {limits: {memory: 128M}}\n",
+    )
+    for result, cap in zip(results[:3], (128, 128, 16), strict=True):
+        written = _stdout(result).strip().splitlines()
+        if "reached its memory limit" in _stderr(result):  # the call's memory cgroup stopped it first (tmpfs pages
+            continue  # are the call's memory): bounded either way
+        assert written and int(written[-1]) <= cap + 1, result
+    assert _stdout(results[3]).strip() == "after"
+    from bearagent.sandbox.bwrap import BwrapBackend, supports_size
+    from bearagent.sandbox.request import SandboxRequest
+
+    program = find_bwrap(None)
+    assert program is not None
+    if supports_size(program):  # the sizes are bubblewrap's, not only the memory cgroup's (absent for most users)
+        argv = list(BwrapBackend(program).prepare(["true"], SandboxRequest(limits=(None, 128 << 20, None)), home).argv)
+        argv_pairs = list(zip(argv, argv[1:], argv[2:], argv[3:], strict=False))
+        assert ("--size", str(128 << 20), "--tmpfs", "/tmp") in argv_pairs
 
 
 def test_the_limits_are_on_by_default(tmp_path: Path, home: Path) -> None:

@@ -91,9 +91,9 @@ def outside(sandbox_outside: Path) -> Path:
 
 
 @pytest.fixture
-def home(outside: Path) -> Path:
+def home(sandbox_home_base: Path) -> Path:
     """The user's home (outside /tmp, so hiding is what keeps ~/.ssh unseen), with a fake private key."""
-    path = outside / "home"
+    path = sandbox_home_base / "home"
     (path / "bearagent").mkdir(parents=True)
     write(path, ".ssh/id_rsa", SECRET)
     return path

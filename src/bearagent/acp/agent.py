@@ -7,6 +7,10 @@ notifications, sent in order by one pump per prompt; an `ask` of the tool gate b
 (allow once / always / reject map to the approval facts `allow_once` / `allow_always` / `deny`); `session/cancel`
 cancels the run (its log ends with RunCancelled). Trust applies as for `bearagent run`: a workspace whose files need
 trust is refused at `session/new` with the error naming `bearagent trust`, before anything is written.
+
+Why it is over 400 lines: it is the one ACP agent class, and the protocol's methods (initialize, session/new, load,
+resume, list, close, set_mode, prompt, cancel, fork, the client's file reads) act on the same per-session state
+(`_Session`, the pump of a prompt); the mapping of facts to ACP shapes is pure and lives apart in `mapping.py`.
 """
 
 from __future__ import annotations
@@ -497,9 +501,7 @@ class BearAcpAgent:
             if caps is not None and caps.fs is not None and caps.fs.read_text_file:
                 loaded.use_tools(_with_client_read(loaded.tools, self._read_text_file))
             runtime = open_runtime(loaded, permission_mode=self._mode)
-            runtime.check_guards()
-            runtime.check_trust()
-            runtime.check_hooks()
+            runtime.admit()
             agent = self._agent or loaded.config.default_agent
             runtime.require_agent(agent)
         except BearAgentError as exc:

@@ -5,6 +5,10 @@ behave as in one long conversation. Ctrl-C during a run cancels that run (its lo
 returns to the prompt; Ctrl-C at the prompt clears the line; Ctrl-D or `/exit` leaves. SIGTERM and SIGHUP (the
 terminal closed) cancel a run as Ctrl-C does, then leave the session with exit code 1. `ask` permission decisions
 are asked here: allow once, always (for this session), or deny.
+
+Why it is over 400 lines: the session loop, its asker (the one-key approval) and its slash commands share the
+session's state (`InteractiveState`) and the one event loop of the session; a command's rendering is
+`session_commands.py`, the terminal's stream `terminal_stream.py`.
 """
 
 from __future__ import annotations

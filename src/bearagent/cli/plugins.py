@@ -1,9 +1,13 @@
-"""`bearagent plugins list`, `plugins install`, `plugins uninstall` (into BearAgent's own environment:
-`bearagent.plugins.install`)."""
+"""`bearagent plugins list`, `plugins install`, `plugins uninstall` (Python plugins into BearAgent's own environment:
+`bearagent.plugins.install`; Claude Code plugins and marketplaces into the user config dir:
+`bearagent.plugins.claude_plugins`), `plugins enable|disable` and `plugins marketplace add|list|remove`."""
 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -13,8 +17,9 @@ from bearagent.cli._groups import ListGroup
 
 @click.group("plugins", cls=ListGroup)
 def plugins() -> None:
-    """Plugins (entry-point group `bearagent`): list them, install and uninstall them in BearAgent's own
-    environment."""
+    """Plugins: Python packages (entry-point group `bearagent`) installed in BearAgent's own environment, and Claude
+    Code plugins (a folder with .claude-plugin/plugin.json, a git URL, or NAME@MARKETPLACE) installed in the user
+    config dir."""
 
 
 @plugins.command("list")
@@ -32,9 +37,11 @@ def list_plugins(show_all: bool, as_json: bool) -> None:
         host.tools()  # the built-in tools are registered on first use
         infos.insert(0, host.builtin)
         diagnostics.extend(host.builtin_diagnostics)
+    claude_rows, claude_json, claude_problem = _claude_listing()
     if as_json:
         emit_json(
             {
+                "claude_plugins": claude_json,
                 "filter": os.environ.get(LOAD_ENV),
                 "plugins": [
                     {
@@ -51,6 +58,11 @@ def list_plugins(show_all: bool, as_json: bool) -> None:
             }
         )
         return
+    if claude_rows:
+        print_table(["CLAUDE CODE PLUGIN", "VERSION", "STATUS", "SOURCE"], claude_rows)
+        click.echo("")
+    if claude_problem:
+        click.echo(f"error: {claude_problem}", err=True)
     if not infos:
         click.echo("no plugins installed" + (f" (or none selected by {LOAD_ENV})" if LOAD_ENV in os.environ else ""))
         return
@@ -68,6 +80,70 @@ def list_plugins(show_all: bool, as_json: bool) -> None:
     print_diagnostics(diagnostics, heading="\nproblems:")
 
 
+def _user_dir() -> Path:
+    from bearagent.config.workspace import user_config_dir
+
+    return user_config_dir(dict(os.environ))
+
+
+def _claude_listing() -> tuple[list[list[str]], list[dict[str, object]], str | None]:
+    """Table rows and JSON objects of the installed Claude Code plugins (and a problem reading the store)."""
+    from bearagent.plugins.claude_plugins import PluginError, PluginStore
+
+    try:
+        store = PluginStore.open(_user_dir())
+    except PluginError as exc:
+        return [], [], str(exc)
+    items = sorted(store.plugins.values(), key=lambda p: p.name)
+    rows = [[p.id, p.version or "-", "enabled" if p.enabled else "disabled", p.source] for p in items]
+    data: list[dict[str, object]] = [
+        {
+            "name": p.name,
+            "id": p.id,
+            "marketplace": p.marketplace,
+            "version": p.version,
+            "enabled": p.enabled,
+            "source": p.source,
+            "path": str(store.plugin_dir(p)),
+        }
+        for p in items
+    ]
+    return rows, data, None
+
+
+def _fail(exc: Exception) -> NoReturn:
+    from bearagent.plugins.claude_plugins import PluginError
+
+    if isinstance(exc, PluginError):
+        click.echo(f"error: {exc.message}", err=True)
+        if exc.fix:
+            click.echo(f"fix: {exc.fix}", err=True)
+    else:
+        click.echo(f"error: {exc}", err=True)
+    sys.exit(2)
+
+
+def _is_claude_spec(spec: str) -> bool:
+    """A Claude Code plugin: a folder with .claude-plugin/ (and no Python packaging), a git URL, or
+    NAME@MARKETPLACE of a known marketplace. Anything else is a Python package spec."""
+    from bearagent.plugins.claude_plugins import MANIFEST, PluginError, PluginStore, is_git_url
+
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        python = (path / "pyproject.toml").exists() or (path / "setup.py").exists()
+        return (path / MANIFEST).exists() and not python
+    if spec.endswith((".whl", ".tar.gz", ".zip")):
+        return False
+    if is_git_url(spec):
+        return True
+    if "@" in spec:
+        try:
+            return spec.split("@", 1)[1] in PluginStore.open(_user_dir()).marketplaces
+        except PluginError:
+            return False
+    return False
+
+
 def _installed_plugins() -> dict[str, str | None]:
     """Entry-point name -> distribution name of every installed plugin (nothing is imported)."""
     from importlib.metadata import entry_points
@@ -82,7 +158,6 @@ def _installed_plugins() -> dict[str, str | None]:
 def _run_installer(argv: list[str], dry_run: bool) -> None:
     import shlex
     import subprocess
-    import sys
 
     click.echo(f"$ {shlex.join(argv)}", err=True)
     if dry_run:
@@ -112,13 +187,29 @@ def _run_installer(argv: list[str], dry_run: bool) -> None:
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade the packages if they are installed.")
 @click.option("-e", "--editable", is_flag=True, help="Install local directories in editable mode.")
 @click.option("--dry-run", is_flag=True, help="Print the installer command and do not run it.")
-def install_plugins(packages: tuple[str, ...], upgrade: bool, editable: bool, dry_run: bool) -> None:
-    """Install plugin PACKAGES (names, paths such as ./my-plugin, wheels) into BearAgent's own environment, however
-    BearAgent was installed (uv tool, pipx, a virtualenv): `uv pip install --python <BearAgent's python>` when uv is
-    on PATH, else `<BearAgent's python> -m pip install`."""
-    from pathlib import Path
-
+@click.option("--force", is_flag=True, help="Replace an installed Claude Code plugin of the same name.")
+def install_plugins(packages: tuple[str, ...], upgrade: bool, editable: bool, dry_run: bool, force: bool) -> None:
+    """Install plugin PACKAGES. A Claude Code plugin (a folder with .claude-plugin/plugin.json, a git URL, or
+    NAME@MARKETPLACE of a marketplace added with `plugins marketplace add`) is copied into the user config dir and
+    enabled. Anything else (names, paths such as ./my-plugin, wheels) is a Python plugin, installed into BearAgent's
+    own environment however BearAgent was installed (uv tool, pipx, a virtualenv): `uv pip install --python
+    <BearAgent's python>` when uv is on PATH, else `<BearAgent's python> -m pip install`."""
+    from bearagent.plugins.claude_plugins import PluginError, install
     from bearagent.plugins.install import detect_environment, install_command
+
+    claude = [p for p in packages if _is_claude_spec(p)]
+    packages = tuple(p for p in packages if p not in claude)
+    for spec in claude:
+        if dry_run:
+            click.echo(f"would install the Claude Code plugin {spec} into {_user_dir()}", err=True)
+            continue
+        try:
+            entry = install(_user_dir(), spec, force=force)
+        except (PluginError, OSError) as exc:
+            _fail(exc)
+        click.echo(f"installed Claude Code plugin {entry.id}" + (f" {entry.version}" if entry.version else ""))
+    if not packages:
+        return
 
     env = detect_environment()
     click.echo(f"installing into {env.describe()}", err=True)
@@ -143,12 +234,31 @@ def install_plugins(packages: tuple[str, ...], upgrade: bool, editable: bool, dr
 @plugins.command("uninstall")
 @click.argument("names", nargs=-1, required=True)
 @click.option("--dry-run", is_flag=True, help="Print the installer command and do not run it.")
-def uninstall_plugins(names: tuple[str, ...], dry_run: bool) -> None:
-    """Uninstall plugins by plugin name (`guard`) or distribution name (`bearagent-guard`) from BearAgent's own
-    environment."""
-    import sys
-
+@click.option("--keep-data", is_flag=True, help="Keep a Claude Code plugin's ${CLAUDE_PLUGIN_DATA} folder.")
+def uninstall_plugins(names: tuple[str, ...], dry_run: bool, keep_data: bool) -> None:
+    """Uninstall plugins: a Claude Code plugin by its name (or NAME@MARKETPLACE) from the user config dir (with its
+    data folder unless --keep-data), a Python plugin by plugin name (`guard`) or distribution name
+    (`bearagent-guard`) from BearAgent's own environment."""
+    from bearagent.plugins.claude_plugins import PluginError, PluginStore, uninstall
     from bearagent.plugins.install import detect_environment, distribution_of, is_protected, uninstall_command
+
+    try:
+        installed_claude = PluginStore.open(_user_dir()).plugins
+    except PluginError as exc:
+        _fail(exc)
+    claude = [n for n in names if n.split("@", 1)[0] in installed_claude]
+    names = tuple(n for n in names if n not in claude)
+    for name in claude:
+        if dry_run:
+            click.echo(f"would uninstall the Claude Code plugin {name}", err=True)
+            continue
+        try:
+            gone_plugin = uninstall(_user_dir(), name, keep_data=keep_data)
+        except (PluginError, OSError) as exc:
+            _fail(exc)
+        click.echo(f"uninstalled Claude Code plugin {gone_plugin.id}")
+    if not names:
+        return
 
     installed = _installed_plugins()
     dists = [distribution_of(name, installed) for name in names]
@@ -163,3 +273,119 @@ def uninstall_plugins(names: tuple[str, ...], dry_run: bool) -> None:
     if not dry_run:
         gone = sorted(set(installed) - set(_installed_plugins()))
         click.echo(f"uninstalled plugin{'s' if len(gone) != 1 else ''}: {', '.join(gone)}" if gone else "done")
+
+
+def _set_enabled(name: str, enabled: bool) -> None:
+    from bearagent.plugins.claude_plugins import PluginError, set_enabled
+
+    try:
+        entry = set_enabled(_user_dir(), name, enabled)
+    except (PluginError, OSError) as exc:
+        _fail(exc)
+    click.echo(f"{'enabled' if enabled else 'disabled'} Claude Code plugin {entry.id}")
+
+
+@plugins.command("enable")
+@click.argument("name")
+def enable_plugin(name: str) -> None:
+    """Enable an installed Claude Code plugin (NAME or NAME@MARKETPLACE) for every workspace; a workspace's
+    `enabledPlugins` in .claude/settings.json still wins there."""
+    _set_enabled(name, True)
+
+
+@plugins.command("disable")
+@click.argument("name")
+def disable_plugin(name: str) -> None:
+    """Disable an installed Claude Code plugin (NAME or NAME@MARKETPLACE) without uninstalling it; a workspace's
+    `enabledPlugins` in .claude/settings.json still wins there."""
+    _set_enabled(name, False)
+
+
+@plugins.command("update")
+@click.argument("name")
+def update_plugin(name: str) -> None:
+    """Install a Claude Code plugin again from where it came from (its folder, git URL, or marketplace, which is
+    fetched again first), keeping whether it is enabled and its data folder."""
+    from bearagent.plugins.claude_plugins import PluginError, update
+
+    try:
+        entry = update(_user_dir(), name)
+    except (PluginError, OSError) as exc:
+        _fail(exc)
+    click.echo(f"updated Claude Code plugin {entry.id}" + (f" to {entry.version}" if entry.version else ""))
+
+
+@plugins.group("marketplace", cls=ListGroup)
+def marketplace() -> None:
+    """Claude Code plugin marketplaces (.claude-plugin/marketplace.json): add, list, remove."""
+
+
+@marketplace.command("add")
+@click.argument("source")
+def marketplace_add(source: str) -> None:
+    """Add a marketplace from a folder (read in place) or a git URL (cloned into the user config dir); then
+    `bearagent plugins install NAME@MARKETPLACE`."""
+    from bearagent.plugins.claude_plugins import PluginError, add_marketplace, read_marketplace
+    from bearagent.plugins.claude_plugins import PluginStore as Store
+
+    try:
+        m = add_marketplace(_user_dir(), source)
+        _, entries, _ = read_marketplace(Store.open(_user_dir()).marketplace_dir(m))
+    except (PluginError, OSError) as exc:
+        _fail(exc)
+    names = ", ".join(str(e.get("name")) for e in entries) or "none"
+    click.echo(f"added marketplace {m.name} ({len(entries)} plugin{'s' if len(entries) != 1 else ''}: {names})")
+
+
+@marketplace.command("list")
+@json_option
+def marketplace_list(as_json: bool) -> None:
+    """The known marketplaces and where each one is."""
+    from bearagent.plugins.claude_plugins import PluginError, PluginStore
+
+    try:
+        store = PluginStore.open(_user_dir())
+    except PluginError as exc:
+        _fail(exc)
+    items = sorted(store.marketplaces.values(), key=lambda m: m.name)
+    if as_json:
+        emit_json(
+            {
+                "marketplaces": [
+                    {"name": m.name, "source": m.source, "path": str(store.marketplace_dir(m))} for m in items
+                ]
+            }
+        )
+        return
+    if not items:
+        click.echo("no marketplaces (add one: bearagent plugins marketplace add DIR|GIT-URL)")
+        return
+    print_table(["MARKETPLACE", "SOURCE"], [[m.name, m.source] for m in items])
+
+
+@marketplace.command("update")
+@click.argument("names", nargs=-1)
+def marketplace_update(names: tuple[str, ...]) -> None:
+    """Fetch git marketplaces again (all of them without NAMES); a folder marketplace is read in place."""
+    from bearagent.plugins.claude_plugins import PluginError, PluginStore, update_marketplace
+
+    try:
+        chosen = list(names) or sorted(PluginStore.open(_user_dir()).marketplaces)
+        for name in chosen:
+            update_marketplace(_user_dir(), name)
+            click.echo(f"updated marketplace {name}")
+    except (PluginError, OSError) as exc:
+        _fail(exc)
+
+
+@marketplace.command("remove")
+@click.argument("name")
+def marketplace_remove(name: str) -> None:
+    """Forget a marketplace (its clone is deleted; plugins installed from it stay installed)."""
+    from bearagent.plugins.claude_plugins import PluginError, remove_marketplace
+
+    try:
+        m = remove_marketplace(_user_dir(), name)
+    except (PluginError, OSError) as exc:
+        _fail(exc)
+    click.echo(f"removed marketplace {m.name}")

@@ -111,6 +111,9 @@ def serve(
         body_timeout_s=config.body_timeout_s,
     )
     _descriptors_for(config.max_connections)
+    manager.worker.report = lambda ws, problem: click.echo(
+        f"workspace {ws}: runs are not executed: {problem}", err=True
+    )
     # proxy_headers off: the client address is the TCP peer, so auth.proxy.trusted cannot be met by a forged
     # X-Forwarded-For from a client that reaches the server directly
     server = uvicorn.Server(

@@ -56,6 +56,11 @@ def worker(
         store=config.store,
     )
 
+    def report(workspace_id: str, problem: str) -> None:
+        click.echo(f"worker {os.getpid()}: workspace {workspace_id} is not served: {problem}", err=True)
+
+    manager.worker.report = report
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -26,6 +26,8 @@ SUPPORTED_KEYS = frozenset(
         "model",
         "availableModels",
         "$schema",
+        "enabledPlugins",
+        "extraKnownMarketplaces",
         *MCP_KEYS,
     }
 )
@@ -47,8 +49,6 @@ IGNORED_KEYS: Mapping[str, str] = {
     "awsCredentialExport": "never run by BearAgent",
     "gcpAuthRefresh": "never run by BearAgent",
     "otelHeadersHelper": "never run by BearAgent",
-    "enabledPlugins": "BearAgent plugins are Python packages (`bearagent plugins install`)",
-    "extraKnownMarketplaces": "BearAgent plugins are Python packages (`bearagent plugins install`)",
     "sandbox": "BearAgent's Bash sandbox is configured by `sandbox:` in config.yaml (on by default)",
     "includeCoAuthoredBy": "not a BearAgent setting",
     "attribution": "not a BearAgent setting",

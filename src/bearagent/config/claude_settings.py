@@ -24,6 +24,10 @@ the file tools' path safety, and a file that does not parse is an error (`config
 (`trust/guards.py`), since it may hold deny rules. Every section is read through one `_Reader`, which owns the
 wording of its problems (which file, which line, which key, what to write instead). Which keys exist, and what to
 use instead of the ones BearAgent does not implement, is `config/claude_keys.py`.
+
+Why it is over 400 lines: it is one file format read by one `_Reader`, one method per section; the sections share
+the reader's wording of problems and the trust rules above, and splitting them would split the one answer to "what
+does BearAgent do with this key of settings.json".
 """
 
 from __future__ import annotations

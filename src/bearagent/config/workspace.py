@@ -36,6 +36,8 @@ class Source:
     kind: SourceKind
     rank: int
     directory: Path | None = None
+    namespace: str | None = None
+    """A Claude Code plugin's name: its commands are `/namespace:command`."""
 
     @property
     def level(self) -> Level:
@@ -85,6 +87,14 @@ def plugin_source(plugin: str, directory: Path | None, order: int) -> Source:
     # Plugins keep their own source each (a name in two plugins is shadowing, not a duplicate); ties are broken by
     # plugin name order so the result never depends on installation order.
     return Source(f"plugin:{plugin}", "plugin", RANK_PLUGIN + order, directory)
+
+
+def claude_plugin_source(plugin: str, directory: Path, order: int, *, workspace: bool) -> Source:
+    """A directory of a Claude Code plugin: one the user installed ranks with the plugins (below the user's own
+    files); one the workspace brought ranks with Claude Code's workspace files (and is on the trust surface)."""
+    if workspace:
+        return Source(f"claude-plugin:{plugin}", "compat", RANK_COMPAT_CLAUDE + 500 + order, directory, plugin)
+    return Source(f"claude-plugin:{plugin}", "plugin", RANK_PLUGIN + 5_000 + order, directory, plugin)
 
 
 def config_file_source(level: Level) -> Source:
@@ -181,11 +191,12 @@ def action_sources(root: Path, user_dir: Path) -> list[Source]:
     return [workspace_source(root, "actions"), user_source(user_dir, "actions")]
 
 
-def command_sources(root: Path, user_dir: Path, *, compat: bool) -> list[Source]:
+def command_sources(root: Path, user_dir: Path, *, compat: bool, plugins: Sequence[Source] = ()) -> list[Source]:
     """Custom slash commands (Claude Code's `commands/**/*.md`): below the actions of the same level, so an action
     of a name shadows a command of it."""
     sources = [Source("workspace:commands", "workspace", RANK_WORKSPACE + 500, root / WORKSPACE_DIR / "commands")]
     if compat:
         sources.append(Source("compat:.claude/commands", "compat", RANK_COMPAT_CLAUDE, root / ".claude" / "commands"))
     sources.append(Source("user:commands", "user", RANK_USER + 500, user_dir / "commands"))
+    sources.extend(plugins)
     return sources

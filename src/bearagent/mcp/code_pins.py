@@ -1,6 +1,5 @@
 """Stdio MCP servers and the model's writes: what each server runs or reaches in the workspace is pinned when the
-connection manager is made (the run's start), and compared before each start or restart and before each call to a
-running server (a server may load or run a file per call: `sh scripts/tool.sh`, a lazy import) (`trust.reach.CodePins`,
+connection manager is made (the run's start), and compared before each start or restart and before each call to a running server (`trust.reach.CodePins`,
 the same rule as command hooks: docs/security.md, "Hooks and the model's writes").
 """
 
@@ -44,17 +43,17 @@ def server_code_changed(
     pins: CodePins | None, spec: McpServerSpec, root: Path, *, running: bool = False
 ) -> McpFailure | None:
     """The failure when a workspace file the server runs or reaches changed since the run started (starting it, or
-    calling a running one that loads or runs that file per call, would run the model's code); None when it may
-    start (`running`: be called)."""
+    calling the `running` one, which may run that file per call or import it late, would run the model's code);
+    None when it may start or be called."""
     if pins is None or spec.transport != "stdio":
         return None
     changed = pins.changed(*_words(spec, root))
     if changed is None:
         return None
-    what = "was stopped and not called" if running else "was not started"
     return McpFailure(
         "code_changed",
-        f"MCP server {spec.name!r} {what}: {changed} (which it runs or reaches) changed during the run, "
+        f"MCP server {spec.name!r} was {'stopped and the call refused' if running else 'not started'}: {changed} "
+        "(which it runs or reaches) changed during the run, "
         "perhaps written by the model.",
         "review the change, then start a new run (a workspace server asks for trust again); or set "
         "`sandbox: {pin_hook_code: false}` in your user config",

@@ -236,13 +236,6 @@ class McpConnectionManager:
             conn = await self._ensure_connected(slot)
         except McpConnectError as exc:
             return failed(CallFailure("server_unavailable", exc.failure.text(), retryable=True))
-        changed = (
-            server_code_changed(self._pins, slot.spec, self._root, running=True) if slot.in_process is None else None
-        )
-        if changed is not None:  # the running server may load or run the changed file for this call: stop it
-            self._mark_dead(slot, conn, changed)
-            slot.give_up()
-            return failed(CallFailure("code_changed", changed.text(), retryable=False))
 
         def died(failure: McpFailure) -> str:
             self._mark_dead(slot, conn, failure)
@@ -250,6 +243,15 @@ class McpConnectionManager:
                 return "The next call restarts it."
             return f"It will not be restarted again in this session ({slot.restarts} restart(s) so far)."
 
+        changed = (
+            server_code_changed(self._pins, slot.spec, self._root, running=True) if slot.in_process is None else None
+        )
+        if changed is not None:
+            # the running server would run the model's code on this call (a script it runs per call, a lazy
+            # import): it is stopped, not restarted in this run, and the call refused
+            self._mark_dead(slot, conn, changed)
+            slot.give_up()
+            return failed(CallFailure("code_changed", changed.text()))
         outcome = await call_remote(
             conn, slot.spec, exact_name, arguments, on_death=died, context=lambda: slot.context(conn.launch)
         )

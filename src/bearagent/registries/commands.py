@@ -224,7 +224,8 @@ def command_candidates(sources: Iterable[Source], diags: list[Diagnostic]) -> li
     """Every command file of `sources` (each a commands directory), parsed; broken files add diagnostics only."""
     candidates: list[Candidate[ActionSpec]] = []
     for source in sources:
-        named = {path: name for name, path in command_files(source.directory)}
+        prefix = f"{source.namespace}:" if source.namespace else ""
+        named = {path: prefix + name for name, path in command_files(source.directory)}
 
         def parse(
             doc: FrontmatterDoc, src: Source, named: Mapping[Path, str] = named

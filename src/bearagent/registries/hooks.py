@@ -63,7 +63,12 @@ class HookRegistry:
 
 
 def load_hooks(
-    files: ConfigFiles, handlers: Sequence[PythonHookHandler], *, root: Path, env: Mapping[str, str]
+    files: ConfigFiles,
+    handlers: Sequence[PythonHookHandler],
+    *,
+    root: Path,
+    env: Mapping[str, str],
+    plugin_hooks: Sequence[tuple[Path, Mapping[str, object], Level]] = (),
 ) -> HookRegistry:
     """The hook registry of a workspace: `hooks:` of every config file, highest first (workspace config.yaml,
     Claude Code's settings, the user's config.yaml; additive: every group runs), and the plugins' Python handlers.
@@ -104,7 +109,48 @@ def load_hooks(
         found, d = parse_hooks(cf.hooks, path=cf.path, level=cf.level, root=root, env=env, doc=cf.doc)
         matchers.extend(found)
         diags.extend(d)
+    if files.config.execution_policy != "none":
+        # Claude Code plugins' hooks.json (plugins/claude_plugins.py): after the config files', additive as they are;
+        # disableAllHooks drops a workspace plugin's as it drops the workspace files' hooks
+        for path, raw, level in plugin_hooks:
+            if disabled_by is not None and level == "workspace":
+                continue
+            found, d = _plugin_hooks(path, raw, level, root=root, env=env)
+            matchers.extend(found)
+            diags.extend(d)
     return HookRegistry(matchers, handlers, diags, disabled_by=disabled_by)
+
+
+def _plugin_hooks(
+    path: Path, raw: Mapping[str, object], level: Level, *, root: Path, env: Mapping[str, str]
+) -> tuple[list[HookMatcherSpec], list[Diagnostic]]:
+    """A Claude Code plugin's hooks: a Claude Code event BearAgent does not fire, and a command that cannot be found
+    (`node` not installed), are warnings naming the plugin, not errors: a plugin written for Claude Code must not stop
+    every run of every workspace. Either hook is skipped; the plugin's other hooks load."""
+    from bearagent.config.claude_keys import CLAUDE_HOOK_EVENTS
+
+    diags: list[Diagnostic] = []
+    kept: dict[str, object] = {}
+    for event, groups in raw.items():
+        if event in CLAUDE_HOOK_EVENTS and event not in HOOK_EVENTS:
+            diags.append(
+                Diagnostic(
+                    severity="warning",
+                    code="claude.hook_event_unsupported",
+                    message=f"hook event {event!r} is a Claude Code event BearAgent never fires; the plugin's hooks for it do not run",
+                    source=str(path),
+                    field=f"hooks.{event}",
+                    fix="see docs/claude-code.md#hooks for the events BearAgent fires",
+                )
+            )
+        else:
+            kept[event] = groups
+    found, parsed = parse_hooks(kept, path=path, level=level, root=root, env=env)
+    for d in parsed:
+        if d.code == "hooks.command_not_executable" and d.severity == "error":
+            d = d.model_copy(update={"severity": "warning", "fix": f"{d.fix}; or disable the plugin"})
+        diags.append(d)
+    return found, diags
 
 
 def parse_hooks(

@@ -183,7 +183,12 @@ def build_mcp_registry(
     return McpRegistry.from_candidates(candidates, diagnostics, kind="MCP server")
 
 
-def load_mcp_servers(files: ConfigFiles, root: Path, contributions: PluginContributions) -> McpRegistry:
+def load_mcp_servers(
+    files: ConfigFiles,
+    root: Path,
+    contributions: PluginContributions,
+    plugin_servers: Sequence[tuple[Path, Mapping[str, object], Source]] = (),
+) -> McpRegistry:
     """The MCP registry of a workspace: `mcp_servers:` of the workspace's config.yaml, Claude Code's `.mcp.json`
     (with `compat`), `mcp_servers:` of the user's config.yaml, and the servers plugins registered."""
     diags: list[Diagnostic] = []
@@ -207,6 +212,10 @@ def load_mcp_servers(files: ConfigFiles, root: Path, contributions: PluginContri
     from_config(files.user)
     for plugin, spec in contributions.mcp_servers:
         entries.append((spec, contribution_source(plugin)))
+    for path, servers, source in plugin_servers:  # Claude Code plugins' .mcp.json (plugins/claude_plugins.py)
+        specs, d = parse_mcp_servers(servers, path=path, source=source, prefix="mcpServers")
+        diags.extend(d)
+        entries.extend((s, source) for s in specs)
     entries = [(s, src) for s, src in entries if _server_on(s.name, switches, diags)]
     return build_mcp_registry(entries, diags)
 

@@ -7,7 +7,8 @@ The argv, in mount order (later mounts cover earlier ones):
    the call (the PID namespace ends when the shell exits; `--die-with-parent` when BearAgent dies, even by
    SIGKILL); and no capabilities: bubblewrap run by root keeps them all unless told, and a shell with
    CAP_SYS_ADMIN can remount a read-only bind writable.
-2. `--ro-bind / /`, a fresh `--dev /dev` and `--proc /proc`, private tmpfs on `/tmp` and `/var/tmp`. With a host
+2. `--ro-bind / /`, a fresh `--dev /dev` and `--proc /proc`, private tmpfs on `/tmp` and `/var/tmp` (each writable
+   tmpfs sized by the memory limit, `--size`; a hidden directory's by `HIDDEN_TMPFS_BYTES`). With a host
    list (`network: [hosts]`), the host proxy's Unix socket (`bearagent.sandbox.proxy`) and the forwarder script
    (`_forward.py`) are bound into that /tmp, and the command runs under the forwarder (`python3 -I -S`), which
    listens on the sandbox's 127.0.0.1, sets the proxy variables and then becomes the command.
@@ -39,7 +40,9 @@ The argv, in mount order (later mounts cover earlier ones):
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +50,7 @@ from pathlib import Path
 
 from bearagent.sandbox import cgroups
 from bearagent.sandbox.git_paths import git_protected_paths
+from bearagent.sandbox.git_plants import Repositories, disarm, snapshot
 from bearagent.sandbox.placeholders import PlaceholderLease
 from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
 from bearagent.sandbox.request import SandboxRequest
@@ -60,6 +64,20 @@ LIMITER = str(Path(__file__).with_name("_limits.py"))
 SANDBOX_LIMITER = "/tmp/.bearagent-limits.py"
 _NAMESPACE_ARGS = ("--new-session", "--die-with-parent", "--unshare-all")
 _BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+HIDDEN_TMPFS_BYTES = 16 << 20
+"""The size of the empty directory over a hidden path (a credential store, `~/.config`): a tool may write a little
+there, nobody fills it. The private /tmp, /var/tmp and a hidden home get the call's memory limit each: a tmpfs lives
+in memory, and without a size a command could fill the host's memory through one (RLIMIT_DATA does not see it)."""
+
+
+@functools.cache
+def supports_size(program: str) -> bool:
+    """Whether this bubblewrap has `--size` for a tmpfs (0.7.0 and later)."""
+    try:
+        done = subprocess.run([program, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in done.stdout + done.stderr
 
 
 def probe_argv(program: str) -> list[str]:
@@ -82,6 +100,14 @@ class _Plan:
     placeholders: list[tuple[str, bool]] = field(default_factory=lambda: [])  # (path, is_dir), newly created
     bound_dirs: set[str] = field(default_factory=lambda: set())
     ro: set[str] = field(default_factory=lambda: set())
+    tmpfs_bytes: int | None = None
+    """The size of each writable tmpfs (None: bubblewrap's default, half the memory)."""
+
+    def tmpfs(self, path: str, *, hidden: bool = False) -> None:
+        if self.tmpfs_bytes is not None:
+            size = min(HIDDEN_TMPFS_BYTES, self.tmpfs_bytes) if hidden else self.tmpfs_bytes
+            self.args += ["--size", str(size)]
+        self.args += ["--tmpfs", path]
 
 
 def _placeholder(plan: _Plan, path: Path, is_dir: bool) -> None:
@@ -146,7 +172,7 @@ def _protect(plan: _Plan, root: Path, rel: str) -> None:
             plan.args += ["--bind", key, key]
 
 
-def _hide(plan: _Plan, path: Path, root: Path) -> None:
+def _hide(plan: _Plan, path: Path, root: Path, *, home: bool = False) -> None:
     if not _inside(path, root) and any(_inside(path, Path(t)) for t in PRIVATE_TMP):
         return  # already invisible: the sandbox has its own /tmp
     try:
@@ -154,11 +180,11 @@ def _hide(plan: _Plan, path: Path, root: Path) -> None:
             real = os.path.realpath(path)  # `/var/run/x` is `/run/x`: bubblewrap cannot mount through a symlink
             if real not in plan.ro:
                 plan.ro.add(real)
-                plan.args += ["--tmpfs", real]
+                plan.tmpfs(real, hidden=not home)
         elif os.path.lexists(path):
             target = Path(os.path.realpath(path))
             if target.is_dir():
-                plan.args += ["--tmpfs", str(target)]
+                plan.tmpfs(str(target), hidden=not home)
             else:
                 plan.args += ["--ro-bind", "/dev/null", str(target if path.is_symlink() else path)]
     except OSError:
@@ -177,20 +203,27 @@ class PreparedCommand:
     """Held while the call may rely on placeholders (workspace-write): `placeholders.py`."""
     groups: cgroups.CallGroups | None = None
     """The call's control groups (`cgroups.py`), when the host lets BearAgent make them."""
+    repositories: tuple[Repositories, ...] = ()
+    """The repositories below each writable tree as the call started (workspace-write): `git_plants.py`."""
 
     def notes(self) -> list[str]:
         """What the kernel's ceilings stopped in this call (read once the command is over, before `finish`)."""
         return self.groups.notes() if self.groups is not None else []
 
-    def finish(self) -> None:
-        """The call is over: its control groups go, its lease ends, and the placeholders go once no call of any
-        process relies on them."""
+    def finish(self) -> list[str]:
+        """The call is over: its control groups go, a repository the call created or changed that git would run
+        code of is disarmed (`git_plants.disarm`), its lease ends, and the placeholders go once no call of any
+        process relies on them. Returns the notes on disarmed repositories, for the call's result."""
+        notes: list[str] = []
         try:
             if self.groups is not None:
                 self.groups.remove()
+            for before in self.repositories:
+                notes += disarm(before)
         finally:
             if self.lease is not None:
                 self.lease.release(_remove_placeholder)
+        return notes
 
 
 def _remove_placeholder(key: str, is_dir: bool) -> None:
@@ -217,9 +250,12 @@ class BwrapBackend:
         """`cwd`: where the command starts inside the sandbox (default: the workspace root)."""
         root = Path(os.path.realpath(root))
         plan = _Plan(args=[self.program, *_NAMESPACE_ARGS])
+        if request.limits[1] is not None and supports_size(self.program):
+            plan.tmpfs_bytes = request.limits[1]
         if request.network == "allow":
             plan.args.append("--share-net")
-        plan.args += ["--cap-drop", "ALL", *_BASE_MOUNTS]
+        plan.args += ["--cap-drop", "ALL", *_BASE_MOUNTS[:-2]]
+        plan.tmpfs("/tmp")
         if isinstance(request.network, tuple):
             socket_path = proxy_socket(request.network)
             plan.args += ["--bind", socket_path, SANDBOX_SOCKET, "--ro-bind", FORWARDER, SANDBOX_FORWARDER]
@@ -230,10 +266,10 @@ class BwrapBackend:
         limits = ["-" if limit is None else str(limit) for limit in request.limits]
         argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
         if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
-            plan.args += ["--tmpfs", "/var/tmp"]
+            plan.tmpfs("/var/tmp")
         for home in request.hidden_homes:  # first: the workspace and what stays readable are bound on top
             if Path(home) != root:
-                _hide(plan, Path(home), root)
+                _hide(plan, Path(home), root, home=True)
         for raw in request.home_readable:
             if Path(raw).is_dir() and not _inside(root, Path(raw)):
                 plan.args += ["--ro-bind", raw, raw]
@@ -249,8 +285,10 @@ class BwrapBackend:
         # from before the mounts are planned until the call ends: no other call's cleanup removes a placeholder
         # this one binds or relies on
         lease = PlaceholderLease.take(root) if request.mode == "workspace-write" else None
+        repositories: list[Repositories] = []
         try:
             if request.mode == "workspace-write":
+                repositories = [snapshot(base) for base in (root, *extra)]
                 for base in (root, *extra):
                     for rel in (
                         *SHELL_READ_ONLY,
@@ -273,4 +311,4 @@ class BwrapBackend:
             lease.register(plan.placeholders)
         groups = cgroups.prepare(request.limits[0], request.limits[1])
         full = (*groups.argv_prefix(), *plan.args) if groups is not None else tuple(plan.args)
-        return PreparedCommand(full, env, tuple(plan.placeholders), lease, groups)
+        return PreparedCommand(full, env, tuple(plan.placeholders), lease, groups, tuple(repositories))

@@ -335,9 +335,28 @@ def _enclosing_top(base: Path) -> Path | None:
     return next((parent for parent in base.parents if os.path.lexists(parent / ".git")), None)
 
 
+def bare_repository_reason(root: Path, rel: str) -> str | None:
+    """Why writing the root-relative `rel` writes a bare repository git would take as one (and read its config,
+    run its hooks and pager when the user runs git there): a directory on the way that has, or with this write
+    gets, a `HEAD`, `objects/` and `refs/`; None otherwise."""
+    parts = [p for p in rel.replace("\\", "/").split("/") if p and p != "."]
+    for end in range(len(parts) - 1, 0, -1):
+        directory = root.joinpath(*parts[:end])
+        below = parts[end:]
+        head = os.path.lexists(directory / "HEAD") or below == ["HEAD"]
+        objects = (directory / "objects").is_dir() or below[0] == "objects"
+        refs = (directory / "refs").is_dir() or below[0] == "refs"
+        if head and objects and refs:
+            return f"{'/'.join(parts[:end])}/ is (or this write makes it) a bare git repository, whose config git reads"
+    return None
+
+
 def git_control_reason(root: Path, rel: str) -> str | None:
     """Why the workspace-relative `rel` is a file git reads as configuration or runs (one of `git_protected_paths`
-    of the workspace), for the file tools; None for an ordinary file."""
+    of the workspace, or a bare repository's), for the file tools; None for an ordinary file."""
+    bare = bare_repository_reason(root, rel)
+    if bare is not None:
+        return bare
     wanted = rel.replace("\\", "/").strip("/").casefold()
     for path in git_protected_paths(Path(os.path.realpath(root)), os.environ, nested=False):
         key = path.casefold()

@@ -48,9 +48,9 @@ class ShellLaunch:
         """What the kernel's ceilings stopped in the call (`cgroups.py`); read before `finish`."""
         return self.prepared.notes() if self.prepared is not None else []
 
-    def finish(self) -> None:
-        if self.prepared is not None:
-            self.prepared.finish()
+    def finish(self) -> list[str]:
+        """The call is over; the notes for its result (a repository it planted, disarmed: `git_plants`)."""
+        return self.prepared.finish() if self.prepared is not None else []
 
 
 def shell_environment(settings: Mapping[str, object]) -> dict[str, str]:

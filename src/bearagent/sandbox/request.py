@@ -9,11 +9,16 @@ every `sandbox.hide` entry. With `sandbox.home: hidden` (the default) every home
 homes too. A hidden directory becomes an empty private tmpfs, a hidden file (or socket) `/dev/null`.
 Inside the hidden `~/.config`, git's own files (`READABLE_IN_HIDDEN`) stay readable so `git commit` finds the
 user's identity and ignore rules.
+
+Why it is over 400 lines: most of it is data, the lists of what is hidden (credential files, sockets, the
+environment variables that name credential stores) and what stays readable in a hidden home; the lists and the one
+function that turns them into a request are kept together so a reviewer sees every hidden path in one place.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pwd
 import sys
@@ -152,6 +157,58 @@ HIDDEN_SOCKETS: tuple[str, ...] = (
 )
 """Sockets that would let a confined command drive something unconfined (a socket on a read-only mount still
 accepts connections)."""
+CREDENTIAL_VARIABLES: tuple[str, ...] = (
+    "GNUPGHOME",
+    "PASSWORD_STORE_DIR",
+    "NETRC",
+    "GH_CONFIG_DIR",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "AZURE_CONFIG_DIR",
+    "KUBECONFIG",
+    "DOCKER_CONFIG",
+    "REGISTRY_AUTH_FILE",
+    "NPM_CONFIG_USERCONFIG",
+    "PIP_CONFIG_FILE",
+    "PYPIRC",
+    "CARGO_HOME",
+    "GEM_HOST_API_KEY_FILE",
+    "VAULT_TOKEN_FILE",
+    "HF_HOME",
+    "HF_TOKEN_PATH",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "HISTFILE",
+    "PGPASSFILE",
+    "PGSERVICEFILE",
+    "MYSQL_HISTFILE",
+)
+"""Variables that name a credential store somewhere else than its usual place in the home (a CI's
+`/secrets/gcp.json`, a `KUBECONFIG` list, a shared `CARGO_HOME`): each absolute path they name, in BearAgent's
+environment or the shell's, is hidden like the deny-list (`CARGO_HOME` only as its credential files). Git's own
+`GIT_CONFIG_GLOBAL` is not among them: it stays readable, as `~/.gitconfig` does."""
+_ONLY_INSIDE: dict[str, tuple[str, ...]] = {"CARGO_HOME": ("credentials", "credentials.toml")}
+
+
+def _named_by_variables(env: Mapping[str, str]) -> list[Path]:
+    out: list[Path] = []
+    for name in CREDENTIAL_VARIABLES:
+        for source in (env, os.environ):
+            for raw in (source.get(name) or "").split(os.pathsep):
+                if not raw.startswith("/") or os.path.normpath(raw) == "/":
+                    continue
+                base = Path(os.path.normpath(raw))
+                if name in _ONLY_INSIDE:
+                    out.extend(base / inside for inside in _ONLY_INSIDE[name])
+                else:
+                    out.append(base)
+    return out
+
+
 READABLE_IN_HIDDEN: tuple[str, ...] = (
     ".config/git/config",
     ".config/git/ignore",
@@ -347,6 +404,7 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         if value and value.startswith("/"):
             hidden.append(Path(value))
     hidden.extend(Path(p) for p in HIDDEN_SOCKETS)
+    hidden.extend(_named_by_variables(env))
     for raw in (*settings.hide, *settings.credentials):
         hidden.extend(_expand(raw, homes))
     readable = [h / rel for h in homes for rel in READABLE_IN_HIDDEN]
@@ -383,15 +441,26 @@ def default_request(env: Mapping[str, str]) -> SandboxRequest:
 
 
 def tool_settings(
-    sandbox: SandboxSettings, shell_env: ShellEnvPolicy, env: Mapping[str, str], secret_names: Iterable[str]
+    sandbox: SandboxSettings,
+    shell_env: ShellEnvPolicy,
+    env: Mapping[str, str],
+    secret_names: Iterable[str],
+    plugin_roots: Iterable[Path] = (),
 ) -> dict[str, JsonValue]:
     """The `ToolContext.settings` entries the Bash tool reads: the resolved request and the filtered environment
     (`secret_names`: the variables model entries read their keys from; they never reach the shell); and the
     additional directories the file tools may use (`permissions.additionalDirectories`, carried by the sandbox
     settings because the shell's confinement needs them too)."""
     shell = build_shell_env(env, shell_env, secret_names=secret_names)
+    request = build_request(sandbox, env)
+    roots = [str(r) for r in plugin_roots]
+    if roots:
+        # Claude Code plugins the user installed: their bin/ leads PATH, their folder stays readable (read-only)
+        bins = [str(Path(r) / "bin") for r in roots if (Path(r) / "bin").is_dir()]
+        shell["PATH"] = os.pathsep.join([*bins, *([shell["PATH"]] if shell.get("PATH") else [])])
+        request = dataclasses.replace(request, home_readable=tuple(dict.fromkeys([*request.home_readable, *roots])))
     return {
-        SANDBOX_SETTING: build_request(sandbox, env).to_json(),
+        SANDBOX_SETTING: request.to_json(),
         SHELL_ENV_SETTING: cast(dict[str, JsonValue], shell),
         ADDITIONAL_DIRECTORIES_SETTING: list(sandbox.additional_directories),
     }

@@ -7,6 +7,11 @@ the run id), a context a session (its id the session id). Every route needs a ca
 (`access.py`): a workspace the token may not see is the same 404, a task it may not see is TaskNotFound. A run
 waiting for an approval is `TASK_STATE_INPUT_REQUIRED`; a message to that task answers it (`allow`, `always`,
 `deny`) and the run continues. Runs are queued and executed by the server's worker, as `POST /v1/.../runs` does.
+
+Why it is over 400 lines: it is one binding, the A2A JSON-RPC methods and the wire shapes they answer with (task,
+message and agent card JSON, and v0.3's method names and shapes for clients not on v1.0 yet); a method's result and
+its shape change together whenever the A2A version does, so they are read side by side. The runs themselves are the
+run service's (`service/`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from bearagent.domain.errors import BearAgentError
-from bearagent.domain.ids import SessionId
 from bearagent.domain.state import RunProjection, SessionRecord
 from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
@@ -382,21 +386,8 @@ class _Call:
             if ws.id != self.ws.id:
                 raise RpcError(INVALID_PARAMS, f"no context {context_id[:100]!r} in this workspace")
             return record
-        runtime = self.runtime
-        runtime.check_guards()
-        runtime.check_trust()
-        now = runtime.clock.now()
-        return await runtime.store.insert_session(
-            SessionRecord(
-                session_id=runtime.ids.new(SessionId),
-                created_at=now,
-                updated_at=now,
-                agent_name=self.agent,
-                active_agent_name=self.agent,
-                title="A2A",
-                caller=self.who.subject_ref,
-                auth_context=self.who.snapshot(),
-            )
+        return await self.runtime.create_session(
+            self.agent, caller=self.who.subject_ref, title="A2A", auth_context=self.who.snapshot()
         )
 
     async def send(self) -> RunProjection:

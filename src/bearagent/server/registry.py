@@ -33,7 +33,7 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import RunCancelledV1
 from bearagent.domain.state import RunProjection, WorkspaceRecord
-from bearagent.runtime.recorder import RunRecorder
+from bearagent.service.facts import append_outside_loop
 from bearagent.service.leases import is_self
 from bearagent.service.queue import pending_runs
 from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
@@ -331,7 +331,7 @@ class RunManager:
 async def cancel_stopped(runtime: WorkspaceRuntime, run: RunProjection, reason: str) -> RunProjection:
     """Record `RunCancelled` for a run no process executes (waiting, interrupted, queued); a run that moved on
     meanwhile refuses it (the reducer) and that error propagates."""
-    recorder = RunRecorder(
-        writer=runtime.writer, clock=runtime.clock, ids=runtime.ids, run_id=run.run_id, last_sequence=run.last_sequence
+    cancelled = RunCancelledV1(reason=reason[:500])
+    return await append_outside_loop(
+        runtime.writer, runtime.clock, runtime.ids, run.run_id, run.last_sequence, (cancelled,)
     )
-    return await recorder.append(RunCancelledV1(reason=reason[:500]))

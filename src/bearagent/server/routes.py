@@ -10,8 +10,6 @@ from fastapi import FastAPI
 
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.errors import BearAgentError
-from bearagent.domain.ids import SessionId
-from bearagent.domain.state import SessionRecord
 from bearagent.runtime.message_records import session_message_records
 from bearagent.runtime.step_records import run_step_records
 from bearagent.server.access import Access, Caller
@@ -60,22 +58,8 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         need(who, "runs:write")
         ws = access.workspace(who, ws_id)
         runtime = access.runtime_for(who, ws)
-        runtime.check_guards()
-        runtime.check_trust()
-        agent = body.agent or runtime.loaded.config.default_agent
-        runtime.loaded.agents.require(agent)
-        now = runtime.clock.now()
-        record = await runtime.store.insert_session(
-            SessionRecord(
-                session_id=runtime.ids.new(SessionId),
-                created_at=now,
-                updated_at=now,
-                agent_name=agent,
-                active_agent_name=agent,
-                title=body.title,
-                caller=who.subject_ref,
-                auth_context=who.snapshot(),
-            )
+        record = await runtime.create_session(
+            body.agent, caller=who.subject_ref, title=body.title, auth_context=who.snapshot()
         )
         return await session_record(access, ws, runtime, record)
 

@@ -14,6 +14,10 @@ frames plus the frames that follow, pushed to it as the writer commits them (no 
 notice (PostgreSQL's LISTEN/NOTIFY, `ports.commit_feed`), else when nothing came live for `POLL_S`, less often the
 longer it stays still (up to `MAX_POLL_S`). A finished run's frames are kept for a while (the newest
 `KEEP_FINISHED` runs, at most `KEEP_BYTES`), so a late or replaying connection reads no store either.
+
+Why it is over 400 lines: the follower (live frames, the store read on a commit notice or a poll, the kept frames of
+finished runs) and the SSE routes over it are one mechanism; resumption by `Last-Event-ID` is only gap-free if the
+follower and the routes agree on the same frames and sequence numbers.
 """
 
 from __future__ import annotations

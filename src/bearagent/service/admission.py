@@ -1,6 +1,10 @@
 """Before anything runs: the checks that stop a run (guard files, trust, hooks) and what the user is told at its
-start (shadowing agents, a capped permission mode, folded load warnings). Functions over a loaded workspace, used
-by `WorkspaceRuntime` and by every face (CLI, Python API, server) before it starts a run."""
+start (shadowing agents, a capped permission mode, folded load warnings). Functions over a loaded workspace.
+
+The one owner of admission: every entry that starts work (a run, a resume, `/compact`, replay, a new session over
+HTTP, A2A or ACP) calls `admit` (through `WorkspaceRuntime.admit`, which adds the recovery scan where a run is
+continued or started); `service/preflight.py` lists the same checks for `bearagent doctor`. The permission mode in
+force is `mode_for`'s and the notices printed at a run's start are `notices`'."""
 
 from __future__ import annotations
 
@@ -12,6 +16,16 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import AgentSpec
 from bearagent.trust.modes import ModeInForce, mode_in_force
 from bearagent.workspace import LoadedWorkspace
+
+
+def admit(loaded: LoadedWorkspace, *, hooks: bool = True) -> None:
+    """Refuse (raise the first `BearAgentError`) a workspace that may not run, in this order: guard files that did
+    not load, trust, hooks that cannot run. `hooks=False` for what runs no hook (replay drives recorded turns;
+    creating a session over HTTP or A2A records a row, and the run it later starts is admitted in full)."""
+    check_guards(loaded)
+    check_trust(loaded)
+    if hooks:
+        check_hooks(loaded)
 
 
 def check_guards(loaded: LoadedWorkspace) -> None:

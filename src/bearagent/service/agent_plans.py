@@ -154,6 +154,8 @@ class AgentPlans:
                 config.shell_env,
                 self._rt.loaded.env,
                 [*(m.api_key_env for m in self._rt.loaded.models.all() if m.api_key_env), key_variable(search) or ""],
+                # user-installed Claude Code plugins' bin/ (a workspace plugin's is not put on PATH)
+                [p.manifest.root for p in self._rt.loaded.claude_plugins if p.level == "platform"],
             ),
         }
         plan = plan_agent(

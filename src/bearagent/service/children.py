@@ -29,8 +29,9 @@ from bearagent.hooks.dispatcher import firing_hook_event
 from bearagent.ports import ModelProvider, ToolContext
 from bearagent.registries.actions import invoke_action
 from bearagent.runtime.observer import ChildRunObserver
-from bearagent.runtime.plan import AgentPlan, RunSpec
+from bearagent.runtime.plan import AgentPlan
 from bearagent.runtime.run_context import CurrentRun, current_run
+from bearagent.service.run_specs import child_run
 from bearagent.service.run_types import RunOptions
 from bearagent.tools.gate import ToolGate
 from bearagent.tools.runtime_tools import ChildRunResult
@@ -221,9 +222,9 @@ class ChildRuns:
                 run_id=str(parent.recorder.run_id),
                 agent_name=plan.agent_name,
             )
-        spec = RunSpec(
+        spec = child_run(
+            self._rt.root,
             goal=prompt,
-            workspace_root=self._rt.root,
             budgets=budgets,
             session_id=parent.spec.session_id,
             run_id=child_id,

@@ -12,7 +12,7 @@ from bearagent.domain.ids import RunId, SessionId
 from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.runtime.compaction import is_summary, split_point
 from bearagent.runtime.observer import NullObserver, RunObserver
-from bearagent.runtime.plan import RunSpec
+from bearagent.service.run_specs import compaction_run
 
 if TYPE_CHECKING:
     from bearagent.service.runner import RunResult, WorkspaceRuntime
@@ -38,10 +38,7 @@ async def compact_session(
     agent by default) and `model` as the session's model (`/model`); `focus` is given to the summariser."""
     from bearagent.service.resuming import seek_provider
 
-    runtime.check_guards()
-    runtime.check_trust()
-    runtime.check_hooks()
-    await runtime.resources.recover()
+    await runtime.admit_and_recover()
     default = runtime.loaded.config.default_agent
     session, created = await asyncio.to_thread(runtime.resolve_session, session_ref, agent or default)
     if created:
@@ -57,14 +54,12 @@ async def compact_session(
                 raise nothing_to_compact("the session is already a summary and its most recent turn")
             raise nothing_to_compact("the session is its most recent turn")
         await seek_provider(runtime, plan, session_id, None)  # the scripted model's place, from the log
-        spec = RunSpec(
-            goal="",
-            workspace_root=runtime.root,
+        spec = compaction_run(
+            runtime.root,
+            run_id=runtime.ids.new(RunId),
             budgets=runtime.budgets_for(spec_agent, {}),
             session_id=session_id,
-            run_id=runtime.ids.new(RunId),
-            trigger_type="system",
-            history=tuple(history),
+            history=history,
         )
         hooks = runtime.session_hooks(str(session_id), str(runtime.mode_in_force(spec_agent).mode))
         adapter = LoopHookAdapter(hooks, runtime.sessions.transcript(str(session_id))) if hooks.enabled else None

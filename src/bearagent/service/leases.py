@@ -29,8 +29,8 @@ from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import IdGenerator, RunId
 from bearagent.domain.run_events import InFlight, RunInterruptedV1, RunOwner
 from bearagent.ports import Clock, RunStorage
-from bearagent.runtime.recorder import RunRecorder
 from bearagent.runtime.run_writer import RunWriter
+from bearagent.service.facts import append_outside_loop
 
 DEFAULT_LEASE_MS = 60_000
 
@@ -168,11 +168,11 @@ async def recover_interrupted(
             active = next((a for a in activities if a.activity_id == run.active_activity_id), None)
             if active is not None:
                 in_flight = InFlight.of(active)
-        recorder = RunRecorder(writer=writer, clock=clock, ids=ids, run_id=run.run_id, last_sequence=run.last_sequence)
+        interrupted = RunInterruptedV1(
+            reason=why, owner=run.owner, last_seen_at=min(last_seen, now), in_flight=in_flight
+        )
         try:
-            await recorder.append(
-                RunInterruptedV1(reason=why, owner=run.owner, last_seen_at=min(last_seen, now), in_flight=in_flight)
-            )
+            await append_outside_loop(writer, clock, ids, run.run_id, run.last_sequence, (interrupted,))
         except BearAgentError:  # another process got there first, or the run moved on
             continue
         recovered.append(run.run_id)

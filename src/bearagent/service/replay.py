@@ -44,11 +44,12 @@ from bearagent.domain.models import ModelEvent, ModelRequest
 from bearagent.domain.run_events import TriggerType
 from bearagent.runtime.log_check import LogCheck, read_log
 from bearagent.runtime.loop import AgentLoop
-from bearagent.runtime.plan import AgentPlan, LoopHooks, RunSpec
+from bearagent.runtime.plan import AgentPlan, LoopHooks
 from bearagent.runtime.replaying import RecordedTurnsProvider, ReplayedLoopHooks, ReplayToolCaller
 from bearagent.runtime.run_alignment import REPLAY, FieldChange, Row, align
 from bearagent.runtime.run_steps import ModelStep, RunSteps, ToolStep
 from bearagent.service.children import JUDGE_AGENT, MAX_SUBAGENT_DEPTH, judge_plan
+from bearagent.service.run_specs import replayed_run
 from bearagent.service.runner import WorkspaceRuntime
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import ToolGate
@@ -159,8 +160,7 @@ async def replay_in(
     files, trust) or the run's agent cannot be planned."""
     providers: dict[str, RecordedTurnsProvider] = {}
     runtime.resources.override_providers(lambda entry, key: providers.get(key) or _NoModel())
-    runtime.check_guards()  # read-only tools run, MCP servers start: as for any run
-    runtime.check_trust()
+    runtime.admit(hooks=False)  # read-only tools run, MCP servers start: as for any run (no hook runs)
     return await _Replay(runtime, scratch, loops, events_of, providers).run(run_id, 0)
 
 
@@ -201,9 +201,9 @@ class _Replay:
 
         plan = await planned(recorded.agent_name or self.runtime.loaded.config.default_agent, first=True)
         trigger = recorded.trigger_type if recorded.trigger_type in get_args(TriggerType) else "message"
-        spec = RunSpec(
+        spec = replayed_run(
+            self.runtime.root,
             goal=recorded.goal or V1_GOAL,
-            workspace_root=self.runtime.root,
             budgets=recorded.budgets,
             run_id=RunId(run_id),
             parent_run_id=RunId(recorded.parent_run_id) if recorded.parent_run_id else None,

@@ -28,9 +28,10 @@ from bearagent.runtime.compaction_run import COMPACT_TRIGGER_REF
 from bearagent.runtime.cursor import RunCursor, run_cursor
 from bearagent.runtime.history import history_from_events
 from bearagent.runtime.observer import NullObserver, RunObserver
-from bearagent.runtime.plan import AgentPlan, RunSpec
-from bearagent.runtime.recorder import RunRecorder
+from bearagent.runtime.plan import AgentPlan
+from bearagent.service.facts import append_outside_loop
 from bearagent.service.leases import is_self, owner_gone
+from bearagent.service.run_specs import resumed_run
 from bearagent.service.run_types import RunResult
 from bearagent.service.sessions import session_key as key_of
 from bearagent.trust.run_seals import check_created
@@ -164,10 +165,7 @@ async def resume_run(
     """Continue an interrupted run, or a waiting run whose approval was answered, to a terminal state (or to its
     next wait). `wait=False`: refuse (`SessionBusy`) instead of waiting while another process holds its session;
     `caller`: whose run it is."""
-    runtime.check_guards()
-    runtime.check_trust()
-    runtime.check_hooks()
-    await runtime.resources.recover()
+    await runtime.admit_and_recover()
     run = await _load(runtime, run_id)
     reason = _resumable(run)
     session = await runtime.store.fetch_session(run.session_id) if run.session_id is not None else None
@@ -223,14 +221,13 @@ async def resume_run(
 
         plan = await planner(cursor.agent_name)
         await seek_provider(runtime, plan, run.session_id, run.run_id)
-        spec = RunSpec(
+        spec = resumed_run(
+            runtime.root,
             goal=cursor.goal,
-            workspace_root=runtime.root,
             budgets=created.budget_limits,
             session_id=run.session_id,
             run_id=run.run_id,
-            trigger_type="message",
-            history=tuple(history_from_events(earlier)),
+            history=history_from_events(earlier),
             request=request,
         )
         loop = runtime.loop(
@@ -291,15 +288,13 @@ async def answer_approval(
             f"approval {approval_id} of run {run_id} was already answered ({pending.decision} by {pending.answered_by})",
             f"continue the run: bearagent runs resume {run_id}",
         )
-    recorder = RunRecorder(
-        writer=runtime.writer, clock=runtime.clock, ids=runtime.ids, run_id=run_id, last_sequence=run.last_sequence
-    )
     seal = runtime.seal_answer(str(run_id), approval_id, decision)
+    answer = ApprovalResolvedV1(
+        approval_id=approval_id, decision=decision, answered_by=answered_by, message=message, seal=seal
+    )
     try:
-        return await recorder.append(
-            ApprovalResolvedV1(
-                approval_id=approval_id, decision=decision, answered_by=answered_by, message=message, seal=seal
-            )
+        return await append_outside_loop(
+            runtime.writer, runtime.clock, runtime.ids, run_id, run.last_sequence, (answer,)
         )
     except BearAgentError as exc:
         if exc.info.category == "conflict":

@@ -7,6 +7,11 @@ the resources `app/` opens (`host.RunResources`: store, writer, providers, MCP, 
 `resuming.py` (resume, approvals answered later) and the approval broker (`runtime/approvals.py`). What is left
 here: a run from prompt to outcome in a session (lock, history, plan, loop, session record), actions, and the
 loop and broker every run gets. The CLI, the server and the Python API (`bearagent.api`) are thin layers over it.
+
+Why it is still over 400 lines: a run from prompt to outcome (prepare, record or queue, execute under the session
+lock, the session record afterwards) is one sequence whose steps share the prepared run, and the runtime is also the
+narrow hosts (`host.py`) its parts are given, which costs a line or two per delegated name; every part with a rule
+of its own has left for its module.
 """
 
 from __future__ import annotations
@@ -18,22 +23,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bearagent.domain._base import JsonValue
+from bearagent.domain._base import JsonObject, JsonValue
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId
 from bearagent.domain.messages import Message
-from bearagent.domain.run_events import RunEventPayload, RunRequest, TriggerType
+from bearagent.domain.run_events import RunEventPayload, TriggerType
 from bearagent.domain.specs import AgentSpec
-from bearagent.service import admission
+from bearagent.service import admission, run_specs
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
 from bearagent.service.host import RunResources
-from bearagent.service.run_types import RunOptions, RunResult, local_initiator, run_metadata
+from bearagent.service.run_types import RunOptions, RunResult, run_metadata
 from bearagent.service.session_hooks import SessionHookWiring
 from bearagent.service.sessions import SessionService, session_key
-from bearagent.trust.run_seals import check_created, sealed_request
+from bearagent.trust.run_seals import check_created
 from bearagent.trust.seals import Sealer
 from bearagent.workspace import LoadedWorkspace
 
@@ -125,14 +130,23 @@ class WorkspaceRuntime:
     def root(self) -> Path:
         return self.loaded.root
 
-    def check_guards(self) -> None:
-        admission.check_guards(self.loaded)
+    def admit(self, *, hooks: bool = True) -> None:
+        """Refuse a workspace that may not run (`service/admission.admit`: guards, trust, hooks)."""
+        admission.admit(self.loaded, hooks=hooks)
 
-    def check_trust(self) -> None:
-        admission.check_trust(self.loaded)
+    async def create_session(
+        self, agent: str | None, *, caller: str, title: str | None = None, auth_context: JsonObject | None = None
+    ) -> SessionRecord:
+        """A new session recorded before any run (HTTP `POST .../sessions`, A2A's new context): the workspace is
+        admitted (guards, trust: no hook runs yet), its agent chosen and checked (`SessionService.new_record`)."""
+        self.admit(hooks=False)
+        return await self.sessions.create(agent, caller=caller, title=title, auth_context=auth_context)
 
-    def check_hooks(self) -> None:
-        admission.check_hooks(self.loaded)
+    async def admit_and_recover(self) -> None:
+        """Before a run is started or continued: admission, then the recovery scan (a dead owner's run is marked
+        interrupted before anything reads the session's runs)."""
+        self.admit()
+        await self.resources.recover()
 
     def notices(self, agent_name: str | None = None) -> list[str]:
         return admission.notices(self.loaded, agent_name, flag=self.permission_mode_flag)
@@ -244,16 +258,14 @@ class WorkspaceRuntime:
 
     async def _cancel_if_queued(self, run_id: RunId) -> None:
         from bearagent.domain.run_events import RunCancelledV1
-        from bearagent.runtime.recorder import RunRecorder
+        from bearagent.service.facts import append_outside_loop
 
         run = await self.store.fetch_run(run_id)
         if run is None or run.status != "queued":
             return  # it started (the loop records its own end) or ended meanwhile
-        recorder = RunRecorder(
-            writer=self.writer, clock=self.clock, ids=self.ids, run_id=run_id, last_sequence=run.last_sequence
-        )
+        cancelled = RunCancelledV1(reason="cancelled by the caller before it started")
         with contextlib.suppress(BearAgentError):  # it moved on meanwhile
-            await recorder.append(RunCancelledV1(reason="cancelled by the caller before it started"))
+            await append_outside_loop(self.writer, self.clock, self.ids, run_id, run.last_sequence, (cancelled,))
 
     async def _prepare(self, prompt: str, options: RunOptions) -> _Prepared:
         if not prompt.strip():
@@ -303,36 +315,17 @@ class WorkspaceRuntime:
         options, session = prepared.options, prepared.session
         run_id = options.run_id
         assert run_id is not None, "`_prepare` gives every run its id"
-        return RunSpec(
+        return run_specs.new_run(
+            self.root,
+            self.seals,
+            options,
+            run_id=run_id,
             goal=prepared.prompt,
-            workspace_root=self.root,
+            agent_name=prepared.agent.name,
             budgets=prepared.budgets,
             session_id=session.session_id if session is not None else None,
-            trigger_type=options.trigger_type,
-            trigger_ref=options.trigger_ref,
-            history=tuple(history),
+            history=history,
             prelude=prelude,
-            run_id=run_id,
-            expansion=options.expansion,
-            request=sealed_request(  # the log is a workspace file: what a later process acts on is sealed
-                self.seals,
-                run_id,
-                session_id=session.session_id if session is not None else None,
-                goal=prepared.prompt,
-                agent_name=prepared.agent.name,
-                budgets=prepared.budgets,
-                trigger_type=options.trigger_type,
-                trigger_ref=options.trigger_ref,
-                request=RunRequest(
-                    initiator_ref=options.initiator_ref
-                    or (options.caller if options.caller != "local" else local_initiator()),
-                    auth_context=options.auth_context,
-                    metadata=options.metadata,
-                    model_override=options.model,
-                    allowed_tools=options.allowed_tools,
-                    wait_approvals=options.wait_approvals,
-                ),
-            ),
         )
 
     async def _execute(

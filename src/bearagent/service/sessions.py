@@ -1,5 +1,6 @@
-"""Sessions in one workspace, for any caller: resolve a reference (new, `continue`, an id), rebuild a session's
-history from its runs' events, and keep its hook transcript."""
+"""Sessions in one workspace, for any caller: create one and choose its agent (the one owner: `new_record`, for
+the CLI, the Python API, HTTP and A2A), resolve a reference (new, `continue`, an id), rebuild a session's history
+from its runs' events, and keep its hook transcript."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import hashlib
 from pathlib import Path
 from typing import Protocol
 
+from bearagent.domain._base import JsonObject
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import IdGenerator, RunId, SessionId
 from bearagent.domain.messages import Message
@@ -52,21 +54,37 @@ class SessionService:
     def root(self) -> Path:
         return self.loaded.root
 
+    def new_record(
+        self, agent: str | None, *, caller: str, title: str | None = None, auth_context: JsonObject | None = None
+    ) -> SessionRecord:
+        """A new session of `caller` (not stored yet) and the agent it starts with: `agent`, else the workspace's
+        `default_agent`; an unknown agent is refused here (`AgentRegistry.require`), before anything is written."""
+        name = agent or self.loaded.config.default_agent
+        self.loaded.agents.require(name)
+        now = self.clock.now()
+        return SessionRecord(
+            session_id=self.ids.new(SessionId),
+            created_at=now,
+            updated_at=now,
+            agent_name=name,
+            active_agent_name=name,
+            title=title,
+            caller=caller,
+            auth_context=auth_context,
+        )
+
+    async def create(
+        self, agent: str | None, *, caller: str, title: str | None = None, auth_context: JsonObject | None = None
+    ) -> SessionRecord:
+        """Record a new session (`new_record`) through the async store: the HTTP route and A2A's new context."""
+        record = self.new_record(agent, caller=caller, title=title, auth_context=auth_context)
+        return await self._resources.store.insert_session(record)
+
     def resolve_session(self, ref: str | None, agent: str, caller: str = "local") -> tuple[SessionRecord, bool]:
         """(session, created). `None` = a new session of `caller`, `continue` = `caller`'s latest in this workspace,
         else an id."""
-        now = self.clock.now()
         if ref is None:
-            record = SessionRecord(
-                session_id=self.ids.new(SessionId),
-                created_at=now,
-                updated_at=now,
-                agent_name=agent,
-                active_agent_name=agent,
-                title=None,
-                caller=caller,
-            )
-            return self._resources.store.create_session(record), True
+            return self._resources.store.create_session(self.new_record(agent, caller=caller)), True
         if ref == "continue":
             latest = self._resources.store.latest_session(caller=caller)
             if latest is None:

@@ -99,6 +99,23 @@ class Worker:
         self._failed: dict[RunId, float] = {}  # a run that could not resume -> when to try it again
         self._lost: dict[tuple[str, str], float] = {}  # a lane another worker took first -> when to look again
         self.stats = WorkerStats()
+        self.report: Callable[[str, str], None] | None = None
+        """Told `(workspace id, what is wrong and what to do)` when a workspace cannot be served (a damaged store,
+        a store that cannot be opened), once per distinct problem; the other workspaces are served meanwhile."""
+        self._problems: dict[str, str] = {}
+
+    def _problem(self, workspace_id: str, exc: Exception) -> None:
+        said = exc.info.message if isinstance(exc, BearAgentError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, BearAgentError) and exc.hint and exc.hint not in said:
+            said = f"{said} (fix: {exc.hint})"
+        if self._problems.get(workspace_id) == said:
+            return
+        self._problems[workspace_id] = said
+        if self.report is None:
+            _log.warning("worker: workspace %s cannot be served: %s", workspace_id, said)
+            return
+        with contextlib.suppress(Exception):
+            self.report(workspace_id, said)
 
     def wake(self) -> None:
         """Scan now (a run was enqueued, or a run of a busy lane finished)."""
@@ -141,7 +158,11 @@ class Worker:
                 self.wake()
 
         for workspace_id in self._workspaces():
-            feed = commit_feed(self._runtime_for(workspace_id).store)
+            try:
+                feed = commit_feed(self._runtime_for(workspace_id).store)
+            except BearAgentError as exc:  # polled instead; the scan says what is wrong with it
+                self._problem(workspace_id, exc)
+                continue
             if feed is not None:
                 stops.append(feed.subscribe(noticed))
         return stops
@@ -172,12 +193,19 @@ class Worker:
         for workspace_id in self._workspaces():
             if self.free <= 0 or self._stopping:
                 break
-            probe = self._runtime_for(workspace_id)
-            now = time.monotonic()
-            if now - self._recovered.get(workspace_id, -RECOVER_EVERY_S) >= RECOVER_EVERY_S:
-                self._recovered[workspace_id] = now
-                await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
-            for item in await pending_runs(probe.store, interrupted=self.resume_interrupted):
+            try:  # one workspace that cannot be served (a damaged store) does not stop the others
+                probe = self._runtime_for(workspace_id)
+                now = time.monotonic()
+                if now - self._recovered.get(workspace_id, -RECOVER_EVERY_S) >= RECOVER_EVERY_S:
+                    self._recovered[workspace_id] = now
+                    await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
+                pending = await pending_runs(probe.store, interrupted=self.resume_interrupted)
+            except BearAgentError as exc:
+                self._recovered.pop(workspace_id, None)
+                self._problem(workspace_id, exc)
+                continue
+            self._problems.pop(workspace_id, None)
+            for item in pending:
                 if self.free <= 0 or self._stopping:
                     break
                 key = (workspace_id, item.lane)
@@ -269,16 +297,21 @@ async def _record_start_failure(runtime: WorkspaceRuntime, run_id: RunId, exc: B
     """A queued run that cannot start (the workspace lost its trust, its agent was removed, …) must not stay queued
     for ever: it is started and failed with the error, so its log says why."""
     from bearagent.domain.run_events import RunFailedV2, RunStartedV2
-    from bearagent.runtime.recorder import RunRecorder
+    from bearagent.service.facts import append_outside_loop
 
     run = await runtime.store.fetch_run(run_id)
     if run is None or run.status != "queued":
         return
-    recorder = RunRecorder(
-        writer=runtime.writer, clock=runtime.clock, ids=runtime.ids, run_id=run_id, last_sequence=run.last_sequence
-    )
+    started = RunStartedV2(owner=runtime.resources.lease.owner)
     with contextlib.suppress(BearAgentError):  # someone else moved it on meanwhile
-        await recorder.append_many((RunStartedV2(owner=runtime.resources.lease.owner), RunFailedV2(error=exc.info)))
+        await append_outside_loop(
+            runtime.writer,
+            runtime.clock,
+            runtime.ids,
+            run_id,
+            run.last_sequence,
+            (started, RunFailedV2(error=exc.info)),
+        )
 
 
 def worker_summary(workers: Mapping[str, Worker]) -> dict[str, object]:

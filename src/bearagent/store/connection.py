@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +46,17 @@ def open_primary(path: Path, durability: Durability, busy_timeout_ms: int) -> sq
         ) from exc
     if is_dir:
         raise StoreError(path, "not_a_file", "the event store path is a directory", "Point it at a file instead")
+    for side in (path.with_name(path.name + suffix) for suffix in SQLITE_SIDE_FILES):
+        with contextlib.suppress(OSError):
+            if not stat.S_ISREG(os.lstat(side).st_mode):  # a directory, a FIFO, a device where SQLite writes
+                raise StoreError(
+                    side,
+                    "not_a_file",
+                    "a side file of the event store (SQLite's write-ahead log, shared memory or journal) is not a "
+                    "regular file",
+                    "Move it aside (SQLite makes a new one; if it is a write-ahead log of yours, the writes in it are "
+                    "lost); `bearagent db check` then checks the store",
+                )
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:

@@ -39,7 +39,8 @@ _SQLITE_FAILURES: tuple[tuple[tuple[str, ...], str, str, str, bool], ...] = (
         ("not a database", "encrypted"),
         "not_a_database",
         "the event store file is not an SQLite database ({exc}) while {doing}",
-        "Check the path; if the file is yours, move it aside and BearAgent starts a new, empty store there",
+        "Check the path; if the file is yours, move it aside and BearAgent starts a new, empty store there; "
+        "`bearagent db check` checks the file",
         False,
     ),
     (

@@ -213,6 +213,8 @@ class BashTool(NativeTool):
         assert proc.stdout is not None and proc.stderr is not None
         pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
         timed_out = False
+        notes: list[str] = []
+        disarmed: list[str] = []  # repositories the call planted, disabled (`sandbox/git_plants.py`)
         try:
             try:
                 await asyncio.wait_for(_exited(proc), timeout_ms / 1000)
@@ -235,7 +237,7 @@ class BashTool(NativeTool):
                 await _stop(proc, launch)
             finally:
                 notes = launch.notes()
-                launch.finish()
+                disarmed = launch.finish()
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
@@ -261,6 +263,7 @@ class BashTool(NativeTool):
             parts.append(f"[Command timed out after {timeout_ms} ms; its whole process group was killed.]")
         elif exit_code != 0:
             parts.append(f"[Exit code {exit_code}]")
+        parts += disarmed
         if not parts:
             parts.append("(no output)")
         data = {

@@ -32,7 +32,7 @@ from bearagent.domain.permission_modes import PERMISSION_MODES as PERMISSION_MOD
 from bearagent.domain.permission_modes import PermissionMode as PermissionMode
 from bearagent.domain.permission_modes import parse_permission_mode as parse_permission_mode
 from bearagent.domain.tools import SideEffect, ToolSpec
-from bearagent.sandbox.git_paths import git_control_reason
+from bearagent.sandbox.git_paths import bare_repository_reason, git_control_reason
 from bearagent.tools.paths import PathRefused, WorkspacePaths
 from bearagent.tools.permissions import PATH_TOOLS, PermissionRule, PermissionRules, RuleError, RuleKind, RuleMatch
 from bearagent.tools.protected import protected_reason, protected_top, state_reason
@@ -175,7 +175,8 @@ class ToolPolicy:
                 return self._protected(spec, arguments, root, target, reason, match)
         elif self.extra_roots and (outside := extra_write_target(spec, arguments, self.extra_roots)) is not None:
             absolute, rel = outside
-            reason = protected_reason(rel) or state_reason(rel)
+            extra_root = Path(absolute[: len(absolute) - len(rel)] if rel else absolute)
+            reason = protected_reason(rel) or state_reason(rel) or bare_repository_reason(extra_root, rel)
             if reason is not None:
                 return self._protected(spec, arguments, root, absolute, reason, match)
         if match is not None:

@@ -92,14 +92,17 @@ class Collector:
         """Fingerprint every workspace file `words` (a command line) executes or reaches (`trust.reach`): the
         script, its workspace interpreter, sourced files, Python imports, Makefiles, ... Each existing one is a
         `file` item; a module that would shadow an import if created is listed as `<path> (missing)` in the
-        returned list (so creating it changes the owner's digest)."""
+        returned list (so creating it changes the owner's digest); the code its tool chain finds on its own
+        (`reach.discovered_code`: config-as-code files, `conftest.py`, a venv's `.pth`) is one item per kind."""
         if self.root is None:
             return []
-        from bearagent.trust.reach import MISSING, reached_files
+        from bearagent.trust.reach import MISSING, NONE_DISCOVERED, reached_files
 
         base = cwd or self.root
         out: list[str] = []
-        for rel, digest in reached_files(list(words), self.root, cwd=base, env=env).items():
+        for rel, digest in reached_files(list(words), self.root, cwd=base, env=env, discovered=True).items():
+            if digest == NONE_DISCOVERED:
+                continue  # no such file yet: creating one adds the item (and so asks again)
             if digest == MISSING:
                 out.append(f"{rel} (missing)")
                 continue

@@ -96,6 +96,8 @@ class _Walk:
     path_dirs: tuple[Path, ...]
     found: dict[Path, str] = field(default_factory=dict[Path, str])
     queue: list[Path] = field(default_factory=list[Path])
+    texts: list[str] = field(default_factory=list[str])
+    """The beginnings of the scanned files, for `discovered_code` (which tool chains the command reaches)."""
 
     def add(self, path: Path, *, missing_ok: bool = False) -> bool:
         """Record `path` (absolute, lexical) when inside the workspace; queue it for scanning. Whether it exists."""
@@ -159,6 +161,7 @@ class _Walk:
         if b"\0" in data[:8192]:
             return  # a binary: its content is fingerprinted, not read for names
         text = data.decode("utf-8", "replace")
+        self.texts.append(text[:65536])
         bases = [path.parent, self.root]
         if text.startswith("#!"):
             self.words(split_words(text[2:].splitlines()[0]), bases)
@@ -225,10 +228,16 @@ def _site_packages(path: Path, root: Path) -> list[Path]:
 
 
 def reached_files(
-    words: Sequence[str], root: Path, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    words: Sequence[str],
+    root: Path,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    discovered: bool = False,
 ) -> dict[str, str]:
     """The workspace files `words` (a command line, or `[sh, -c, string]`) reaches, each with its content hash
-    (`missing` for a module that would be picked up if created), by workspace-relative path."""
+    (`missing` for a module that would be picked up if created), by workspace-relative path. `discovered`: also
+    the code its tool chains find on their own (`discovered_code`), as pattern keys."""
     real_root = Path(os.path.realpath(root))
     path_value = (env or {}).get("PATH", "")
     base = Path(os.path.realpath(cwd)) if cwd is not None else real_root
@@ -248,6 +257,74 @@ def reached_files(
     for path, state in sorted(walk.found.items()):
         rel = path.relative_to(real_root).as_posix()
         out[rel] = MISSING if state == MISSING else hash_file(path)
+    if discovered:
+        text = "\n".join([" ".join(expanded), *walk.texts, *(p.as_posix() for p in walk.found)])
+        out.update(discovered_code(real_root, text))
+    return out
+
+
+_JS_CHAIN = re.compile(
+    r"(?:^|[\s/\"'])(?:node|npx|npm|pnpm|yarn|bunx?|deno|prettier|eslint|node_modules)(?:$|[\s/\"'])"
+)
+_PY_CHAIN = re.compile(
+    r"(?:^|[\s/\"'])(?:python[0-9.]*|pytest|uv|uvx|poetry|pipx?|tox|nox|\.venv|venv)(?:$|[\s/\"'])|\.py\b"
+)
+_PYTEST = re.compile(r"pytest|\btox\b|\bnox\b|\bmake\b|Makefile")
+JS_CONFIG_CODE = re.compile(r"^(?:\.[\w-]+rc|[\w.-]+\.config)\.(?:js|cjs|mjs|ts|cts|mts)$")
+"""Config files JavaScript tools find by name and execute (`prettier.config.js`, `.eslintrc.cjs`, `vite.config.ts`)."""
+PY_DISCOVERED = ("conftest.py",)
+"""Code Python tools find by name (pytest's `conftest.py`, in any directory of the tests)."""
+MAX_DISCOVERY_DIRS = 20_000
+NONE_DISCOVERED = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+"""The digest of a discovered-code kind when no such file exists."""
+_NOT_WALKED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", "target"})
+
+
+def discovered_code(root: Path, text: str) -> dict[str, str]:
+    """Code a command's tool chains discover on their own in the workspace, which following its words does not
+    find: for a JavaScript chain every config-as-code file (`JS_CONFIG_CODE`) anywhere, for a Python one running
+    tests (pytest, tox, nox, make) every `conftest.py`, and for any Python one each workspace virtual environment's `*.pth`, `sitecustomize.py` and `usercustomize.py` (run
+    at every start of its interpreter). One key per kind (`**/<kind>`), whose value digests every such file's path
+    and content: creating, changing or removing one changes it. Bounded by `MAX_DISCOVERY_DIRS` directories."""
+    js, py = bool(_JS_CHAIN.search(text)), bool(_PY_CHAIN.search(text))
+    tests = py and _PYTEST.search(text) is not None  # conftest.py is pytest's: not every Python program's
+    if not js and not py:
+        return {}
+    import hashlib
+
+    found: dict[str, list[str]] = {"js": [], "py": [], "site": []}
+    stack, budget = [root], MAX_DISCOVERY_DIRS
+    while stack and budget > 0:
+        current = stack.pop()
+        budget -= 1
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _NOT_WALKED:
+                        stack.append(Path(entry.path))
+                    if py and (Path(entry.path) / "pyvenv.cfg").is_file():
+                        for site in sorted(Path(entry.path).glob("lib/python*/site-packages")):
+                            for item in sorted(os.scandir(site), key=lambda e: e.name):
+                                if item.name.endswith(".pth") or item.name in ("sitecustomize.py", "usercustomize.py"):
+                                    found["site"].append(item.path)
+                elif js and JS_CONFIG_CODE.match(entry.name):
+                    found["js"].append(entry.path)
+                elif tests and entry.name in PY_DISCOVERED:
+                    found["py"].append(entry.path)
+    out: dict[str, str] = {}
+    names = {"js": "**/*.config.js and .*rc.js", "py": "**/conftest.py", "site": "**/site-packages/*.pth"}
+    for kind, paths in found.items():
+        if (kind == "js" and not js) or (kind == "py" and not tests) or (kind == "site" and not py):
+            continue
+        digest = hashlib.sha256()
+        for path in sorted(paths):
+            digest.update(Path(path).relative_to(root).as_posix().encode() + b"\0")
+            digest.update(hash_file(Path(path)).encode() + b"\0")
+        out[names[kind]] = "sha256:" + digest.hexdigest()
     return out
 
 
@@ -263,14 +340,14 @@ class CodePins:
     def pin(self, words: Sequence[str], cwd: Path | None = None) -> None:
         key = (str(cwd or ""), *words)
         if key not in self.pins:
-            self.pins[key] = reached_files(words, self.root, cwd=cwd, env=self.env)
+            self.pins[key] = reached_files(words, self.root, cwd=cwd, env=self.env, discovered=True)
 
     def changed(self, words: Sequence[str], cwd: Path | None = None) -> str | None:
         """The first reached file that differs from the pinned state (changed, created or removed), or None."""
         pinned = self.pins.get((str(cwd or ""), *words))
         if pinned is None:
             return None
-        now = reached_files(words, self.root, cwd=cwd, env=self.env)
+        now = reached_files(words, self.root, cwd=cwd, env=self.env, discovered=True)
         differ = [rel for rel in sorted(set(pinned) | set(now)) if pinned.get(rel) != now.get(rel)]
 
         def rank(rel: str) -> tuple[int, int]:

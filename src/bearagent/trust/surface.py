@@ -42,6 +42,19 @@ from bearagent.trust.widening import ConfigFileLike, agent, config_file, model_e
 
 WRAP_WIDTH = 100
 """Where a long trust item is wrapped in the consent listing (it is never cut)."""
+_LINE_BREAKS = {
+    0x0A: "\u2424",  # ␤
+    0x0D: "\u240d",  # ␍
+    0x0B: "\u240b",
+    0x0C: "\u240c",
+    0x1C: "<U+001C>",
+    0x1D: "<U+001D>",
+    0x1E: "<U+001E>",
+    0x85: "<U+0085>",
+    0x2028: "<U+2028>",
+    0x2029: "<U+2029>",
+}
+"""Line breaks inside one item, shown as symbols in the listing (`str.splitlines` breaks at each of these)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +124,8 @@ class TrustSurface:
         cut, so what the user consents to is all of what runs (`width=None`: one line per item)."""
         shown: list[str] = []
         for item in self.items[:limit]:
-            text = item.render()
+            # its own line breaks shown, not made: a command cannot pose as further items of the listing
+            text = item.render().translate(_LINE_BREAKS)
             step = width or max(1, len(text))
             chunks = [text[i : i + step] for i in range(0, len(text), step)] or [""]
             shown.append(f"  - {chunks[0]}")
