@@ -94,3 +94,54 @@ def test_the_control_a_regular_deny_file_loads_and_denies(tmp_path: Path) -> Non
         stdin=subprocess.DEVNULL,
     )
     assert again.returncode == 0 and marker.exists(), again.stderr
+
+
+def _plant_variant(root: Path, kind: str, outside: Path) -> None:
+    claude = root / ".claude"
+    if kind == "claude_dir_symlink":  # the directory, not the file, leads into the user's dotfiles
+        outside.mkdir()
+        (outside / "settings.json").write_text(DENY)
+        claude.symlink_to(outside)
+        return
+    claude.mkdir(exist_ok=True)
+    settings = claude / "settings.json"
+    if kind == "bad_utf8":
+        settings.write_bytes(b'{"permissions": {"deny": ["Bash\xff"]}}')
+    elif kind == "top_level_list":
+        settings.write_text(json.dumps([{"permissions": {"deny": ["Bash"]}}]))
+    elif kind == "deny_not_a_list":
+        settings.write_text(json.dumps({"permissions": {"deny": "Bash"}}))
+    elif kind == "permissions_not_an_object":
+        settings.write_text(json.dumps({"permissions": [{"deny": ["Bash"]}]}))
+    elif kind == "too_big":
+        settings.write_text(json.dumps({"permissions": {"deny": ["Bash"]}, "pad": "x" * (9 << 20)}))
+    else:  # the workspace's own config.yaml (a guard section) broken
+        (root / ".bearagent" / "config.yaml").write_text(CONFIG + "permissions: {deny: [Bash]\n")
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "claude_dir_symlink",
+        "bad_utf8",
+        "top_level_list",
+        "deny_not_a_list",
+        "permissions_not_an_object",
+        "too_big",
+        "config_yaml_broken",
+    ],
+)
+def test_a_guard_that_does_not_load_whatever_its_shape_stops_the_run(tmp_path: Path, kind: str) -> None:
+    root, marker = _workspace(tmp_path)
+    _plant_variant(root, kind, tmp_path / "dotfiles")
+    result = subprocess.run(
+        [BEARAGENT, "run", "-w", str(root), "go"],
+        env=isolated_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert not marker.exists(), f"Bash ran past a guard that did not load: {result.stderr}"
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr

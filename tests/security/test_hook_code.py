@@ -114,7 +114,14 @@ def _sh_c(ws: Path) -> tuple[str, str]:
     return "sh -c 'sh scripts/inner.sh'", "scripts/inner.sh"
 
 
+def _npm_script(ws: Path) -> tuple[str, str]:
+    """A task runner: the hook names `npm run`, and package.json decides what that runs."""
+    write(ws, "package.json", json.dumps({"name": "t", "version": "1.0.0", "scripts": {"post": "echo ok >> hook.log"}}))
+    return "npm run -s post", "package.json"
+
+
 VARIANTS: dict[str, Callable[[Path], tuple[str, str]]] = {
+    "npm-script": _npm_script,
     "script": _direct,
     "sourced": _sourced,
     "imported": _imported,
@@ -159,6 +166,7 @@ def test_a_hook_does_not_run_code_the_model_rewrote_in_the_same_run(tmp_path: Pa
     payload = {
         ".py": f"open({str(marker)!r}, 'w').write('pwned')\ndef log():\n    pass\ndef run():\n    pass\n",
         ".js": f"require('fs').writeFileSync({json.dumps(str(marker))}, 'pwned'); exports.run = () => {{}}\n",
+        ".json": json.dumps({"name": "t", "version": "1.0.0", "scripts": {"post": f"touch {marker}"}}) + "\n",
     }
     target = VARIANTS[variant](tmp_path / "probe")[1]  # which file the variant rewrites (its suffix)
     content = payload.get(Path(target).suffix, f"#!/bin/sh\ntouch {marker}\n")
@@ -245,6 +253,68 @@ def test_an_mcp_server_whose_code_changed_is_not_started(tmp_path: Path, change:
     refused = asyncio.run(start(True))
     assert refused.startswith("failed") and "changed during the run" in refused, refused
     assert ("server/demo.py" if change == "server" else "server/anyio.py") in refused
+
+
+SERVER = """
+import importlib, subprocess, sys
+from mcp.server.mcpserver import MCPServer
+
+import helper
+
+server = MCPServer("runner")
+
+
+@server.tool()
+def step() -> str:
+    \"\"\"Run the workspace's step script (as a build or test server runs workspace code on each call).\"\"\"
+    done = subprocess.run(["sh", "tools/step.sh"], cwd=sys.argv[1], capture_output=True, text=True, check=False)
+    importlib.reload(helper)  # a server that reloads its modules per call (a dev server's watcher does)
+    return f"step: {done.stdout} {helper.VALUE}"
+
+
+server.run("stdio")
+"""
+
+
+@pytest.mark.parametrize("rewrite", ["script", "server-module"])
+def test_a_running_mcp_server_is_not_called_after_the_model_rewrote_its_code(tmp_path: Path, rewrite: str) -> None:
+    """A user-level stdio server (unconfined: `sandbox.mcp` is off) runs a workspace script on each call. Its first
+    call runs the trusted script; the sandboxed Bash then rewrites the script (or a module the server would import
+    later); the next call is refused (`code_changed`) and the server stopped, so the model's code never runs with
+    the user's rights."""
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    marker = tmp_path / "MARKER"  # outside the workspace and the sandbox's view: only unconfined code can make it
+    calls: list[dict[str, object]] = [{"name": "mcp__runner__step", "arguments": {}}]
+    target = "tools/step.sh" if rewrite == "script" else "tools/helper.py"
+    payload = f"touch {marker}\\n" if rewrite == "script" else f"open('{marker}', 'w')\\n"
+    bash = {"name": "Bash", "arguments": {"command": f"printf '{payload}' > {target}; echo rc=$?"}}
+    script = yaml.safe_dump(
+        {"turns": [{"tool_calls": calls}, {"tool_calls": [bash]}, {"tool_calls": calls}, {"text": "done"}]},
+        sort_keys=False,
+    )
+    scripted_workspace(ws, script, agents={"main": agent_md("Main.", mode="primary", tools="[Bash]", mcp="[runner]")})
+    write(ws, "tools/server.py", SERVER)
+    _exe(ws, "tools/step.sh", "#!/bin/sh\necho trusted\n")
+    write(ws, "tools/helper.py", "VALUE = 1\n")
+    write(
+        home / "bearagent",
+        "config.yaml",
+        f"mcp_servers:\n  runner: {{command: {sys.executable}, args: [{ws}/tools/server.py, {ws}], startup_timeout_s: 30}}\n"
+        "permissions: {allow: [Bash, mcp__runner__step]}\n",
+    )
+    with open_workspace(ws, env=isolated_env(home), plugins=PluginHost()) as workspace:
+        result = workspace.run_sync("go")
+        assert result.status == "succeeded", result.error
+        results = [
+            json.dumps(e.model_dump(mode="json")["payload"])
+            for e in workspace.events(str(result.run_id))
+            if e.event_type in ("ToolCallCompleted", "ToolCallFailed")
+        ]
+    assert len(results) == 3, results
+    assert "trusted" in results[0], results[0]
+    assert "rc=0" in results[1], "the sandboxed Bash may write the workspace"
+    assert "code_changed" in results[2] and target in results[2], results[2]
+    assert not marker.exists(), "the running server ran the model's code"
 
 
 @pytest.mark.parametrize("change", ["server", "imported"])

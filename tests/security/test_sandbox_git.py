@@ -346,6 +346,51 @@ def test_the_file_tools_refuse_git_control_files_anywhere(tmp_path: Path, home: 
     assert not written.exists() or written.read_text() != "x"
 
 
+# ---- a workspace that is a subdirectory of the user's repository --------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["hooksPath", "fsmonitor-script", "include"])
+def test_the_enclosing_repositorys_config_names_workspace_files(
+    tmp_path: Path, home: Path, marker: Path, kind: str
+) -> None:
+    """The workspace is `app/` of a monorepo: git reads the enclosing repository's config, whose relative paths are
+    the top's (hooks path, programs) or the config's own (includes), and may name files inside the workspace."""
+    top = tmp_path / "mono"
+    top.mkdir()
+    git(top, "init", "-q")
+    ws = top / "app"
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    (ws / "notes.md").write_text("notes\n")
+    (ws / "hooks").mkdir()
+    hook = ws / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    script = ws / "fsmon.sh"
+    script.write_text("#!/bin/sh\nexit 1\n")
+    script.chmod(0o755)
+    (ws / "shared.gitconfig").write_text("[user]\n\tname = T\n")
+    git(top, "add", "-A")
+    git(top, "commit", "-qm", "init")
+    setting = {
+        "hooksPath": ["config", "core.hooksPath", "app/hooks"],
+        "fsmonitor-script": ["config", "core.fsmonitor", "app/fsmon.sh"],
+        "include": ["config", "include.path", "../app/shared.gitconfig"],
+    }[kind]
+    git(top, *setting)
+    payload = f"#!/bin/sh\\ntouch {marker}\\nexit 1\\n"
+    attack(
+        ws,
+        home,
+        [
+            f"printf '{payload}' > hooks/pre-commit; echo rc=$?",
+            f"printf '{payload}' > fsmon.sh; echo rc=$?",
+            f"printf '{fsmonitor_config(marker)}' > shared.gitconfig; echo rc=$?",
+        ],
+    )
+    (ws / "notes.md").write_text("changed\n")
+    assert_git_runs_nothing(top, marker, "commit", "-qam", "user commit")
+
+
 # ---- repositories a command creates or changes (git_plants) ---------------------------------------------------
 
 NEW_REPO = "git init -q fresh && echo x > fresh/x && git -C fresh add x && git -C fresh -c core.fsmonitor=false -c user.name=M -c user.email=m@e commit -qm f"

@@ -219,16 +219,23 @@ def referenced_paths(configs: Iterable[Path], worktree: Path, env: Mapping[str, 
     """Every existing path a config names (include files, followed; the hooks path; programs and the files their
     command lines name), resolved as git resolves it: relative to the config file (includes), else to the
     worktree (commands run there)."""
+    return referenced_paths_of([(config, worktree) for config in configs], env)
+
+
+def referenced_paths_of(configs: Iterable[tuple[Path, Path]], env: Mapping[str, str]) -> list[Path]:
+    """`referenced_paths` for (config, worktree) pairs: each config's relative program and hook paths resolve
+    against its own repository's worktree (a submodule's, a nested repository's, the enclosing repository's top).
+    At most `MAX_CONFIG_FILES` (config, worktree) pairs are read."""
     raw_home = env.get("HOME")
     home = Path(raw_home) if raw_home else None
     pending = list(configs)
-    seen: set[Path] = set()
+    seen: set[tuple[Path, Path]] = set()
     out: list[Path] = []
     while pending and len(seen) < MAX_CONFIG_FILES:
-        config = pending.pop(0)
-        if config in seen:
+        config, worktree = pending.pop(0)
+        if (config, worktree) in seen:
             continue
-        seen.add(config)
+        seen.add((config, worktree))
         for section, key, value in _config_entries(config):
             if not value:
                 continue
@@ -240,7 +247,7 @@ def referenced_paths(configs: Iterable[Path], worktree: Path, env: Mapping[str, 
                 target = Path(_expand(value, home))
                 target = target if target.is_absolute() else config.parent / target
                 out.append(target)
-                pending.append(target)
+                pending.append((target, worktree))
                 continue
             for word in _words(value):
                 word = _expand(word, home)
@@ -263,12 +270,24 @@ def git_protected_paths(
     out: list[str] = list(WRITABLE_GIT) if writable_git else [".git"]
     dot_git = base / ".git"
     gitdirs: list[Path] = []
+    sources: list[tuple[Path, Path]] = []  # (git directory, the worktree its config's relative paths resolve in)
     if os.path.lexists(dot_git):
         gitdir = _gitdir_of(dot_git)
         if gitdir is not None:
             gitdirs += _repository_dirs(gitdir)
-    elif not writable_git and not _inside_repository(base):
-        out.append("HEAD")  # a bare repository at the top of a tree that is no repository
+            sources += [(d, base) for d in _repository_dirs(gitdir)]
+    else:
+        top = _enclosing_top(base)
+        if top is None:
+            if not writable_git:
+                out.append("HEAD")  # a bare repository at the top of a tree that is no repository
+        else:
+            # the workspace is a directory of a bigger repository: git reads that repository's config, whose
+            # programs and hooks path are relative to its top and may name files inside the workspace
+            gitdir = _gitdir_of(top / ".git")
+            if gitdir is not None:
+                gitdirs += _repository_dirs(gitdir)
+                sources += [(d, top) for d in _repository_dirs(gitdir)]
     worktrees: list[tuple[Path, int]] = [(base, 0)] if nested else []
     while worktrees:
         worktree, depth = worktrees.pop()
@@ -284,6 +303,7 @@ def git_protected_paths(
                 gitdir = _gitdir_of(sub / ".git")
                 if gitdir is not None:
                     gitdirs += _repository_dirs(gitdir)
+                    sources += [(d, sub) for d in _repository_dirs(gitdir)]
                 worktrees.append((sub, depth + 1))
     for dot_git_below in _nested_dot_gits(base) if nested else []:
         rel = _rel(dot_git_below.parent, base)
@@ -292,20 +312,27 @@ def git_protected_paths(
         gitdir = _gitdir_of(dot_git_below)
         if gitdir is not None:
             gitdirs += _repository_dirs(gitdir)
+            sources += [(d, dot_git_below.parent) for d in _repository_dirs(gitdir)]
     for directory in gitdirs:
         rel = _rel(directory, base)
         if rel is not None and not writable_git:
             out.append(rel)
-    for path in referenced_paths(config_files(dict.fromkeys(gitdirs), env), base, env):
+    pairs: list[tuple[Path, Path]] = []
+    worktrees_seen = list(dict.fromkeys(worktree for _, worktree in sources)) or [base]
+    for worktree in worktrees_seen:
+        own = [d for d, w in sources if w == worktree]
+        pairs += [(config, worktree) for config in config_files(dict.fromkeys(own), env)]
+    for path in referenced_paths_of(dict.fromkeys(pairs), env):
         rel = _rel(path, base) if os.path.lexists(path) else None
         if rel is not None:
             out.append(rel)
     return list(dict.fromkeys(out))
 
 
-def _inside_repository(base: Path) -> bool:
-    """Whether a directory above `base` has a `.git` (then git finds that repository, not a bare one at `base`)."""
-    return any(os.path.lexists(parent / ".git") for parent in base.parents)
+def _enclosing_top(base: Path) -> Path | None:
+    """The nearest directory above `base` with a `.git` (git finds that repository from `base`, not a bare one at
+    `base`), or None."""
+    return next((parent for parent in base.parents if os.path.lexists(parent / ".git")), None)
 
 
 def bare_repository_reason(root: Path, rel: str) -> str | None:

@@ -43,7 +43,8 @@ async def compact_session(
     session, created = await asyncio.to_thread(runtime.resolve_session, session_ref, agent or default)
     if created:
         raise nothing_to_compact("the session has no runs yet")
-    spec_agent = runtime.require_agent(agent or session.active_agent_name or default)
+    # the session row is not sealed: the agent its newest sealed run names (service/runner.py)
+    spec_agent = runtime.require_agent(agent or await runtime.sealed_session_agent(session, "local") or default)
     session_id = SessionId(str(session.session_id))
     async with runtime.store.session_lock(session_id, wait=True):
         history = runtime.session_history(session_id)

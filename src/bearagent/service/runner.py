@@ -62,6 +62,9 @@ from bearagent.runtime.run_writer import RunWriter
 from bearagent.tools.gate import Asker
 from bearagent.trust.modes import ModeInForce
 
+MAX_SESSION_AGENT_RUNS = 50
+"""How many of a session's newest runs are looked at for the sealed record that names its agent."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
@@ -234,6 +237,25 @@ class WorkspaceRuntime:
         prepared = await self._prepare(prompt, replace(options, caller=caller))
         return await self._execute(prepared, observer, events[0], locked=True)
 
+    async def sealed_session_agent(self, session: SessionRecord, caller: str) -> str | None:
+        """The agent a continued session runs with when the caller names none: the one its newest run that carries
+        this user's seal was recorded with (`RunCreated.agent_name`, sealed), or None (the configured default). The
+        session row's `active_agent_name` is not sealed (a shipped or edited `state.db` can name a more capable
+        agent there), so it only says which agent to look for, never which one runs."""
+        if not session.active_agent_name:
+            return None
+        runs = await self.store.fetch_runs(session_id=session.session_id, limit=MAX_SESSION_AGENT_RUNS)
+        for run in runs:  # newest first
+            if run.parent_run_id is not None:
+                continue  # a subagent's run (Task): the session's own agent is a primary one's
+            events = list(await self.store.fetch_events(run.run_id, limit=1))
+            try:
+                created = check_created(self.seals, run.run_id, events, caller=caller)
+            except BearAgentError:
+                continue  # not this user's record: it chooses nothing
+            return created.agent_name
+        return None
+
     async def _cancel_if_queued(self, run_id: RunId) -> None:
         from bearagent.domain.run_events import RunCancelledV1
         from bearagent.service.facts import append_outside_loop
@@ -272,7 +294,8 @@ class WorkspaceRuntime:
             session, created = await asyncio.to_thread(
                 self.resolve_session, options.session, options.agent or config.default_agent, options.caller
             )
-            agent_name = agent_name or session.active_agent_name or config.default_agent
+            if agent_name is None and not created:  # the row is not sealed: its own sealed record says
+                agent_name = await self.sealed_session_agent(session, options.caller)
         agent_name = agent_name or config.default_agent
         agent = self.require_agent(agent_name)
         if options.trigger_type == "message" and not agent.is_primary:

@@ -13,7 +13,10 @@ nor what that script reaches. Starting from the command's words (a `sh -c` strin
   (a data file the script writes, `hook-log.jsonl`, is not followed; it changes at every run), Python imports (`import a.b`, `from .x import y`, resolved next to the
   file, at the workspace root and in the site-packages of a workspace virtual environment the file belongs to),
   and relative JavaScript `require`/`import` specifiers;
-- `make` also reaches the workspace's `Makefile` (or `-f FILE`).
+- `make` also reaches the workspace's `Makefile` (or `-f FILE`); a task runner or package manager (`npm`, `npx`,
+  `yarn`, `pnpm`, `bun`, `uv`, `poetry`, `tox`, `pytest`, `just`, `cargo`, `gradle`, `mvn`, `pre-commit`, ...)
+  reaches the files that decide what it runs (`package.json`, `.npmrc`, `pyproject.toml`, `conftest.py`,
+  `justfile`, `Cargo.toml`, `build.rs`, ...: `_RECIPES`), present or missing.
 
 A module that does not exist yet is recorded as missing: creating it (a `helper.py` that shadows a module) changes
 the fingerprint too. Bounded: `MAX_FILES` files, `MAX_SCAN_BYTES` of each scanned. What a program discovers on its
@@ -41,6 +44,25 @@ _WORD = re.compile(r"[A-Za-z0-9_@%+=:,./~$-]+")
 _PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w, ]+)|import\s+([\w., ]+))", re.MULTILINE)
 _JS_SPEC = re.compile(r"""(?:require\s*\(\s*|import\s*\(\s*|from\s+|import\s+)["'](\.{1,2}/[^"'\n]+)["']""")
 _MAKE = ("make", "gmake")
+_NODE_RECIPES = ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "bunfig.toml")
+_PY_RECIPES = ("pyproject.toml", "setup.cfg", "setup.py", "uv.toml", "poetry.toml", "tox.ini", "noxfile.py")
+_RECIPES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("npm", "npx", "yarn", "pnpm", "pnpx", "bun", "bunx"), _NODE_RECIPES),
+    **dict.fromkeys(("uv", "uvx", "poetry", "pdm", "hatch", "tox", "nox", "pipenv"), (*_PY_RECIPES, "Pipfile")),
+    "pytest": ("conftest.py", "pytest.ini", *_PY_RECIPES),
+    **dict.fromkeys(("just",), ("justfile", "Justfile", ".justfile")),
+    "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml"),
+    **dict.fromkeys(("cargo",), ("Cargo.toml", "build.rs", ".cargo/config.toml", ".cargo/config")),
+    "rake": ("Rakefile", "rakefile"),
+    **dict.fromkeys(("gradle", "gradlew"), ("build.gradle", "build.gradle.kts", "settings.gradle", "gradlew")),
+    **dict.fromkeys(("mvn", "mvnw"), ("pom.xml", "mvnw", ".mvn/jvm.config")),
+    "pre-commit": (".pre-commit-config.yaml",),
+    "lefthook": ("lefthook.yml", ".lefthook.yml"),
+}
+"""Task runners and package managers, and the workspace files (at the workspace root and the command's directory)
+that decide what they execute: a hook `npm run lint` runs whatever `package.json` says `lint` is, `.npmrc` can set
+`node-options=--require ./x.js` or `script-shell`. Each is fingerprinted (and scanned for the code it names);
+missing, it is recorded as missing, so creating one changes the fingerprint too."""
 _CODE_NAME = re.compile(r"\.(sh|bash|zsh|py|js|mjs|cjs|ts|rb|pl|mk|mak|ps1)$")
 _SOURCED = re.compile(r"(?:^|[;&|({]|\bthen|\bdo)\s*(?:source|\.)\s+([^\s;&|)]+)", re.MULTILINE)
 _JS_EXTS = ("", ".js", ".mjs", ".cjs", ".ts", ".json", "/index.js", "/index.mjs")
@@ -126,6 +148,9 @@ class _Walk:
                 named = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w in ("-f", "--file", "--makefile")]
                 for makefile in named or ["GNUmakefile", "makefile", "Makefile"]:
                     self.word(makefile, bases)
+            for recipe in _RECIPES.get(name, ()):
+                for base in dict.fromkeys((*bases, self.root)):
+                    self.add(base / recipe, missing_ok=True)
 
     def scan(self, path: Path) -> None:
         try:
