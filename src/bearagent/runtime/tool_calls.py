@@ -23,6 +23,7 @@ from bearagent.domain.run_events import (
 )
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import ApprovalDeferred, ToolContext
+from bearagent.rewind.capture import CAPTURED_TOOLS, capture_for
 from bearagent.runtime.cursor import InFlightCall
 from bearagent.runtime.loop_state import SWITCH_TOOL, TODO_TOOL, Active, LoopState, admit
 from bearagent.runtime.observer import RunObserver
@@ -82,7 +83,10 @@ class ToolCalls:
         request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
         result = self._refused(state, call, request, limit_error)
         if result is None:
-            result = await plan.gate.call(request, self._context(spec, recorder, state, call))
+            if internal in CAPTURED_TOOLS:
+                result = await self._captured(spec, recorder, state, call, request, internal)
+            else:
+                result = await plan.gate.call(request, self._context(spec, recorder, state, call))
         await self._finish(recorder, state, call, activity, result)
         return result
 
@@ -145,6 +149,32 @@ class ToolCalls:
             await self._finish(recorder, state, call, activity, result)
             results.append(result)
         return results
+
+    async def _captured(
+        self,
+        spec: RunSpec,
+        recorder: RunRecorder,
+        state: LoopState,
+        call: ModelToolCall,
+        request: ToolRequest,
+        internal: str,
+    ) -> ToolResult:
+        """A call that may change workspace files, between two scans of the tree (`rewind/capture.py`): what it
+        changed is recorded as `FilesChanged` before its result, each change with what it replaced."""
+        capture = capture_for(spec.workspace_root)
+        tool_call_id = str(call.tool_call_id)
+        _scanned, late = await asyncio.to_thread(capture.before, str(recorder.run_id), tool_call_id, internal)
+        if late is not None and late.changes:
+            await recorder.append(late)
+            self._observer.notice(
+                recorder.run_id, f"recorded {len(late.changes)} file change(s) of a call whose process stopped"
+            )
+        try:
+            return await state.plan.gate.call(request, self._context(spec, recorder, state, call))
+        finally:
+            changed = await asyncio.to_thread(capture.after, tool_call_id, internal)
+            if changed.changes or changed.note is not None:
+                await recorder.append(changed)
 
     def _refused(
         self, state: LoopState, call: ModelToolCall, request: ToolRequest, limit_error: ErrorInfo | None
