@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
 from bearagent.domain.run_events import FileChange, FilesChangedV1, FileState
-from bearagent.rewind.tree import BlobStore, Meta, TreeTooLarge, capture_state, same, scan
+from bearagent.rewind.tree import SKIPPED_DIRS, BlobStore, Meta, TreeTooLarge, capture_state, same, scan
 
 CAPTURED_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 MAX_CHANGES = 10_000
@@ -149,6 +150,77 @@ class WorkspaceCapture:
                 return _event({}, tool_call_id, tool_name, note=f"not captured: {exc}")
             diff, dirty = self._sync(scanned)
             if dirty:
+                self._save()
+            (self._dir / "pending.json").unlink(missing_ok=True)
+            return _event(diff, tool_call_id, tool_name)
+
+    def paths_of(self, arguments: Mapping[str, object]) -> list[str] | None:
+        """The workspace paths a file tool's arguments name (`file_path`, `notebook_path`) with their parent
+        directories, relative to the root; None when the call names none inside the workspace (a full scan then)."""
+        value = arguments.get("file_path", arguments.get("notebook_path"))
+        if not isinstance(value, str) or not value or "\0" in value:
+            return None
+        path = Path(value).expanduser()
+        path = path if path.is_absolute() else self.root / path
+        try:
+            rel = Path(os.path.normpath(path)).relative_to(self.root)
+        except ValueError:
+            return None
+        parts = rel.parts
+        if not parts or parts[0] in SKIPPED_DIRS or ".." in parts:
+            return None
+        return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+    def _stat(self, rel: str) -> Meta | None:
+        path = self.root / rel
+        try:
+            st = path.lstat()
+        except OSError:
+            return None
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            return Meta("symlink", stat.S_IMODE(mode), 0, st.st_mtime_ns, st.st_ino, os.readlink(path))
+        if stat.S_ISDIR(mode):
+            return Meta("dir", stat.S_IMODE(mode), 0, st.st_mtime_ns, st.st_ino)
+        if stat.S_ISREG(mode):
+            return Meta("file", stat.S_IMODE(mode), st.st_size, st.st_mtime_ns, st.st_ino)
+        return None
+
+    def _sync_paths(self, rels: list[str]) -> dict[str, tuple[FileState | None, FileState | None]]:
+        index = self._load()
+        diff: dict[str, tuple[FileState | None, FileState | None]] = {}
+        for rel in rels:
+            meta = self._stat(rel)
+            known = index.get(rel)
+            if meta is None:
+                if known is not None:
+                    diff[rel] = (index.pop(rel)[1], None)
+                continue
+            if known is not None and same(known[0], meta):
+                continue
+            state = capture_state(self.root, rel, meta, self.blobs)
+            if state is None:
+                continue
+            index[rel] = (meta, state)
+            old = known[1] if known is not None else None
+            if old != state:
+                diff[rel] = (old, state)
+        return diff
+
+    def before_paths(self, run_id: str, tool_call_id: str, tool_name: str, rels: list[str]) -> None:
+        """Before a file tool's call: only the paths it names (and their parents) are read, not the tree."""
+        with self._lock:
+            if self._sync_paths(rels):
+                self._save()
+            self._dir.mkdir(parents=True, exist_ok=True)
+            (self._dir / "pending.json").write_text(
+                json.dumps({"run_id": run_id, "tool_call_id": tool_call_id, "tool_name": tool_name}), encoding="utf-8"
+            )
+
+    def after_paths(self, tool_call_id: str, tool_name: str, rels: list[str]) -> FilesChangedV1:
+        with self._lock:
+            diff = self._sync_paths(rels)
+            if diff:
                 self._save()
             (self._dir / "pending.json").unlink(missing_ok=True)
             return _event(diff, tool_call_id, tool_name)

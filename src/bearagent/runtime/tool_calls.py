@@ -163,6 +163,15 @@ class ToolCalls:
         changed is recorded as `FilesChanged` before its result, each change with what it replaced."""
         capture = capture_for(spec.workspace_root)
         tool_call_id = str(call.tool_call_id)
+        paths = capture.paths_of(call.arguments) if internal != "Bash" else None
+        if paths is not None:  # a file tool: only the path it names is read, before and after
+            await asyncio.to_thread(capture.before_paths, str(recorder.run_id), tool_call_id, internal, paths)
+            try:
+                return await state.plan.gate.call(request, self._context(spec, recorder, state, call))
+            finally:
+                changed = await asyncio.to_thread(capture.after_paths, tool_call_id, internal, paths)
+                if changed.changes:
+                    await recorder.append(changed)
         _scanned, late = await asyncio.to_thread(capture.before, str(recorder.run_id), tool_call_id, internal)
         if late is not None and late.changes:
             await recorder.append(late)
