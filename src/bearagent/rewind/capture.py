@@ -26,7 +26,7 @@ from bearagent.rewind.tree import SKIPPED_DIRS, BlobStore, Meta, TreeTooLarge, c
 
 CAPTURED_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 MAX_CHANGES = 10_000
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 
 def state_root(workspace_root: Path) -> Path:
@@ -57,8 +57,11 @@ class WorkspaceCapture:
             raw: Any = json.loads((self._dir / "index.json").read_text(encoding="utf-8"))
             if isinstance(raw, dict) and cast(dict[str, Any], raw).get("version") == INDEX_VERSION:
                 rows = cast(dict[str, list[Any]], cast(dict[str, Any], raw)["paths"])
-                for path, (kind, mode, size, mtime, ino, target, state) in rows.items():
-                    index[path] = (Meta(kind, mode, size, mtime, ino, target), FileState.model_validate(state))
+                for path, (kind, mode, size, mtime, ino, target, ssize, sha, restorable) in rows.items():
+                    state = FileState.model_construct(
+                        kind=kind, mode=mode, size=ssize, sha256=sha, target=target, restorable=restorable
+                    )
+                    index[path] = (Meta(kind, mode, size, mtime, ino, target), state)
         except (OSError, ValueError, TypeError, KeyError):
             index = {}  # a missing or damaged index only costs a full re-read of the tree
         self._index = index
@@ -68,7 +71,7 @@ class WorkspaceCapture:
         index = self._load()
         self._dir.mkdir(parents=True, exist_ok=True)
         paths = {
-            p: [m.kind, m.mode, m.size, m.mtime_ns, m.ino, m.target, s.model_dump(mode="json", exclude_defaults=True)]
+            p: [m.kind, m.mode, m.size, m.mtime_ns, m.ino, m.target, s.size, s.sha256, s.restorable]
             for p, (m, s) in index.items()
         }
         tmp = self._dir / f".index.{os.getpid()}.tmp"
