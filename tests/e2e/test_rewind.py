@@ -133,3 +133,24 @@ def test_a_file_edited_outside_is_named_and_kept_unless_forced(tmp_path: Path) -
     blob = root / ".bearagent" / "blobs" / kept[:2] / kept
     assert zlib.decompress(blob.read_bytes()) == b"mine now\n"
     assert hashlib.sha256(b"mine now\n").hexdigest() == kept
+
+
+def test_rewind_to_a_tool_call_keeps_what_came_before_it(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    result = invoke(["run", "-w", str(root), "--json", "change things"], tmp_path)
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.output)["run_id"]
+    events = invoke(["events", run_id[:8], "-w", str(root), "--json"], tmp_path)
+    changed = [json.loads(line) for line in events.output.splitlines() if '"FilesChanged"' in line]
+    bash_call = changed[2]["payload"]["tool_call_id"]
+
+    done = invoke(["rewind", run_id[:8], "--to", bash_call, "-w", str(root)], tmp_path)
+    assert done.exit_code == 0, done.output
+    # the Write and the Edit stay; everything Bash did is undone
+    assert (root / "new_file.py").read_text() == "print('hi')\n" and (root / "edit_me.py").read_text() == "x = 2\n"
+    assert (root / "a.txt").read_text() == "one two\n" and (root / "gone.txt").exists() and (root / "old.txt").exists()
+    assert not (root / "link").is_symlink() and not (root / "blob.bin").exists() and not (root / "deep").exists()
+    assert stat.S_IMODE((root / "run.sh").stat().st_mode) == 0o644
+
+    unknown = invoke(["rewind", run_id[:8], "--to", "ffffffff-ffff", "-w", str(root)], tmp_path)
+    assert unknown.exit_code != 0 and "no tool call" in unknown.output
