@@ -14,6 +14,7 @@ from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, IdGenerator
 from bearagent.domain.models import ModelToolCall
 from bearagent.domain.run_events import (
+    FilesChangedV1,
     TodosUpdatedV1,
     ToolCallAbandonedV1,
     ToolCallCompletedV2,
@@ -163,16 +164,22 @@ class ToolCalls:
         changed is recorded as `FilesChanged` before its result, each change with what it replaced."""
         capture = capture_for(spec.workspace_root)
         tool_call_id = str(call.tool_call_id)
+        run_id = str(recorder.run_id)
         paths = capture.paths_of(call.arguments) if internal != "Bash" else None
-        if paths is not None:  # a file tool: only the path it names is read, before and after
-            await asyncio.to_thread(capture.before_paths, str(recorder.run_id), tool_call_id, internal, paths)
-            try:
-                return await state.plan.gate.call(request, self._context(spec, recorder, state, call))
-            finally:
-                changed = await asyncio.to_thread(capture.after_paths, tool_call_id, internal, paths)
-                if changed.changes:
-                    await recorder.append(changed)
-        _scanned, late = await asyncio.to_thread(capture.before, str(recorder.run_id), tool_call_id, internal)
+        try:
+            if paths is not None:  # a file tool: only the path it names is read, before and after
+                await asyncio.to_thread(capture.before_paths, run_id, tool_call_id, internal, paths)
+                late = None
+            else:
+                _scanned, late = await asyncio.to_thread(capture.before, run_id, tool_call_id, internal)
+        except OSError as exc:  # the state directory cannot be written: the call runs, reported as not captured
+            result = await state.plan.gate.call(request, self._context(spec, recorder, state, call))
+            await recorder.append(
+                FilesChangedV1.model_validate(
+                    {"tool_call_id": tool_call_id, "tool_name": internal, "note": f"not captured: {exc}"[:2_000]}
+                )
+            )
+            return result
         if late is not None and late.changes:
             await recorder.append(late)
             self._observer.notice(
@@ -181,7 +188,15 @@ class ToolCalls:
         try:
             return await state.plan.gate.call(request, self._context(spec, recorder, state, call))
         finally:
-            changed = await asyncio.to_thread(capture.after, tool_call_id, internal)
+            try:
+                if paths is not None:
+                    changed = await asyncio.to_thread(capture.after_paths, tool_call_id, internal, paths)
+                else:
+                    changed = await asyncio.to_thread(capture.after, tool_call_id, internal)
+            except OSError as exc:
+                changed = FilesChangedV1.model_validate(
+                    {"tool_call_id": tool_call_id, "tool_name": internal, "note": f"not captured: {exc}"[:2_000]}
+                )
             if changed.changes or changed.note is not None:
                 await recorder.append(changed)
 
