@@ -67,3 +67,31 @@ def test_content_over_the_limit_is_recorded_by_hash_and_a_rewind_names_it(tmp_pa
     with pytest.raises(ValueError, match=r"not restorable.*big\.bin"):
         apply_rewind(root, plan, capture.blobs, force=False)
     assert (root / "big.bin").read_bytes() == b"y" * 10  # left as it is
+
+
+def test_a_rewind_never_writes_through_a_parent_that_leads_out(tmp_path: Path) -> None:
+    root = _ws(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "d").mkdir()
+    (root / "d" / "f").write_text("mine\n")
+    capture = WorkspaceCapture(root)
+    capture.before("run", CALL, "Bash")
+    (root / "d" / "f").unlink()
+    (root / "d").rmdir()
+    changed = capture.after(CALL, "Bash")
+    (root / "d").symlink_to(outside)  # someone else puts a link where the directory was
+    event = Event(
+        event_id=EventId.new(),
+        run_id=RunId.new(),
+        sequence=1,
+        event_type="FilesChanged",
+        schema_version=1,
+        occurred_at=datetime.datetime.now(datetime.UTC),
+        payload=changed.model_dump(mode="json"),
+    )
+    plan = plan_rewind(root, [[event]])
+    assert "d" in plan.conflicts
+    apply_rewind(root, plan, capture.blobs, force=True)  # forced: the link is replaced by the directory again
+    assert (root / "d").is_dir() and not (root / "d").is_symlink() and (root / "d" / "f").read_text() == "mine\n"
+    assert list(outside.iterdir()) == []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bearagent.domain.events import Event
 from bearagent.domain.run_events import FileChange, FilesChangedV1, FilesRewoundV1, FileState, parse_run_event_payload
-from bearagent.rewind.tree import BlobStore, Meta, capture_state, current_state, equal_states
+from bearagent.rewind.tree import SKIPPED_DIRS, BlobStore, Meta, capture_state, current_state, equal_states
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -79,6 +79,9 @@ def plan_rewind(root: Path, runs: Iterable[Sequence[Event]], to_tool_call: str |
     conflicts: list[str] = []
     unrestorable: list[str] = []
     for path in sorted(want):
+        parts = path.split("/")
+        if path.startswith("/") or ".." in parts or "" in parts or parts[0] in SKIPPED_DIRS:
+            raise ValueError(f"the log names a path outside the workspace's files: {path!r}; nothing was changed")
         now = current_state(root, path)
         target = want[path]
         if equal_states(now, target):
@@ -108,6 +111,7 @@ def apply_rewind(root: Path, plan: Plan, blobs: BlobStore, *, force: bool) -> Fi
         _remove(root / step.path)
     for step in sorted(plan.steps, key=lambda s: s.path.count("/")):
         if step.want is not None:
+            _inside(root, root / step.path)
             _put(root / step.path, step.want, blobs)
         done.append(FileChange(path=step.path, before=kept[step.path], after=step.want))
     # directory modes last (a read-only directory would refuse its entries)
@@ -132,6 +136,14 @@ def _keep(root: Path, rel: str, blobs: BlobStore) -> FileState | None:
     else:
         meta = Meta("file", mode, st.st_size, st.st_mtime_ns, st.st_ino)
     return capture_state(root, rel, meta, blobs)
+
+
+def _inside(root: Path, path: Path) -> None:
+    """Refuse to write through a symlinked parent that leads out of the workspace."""
+    parent = path.parent.resolve()
+    top = root.resolve()
+    if parent != top and top not in parent.parents:
+        raise ValueError(f"{path.relative_to(root)}: its parent directory leads out of the workspace ({parent})")
 
 
 def _remove(path: Path) -> None:
