@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
     *((name, 0) for name in LEAVES),
     ("bearagent.ports", 1),
     ("bearagent.runtime", 2),
+    ("bearagent.rewind", 2),  # the file-change capture and restore the runtime's tool calls use (domain only)
     *((f"bearagent.{name}", 3) for name in ("store", "providers", "tools", "sandbox", "hooks", "mcp", "trust")),
     *((f"bearagent.{name}", 4) for name in ("config", "registries", "builtin")),
     ("bearagent.plugins.contributions", 4),  # what plugins contributed, as the registries read it (data only)

@@ -96,13 +96,14 @@ def test_seed_001_example_runs_end_to_end(workspace: Path) -> None:
         "ModelCallCompleted",
         "ToolCallRequested",
         "ToolCallStarted",
+        "FilesChanged",  # the Write's change, with what it replaced (docs/rewind.md)
         "ToolCallCompleted",
         "ModelCallRequested",
         "ModelCallStarted",
         "ModelCallCompleted",
         "RunSucceeded",
     ]
-    assert [e.sequence for e in events] == list(range(1, 19))
+    assert [e.sequence for e in events] == list(range(1, 20))
     created = parse_run_event_payload("RunCreated", events[0].schema_version, events[0].payload)
     assert isinstance(created, RunCreatedV2)
     assert created.goal.startswith("Read docs/project.md")
@@ -120,7 +121,7 @@ def test_seed_001_example_runs_end_to_end(workspace: Path) -> None:
     assert isinstance(read_result, ToolCallCompletedV2)
     assert "BearAgent is local-first." in read_result.result.content
 
-    write_result = parse_run_event_payload("ToolCallCompleted", 2, events[13].payload)
+    write_result = parse_run_event_payload("ToolCallCompleted", 2, events[14].payload)
     assert isinstance(write_result, ToolCallCompletedV2)
     artifact = write_result.result.artifacts[0]
     assert artifact.path == "outputs/intro.md"
@@ -134,7 +135,7 @@ def test_seed_001_example_runs_end_to_end(workspace: Path) -> None:
     run = store.get_run(outcome.run_id)
     assert run is not None
     assert run.status == "succeeded"
-    assert run.last_sequence == 18
+    assert run.last_sequence == 19
     assert run.usage.model_iterations == 3
     assert run.usage.tool_calls == 2
     assert run.usage.total_tokens == 1300

@@ -134,6 +134,19 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
         "trigger": "threshold",
         "model_ref": "workspace/summariser",
     },
+    ("FilesChanged", 1): {
+        "tool_call_id": str(TC),
+        "tool_name": "Bash",
+        "changes": [
+            {"path": "a.txt", "before": {"kind": "file", "mode": 0o644, "size": 3, "sha256": "a" * 64}, "after": None},
+            {"path": "link", "after": {"kind": "symlink", "mode": 0o777, "target": "a.txt"}},
+            {"path": "big.bin", "after": {"kind": "file", "mode": 0o600, "sha256": "b" * 64, "restorable": False}},
+        ],
+    },
+    ("FilesRewound", 1): {
+        "changes": [{"path": "a.txt", "before": None, "after": {"kind": "file", "mode": 0o644, "sha256": "a" * 64}}],
+        "forced": ["a.txt"],
+    },
     ("ChildRunFinished", 2): {
         "child_run_id": str(RUN),
         "status": "succeeded",

@@ -26,6 +26,10 @@ from bearagent.domain.run_events import (
     ChildRunStartedV1,
     ChildUsage,
     ContextCompactedV1,
+    FileChange,
+    FilesChangedV1,
+    FilesRewoundV1,
+    FileState,
     HookExecutedV1,
     MessageInjectedV1,
     MessageInjectedV2,
@@ -304,6 +308,7 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
         ChildRunStartedV1(child_run_id=child, agent_name="explore"),
         ChildRunFinishedV1(child_run_id=child, status="succeeded"),
         MessageInjectedV1(kind="stop_feedback", text="Stop hook feedback: again"),
+        FilesChangedV1(tool_name="Bash", changes=(FileChange(path="a.txt", after=FileState(kind="file", mode=0o644)),)),
     ):
         previous = folder.state
         folder.feed(f.event(payload))
@@ -321,6 +326,10 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     )
     folder.feed(f.event(RunSucceededV2(final_text="Done.", stop_reason="end_turn")))
     assert folder.state.final_text == "Done." and folder.state.stop_reason == "end_turn"
+    # a finished run still takes its rewind (docs/rewind.md), and nothing else
+    finished = folder.state
+    folder.feed(f.event(FilesRewoundV1(changes=(FileChange(path="a.txt"),))))
+    assert folder.state == finished.model_copy(update={"last_sequence": finished.last_sequence + 1})
     seen |= folder.seen
 
     # v1 endings and v1 failures

@@ -24,6 +24,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "List the runs waiting for an approval; answer one (allow/deny) and the run continues.",
     ),
     "replay": ("bearagent.cli.replay:replay", "Re-drive a run from its log, no model called; --dry only checks it."),
+    "rewind": (
+        "bearagent.cli.rewind:rewind",
+        "Put the workspace files back as they were before a run or a tool call (--dry-run, --force).",
+    ),
     "diff": ("bearagent.cli.diff:diff", "Align two runs step by step: text, tool calls, results, usage."),
     "agents": ("bearagent.cli.agents:agents", "List and show agents, with source and shadowing."),
     "skills": ("bearagent.cli.skills:skills", "List and show skills, with the catalog budget."),

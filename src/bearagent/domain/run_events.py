@@ -510,6 +510,55 @@ class ContextCompactedV1(RunEventPayload):
     provider_request_id: str | None = Field(default=None, max_length=256)
 
 
+# ---- workspace file changes (rewind) -----------------------------------------------------------------------
+
+
+class FileState(DomainModel):
+    """One path as it was (or became): a regular file (its content by sha256 in the blob store), a symlink (its
+    target) or a directory. `restorable` is False when the content exceeded the blob store's limit: the hash is
+    recorded, the bytes are not."""
+
+    kind: Literal["file", "symlink", "dir"]
+    mode: int = Field(ge=0, le=0o7777)
+    size: int = Field(default=0, ge=0)
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    target: str | None = Field(default=None, max_length=4_096)
+    restorable: bool = True
+
+
+class FileChange(DomainModel):
+    """A workspace path a tool call changed: `before` None (created), `after` None (deleted), both (modified)."""
+
+    path: str = Field(min_length=1, max_length=4_096)
+    """Relative to the workspace root, `/`-separated."""
+    before: FileState | None = None
+    after: FileState | None = None
+
+
+class FilesChangedV1(RunEventPayload):
+    """What one tool call (Write, Edit, MultiEdit, NotebookEdit, Bash...) changed in the workspace, with what each
+    change replaced, so `bearagent rewind` can restore it (`rewind/`). `unrecorded` counts changes seen but not listed
+    (over `max_changes`); `note` says why capture was partial (a tree over the scan limit)."""
+
+    tool_call_id: ToolCallId | None = None
+    tool_name: str = Field(min_length=1, max_length=128)
+    changes: tuple[FileChange, ...] = Field(default=(), max_length=10_000)
+    unrecorded: int = Field(default=0, ge=0)
+    note: str | None = Field(default=None, max_length=2_000)
+
+
+class FilesRewoundV1(RunEventPayload):
+    """A rewind, recorded in the run it undid (so a later rewind of the same run sees it; a rewind is a fact that can
+    itself be rewound): every path put back, from what (`before`: the content it had then, kept in the blob store) to
+    what (`after`), and the point it went back to."""
+
+    to_tool_call_id: ToolCallId | None = None
+    """The tool call the files were rewound to the state before (None: before the whole run)."""
+    changes: tuple[FileChange, ...] = Field(default=(), max_length=10_000)
+    forced: tuple[str, ...] = Field(default=(), max_length=10_000)
+    """Paths changed by someone else since the run that `--force` overwrote (their content kept in the blob store)."""
+
+
 RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 1): RunCreatedV1,
     ("RunCreated", 2): RunCreatedV2,
@@ -552,6 +601,8 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("MessageInjected", 2): MessageInjectedV2,
     ("ModelCallRequested", 3): ModelCallRequestedV3,
     ("ContextCompacted", 1): ContextCompactedV1,
+    ("FilesChanged", 1): FilesChangedV1,
+    ("FilesRewound", 1): FilesRewoundV1,
 }
 
 LATEST_VERSIONS: Mapping[str, int] = {

@@ -513,6 +513,9 @@ def _on_record(run: RunState, active: Active, fact: Fact) -> Active:
 
 _Handler = Callable[[RunState, Active, Fact], Active]
 
+AFTER_FINISH = frozenset({"FilesRewound"})
+"""Facts a finished run still accepts: a rewind of its file changes (`rewind/`), recorded in the run it undid."""
+
 _HANDLERS: Mapping[str, _Handler] = {
     "RunCreated": _on_created,
     "RunStarted": _on_started,
@@ -539,6 +542,8 @@ _HANDLERS: Mapping[str, _Handler] = {
     "ChildRunFinished": _on_child_finished,
     "MessageInjected": _on_record,
     "ContextCompacted": _finish,
+    "FilesChanged": _on_record,
+    "FilesRewound": _on_record,
 }
 
 _missing = {t for (t, _v) in RUN_EVENT_PAYLOADS} - set(_HANDLERS)
@@ -576,7 +581,7 @@ def apply(
         return _create(run_id, fact), None
     if sequence != run.last_sequence + 1:
         raise SequenceConflict(run.run_id, expected=run.last_sequence + 1, got=sequence)
-    if run.status in TERMINAL:
+    if run.status in TERMINAL and event_type not in AFTER_FINISH:
         raise _refuse(run, fact, "a finished run accepts no further events; start a new run")
     if active is not None and active.activity_id != run.active_activity_id:
         raise ValueError(f"activity {active.activity_id} is not run {run.run_id}'s active activity")

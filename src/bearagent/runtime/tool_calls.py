@@ -14,6 +14,7 @@ from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, IdGenerator
 from bearagent.domain.models import ModelToolCall
 from bearagent.domain.run_events import (
+    FilesChangedV1,
     TodosUpdatedV1,
     ToolCallAbandonedV1,
     ToolCallCompletedV2,
@@ -23,6 +24,7 @@ from bearagent.domain.run_events import (
 )
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import ApprovalDeferred, ToolContext
+from bearagent.rewind.capture import CAPTURED_TOOLS, capture_for
 from bearagent.runtime.cursor import InFlightCall
 from bearagent.runtime.loop_state import SWITCH_TOOL, TODO_TOOL, Active, LoopState, admit
 from bearagent.runtime.observer import RunObserver
@@ -82,7 +84,10 @@ class ToolCalls:
         request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
         result = self._refused(state, call, request, limit_error)
         if result is None:
-            result = await plan.gate.call(request, self._context(spec, recorder, state, call))
+            if internal in CAPTURED_TOOLS:
+                result = await self._captured(spec, recorder, state, call, request, internal)
+            else:
+                result = await plan.gate.call(request, self._context(spec, recorder, state, call))
         await self._finish(recorder, state, call, activity, result)
         return result
 
@@ -145,6 +150,55 @@ class ToolCalls:
             await self._finish(recorder, state, call, activity, result)
             results.append(result)
         return results
+
+    async def _captured(
+        self,
+        spec: RunSpec,
+        recorder: RunRecorder,
+        state: LoopState,
+        call: ModelToolCall,
+        request: ToolRequest,
+        internal: str,
+    ) -> ToolResult:
+        """A call that may change workspace files, between two scans of the tree (`rewind/capture.py`): what it
+        changed is recorded as `FilesChanged` before its result, each change with what it replaced."""
+        capture = capture_for(spec.workspace_root)
+        tool_call_id = str(call.tool_call_id)
+        run_id = str(recorder.run_id)
+        paths = capture.paths_of(call.arguments) if internal != "Bash" else None
+        try:
+            if paths is not None:  # a file tool: only the path it names is read, before and after
+                await asyncio.to_thread(capture.before_paths, run_id, tool_call_id, internal, paths)
+                late = None
+            else:
+                _scanned, late = await asyncio.to_thread(capture.before, run_id, tool_call_id, internal)
+        except OSError as exc:  # the state directory cannot be written: the call runs, reported as not captured
+            result = await state.plan.gate.call(request, self._context(spec, recorder, state, call))
+            await recorder.append(
+                FilesChangedV1.model_validate(
+                    {"tool_call_id": tool_call_id, "tool_name": internal, "note": f"not captured: {exc}"[:2_000]}
+                )
+            )
+            return result
+        if late is not None and late.changes:
+            await recorder.append(late)
+            self._observer.notice(
+                recorder.run_id, f"recorded {len(late.changes)} file change(s) of a call whose process stopped"
+            )
+        try:
+            return await state.plan.gate.call(request, self._context(spec, recorder, state, call))
+        finally:
+            try:
+                if paths is not None:
+                    changed = await asyncio.to_thread(capture.after_paths, tool_call_id, internal, paths)
+                else:
+                    changed = await asyncio.to_thread(capture.after, tool_call_id, internal)
+            except OSError as exc:
+                changed = FilesChangedV1.model_validate(
+                    {"tool_call_id": tool_call_id, "tool_name": internal, "note": f"not captured: {exc}"[:2_000]}
+                )
+            if changed.changes or changed.note is not None:
+                await recorder.append(changed)
 
     def _refused(
         self, state: LoopState, call: ModelToolCall, request: ToolRequest, limit_error: ErrorInfo | None

@@ -1,0 +1,167 @@
+"""Rewind through real runs: a scripted model writes, edits and runs Bash in the real bubblewrap sandbox (`sed -i`,
+`rm`, `mv`, `mkdir -p`, `chmod`, a symlink, a binary file); `bearagent rewind` puts the tree back byte for byte, a
+second rewind is a no-op, and a file edited outside BearAgent since is named and kept unless --force."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from tests.security.test_shipped_logs_postgres import user_env
+from tests.support import postgres_cluster
+from tests.support.config_ws import isolated_env, write
+from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+
+from bearagent.cli import main
+from bearagent.sandbox.probe import find_bwrap
+
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or find_bwrap(None) is None,
+        reason="Bash changes are tested in the sandbox: Linux and bubblewrap",
+    ),
+]
+
+MAIN = {"main": agent_md("Main agent.", mode="primary")}
+BASH = (
+    "sed -i s/one/ONE/ a.txt && rm gone.txt && mv old.txt new.txt && mkdir -p deep/er/dir && "
+    "chmod 755 run.sh && ln -s a.txt link && printf '\\000\\001\\377bin' > blob.bin && echo x > deep/er/dir/f"
+)
+
+
+def invoke(args: list[str], env: dict[str, str]) -> Result:
+    return CliRunner().invoke(main, args, env=env, prog_name="bearagent")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """The same rewinds over either store: the workspace's SQLite log, or a user config's PostgreSQL database."""
+    if request.param == "postgres":
+        postgres_cluster.require()
+        return user_env(tmp_path / "home", postgres_cluster.new_database())
+    return isolated_env(tmp_path / "home")
+
+
+def _call(name: str, **arguments: object) -> dict[str, object]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def tree(root: Path) -> dict[str, tuple[str, int, bytes | str]]:
+    """Every path but .bearagent: kind, mode, content (or link target)."""
+    out: dict[str, tuple[str, int, bytes | str]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".bearagent" or Path(dirpath) != root]
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(root))
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", 0, os.readlink(path))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode), "")
+            else:
+                out[rel] = ("file", stat.S_IMODE(st.st_mode), path.read_bytes())
+    return out
+
+
+def _workspace(tmp_path: Path) -> Path:
+    turns = [
+        _call("Write", file_path="new_file.py", content="print('hi')\n"),
+        _call("Edit", file_path="edit_me.py", old_string="x = 1", new_string="x = 2"),
+        _call("Bash", command=BASH),
+        {"text": "done"},
+    ]
+    config = CONFIG
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN, config=config)
+    write(root, "a.txt", "one two\n")
+    write(root, "gone.txt", "bye\n")
+    write(root, "old.txt", "old\n")
+    write(root, "run.sh", "#!/bin/sh\n")
+    write(root, "edit_me.py", "x = 1\n")
+    return root
+
+
+def test_a_run_is_rewound_byte_for_byte_and_a_second_rewind_is_a_no_op(tmp_path: Path, env: dict[str, str]) -> None:
+    root = _workspace(tmp_path)
+    before = tree(root)
+    result = invoke(["run", "-w", str(root), "--json", "change things"], env)
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.output)["run_id"]
+    after = tree(root)
+    assert after != before and (root / "link").is_symlink() and (root / "blob.bin").read_bytes() == b"\0\1\377bin"
+
+    events = invoke(["events", run_id[:8], "-w", str(root), "--json"], env)
+    changed = [json.loads(line) for line in events.output.splitlines() if '"FilesChanged"' in line]
+    assert len(changed) == 3, events.output  # Write, Edit, Bash
+    bash_paths = {c["path"] for c in changed[2]["payload"]["changes"]}
+    assert {"a.txt", "gone.txt", "old.txt", "new.txt", "run.sh", "link", "blob.bin", "deep/er/dir/f"} <= bash_paths
+
+    dry = invoke(["rewind", run_id[:8], "-w", str(root), "--dry-run"], env)
+    assert dry.exit_code == 0, dry.output
+    assert "would delete new_file.py" in dry.output and "would restore a.txt" in dry.output
+    assert tree(root) == after  # a dry run changes nothing
+
+    done = invoke(["rewind", run_id[:8], "-w", str(root)], env)
+    assert done.exit_code == 0, done.output
+    assert tree(root) == before
+
+    again = invoke(["rewind", run_id[:8], "-w", str(root)], env)
+    assert again.exit_code == 0, again.output
+    assert "nothing to rewind" in again.output
+    assert tree(root) == before
+
+
+def test_a_file_edited_outside_is_named_and_kept_unless_forced(tmp_path: Path, env: dict[str, str]) -> None:
+    root = _workspace(tmp_path)
+    before = tree(root)
+    result = invoke(["run", "-w", str(root), "--json", "change things"], env)
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.output)["run_id"]
+    (root / "a.txt").write_text("mine now\n")
+
+    refused = invoke(["rewind", run_id[:8], "-w", str(root)], env)
+    assert refused.exit_code != 0
+    assert "a.txt" in refused.output and "--force" in refused.output
+    assert (root / "a.txt").read_text() == "mine now\n" and (root / "new_file.py").exists()  # nothing changed
+
+    forced = invoke(["rewind", run_id[:8], "-w", str(root), "--force"], env)
+    assert forced.exit_code == 0, forced.output
+    assert tree(root) == before
+
+    # the overwritten content is kept: the rewind is recorded with the content it replaced
+    events = invoke(["events", run_id[:8], "-w", str(root), "--json"], env)
+    rewound = [json.loads(line) for line in events.output.splitlines() if '"FilesRewound"' in line]
+    assert len(rewound) == 1 and rewound[0]["payload"]["forced"] == ["a.txt"]
+    kept = next(c for c in rewound[0]["payload"]["changes"] if c["path"] == "a.txt")["before"]["sha256"]
+    import hashlib
+    import zlib
+
+    blob = root / ".bearagent" / "blobs" / kept[:2] / kept
+    assert zlib.decompress(blob.read_bytes()) == b"mine now\n"
+    assert hashlib.sha256(b"mine now\n").hexdigest() == kept
+
+
+def test_rewind_to_a_tool_call_keeps_what_came_before_it(tmp_path: Path, env: dict[str, str]) -> None:
+    root = _workspace(tmp_path)
+    result = invoke(["run", "-w", str(root), "--json", "change things"], env)
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.output)["run_id"]
+    events = invoke(["events", run_id[:8], "-w", str(root), "--json"], env)
+    changed = [json.loads(line) for line in events.output.splitlines() if '"FilesChanged"' in line]
+    bash_call = changed[2]["payload"]["tool_call_id"]
+
+    done = invoke(["rewind", run_id[:8], "--to", bash_call, "-w", str(root)], env)
+    assert done.exit_code == 0, done.output
+    # the Write and the Edit stay; everything Bash did is undone
+    assert (root / "new_file.py").read_text() == "print('hi')\n" and (root / "edit_me.py").read_text() == "x = 2\n"
+    assert (root / "a.txt").read_text() == "one two\n" and (root / "gone.txt").exists() and (root / "old.txt").exists()
+    assert not (root / "link").is_symlink() and not (root / "blob.bin").exists() and not (root / "deep").exists()
+    assert stat.S_IMODE((root / "run.sh").stat().st_mode) == 0o644
+
+    unknown = invoke(["rewind", run_id[:8], "--to", "ffffffff-ffff", "-w", str(root)], env)
+    assert unknown.exit_code != 0 and "no tool call" in unknown.output
