@@ -8,6 +8,7 @@ can still continue (`queued`, `running`, `waiting`, `interrupted`) are never pru
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 PRUNABLE_STATUSES = ("succeeded", "failed", "cancelled")
@@ -25,3 +26,28 @@ class PruneResult:
     """The removed runs' tool calls (their spilled results, `.bearagent/tool-results/<id>.txt`, go too)."""
     kept_pinned: int
     """Top-level runs old enough that were kept because a run of their tree is pinned."""
+
+
+@dataclass(frozen=True, slots=True)
+class PruneChoice:
+    run_ids: tuple[str, ...]
+    """Every run to remove (whole trees)."""
+    top_level: int
+    kept_pinned: int
+
+
+def choose_prunable(rows: Iterable[tuple[str, str, bool, str]]) -> PruneChoice:
+    """From (top-level run, member run, member pinned, member status) of every tree whose top-level run ended
+    before the cut-off, the trees that may go: none of their runs pinned or still able to continue."""
+    trees: dict[str, list[str]] = {}
+    held: set[str] = set()
+    pinned: set[str] = set()
+    for root, run_id, pin, status in rows:
+        trees.setdefault(root, []).append(run_id)
+        if pin:
+            pinned.add(root)
+        if status not in PRUNABLE_STATUSES:
+            held.add(root)
+    kept = pinned | held
+    gone = [root for root in trees if root not in kept]
+    return PruneChoice(tuple(run for root in gone for run in trees[root]), len(gone), len(pinned - held))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import cast
 
 from bearagent.domain.ids import RunId
-from bearagent.domain.retention import PRUNABLE_STATUSES, PruneResult
+from bearagent.domain.retention import PRUNABLE_STATUSES, PruneResult, choose_prunable
 from bearagent.runtime.run_state import iso
 from bearagent.store.errors import translate_sqlite_error
 
@@ -45,17 +45,8 @@ def prune_on(conn: sqlite3.Connection, path: Path, before: datetime, *, dry_run:
                     (iso(before),),
                 ).fetchall(),
             )
-            trees: dict[str, list[str]] = {}
-            held: set[str] = set()
-            pinned: set[str] = set()
-            for root, run_id, pins, status in rows:
-                trees.setdefault(root, []).append(run_id)
-                if pins:
-                    pinned.add(root)
-                if status not in PRUNABLE_STATUSES:
-                    held.add(root)
-            run_ids = [run_id for root, members in trees.items() if root not in pinned | held for run_id in members]
-            gone = [r for r in trees if r not in pinned | held]
+            choice = choose_prunable((root, run_id, bool(pins), status) for root, run_id, pins, status in rows)
+            run_ids = list(choice.run_ids)
             events = bytes_ = 0
             calls: list[str] = []
             for chunk in _chunks(run_ids):
@@ -88,7 +79,7 @@ def prune_on(conn: sqlite3.Connection, path: Path, before: datetime, *, dry_run:
             raise
     except sqlite3.Error as exc:
         raise translate_sqlite_error(path, exc, "pruning old runs") from exc
-    return PruneResult(tuple(run_ids), len(gone), events, bytes_, tuple(calls), len(pinned - held))
+    return PruneResult(choice.run_ids, choice.top_level, events, bytes_, tuple(calls), choice.kept_pinned)
 
 
 def _chunks(items: list[str], size: int = 500) -> list[list[str]]:

@@ -10,7 +10,7 @@ from typing import LiteralString, cast
 import psycopg
 
 from bearagent.domain.ids import RunId
-from bearagent.domain.retention import PRUNABLE_STATUSES, PruneResult
+from bearagent.domain.retention import PRUNABLE_STATUSES, PruneResult, choose_prunable
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.location import Conn, Queries
 from bearagent.store.postgres.run_reads import rows_of
@@ -45,17 +45,8 @@ async def prune(conn: Conn, q: Queries, where: str, before: datetime, *, dry_run
         async with conn.transaction():
             cur = await conn.execute(q(_TREES), {"statuses": list(PRUNABLE_STATUSES), "before": before.astimezone(UTC)})
             rows = cast(list[tuple[str, str, bool, str]], await cur.fetchall())
-            trees: dict[str, list[str]] = {}
-            held: set[str] = set()
-            pinned: set[str] = set()
-            for root, run_id, pin, status in rows:
-                trees.setdefault(root, []).append(run_id)
-                if pin:
-                    pinned.add(root)
-                if status not in PRUNABLE_STATUSES:
-                    held.add(root)
-            run_ids = [run_id for root, members in trees.items() if root not in pinned | held for run_id in members]
-            gone = [r for r in trees if r not in pinned | held]
+            choice = choose_prunable(rows)
+            run_ids = list(choice.run_ids)
             cur = await conn.execute(
                 q(
                     "SELECT count(*), coalesce(sum(octet_length(payload::text)), 0) FROM {s}.events"
@@ -72,7 +63,7 @@ async def prune(conn: Conn, q: Queries, where: str, before: datetime, *, dry_run
                 (run_ids,),
             )
             calls = tuple(cast(str, row[0]) for row in await cur.fetchall() if row[0])
-            found.append(PruneResult(tuple(run_ids), len(gone), count, int(size), calls, len(pinned - held)))
+            found.append(PruneResult(choice.run_ids, choice.top_level, count, int(size), calls, choice.kept_pinned))
             if dry_run:
                 raise _DryRun
             for statement in _DELETES:
