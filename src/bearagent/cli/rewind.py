@@ -32,7 +32,7 @@ def rewind(
     from bearagent.ports import SystemClock
     from bearagent.rewind.capture import capture_for
     from bearagent.rewind.restore import apply_rewind, plan_rewind
-    from bearagent.runtime.recorder import RunRecorder
+    from bearagent.service.facts import append_outside_loop
 
     loaded = load(workspace)
     root = loaded.root
@@ -88,14 +88,9 @@ def rewind(
     try:
         target = store.get_run(run_id)
         assert target is not None
-        recorder = RunRecorder(
-            writer=writer,
-            clock=SystemClock(),
-            ids=Uuid4IdGenerator(),
-            run_id=run_id,
-            last_sequence=target.last_sequence,
+        asyncio.run(
+            append_outside_loop(writer, SystemClock(), Uuid4IdGenerator(), run_id, target.last_sequence, (rewound,))
         )
-        asyncio.run(recorder.append(rewound))
     except BearAgentError as exc:
         fail(f"the files were rewound but the rewind could not be recorded: {exc.info.message}", exc.hint)
     if as_json:
