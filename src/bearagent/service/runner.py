@@ -253,6 +253,13 @@ class WorkspaceRuntime:
                 created = check_created(self.seals, run.run_id, events, caller=caller)
             except BearAgentError:
                 continue  # not this user's record: it chooses nothing
+            switched = run.effective_agent_name
+            if switched and switched != created.agent_name:
+                # a switch inside the run (AgentSwitched) is not sealed: it counts only toward an agent the sealed
+                # agent may switch to anyway (its `switch` list), so an edited log reaches nothing more capable
+                spec = self.loaded.agents.get(created.agent_name)
+                if spec is not None and switched in spec.switch:
+                    return switched
             return created.agent_name
         return None
 
