@@ -31,7 +31,7 @@ def test_a_run_outlives_timeout_s_while_the_model_keeps_streaming(tmp_path: Path
         with open_ws(root, home) as ws:
             result = ws.run_sync("tell me slowly")
             events = ws.events(str(result.run_id))
-        sent = [r.json() for r in replay.requests if "/drip/" in r.path]
+        sent = [r.json() for r in replay.requests if "/drip/" in r.path and r.method == "POST"]  # not the /models probe
     assert result.status == "succeeded", result.error
     assert result.final == "t0 t1 t2 t3 t4 "
     assert [e.event_type for e in events].count("ModelCallRequested") == 1  # no timeout, no retry
