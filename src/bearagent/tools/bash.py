@@ -232,23 +232,26 @@ class BashTool(NativeTool):
                 await _stop(proc, launch)
                 await asyncio.wait_for(asyncio.shield(pumps), 5)
         finally:
-            # also reached on cancellation: nothing the command started survives the call
+            # also reached on cancellation: nothing the command started survives the call, and the pipes' pumps
+            # are always settled (a step above that raises, or a second cancel, must not leave them unretrieved)
             try:
-                await _stop(proc, launch)
+                try:
+                    await _stop(proc, launch)
+                finally:
+                    notes = launch.notes()
+                    disarmed = launch.finish()
             finally:
-                notes = launch.notes()
-                disarmed = launch.finish()
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-            if not pumps.done():
-                # the group is dead, so the pipes close at once; let the transport finish cleanly
-                with contextlib.suppress(asyncio.CancelledError, TimeoutError, Exception):
-                    await asyncio.wait_for(asyncio.shield(pumps), 2)
+                if proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
                 if not pumps.done():
-                    pumps.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await pumps
+                    # the group is dead, so the pipes close at once; let the transport finish cleanly
+                    with contextlib.suppress(asyncio.CancelledError, TimeoutError, Exception):
+                        await asyncio.wait_for(asyncio.shield(pumps), 2)
+                    if not pumps.done():
+                        pumps.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pumps  # retrieved in every case (done, failed or cancelled)
         exit_code = proc.returncode if proc.returncode is not None else -1
         stdout, cut_out = out.text()
         stderr, cut_err = err.text()
