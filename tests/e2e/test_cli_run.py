@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from tests.support.config_ws import isolated_env, write
+from tests.support.foreground import as_foreground
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.cli import main
@@ -349,6 +350,7 @@ turns:
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=as_foreground,
         text=True,
     )
     db = root / ".bearagent" / "state.db"

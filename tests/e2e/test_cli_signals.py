@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.config_ws import isolated_env
+from tests.support.foreground import as_foreground
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 # Bash asks by default outside the sandbox, and nobody answers here: allow it.
@@ -74,6 +75,7 @@ def _spawn(args: list[str], tmp_path: Path, *, stdin: int | None = None) -> subp
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_foreground,
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from tests.support.foreground import as_foreground
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,6 +45,7 @@ def _spawn(ws: Path, home: Path) -> pexpect.spawn[str]:
         encoding="utf-8",
         timeout=30,
         dimensions=(40, 160),
+        preexec_fn=as_foreground,
     )
 
 
