@@ -24,12 +24,15 @@ SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 """The files SQLite creates next to a database (and opens following symlinks, so they are checked first)."""
 STATE_DIR_NAME = ".bearagent"
 STATE_GITIGNORE = """\
-# BearAgent's local state (run logs, session transcripts, locks, tool artifacts); never commit it.
+# BearAgent's local state (run logs, session transcripts, locks, tool artifacts, rewind's file copies); never
+# commit it.
 state.db*
 transcripts/
 locks/
 tool-results/
 artifacts/
+blobs/
+rewind/
 """
 """The `.gitignore` `bearagent init` writes, and BearAgent writes on its own the first time it keeps state in a
 `.bearagent/` folder without one: a run in someone's repository never leaves files `git status` shows."""
