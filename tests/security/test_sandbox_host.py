@@ -319,9 +319,9 @@ ABSTRACT = (
     "exec('try:\\n s.connect(chr(0)+sys.argv[1]); print(s.recv(100))\\nexcept OSError as e:\\n print(\\'REFUSED\\', e)')\" "
 )
 INSIDE_ABSTRACT = (
-    "python3 -c \"import socket,threading; n=chr(0)+'inside-only'; l=socket.socket(socket.AF_UNIX); l.bind(n); "
+    'python3 -c "import socket,sys,threading; n=chr(0)+sys.argv[1]; l=socket.socket(socket.AF_UNIX); l.bind(n); '
     "l.listen(); threading.Thread(target=lambda: l.accept()[0].sendall(b'OK-INSIDE')).start(); "
-    'c=socket.socket(socket.AF_UNIX); c.connect(n); print(c.recv(100).decode())"'
+    'c=socket.socket(socket.AF_UNIX); c.connect(n); print(c.recv(100).decode())" '
 )
 
 
@@ -342,7 +342,7 @@ def test_no_abstract_socket_of_the_host_is_reachable_even_with_network_allow(
         results = run_bash(
             tmp_path / "ws",
             home,
-            [ABSTRACT + name, INSIDE_ABSTRACT],
+            [ABSTRACT + name, INSIDE_ABSTRACT + name + "-inside"],
             user_config=f"sandbox: {{network: allow{limits}}}\n",
         )
         assert "HELLO" not in _stdout(results[0]) and "REFUSED" in _stdout(results[0]), results[0]
