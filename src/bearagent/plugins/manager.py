@@ -39,7 +39,7 @@ CONTRIBUTION_HOOKS = (
     "register_commands",
     "register_event_sinks",
 )
-DECISION_HOOKS = ("web_search_provider", "resolve_permission")
+DECISION_HOOKS = ("web_search_provider", "resolve_permission", "trace_context")
 
 
 @dataclass
@@ -263,6 +263,19 @@ class PluginHost:
     ) -> str | None:
         caller = cast(Callable[..., "str | None"], self.pm.hook.resolve_permission)
         return caller(tool_name=tool_name, tool_input=tool_input, agent_name=agent_name, workspace_root=workspace_root)
+
+    def trace_context(self, run_id: str | None, tool_call_id: str | None) -> Mapping[str, str]:
+        """What to send with an outgoing call of `run_id` for tracing (checked W3C keys; {} without a tracing
+        plugin, outside a run, or when the plugin failed: a trace is never worth a failed call)."""
+        if run_id is None or not self.pm.hook.trace_context.get_hookimpls():
+            return {}
+        from bearagent.domain.trace_context import checked
+
+        try:
+            answer = self.pm.hook.trace_context(run_id=run_id, tool_call_id=tool_call_id)
+        except Exception:
+            return {}
+        return checked(answer)
 
 
 def parse_load_filter(env: Mapping[str, str]) -> frozenset[str] | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +89,12 @@ class LiveExport:
             return
         self._ready().feed(event)
 
+    def trace_context(self, run_id: str, tool_call_id: str | None) -> dict[str, str] | None:
+        """What an outgoing call of a run this process exports sends (`traceparent`); None for other runs."""
+        builder = self._builder
+        parent = builder.traceparent(run_id, tool_call_id) if builder is not None else None
+        return {"traceparent": parent} if parent is not None else None
+
 
 def export_run(root: Path, run_ref: str, exporter: SpanExporter, env: Mapping[str, str]) -> int:
     """Export one stored run (with its subagents' runs) as spans; the number of spans exported."""
@@ -123,9 +130,27 @@ def export_run(root: Path, run_ref: str, exporter: SpanExporter, env: Mapping[st
     return counted[0]
 
 
+_LIVE: weakref.WeakSet[LiveExport] = weakref.WeakSet()
+"""The sinks this module registered and still in use (one per plugin host: a server may hold several), asked by
+`trace_context`; a sink no writer holds any more leaves the set by itself."""
+
+
 @hookimpl
 def register_event_sinks(register: RegisterEventSink) -> None:
-    register(LiveExport(os.environ))
+    live = LiveExport(os.environ)
+    _LIVE.add(live)
+    register(live)
+
+
+@hookimpl
+def trace_context(run_id: str, tool_call_id: str | None) -> dict[str, str] | None:
+    """Outgoing MCP calls and hooks of an exported run carry its trace context (W3C `traceparent`), so the spans
+    of an MCP server or a hook endpoint that honours it join the run's trace."""
+    for live in tuple(_LIVE):
+        answer = live.trace_context(run_id, tool_call_id)
+        if answer is not None:
+            return answer
+    return None
 
 
 @click.group("otel")
