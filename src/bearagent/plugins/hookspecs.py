@@ -24,6 +24,7 @@ from bearagent.plugins.contributions import (
     RegisterHookHandler,
     RegisterMcpServer,
     RegisterModel,
+    RegisterRunExporter,
     RegisterTool,
 )
 from bearagent.plugins.markers import hookimpl, hookspec
@@ -81,6 +82,13 @@ def register_commands(register: RegisterCommand) -> None:
 def register_event_sinks(register: RegisterEventSink) -> None:
     """Add callables that receive every event appended to a run log (after it is committed). A sink that raises is
     reported and does not affect the run."""
+
+
+@hookspec
+def register_run_exporters(register: RegisterRunExporter) -> None:
+    """Add formats or destinations of `bearagent runs export RUN --format NAME` (`RunExporter(name, export,
+    description)`; `--otlp` is short for `--format otlp`). A name taken by a built-in format or an earlier plugin is
+    refused with a diagnostic."""
 
 
 @hookspec(firstresult=True)

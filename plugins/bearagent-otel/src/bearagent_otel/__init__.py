@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from bearagent.plugin import Event, RegisterCommand, RegisterEventSink, hookimpl
+from bearagent.plugin import (
+    Event,
+    RegisterCommand,
+    RegisterEventSink,
+    RegisterRunExporter,
+    RunExporter,
+    hookimpl,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -183,6 +190,28 @@ def export(run_ref: str, workspace: Path | None, endpoint: str | None) -> None:
     click.echo(f"exported {count} span(s) of run {run_ref}")
 
 
+def export_otlp(workspace_root: Path, run_id: str, env: Mapping[str, str]) -> str:
+    """`bearagent runs export RUN --otlp`: the stored run's spans to the endpoint of the OTEL_EXPORTER_OTLP_*
+    variables (the same spans as `bearagent otel export`)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from bearagent import BearAgentError, ErrorInfo
+
+    if not configured(env):
+        raise BearAgentError(
+            ErrorInfo.of("configuration", "otlp_endpoint", "no OTLP endpoint to export the run to"),
+            hint="set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:4318) or use `bearagent otel export RUN "
+            "--endpoint URL`",
+        )
+    count = export_run(workspace_root, run_id, OTLPSpanExporter(), env)
+    return f"exported {count} span(s) of run {run_id}"
+
+
 @hookimpl
 def register_commands(register: RegisterCommand) -> None:
     register(otel)
+
+
+@hookimpl
+def register_run_exporters(register: RegisterRunExporter) -> None:
+    register(RunExporter("otlp", export_otlp, "the run's OpenTelemetry GenAI spans over OTLP/HTTP"))
