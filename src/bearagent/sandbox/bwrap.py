@@ -37,6 +37,8 @@ The argv, in mount order (later mounts cover earlier ones):
    limits (`sandbox.limits`, on by default) process, data and file-size limits, and a process count of the
    sandbox's PID namespace that stops a fork bomb. Where the host lets BearAgent make control groups, bubblewrap itself starts
    inside the call's own (`cgroups.py`): the kernel's ceiling on the call's processes and on its memory as a whole.
+   As root (whom the kernel exempts from `RLIMIT_NPROC`) with a process limit and no `pids` group for the call,
+   the call is not started at all (`cgroups.ProcessLimitUnenforceableError`, naming `sandbox.limits.processes`).
 """
 
 from __future__ import annotations
@@ -312,5 +314,10 @@ class BwrapBackend:
         if lease is not None:
             lease.register(plan.placeholders)
         groups = cgroups.prepare(request.limits[0], request.limits[1])
+        try:
+            cgroups.require_process_ceiling(request.limits[0], groups)
+        except cgroups.ProcessLimitUnenforceableError:
+            PreparedCommand((), {}, tuple(plan.placeholders), lease, groups).finish()
+            raise
         full = (*groups.argv_prefix(), *plan.args) if groups is not None else tuple(plan.args)
         return PreparedCommand(full, env, tuple(plan.placeholders), lease, groups, tuple(repositories))
