@@ -134,3 +134,20 @@ def test_the_rule_is_roots_only_and_needs_a_pids_group() -> None:
     with pytest.raises(cgroups.ProcessLimitUnenforceableError):
         cgroups.require_process_ceiling(64, memory_only, uid=0)
     cgroups.require_process_ceiling(64, cgroups.CallGroups(((1, "pids", Path("/nonexistent")),)), uid=0)
+
+
+def test_an_opted_in_hook_is_not_run_either(tmp_path: Path, sandbox_home_base: Path) -> None:
+    """`sandbox.hooks: true` asks for the hook to run confined: as root without a pids group it is not run at all
+    (a hook failure naming the limit), never unconfined."""
+    ws = tmp_path / "ws"
+    flag = sandbox_home_base / "hook-ran.flag"  # outside /tmp: a confined hook could not write it, a free one could
+    hooks = {
+        "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"touch {flag}"}]}]},
+        "sandbox": {"hooks": True, "limits": {"processes": 64}},
+    }
+    results, output = _run(ws, sandbox_home_base / "home", ["echo hi"], yaml.safe_dump(hooks))
+    assert not flag.exists(), output
+    with sqlite3.connect(ws / ".bearagent" / "state.db") as conn:
+        hook_events = [p for (p,) in conn.execute("SELECT payload FROM events WHERE event_type = 'HookExecuted'")]
+    assert any("sandbox.limits.processes" in p for p in hook_events), (hook_events, output)
+    assert "sandbox.limits.processes" in json.dumps(results[0])
