@@ -414,7 +414,7 @@ def _kernel_ceilings() -> set[str]:
 @pytest.mark.skipif(
     hasattr(os, "geteuid") and os.geteuid() == 0 and "pids" not in _kernel_ceilings(),
     reason="as root the kernel ignores RLIMIT_NPROC, and no control group may be made here for a pids ceiling: "
-    "the supervisor's count alone is outrun by a bomb (docs/sandbox.md, 'What it does not protect against')",
+    "the call is refused instead (tests/security/test_sandbox_root_limits.py)",
 )
 @pytest.mark.parametrize("bomb", ["bomb() { bomb | bomb & }; bomb", "python3 -c 'import os\nwhile True: os.fork()'"])
 def test_a_fork_bomb_is_stopped_and_the_run_continues(tmp_path: Path, home: Path, bomb: str) -> None:
