@@ -79,7 +79,8 @@ def _bearagent(ws: Path, home: Path, *args: str) -> subprocess.CompletedProcess[
 
 @pytest.mark.parametrize("kind", list(SHIPPED))
 @pytest.mark.parametrize(
-    "command", [("run", "go"), ("runs", "list"), ("db", "migrate"), ("db", "status"), ("db", "check"), ("sessions", "list")]
+    "command",
+    [("run", "go"), ("runs", "list"), ("db", "migrate"), ("db", "status"), ("db", "check"), ("sessions", "list")],
 )
 def test_a_shipped_empty_store_is_refused_by_every_command(tmp_path: Path, kind: str, command: tuple[str, ...]) -> None:
     ws, home = _clone(tmp_path, kind)
