@@ -236,7 +236,7 @@ class _Replay:
             return judge_plan(ref, ref, provider, self.runtime.resources.gate({}))
         # a child run was offered only what its parent had: the tools its RunCreated lists
         offered = frozenset(recorded.tool_spec_versions) if first and recorded.depth > 0 else None
-        return await self.runtime.plan(
+        return await self.runtime.plans.plan(
             agent_name,
             session_key=key,
             model_override=self._model_ref(recorded.model_ref) if first else None,
