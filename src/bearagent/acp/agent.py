@@ -617,7 +617,7 @@ class BearAcpAgent:
         assert self._conn is not None
         try:
             history: list[Message] = await asyncio.to_thread(
-                session.runtime.session_history, SessionId(session.session_id)
+                session.runtime.sessions.session_history, SessionId(session.session_id)
             )
         except BearAgentError as exc:
             raise refusal(exc) from None

@@ -19,7 +19,7 @@ How a replay runs:
 - **Hooks are not fired.** What recorded hooks decided that shaped the loop (context added to the prompt, Stop
   hooks keeping the agent going, a blocked prompt) is repeated from the log (`ReplayedLoopHooks`).
 - **Agent switches**: `SwitchAgent` is read-only and re-executed; the loop then re-plans with the workspace's
-  planner (`WorkspaceRuntime.plan`) as a live run does.
+  planner (`AgentPlans.plan`) as a live run does.
 - **Child runs** (Task, action tools, hook judges): the parent is replayed with the Task's recorded result (its
   `ChildRunStarted` / `ChildRunFinished` facts recorded again with it, so its usage is charged as before); then
   every child run is replayed from its own log, recursively, and reported under its parent.
