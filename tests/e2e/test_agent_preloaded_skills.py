@@ -36,8 +36,8 @@ def test_a_claude_code_agent_starts_with_its_skills_loaded(tmp_path: Path) -> No
 
     async def prompts() -> tuple[str, str]:
         async with open_workspace(root, env=isolated_env(tmp_path / "home"), plugins=PluginHost()) as ws:
-            reviewer = await runtime_of(ws).plan("reviewer", session_key="probe", depth=1)
-            bear = await runtime_of(ws).plan("bear", session_key="probe", depth=1)
+            reviewer = await runtime_of(ws).plans.plan("reviewer", session_key="probe", depth=1)
+            bear = await runtime_of(ws).plans.plan("bear", session_key="probe", depth=1)
             return reviewer.system_prompt, bear.system_prompt
 
     reviewer, bear = asyncio.run(prompts())

@@ -342,7 +342,7 @@ def test_a_compact_killed_during_its_summary_call_is_ended_by_resume_not_asked_a
         resumed = asyncio.run(ws.resume(run_id))
         events = ws.events(run_id)
         assert first.session_id is not None
-        history = runtime_of(ws).session_history(first.session_id)
+        history = runtime_of(ws).sessions.session_history(first.session_id)
     assert resumed.status == "failed" and resumed.error is not None
     assert resumed.error.code == "cancelled.compaction_interrupted"
     assert "nothing was compacted; run /compact again" in resumed.error.message

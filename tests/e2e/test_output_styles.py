@@ -36,8 +36,8 @@ def _prompts(root: Path, home: Path) -> tuple[str, str]:
     with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
         result = ws.run_sync("hello")
         assert result.status == "succeeded", result.error
-        main = asyncio.run(runtime_of(ws).plan("main", session_key="probe"))
-        helper = asyncio.run(runtime_of(ws).plan("helper", session_key="probe", depth=1))
+        main = asyncio.run(runtime_of(ws).plans.plan("main", session_key="probe"))
+        helper = asyncio.run(runtime_of(ws).plans.plan("helper", session_key="probe", depth=1))
     return main.system_prompt, helper.system_prompt
 
 

@@ -192,7 +192,7 @@ turns:
         created = ws.events(str(second.run_id))[0]
         assert created.payload["goal"] == "second question"
         # the model call of the second run saw the whole conversation: 1 system + 3 earlier/new messages
-        history = runtime_of(ws).session_history(first.session_id)  # type: ignore[arg-type]
+        history = runtime_of(ws).sessions.session_history(first.session_id)  # type: ignore[arg-type]
         assert [m.role for m in history] == ["user", "assistant", "user", "assistant"]
         assert history[1].text == "first answer"
 

@@ -96,7 +96,7 @@ turns:
         assert result.status == "succeeded", result.error
         assert result.final == "worked without it"
         events = [e.model_dump(mode="json") for e in ws.events(str(result.run_id))]
-        plan = asyncio.run(runtime_of(ws).plan("main", session_key="probe"))
+        plan = asyncio.run(runtime_of(ws).plans.plan("main", session_key="probe"))
     assert "# Unavailable tool servers" in plan.system_prompt
     assert "broken" in plan.system_prompt
     failed = next(e["payload"]["result"] for e in events if e["event_type"] == "ToolCallFailed")

@@ -36,7 +36,7 @@ def test_a_skill_the_model_may_not_invoke_is_only_a_slash_command(tmp_path: Path
 
     async def plan() -> tuple[str, list[object]]:
         async with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
-            planned = await runtime_of(ws).plan("main", session_key="probe")
+            planned = await runtime_of(ws).plans.plan("main", session_key="probe")
             schema = thaw_json_mapping(planned.tools["Skill"].descriptor.input_schema)
             return planned.system_prompt, schema["properties"]["name"]["enum"]  # type: ignore[index,call-overload]
 

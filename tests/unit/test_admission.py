@@ -50,7 +50,7 @@ def test_a_new_session_gets_the_default_agent_and_an_unknown_one_writes_nothing(
         stored = await runtime.store.fetch_sessions(caller="alice", limit=10)
         assert sorted(str(s.agent_name) for s in stored) == ["main", "other"]
         # the CLI's path (`resolve_session(None, ...)`) builds its record the same way
-        third, created = runtime.resolve_session(None, "other", "bob")
+        third, created = runtime.sessions.resolve_session(None, "other", "bob")
         assert created and third.active_agent_name == "other" and third.caller == "bob"
         await runtime.aclose()
 

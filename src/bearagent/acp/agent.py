@@ -321,7 +321,7 @@ class BearAcpAgent:
     ) -> NewSessionResponse:
         runtime, agent = self._open(cwd, mcp_servers)
         try:
-            record, _created = await asyncio.to_thread(runtime.resolve_session, None, agent)
+            record, _created = await asyncio.to_thread(runtime.sessions.resolve_session, None, agent)
         except BearAgentError as exc:
             await runtime.aclose()
             raise refusal(exc) from None
@@ -503,7 +503,7 @@ class BearAcpAgent:
             runtime = open_runtime(loaded, permission_mode=self._mode)
             runtime.admit()
             agent = self._agent or loaded.config.default_agent
-            runtime.require_agent(agent)
+            runtime.plans.require_agent(agent)
         except BearAgentError as exc:
             raise refusal(exc) from None
         return runtime, agent
@@ -555,7 +555,7 @@ class BearAcpAgent:
         return session
 
     def _current_mode(self, session: _Session) -> str:
-        spec = session.runtime.require_agent(session.agent)
+        spec = session.runtime.plans.require_agent(session.agent)
         return str(session.runtime.mode_in_force(spec).mode)
 
     def _modes(self, session: _Session) -> SessionModeState:
@@ -617,7 +617,7 @@ class BearAcpAgent:
         assert self._conn is not None
         try:
             history: list[Message] = await asyncio.to_thread(
-                session.runtime.session_history, SessionId(session.session_id)
+                session.runtime.sessions.session_history, SessionId(session.session_id)
             )
         except BearAgentError as exc:
             raise refusal(exc) from None

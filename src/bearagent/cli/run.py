@@ -157,7 +157,7 @@ def run(
         if session is None and not continue_:  # refused before the terminal opens the store (nothing is written)
             from bearagent.service.admission import check_model
 
-            check_model(loaded, runtime.require_agent(agent or loaded.config.default_agent), model)
+            check_model(loaded, runtime.plans.require_agent(agent or loaded.config.default_agent), model)
         for notice in runtime.notices(agent):
             click.echo(notice, err=True)
         from bearagent.sandbox.probe import probe as probe_sandbox

@@ -6,8 +6,7 @@ What the log holds came from models, tools and workspace files: the text output 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -305,29 +304,33 @@ def events(run_ref: str, workspace: Path | None, as_json: bool, follow: bool) ->
 
     RUN is a full run id, a unique prefix of one, or `last`.
     """
-    from bearagent.domain.state import TERMINAL_RUN_STATUSES
-
     store = open_recovered(workspace)
     run_id = resolve_ref(store, run_ref)
-    next_sequence = 1
-    while True:
-        for event in store.read_events(run_id, next_sequence):
-            if as_json:
-                click.echo(json.dumps(event.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")))
-            else:
-                stamp = event.occurred_at.astimezone().strftime("%H:%M:%S.%f")[:-3]
-                click.echo(
-                    f"#{event.sequence:<4} {stamp}  {event.event_type}.v{event.schema_version}  {_summary(event)}"
-                )
-            next_sequence = event.sequence + 1
-        if not follow:
-            return
-        run = store.get_run(run_id)
-        if run is None or run.status in TERMINAL_RUN_STATUSES:
-            if run is not None and store.read_events(run_id, next_sequence):
-                continue
-            return
-        time.sleep(FOLLOW_POLL_S)
+
+    def show(event: Event) -> None:
+        if as_json:
+            click.echo(json.dumps(event.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")))
+        else:
+            stamp = event.occurred_at.astimezone().strftime("%H:%M:%S.%f")[:-3]
+            click.echo(f"#{event.sequence:<4} {stamp}  {event.event_type}.v{event.schema_version}  {_summary(event)}")
+
+    if not follow:
+        for event in store.read_events(run_id, 1):
+            show(event)
+        return
+    import asyncio
+
+    asyncio.run(_follow_events(store, run_id, show))
+
+
+async def _follow_events(store: WorkspaceStore, run_id: RunId, show: Callable[[Event], None]) -> None:
+    """The run's events through the store's one follower (`runtime.log_follower`), until its terminal event."""
+    from bearagent.runtime.log_follower import follow_log
+    from bearagent.runtime.run_writer import TokenDelta
+
+    async for item in follow_log(store, None, run_id, poll_s=FOLLOW_POLL_S, max_poll_s=FOLLOW_POLL_S):
+        if not isinstance(item, TokenDelta):  # no writer here: only the log's events come
+            show(item)
 
 
 @runs.command("pin")

@@ -182,7 +182,7 @@ def run_session_command(
         return arg
     if name == "mcp":
         specs = loaded.mcp.all()
-        states = {s.name: s for s in runtime.mcp_status() or []}
+        states = {s.name: s for s in runtime.resources.mcp_status() or []}
         if not specs and not states:
             console.print("no MCP servers", markup=False)
         for spec in specs:

@@ -3,14 +3,13 @@
 `LogStream` turns one run's committed events (in sequence order) and its token deltas into stream events that carry
 the run's id and the log sequence they come from, so a consumer can tell runs apart and resume by sequence: the same
 events come out whether they are read back from the store or published live by the run writer. `follow_run` is the
-catch-up-then-live subscription over a store and its writer; `RunTreeStream` hands a run's (and its child runs')
+catch-up-then-live subscription over a store and its writer (through the store's one follower,
+`runtime.log_follower`); `RunTreeStream` hands a run's (and its child runs')
 events to a sink as the writer publishes them (`bearagent run --stream-json`, `Workspace.stream`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 
 from bearagent.domain.errors import ErrorInfo
@@ -49,7 +48,8 @@ from bearagent.domain.stream import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from bearagent.ports import CommitNotice, RunStorage, commit_feed
+from bearagent.ports import RunStorage
+from bearagent.runtime.log_follower import follow_log
 from bearagent.runtime.run_writer import Published, RunWriter, TokenDelta
 
 StreamSink = Callable[[StreamEventModel], None]
@@ -259,57 +259,16 @@ async def follow_run(
 ) -> AsyncIterator[StreamEventModel]:
     """The stream events of `run_id` after log sequence `after_seq`: first caught up from the store, then live from
     `writer` (this process's runs) or, for a run another process writes, from the store as it grows; ends after the
-    run's terminal event. No gaps, no duplicates: the subscription starts before the catch-up, and a live event is
-    taken only if it follows the last sequence already delivered. Tokens are live only (a consumer that reconnects
-    gets the rest of the model call's tokens, then its `step`/`final` from the log)."""
+    run's terminal event. Served by the store's one follower (`runtime.log_follower`): no gaps, no duplicates.
+    Tokens are live only (a consumer that reconnects gets the rest of the model call's tokens, then its
+    `step`/`final` from the log)."""
     stream = LogStream(run_id)
-    queue: asyncio.Queue[Published | None] = asyncio.Queue()  # None: another process committed, read the store
-
-    def take(item: Published) -> None:
-        if item.run_id == run_id:
-            queue.put_nowait(item)
-
-    def noticed(notice: CommitNotice) -> None:
-        if notice.run_id == str(run_id) and notice.last_sequence > stream.last_sequence:
-            queue.put_nowait(None)
-
-    unsubscribe = writer.subscribe(take) if writer is not None else (lambda: None)
-    feed = commit_feed(storage)
-    unnotice = feed.subscribe(noticed) if feed is not None else (lambda: None)
-    try:
-        for event in await storage.fetch_events(run_id):  # from 1: the stream's state (steps, names) needs it all
-            for out in stream.committed(event):
-                if event.sequence > after_seq:
-                    yield out
-        while not stream.finished:
-            try:
-                item = await asyncio.wait_for(queue.get(), POLL_INTERVAL_S)
-            except TimeoutError:
-                item = None
-            if item is None:  # nothing live here for a while, or a commit elsewhere: the store has it
-                for event in await storage.fetch_events(run_id, after_sequence=stream.last_sequence):
-                    for out in stream.committed(event):
-                        if event.sequence > after_seq:
-                            yield out
-                continue
-            if isinstance(item, TokenDelta):
-                if item.after >= stream.last_sequence and item.after >= after_seq:
-                    yield stream.token(item)
-                continue
-            if item.sequence <= stream.last_sequence:
-                continue  # already delivered from the store
-            if item.sequence > stream.last_sequence + 1:  # missed while subscribing? read the gap from the store
-                for event in await storage.fetch_events(
-                    run_id, after_sequence=stream.last_sequence, limit=item.sequence - stream.last_sequence - 1
-                ):
-                    for out in stream.committed(event):
-                        if event.sequence > after_seq:
-                            yield out
-            for out in stream.committed(item.event):
-                if item.sequence > after_seq:
-                    yield out
-    finally:
-        with contextlib.suppress(Exception):
-            unsubscribe()
-        with contextlib.suppress(Exception):
-            unnotice()
+    polled = POLL_INTERVAL_S
+    async for item in follow_log(storage, writer, run_id, poll_s=polled, max_poll_s=polled):
+        if isinstance(item, TokenDelta):
+            if item.after >= after_seq:
+                yield stream.token(item)
+            continue
+        for out in stream.committed(item):
+            if item.sequence > after_seq:
+                yield out

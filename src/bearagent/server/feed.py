@@ -1,8 +1,9 @@
 """The workspace feed (`GET /v1/workspaces/{ws}/events`): every run of a workspace, live, as one SSE stream of the
 stream protocol (protocol 2: every event carries its `run_id` and `seq`), resumable with `Last-Event-ID`.
 
-One `WorkspaceFeed` per workspace, shared by all its connections: it follows every run of the workspace (the
-writers of this server's runtimes, live and with tokens; the store, polled, for runs other processes write), turns
+One `WorkspaceFeed` per workspace, shared by all its connections: it follows every active run of the workspace
+through the store's one follower (`runtime.log_follower`: this server's writers, live and with tokens; the store's
+notices, the newest runs read every `POLL_S` and a poll of each followed run, for runs other processes write), turns
 each run's log into stream events with that run's own `LogStream` (the same events `/v1/runs/{id}/events` gives)
 and appends them, in the order it saw them, to a bounded journal. A connection is a position in that journal plus
 live frames.
@@ -26,7 +27,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -36,7 +36,8 @@ from bearagent.domain.ids import RunId
 from bearagent.domain.state import RunStatus
 from bearagent.domain.stream import StreamEventModel, encode_stream_event
 from bearagent.ports import RunStorage
-from bearagent.runtime.run_writer import Committed, Published, TokenDelta
+from bearagent.runtime.log_follower import DISCOVER_RUNS, LogFollower
+from bearagent.runtime.run_writer import TokenDelta
 from bearagent.runtime.streaming import LogStream
 from bearagent.service.runner import WorkspaceRuntime
 
@@ -49,8 +50,6 @@ JOURNAL_BYTES = 32 * 1024 * 1024
 """What the journal keeps (the oldest frames go first): how far back a reconnecting client can resume."""
 BACKLOG_FRAMES = 10_000
 """Frames one connection may fall behind by; a slower one is closed and resumes from the journal."""
-DISCOVER_RUNS = 50
-"""The newest runs each poll reads, to find runs other processes started."""
 SLOW_POLL_S = 10.0
 """The longest a followed run that is not among the newest goes without a look in the store."""
 _ACTIVE: tuple[RunStatus, ...] = ("queued", "running", "waiting", "interrupted")
@@ -67,17 +66,26 @@ class FeedFrame:
     data: str
 
 
-@dataclass
+@dataclass(eq=False)
 class _Track:
+    """One run the feed follows: a subscriber (`LogListener`) of the store's follower."""
+
+    feed: WorkspaceFeed
+    run_id: RunId
     stream: LogStream
-    known: int = 0
-    """The last sequence of the run fed to `stream`."""
     silent_until: int = 0
     """Events up to this sequence happened before the feed started: fed to the stream, never framed."""
-    still: int = 0
-    """Polls in a row that found nothing new in the store."""
-    next_look: float = 0.0
-    """When the poll looks at this run again (`time.monotonic()`), if it is not among the newest."""
+    unfollow: Callable[[], None] | None = None
+
+    def event(self, event: Event) -> None:
+        self.feed.framed(self, event)
+
+    def token(self, delta: TokenDelta) -> None:
+        token = self.stream.token(delta)
+        self.feed.fan_out(FeedFrame(0, self.run_id, None, "token", encode_stream_event(token)))
+
+    def ended(self) -> None:
+        self.feed.ended(self)
 
 
 @dataclass
@@ -129,19 +137,24 @@ class WorkspaceFeed:
         self._tracks: dict[RunId, _Track] = {}
         self._ended: set[RunId] = set()
         """Runs the feed has nothing more to say of: ended before it started, or since (their track is dropped)."""
-        self._inbox: asyncio.Queue[Published] = asyncio.Queue()
         self._subs: list[FeedSubscription] = []
-        self._unsubscribe: list[Callable[[], None]] = []
-        self._watched: set[int] = set()
-        self._task: asyncio.Task[None] | None = None
+        self._follower: LogFollower | None = None
+        self._stop_watching: Callable[[], None] | None = None
+        self._seen_early: list[RunId] | None = None
+        self._joins: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     # ---- lifecycle ---------------------------------------------------------------------------------------------
 
     async def start(self, runtimes: Iterable[WorkspaceRuntime]) -> None:
-        """Follow the writers of `runtimes` (and of every runtime `watch`ed later), note where every run stands
-        now, and start following. Subscribing first means nothing committed from here on is missed."""
+        """Follow the store through its one follower (with the writers of `runtimes`, and of every runtime
+        `watch`ed later), note where every run stands now, and follow the active ones. Watching first means no run
+        that moves from here on is missed (a followed run is read from the store from its first event)."""
+        follower = self._follower = LogFollower.of(self._storage)
         for runtime in runtimes:
             self.watch(runtime)
+        self._seen_early = []
+        self._stop_watching = follower.watch_workspace(self._seen, discover_s=self._poll_s)
         snapshot = list(await self._storage.fetch_runs(limit=DISCOVER_RUNS))
         for status in _ACTIVE:
             snapshot += await self._storage.fetch_runs(status=status, limit=10_000)
@@ -149,26 +162,30 @@ class WorkspaceFeed:
             if run.run_id in self._tracks or run.run_id in self._ended:
                 continue
             if run.status in _ACTIVE:
-                self._tracks[run.run_id] = _Track(LogStream(run.run_id), silent_until=run.last_sequence)
+                self._join(run.run_id, silent_until=run.last_sequence)
             else:
                 self._ended.add(run.run_id)
-        self._task = asyncio.create_task(self._follow())
+        early, self._seen_early = self._seen_early, None
+        for run_id in early:  # moved while the snapshot was read: started after the feed did
+            self._seen(run_id, None)
 
     def watch(self, runtime: WorkspaceRuntime) -> None:
-        writer = runtime.writer
-        if id(writer) in self._watched:
-            return
-        self._watched.add(id(writer))
-        self._unsubscribe.append(writer.subscribe(self._inbox.put_nowait))
+        if self._follower is not None:
+            self._follower.watch(runtime.writer)
 
     async def aclose(self) -> None:
-        for unsubscribe in self._unsubscribe:
-            with contextlib.suppress(Exception):
-                unsubscribe()
-        if self._task is not None:
-            self._task.cancel()
+        self._closed = True
+        if self._stop_watching is not None:
+            self._stop_watching()
+            self._stop_watching = None
+        for task in list(self._joins):
+            task.cancel()
             with contextlib.suppress(BaseException):
-                await self._task
+                await task
+        for track in list(self._tracks.values()):
+            if track.unfollow is not None:
+                track.unfollow()
+        self._tracks.clear()
         for sub in list(self._subs):
             sub.queue.put_nowait(None)
             sub.close()
@@ -211,90 +228,45 @@ class WorkspaceFeed:
 
     # ---- following the runs ------------------------------------------------------------------------------------
 
-    async def _follow(self) -> None:
-        next_poll = time.monotonic() + self._poll_s
-        while True:
-            item: Published | None = None
-            with contextlib.suppress(TimeoutError):
-                item = await asyncio.wait_for(self._inbox.get(), max(next_poll - time.monotonic(), 0.0))
-            try:
-                if item is not None:
-                    await self._take(item)
-                if time.monotonic() >= next_poll:
-                    await self._poll()
-                    next_poll = time.monotonic() + self._poll_s
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a store error: the next poll reads what is missing
-                _log.warning("workspace feed %s: reading the log failed", self.workspace_id, exc_info=True)
-                next_poll = time.monotonic() + self._poll_s
+    def _seen(self, run_id: RunId, run: object) -> None:
+        """The follower saw `run_id` move (cheap: called for every publication of every run)."""
+        if self._seen_early is not None:
+            self._seen_early.append(run_id)
+        elif run_id not in self._tracks and run_id not in self._ended and not self._closed:
+            self._join(run_id, silent_until=0)  # a run that started after the feed did
 
-    def _track(self, run_id: RunId) -> _Track | None:
-        track = self._tracks.get(run_id)
-        if track is None and run_id not in self._ended:
-            track = self._tracks[run_id] = _Track(LogStream(run_id))  # a run that started after the feed did
-        return track
+    def _join(self, run_id: RunId, *, silent_until: int) -> None:
+        track = self._tracks[run_id] = _Track(self, run_id, LogStream(run_id), silent_until=silent_until)
+        task = asyncio.ensure_future(self._follow(track))
+        self._joins.add(task)
+        task.add_done_callback(self._joins.discard)
 
-    async def _take(self, item: Published) -> None:
-        track = self._track(item.run_id)
-        if track is None:
+    async def _follow(self, track: _Track) -> None:
+        assert self._follower is not None
+        try:
+            unfollow = await self._follower.follow(track.run_id, track, poll_s=self._poll_s, max_poll_s=SLOW_POLL_S)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a store error: the run is looked for again the next time it is seen
+            _log.warning("workspace feed %s: reading run %s failed", self.workspace_id, track.run_id, exc_info=True)
+            if self._tracks.get(track.run_id) is track:
+                del self._tracks[track.run_id]
             return
-        if isinstance(item, TokenDelta):
-            if item.after > track.known:
-                await self._catch_up(item.run_id, track, upto=item.after)
-            if item.after == track.known:
-                token = track.stream.token(item)
-                self._fan_out(FeedFrame(0, item.run_id, None, "token", encode_stream_event(token)))
-            return
-        assert isinstance(item, Committed)
-        if item.sequence <= track.known:
-            return  # already read from the store
-        if item.sequence > track.known + 1:
-            await self._catch_up(item.run_id, track, upto=item.sequence - 1)
-        if item.sequence == track.known + 1:
-            self._feed(item.run_id, track, item.event)
+        if self._tracks.get(track.run_id) is track and not self._closed:
+            track.unfollow = unfollow
+        else:
+            unfollow()
 
-    async def _poll(self) -> None:
-        """One look at the store for what other processes wrote: the newest runs (to find new ones) and the runs this
-        feed follows that are not among them, each looked at again later the longer it stays still (up to
-        `SLOW_POLL_S`: a run waiting for days costs a read a few times a minute, not twice a second)."""
-        runs = list(await self._storage.fetch_runs(limit=DISCOVER_RUNS))
-        seen = {r.run_id for r in runs}
-        now = time.monotonic()
-        for run_id, track in list(self._tracks.items()):
-            if run_id in seen or now < track.next_look:
-                continue
-            run = await self._storage.fetch_run(run_id)
-            if run is not None:
-                runs.append(run)
-        for run in runs:
-            track = self._track(run.run_id)
-            if track is None:
-                continue
-            if run.last_sequence > track.known:
-                await self._catch_up(run.run_id, track)
-                track.still = 0
-            else:
-                track.still += 1
-            track.next_look = now + min(self._poll_s * 2**track.still, SLOW_POLL_S)
+    def ended(self, track: _Track) -> None:
+        if self._tracks.get(track.run_id) is track:
+            del self._tracks[track.run_id]
+        self._ended.add(track.run_id)
 
-    async def _catch_up(self, run_id: RunId, track: _Track, *, upto: int | None = None) -> None:
-        limit = None if upto is None else upto - track.known
-        if limit is not None and limit <= 0:
-            return
-        for event in await self._storage.fetch_events(run_id, after_sequence=track.known, limit=limit):
-            if event.sequence != track.known + 1 or run_id in self._ended:
-                break  # never skip: the rest comes with the next read
-            self._feed(run_id, track, event)
-
-    def _feed(self, run_id: RunId, track: _Track, event: Event) -> None:
+    def framed(self, track: _Track, event: Event) -> None:
         made: list[StreamEventModel] = track.stream.committed(event)
-        track.known = event.sequence
-        if track.stream.finished:  # its terminal event: nothing can follow it
-            self._tracks.pop(run_id, None)
-            self._ended.add(run_id)
         if event.sequence <= track.silent_until:
             return
+        run_id = track.run_id
         for n, out in enumerate(made, start=1):
             self._number += 1
             item = FeedFrame(
@@ -305,7 +277,7 @@ class WorkspaceFeed:
                 encode_stream_event(out),
             )
             self._keep(item)
-            self._fan_out(item)
+            self.fan_out(item)
 
     def _keep(self, item: FeedFrame) -> None:
         assert item.frame_id is not None
@@ -318,7 +290,7 @@ class WorkspaceFeed:
             if dropped.frame_id is not None:
                 self._index.pop(dropped.frame_id, None)
 
-    def _fan_out(self, item: FeedFrame) -> None:
+    def fan_out(self, item: FeedFrame) -> None:
         for sub in tuple(self._subs):
             sub.push(item)
 

@@ -5,19 +5,16 @@ until the terminal event. Each committed event's `id:` is `<log sequence>-<n>` (
 stream events); a client that reconnects with that `Last-Event-ID` gets every later event exactly once. Tokens are
 live only and carry no id. The feed's ids and resume rules are `feed.py`'s. Limits and keep-alives: `sse.py`.
 
-`RunStreams` serves every connection to a run's stream from one follower of that run, not one each: it subscribes
-once to each runtime's writer of the workspace (so a run executed for another subject's runtime is live too), reads
-the run's log from the store once when its first connection comes, turns each committed event into stream events
-once (one `LogStream` per run) and encodes each SSE frame once; every connection is a position in that run's list of
-frames plus the frames that follow, pushed to it as the writer commits them (no timer). A run another process writes
-(a `bearagent worker`, the CLI) is read from the store by that one follower at once when the store sends a commit
-notice (PostgreSQL's LISTEN/NOTIFY, `ports.commit_feed`), else when nothing came live for `POLL_S`, less often the
-longer it stays still (up to `MAX_POLL_S`). A finished run's frames are kept for a while (the newest
-`KEEP_FINISHED` runs, at most `KEEP_BYTES`), so a late or replaying connection reads no store either.
+`RunStreams` serves every connection to a run's stream from one subscription to the store's one follower
+(`runtime.log_follower.LogFollower`, which the workspace feed, `Workspace.stream` and `events --follow` share): it
+turns each committed event into stream events once (one `LogStream` per run) and encodes each SSE frame once; every
+connection is a position in that run's list of frames plus the frames that follow, pushed to it as the follower
+hands them on (live from the writer, or read from the store on a commit notice or a poll: the follower's job). A
+finished run's frames are kept for a while (the newest `KEEP_FINISHED` runs, at most `KEEP_BYTES`), so a late or
+replaying connection reads no store either.
 
-Why it is over 400 lines: the follower (live frames, the store read on a commit notice or a poll, the kept frames of
-finished runs) and the SSE routes over it are one mechanism; resumption by `Last-Event-ID` is only gap-free if the
-follower and the routes agree on the same frames and sequence numbers.
+The frames of followed runs and the SSE routes over them live together: resumption by `Last-Event-ID` is only
+gap-free if the frames and the routes agree on the same sequence numbers.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,8 +33,8 @@ from fastapi.responses import Response
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
 from bearagent.domain.stream import StreamEventModel, encode_stream_event
-from bearagent.ports import CommitNotice, commit_feed
-from bearagent.runtime.run_writer import Committed, Published, TokenDelta
+from bearagent.runtime.log_follower import MAX_POLL_S, POLL_S, LogFollower
+from bearagent.runtime.run_writer import Published, TokenDelta
 from bearagent.runtime.streaming import LogStream
 from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
@@ -49,10 +45,6 @@ from bearagent.service.runner import WorkspaceRuntime
 
 _log = logging.getLogger("bearagent.server")
 
-POLL_S = 0.25
-"""How long a followed run may go without a live event before its follower looks in the store."""
-MAX_POLL_S = 2.0
-"""The longest a still run (waiting for an approval, written by another process) goes without a look."""
 KEEP_FINISHED = 256
 KEEP_BYTES = 64 * 1024 * 1024
 """The finished runs whose frames stay in memory (the newest first), and their bytes at most."""
@@ -107,6 +99,9 @@ class _Connection:
 
 @dataclass(eq=False)
 class _FollowedRun:
+    """One run's frames, fed by the store's follower (a `LogListener`)."""
+
+    owner: RunStreams
     run_id: RunId
     storage: _Log
     stream: LogStream
@@ -119,21 +114,28 @@ class _FollowedRun:
     """The first log sequence whose frames `frames` still holds (`RUN_BYTES`)."""
     connections: set[_Connection] = field(default_factory=set[_Connection])
     loading: asyncio.Task[None] | None = None
-    pending: list[Committed] = field(default_factory=list[Committed])
-    """Commits published while the first read of the log was under way."""
-    poller: asyncio.Task[None] | None = None
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    last_fed: float = field(default_factory=time.monotonic)
-    unnotice: Callable[[], None] | None = None
-    """Ends the subscription to the store's commit notices (PostgreSQL: another process committed to this run)."""
+    unfollow: Callable[[], None] | None = None
+    """Ends the follower's subscription."""
 
     @property
     def finished(self) -> bool:
         return self.stream.finished
 
+    def event(self, event: Event) -> None:
+        self.owner.feed(self, event)
+
+    def token(self, delta: TokenDelta) -> None:
+        data = frame("token", encode_stream_event(self.stream.token(delta)))
+        for connection in tuple(self.connections):
+            if delta.after >= connection.after_seq:
+                connection.push(data)
+
+    def ended(self) -> None:
+        """The terminal event was fed (`feed` retired the run)."""
+
 
 class RunStreams:
-    """The followers of the runs that SSE connections follow (see the module docstring)."""
+    """The frames of the runs that SSE connections follow (see the module docstring)."""
 
     def __init__(self, runtimes: Runtimes, *, poll_s: float = POLL_S, max_poll_s: float = MAX_POLL_S) -> None:
         self._runtimes = runtimes
@@ -142,49 +144,17 @@ class RunStreams:
         self._runs: dict[RunId, _FollowedRun] = {}
         self._finished: OrderedDict[RunId, _FollowedRun] = OrderedDict()
         self._finished_bytes = 0
-        self._watched: set[int] = set()
-
-    # ---- writers -------------------------------------------------------------------------------------------------
-
-    def watch(self, runtime: FollowedRuntime) -> None:
-        writer = runtime.writer
-        if id(writer) not in self._watched:
-            self._watched.add(id(writer))
-            writer.subscribe(self._take)
 
     def runtime_made(self, workspace_id: str, runtime: FollowedRuntime) -> None:
-        self.watch(runtime)
-
-    def _take(self, item: Published) -> None:
-        """A writer's publication (synchronous, on the event loop): only runs somebody follows are looked at."""
-        run = self._runs.get(item.run_id)
-        if run is None:
-            return
-        if run.loading is not None and not run.loading.done():
-            if isinstance(item, Committed):
-                run.pending.append(item)
-            return  # a token while the log is read: tokens are live only
-        if isinstance(item, TokenDelta):
-            if item.after == run.known:
-                data = frame("token", encode_stream_event(run.stream.token(item)))
-                for connection in tuple(run.connections):
-                    if item.after >= connection.after_seq:
-                        connection.push(data)
-            elif item.after > run.known:
-                run.wake.set()  # commits this follower has not seen: look in the store
-            return
-        assert isinstance(item, Committed)
-        if item.sequence == run.known + 1:
-            self._feed(run, item.event)
-        elif item.sequence > run.known + 1:
-            run.wake.set()  # a gap (a commit published before this follower existed): the store has it
+        """A runtime the registry made: its store's follower takes its writer's publications."""
+        with contextlib.suppress(RuntimeError):  # made outside the event loop: watched when first followed
+            LogFollower.of(runtime.store).watch(runtime.writer)
 
     # ---- one run -------------------------------------------------------------------------------------------------
 
-    def _feed(self, run: _FollowedRun, event: Event) -> None:
+    def feed(self, run: _FollowedRun, event: Event) -> None:
         made = run.stream.committed(event)
         run.known = event.sequence
-        run.last_fed = time.monotonic()
         if run.size > RUN_BYTES and not run.finished:
             run.frames, run.size, run.kept_from = [], 0, event.sequence
         for n, out in enumerate(made, start=1):
@@ -202,10 +172,9 @@ class RunStreams:
     def _retire(self, run: _FollowedRun) -> None:
         if self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
-        _stop_polling(run)
-        if run.unnotice is not None:
-            run.unnotice()
-            run.unnotice = None
+        if run.unfollow is not None:
+            run.unfollow()
+            run.unfollow = None
         if run.kept_from > 1:
             return  # not all of it in memory: a later connection reads the log
         self._finished[run.run_id] = run
@@ -214,51 +183,12 @@ class RunStreams:
             _, dropped = self._finished.popitem(last=False)
             self._finished_bytes -= dropped.size
 
-    async def _read_store(self, run: _FollowedRun) -> bool:
-        """Feed what the log has after `run.known`; True if there was something."""
-        events = await run.storage.fetch_events(run.run_id, after_sequence=run.known)
-        fed = False
-        for event in events:
-            if run.finished:
-                break
-            if event.sequence == run.known + 1:
-                self._feed(run, event)
-                fed = True
-        return fed
-
-    async def _load(self, run: _FollowedRun) -> None:
-        await self._read_store(run)
-        while run.pending and not run.finished:  # commits published during the read, in order, without repeats
-            pending, run.pending = run.pending, []
-            for item in pending:
-                if item.sequence == run.known + 1:
-                    self._feed(run, item.event)
-                elif item.sequence > run.known + 1:
-                    await self._read_store(run)
-        run.pending = []
-
-    async def _poll(self, run: _FollowedRun) -> None:
-        """Look in the store when nothing came live for a while (a run another process writes), and at once when a
-        publication showed a gap; each empty look doubles the wait, up to `max_poll_s`."""
-        delay = self._poll_s
-        while not run.finished:
-            due = run.last_fed + delay - time.monotonic()
-            if due > 0 and not run.wake.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(run.wake.wait(), due)
-                if not run.wake.is_set() and time.monotonic() - run.last_fed < delay:
-                    continue  # something came live meanwhile
-            run.wake.clear()
-            try:
-                found = await self._read_store(run)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a store error: look again later
-                _log.warning("run stream %s: reading the log failed", run.run_id, exc_info=True)
-                found = False
-            delay = self._poll_s if found else min(delay * 2, self._max_poll_s)
-            if not found:
-                run.last_fed = time.monotonic()  # the wait starts again from this look
+    async def _subscribe(self, run: _FollowedRun, follower: LogFollower) -> None:
+        unfollow = await follower.follow(run.run_id, run, poll_s=self._poll_s, max_poll_s=self._max_poll_s)
+        if run.finished or self._runs.get(run.run_id) is not run:
+            unfollow()
+        else:
+            run.unfollow = unfollow
 
     async def _followed(self, runtime: FollowedRuntime, workspace_id: str, run_id: RunId) -> _FollowedRun:
         finished = self._finished.get(run_id)
@@ -267,20 +197,12 @@ class RunStreams:
             return finished
         run = self._runs.get(run_id)
         if run is None:
-            self.watch(runtime)
+            follower = LogFollower.of(runtime.store)
+            follower.watch(runtime.writer)
             for other in self._runtimes.runtimes_of(workspace_id):
-                self.watch(other)
-            run = self._runs[run_id] = _FollowedRun(run_id, runtime.store, LogStream(run_id))
-            feed = commit_feed(runtime.store)
-            if feed is not None:  # a commit by another process (a worker) wakes the follower now, not at its poll
-                followed = run
-
-                def noticed(notice: CommitNotice) -> None:
-                    if notice.run_id == str(run_id) and notice.last_sequence > followed.known:
-                        followed.wake.set()
-
-                run.unnotice = feed.subscribe(noticed)
-            run.loading = asyncio.ensure_future(self._load(run))
+                LogFollower.of(other.store).watch(other.writer)
+            run = self._runs[run_id] = _FollowedRun(self, run_id, runtime.store, LogStream(run_id))
+            run.loading = asyncio.ensure_future(self._subscribe(run, follower))
         assert run.loading is not None
         try:
             await asyncio.shield(run.loading)
@@ -308,8 +230,6 @@ class RunStreams:
             return
         connection = _Connection(after_seq=max(seq - 1, 0))
         run.connections.add(connection)
-        if run.poller is None:
-            run.poller = asyncio.ensure_future(self._poll(run))
         try:
             if early:  # live frames wait in the connection's queue meanwhile
                 backlog[:0] = await _early_frames(run, early, seq, skip)
@@ -332,7 +252,9 @@ class RunStreams:
             run.connections.discard(connection)
             if not run.connections and not run.finished and self._runs.get(run_id) is run:
                 del self._runs[run_id]  # nobody follows it any more: the next connection reads the log again
-                _stop_polling(run)
+                if run.unfollow is not None:
+                    run.unfollow()
+                    run.unfollow = None
 
 
 def _framed(out: StreamEventModel, sequence: int, n: int) -> bytes:
@@ -354,12 +276,6 @@ async def _early_frames(run: _FollowedRun, upto: int, seq: int, skip: int) -> li
             if event.sequence > seq or (event.sequence == seq and n > skip):
                 out.append(_framed(made, event.sequence, n))
     return out
-
-
-def _stop_polling(run: _FollowedRun) -> None:
-    if run.poller is not None:
-        run.poller.cancel()
-        run.poller = None
 
 
 async def run_frames(

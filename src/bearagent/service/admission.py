@@ -67,7 +67,7 @@ def check_hooks(loaded: LoadedWorkspace) -> None:
 def check_model(loaded: LoadedWorkspace, agent: AgentSpec, model_override: str | None) -> None:
     """Refuse before anything is written (the store, a session, its lock, a transcript) an agent with no model to
     run (the agent's, else `default_model`; a `--model` is the plan's to check). The caller found the agent
-    (`WorkspaceRuntime.require_agent`: an unknown one is refused there, also before anything is written)."""
+    (`AgentPlans.require_agent`: an unknown one is refused there, also before anything is written)."""
     from bearagent.runtime.agent_model import resolve_agent_model
 
     if model_override is not None:  # the plan resolves it (and says what is wrong with it)

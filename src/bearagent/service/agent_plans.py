@@ -49,6 +49,10 @@ class AgentPlans:
         self.context = ContextBuilder()
         """The one context builder of the runtime's plans (system prompts, reminders, prompt hashes)."""
 
+    def prompt_hash(self, system_prompt: str) -> str:
+        """The hash a run's `RunCreated` records of its system prompt (a resumed run compares it)."""
+        return self.context.prompt_hash(system_prompt)
+
     def require_agent(self, name: str) -> AgentSpec:
         """The agent named `name`; "no agent named X" is the registry's (`AgentRegistry.require`), said once."""
         return self._rt.loaded.agents.require(name)

@@ -169,9 +169,9 @@ class ChildRuns:
         parent has left, its tools a subset of the parent's, its usage charged to the parent when it ends."""
         parent = _parent_run()
         _check_depth(depth + 1)
-        agent = self._rt.require_agent(agent_name)
-        hooks = self._rt.session_hooks(session_key, str(self._rt.mode_in_force(agent).mode))
-        plan = await self._rt.plan(
+        agent = self._rt.plans.require_agent(agent_name)
+        hooks = self._rt.hook_wiring.hooks(session_key, str(self._rt.mode_in_force(agent).mode))
+        plan = await self._rt.plans.plan(
             agent.name,
             session_key=session_key,  # one provider per session: a scripted model's turns run on in order
             hooks=hooks,
@@ -183,7 +183,7 @@ class ChildRuns:
             parent,
             plan,
             prompt,
-            self._rt.budgets_for(agent, {}),
+            self._rt.plans.budgets_for(agent, {}),
             session_key=session_key,
             depth=depth + 1,
             trigger=trigger,

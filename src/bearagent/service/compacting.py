@@ -13,6 +13,7 @@ from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.runtime.compaction import is_summary, split_point
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.service.run_specs import compaction_run
+from bearagent.service.run_types import result_of
 
 if TYPE_CHECKING:
     from bearagent.service.runner import RunResult, WorkspaceRuntime
@@ -40,15 +41,15 @@ async def compact_session(
 
     await runtime.admit_and_recover()
     default = runtime.loaded.config.default_agent
-    session, created = await asyncio.to_thread(runtime.resolve_session, session_ref, agent or default)
+    session, created = await asyncio.to_thread(runtime.sessions.resolve_session, session_ref, agent or default)
     if created:
         raise nothing_to_compact("the session has no runs yet")
     # the session row is not sealed: the agent its newest sealed run names (service/runner.py)
-    spec_agent = runtime.require_agent(agent or await runtime.sealed_session_agent(session, "local") or default)
+    spec_agent = runtime.plans.require_agent(agent or await runtime.sealed_session_agent(session, "local") or default)
     session_id = SessionId(str(session.session_id))
     async with runtime.store.session_lock(session_id, wait=True):
-        history = runtime.session_history(session_id)
-        plan = await runtime.plan(spec_agent.name, session_key=str(session_id), model_override=model, hooks=None)
+        history = runtime.sessions.session_history(session_id)
+        plan = await runtime.plans.plan(spec_agent.name, session_key=str(session_id), model_override=model, hooks=None)
         if split_point(history, 1) == 0:
             if history and is_summary(history[0]):
                 raise nothing_to_compact("the session is already a summary and its most recent turn")
@@ -57,14 +58,14 @@ async def compact_session(
         spec = compaction_run(
             runtime.root,
             run_id=runtime.ids.new(RunId),
-            budgets=runtime.budgets_for(spec_agent, {}),
+            budgets=runtime.plans.budgets_for(spec_agent, {}),
             session_id=session_id,
             history=history,
         )
-        hooks = runtime.session_hooks(str(session_id), str(runtime.mode_in_force(spec_agent).mode))
+        hooks = runtime.hook_wiring.hooks(str(session_id), str(runtime.mode_in_force(spec_agent).mode))
         adapter = LoopHookAdapter(hooks, runtime.sessions.transcript(str(session_id))) if hooks.enabled else None
         loop = runtime.loop(hooks=adapter, observer=observer or NullObserver())  # PreCompact / PostCompact
         outcome = await loop.compact(spec, plan, focus)
         fresh = await runtime.store.fetch_session(session_id) or session
         await runtime.store.save_session(fresh.model_copy(update={"updated_at": runtime.clock.now()}))
-        return runtime.result_of(outcome, session_id)
+        return result_of(outcome, session_id)

@@ -22,7 +22,6 @@ from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
 from bearagent.ports import Asker, Clock, ModelProvider, Tool, ToolContext, ToolInterceptor, WorkspaceStore
 from bearagent.runtime.approvals import ApprovalBroker
 from bearagent.runtime.loop import AgentLoop
-from bearagent.runtime.loop_state import RunOutcome
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.plan import AgentPlan, LoopHooks
 from bearagent.runtime.retry import RetryPolicy
@@ -83,6 +82,33 @@ class ChildRunners(Protocol):
     async def agent_judge(self, prompt: str, agent_name: str | None) -> str: ...
 
 
+class AgentPlanner(Protocol):
+    """The runtime's planner (`agent_plans.AgentPlans`), as the parts that run a loop call it."""
+
+    def require_agent(self, name: str) -> AgentSpec: ...
+    def budgets_for(self, agent: AgentSpec, overrides: Mapping[str, int]) -> BudgetLimits: ...
+    def prompt_hash(self, system_prompt: str) -> str: ...
+    async def plan(
+        self,
+        agent_name: str,
+        *,
+        session_key: str,
+        model_override: str | None = None,
+        hooks: SessionHooks | None = None,
+        parent_tools: frozenset[str] | None = None,
+        parent_model: ModelEntry | None = None,
+        depth: int = 0,
+        extra_allow: Sequence[str] = (),
+        ask: Asker | ApprovalBroker | None = None,
+    ) -> AgentPlan: ...
+
+
+class HookWiring(Protocol):
+    """The runtime's session hook wiring (`session_hooks.SessionHookWiring`): a session's hook dispatcher."""
+
+    def hooks(self, session_id: str, permission_mode: str) -> SessionHooks: ...
+
+
 class WorkspaceHost(Protocol):
     """The loaded workspace and the permission mode in force for one of its agents."""
 
@@ -131,26 +157,13 @@ class RunHost(WorkspaceHost, Protocol):
     def resources(self) -> RunResources: ...
     @property
     def sessions(self) -> SessionService: ...
+    @property
+    def plans(self) -> AgentPlanner: ...
+    @property
+    def hook_wiring(self) -> HookWiring: ...
     def admit(self, *, hooks: bool = True) -> None: ...
     async def admit_and_recover(self) -> None: ...
-    def require_agent(self, name: str) -> AgentSpec: ...
-    def budgets_for(self, agent: AgentSpec, overrides: Mapping[str, int]) -> BudgetLimits: ...
-    async def plan(
-        self,
-        agent_name: str,
-        *,
-        session_key: str,
-        model_override: str | None = None,
-        hooks: SessionHooks | None = None,
-        parent_tools: frozenset[str] | None = None,
-        parent_model: ModelEntry | None = None,
-        depth: int = 0,
-        extra_allow: Sequence[str] = (),
-        ask: Asker | ApprovalBroker | None = None,
-    ) -> AgentPlan: ...
     def loop(self, *, hooks: LoopHookAdapter | None, observer: RunObserver) -> AgentLoop: ...
-    def session_hooks(self, session_id: str, permission_mode: str) -> SessionHooks: ...
-    def result_of(self, outcome: RunOutcome, session_id: SessionId | None) -> RunResult: ...
     async def run(
         self, prompt: str, options: RunOptions | None = None, observer: RunObserver | None = None
     ) -> RunResult: ...
@@ -163,7 +176,6 @@ class ResumeHost(RunHost, Protocol):
     def writer(self) -> RunWriter: ...
     @property
     def seals(self) -> Sealer: ...
-    def prompt_hash(self, system_prompt: str) -> str: ...
     def broker(
         self,
         session_id: SessionId | None,

@@ -19,7 +19,7 @@ How a replay runs:
 - **Hooks are not fired.** What recorded hooks decided that shaped the loop (context added to the prompt, Stop
   hooks keeping the agent going, a blocked prompt) is repeated from the log (`ReplayedLoopHooks`).
 - **Agent switches**: `SwitchAgent` is read-only and re-executed; the loop then re-plans with the workspace's
-  planner (`WorkspaceRuntime.plan`) as a live run does.
+  planner (`AgentPlans.plan`) as a live run does.
 - **Child runs** (Task, action tools, hook judges): the parent is replayed with the Task's recorded result (its
   `ChildRunStarted` / `ChildRunFinished` facts recorded again with it, so its usage is charged as before); then
   every child run is replayed from its own log, recursively, and reported under its parent.
@@ -236,7 +236,7 @@ class _Replay:
             return judge_plan(ref, ref, provider, self.runtime.resources.gate({}))
         # a child run was offered only what its parent had: the tools its RunCreated lists
         offered = frozenset(recorded.tool_spec_versions) if first and recorded.depth > 0 else None
-        return await self.runtime.plan(
+        return await self.runtime.plans.plan(
             agent_name,
             session_key=key,
             model_override=self._model_ref(recorded.model_ref) if first else None,

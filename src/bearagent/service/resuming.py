@@ -32,7 +32,7 @@ from bearagent.runtime.plan import AgentPlan
 from bearagent.service.facts import append_outside_loop
 from bearagent.service.leases import is_self, owner_gone
 from bearagent.service.run_specs import resumed_run
-from bearagent.service.run_types import RunResult
+from bearagent.service.run_types import RunResult, result_of
 from bearagent.service.sessions import session_key as key_of
 from bearagent.trust.run_seals import check_created
 
@@ -89,7 +89,7 @@ def _resumable(run: RunProjection) -> str:
 
 def _changes(runtime: ResumeHost, cursor: RunCursor, plan: AgentPlan, created_agent: str) -> list[str]:
     changes: list[str] = []
-    if plan.agent_name == created_agent and runtime.prompt_hash(plan.system_prompt) != cursor.prompt_hash:
+    if plan.agent_name == created_agent and runtime.plans.prompt_hash(plan.system_prompt) != cursor.prompt_hash:
         changes.append(f"agent {plan.agent_name}: its system prompt changed")
     now = plan.tool_spec_versions
     before = cursor.tool_spec_versions
@@ -184,8 +184,8 @@ async def resume_run(
             for other in reversed(await runtime.store.fetch_runs(session_id=run.session_id, limit=100_000)):
                 if other.parent_run_id is None and other.created_at < run.created_at and other.started_at is not None:
                     earlier.append(list(await runtime.store.fetch_events(other.run_id)))
-        agent = runtime.require_agent(cursor.agent_name)
-        hooks = runtime.session_hooks(session_key, str(runtime.mode_in_force(agent).mode))
+        agent = runtime.plans.require_agent(cursor.agent_name)
+        hooks = runtime.hook_wiring.hooks(session_key, str(runtime.mode_in_force(agent).mode))
         in_flight = cursor.in_flight
         if in_flight is not None and in_flight.decision is not None and in_flight.approval_id is not None:
             sealed = runtime.seals.verify(
@@ -210,7 +210,7 @@ async def resume_run(
                 await runtime.store.allow_in_session(run.session_id, sealed_rule)
 
         async def planner(name: str) -> AgentPlan:
-            return await runtime.plan(
+            return await runtime.plans.plan(
                 name,
                 session_key=session_key,
                 model_override=request.model_override,
@@ -248,7 +248,7 @@ async def resume_run(
             await runtime.store.save_session(
                 fresh.model_copy(update={"updated_at": runtime.clock.now(), "active_agent_name": outcome.agent_name})
             )
-        return runtime.result_of(outcome, run.session_id)
+        return result_of(outcome, run.session_id)
 
     if run.session_id is None:
         return await go()

@@ -10,6 +10,7 @@ from bearagent.domain.budgets import BudgetUsage
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import TriggerType
+from bearagent.runtime.loop_state import RunOutcome
 from bearagent.runtime.plan import CommandExpansion
 
 
@@ -49,6 +50,19 @@ class RunResult:
                 "retryable": self.error.retryable,
             },
         }
+
+
+def result_of(outcome: RunOutcome, session_id: SessionId | None) -> RunResult:
+    """The caller's record of a loop's outcome (a run, a resumed run, `/compact`)."""
+    return RunResult(
+        run_id=outcome.run_id,
+        session_id=session_id,
+        agent=outcome.agent_name,
+        status=outcome.status,
+        final=outcome.final_text,
+        usage=outcome.usage,
+        error=outcome.error,
+    )
 
 
 @dataclass

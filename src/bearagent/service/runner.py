@@ -35,7 +35,7 @@ from bearagent.service import admission, run_specs
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
 from bearagent.service.host import RunResources
-from bearagent.service.run_types import RunOptions, RunResult, run_metadata
+from bearagent.service.run_types import RunOptions, RunResult, result_of, run_metadata
 from bearagent.service.session_hooks import SessionHookWiring
 from bearagent.service.sessions import SessionService, session_key
 from bearagent.trust.run_seals import check_created
@@ -43,14 +43,14 @@ from bearagent.trust.seals import Sealer
 from bearagent.workspace import LoadedWorkspace
 
 if TYPE_CHECKING:
-    from bearagent.mcp.manager import McpServerStatus
+    pass
 from bearagent.domain.run_events import ApprovalChoice
 from bearagent.domain.state import RunProjection, SessionRecord
-from bearagent.hooks.bridge import LoopHookAdapter, SessionHooks
+from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.ports import Clock, WorkspaceStore
 from bearagent.registries.actions import invoke_action
 from bearagent.runtime.approvals import ApprovalBroker
-from bearagent.runtime.loop import AgentLoop, RunOutcome
+from bearagent.runtime.loop import AgentLoop
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import (
     AgentPlan,
@@ -108,10 +108,7 @@ class WorkspaceRuntime:
         self.sessions = SessionService(loaded, self.resources, self.clock, self.ids)
         self.children = ChildRuns(self)
         self.plans = AgentPlans(self)
-        # planning is agent_plans.py's; the runtime offers it under its own names
-        self.plan = self.plans.plan
-        self.require_agent = self.plans.require_agent
-        self.budgets_for = self.plans.budgets_for
+        """Planning (`agent_plans.py`): callers call the part (`runtime.plans.plan`, `.require_agent`, ...)."""
         self.hook_wiring = SessionHookWiring(self)
         self.seals = Sealer(loaded.user_dir)
         """Seals the answers kept in the (workspace's, untrusted) log: approvals and "allow always" rules."""
@@ -154,23 +151,9 @@ class WorkspaceRuntime:
     def mode_in_force(self, agent: AgentSpec) -> ModeInForce:
         return admission.mode_for(self.loaded, agent, flag=self.permission_mode_flag)
 
-    def mcp_status(self) -> list[McpServerStatus] | None:
-        return self.resources.mcp_status()
-
-    def resolve_session(self, ref: str | None, agent: str, caller: str = "local") -> tuple[SessionRecord, bool]:
-        return self.sessions.resolve_session(ref, agent, caller)
-
-    def session_history(self, session_id: SessionId, *, before: RunId | None = None) -> list[Message]:
-        return self.sessions.session_history(session_id, before=before)
-
     async def aclose(self) -> None:
         await self.hook_wiring.close()
         await self.resources.aclose()
-
-    # ---- hooks -------------------------------------------------------------------------------------------------
-
-    def session_hooks(self, session_id: str, permission_mode: str) -> SessionHooks:
-        return self.hook_wiring.hooks(session_id, permission_mode)
 
     # ---- running -----------------------------------------------------------------------------------------------
 
@@ -289,7 +272,7 @@ class WorkspaceRuntime:
         )
         if options.session is None:  # a new session: nothing is written for a run that cannot start
             admission.check_model(
-                self.loaded, self.require_agent(options.agent or self.loaded.config.default_agent), options.model
+                self.loaded, self.plans.require_agent(options.agent or self.loaded.config.default_agent), options.model
             )
         await self.resources.recover()
         config = self.loaded.config
@@ -299,12 +282,12 @@ class WorkspaceRuntime:
         if options.trigger_type in ("message",):
             # on a thread: creating a session writes, and a write may wait for another process's lock
             session, created = await asyncio.to_thread(
-                self.resolve_session, options.session, options.agent or config.default_agent, options.caller
+                self.sessions.resolve_session, options.session, options.agent or config.default_agent, options.caller
             )
             if agent_name is None and not created:  # the row is not sealed: its own sealed record says
                 agent_name = await self.sealed_session_agent(session, options.caller)
         agent_name = agent_name or config.default_agent
-        agent = self.require_agent(agent_name)
+        agent = self.plans.require_agent(agent_name)
         if options.trigger_type == "message" and not agent.is_primary:
             raise BearAgentError(
                 ErrorInfo.of("invalid_request", "not_primary", f"agent {agent.name!r} is a subagent (mode: subagent)"),
@@ -316,7 +299,7 @@ class WorkspaceRuntime:
             options = replace(options, run_id=self.ids.new(RunId))
         assert options.run_id is not None
         key = session_key(session.session_id if session is not None else None, options.run_id)
-        return _Prepared(prompt, options, session, created, agent, self.budgets_for(agent, options.budgets), key)
+        return _Prepared(prompt, options, session, created, agent, self.plans.budgets_for(agent, options.budgets), key)
 
     def _spec(self, prepared: _Prepared, history: Sequence[Message], prelude: Sequence[RunEventPayload]) -> RunSpec:
         options, session = prepared.options, prepared.session
@@ -343,13 +326,13 @@ class WorkspaceRuntime:
         options, session, agent, session_key = prepared.options, prepared.session, prepared.agent, prepared.session_key
 
         async def go() -> RunResult:
-            hooks = self.session_hooks(session_key, str(self.mode_in_force(agent).mode))
+            hooks = self.hook_wiring.hooks(session_key, str(self.mode_in_force(agent).mode))
             history: list[Message] = []
             if session is not None:
                 # off the loop: the history is read through the store's synchronous face, which on PostgreSQL
                 # waits for the store's own loop (a long session is many reads)
                 history = await asyncio.to_thread(
-                    self.session_history, session.session_id, before=options.run_id if queued else None
+                    self.sessions.session_history, session.session_id, before=options.run_id if queued else None
                 )
                 await self.hook_wiring.start(session_key, hooks, created=prepared.created)
             remembered = await self.session_rules(session.session_id) if session is not None else ()
@@ -360,7 +343,7 @@ class WorkspaceRuntime:
             )
 
             async def planner(name: str) -> AgentPlan:
-                return await self.plan(
+                return await self.plans.plan(
                     name,
                     session_key=session_key,
                     model_override=options.model,
@@ -395,19 +378,12 @@ class WorkspaceRuntime:
                         }
                     )
                 )
-            return self._result(outcome, session.session_id if session is not None else None)
+            return result_of(outcome, session.session_id if session is not None else None)
 
         if session is None or locked:
             return await go()
         async with self.store.session_lock(session.session_id, wait=options.wait_for_session):
             return await go()
-
-    # the names `resuming.py` builds on
-    def result_of(self, outcome: RunOutcome, session_id: SessionId | None) -> RunResult:
-        return self._result(outcome, session_id)
-
-    def prompt_hash(self, system_prompt: str) -> str:
-        return self.plans.context.prompt_hash(system_prompt)
 
     async def resume(
         self, run_id: RunId, observer: RunObserver | None = None, *, wait: bool = True, caller: str = "local"
@@ -460,17 +436,6 @@ class WorkspaceRuntime:
         that does not verify (a cloned repository's, a forged one) is ignored."""
         record = await self.store.fetch_session(session_id)
         return self.seals.rules(str(session_id), record.allowed_rules) if record is not None else ()
-
-    def _result(self, outcome: RunOutcome, session_id: SessionId | None) -> RunResult:
-        return RunResult(
-            run_id=outcome.run_id,
-            session_id=session_id,
-            agent=outcome.agent_name,
-            status=outcome.status,
-            final=outcome.final_text,
-            usage=outcome.usage,
-            error=outcome.error,
-        )
 
     async def run_action(
         self,

@@ -1,0 +1,157 @@
+"""`runtime.log_follower`: the one follower of a workspace store's log (issue 30). Over a real SQLite store and a
+real run writer: every reader of a run (`follow_run`, the server's streams, the feed, `events --follow`) is served by
+the store's one follower; readers of one run share its store reads; one joining a run under way still gets it from
+sequence 1, without gaps or repeats; a run written through another handle (another process) is read by the poll; a
+workspace watcher hears of runs it did not follow; nothing stays subscribed after the run ends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from tests.support.events import EventFactory
+
+from bearagent.domain.budgets import BudgetLimits
+from bearagent.domain.events import Event
+from bearagent.domain.ids import RunId, Uuid4IdGenerator
+from bearagent.domain.run_events import RunCreatedV2, RunSucceededV2
+from bearagent.domain.state import RunProjection
+from bearagent.runtime.log_follower import LogFollower, follow_log
+from bearagent.runtime.run_writer import RunWriter, TokenDelta
+from bearagent.store.sqlite import SqliteEventStore
+
+CREATED = {"goal": "g", "agent_name": "build", "prompt_hash": "0" * 64}
+
+
+class CountingStore(SqliteEventStore):
+    """A real SQLite store that counts the reads of a run's events."""
+
+    reads = 0
+
+    async def fetch_events(self, run_id: RunId, after_sequence: int = 0, limit: int | None = None) -> Sequence[Event]:
+        self.reads += 1
+        return await super().fetch_events(run_id, after_sequence, limit)
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.events: list[int] = []
+        self.tokens: list[str] = []
+        self.done = asyncio.Event()
+
+    def event(self, event: Event) -> None:
+        self.events.append(event.sequence)
+
+    def token(self, delta: TokenDelta) -> None:
+        self.tokens.append(delta.text)
+
+    def ended(self) -> None:
+        self.done.set()
+
+
+def test_readers_of_one_run_share_the_follower_and_a_late_one_gets_it_from_the_start(tmp_path: Path) -> None:
+    async def go() -> None:
+        with CountingStore(tmp_path / "state.db") as store:
+            writer = RunWriter(store)
+            f = EventFactory()
+            await writer.append(f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED})))
+            await writer.append(f.run_started())
+            follower = LogFollower.of(store)
+            assert LogFollower.of(store) is follower  # one per store
+            follower.watch(writer)
+            follower.watch(writer)  # once per writer
+            first, second = Seen(), Seen()
+            stop_first = await follower.follow(f.run_id, first, poll_s=30, max_poll_s=30)
+            reads = store.reads
+            assert first.events == [1, 2] and follower.followed == 1
+            writer.publish_token(f.run_id, "a1", 0, "hel")  # live: after the last event delivered
+            for event in f.model_call(3, 2):
+                await writer.append(event)
+            upto = list(range(1, f.sequence + 1))
+            stop_second = await follower.follow(f.run_id, second, poll_s=30, max_poll_s=30)  # joins under way
+            assert second.events == upto and first.events == upto
+            assert first.tokens == ["hel"] and second.tokens == []
+            assert store.reads == reads + 1  # the joiner read what came before it; the commits themselves came live
+            await writer.append(f.event(RunSucceededV2(final_text="done")))
+            await asyncio.wait_for(asyncio.gather(first.done.wait(), second.done.wait()), 5)
+            assert first.events == second.events == [*upto, upto[-1] + 1]
+            assert follower.followed == 0  # the ended run is no longer followed
+            stop_first()
+            stop_second()
+
+    asyncio.run(go())
+
+
+def test_a_run_another_handle_writes_is_read_by_the_poll(tmp_path: Path) -> None:
+    async def go() -> None:
+        with SqliteEventStore(tmp_path / "state.db") as reading, SqliteEventStore(tmp_path / "state.db") as writing:
+            writer = RunWriter(writing)  # another process's writer: nothing it commits is published to `reading`
+            f = EventFactory()
+            await writer.append(f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED})))
+            got: list[int] = []
+
+            async def read() -> None:
+                async for item in follow_log(reading, None, f.run_id, poll_s=0.02, max_poll_s=0.05):
+                    assert not isinstance(item, TokenDelta)
+                    got.append(item.sequence)
+
+            reader = asyncio.create_task(read())
+            await asyncio.sleep(0.1)
+            await writer.append(f.run_started())
+            await writer.append(f.event(RunSucceededV2(final_text="done")))
+            await asyncio.wait_for(reader, 5)
+            assert got == [1, 2, 3]
+            assert LogFollower.of(reading).followed == 0
+
+    asyncio.run(go())
+
+
+def test_a_workspace_watcher_hears_of_runs_published_here_and_written_elsewhere(tmp_path: Path) -> None:
+    async def go() -> None:
+        with SqliteEventStore(tmp_path / "state.db") as store, SqliteEventStore(tmp_path / "state.db") as other:
+            follower = LogFollower.of(store)
+            here = RunWriter(store)
+            follower.watch(here)
+            heard: dict[RunId, RunProjection | None] = {}
+
+            def hear(run_id: RunId, run: RunProjection | None) -> None:
+                if heard.get(run_id) is None:
+                    heard[run_id] = run
+
+            stop = follower.watch_workspace(hear, discover_s=0.02)
+            local, remote = EventFactory(), EventFactory(ids=Uuid4IdGenerator())  # two runs
+            created = RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED})
+            await here.append(local.event(created))
+            assert local.run_id in heard  # told at once, by the publication
+            await RunWriter(other).append(remote.event(created))
+            for _ in range(250):
+                if remote.run_id in heard:
+                    break
+                await asyncio.sleep(0.02)
+            found = heard.get(remote.run_id)
+            assert found is not None and found.last_sequence == 1  # found by reading the newest runs
+            stop()
+
+    asyncio.run(go())
+
+
+def test_a_failed_first_read_raises_and_leaves_nothing_subscribed(tmp_path: Path) -> None:
+    class Broken(SqliteEventStore):
+        async def fetch_events(
+            self, run_id: RunId, after_sequence: int = 0, limit: int | None = None
+        ) -> Sequence[Event]:
+            raise OSError("disk gone")
+
+    async def go() -> None:
+        with Broken(tmp_path / "state.db") as store:
+            follower = LogFollower.of(store)
+            try:
+                await follower.follow(EventFactory().run_id, Seen())
+            except OSError as exc:
+                assert "disk gone" in str(exc)
+            else:
+                raise AssertionError("the read failed: follow must raise")
+            assert follower.followed == 0
+
+    asyncio.run(go())
