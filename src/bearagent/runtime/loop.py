@@ -245,6 +245,7 @@ class AgentLoop:
             await _cancel_recorded(recorder)
             raise
         self._observer.run_started(run_id, plan.agent_name)
+        self._tools.warm(spec, plan)
         return await self._execute(spec, recorder, state, planner, None, spec.budgets.max_wall_time_ms)
 
     async def resume(

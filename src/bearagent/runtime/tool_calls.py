@@ -6,7 +6,9 @@ stopped (run again if read-only, answered from its approval, else abandoned, nev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import threading
 from collections.abc import Sequence
 
 from bearagent.domain.diagnostics import name_list
@@ -28,7 +30,7 @@ from bearagent.rewind.capture import CAPTURED_TOOLS, capture_for
 from bearagent.runtime.cursor import InFlightCall
 from bearagent.runtime.loop_state import SWITCH_TOOL, TODO_TOOL, Active, LoopState, admit
 from bearagent.runtime.observer import RunObserver
-from bearagent.runtime.plan import RunSpec
+from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 
 MAX_PARALLEL_TOOLS = 8
@@ -150,6 +152,20 @@ class ToolCalls:
             await self._finish(recorder, state, call, activity, result)
             results.append(result)
         return results
+
+    def warm(self, spec: RunSpec, plan: AgentPlan) -> None:
+        """When the run may call Bash, start the workspace's first look (a full scan in a new process, the contents
+        a new workspace stores once) in the background, while the model answers: the first Bash call then only
+        waits for what is left of it (`WorkspaceCapture.warm`)."""
+        if not any(tool.internal_name == "Bash" for tool in plan.tools.values()):
+            return
+        capture = capture_for(spec.workspace_root)
+
+        def look() -> None:
+            with contextlib.suppress(Exception):  # best effort: the call's own look does whatever is left undone
+                capture.warm()
+
+        threading.Thread(target=look, name="bearagent-rewind-warm", daemon=True).start()
 
     async def _captured(
         self,
