@@ -165,3 +165,40 @@ def test_rewind_to_a_tool_call_keeps_what_came_before_it(tmp_path: Path, env: di
 
     unknown = invoke(["rewind", run_id[:8], "--to", "ffffffff-ffff", "-w", str(root)], env)
     assert unknown.exit_code != 0 and "no tool call" in unknown.output
+
+
+def test_db_prune_removes_the_contents_no_kept_run_names(tmp_path: Path, env: dict[str, str]) -> None:
+    """A content only a pruned run names goes with it; what the tree holds now (the capture's index) stays; a blob
+    younger than an hour stays (a running call may have just stored it); --dry-run removes nothing."""
+    import hashlib
+    import time
+
+    turns = [
+        _call("Write", file_path="f.txt", content="first\n"),
+        _call("Write", file_path="f.txt", content="second\n"),
+        {"text": "done"},
+    ]
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
+    result = invoke(["run", "-w", str(root), "--json", "write twice"], env)
+    assert result.exit_code == 0, result.output
+    blobs = root / ".bearagent" / "blobs"
+
+    def blob(text: str) -> Path:
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        return blobs / sha[:2] / sha
+
+    assert blob("first\n").is_file() and blob("second\n").is_file()
+    young = invoke(["db", "prune", "-w", str(root), "--older-than", "0m", "--dry-run", "--json"], env)
+    assert young.exit_code == 0, young.output
+    assert json.loads(young.output)["blobs"] == 0  # every blob is younger than an hour
+
+    old = time.time() - 7200
+    for path in blobs.rglob("*"):
+        os.utime(path, (old, old), follow_symlinks=False)
+    dry = invoke(["db", "prune", "-w", str(root), "--older-than", "0m", "--dry-run", "--json"], env)
+    assert json.loads(dry.output)["blobs"] == 1 and blob("first\n").is_file()
+
+    done = invoke(["db", "prune", "-w", str(root), "--older-than", "0m"], env)
+    assert done.exit_code == 0, done.output
+    assert "1 stored file content(s) no kept run names" in done.output
+    assert not blob("first\n").exists() and blob("second\n").is_file()  # the tree's current content stays

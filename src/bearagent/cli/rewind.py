@@ -51,6 +51,7 @@ def rewind(
         later.sort(key=lambda r: r.created_at)
     runs = [run, *later]
     capture = capture_for(root)
+    capture.set_limits(loaded.config.rewind.max_file_bytes, loaded.config.rewind.max_store_bytes)
     pending = capture.pending()
     if pending is not None and not as_json:
         click.echo(

@@ -59,6 +59,11 @@ class WorkspaceCapture:
         self._trusted = False
         """Whether the index is the tree as it is but for the paths named by the watcher's queued events."""
 
+    def set_limits(self, max_file_bytes: int, max_store_bytes: int) -> None:
+        """The blob store's limits, from the user config (`rewind:`; a workspace's config cannot set them)."""
+        self.blobs.max_file_bytes = max_file_bytes
+        self.blobs.max_store_bytes = max_store_bytes
+
     # ---- index -------------------------------------------------------------------------------------------------
 
     def _load(self) -> dict[str, tuple[Meta, FileState]]:
@@ -315,6 +320,14 @@ class WorkspaceCapture:
             self._persist(diff)
             (self._dir / "pending.json").unlink(missing_ok=True)
             return _event(diff, tool_call_id, tool_name)
+
+    def referenced(self) -> set[str]:
+        """The contents the index names (the last known state of the tree: the `before` of the next change of
+        each path), as kept on disk."""
+        with self._lock:
+            self._index = None
+            self._trusted = False
+            return {s.sha256 for _m, s in self._load().values() if s.sha256 is not None and s.restorable}
 
     def forget(self) -> None:
         """Drop the in-memory index (after a rewind changed the tree, the next scan re-reads what differs)."""

@@ -11,8 +11,9 @@ import dataclasses
 import hashlib
 import os
 import stat
+import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -151,6 +152,33 @@ class BlobStore:
         tmp.replace(target)
         self._used = self.used() + len(packed)
         return sha, True
+
+    def sweep(self, keep: Collection[str], *, grace_seconds: float, remove: bool) -> tuple[int, int]:
+        """Remove the blobs not in `keep` and older than `grace_seconds` (one just written may belong to a call whose
+        facts are not recorded yet); return how many there were and their size. Nothing is followed through a
+        link."""
+        if not self.root.is_dir() or self.root.is_symlink():
+            return 0, 0
+        cutoff = time.time() - grace_seconds
+        count = size = 0
+        for sub in self.root.iterdir():
+            if sub.is_symlink() or not sub.is_dir():
+                continue
+            for blob in sub.iterdir():
+                name = blob.name
+                try:
+                    st = blob.lstat()
+                except FileNotFoundError:
+                    continue
+                if name in keep or not stat.S_ISREG(st.st_mode) or st.st_mtime > cutoff:
+                    continue
+                count += 1
+                size += st.st_size
+                if remove:
+                    blob.unlink(missing_ok=True)
+        if remove:
+            self._used = None
+        return count, size
 
     def get(self, sha: str) -> bytes:
         """The content of `sha`, checked against its hash (a damaged blob raises ValueError, never restores)."""
