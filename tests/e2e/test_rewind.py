@@ -202,3 +202,37 @@ def test_db_prune_removes_the_contents_no_kept_run_names(tmp_path: Path, env: di
     assert done.exit_code == 0, done.output
     assert "1 stored file content(s) no kept run names" in done.output
     assert not blob("first\n").exists() and blob("second\n").is_file()  # the tree's current content stays
+
+
+def test_the_user_config_sets_the_blob_limits_and_a_workspace_cannot(tmp_path: Path, env: dict[str, str]) -> None:
+    """`rewind: {max_file_size: ...}` of the user config: a larger content is recorded by hash only, "not
+    restorable", and a rewind that needs it names it; the same section in a workspace's config is an error (the
+    user's limits apply) and a bad size names the key and the fix."""
+    turns = [_call("Write", file_path="big.txt", content="small\n"), {"text": "done"}]
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
+    write(root, "big.txt", "x" * 100)
+    user = Path(env["BEARAGENT_HOME"]) / "config.yaml"
+    base = user.read_text() if user.exists() else ""
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(base + "rewind: {max_file_size: 50B}\n")
+    write(root, ".bearagent/config.yaml", CONFIG + "rewind: {max_file_size: 1GiB}\n")
+
+    doctor = invoke(["doctor", "-w", str(root), "--json"], env)
+    assert "rewind" in doctor.output and "can only be set in the user config" in doctor.output
+
+    write(root, ".bearagent/config.yaml", CONFIG)
+    result = invoke(["run", "-w", str(root), "--json", "shrink it"], env)
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.output)["run_id"]
+    events = invoke(["events", run_id[:8], "-w", str(root), "--json"], env)
+    changed = [json.loads(line) for line in events.output.splitlines() if '"FilesChanged"' in line]
+    before = changed[0]["payload"]["changes"][0]["before"]
+    assert before["restorable"] is False and before["size"] == 100 and len(before["sha256"]) == 64
+
+    refused = invoke(["rewind", run_id[:8], "-w", str(root)], env)
+    assert refused.exit_code != 0 and "not restorable" in refused.output and "big.txt" in refused.output
+    assert (root / "big.txt").read_text() == "small\n"
+
+    user.write_text(base + "rewind: {max_file_size: lots}\n")
+    bad = invoke(["doctor", "-w", str(root), "--json"], env)
+    assert "rewind.max_file_size" in bad.output and "must be a size such as 16MiB" in bad.output
