@@ -4,6 +4,7 @@ second rewind is a no-op, and a file edited outside BearAgent since is named and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -236,3 +237,88 @@ def test_the_user_config_sets_the_blob_limits_and_a_workspace_cannot(tmp_path: P
     user.write_text(base + "rewind: {max_file_size: lots}\n")
     bad = invoke(["doctor", "-w", str(root), "--json"], env)
     assert "rewind.max_file_size" in bad.output and "must be a size such as 16MiB" in bad.output
+
+
+def _without(found: dict[str, tuple[str, int, bytes | str]], litter: Path) -> dict[str, tuple[str, int, bytes | str]]:
+    if litter.is_dir() and not any(litter.iterdir()):
+        return {k: v for k, v in found.items() if k != litter.name}
+    return found
+
+
+LONG_BASH = "echo changed > a.txt && printf new > made.txt && mkdir -p d && echo started > d/flag && sleep 60"
+
+
+@pytest.mark.parametrize("then", ["rewind", "resume", "next_run"])
+def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(tmp_path: Path, then: str) -> None:
+    """`bearagent run` killed with SIGKILL while its Bash call ran: whichever command comes next (a rewind, the
+    run's resume, another run's Bash call) records the dead call's changes in the dead run, marked as recorded
+    late, so that rewinding that run puts them back; nothing is absorbed silently."""
+    import signal
+    import subprocess
+    import time
+
+    home = tmp_path / "home"
+    env = {**os.environ, **isolated_env(home), "NO_COLOR": "1"}
+    turns = [_call("Bash", command=LONG_BASH), {"text": "done"}]
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
+    write(root, "a.txt", "one\n")
+    before = tree(root)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "go"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (root / "d" / "flag").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the Bash call never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)  # bearagent only: the sandbox dies with it
+        proc.wait(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (root / ".bearagent" / "rewind" / "pending.json").exists()
+    # the killed sandbox leaves its mount points behind; `.git` is never captured nor restored (docs/rewind.md)
+    litter = root / ".git"
+    run_id = json.loads(invoke(["runs", "list", "-w", str(root), "--json"], env).output)[0]["run_id"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "bearagent", *args, "-w", str(root)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done
+
+    dry = cli("rewind", run_id[:8], "--dry-run")
+    assert "stopped before its file changes were recorded" in dry.stderr  # reported, not yet recorded
+    if then == "rewind":
+        done = cli("rewind", run_id[:8])
+        assert "file change(s) of tool call" in done.stderr and "stopped before recording them" in done.stderr
+        assert _without(tree(root), litter) == before
+    else:
+        if then == "resume":
+            cli("runs", "resume", run_id[:8])
+        else:
+            write(
+                root, ".bearagent/script.yaml", json.dumps({"turns": [_call("Bash", command="true"), {"text": "ok"}]})
+            )
+            cli("run", "another")
+        assert not (root / ".bearagent" / "rewind" / "pending.json").exists()
+        cli("rewind", run_id[:8])
+        assert _without(tree(root), litter) == before
+    events = [json.loads(line) for line in cli("events", run_id[:8], "--json").stdout.splitlines()]
+    late = [
+        e for e in events if e["event_type"] == "FilesChanged" and "recorded late" in (e["payload"].get("note") or "")
+    ]
+    assert len(late) == 1, events
+    # the call's changes, and the mount points the sandbox made for it and had no time to remove (also undone)
+    assert {"a.txt", "made.txt", "d", "d/flag"} <= {c["path"] for c in late[0]["payload"]["changes"]}

@@ -34,8 +34,10 @@ def test_a_call_whose_process_died_is_recorded_late_by_the_next(tmp_path: Path) 
 
     fresh = WorkspaceCapture(root)  # the next process
     assert fresh.pending() == {"run_id": "run-1", "tool_call_id": CALL, "tool_name": "Bash"}
-    _scan, late = fresh.before("run-2", NEXT, "Bash")
-    assert late is not None and str(late.tool_call_id) == CALL and late.note is not None
+    _scan, found = fresh.before("run-2", NEXT, "Bash")
+    assert found is not None and found.run_id == "run-1"
+    late = found.event
+    assert str(late.tool_call_id) == CALL and late.note is not None
     assert [(c.path, c.before is not None, c.after is not None) for c in late.changes] == [("a.txt", True, True)]
     assert late.changes[0].before is not None
     assert late.changes[0].before.sha256 == hashlib.sha256(b"a\n").hexdigest()

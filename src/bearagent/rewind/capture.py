@@ -16,6 +16,7 @@ the dead call (`late`), and `bearagent rewind` reports them; they are never abso
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -24,6 +25,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from bearagent.domain.ids import ToolCallId
 from bearagent.domain.run_events import FileChange, FilesChangedV1, FileState
 from bearagent.rewind.tree import SKIPPED_DIRS, BlobStore, Meta, TreeTooLarge, capture_state, same, scan
 from bearagent.rewind.watch import Watcher, new_watcher
@@ -189,32 +191,46 @@ class WorkspaceCapture:
             return None
         return {str(k): str(v) for k, v in cast(dict[str, Any], raw).items()}
 
-    def before(self, run_id: str, tool_call_id: str, tool_name: str) -> tuple[bool, FilesChangedV1 | None]:
+    def before(self, run_id: str, tool_call_id: str, tool_name: str) -> tuple[bool, Late | None]:
         """Look at the tree before a call. Returns whether it is captured (False: the tree is over the scan limit)
         and, when a previous call died mid-way, the changes found for it (to be recorded, late)."""
         with self._lock:
-            late: FilesChangedV1 | None = None
-            stale = self.pending()
-            if stale is not None and self._index is None and not (self._dir / "index.json").exists():
-                stale = None
+            late: Late | None = None
+            stale = self._stale()
             try:
                 diff = self._refresh()
             except TreeTooLarge:
                 return False, None
             if stale is not None:
-                late = _event(
-                    diff,
-                    stale.get("tool_call_id"),
-                    stale.get("tool_name", "unknown") or "unknown",
-                    note=(
-                        f"recorded late: the process running this call (run {stale.get('run_id', '?')}) stopped "
-                        "before recording its changes; these are the differences found afterwards, and may include "
-                        "changes made outside BearAgent meanwhile"
-                    ),
-                )
+                late = _late(diff, stale)
             self._persist(diff)
             self._mark(run_id, tool_call_id, tool_name)
             return True, late
+
+    def _stale(self) -> dict[str, str] | None:
+        stale = self.pending()
+        if stale is not None and self._index is None and not (self._dir / "index.json").exists():
+            return None  # nothing was known before it: there is nothing to compare with
+        return stale
+
+    def settle(self, run_id: str | None = None) -> Late | None:
+        """The changes of a call whose process died (the pending marker; only if it names `run_id`, when given):
+        the differences between the index and the tree. None when no call is pending. The caller records them and
+        then calls `settled()`, or `forget()` when it could not (the marker stays: they are found again)."""
+        with self._lock:
+            stale = self._stale()
+            if stale is None or (run_id is not None and stale.get("run_id") != run_id):
+                return None
+            try:
+                return _late(self._refresh(), stale)
+            except TreeTooLarge:
+                return None
+
+    def settled(self) -> None:
+        """The changes `settle` returned are recorded: the index is kept and the marker removed."""
+        with self._lock:
+            self._save()
+            (self._dir / "pending.json").unlink(missing_ok=True)
 
     def _mark(self, run_id: str, tool_call_id: str, tool_name: str) -> None:
         self._dir.mkdir(parents=True, exist_ok=True)
@@ -336,6 +352,29 @@ class WorkspaceCapture:
             self._trusted = False
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Late:
+    """The changes of a call whose process died before recording them, found afterwards."""
+
+    run_id: str
+    """The run the dead call belonged to (where they are best recorded)."""
+    event: FilesChangedV1
+
+
+def _late(diff: Mapping[str, tuple[FileState | None, FileState | None]], stale: Mapping[str, str]) -> Late:
+    run_id = stale.get("run_id", "?")
+    event = _event(
+        diff,
+        stale.get("tool_call_id"),
+        stale.get("tool_name", "unknown") or "unknown",
+        note=(
+            f"recorded late: the process running this call (run {run_id}) stopped before recording its changes; "
+            "these are the differences found afterwards, and may include changes made outside BearAgent meanwhile"
+        ),
+    )
+    return Late(run_id, event)
+
+
 def _row(meta: Meta, state: FileState) -> list[object]:
     return [
         meta.kind,
@@ -376,6 +415,11 @@ def _event(
     note: str | None = None,
 ) -> FilesChangedV1:
     changes = [FileChange(path=p, before=b, after=a) for p, (b, a) in sorted(diff.items())]
+    if tool_call_id is not None:
+        try:  # read back from the marker (a workspace file): a damaged id is dropped, the changes are kept
+            ToolCallId(tool_call_id)
+        except ValueError:
+            tool_call_id = None
     return FilesChangedV1.model_validate(
         {
             "tool_call_id": tool_call_id,

@@ -275,6 +275,7 @@ class AgentLoop:
         if self._owner is None:
             raise ValueError("resuming a run needs the owner that takes it over")
         await recorder.append(RunResumedV1(owner=self._owner, reason=reason, changes=tuple(changes)))
+        await self._tools.settle(spec, recorder)
         self._observer.run_started(spec.run_id, plan.agent_name)
         for change in changes:
             self._observer.notice(spec.run_id, f"since this run started: {change}")
