@@ -322,3 +322,42 @@ def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(
     assert len(late) == 1, events
     # the call's changes, and the mount points the sandbox made for it and had no time to remove (also undone)
     assert {"a.txt", "made.txt", "d", "d/flag"} <= {c["path"] for c in late[0]["payload"]["changes"]}
+
+
+def test_two_bash_calls_with_a_directory_moved_are_rewound_call_by_call(tmp_path: Path, env: dict[str, str]) -> None:
+    """A directory renamed (the watches then hand over to a full scan), a hard link, a subtree removed and a
+    directory's mode, over two Bash calls of one run: each call records only its own changes, `--to` the second
+    call leaves the first's, and a full rewind gives the tree back byte for byte."""
+    first = "mv olddir newdir && echo more >> newdir/x.txt && ln newdir/x.txt hard && chmod 700 newdir/sub"
+    second = "rm -r newdir/sub && printf '\\377' > newdir/bin && ln -s newdir/x.txt newdir/link && echo 2 > hard"
+    turns = [_call("Bash", command=first), _call("Bash", command=second), {"text": "done"}]
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
+    write(root, "olddir/x.txt", "x\n")
+    write(root, "olddir/sub/deep.txt", "deep\n")
+    before = tree(root)
+    result = invoke(["run", "-w", str(root), "--json", "move things"], env)
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.output)["run_id"]
+    after = tree(root)
+
+    events = invoke(["events", run_id[:8], "-w", str(root), "--json"], env)
+    changed = [json.loads(line) for line in events.output.splitlines() if '"FilesChanged"' in line]
+    assert len(changed) == 2, events.output
+    one = {c["path"] for c in changed[0]["payload"]["changes"]}
+    two = {c["path"] for c in changed[1]["payload"]["changes"]}
+    assert one == {"olddir", "olddir/x.txt", "olddir/sub", "olddir/sub/deep.txt", "newdir", "newdir/x.txt"} | {
+        "newdir/sub",
+        "newdir/sub/deep.txt",
+        "hard",
+    }
+    assert two == {"newdir/sub", "newdir/sub/deep.txt", "newdir/bin", "newdir/link", "newdir/x.txt", "hard"}
+
+    to_second = invoke(["rewind", run_id[:8], "--to", changed[1]["payload"]["tool_call_id"], "-w", str(root)], env)
+    assert to_second.exit_code == 0, to_second.output
+    middle = tree(root)
+    assert middle["newdir/x.txt"] == ("file", 0o644, b"x\nmore\n") and middle["newdir/sub"][1] == 0o700
+    assert "newdir/bin" not in middle and "olddir" not in middle and middle != after
+
+    done = invoke(["rewind", run_id[:8], "-w", str(root)], env)
+    assert done.exit_code == 0, done.output
+    assert tree(root) == before

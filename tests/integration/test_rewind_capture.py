@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,26 @@ def test_a_new_process_trusts_the_index_and_its_journal(tmp_path: Path) -> None:
     assert (fourth._load()["a.txt"][1].sha256 or "") == hashlib.sha256(b"by the next call\n").hexdigest()  # pyright: ignore[reportPrivateUsage]
     fourth.before("run", NEXT, "Bash")
     assert fourth.after(NEXT, "Bash").changes == ()
+
+
+def test_a_write_through_another_hard_link_is_seen(tmp_path: Path) -> None:
+    """A file with several hard links changes when written through any of its names, one outside the workspace
+    included, and no event names the others: the watched capture `lstat`s such files at every look."""
+    import subprocess
+
+    root = _ws(tmp_path)
+    outside = tmp_path / "outside-name"
+    os.link(root / "a.txt", outside)
+    capture = WorkspaceCapture(root)
+
+    def call(command: str) -> list[str]:
+        capture.before("run", CALL, "Bash")
+        subprocess.run(["sh", "-c", command], cwd=root, check=True)
+        return [c.path for c in capture.after(CALL, "Bash").changes]
+
+    assert call("true") == []
+    assert call(f"echo through the outside name > {outside}") == ["a.txt"]
+    assert call("ln a.txt twin") == ["twin"]
+    assert call("echo through the twin > twin") == ["a.txt", "twin"]
+    assert call("rm twin") == ["twin"]
+    assert call(f"rm {outside} && echo alone > a.txt") == ["a.txt"]

@@ -60,6 +60,9 @@ class WorkspaceCapture:
         self._watcher: Watcher | None = None
         self._trusted = False
         """Whether the index is the tree as it is but for the paths named by the watcher's queued events."""
+        self._linked: set[str] = set()
+        """Files with more than one hard link: a write through another name (maybe outside the workspace) raises
+        no event for this one, so each watched look `lstat`s them all."""
 
     def set_limits(self, max_file_bytes: int, max_store_bytes: int) -> None:
         """The blob store's limits, from the user config (`rewind:`; a workspace's config cannot set them)."""
@@ -156,20 +159,22 @@ class WorkspaceCapture:
         look of the process, or when the watcher lost track). Raises TreeTooLarge."""
         dirty = self._watcher.drain() if self._trusted and self._watcher is not None else None
         if dirty is not None:
-            return self._sync_paths(sorted(dirty))
+            return self._sync_paths(sorted(dirty | self._linked))
         self._trusted = False
         if self._watcher is None and self._watch:
             self._watcher = new_watcher(str(self.root), SKIPPED_DIRS)
         elif self._watcher is not None:
             self._watcher.reset()
+        linked: set[str] = set()
         try:
-            scanned = scan(self.root, watcher=self._watcher)
+            scanned = scan(self.root, watcher=self._watcher, linked=linked)
         except TreeTooLarge:
             self._unwatch()
             raise
         if self._watcher is not None and self._watcher.broken:
             self._unwatch()  # out of watches: this process scans the whole tree at every look
         self._trusted = self._watcher is not None
+        self._linked = linked
         return self._sync(scanned)
 
     def _unwatch(self) -> None:
@@ -284,8 +289,16 @@ class WorkspaceCapture:
         try:
             st = path.lstat()
         except OSError:
+            self._linked.discard(rel)
             return None
         mode = st.st_mode
+        if stat.S_ISREG(mode) and st.st_nlink > 1:
+            if rel not in self._linked:  # a new hard link: the other names of its inode are watched alike
+                self._linked.add(rel)
+                index = self._load()
+                self._linked.update(p for p, (m, _s) in index.items() if m.kind == "file" and m.ino == st.st_ino)
+        else:
+            self._linked.discard(rel)
         if stat.S_ISLNK(mode):
             return Meta("symlink", stat.S_IMODE(mode), 0, st.st_mtime_ns, st.st_ino, os.readlink(path))
         if stat.S_ISDIR(mode):

@@ -48,10 +48,13 @@ class TreeTooLarge(Exception):
     """The tree has more than `MAX_SCAN_ENTRIES` entries."""
 
 
-def scan(root: Path, limit: int = MAX_SCAN_ENTRIES, watcher: Watcher | None = None) -> dict[str, Meta]:
+def scan(
+    root: Path, limit: int = MAX_SCAN_ENTRIES, watcher: Watcher | None = None, linked: set[str] | None = None
+) -> dict[str, Meta]:
     """Every path under `root` (relative, `/`-separated) but `SKIPPED_DIRS` at the top: files, symlinks (not followed)
     and directories. Other kinds (sockets, fifos, devices) are left out. With a `watcher`, each directory is watched
-    before it is listed (so that a change made after its listing is in the watcher's next drain)."""
+    before it is listed (so that a change made after its listing is in the watcher's next drain). `linked` receives
+    the files that have more than one hard link."""
     out: dict[str, Meta] = {}
     stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
@@ -76,6 +79,8 @@ def scan(root: Path, limit: int = MAX_SCAN_ENTRIES, watcher: Watcher | None = No
                 if stat.S_ISREG(mode):
                     kind: Kind = "file"
                     target = None
+                    if linked is not None and st.st_nlink > 1:
+                        linked.add(rel)
                 elif stat.S_ISLNK(mode):
                     kind = "symlink"
                     try:
