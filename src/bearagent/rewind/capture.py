@@ -12,6 +12,11 @@ recorded with the state it replaced. Write, Edit, MultiEdit, NotebookEdit and Ba
 A marker (`pending.json`) is written before a call and removed once its changes are recorded: if the process dies
 during the call (kill -9), the next capture in the workspace records the changes it finds against the index for
 the dead call (`late`), and `bearagent rewind` reports them; they are never absorbed silently.
+
+Why it is over 400 lines: one workspace's capture is one index under one lock. Its persistence (the file and the
+journal), the two ways of bringing it to the tree (the watched paths, the full scan), the marker of a call in flight
+and the late record of a dead one all read and change that same in-memory index under that lock; split apart, each
+part would reach into the others' state.
 """
 
 from __future__ import annotations

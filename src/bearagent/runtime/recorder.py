@@ -104,19 +104,6 @@ class RunRecorder:
     def sequence(self) -> int:
         return self._sequence
 
-    async def sibling(self, run_id: RunId) -> RunRecorder | None:
-        """A recorder of another run over the same writer, at that run's last sequence (None: no such run)."""
-        stored = await self._writer.storage.load_run(run_id)
-        if stored is None:
-            return None
-        return RunRecorder(
-            writer=self._writer,
-            clock=self._clock,
-            ids=self._ids,
-            run_id=run_id,
-            last_sequence=stored.state.last_sequence,
-        )
-
     async def load(self) -> RunProjection | None:
         """Read the run's projection from the store (a recorder taking over a run someone else last wrote to)."""
         stored = await self._writer.storage.load_run(self.run_id)

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import ErrorInfo
@@ -44,9 +44,17 @@ ABANDONED_MESSAGE = (
 class ToolCalls:
     """Makes the tool calls of the runs of one loop."""
 
-    def __init__(self, *, ids: IdGenerator, observer: RunObserver) -> None:
+    def __init__(
+        self,
+        *,
+        ids: IdGenerator,
+        observer: RunObserver,
+        recorder_of: Callable[[RunId], Awaitable[RunRecorder | None]] | None = None,
+    ) -> None:
         self._ids = ids
         self._observer = observer
+        self._recorder_of = recorder_of
+        """Another run's recorder at its last sequence (the loop's), for a dead call's changes recorded late."""
 
     async def call(
         self,
@@ -157,9 +165,9 @@ class ToolCalls:
         """A dead call's file changes, recorded in its own run when that run still takes them (so that rewinding it
         undoes them), else in this one (the note names the dead run)."""
         where = recorder
-        if late.run_id != str(recorder.run_id):
+        if late.run_id != str(recorder.run_id) and self._recorder_of is not None:
             with contextlib.suppress(Exception):  # no such run, or it moved on meanwhile: recorded here instead
-                dead = await recorder.sibling(RunId(late.run_id))
+                dead = await self._recorder_of(RunId(late.run_id))
                 if dead is not None:
                     await dead.append(late.event)
                     where = dead
