@@ -269,6 +269,7 @@ class WorkspaceCapture:
                 return
             try:
                 self._persist(self._refresh())
+                self.blobs.used()  # the store's size, summed once per process, before the first content is put
             except (TreeTooLarge, OSError):
                 return
 
