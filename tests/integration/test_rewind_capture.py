@@ -199,3 +199,24 @@ def test_a_write_through_another_hard_link_is_seen(tmp_path: Path) -> None:
     assert call("echo through the twin > twin") == ["a.txt", "twin"]
     assert call("rm twin") == ["twin"]
     assert call(f"rm {outside} && echo alone > a.txt") == ["a.txt"]
+
+
+def test_the_warm_up_never_absorbs_a_dead_calls_changes(tmp_path: Path) -> None:
+    """The look a run starts in the background takes in the tree, but not while a dead call's changes are
+    pending: those are left for the next call, which records them."""
+    root = _ws(tmp_path)
+    dead = WorkspaceCapture(root)
+    dead.before("run-1", CALL, "Bash")
+    (root / "a.txt").write_text("changed by the call\n")  # killed before `after`
+
+    fresh = WorkspaceCapture(root)
+    fresh.warm()
+    _ok, found = fresh.before("run-2", NEXT, "Bash")
+    assert found is not None and [c.path for c in found.event.changes] == ["a.txt"]
+    fresh.after(NEXT, "Bash")
+
+    (root / "b.txt").write_text("made outside between runs\n")
+    later = WorkspaceCapture(root)
+    later.warm()  # takes the outside change in
+    later.before("run-3", NEXT, "Bash")
+    assert later.after(NEXT, "Bash").changes == ()
