@@ -4,6 +4,7 @@ second rewind is a no-op, and a file edited outside BearAgent since is named and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -165,3 +166,198 @@ def test_rewind_to_a_tool_call_keeps_what_came_before_it(tmp_path: Path, env: di
 
     unknown = invoke(["rewind", run_id[:8], "--to", "ffffffff-ffff", "-w", str(root)], env)
     assert unknown.exit_code != 0 and "no tool call" in unknown.output
+
+
+def test_db_prune_removes_the_contents_no_kept_run_names(tmp_path: Path, env: dict[str, str]) -> None:
+    """A content only a pruned run names goes with it; what the tree holds now (the capture's index) stays; a blob
+    younger than an hour stays (a running call may have just stored it); --dry-run removes nothing."""
+    import hashlib
+    import time
+
+    turns = [
+        _call("Write", file_path="f.txt", content="first\n"),
+        _call("Write", file_path="f.txt", content="second\n"),
+        {"text": "done"},
+    ]
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
+    result = invoke(["run", "-w", str(root), "--json", "write twice"], env)
+    assert result.exit_code == 0, result.output
+    blobs = root / ".bearagent" / "blobs"
+
+    def blob(text: str) -> Path:
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        return blobs / sha[:2] / sha
+
+    assert blob("first\n").is_file() and blob("second\n").is_file()
+    young = invoke(["db", "prune", "-w", str(root), "--older-than", "0m", "--dry-run", "--json"], env)
+    assert young.exit_code == 0, young.output
+    assert json.loads(young.output)["blobs"] == 0  # every blob is younger than an hour
+
+    old = time.time() - 7200
+    for path in blobs.rglob("*"):
+        os.utime(path, (old, old), follow_symlinks=False)
+    dry = invoke(["db", "prune", "-w", str(root), "--older-than", "0m", "--dry-run", "--json"], env)
+    assert json.loads(dry.output)["blobs"] == 1 and blob("first\n").is_file()
+
+    done = invoke(["db", "prune", "-w", str(root), "--older-than", "0m"], env)
+    assert done.exit_code == 0, done.output
+    assert "1 stored file content(s) no kept run names" in done.output
+    assert not blob("first\n").exists() and blob("second\n").is_file()  # the tree's current content stays
+
+
+def test_the_user_config_sets_the_blob_limits_and_a_workspace_cannot(tmp_path: Path, env: dict[str, str]) -> None:
+    """`rewind: {max_file_size: ...}` of the user config: a larger content is recorded by hash only, "not
+    restorable", and a rewind that needs it names it; the same section in a workspace's config is an error (the
+    user's limits apply) and a bad size names the key and the fix."""
+    turns = [_call("Write", file_path="big.txt", content="small\n"), {"text": "done"}]
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
+    write(root, "big.txt", "x" * 100)
+    user = Path(env["BEARAGENT_HOME"]) / "config.yaml"
+    base = user.read_text() if user.exists() else ""
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(base + "rewind: {max_file_size: 50B}\n")
+    write(root, ".bearagent/config.yaml", CONFIG + "rewind: {max_file_size: 1GiB}\n")
+
+    doctor = invoke(["doctor", "-w", str(root), "--json"], env)
+    assert "rewind" in doctor.output and "can only be set in the user config" in doctor.output
+
+    write(root, ".bearagent/config.yaml", CONFIG)
+    result = invoke(["run", "-w", str(root), "--json", "shrink it"], env)
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.output)["run_id"]
+    events = invoke(["events", run_id[:8], "-w", str(root), "--json"], env)
+    changed = [json.loads(line) for line in events.output.splitlines() if '"FilesChanged"' in line]
+    before = changed[0]["payload"]["changes"][0]["before"]
+    assert before["restorable"] is False and before["size"] == 100 and len(before["sha256"]) == 64
+
+    refused = invoke(["rewind", run_id[:8], "-w", str(root)], env)
+    assert refused.exit_code != 0 and "not restorable" in refused.output and "big.txt" in refused.output
+    assert (root / "big.txt").read_text() == "small\n"
+
+    user.write_text(base + "rewind: {max_file_size: lots}\n")
+    bad = invoke(["doctor", "-w", str(root), "--json"], env)
+    assert "rewind.max_file_size" in bad.output and "must be a size such as 16MiB" in bad.output
+
+
+def _without(found: dict[str, tuple[str, int, bytes | str]], litter: Path) -> dict[str, tuple[str, int, bytes | str]]:
+    if litter.is_dir() and not any(litter.iterdir()):
+        return {k: v for k, v in found.items() if k != litter.name}
+    return found
+
+
+LONG_BASH = "echo changed > a.txt && printf new > made.txt && mkdir -p d && echo started > d/flag && sleep 60"
+
+
+@pytest.mark.parametrize("then", ["rewind", "resume", "next_run"])
+def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(tmp_path: Path, then: str) -> None:
+    """`bearagent run` killed with SIGKILL while its Bash call ran: whichever command comes next (a rewind, the
+    run's resume, another run's Bash call) records the dead call's changes in the dead run, marked as recorded
+    late, so that rewinding that run puts them back; nothing is absorbed silently."""
+    import signal
+    import subprocess
+    import time
+
+    home = tmp_path / "home"
+    env = {**os.environ, **isolated_env(home), "NO_COLOR": "1"}
+    turns = [_call("Bash", command=LONG_BASH), {"text": "done"}]
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
+    write(root, "a.txt", "one\n")
+    before = tree(root)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "go"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (root / "d" / "flag").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the Bash call never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)  # bearagent only: the sandbox dies with it
+        proc.wait(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (root / ".bearagent" / "rewind" / "pending.json").exists()
+    # the killed sandbox leaves its mount points behind; `.git` is never captured nor restored (docs/rewind.md)
+    litter = root / ".git"
+    run_id = json.loads(invoke(["runs", "list", "-w", str(root), "--json"], env).output)[0]["run_id"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "bearagent", *args, "-w", str(root)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done
+
+    dry = cli("rewind", run_id[:8], "--dry-run")
+    assert "stopped before its file changes were recorded" in dry.stderr  # reported, not yet recorded
+    if then == "rewind":
+        done = cli("rewind", run_id[:8])
+        assert "file change(s) of tool call" in done.stderr and "stopped before recording them" in done.stderr
+        assert _without(tree(root), litter) == before
+    else:
+        if then == "resume":
+            cli("runs", "resume", run_id[:8])
+        else:
+            write(
+                root, ".bearagent/script.yaml", json.dumps({"turns": [_call("Bash", command="true"), {"text": "ok"}]})
+            )
+            cli("run", "another")
+        assert not (root / ".bearagent" / "rewind" / "pending.json").exists()
+        cli("rewind", run_id[:8])
+        assert _without(tree(root), litter) == before
+    events = [json.loads(line) for line in cli("events", run_id[:8], "--json").stdout.splitlines()]
+    late = [
+        e for e in events if e["event_type"] == "FilesChanged" and "recorded late" in (e["payload"].get("note") or "")
+    ]
+    assert len(late) == 1, events
+    # the call's changes, and the mount points the sandbox made for it and had no time to remove (also undone)
+    assert {"a.txt", "made.txt", "d", "d/flag"} <= {c["path"] for c in late[0]["payload"]["changes"]}
+
+
+def test_two_bash_calls_with_a_directory_moved_are_rewound_call_by_call(tmp_path: Path, env: dict[str, str]) -> None:
+    """A directory renamed (the watches then hand over to a full scan), a hard link, a subtree removed and a
+    directory's mode, over two Bash calls of one run: each call records only its own changes, `--to` the second
+    call leaves the first's, and a full rewind gives the tree back byte for byte."""
+    first = "mv olddir newdir && echo more >> newdir/x.txt && ln newdir/x.txt hard && chmod 700 newdir/sub"
+    second = "rm -r newdir/sub && printf '\\377' > newdir/bin && ln -s newdir/x.txt newdir/link && echo 2 > hard"
+    turns = [_call("Bash", command=first), _call("Bash", command=second), {"text": "done"}]
+    root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
+    write(root, "olddir/x.txt", "x\n")
+    write(root, "olddir/sub/deep.txt", "deep\n")
+    before = tree(root)
+    result = invoke(["run", "-w", str(root), "--json", "move things"], env)
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.output)["run_id"]
+    after = tree(root)
+
+    events = invoke(["events", run_id[:8], "-w", str(root), "--json"], env)
+    changed = [json.loads(line) for line in events.output.splitlines() if '"FilesChanged"' in line]
+    assert len(changed) == 2, events.output
+    one = {c["path"] for c in changed[0]["payload"]["changes"]}
+    two = {c["path"] for c in changed[1]["payload"]["changes"]}
+    assert one == {"olddir", "olddir/x.txt", "olddir/sub", "olddir/sub/deep.txt", "newdir", "newdir/x.txt"} | {
+        "newdir/sub",
+        "newdir/sub/deep.txt",
+        "hard",
+    }
+    assert two == {"newdir/sub", "newdir/sub/deep.txt", "newdir/bin", "newdir/link", "newdir/x.txt", "hard"}
+
+    to_second = invoke(["rewind", run_id[:8], "--to", changed[1]["payload"]["tool_call_id"], "-w", str(root)], env)
+    assert to_second.exit_code == 0, to_second.output
+    middle = tree(root)
+    assert middle["newdir/x.txt"] == ("file", 0o644, b"x\nmore\n") and middle["newdir/sub"][1] == 0o700
+    assert "newdir/bin" not in middle and "olddir" not in middle and middle != after
+
+    done = invoke(["rewind", run_id[:8], "-w", str(root)], env)
+    assert done.exit_code == 0, done.output
+    assert tree(root) == before

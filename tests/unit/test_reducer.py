@@ -326,10 +326,13 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     )
     folder.feed(f.event(RunSucceededV2(final_text="Done.", stop_reason="end_turn")))
     assert folder.state.final_text == "Done." and folder.state.stop_reason == "end_turn"
-    # a finished run still takes its rewind (docs/rewind.md), and nothing else
+    # a finished run still takes its rewind (docs/rewind.md) and a dead call's late changes, and nothing else
     finished = folder.state
     folder.feed(f.event(FilesRewoundV1(changes=(FileChange(path="a.txt"),))))
     assert folder.state == finished.model_copy(update={"last_sequence": finished.last_sequence + 1})
+    # ... and the file changes of a call whose process died, recorded late by the next process
+    folder.feed(f.event(FilesChangedV1(tool_name="Bash", note="recorded late", changes=(FileChange(path="b"),))))
+    assert folder.state == finished.model_copy(update={"last_sequence": finished.last_sequence + 2})
     seen |= folder.seen
 
     # v1 endings and v1 failures

@@ -285,7 +285,12 @@ class Resources:
         return self._mcp
 
     def loop(self, *, retry: RetryPolicy, hooks: LoopHooks | None, observer: RunObserver) -> AgentLoop:
-        """An agent loop over this store and writer; its runs are held (owner + heartbeat) by the lease keeper."""
+        """An agent loop over this store and writer; its runs are held (owner + heartbeat) by the lease keeper. The
+        workspace's file-change capture gets the blob store's limits of the user config (`rewind:`)."""
+        from bearagent.rewind.capture import capture_for
+
+        limits = self.loaded.config.rewind
+        capture_for(self.root).set_limits(limits.max_file_bytes, limits.max_store_bytes)
         return AgentLoop(
             store=self.store,
             writer=self.writer,

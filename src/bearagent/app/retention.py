@@ -27,16 +27,42 @@ class PruneReport:
     files: int
     file_bytes: int
     dry_run: bool
+    blobs: int = 0
+    blob_bytes: int = 0
 
     @property
     def freed_bytes(self) -> int:
-        return self.result.event_bytes + self.file_bytes
+        return self.result.event_bytes + self.file_bytes + self.blob_bytes
+
+
+BLOB_GRACE_SECONDS = 3600.0
+"""A blob younger than this is kept even when no run names it yet: a call still running may have just stored it."""
 
 
 def prune_workspace(loaded: LoadedWorkspace, store: WorkspaceStore, before: datetime, *, dry_run: bool) -> PruneReport:
     result = store.prune_runs(before, dry_run=dry_run)
     files, size = _spilled(loaded, result.tool_call_ids, remove=not dry_run)
-    return PruneReport(result, files, size, dry_run)
+    blobs, blob_bytes = _unreferenced_blobs(loaded, store, set(result.run_ids) if dry_run else set(), dry_run)
+    return PruneReport(result, files, size, dry_run, blobs, blob_bytes)
+
+
+def _unreferenced_blobs(
+    loaded: LoadedWorkspace, store: WorkspaceStore, pruned: set[str], dry_run: bool
+) -> tuple[int, int]:
+    """Rewind's blobs (`.bearagent/blobs/`, docs/rewind.md) that neither a kept run's file changes nor the capture's
+    index (the current state of the tree) name, older than `BLOB_GRACE_SECONDS`: removed (or, `dry_run`, counted
+    as if `pruned` were gone)."""
+    from bearagent.rewind.capture import blob_store, capture_for
+    from bearagent.rewind.restore import blobs_of
+
+    blobs = blob_store(loaded.root)
+    if not blobs.root.is_dir():
+        return 0, 0
+    keep = capture_for(loaded.root).referenced()
+    for run in store.list_runs(limit=10_000_000):
+        if str(run.run_id) not in pruned:
+            keep |= blobs_of(store.read_events(run.run_id))
+    return blobs.sweep(keep, grace_seconds=BLOB_GRACE_SECONDS, remove=not dry_run)
 
 
 def _spilled(loaded: LoadedWorkspace, tool_call_ids: tuple[str, ...], *, remove: bool) -> tuple[int, int]:

@@ -226,7 +226,8 @@ def prune(
     workspace: Path | None, as_json: bool, older_than: str | None, dry_run: bool, vacuum: bool, debug: bool
 ) -> None:
     """Remove runs that ended (succeeded, failed, cancelled) before a cut-off, with their subagents' runs, their
-    search index rows and the tool results they spilled to `.bearagent/tool-results/`.
+    search index rows and the tool results they spilled to `.bearagent/tool-results/`; then the stored contents of
+    changed files (`.bearagent/blobs/`, for `bearagent rewind`) that no kept run names, older than an hour.
 
     Runs that can still continue (queued, running, waiting, interrupted) and runs pinned with `bearagent runs pin`
     are kept, whatever their age. Everything of a run goes in one transaction, or nothing does.
@@ -276,6 +277,8 @@ def prune(
                 "event_bytes": result.event_bytes,
                 "files": report.files,
                 "file_bytes": report.file_bytes,
+                "blobs": report.blobs,
+                "blob_bytes": report.blob_bytes,
                 "freed_bytes": report.freed_bytes,
                 "kept_pinned": result.kept_pinned,
                 "run_ids": list(result.run_ids),
@@ -288,7 +291,8 @@ def prune(
         f"{verb} {result.top_level} run(s) created before {before.astimezone().strftime('%Y-%m-%d %H:%M')}"
         + (f" (and {children} subagent run(s))" if children else "")
         + f": {result.events} events, {report.files} spilled tool result(s), "
-        f"{report.freed_bytes / 1e6:,.2f} MB {'to free' if dry_run else 'freed'}"
+        + (f"{report.blobs} stored file content(s) no kept run names, " if report.blobs else "")
+        + f"{report.freed_bytes / 1e6:,.2f} MB {'to free' if dry_run else 'freed'}"
     )
     if result.kept_pinned:
         click.echo(f"kept {result.kept_pinned} pinned run(s) (`bearagent runs unpin RUN` lets a prune remove one)")

@@ -5,10 +5,16 @@ run (and the later runs of its session) or before one of its tool calls, from th
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bearagent.cli._config_common import emit_json, fail, json_option, workspace_option
+
+if TYPE_CHECKING:
+    from bearagent.ports import WorkspaceStore
+    from bearagent.rewind.capture import WorkspaceCapture
+    from bearagent.workspace import LoadedWorkspace
 
 
 @click.command("rewind")
@@ -51,13 +57,18 @@ def rewind(
         later.sort(key=lambda r: r.created_at)
     runs = [run, *later]
     capture = capture_for(root)
+    capture.set_limits(loaded.config.rewind.max_file_bytes, loaded.config.rewind.max_store_bytes)
     pending = capture.pending()
-    if pending is not None and not as_json:
-        click.echo(
-            f"warning: tool call {pending.get('tool_call_id')} of run {pending.get('run_id')} stopped before its "
-            "file changes were recorded; they are recorded by the next tool call in this workspace",
-            err=True,
-        )
+    if pending is not None and dry_run:
+        if not as_json:
+            click.echo(
+                f"warning: tool call {pending.get('tool_call_id')} of run {pending.get('run_id')} stopped before its "
+                "file changes were recorded; `bearagent rewind` without --dry-run records them first (or the next "
+                "tool call in this workspace does)",
+                err=True,
+            )
+    elif pending is not None:
+        _record_late(capture, store, loaded)
     plan = plan_rewind(root, [store.read_events(r.run_id) for r in runs], to_tool_call)
     if not plan.found:
         fail(f"no tool call {to_tool_call} in run {run_id}", f"see its tool calls with `bearagent events {run_ref}`")
@@ -99,3 +110,44 @@ def rewind(
     for item in listing:
         click.echo(f"{item['action']}d {item['path']}")
     click.echo(f"rewound {len(listing)} path(s)")
+
+
+def _record_late(capture: WorkspaceCapture, store: WorkspaceStore, loaded: LoadedWorkspace) -> None:
+    """The file changes of a call whose process died (kill -9), recorded in its run before the rewind plans: they
+    are then rewound like any other. If they cannot be recorded the rewind stops (the marker stays)."""
+    import asyncio
+
+    from bearagent.app.resources import writer_over
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.domain.ids import RunId, Uuid4IdGenerator
+    from bearagent.ports import SystemClock
+    from bearagent.service.facts import append_outside_loop
+
+    late = capture.settle()
+    if late is None:
+        return
+    if late.event.changes:
+        try:
+            dead = store.get_run(RunId(late.run_id))
+            if dead is None:
+                raise ValueError(f"run {late.run_id} is not in this workspace's store")
+            writer = writer_over(loaded, store)
+            asyncio.run(
+                append_outside_loop(
+                    writer, SystemClock(), Uuid4IdGenerator(), dead.run_id, dead.last_sequence, (late.event,)
+                )
+            )
+        except (BearAgentError, ValueError) as exc:
+            capture.forget()
+            reason = exc.info.message if isinstance(exc, BearAgentError) else str(exc)
+            fail(
+                f"tool call {late.event.tool_call_id} of run {late.run_id} stopped before its file changes were "
+                f"recorded, and they could not be recorded now: {reason}; nothing was rewound",
+                "see docs/rewind.md (a process killed during a call)",
+            )
+        click.echo(
+            f"recorded {len(late.event.changes)} file change(s) of tool call {late.event.tool_call_id} of run "
+            f"{late.run_id}, which stopped before recording them",
+            err=True,
+        )
+    capture.settled()

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from bearagent.config.files import YamlDoc, did_you_mean, load_yaml_mapping, unknown_key_diagnostics
 from bearagent.config.retention_settings import RetentionSettings
+from bearagent.config.rewind_settings import RewindSettings
 from bearagent.config.safe_read import stray_file
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain._base import DomainModel
@@ -54,6 +55,7 @@ TOP_LEVEL_KEYS = frozenset(
         "store",
         "compaction",
         "retention",
+        "rewind",
     }
 )
 BUDGET_KEYS = BUDGET_FIELDS
@@ -126,6 +128,8 @@ class BearConfig(DomainModel):
     """`compaction:` (docs/runtime.md#compaction); an agent's `policy.compaction` goes over it key by key."""
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     """`retention:` (user config only: `config/retention_settings.py`): `db prune`'s default age, `doctor`'s size."""
+    rewind: RewindSettings = Field(default_factory=RewindSettings)
+    """`rewind:` (user config only: `config/rewind_settings.py`): the limits of the store of changed files' contents."""
 
 
 @dataclass
@@ -271,6 +275,7 @@ def _parse_sandbox_sections(cf: ConfigFile, data: Mapping[str, object], diagnost
     `bearagent.config.store_settings`): sections whose parser reports problems per field; only valid keys land in
     settings."""
     from bearagent.config.retention_settings import parse_retention
+    from bearagent.config.rewind_settings import parse_rewind
     from bearagent.config.store_settings import parse_store
     from bearagent.sandbox.settings import parse_sandbox, parse_shell_env
 
@@ -279,6 +284,7 @@ def _parse_sandbox_sections(cf: ConfigFile, data: Mapping[str, object], diagnost
         ("shell_env", parse_shell_env(data.get("shell_env"))),
         ("store", parse_store(data.get("store"), level=cf.level)),
         ("retention", parse_retention(data.get("retention"), level=cf.level)),
+        ("rewind", parse_rewind(data.get("rewind"), level=cf.level)),
     ):
         if key in data:
             cf.settings[key] = parsed
@@ -488,6 +494,7 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
     store = StoreSettings()
     compaction = CompactionSettings()
     retention = RetentionSettings()
+    rewind = RewindSettings()
     sandbox_layers = [(cf.level, cast(dict[str, object], cf.settings.get("sandbox", {}))) for cf in files]
     shell_env_layers = [(cf.level, cast(dict[str, object], cf.settings.get("shell_env", {}))) for cf in files]
     for cf in files:
@@ -530,6 +537,8 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
             store = StoreSettings.model_validate({**cast(dict[str, object], s["store"]), "source": str(cf.path)})
         if s.get("retention") and cf.level != "workspace":  # a workspace's is refused when parsed; never merged
             retention = retention.model_copy(update={**cast(dict[str, object], s["retention"]), "source": str(cf.path)})
+        if s.get("rewind") and cf.level != "workspace":  # a workspace's is refused when parsed; never merged
+            rewind = rewind.model_copy(update={**cast(dict[str, object], s["rewind"]), "source": str(cf.path)})
     if kind == "chat":
         policy_by = "kind: chat"
     return BearConfig(
@@ -555,4 +564,5 @@ def merge_config(files: list[ConfigFile]) -> BearConfig:
         store=store,
         compaction=compaction,
         retention=retention,
+        rewind=rewind,
     )

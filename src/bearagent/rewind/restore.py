@@ -57,6 +57,17 @@ def _changes(event: Event) -> Sequence[FileChange]:
     return ()
 
 
+def blobs_of(events: Iterable[Event]) -> set[str]:
+    """The contents the `FilesChanged` / `FilesRewound` facts of `events` name (what a rewind may need)."""
+    out: set[str] = set()
+    for event in events:
+        for change in _changes(event):
+            for state in (change.before, change.after):
+                if state is not None and state.sha256 is not None:
+                    out.add(state.sha256)
+    return out
+
+
 def plan_rewind(root: Path, runs: Iterable[Sequence[Event]], to_tool_call: str | None = None) -> Plan:
     """What a rewind to the state before the first run of `runs` (or before tool call `to_tool_call` in it) does.
     `runs` are the events of the run and of the later ones, oldest first."""

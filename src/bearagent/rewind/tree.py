@@ -11,12 +11,14 @@ import dataclasses
 import hashlib
 import os
 import stat
+import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Literal
 
 from bearagent.domain.run_events import FileState
+from bearagent.rewind.watch import Watcher
 
 SKIPPED_DIRS = frozenset({".git", ".bearagent"})
 """Top-level directories never captured nor restored: the repository's own history and BearAgent's state."""
@@ -46,13 +48,19 @@ class TreeTooLarge(Exception):
     """The tree has more than `MAX_SCAN_ENTRIES` entries."""
 
 
-def scan(root: Path, limit: int = MAX_SCAN_ENTRIES) -> dict[str, Meta]:
+def scan(
+    root: Path, limit: int = MAX_SCAN_ENTRIES, watcher: Watcher | None = None, linked: set[str] | None = None
+) -> dict[str, Meta]:
     """Every path under `root` (relative, `/`-separated) but `SKIPPED_DIRS` at the top: files, symlinks (not followed)
-    and directories. Other kinds (sockets, fifos, devices) are left out."""
+    and directories. Other kinds (sockets, fifos, devices) are left out. With a `watcher`, each directory is watched
+    before it is listed (so that a change made after its listing is in the watcher's next drain). `linked` receives
+    the files that have more than one hard link."""
     out: dict[str, Meta] = {}
     stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
         path, prefix = stack.pop()
+        if watcher is not None:
+            watcher.watch(path, prefix[:-1])
         try:
             entries = os.scandir(path)
         except OSError:
@@ -71,6 +79,8 @@ def scan(root: Path, limit: int = MAX_SCAN_ENTRIES) -> dict[str, Meta]:
                 if stat.S_ISREG(mode):
                     kind: Kind = "file"
                     target = None
+                    if linked is not None and st.st_nlink > 1:
+                        linked.add(rel)
                 elif stat.S_ISLNK(mode):
                     kind = "symlink"
                     try:
@@ -147,6 +157,33 @@ class BlobStore:
         tmp.replace(target)
         self._used = self.used() + len(packed)
         return sha, True
+
+    def sweep(self, keep: Collection[str], *, grace_seconds: float, remove: bool) -> tuple[int, int]:
+        """Remove the blobs not in `keep` and older than `grace_seconds` (one just written may belong to a call whose
+        facts are not recorded yet); return how many there were and their size. Nothing is followed through a
+        link."""
+        if not self.root.is_dir() or self.root.is_symlink():
+            return 0, 0
+        cutoff = time.time() - grace_seconds
+        count = size = 0
+        for sub in self.root.iterdir():
+            if sub.is_symlink() or not sub.is_dir():
+                continue
+            for blob in sub.iterdir():
+                name = blob.name
+                try:
+                    st = blob.lstat()
+                except FileNotFoundError:
+                    continue
+                if name in keep or not stat.S_ISREG(st.st_mode) or st.st_mtime > cutoff:
+                    continue
+                count += 1
+                size += st.st_size
+                if remove:
+                    blob.unlink(missing_ok=True)
+        if remove:
+            self._used = None
+        return count, size
 
     def get(self, sha: str) -> bytes:
         """The content of `sha`, checked against its hash (a damaged blob raises ValueError, never restores)."""

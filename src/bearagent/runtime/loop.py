@@ -147,7 +147,22 @@ class AgentLoop:
             observer=self._observer,
             context=self._context,
         )
-        self._tools = ToolCalls(ids=ids, observer=self._observer)
+        self._tools = ToolCalls(ids=ids, observer=self._observer, recorder_of=self._recorder_of)
+
+    async def _recorder_of(self, run_id: RunId) -> RunRecorder | None:
+        """A recorder of another run of this store at its last sequence (None: no such run): where a dead call's
+        file changes are recorded when the next call finds them (`rewind/capture.py`)."""
+        stored = await self._writer.storage.load_run(run_id)
+        if stored is None:
+            return None
+        return RunRecorder(
+            writer=self._writer,
+            clock=self._clock,
+            ids=self._ids,
+            run_id=run_id,
+            sinks=self._sinks,
+            last_sequence=stored.state.last_sequence,
+        )
 
     async def run(self, spec: RunSpec, plan: AgentPlan, planner: Planner | None = None) -> RunOutcome:
         """Run to a terminal state. Cancellation is recorded (RunCancelled) and then re-raised."""
@@ -245,6 +260,7 @@ class AgentLoop:
             await _cancel_recorded(recorder)
             raise
         self._observer.run_started(run_id, plan.agent_name)
+        self._tools.warm(spec, plan)
         return await self._execute(spec, recorder, state, planner, None, spec.budgets.max_wall_time_ms)
 
     async def resume(
@@ -274,6 +290,7 @@ class AgentLoop:
         if self._owner is None:
             raise ValueError("resuming a run needs the owner that takes it over")
         await recorder.append(RunResumedV1(owner=self._owner, reason=reason, changes=tuple(changes)))
+        await self._tools.settle(spec, recorder)
         self._observer.run_started(spec.run_id, plan.agent_name)
         for change in changes:
             self._observer.notice(spec.run_id, f"since this run started: {change}")

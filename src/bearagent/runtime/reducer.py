@@ -513,8 +513,9 @@ def _on_record(run: RunState, active: Active, fact: Fact) -> Active:
 
 _Handler = Callable[[RunState, Active, Fact], Active]
 
-AFTER_FINISH = frozenset({"FilesRewound"})
-"""Facts a finished run still accepts: a rewind of its file changes (`rewind/`), recorded in the run it undid."""
+AFTER_FINISH = frozenset({"FilesRewound", "FilesChanged"})
+"""Facts a finished run still accepts: a rewind of its file changes (`rewind/`), recorded in the run it undid, and
+the file changes of one of its calls whose process died, recorded late by the next process (`rewind/capture.py`)."""
 
 _HANDLERS: Mapping[str, _Handler] = {
     "RunCreated": _on_created,

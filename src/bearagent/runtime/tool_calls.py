@@ -6,12 +6,14 @@ stopped (run again if read-only, answered from its approval, else abandoned, nev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 
 from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import ErrorInfo
-from bearagent.domain.ids import ActivityId, IdGenerator
+from bearagent.domain.ids import ActivityId, IdGenerator, RunId
 from bearagent.domain.models import ModelToolCall
 from bearagent.domain.run_events import (
     FilesChangedV1,
@@ -24,11 +26,11 @@ from bearagent.domain.run_events import (
 )
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import ApprovalDeferred, ToolContext
-from bearagent.rewind.capture import CAPTURED_TOOLS, capture_for
+from bearagent.rewind.capture import CAPTURED_TOOLS, Late, capture_for
 from bearagent.runtime.cursor import InFlightCall
 from bearagent.runtime.loop_state import SWITCH_TOOL, TODO_TOOL, Active, LoopState, admit
 from bearagent.runtime.observer import RunObserver
-from bearagent.runtime.plan import RunSpec
+from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
 
 MAX_PARALLEL_TOOLS = 8
@@ -42,9 +44,17 @@ ABANDONED_MESSAGE = (
 class ToolCalls:
     """Makes the tool calls of the runs of one loop."""
 
-    def __init__(self, *, ids: IdGenerator, observer: RunObserver) -> None:
+    def __init__(
+        self,
+        *,
+        ids: IdGenerator,
+        observer: RunObserver,
+        recorder_of: Callable[[RunId], Awaitable[RunRecorder | None]] | None = None,
+    ) -> None:
         self._ids = ids
         self._observer = observer
+        self._recorder_of = recorder_of
+        """Another run's recorder at its last sequence (the loop's), for a dead call's changes recorded late."""
 
     async def call(
         self,
@@ -151,6 +161,58 @@ class ToolCalls:
             results.append(result)
         return results
 
+    async def _record_late(self, recorder: RunRecorder, late: Late) -> None:
+        """A dead call's file changes, recorded in its own run when that run still takes them (so that rewinding it
+        undoes them), else in this one (the note names the dead run)."""
+        where = recorder
+        if late.run_id != str(recorder.run_id) and self._recorder_of is not None:
+            with contextlib.suppress(Exception):  # no such run, or it moved on meanwhile: recorded here instead
+                dead = await self._recorder_of(RunId(late.run_id))
+                if dead is not None:
+                    await dead.append(late.event)
+                    where = dead
+        if where is recorder:
+            await recorder.append(late.event)
+        self._observer.notice(
+            recorder.run_id,
+            f"recorded {len(late.event.changes)} file change(s) of a call whose process stopped (run {where.run_id})",
+        )
+
+    async def settle(self, spec: RunSpec, recorder: RunRecorder) -> None:
+        """On resuming a run whose process died during a captured call: record that call's file changes in it now,
+        before anything else changes the tree (`WorkspaceCapture.settle`)."""
+        capture = capture_for(spec.workspace_root)
+        try:
+            late = await asyncio.to_thread(capture.settle, str(recorder.run_id))
+        except OSError:
+            return
+        if late is None:
+            return
+        try:
+            if late.event.changes:
+                await recorder.append(late.event)
+                self._observer.notice(
+                    recorder.run_id, f"recorded {len(late.event.changes)} file change(s) of the call that was cut off"
+                )
+        except BaseException:
+            capture.forget()  # not recorded: the marker stays and the next look finds them again
+            raise
+        await asyncio.to_thread(capture.settled)
+
+    def warm(self, spec: RunSpec, plan: AgentPlan) -> None:
+        """When the run may call Bash, start the workspace's first look (a full scan in a new process, the contents
+        a new workspace stores once) in the background, while the model answers: the first Bash call then only
+        waits for what is left of it (`WorkspaceCapture.warm`)."""
+        if not any(tool.internal_name == "Bash" for tool in plan.tools.values()):
+            return
+        capture = capture_for(spec.workspace_root)
+
+        def look() -> None:
+            with contextlib.suppress(Exception):  # best effort: the call's own look does whatever is left undone
+                capture.warm()
+
+        threading.Thread(target=look, name="bearagent-rewind-warm", daemon=True).start()
+
     async def _captured(
         self,
         spec: RunSpec,
@@ -166,6 +228,8 @@ class ToolCalls:
         tool_call_id = str(call.tool_call_id)
         run_id = str(recorder.run_id)
         paths = capture.paths_of(call.arguments) if internal != "Bash" else None
+        if paths is not None and capture.pending() is not None:
+            paths = None  # a dead call's changes are pending: the whole tree is looked at, to record them
         try:
             if paths is not None:  # a file tool: only the path it names is read, before and after
                 await asyncio.to_thread(capture.before_paths, run_id, tool_call_id, internal, paths)
@@ -180,11 +244,8 @@ class ToolCalls:
                 )
             )
             return result
-        if late is not None and late.changes:
-            await recorder.append(late)
-            self._observer.notice(
-                recorder.run_id, f"recorded {len(late.changes)} file change(s) of a call whose process stopped"
-            )
+        if late is not None and late.event.changes:
+            await self._record_late(recorder, late)
         try:
             return await state.plan.gate.call(request, self._context(spec, recorder, state, call))
         finally:
