@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, cast
 
 import anyio
@@ -96,6 +97,7 @@ class Connection:
         self._stderr: IO[str] | None = None
         self._garbage = 0
         self._garbage_sample = ""
+        self._unauthorized = False
 
     # ----- lifecycle -----
 
@@ -166,9 +168,16 @@ class Connection:
         launch = self.launch
         if launch.transport == "http":
             assert launch.url is not None
+            auth = None
+            if launch.oauth_store is not None:
+                from bearagent.mcp.oauth import session_auth
+
+                auth = session_auth(self.name, launch.url, Path(launch.oauth_store))
             http = httpx2.AsyncClient(
                 headers=dict(launch.headers),
                 timeout=httpx2.Timeout(min(self._startup, 30.0), read=self._call_timeout + 30.0),
+                auth=auth,
+                event_hooks={"response": [self._note_status]},
             )
             await stack.enter_async_context(http)
             return streamable_http_client(launch.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES)
@@ -181,6 +190,12 @@ class Connection:
             encoding_error_handler="replace",
         )
         return stdio_client(params, errlog=self._stderr)
+
+    async def _note_status(self, response: httpx2.Response) -> None:
+        # a 401 the OAuth provider could not cure (or with no login at all) reaches the SDK as a generic HTTP error:
+        # remember it so the failure names `bearagent mcp login`
+        if response.status_code == 401:
+            self._unauthorized = True
 
     async def _on_message(self, message: object) -> None:
         if isinstance(message, Exception):
@@ -259,6 +274,8 @@ class Connection:
             stderr_tail=self.stderr_tail(),
             garbage_lines=self._garbage,
             garbage_sample=self._garbage_sample,
+            unauthorized=self._unauthorized,
+            has_auth_header=any(k.lower() == "authorization" for k in self.launch.headers),
         )
         failure = startup_timeout(ctx) if isinstance(exc, TimeoutError) else describe_failure(exc, ctx)
         secrets = self.launch.secrets
