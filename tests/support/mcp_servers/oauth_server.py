@@ -1,6 +1,7 @@
 """A streamable HTTP MCP server that requires OAuth, with its own authorization server on the same origin.
 
-Run: `python oauth_server.py PORT LOG [TOKEN_LIFETIME_S]`. Everything binds 127.0.0.1:PORT.
+Run: `python oauth_server.py PORT LOG [TOKEN_LIFETIME_S] [deny]` (`deny`: /authorize answers `error=access_denied`,
+as a user clicking "Deny" would). Everything binds 127.0.0.1:PORT.
 
 - Protected resource metadata (RFC 9728) at /.well-known/oauth-protected-resource/mcp, authorization server metadata
   (RFC 8414), dynamic client registration (/register), /authorize (approves at once: it redirects to the client's
@@ -34,8 +35,9 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 
 class Provider:
-    def __init__(self, log: Path, lifetime_s: int) -> None:
+    def __init__(self, log: Path, lifetime_s: int, deny: bool = False) -> None:
         self.log = log
+        self.deny = deny
         self.lifetime_s = lifetime_s
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
@@ -61,6 +63,13 @@ class Provider:
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         assert client.client_id is not None
+        if self.deny:
+            return construct_redirect_uri(
+                str(params.redirect_uri),
+                error="access_denied",
+                error_description="the user said no",
+                state=params.state,
+            )
         code = secrets.token_urlsafe(24)
         self.codes[code] = AuthorizationCode(
             code=code,
@@ -140,7 +149,7 @@ def main(argv: list[str]) -> None:
     log = Path(argv[2])
     lifetime = int(argv[3]) if len(argv) > 3 else 3600
     base = f"http://127.0.0.1:{port}"
-    provider = Provider(log, lifetime)
+    provider = Provider(log, lifetime, deny=len(argv) > 4 and argv[4] == "deny")
     server = MCPServer(
         "oauth-demo",
         auth_server_provider=provider,  # pyright: ignore[reportArgumentType]
