@@ -107,10 +107,15 @@ def _status_json(s: McpServerStatus) -> dict[str, object]:
         "state": s.state,
         "tools": s.tool_count,
         "protocol_version": s.protocol_version,
+        "ping_ms": round(s.ping_ms, 1) if s.ping_ms is not None else None,
         "source": s.source,
         "error": s.last_error,
         "fix": s.hint,
     }
+
+
+def _ping_text(s: McpServerStatus) -> str:
+    return f"{s.ping_ms:.0f} ms" if s.ping_ms is not None else "-"
 
 
 def _tool_json(tool: McpTool) -> dict[str, object]:
@@ -168,12 +173,14 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
     @workspace_option
     @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
     def list_cmd(workspace: Path | None, as_json: bool) -> None:
-        """Connect to every configured server (concurrently) and show state, tool count and last error."""
+        """Connect to every configured server (concurrently), ping the ready ones and show state, tool count,
+        ping time and last error."""
         ws = _prepare(loader, workspace)
 
         async def go() -> list[McpServerStatus]:
             manager = await _connect(ws, ws.specs)
             try:
+                await manager.ping_all()
                 return manager.status()
             finally:
                 await manager.aclose()
@@ -187,8 +194,11 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
         if not statuses:
             click.echo("No MCP servers configured (add `mcp_servers:` to .bearagent/config.yaml or a .mcp.json).")
             return
-        rows = [[s.name, s.state, s.transport, str(s.tool_count), short(s.last_error or "", 60)] for s in statuses]
-        print_table(["SERVER", "STATE", "TRANSPORT", "TOOLS", "LAST ERROR"], rows)
+        rows = [
+            [s.name, s.state, s.transport, str(s.tool_count), _ping_text(s), short(s.last_error or "", 60)]
+            for s in statuses
+        ]
+        print_table(["SERVER", "STATE", "TRANSPORT", "TOOLS", "PING", "LAST ERROR"], rows)
         for s in statuses:
             if s.last_error:
                 click.echo(f"\n{s.name}: {s.last_error}")

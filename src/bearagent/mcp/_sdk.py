@@ -52,6 +52,8 @@ STDERR_TAIL_BYTES = 2_000
 STDERR_TAIL_LINES = 12
 MAX_TOOL_PAGES = 100
 STOP_TIMEOUT_S = 10.0
+MAX_ELICITATION_NOTES = 20
+MAX_ELICITATION_TEXT = 300
 LISTEN_PROTOCOL = "2026-07-28"
 
 
@@ -98,6 +100,10 @@ class Connection:
         self._garbage = 0
         self._garbage_sample = ""
         self._unauthorized = False
+        self.declined_inputs = 0
+        """How many requests for input (MCP elicitation) this connection declined; `declined_messages` keeps the
+        first `MAX_ELICITATION_NOTES` of their texts."""
+        self.declined_messages: list[str] = []
 
     # ----- lifecycle -----
 
@@ -125,6 +131,7 @@ class Connection:
                             cast(Any, target),
                             read_timeout_seconds=self._call_timeout,
                             message_handler=self._on_message,
+                            elicitation_callback=self._on_elicit,
                             client_info=types.Implementation(name="bearagent", version=__version__),
                         )
                     )
@@ -196,6 +203,37 @@ class Connection:
         # remember it so the failure names `bearagent mcp login`
         if response.status_code == 401:
             self._unauthorized = True
+
+    async def _on_elicit(self, context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        """A server asks the user for input (a form, or a URL to open). BearAgent has no way to put the question to a
+        person in the middle of a tool call yet: it declines (the server sees a clean `decline`, as if the user said
+        no) and remembers the question, which the manager appends to the call's result so the model can ask."""
+        self.declined_inputs += 1
+        if len(self.declined_messages) < MAX_ELICITATION_NOTES:
+            text = " ".join(str(getattr(params, "message", "") or "").split())[:MAX_ELICITATION_TEXT]
+            url = getattr(params, "url", None)
+            if isinstance(url, str) and url:
+                text += f" (open {url[:MAX_ELICITATION_TEXT]})"
+            self.declined_messages.append(text or "(no message)")
+        return types.ElicitResult(action="decline")
+
+    async def ping(self, timeout_s: float) -> float:
+        """A health probe; returns the round trip in ms. `ping` at protocol 2025-11-25 and earlier; 2026-07-28
+        removed it, so there the probe is one uncached `tools/list` page."""
+        client = self.client
+        if client is None or self.dead.is_set():
+            raise MCPError(CONNECTION_CLOSED, "Connection closed")
+        started = anyio.current_time()
+        with anyio.fail_after(timeout_s):
+            if self.protocol_version == LISTEN_PROTOCOL:
+                await client.list_tools(cache_mode="bypass")
+            else:
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    await client.session.send_ping()
+        return (anyio.current_time() - started) * 1000
 
     async def _on_message(self, message: object) -> None:
         if isinstance(message, Exception):
