@@ -20,14 +20,8 @@ from mcp.shared.auth import OAuthToken
 from tests.support.mcp_helpers import free_port, http_spec, wait_for_port
 
 from bearagent.mcp.manager import McpConnectionManager
-from bearagent.mcp.oauth import (
-    MAX_TOKEN_FILE_BYTES,
-    McpLoginError,
-    TokenFile,
-    _Loopback,  # pyright: ignore[reportPrivateUsage]
-    login,
-    token_path,
-)
+from bearagent.mcp.oauth import MAX_TOKEN_FILE_BYTES, McpLoginError, TokenFile, token_path
+from bearagent.mcp.oauth_login import _Loopback, login  # pyright: ignore[reportPrivateUsage]
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "oauth_server.py"
 

@@ -252,7 +252,8 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
 
         The tokens are kept in the user config dir (mcp-oauth/, mode 0600) and refreshed by every session; a new
         login replaces them."""
-        from bearagent.mcp.oauth import McpLoginError, login
+        from bearagent.mcp.oauth import McpLoginError
+        from bearagent.mcp.oauth_login import login
 
         ws = _prepare(loader, workspace)
         spec = _find_spec(ws, server)

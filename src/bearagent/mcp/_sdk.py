@@ -100,9 +100,7 @@ class Connection:
         self._garbage = 0
         self._garbage_sample = ""
         self._unauthorized = False
-        self.declined_inputs = 0
-        """How many requests for input (MCP elicitation) this connection declined; `declined_messages` keeps the
-        first `MAX_ELICITATION_NOTES` of their texts."""
+        self.declined_inputs = 0  # requests for input (elicitation) declined; the first texts are kept below
         self.declined_messages: list[str] = []
 
     # ----- lifecycle -----
@@ -205,9 +203,8 @@ class Connection:
             self._unauthorized = True
 
     async def _on_elicit(self, context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
-        """A server asks the user for input (a form, or a URL to open). BearAgent has no way to put the question to a
-        person in the middle of a tool call yet: it declines (the server sees a clean `decline`, as if the user said
-        no) and remembers the question, which the manager appends to the call's result so the model can ask."""
+        """A server asks the user for input (a form, a URL). No person can be asked mid-call yet: decline (as if the
+        user said no) and keep the question; the manager appends it to the call's result so the model can ask."""
         self.declined_inputs += 1
         if len(self.declined_messages) < MAX_ELICITATION_NOTES:
             text = " ".join(str(getattr(params, "message", "") or "").split())[:MAX_ELICITATION_TEXT]
