@@ -42,6 +42,7 @@ from bearagent.hooks.outcome import (
     merge,
     refuse_beyond_capabilities,
     resolve,
+    rewake_text,
 )
 from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerFailure, HandlerResult, JsonDict, bound_text
 from bearagent.hooks.transcript import TranscriptWriter
@@ -114,6 +115,7 @@ class HookDispatcher:
         self._stop_blocks: dict[tuple[str, str | None, str | None], int] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._finished: list[tuple[str, HandlerOutcome, HookHandlerSpec]] = []
+        self._wakes: dict[str | None, list[str]] = {}
         self._pins = _pin_code(self._groups, settings)
 
     @property
@@ -209,7 +211,7 @@ class HookDispatcher:
         waited = [item for item in selected if not item.spec.run_async]
         for item in selected:
             if item.spec.run_async:
-                self._start_background(item, event_name, hook_input, ctx)
+                self._start_background(item, event_name, hook_input, ctx, run_id)
         results = await asyncio.gather(*(self._timed(item.spec, event_name, hook_input, ctx) for item in waited))
         outcomes: list[HandlerOutcome] = []
         for item, (result, duration_ms) in zip(waited, results, strict=True):
@@ -249,11 +251,17 @@ class HookDispatcher:
 
     # ---- async handlers ----------------------------------------------------------------------------------------
 
-    def _start_background(self, item: _Selected, event: str, hook_input: JsonDict, ctx: RunnerContext) -> None:
+    def _start_background(
+        self, item: _Selected, event: str, hook_input: JsonDict, ctx: RunnerContext, run_id: str | None
+    ) -> None:
         from bearagent.hooks.runners import describe_handler
 
         async def run() -> None:
             result, duration_ms = await self._timed(item.spec, event, hook_input, ctx)
+            if item.spec.async_rewake:
+                wake = rewake_text(result)
+                if wake is not None:
+                    self._wakes.setdefault(run_id, []).append(wake)
             label = f"async {describe_handler(item.spec)}"
             self._finished.append(
                 (event, background_outcome(item.spec, item.group.source, label, result, duration_ms), item.spec)
@@ -262,6 +270,10 @@ class HookDispatcher:
         task = asyncio.ensure_future(run())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def take_wakes(self, run_id: str | None) -> list[str]:
+        """What the run's `asyncRewake` handlers said when they exited 2 (their stderr), once each."""
+        return self._wakes.pop(run_id, [])
 
     async def wait_background(self) -> list[HandlerOutcome]:
         """Wait for the background handlers still running (each ends within its own timeout), record every finished
