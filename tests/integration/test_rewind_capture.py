@@ -95,3 +95,81 @@ def test_a_rewind_never_writes_through_a_parent_that_leads_out(tmp_path: Path) -
     apply_rewind(root, plan, capture.blobs, force=True)  # forced: the link is replaced by the directory again
     assert (root / "d").is_dir() and not (root / "d").is_symlink() and (root / "d" / "f").read_text() == "mine\n"
     assert list(outside.iterdir()) == []
+
+
+STEPS = [
+    "echo changed > a.txt",  # in place
+    "mkdir -p deep/er/dir && echo x > deep/er/dir/f && printf '\\000\\377' > deep/bin",  # a new subtree
+    "chmod 700 deep/er && ln -s a.txt link && sed -i s/changed/CHANGED/ a.txt",
+    "mv deep moved",  # a directory renamed: the watcher asks for a full scan
+    "rm -rf moved/er && rm link",  # a subtree removed
+    "true",  # nothing
+    "mkdir d2 && cd d2 && mkdir -p x/y && touch x/y/z && cd .. && rm -r d2/x",  # made and removed in one call
+]
+
+
+def _calls(root: Path, capture: WorkspaceCapture, outside: bool) -> list[list[tuple[str, str | None, str | None]]]:
+    import subprocess
+
+    out: list[list[tuple[str, str | None, str | None]]] = []
+    for i, command in enumerate(STEPS):
+        if outside:
+            (root / "outside.txt").write_text(f"someone else {i}\n")  # between calls: taken in, never recorded
+        capture.before("run", CALL, "Bash")
+        subprocess.run(["sh", "-c", command], cwd=root, check=True)
+        changed = capture.after(CALL, "Bash")
+        out.append(
+            [
+                (
+                    c.path,
+                    c.before.sha256 or c.before.kind if c.before else None,
+                    c.after.sha256 or c.after.kind if c.after else None,
+                )
+                for c in changed.changes
+            ]
+        )
+    return out
+
+
+def test_the_watched_capture_records_what_a_full_scan_records(tmp_path: Path) -> None:
+    """The watches (the default) and a full scan at every look find the same changes, call after call; a change
+    made between calls is in neither."""
+    watched = _ws(tmp_path / "w")
+    scanned = _ws(tmp_path / "s")
+    with_watch = _calls(watched, WorkspaceCapture(watched), outside=True)
+    with_scan = _calls(scanned, WorkspaceCapture(scanned, watch=False), outside=True)
+    assert with_watch == with_scan
+    assert all("outside.txt" not in [p for p, _b, _a in call] for call in with_watch)
+    assert with_watch[5] == []  # `true` changed nothing
+    assert with_watch[6] == [("d2", None, "dir")]  # what was made and removed within the call is not a change
+    assert {p for p, _b, _a in with_watch[1]} == {"deep", "deep/er", "deep/er/dir", "deep/er/dir/f", "deep/bin"}
+    assert {p for p, _b, a in with_watch[4] if a is None} == {"moved/er", "moved/er/dir", "moved/er/dir/f", "link"}
+
+
+def test_a_new_process_trusts_the_index_and_its_journal(tmp_path: Path) -> None:
+    """What one process recorded (index plus journal lines) is what the next finds: no change is found twice, and a
+    damaged journal line (a process killed while writing it) only makes that path be read again."""
+    root = _ws(tmp_path)
+    first = WorkspaceCapture(root)
+    first.before("run", CALL, "Bash")
+    first.after(CALL, "Bash")
+    first.before("run", CALL, "Bash")
+    (root / "a.txt").write_text("by the call\n")
+    assert [c.path for c in first.after(CALL, "Bash").changes] == ["a.txt"]
+    journal = root / ".bearagent" / "rewind" / "journal.jsonl"
+    assert journal.read_text().count("\n") == 1
+
+    second = WorkspaceCapture(root)
+    assert second.before("run", NEXT, "Bash") == (True, None)
+    assert second.after(NEXT, "Bash").changes == ()
+
+    with journal.open("a") as fh:
+        fh.write('["a.txt", [')  # torn
+    (root / "a.txt").write_text("by the next call\n")
+    third = WorkspaceCapture(root)
+    third.before("run", NEXT, "Bash")
+    assert third.after(NEXT, "Bash").changes == ()  # changed before the call: taken in, not the call's
+    fourth = WorkspaceCapture(root)  # the line written after the torn one is whole
+    assert (fourth._load()["a.txt"][1].sha256 or "") == hashlib.sha256(b"by the next call\n").hexdigest()  # pyright: ignore[reportPrivateUsage]
+    fourth.before("run", NEXT, "Bash")
+    assert fourth.after(NEXT, "Bash").changes == ()

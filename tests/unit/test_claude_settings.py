@@ -242,7 +242,7 @@ def test_a_disabled_bypass_is_skipped_and_the_next_source_decides() -> None:
 def test_every_documented_setting_key_is_known_none_is_an_unknown_key_warning(tmp_path: Path) -> None:
     # the settings keys of Claude Code's reference (docs/claude-code.md lists each): implemented, or an info naming
     # what to use instead; never "unknown key"
-    documented = {
+    documented: dict[str, object] = {
         "strictKnownMarketplaces": [],
         "autoCompactEnabled": True,
         "autoCompactWindow": 100000,
