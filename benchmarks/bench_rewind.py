@@ -7,15 +7,12 @@ index once (the first captured call of a workspace reads the whole tree; later c
 times, interleaved so that load on the machine hits all alike:
 
 1. `baseline`: a shell command as a subprocess (`sh -c CMD`), no capture: the floor a Bash call costs anyway;
-2. `noop`: the same command between the capture's two looks (`WorkspaceCapture.before` / `after`), touching nothing;
-3. `one`: the same with a command that changes one file;
+2. `noop`: the same command between the capture's two scans (`WorkspaceCapture.before` / `after`), touching nothing;
+3. `one`: the same with a command that changes one file.
 
-each with the default capture (`watch`: inotify watches name what changed; the process's first look scans the whole
-tree) and with `scan` (a full metadata scan of the tree at every look, what the capture falls back to without
-inotify). Prints the median and p90 of each and the capture's cost over the baseline (targets: <= 10 ms touching
-nothing, <= 20 ms changing one file), the cost of the first look of a new workspace (stores the whole tree once) and
-of a new process on a known workspace, then the time of a rewind of 100 changed files (`plan_rewind` +
-`apply_rewind`, target <= 1 s).
+Prints the median and p90 of each and the capture's cost over the baseline (targets: <= 10 ms touching nothing,
+<= 20 ms changing one file), then the time of a rewind of 100 changed files (`plan_rewind` + `apply_rewind`,
+target <= 1 s).
 """
 
 from __future__ import annotations
@@ -82,14 +79,6 @@ def rewind_100(root: Path, capture: WorkspaceCapture) -> float:
     return took
 
 
-def first_look(root: Path, watch: bool) -> tuple[WorkspaceCapture, float]:
-    capture = WorkspaceCapture(root, watch=watch)
-    start = time.perf_counter()
-    capture.before("run", CALL, "Bash")
-    capture.after(CALL, "Bash")
-    return capture, (time.perf_counter() - start) * 1000
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=10_000)
@@ -99,30 +88,28 @@ def main() -> None:
         root = Path(tmp) / "ws"
         (root / ".bearagent").mkdir(parents=True)
         build(root, args.files)
-        _, new_workspace = first_look(root, watch=True)
-        watch, new_process = first_look(root, watch=True)
-        scan, _ = first_look(root, watch=False)
-        rows: dict[str, list[float]] = {
-            "baseline": [],
-            "noop/watch": [],
-            "one/watch": [],
-            "noop/scan": [],
-            "one/scan": [],
-        }
+        capture = WorkspaceCapture(root)
+        start = time.perf_counter()
+        capture.before("run", CALL, "Bash")
+        capture.after(CALL, "Bash")
+        first = (time.perf_counter() - start) * 1000
+        baseline: list[float] = []
+        noop: list[float] = []
+        one: list[float] = []
         for i in range(args.runs):
-            rows["baseline"].append(timed(None, "true"))
-            rows["noop/watch"].append(timed(watch, "true"))
-            rows["one/watch"].append(timed(watch, f"echo {i} > pkg000/mod001.py"))
-            rows["noop/scan"].append(timed(scan, "true"))
-            rows["one/scan"].append(timed(scan, f"echo s{i} > pkg000/mod002.py"))
-        rewind = rewind_100(root, watch)
+            baseline.append(timed(None, "true"))
+            noop.append(timed(capture, "true"))
+            one.append(timed(capture, f"echo {i} > pkg000/mod001.py"))
+        rewind = rewind_100(root, capture)
     print(f"python {platform.python_version()} on {platform.machine()}, {args.files} files, {args.runs} runs")
-    print(f"first look of a new workspace (reads and stores the whole tree once): {new_workspace:.0f} ms")
-    print(f"first look of a new process (scans the tree, adds the watches): {new_process:.0f} ms")
-    base = statistics.median(rows["baseline"])
-    for name, values in rows.items():
-        extra = "" if name == "baseline" else f"  capture cost +{statistics.median(values) - base:.1f} ms"
-        print(f"{name:<11} {stats(values)}{extra}")
+    print(f"first captured call (reads and stores the whole tree once): {first:.0f} ms")
+    print(f"baseline (sh -c, no capture) {stats(baseline)}")
+    print(f"noop     (capture, no change) {stats(noop)}")
+    print(f"one      (capture, one file)  {stats(one)}")
+    base = statistics.median(baseline)
+    print(
+        f"capture cost: noop +{statistics.median(noop) - base:.1f} ms, one file +{statistics.median(one) - base:.1f} ms"
+    )
     print(f"rewind of 100 changed files: {rewind:.0f} ms")
 
 

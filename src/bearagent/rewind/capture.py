@@ -1,12 +1,9 @@
-"""Capturing a tool call's file changes: a look at the workspace before and after the call.
+"""Capturing a tool call's file changes: a scan of the workspace before and after the call.
 
-The index (`.bearagent/rewind/index.json`, plus `journal.jsonl`: a line per path changed since) is the last known
-state of every path: its metadata and its recorded `FileState` (content in the blob store). The first look of a
-process scans the whole tree (metadata only: only paths whose metadata differ from the index are read and stored;
-the first call of a workspace stores the whole tree once) and puts an inotify watch on every directory
-(`rewind/watch.py`); later looks stat only the paths the watches name. Before a call, what changed since (outside
-BearAgent) is taken into the index without being recorded; after it, what changed is the call's, each change
-recorded with the state it replaced. Write, Edit, MultiEdit, NotebookEdit and Bash
+The index (`.bearagent/rewind/index.json`) is the last known state of every path: its metadata and its recorded
+`FileState` (content in the blob store). Before a call the tree is scanned and only paths whose metadata differ from
+the index are read and stored (the first call of a workspace stores the whole tree once); after it, a second scan
+names what changed, each change recorded with the state it replaced. Write, Edit, MultiEdit, NotebookEdit and Bash
 (in or out of the sandbox) go through the same capture, so a change is recorded however it was made.
 
 A marker (`pending.json`) is written before a call and removed once its changes are recorded: if the process dies
@@ -20,19 +17,16 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
 from bearagent.domain.run_events import FileChange, FilesChangedV1, FileState
 from bearagent.rewind.tree import SKIPPED_DIRS, BlobStore, Meta, TreeTooLarge, capture_state, same, scan
-from bearagent.rewind.watch import Watcher, new_watcher
 
 CAPTURED_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 MAX_CHANGES = 10_000
 INDEX_VERSION = 2
-JOURNAL_LINES = 5_000
-"""The journal (`journal.jsonl`, a line per path changed since) is folded into `index.json` beyond this many lines."""
 
 
 def state_root(workspace_root: Path) -> Path:
@@ -46,18 +40,12 @@ def blob_store(workspace_root: Path) -> BlobStore:
 class WorkspaceCapture:
     """The capture of one workspace (one per process and root: `capture_for`)."""
 
-    def __init__(self, root: Path, blobs: BlobStore | None = None, *, watch: bool = True) -> None:
+    def __init__(self, root: Path, blobs: BlobStore | None = None) -> None:
         self.root = root
         self.blobs = blobs or blob_store(root)
         self._dir = state_root(root) / "rewind"
         self._index: dict[str, tuple[Meta, FileState]] | None = None
-        self._journal_lines = 0
-        self._torn = False
         self._lock = threading.Lock()
-        self._watch = watch
-        self._watcher: Watcher | None = None
-        self._trusted = False
-        """Whether the index is the tree as it is but for the paths named by the watcher's queued events."""
 
     # ---- index -------------------------------------------------------------------------------------------------
 
@@ -69,63 +57,28 @@ class WorkspaceCapture:
             raw: Any = json.loads((self._dir / "index.json").read_text(encoding="utf-8"))
             if isinstance(raw, dict) and cast(dict[str, Any], raw).get("version") == INDEX_VERSION:
                 rows = cast(dict[str, list[Any]], cast(dict[str, Any], raw)["paths"])
-                for path, row in rows.items():
-                    index[path] = _unrow(row)
+                for path, (kind, mode, size, mtime, ino, target, ssize, sha, restorable) in rows.items():
+                    state = FileState.model_construct(
+                        kind=kind, mode=mode, size=ssize, sha256=sha, target=target, restorable=restorable
+                    )
+                    index[path] = (Meta(kind, mode, size, mtime, ino, target), state)
         except (OSError, ValueError, TypeError, KeyError):
             index = {}  # a missing or damaged index only costs a full re-read of the tree
-        self._journal_lines = 0
-        if index:
-            index = self._replay(index)
         self._index = index
-        return index
-
-    def _replay(self, index: dict[str, tuple[Meta, FileState]]) -> dict[str, tuple[Meta, FileState]]:
-        """The journal's lines (`[path, row]`, or `[path, null]` for a path gone) over the index; a damaged line
-        (a process killed while writing it) is skipped: that path's metadata then differs and it is read again."""
-        try:
-            text = (self._dir / "journal.jsonl").read_text(encoding="utf-8")
-        except (OSError, ValueError):
-            return index
-        self._torn = bool(text) and not text.endswith("\n")
-        for line in text.splitlines():
-            self._journal_lines += 1
-            try:
-                path, row = json.loads(line)
-                if row is None:
-                    index.pop(str(path), None)
-                else:
-                    index[str(path)] = _unrow(row)
-            except (ValueError, TypeError, KeyError):
-                continue
         return index
 
     def _save(self) -> None:
         index = self._load()
         self._dir.mkdir(parents=True, exist_ok=True)
-        paths = {p: _row(m, s) for p, (m, s) in index.items()}
+        paths = {
+            p: [m.kind, m.mode, m.size, m.mtime_ns, m.ino, m.target, s.size, s.sha256, s.restorable]
+            for p, (m, s) in index.items()
+        }
         tmp = self._dir / f".index.{os.getpid()}.tmp"
         tmp.write_text(json.dumps({"version": INDEX_VERSION, "paths": paths}), encoding="utf-8")
         tmp.replace(self._dir / "index.json")
-        (self._dir / "journal.jsonl").unlink(missing_ok=True)
-        self._journal_lines = 0
-        self._torn = False
 
-    def _persist(self, paths: Collection[str]) -> None:
-        """Keep the index's rows of `paths` on disk: appended to the journal (a line per path, so that a call that
-        changed one file writes one line, not the whole index), the index rewritten once the journal is long."""
-        if not paths:
-            return
-        index = self._load()
-        if self._journal_lines + len(paths) > JOURNAL_LINES or not (self._dir / "index.json").exists():
-            self._save()
-            return
-        lines = "".join(json.dumps([p, _row(*index[p]) if p in index else None]) + "\n" for p in sorted(paths))
-        with (self._dir / "journal.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write("\n" + lines if self._torn else lines)  # a torn last line is ended first
-        self._torn = False
-        self._journal_lines += len(paths)
-
-    def _sync(self, scanned: Mapping[str, Meta]) -> dict[str, tuple[FileState | None, FileState | None]]:
+    def _sync(self, scanned: Mapping[str, Meta]) -> tuple[dict[str, tuple[FileState | None, FileState | None]], bool]:
         """Bring the index to `scanned`; return the paths that differed (old state, new state)."""
         index = self._load()
         diff: dict[str, tuple[FileState | None, FileState | None]] = {}
@@ -142,35 +95,7 @@ class WorkspaceCapture:
                 diff[path] = (old, state)
         for path in [p for p in index if p not in scanned]:
             diff[path] = (index.pop(path)[1], None)
-        return diff
-
-    def _refresh(self) -> dict[str, tuple[FileState | None, FileState | None]]:
-        """Bring the index to the tree: the paths the watcher names since the last look, or a full scan (the first
-        look of the process, or when the watcher lost track). Raises TreeTooLarge."""
-        dirty = self._watcher.drain() if self._trusted and self._watcher is not None else None
-        if dirty is not None:
-            return self._sync_paths(sorted(dirty))
-        self._trusted = False
-        if self._watcher is None and self._watch:
-            self._watcher = new_watcher(str(self.root), SKIPPED_DIRS)
-        elif self._watcher is not None:
-            self._watcher.reset()
-        try:
-            scanned = scan(self.root, watcher=self._watcher)
-        except TreeTooLarge:
-            self._unwatch()
-            raise
-        if self._watcher is not None and self._watcher.broken:
-            self._unwatch()  # out of watches: this process scans the whole tree at every look
-        self._trusted = self._watcher is not None
-        return self._sync(scanned)
-
-    def _unwatch(self) -> None:
-        if self._watcher is not None:
-            self._watcher.close()
-        self._watcher = None
-        self._watch = False
-        self._trusted = False
+        return diff, bool(diff)
 
     # ---- a call ------------------------------------------------------------------------------------------------
 
@@ -184,18 +109,21 @@ class WorkspaceCapture:
             return None
         return {str(k): str(v) for k, v in cast(dict[str, Any], raw).items()}
 
-    def before(self, run_id: str, tool_call_id: str, tool_name: str) -> tuple[bool, FilesChangedV1 | None]:
-        """Look at the tree before a call. Returns whether it is captured (False: the tree is over the scan limit)
-        and, when a previous call died mid-way, the changes found for it (to be recorded, late)."""
+    def before(
+        self, run_id: str, tool_call_id: str, tool_name: str
+    ) -> tuple[Mapping[str, Meta] | None, FilesChangedV1 | None]:
+        """Scan before a call. Returns the scan (None: the tree is over the scan limit) and, when a previous call
+        died mid-way, the changes found for it (to be recorded, late)."""
         with self._lock:
             late: FilesChangedV1 | None = None
             stale = self.pending()
+            try:
+                scanned = scan(self.root)
+            except TreeTooLarge:
+                return None, None
             if stale is not None and self._index is None and not (self._dir / "index.json").exists():
                 stale = None
-            try:
-                diff = self._refresh()
-            except TreeTooLarge:
-                return False, None
+            diff, dirty = self._sync(scanned)
             if stale is not None:
                 late = _event(
                     diff,
@@ -207,39 +135,27 @@ class WorkspaceCapture:
                         "changes made outside BearAgent meanwhile"
                     ),
                 )
-            self._persist(diff)
-            self._mark(run_id, tool_call_id, tool_name)
-            return True, late
-
-    def _mark(self, run_id: str, tool_call_id: str, tool_name: str) -> None:
-        self._dir.mkdir(parents=True, exist_ok=True)
-        (self._dir / "pending.json").write_text(
-            json.dumps({"run_id": run_id, "tool_call_id": tool_call_id, "tool_name": tool_name}), encoding="utf-8"
-        )
+            if dirty or stale is not None:
+                self._save()
+            self._dir.mkdir(parents=True, exist_ok=True)
+            (self._dir / "pending.json").write_text(
+                json.dumps({"run_id": run_id, "tool_call_id": tool_call_id, "tool_name": tool_name}), encoding="utf-8"
+            )
+            return scanned, late
 
     def after(self, tool_call_id: str, tool_name: str) -> FilesChangedV1:
-        """Look at the tree after a call: what it changed, each with the state it replaced."""
+        """Scan after a call: what it changed, each with the state it replaced."""
         with self._lock:
             try:
-                diff = self._refresh()
+                scanned = scan(self.root)
             except TreeTooLarge as exc:
                 (self._dir / "pending.json").unlink(missing_ok=True)
                 return _event({}, tool_call_id, tool_name, note=f"not captured: {exc}")
-            self._persist(diff)
+            diff, dirty = self._sync(scanned)
+            if dirty:
+                self._save()
             (self._dir / "pending.json").unlink(missing_ok=True)
             return _event(diff, tool_call_id, tool_name)
-
-    def warm(self) -> None:
-        """Look at the tree ahead of the first call (the full scan of the process, and the contents a new
-        workspace stores once), so that the call does not wait for it. Does nothing while a dead call's changes
-        are pending: they are recorded, late, by the next call's `before`."""
-        with self._lock:
-            if self._trusted or self.pending() is not None:
-                return
-            try:
-                self._persist(self._refresh())
-            except (TreeTooLarge, OSError):
-                return
 
     def paths_of(self, arguments: Mapping[str, object]) -> list[str] | None:
         """The workspace paths a file tool's arguments name (`file_path`, `notebook_path`) with their parent
@@ -274,15 +190,11 @@ class WorkspaceCapture:
         return None
 
     def _sync_paths(self, rels: list[str]) -> dict[str, tuple[FileState | None, FileState | None]]:
-        """Bring the index to the tree for `rels` (and, for a directory gone or replaced, every path under it)."""
         index = self._load()
         diff: dict[str, tuple[FileState | None, FileState | None]] = {}
-        gone_dirs: set[str] = set()
         for rel in rels:
             meta = self._stat(rel)
             known = index.get(rel)
-            if known is not None and known[0].kind == "dir" and (meta is None or meta.kind != "dir"):
-                gone_dirs.add(rel)
             if meta is None:
                 if known is not None:
                     diff[rel] = (index.pop(rel)[1], None)
@@ -296,23 +208,23 @@ class WorkspaceCapture:
             old = known[1] if known is not None else None
             if old != state:
                 diff[rel] = (old, state)
-        if gone_dirs:
-            named = set(rels)
-            for path in [p for p in index if _under(p, gone_dirs)]:
-                if path not in named:
-                    diff[path] = (index.pop(path)[1], None)
         return diff
 
     def before_paths(self, run_id: str, tool_call_id: str, tool_name: str, rels: list[str]) -> None:
         """Before a file tool's call: only the paths it names (and their parents) are read, not the tree."""
         with self._lock:
-            self._persist(self._sync_paths(rels))
-            self._mark(run_id, tool_call_id, tool_name)
+            if self._sync_paths(rels):
+                self._save()
+            self._dir.mkdir(parents=True, exist_ok=True)
+            (self._dir / "pending.json").write_text(
+                json.dumps({"run_id": run_id, "tool_call_id": tool_call_id, "tool_name": tool_name}), encoding="utf-8"
+            )
 
     def after_paths(self, tool_call_id: str, tool_name: str, rels: list[str]) -> FilesChangedV1:
         with self._lock:
             diff = self._sync_paths(rels)
-            self._persist(diff)
+            if diff:
+                self._save()
             (self._dir / "pending.json").unlink(missing_ok=True)
             return _event(diff, tool_call_id, tool_name)
 
@@ -320,40 +232,6 @@ class WorkspaceCapture:
         """Drop the in-memory index (after a rewind changed the tree, the next scan re-reads what differs)."""
         with self._lock:
             self._index = None
-            self._trusted = False
-
-
-def _row(meta: Meta, state: FileState) -> list[object]:
-    return [
-        meta.kind,
-        meta.mode,
-        meta.size,
-        meta.mtime_ns,
-        meta.ino,
-        meta.target,
-        state.size,
-        state.sha256,
-        state.restorable,
-    ]
-
-
-def _unrow(row: list[Any]) -> tuple[Meta, FileState]:
-    kind, mode, size, mtime, ino, target, ssize, sha, restorable = row
-    state = FileState.model_construct(
-        kind=kind, mode=mode, size=ssize, sha256=sha, target=target, restorable=restorable
-    )
-    return Meta(kind, mode, size, mtime, ino, target), state
-
-
-def _under(path: str, dirs: set[str]) -> bool:
-    """Whether one of `path`'s parent directories is in `dirs`."""
-    cut = path.rfind("/")
-    while cut > 0:
-        path = path[:cut]
-        if path in dirs:
-            return True
-        cut = path.rfind("/")
-    return False
 
 
 def _event(

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Literal
 
 from bearagent.domain.run_events import FileState
-from bearagent.rewind.watch import Watcher
 
 SKIPPED_DIRS = frozenset({".git", ".bearagent"})
 """Top-level directories never captured nor restored: the repository's own history and BearAgent's state."""
@@ -47,16 +46,13 @@ class TreeTooLarge(Exception):
     """The tree has more than `MAX_SCAN_ENTRIES` entries."""
 
 
-def scan(root: Path, limit: int = MAX_SCAN_ENTRIES, watcher: Watcher | None = None) -> dict[str, Meta]:
+def scan(root: Path, limit: int = MAX_SCAN_ENTRIES) -> dict[str, Meta]:
     """Every path under `root` (relative, `/`-separated) but `SKIPPED_DIRS` at the top: files, symlinks (not followed)
-    and directories. Other kinds (sockets, fifos, devices) are left out. With a `watcher`, each directory is watched
-    before it is listed (so that a change made after its listing is in the watcher's next drain)."""
+    and directories. Other kinds (sockets, fifos, devices) are left out."""
     out: dict[str, Meta] = {}
     stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
         path, prefix = stack.pop()
-        if watcher is not None:
-            watcher.watch(path, prefix[:-1])
         try:
             entries = os.scandir(path)
         except OSError:
