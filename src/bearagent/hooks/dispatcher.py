@@ -115,7 +115,7 @@ class HookDispatcher:
         self._stop_blocks: dict[tuple[str, str | None, str | None], int] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._finished: list[tuple[str, HandlerOutcome, HookHandlerSpec]] = []
-        self._wakes: dict[str | None, list[str]] = {}
+        self._wakes: dict[str, list[str]] = {}
         self._pins = _pin_code(self._groups, settings)
 
     @property
@@ -211,7 +211,7 @@ class HookDispatcher:
         waited = [item for item in selected if not item.spec.run_async]
         for item in selected:
             if item.spec.run_async:
-                self._start_background(item, event_name, hook_input, ctx, run_id)
+                self._start_background(item, event_name, hook_input, ctx)
         results = await asyncio.gather(*(self._timed(item.spec, event_name, hook_input, ctx) for item in waited))
         outcomes: list[HandlerOutcome] = []
         for item, (result, duration_ms) in zip(waited, results, strict=True):
@@ -251,17 +251,13 @@ class HookDispatcher:
 
     # ---- async handlers ----------------------------------------------------------------------------------------
 
-    def _start_background(
-        self, item: _Selected, event: str, hook_input: JsonDict, ctx: RunnerContext, run_id: str | None
-    ) -> None:
+    def _start_background(self, item: _Selected, event: str, hook_input: JsonDict, ctx: RunnerContext) -> None:
         from bearagent.hooks.runners import describe_handler
 
         async def run() -> None:
             result, duration_ms = await self._timed(item.spec, event, hook_input, ctx)
-            if item.spec.async_rewake:
-                wake = rewake_text(result)
-                if wake is not None:
-                    self._wakes.setdefault(run_id, []).append(wake)
+            if item.spec.async_rewake and (wake := rewake_text(result)) is not None:  # keyed by the firing run
+                self._wakes.setdefault(str(hook_input.get("run_id")), []).append(wake)
             label = f"async {describe_handler(item.spec)}"
             self._finished.append(
                 (event, background_outcome(item.spec, item.group.source, label, result, duration_ms), item.spec)
@@ -271,8 +267,7 @@ class HookDispatcher:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def take_wakes(self, run_id: str | None) -> list[str]:
-        """What the run's `asyncRewake` handlers said when they exited 2 (their stderr), once each."""
+    def take_wakes(self, run_id: str) -> list[str]:  # what the run's `asyncRewake` handlers said on exit 2, once
         return self._wakes.pop(run_id, [])
 
     async def wait_background(self) -> list[HandlerOutcome]:
