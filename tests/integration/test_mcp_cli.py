@@ -35,8 +35,10 @@ def test_list_shows_state_tools_and_errors(tmp_path: Path) -> None:
     result = CliRunner().invoke(cmd, ["list"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split() == ["SERVER", "STATE", "TRANSPORT", "TOOLS", "LAST", "ERROR"]
+    assert lines[0].split() == ["SERVER", "STATE", "TRANSPORT", "TOOLS", "PING", "LAST", "ERROR"]
     assert lines[1].split()[:4] == ["demo", "ready", "stdio", "13"]
+    assert lines[1].split()[5] == "ms" and float(lines[1].split()[4]) >= 0  # the health ping's round trip
+    assert lines[2].split()[4] == "-"
     assert lines[2].split()[:4] == ["dead", "failed", "stdio", "0"]
     assert "fatal: DEMO_TOKEN is not configured" in result.output
     assert "  fix: run `" in result.output
@@ -45,6 +47,7 @@ def test_list_shows_state_tools_and_errors(tmp_path: Path) -> None:
     data = json.loads(result.output)
     assert [(d["name"], d["state"], d["tools"]) for d in data] == [("demo", "ready", 13), ("dead", "failed", 0)]
     assert data[1]["error"] and data[1]["fix"]
+    assert isinstance(data[0]["ping_ms"], float) and data[1]["ping_ms"] is None
 
 
 def test_tools_lists_projected_names_and_schemas(tmp_path: Path) -> None:

@@ -237,3 +237,31 @@ def test_a_disabled_bypass_is_skipped_and_the_next_source_decides() -> None:
     assert flagged.mode == "acceptEdits" and flagged.capped and "(--permission-mode)" in flagged.capped
     allowed = mode_in_force(agent, workspace_mode=None, user_ceiling=None)
     assert allowed.mode == "bypassPermissions" and allowed.capped is None
+
+
+def test_every_documented_setting_key_is_known_none_is_an_unknown_key_warning(tmp_path: Path) -> None:
+    # the settings keys of Claude Code's reference (docs/claude-code.md lists each): implemented, or an info naming
+    # what to use instead; never "unknown key"
+    documented: dict[str, object] = {
+        "strictKnownMarketplaces": [],
+        "autoCompactEnabled": True,
+        "autoCompactWindow": 100000,
+        "autoMemoryEnabled": False,
+        "fileCheckpointingEnabled": True,
+        "worktree": {"symlinkDirectories": []},
+        "policyHelper": "policy.sh",
+        "subagentStatusLine": {"type": "command", "command": "true"},
+        "cleanupPeriodDays": 30,
+        "effortLevel": "high",
+        "agent": "reviewer",
+        "allowedHttpHookUrls": [],
+        "httpHookAllowedEnvVars": [],
+        "allowManagedHooksOnly": True,
+        "otelHeadersHelper": "otel.sh",
+    }
+    settings(tmp_path, documented)
+    diags = load(tmp_path, tmp_path / "home").diagnostics()
+    unsupported = {d.field for d in diags if d.code == "claude.setting_unsupported"}
+    assert unsupported == set(documented), [d.render() for d in diags]
+    assert all(d.severity == "info" for d in diags if d.code == "claude.setting_unsupported")
+    assert guard_failures(diags) == []

@@ -27,6 +27,7 @@ from bearagent.domain.diagnostics import name_list
 if TYPE_CHECKING:
     from bearagent.domain.diagnostics import Diagnostic
     from bearagent.domain.specs import McpServerSpec
+    from bearagent.mcp.launch import Launch
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
     from bearagent.mcp.tool import McpTool
     from bearagent.sandbox.settings import SandboxSettings
@@ -106,10 +107,15 @@ def _status_json(s: McpServerStatus) -> dict[str, object]:
         "state": s.state,
         "tools": s.tool_count,
         "protocol_version": s.protocol_version,
+        "ping_ms": round(s.ping_ms, 1) if s.ping_ms is not None else None,
         "source": s.source,
         "error": s.last_error,
         "fix": s.hint,
     }
+
+
+def _ping_text(s: McpServerStatus) -> str:
+    return f"{s.ping_ms:.0f} ms" if s.ping_ms is not None else "-"
 
 
 def _tool_json(tool: McpTool) -> dict[str, object]:
@@ -126,6 +132,38 @@ def _tool_json(tool: McpTool) -> dict[str, object]:
     }
 
 
+def _find_spec(ws: McpCliWorkspace, server: str) -> McpServerSpec:
+    spec = next((s for s in ws.specs if s.name == server), None)
+    if spec is None:
+        names = [s.name for s in ws.specs]
+        close = difflib.get_close_matches(server, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        fail(
+            f"no MCP server named {server!r}{hint}",
+            f"`bearagent mcp list` shows the configured servers: {name_list(names) or 'none'}",
+        )
+    return spec
+
+
+def _http_launch(ws: McpCliWorkspace, spec: McpServerSpec, command: str) -> Launch:
+    """The resolved launch of an http server (login/logout), or a clear error for a stdio one."""
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.mcp.launch import resolve_launch, where_of
+
+    if spec.transport != "http":
+        fail(
+            f"MCP server {spec.name!r} ({where_of(spec)}) is a stdio server: `bearagent mcp {command}` is for remote "
+            "(http) servers that use OAuth",
+            f"a stdio server takes its credentials from `env` in {where_of(spec)}",
+        )
+    try:
+        launch = resolve_launch(spec, ws.env or dict(os.environ), ws.root)
+    except BearAgentError as exc:
+        fail(exc.info.message, exc.hint)
+    assert launch.url is not None and launch.oauth_store is not None
+    return launch
+
+
 def make_mcp_command(loader: McpCliLoader) -> click.Group:
     @click.group(name="mcp", cls=ListGroup)
     def mcp() -> None:
@@ -135,12 +173,14 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
     @workspace_option
     @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
     def list_cmd(workspace: Path | None, as_json: bool) -> None:
-        """Connect to every configured server (concurrently) and show state, tool count and last error."""
+        """Connect to every configured server (concurrently), ping the ready ones and show state, tool count,
+        ping time and last error."""
         ws = _prepare(loader, workspace)
 
         async def go() -> list[McpServerStatus]:
             manager = await _connect(ws, ws.specs)
             try:
+                await manager.ping_all()
                 return manager.status()
             finally:
                 await manager.aclose()
@@ -154,8 +194,11 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
         if not statuses:
             click.echo("No MCP servers configured (add `mcp_servers:` to .bearagent/config.yaml or a .mcp.json).")
             return
-        rows = [[s.name, s.state, s.transport, str(s.tool_count), short(s.last_error or "", 60)] for s in statuses]
-        print_table(["SERVER", "STATE", "TRANSPORT", "TOOLS", "LAST ERROR"], rows)
+        rows = [
+            [s.name, s.state, s.transport, str(s.tool_count), _ping_text(s), short(s.last_error or "", 60)]
+            for s in statuses
+        ]
+        print_table(["SERVER", "STATE", "TRANSPORT", "TOOLS", "PING", "LAST ERROR"], rows)
         for s in statuses:
             if s.last_error:
                 click.echo(f"\n{s.name}: {s.last_error}")
@@ -169,15 +212,7 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
     def tools_cmd(server: str, workspace: Path | None, as_json: bool) -> None:
         """Connect to SERVER and list its tools as the model sees them (mcp__<server>__<tool>)."""
         ws = _prepare(loader, workspace)
-        spec = next((s for s in ws.specs if s.name == server), None)
-        if spec is None:
-            names = [s.name for s in ws.specs]
-            close = difflib.get_close_matches(server, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            fail(
-                f"no MCP server named {server!r}{hint}",
-                f"`bearagent mcp list` shows the configured servers: {name_list(names) or 'none'}",
-            )
+        spec = _find_spec(ws, server)
 
         async def go() -> tuple[McpServerStatus, list[McpTool]]:
             manager = await _connect(ws, [spec])
@@ -199,6 +234,77 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
             return
         rows = [[t.spec.name, t.spec.side_effect, short(t.spec.description, DESCRIPTION_CHARS)] for t in tools]
         print_table(["TOOL", "SIDE EFFECT", "DESCRIPTION"], rows, title=f"{server}: {len(tools)} tool(s)")
+
+    @mcp.command(name="login")
+    @click.argument("server")
+    @workspace_option
+    @click.option("--no-browser", is_flag=True, help="Print the authorization URL only; do not open a browser.")
+    @click.option(
+        "--timeout",
+        "timeout_s",
+        type=click.FloatRange(1, 3600),
+        default=300,
+        show_default=True,
+        help="Seconds to wait for the browser to come back to BearAgent.",
+    )
+    def login_cmd(server: str, workspace: Path | None, no_browser: bool, timeout_s: float) -> None:
+        """Log in to the remote MCP server SERVER with OAuth (browser, PKCE, loopback redirect on 127.0.0.1).
+
+        The tokens are kept in the user config dir (mcp-oauth/, mode 0600) and refreshed by every session; a new
+        login replaces them."""
+        from bearagent.mcp.oauth import McpLoginError
+        from bearagent.mcp.oauth_login import login
+
+        ws = _prepare(loader, workspace)
+        spec = _find_spec(ws, server)
+        launch = _http_launch(ws, spec, "login")
+        assert launch.url is not None and launch.oauth_store is not None
+
+        def announce(url: str) -> None:
+            click.echo(f"Open this URL in a browser to log in to {server!r}:\n  {url}", err=True)
+            click.echo("Waiting for the browser to come back to 127.0.0.1 ...", err=True)
+
+        import asyncio
+
+        try:
+            outcome = asyncio.run(
+                login(
+                    server=server,
+                    url=launch.url,
+                    headers=launch.headers,
+                    store_path=Path(launch.oauth_store),
+                    announce=announce,
+                    open_browser=not no_browser,
+                    timeout_s=timeout_s,
+                    connect_timeout_s=spec.startup_timeout_s,
+                )
+            )
+        except McpLoginError as exc:
+            fail(
+                f"login to MCP server {server!r} ({launch.url}) failed: {exc}",
+                f"check the server, then run `bearagent mcp login {server}` again",
+                EXIT_SERVER_FAILED,
+            )
+        if not outcome.needed_login:
+            click.echo(f"{server}: the server did not ask for a login ({outcome.tool_count} tool(s)); nothing stored.")
+            return
+        click.echo(f"Logged in to {server} ({outcome.tool_count} tool(s)). Tokens stored in {outcome.path}.")
+
+    @mcp.command(name="logout")
+    @click.argument("server")
+    @workspace_option
+    def logout_cmd(server: str, workspace: Path | None) -> None:
+        """Forget the OAuth login of SERVER (its tokens and client registration in the user config dir)."""
+        from bearagent.mcp.oauth import TokenFile
+
+        ws = _prepare(loader, workspace)
+        spec = _find_spec(ws, server)
+        launch = _http_launch(ws, spec, "logout")
+        assert launch.oauth_store is not None
+        if TokenFile(Path(launch.oauth_store)).remove():
+            click.echo(f"Logged out of {server} (removed {launch.oauth_store}).")
+        else:
+            click.echo(f"{server}: not logged in; nothing to remove.")
 
     return mcp
 

@@ -66,6 +66,14 @@ IGNORED_KEYS: Mapping[str, str] = {
     "companyAnnouncements": "not a BearAgent setting",
     "language": "not a BearAgent setting",
     "autoUpdates": "not a BearAgent setting",
+    "strictKnownMarketplaces": "a managed setting; add marketplaces with `bearagent plugins marketplace add`",
+    "autoCompactEnabled": "compaction is set by `compaction: {enabled, threshold}` in config.yaml",
+    "autoCompactWindow": "compaction is set by `compaction: {enabled, threshold}` in config.yaml",
+    "autoMemoryEnabled": "BearAgent keeps no automatic memory; instructions live in AGENTS.md / CLAUDE.md",
+    "fileCheckpointingEnabled": "BearAgent always records file changes for `bearagent rewind`",
+    "worktree": "BearAgent does not create git worktrees",
+    "policyHelper": "never run by BearAgent",
+    "subagentStatusLine": "only the main `statusLine` is shown",
 }
 """Claude Code settings BearAgent does not implement: an info diagnostic each (what to do instead), never silent."""
 

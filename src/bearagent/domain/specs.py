@@ -149,6 +149,9 @@ class HookHandlerSpec(DomainModel):
     condition: str | None = Field(default=None, max_length=4_096)
     once: bool = False
     run_async: bool = False
+    async_rewake: bool = False
+    """Claude Code's `asyncRewake` (with `run_async`): the background command's exit 2 wakes the agent with its
+    stderr when it would stop."""
     server: str | None = Field(default=None, max_length=64)
     tool: str | None = Field(default=None, max_length=256)
     arguments: JsonObject | None = None
@@ -160,6 +163,7 @@ HOOK_HANDLER_EXTENSIONS: tuple[str, ...] = (
     "condition",
     "once",
     "run_async",
+    "async_rewake",
     "server",
     "tool",
     "arguments",

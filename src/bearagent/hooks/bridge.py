@@ -50,6 +50,11 @@ def assemble_hook_groups(
     return groups, functions
 
 
+MAX_REWAKES = 8
+"""`asyncRewake` wake-ups per run, like the cap on consecutive Stop blocks: a hook that always exits 2 cannot keep
+a run going forever."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionHooks:
     dispatcher: HookDispatcher
@@ -63,6 +68,7 @@ class LoopHookAdapter:
         self._dispatcher = hooks.dispatcher
         self._transcript = transcript
         self._stop_event = stop_event
+        self._rewakes: dict[str, int] = {}
 
     async def user_prompt_submit(self, run_id: RunId, agent: str, prompt: str) -> PromptDecision:
         self._transcript.append_user_text(prompt, run_id=str(run_id), agent_name=agent)
@@ -104,6 +110,12 @@ class LoopHookAdapter:
         await self._dispatcher.wait_background()  # the run's `async` handlers finish (and are logged) before it ends
         if final_text:
             self._transcript.append_message(Message.assistant(final_text), run_id=str(run_id), agent_name=agent)
+        wakes = self._dispatcher.take_wakes(str(run_id))
+        if wakes and self._rewakes.get(str(run_id), 0) < MAX_REWAKES:
+            # an `asyncRewake` handler exited 2: the agent does not stop, it reads the handler's stderr and goes on
+            # (Claude Code wakes the model with it); the Stop hooks fire when it stops again
+            self._rewakes[str(run_id)] = self._rewakes.get(str(run_id), 0) + 1
+            return StopDecision(block_reason="\n\n".join(f"An async hook reported: {w}" for w in wakes))
         payload: dict[str, JsonValue] = {"stop_hook_active": stop_hook_active, "last_assistant_message": final_text}
         if self._stop_event == "SubagentStop":
             payload.update({"agent_id": str(run_id), "agent_type": agent})

@@ -43,6 +43,7 @@ from bearagent.hooks.outcome import (
     merge,
     refuse_beyond_capabilities,
     resolve,
+    rewake_text,
 )
 from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerFailure, HandlerResult, JsonDict, bound_text
 from bearagent.hooks.transcript import TranscriptWriter
@@ -119,6 +120,7 @@ class HookDispatcher:
         self._stop_blocks: dict[tuple[str, str | None, str | None], int] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._finished: list[tuple[str, HandlerOutcome, HookHandlerSpec]] = []
+        self._wakes: dict[str, list[str]] = {}
         self._pins = _pin_code(self._groups, settings)
 
     @property
@@ -260,6 +262,8 @@ class HookDispatcher:
 
         async def run() -> None:
             result, duration_ms = await self._timed(item.spec, event, hook_input, ctx)
+            if item.spec.async_rewake and (wake := rewake_text(result)) is not None:  # keyed by the firing run
+                self._wakes.setdefault(str(hook_input.get("run_id")), []).append(wake)
             label = f"async {describe_handler(item.spec)}"
             self._finished.append(
                 (event, background_outcome(item.spec, item.group.source, label, result, duration_ms), item.spec)
@@ -268,6 +272,9 @@ class HookDispatcher:
         task = asyncio.ensure_future(run())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def take_wakes(self, run_id: str) -> list[str]:  # what the run's `asyncRewake` handlers said on exit 2, once
+        return self._wakes.pop(run_id, [])
 
     async def wait_background(self) -> list[HandlerOutcome]:
         """Wait for the background handlers still running (each ends within its own timeout), record every finished

@@ -208,6 +208,16 @@ def background_outcome(
     return HandlerOutcome(label, spec.type, source, "none", duration_ms, HookReply(raw=result.raw))
 
 
+def rewake_text(result: HandlerResult) -> str | None:
+    """The wake-up message of an `asyncRewake` handler: its stderr when it exited 2 (a block, or on an event that
+    cannot block the message shown to the user); None for any other exit or a JSON answer."""
+    if isinstance(result, HandlerFailure) or result.raw is not None:  # raw: it answered JSON or text (exit 0)
+        return None
+    if result.block and result.block_reason:
+        return result.block_reason
+    return result.system_message or None
+
+
 def _patch(original: Mapping[str, JsonValue], replacements: Sequence[JsonDict]) -> JsonDict:
     """Apply full-replacement objects as top-level patches against `original`, in order."""
     result: JsonDict = dict(original)

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, cast
 
 import anyio
@@ -52,6 +53,8 @@ STDERR_TAIL_BYTES = 2_000
 STDERR_TAIL_LINES = 12
 MAX_TOOL_PAGES = 100
 STOP_TIMEOUT_S = 10.0
+MAX_ELICITATION_NOTES = 20
+MAX_ELICITATION_TEXT = 300
 LISTEN_PROTOCOL = "2026-07-28"
 
 
@@ -97,6 +100,9 @@ class Connection:
         self._stderr: IO[str] | None = None
         self._garbage = 0
         self._garbage_sample = ""
+        self._unauthorized = False
+        self.declined_inputs = 0  # requests for input (elicitation) declined; the first texts are kept below
+        self.declined_messages: list[str] = []
 
     # ----- lifecycle -----
 
@@ -124,6 +130,7 @@ class Connection:
                             cast(Any, target),
                             read_timeout_seconds=self._call_timeout,
                             message_handler=self._on_message,
+                            elicitation_callback=self._on_elicit,
                             client_info=types.Implementation(name="bearagent", version=__version__),
                         )
                     )
@@ -167,9 +174,16 @@ class Connection:
         launch = self.launch
         if launch.transport == "http":
             assert launch.url is not None
+            auth = None
+            if launch.oauth_store is not None:
+                from bearagent.mcp.oauth import session_auth
+
+                auth = session_auth(self.name, launch.url, Path(launch.oauth_store))
             http = httpx2.AsyncClient(
                 headers=dict(launch.headers),
                 timeout=httpx2.Timeout(min(self._startup, 30.0), read=self._call_timeout + 30.0),
+                auth=auth,
+                event_hooks={"response": [self._note_status]},
             )
             await stack.enter_async_context(http)
             return streamable_http_client(launch.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES)
@@ -182,6 +196,42 @@ class Connection:
             encoding_error_handler="replace",
         )
         return stdio_client(params, errlog=self._stderr)
+
+    async def _note_status(self, response: httpx2.Response) -> None:
+        # a 401 the OAuth provider could not cure (or with no login at all) reaches the SDK as a generic HTTP error:
+        # remember it so the failure names `bearagent mcp login`
+        if response.status_code == 401:
+            self._unauthorized = True
+
+    async def _on_elicit(self, context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        """A server asks the user for input (a form, a URL). No person can be asked mid-call yet: decline (as if the
+        user said no) and keep the question; the manager appends it to the call's result so the model can ask."""
+        self.declined_inputs += 1
+        if len(self.declined_messages) < MAX_ELICITATION_NOTES:
+            text = " ".join(str(getattr(params, "message", "") or "").split())[:MAX_ELICITATION_TEXT]
+            url = getattr(params, "url", None)
+            if isinstance(url, str) and url:
+                text += f" (open {url[:MAX_ELICITATION_TEXT]})"
+            self.declined_messages.append(text or "(no message)")
+        return types.ElicitResult(action="decline")
+
+    async def ping(self, timeout_s: float) -> float:
+        """A health probe; returns the round trip in ms. `ping` at protocol 2025-11-25 and earlier; 2026-07-28
+        removed it, so there the probe is one uncached `tools/list` page."""
+        client = self.client
+        if client is None or self.dead.is_set():
+            raise MCPError(CONNECTION_CLOSED, "Connection closed")
+        started = anyio.current_time()
+        with anyio.fail_after(timeout_s):
+            if self.protocol_version == LISTEN_PROTOCOL:
+                await client.list_tools(cache_mode="bypass")
+            else:
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    await client.session.send_ping()
+        return (anyio.current_time() - started) * 1000
 
     async def _on_message(self, message: object) -> None:
         if isinstance(message, Exception):
@@ -260,6 +310,8 @@ class Connection:
             stderr_tail=self.stderr_tail(),
             garbage_lines=self._garbage,
             garbage_sample=self._garbage_sample,
+            unauthorized=self._unauthorized,
+            has_auth_header=any(k.lower() == "authorization" for k in self.launch.headers),
         )
         failure = startup_timeout(ctx) if isinstance(exc, TimeoutError) else describe_failure(exc, ctx)
         secrets = self.launch.secrets

@@ -51,6 +51,9 @@ class ConnectContext:
     stderr_tail: str = ""
     garbage_lines: int = 0
     garbage_sample: str = ""
+    unauthorized: bool = False
+    """http: the server answered 401 at some point of the attempt."""
+    has_auth_header: bool = False
 
 
 def leaves(exc: BaseException) -> Iterator[BaseException]:
@@ -96,14 +99,31 @@ def startup_timeout(ctx: ConnectContext) -> McpFailure:
     return McpFailure("startup_timeout", what.strip(), hint)
 
 
+def login_required(ctx: ConnectContext) -> McpFailure:
+    head = f"MCP server {ctx.server!r} ({ctx.where})"
+    fix = f"run `bearagent mcp login {ctx.server}`"
+    if ctx.has_auth_header:
+        fix += f", or fix the `Authorization` header in {ctx.where}"
+    return McpFailure(
+        "auth_required",
+        f"{head}: {ctx.url} answered 401 Unauthorized: the server needs a login (OAuth) and there is no valid one.",
+        fix + ".",
+    )
+
+
 def describe_failure(exc: BaseException, ctx: ConnectContext) -> McpFailure:
     """One message for one failed connection attempt (startup or a later crash)."""
     import httpx2
     import pydantic
     from mcp import MCPError
 
+    from bearagent.mcp.oauth import McpLoginRequired
+
     found = list(leaves(exc))
     head = f"MCP server {ctx.server!r} ({ctx.where})"
+
+    if ctx.transport == "http" and (ctx.unauthorized or any(isinstance(leaf, McpLoginRequired) for leaf in found)):
+        return login_required(ctx)
 
     for leaf in found:
         if isinstance(leaf, BearAgentError):

@@ -45,6 +45,8 @@ class Launch:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     secrets: tuple[str, ...] = ()
+    oauth_store: str | None = None
+    """http: the file that holds this server's OAuth login (`bearagent mcp login`), whether or not it exists."""
     cleanup: Callable[[], None] | None = field(default=None, compare=False)
 
 
@@ -61,7 +63,13 @@ def resolve_launch(spec: McpServerSpec, env: Mapping[str, str], workspace_root: 
             )
         url = expand_env(spec.url, env, where=f"{where}.url")
         headers = {k: expand_env(v, env, where=f"{where}.headers.{k}") for k, v in spec.headers.items()}
-        return Launch(transport="http", url=url, headers=headers, secrets=_secrets(headers.values()))
+        from bearagent.config.workspace import user_config_dir
+        from bearagent.mcp.oauth import token_path
+
+        store = token_path(user_config_dir(env), spec.name, url)
+        return Launch(
+            transport="http", url=url, headers=headers, secrets=_secrets(headers.values()), oauth_store=str(store)
+        )
     if not spec.command:
         from bearagent.domain.errors import BearAgentError, ErrorInfo
 

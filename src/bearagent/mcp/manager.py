@@ -41,6 +41,8 @@ from bearagent.mcp.slot import (
     DEFAULT_MAX_BACKOFF_S,
     DEFAULT_MAX_CONNECT_ATTEMPTS,
     DEFAULT_MAX_RESTARTS,
+    DEFAULT_PING_INTERVAL_S,
+    DEFAULT_PING_TIMEOUT_S,
     McpServerStatus,
     ReconnectPolicy,
     ServerSlot,
@@ -107,6 +109,7 @@ class McpConnectionManager:
         )
         self._closed = False
         self._retry_task: asyncio.Task[None] | None = None
+        self._ping_task: asyncio.Task[None] | None = None
         self._retry_interval = 0.0
         self._background: set[asyncio.Task[None]] = set()
 
@@ -119,14 +122,67 @@ class McpConnectionManager:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def start_all(self, *, background_retry: bool = True, retry_interval_s: float = 5.0) -> None:
+    async def start_all(
+        self,
+        *,
+        background_retry: bool = True,
+        retry_interval_s: float = 5.0,
+        ping_interval_s: float | None = DEFAULT_PING_INTERVAL_S,
+    ) -> None:
         """Connect every pending server concurrently; returns when each is `ready` or `failed`. With
         `background_retry`, failed servers are retried every `retry_interval_s` (bounded attempts) so a server that
-        comes up later adds its tools without anyone asking."""
+        comes up later adds its tools without anyone asking, and ready servers get a health ping every
+        `ping_interval_s` (None: no pings)."""
         pending = [slot for slot in self._slots.values() if slot.state == "pending"]
         await asyncio.gather(*(self._connect_guarded(slot) for slot in pending))
         if background_retry:
             self.start_background_retry(retry_interval_s)
+            if ping_interval_s is not None:
+                self.start_health_pings(ping_interval_s)
+
+    async def ping_all(self, timeout_s: float = DEFAULT_PING_TIMEOUT_S) -> None:
+        """Ping every ready server concurrently (`McpServerStatus.ping_ms`). A server that does not answer within
+        `timeout_s`, or whose connection fails, is marked dead with that reason: its tools leave the next model
+        call's list and the next call (or the background retry) reconnects."""
+        ready = [s for s in self._slots.values() if s.state == "ready" and s.conn is not None]
+        await asyncio.gather(*(self._ping(slot, timeout_s) for slot in ready))
+
+    async def _ping(self, slot: ServerSlot, timeout_s: float) -> None:
+        conn = slot.conn
+        if conn is None:
+            return
+        try:
+            slot.last_ping_ms = await conn.ping(timeout_s)
+        except Exception as exc:
+            if slot.conn is not conn or self._closed:
+                return
+            slot.last_ping_ms = None
+            reason = f"no answer within {timeout_s:g}s" if isinstance(exc, TimeoutError) else _short(exc)
+            self._mark_dead(
+                slot,
+                conn,
+                McpFailure(
+                    "ping_failed",
+                    f"MCP server {slot.spec.name!r} ({where_of(slot.spec)}) did not answer a health ping ({reason}).",
+                    "check that the server is still running; the next call reconnects.",
+                ),
+            )
+            if slot.may_retry():
+                self.start_background_retry(self._retry_interval or 5.0)
+
+    def start_health_pings(self, interval_s: float = DEFAULT_PING_INTERVAL_S) -> None:
+        """Ping the ready servers every `interval_s` until `aclose` (so a server that went away is noticed and
+        shown failed before the model calls it)."""
+        running = self._ping_task
+        if running is not None and not running.done():
+            return
+
+        async def loop() -> None:
+            while not self._closed:
+                await asyncio.sleep(interval_s)
+                await self.ping_all()
+
+        self._ping_task = asyncio.create_task(loop(), name="mcp-ping")
 
     async def retry_failed(self) -> list[str]:
         """Try once more (concurrently) every `failed` server that has attempts left and whose backoff elapsed;
@@ -161,7 +217,7 @@ class McpConnectionManager:
     async def aclose(self) -> None:
         """Close every session and stop every stdio server process (bounded waits). Idempotent."""
         self._closed = True
-        tasks = [t for t in (self._retry_task, *self._background) if t is not None and not t.done()]
+        tasks = [t for t in (self._retry_task, self._ping_task, *self._background) if t is not None and not t.done()]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -260,6 +316,7 @@ class McpConnectionManager:
             self._mark_dead(slot, conn, changed)
             slot.give_up()
             return failed(CallFailure("code_changed", changed.text()))
+        declined_before = conn.declined_inputs
         outcome = await call_remote(
             conn,
             slot.spec,
@@ -270,11 +327,14 @@ class McpConnectionManager:
             meta=of_call(self._trace, context.run_id, context.tool_call_id) or None,
         )
         if isinstance(outcome, CallFailure):
-            return failed(outcome)
+            return _with_declined_note(failed(outcome), conn, declined_before, slot.spec.name)
         from bearagent.mcp._results import to_tool_result
 
         duration_ms = int((time.monotonic() - started) * 1000)
-        return to_tool_result(outcome, spec=tool.spec, context=context, server=slot.spec.name, duration_ms=duration_ms)
+        result = to_tool_result(
+            outcome, spec=tool.spec, context=context, server=slot.spec.name, duration_ms=duration_ms
+        )
+        return _with_declined_note(result, conn, declined_before, slot.spec.name)
 
     # ----- internals -----
 
@@ -415,6 +475,32 @@ class McpConnectionManager:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _short(exc: BaseException) -> str:
+    from bearagent.mcp.errors import leaves
+
+    leaf = next(iter(leaves(exc)), exc)
+    return f"{type(leaf).__name__}: {str(leaf)[:200]}" if str(leaf) else type(leaf).__name__
+
+
+def _with_declined_note(result: ToolResult, conn: Connection, before: int, server: str) -> ToolResult:
+    """Say in the result which requests for input (MCP elicitation) the server made during the call and that
+    BearAgent declined them, so the model can ask the user itself."""
+    count = conn.declined_inputs - before
+    if count <= 0:
+        return result
+    from bearagent.domain.tools import MAX_TOOL_CONTENT_CHARS
+
+    shown = conn.declined_messages[-count:] if len(conn.declined_messages) >= count else conn.declined_messages
+    questions = "; ".join(f'"{m}"' for m in shown[:5]) or "(not kept)"
+    note = (
+        f"\n\n[BearAgent declined {count} request(s) for input from MCP server {server!r} during this call "
+        f"(MCP elicitation: {questions}). BearAgent does not put MCP servers' questions to the user yet; if the "
+        "answer is needed, ask the user in your reply.]"
+    )
+    content = result.content[: max(0, MAX_TOOL_CONTENT_CHARS - len(note))] + note
+    return result.model_copy(update={"content": content})
 
 
 __all__ = ["McpConnectionManager", "McpServerStatus", "ServerState"]

@@ -23,6 +23,8 @@ DEFAULT_MAX_CONNECT_ATTEMPTS = 3
 DEFAULT_MAX_RESTARTS = 5
 DEFAULT_BACKOFF_S = 0.5
 DEFAULT_MAX_BACKOFF_S = 5.0
+DEFAULT_PING_INTERVAL_S = 30.0
+DEFAULT_PING_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,8 @@ class McpServerStatus:
     restarts: int
     source: str
     protocol_version: str | None
+    ping_ms: float | None = None
+    """The last health ping's round trip (None: not pinged yet, or not ready)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,7 @@ class ServerSlot:
         self.next_attempt_at = 0.0
         self.lock = asyncio.Lock()
         self.had_connection = False
+        self.last_ping_ms: float | None = None
 
     @property
     def transport(self) -> str:
@@ -116,6 +121,7 @@ class ServerSlot:
             restarts=self.restarts,
             source=self.spec.source,
             protocol_version=conn.protocol_version if conn is not None else None,
+            ping_ms=self.last_ping_ms if self.state == "ready" else None,
         )
 
     def context(self, launch: Launch | None) -> ConnectContext:

@@ -4,7 +4,8 @@ not silently disappear); a key without an equivalent is a warning naming it.
 
 Claude Code's handler keys: `if` (one permission rule; a rule BearAgent cannot read stops the run, as a broken
 hook does; on an event that is not about a tool the handler never runs, which is a warning), `async` (command
-handlers only; `asyncRewake` runs in the background the same way, without the wake-up), `once`, and the `mcp_tool`
+handlers only; `asyncRewake` runs in the background the same way, and its exit 2 wakes the agent with its stderr
+when it would stop), `once`, and the `mcp_tool`
 handler's `server`, `tool` and `input`. `once` is honoured where BearAgent's own files write it (config.yaml,
 `.bearagent/agents/`); in Claude Code's files (`.claude/settings*.json`, `.claude/agents/`) it is ignored with a
 warning, as Claude Code ignores it there (it honours `once` only in skill frontmatter): a guard marked `once` keeps
@@ -230,13 +231,7 @@ def _claude_keys(data: dict[str, object], kind: str, where: str, context: Handle
         else:
             data["run_async"] = True
             if rewake:
-                add(
-                    "warning",
-                    "hooks.unsupported_key",
-                    f"{where}: `asyncRewake` runs the handler in the background like `async`; its exit 2 does not "
-                    "wake the agent in BearAgent",
-                    "use `async: true`, or a synchronous hook if its answer must count",
-                )
+                data["async_rewake"] = True
             if data.get("on_failure") == "block":
                 add(
                     "warning",
