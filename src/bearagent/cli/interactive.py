@@ -285,6 +285,11 @@ def interactive(
                     options.allowed_tools = invocation.allowed_tools
                     if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
                         options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
+                else:
+                    prompt = _mentioned(text, runtime, console)  # @path: attached, or refused with the fix
+                    if prompt is None:
+                        continue
+                    text = prompt
                 options.run_id = runtime.ids.new(RunId)  # known up front: the terminal follows it in the stream
                 started = time.monotonic()
                 try:
@@ -325,6 +330,25 @@ def interactive(
                 runner.run(runtime.aclose())
     if termination.signal is not None:
         sys.exit(EXIT_RUN_FAILED)
+
+
+def _mentioned(text: str, runtime: WorkspaceRuntime, console: Console) -> str | None:
+    """The prompt with its `@path` mentions attached (`service/mentions.py`); None (said in red) when one is
+    refused."""
+    from bearagent.service.mentions import workspace_mentions
+
+    try:
+        mentioned = workspace_mentions(runtime.loaded, text)
+    except BearAgentError as exc:
+        console.print(Text(visible(f"error: {exc.info.message}"), style="red"))
+        if exc.hint:
+            console.print(Text(visible(f"fix: {exc.hint}"), style="red"))
+        return None
+    for note in mentioned.notes:
+        console.print(Text(visible(f"note: {note}"), style="yellow"))
+    if mentioned.attached:
+        console.print(Text(visible("attached: " + ", ".join(mentioned.attached)), style="dim"))
+    return mentioned.prompt
 
 
 def _status_command(runtime: WorkspaceRuntime) -> StatusCommand | None:

@@ -18,15 +18,16 @@ from bearagent.cli._run_common import (
 )
 
 
-def read_prompt(prompt: str) -> str:
-    """PROMPT as given; `-` reads it from stdin; with a PROMPT, piped stdin is appended to it (as in Claude Code)."""
+def read_prompt_parts(prompt: str) -> tuple[str, str | None]:
+    """The prompt the user wrote (PROMPT, or stdin for `-`) and what is piped besides it (appended after it; its
+    `@` words are data, never mentions)."""
     if prompt != "-":
-        from bearagent.cli._stdin import piped_text, with_piped_input
+        from bearagent.cli._stdin import piped_text
 
-        return with_piped_input(prompt, piped_text())
+        return prompt, piped_text()
     if sys.stdin.isatty():
         die("PROMPT is '-' but nothing is piped on stdin", 'pipe the prompt in (echo "..." | bearagent run -)')
-    return sys.stdin.read()
+    return sys.stdin.read(), None
 
 
 MAX_CLI_RULES = 200
@@ -140,7 +141,7 @@ def run(
     if continue_ and session:
         die("--continue and --session exclude each other", "use --session ID, or --continue for the latest session")
     allow_rules = split_rules(allowed_tools, "--allowed-tools")
-    text = read_prompt(prompt)
+    typed, piped = read_prompt_parts(prompt)
     try:
         from bearagent.cli._config_common import load
 
@@ -150,6 +151,13 @@ def run(
 
             permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
         runtime = open_runtime(loaded, permission_mode=permission_mode)
+        from bearagent.cli._stdin import with_piped_input
+        from bearagent.service.mentions import workspace_mentions
+
+        mentioned = workspace_mentions(loaded, typed)  # @path: attached, or refused before anything runs
+        for note in mentioned.notes:
+            click.echo(f"note: {note}", err=True)
+        text = with_piped_input(mentioned.prompt, piped)
         if allow_rules:
             from bearagent.tools.permissions import PermissionRules
 
