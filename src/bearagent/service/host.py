@@ -39,6 +39,7 @@ from bearagent.workspace import LoadedWorkspace
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
+    from bearagent.service.planner import RunChoices
 
 
 class RunResources(Protocol):
@@ -147,6 +148,7 @@ class RunHost(WorkspaceHost, Protocol):
         depth: int = 0,
         extra_allow: Sequence[str] = (),
         ask: Asker | ApprovalBroker | None = None,
+        choices: RunChoices | None = None,
     ) -> AgentPlan: ...
     def loop(self, *, hooks: LoopHookAdapter | None, observer: RunObserver) -> AgentLoop: ...
     def session_hooks(self, session_id: str, permission_mode: str) -> SessionHooks: ...

@@ -11,6 +11,7 @@ from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import TriggerType
 from bearagent.runtime.plan import CommandExpansion
+from bearagent.service.planner import RunChoices
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,9 @@ class RunOptions:
     serves every caller."""
     expansion: CommandExpansion | None = None
     """The slash command the prompt was expanded from (`/name args`): UserPromptExpansion hooks see it."""
+    choices: RunChoices = field(default_factory=RunChoices)
+    """The caller's own choices for the run's top-level agent (`run --disallowed-tools`, `--system-prompt`,
+    `--append-system-prompt`, `--add-dir`), recorded in its sealed request."""
 
 
 def local_initiator() -> str:

@@ -367,6 +367,7 @@ class WorkspaceRuntime:
                     hooks=hooks,
                     extra_allow=(*options.allowed_tools, *remembered),
                     ask=ask,
+                    choices=options.choices,
                 )
 
             plan = await planner(agent.name)
