@@ -57,6 +57,7 @@ HELP = """commands:
   /cost             session usage
   /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
   /clear            start a new session
+  /resume [ID]      pick an earlier session and continue it
   /exit             leave (or Ctrl-D)
 keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes
       Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer"""
@@ -273,6 +274,9 @@ def interactive(
                     if invocation is None and text.split(maxsplit=1)[0] == "/compact":
                         _compact(runner, runtime, state, console, text[len("/compact") :].strip() or None)
                         continue
+                    if invocation is None and text.split(maxsplit=1)[0] == "/resume":
+                        _resume(text[len("/resume") :].strip(), runtime, state, console, read)
+                        continue
                     if invocation is None:
                         if not _command(text, runtime, state, console):
                             break
@@ -349,6 +353,21 @@ def _mentioned(text: str, runtime: WorkspaceRuntime, console: Console) -> str | 
     if mentioned.attached:
         console.print(Text(visible("attached: " + ", ".join(mentioned.attached)), style="dim"))
     return mentioned.prompt
+
+
+def _resume(
+    arg: str, runtime: WorkspaceRuntime, state: InteractiveState, console: Console, read: Callable[[str], str]
+) -> None:
+    """`/resume [ID]` (`resume_command.py`): the next prompt continues the session picked."""
+    from bearagent.cli.resume_command import resume_command
+
+    chosen = resume_command(arg, runtime, console, read, current=state.session)
+    if chosen is None or chosen.session == state.session:
+        return
+    state.session = chosen.session
+    state.totals = SessionTotals()  # the status line and /cost count what this session does from now on
+    if chosen.agent is not None:
+        state.agent = chosen.agent
 
 
 def _status_command(runtime: WorkspaceRuntime) -> StatusCommand | None:

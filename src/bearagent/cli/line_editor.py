@@ -173,6 +173,7 @@ BUILTIN_HELP: dict[str, str] = {
     "model": "show or switch the model",
     "permissions": "permission mode and rules in force",
     "quit": "leave the session",
+    "resume": "pick an earlier session and continue it",
     "skills": "list skills",
     "tools": "tools of the current agent",
 }
