@@ -44,6 +44,7 @@ from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
 if TYPE_CHECKING:
+    from bearagent.cli.memory_commands import InitRun
     from bearagent.cli.status_command import StatusCommand
 
 HELP = """commands:
@@ -58,6 +59,8 @@ HELP = """commands:
   /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
   /clear            start a new session
   /resume [ID]      pick an earlier session and continue it
+  /memory           the memory files (AGENTS.md); edit one
+  /init             let the agent write AGENTS.md from the repository
   /exit             leave (or Ctrl-D)
 keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes
       Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer"""
@@ -266,6 +269,7 @@ def interactive(
                 if not text:
                     continue
                 options = RunOptions(agent=state.agent, model=state.model, session=state.session)
+                wrote_memory = False
                 if text.startswith("/"):
                     invocation = workspace_command(text, runtime.loaded)  # .claude/commands, actions
                     if isinstance(invocation, str):
@@ -277,18 +281,24 @@ def interactive(
                     if invocation is None and text.split(maxsplit=1)[0] == "/resume":
                         _resume(text[len("/resume") :].strip(), runtime, state, console, read)
                         continue
-                    if invocation is None:
+                    if invocation is None and text.split(maxsplit=1)[0] in ("/memory", "/init"):
+                        init = _memory(text, runtime, console, read)  # memory_commands.py
+                        if init is None:
+                            continue
+                        text, options.allowed_tools, wrote_memory = init.prompt, init.allowed_tools, True
+                    elif invocation is None:
                         if not _command(text, runtime, state, console):
                             break
                         continue
-                    for note in invocation.notes:
-                        console.print(Text(visible(f"note: {note}"), style="yellow"))
-                    text = invocation.prompt
-                    options.agent = invocation.agent or state.agent
-                    options.model = invocation.model or state.model
-                    options.allowed_tools = invocation.allowed_tools
-                    if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
-                        options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
+                    else:
+                        for note in invocation.notes:
+                            console.print(Text(visible(f"note: {note}"), style="yellow"))
+                        text = invocation.prompt
+                        options.agent = invocation.agent or state.agent
+                        options.model = invocation.model or state.model
+                        options.allowed_tools = invocation.allowed_tools
+                        if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
+                            options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
                 else:
                     prompt = _mentioned(text, runtime, console)  # @path: attached, or refused with the fix
                     if prompt is None:
@@ -328,6 +338,10 @@ def interactive(
                 elapsed = time.monotonic() - started
                 state.totals.add(result, elapsed)
                 console.print(Text(summary_line(result, wall_time_s=elapsed), style="dim"))
+                if wrote_memory:  # /init: the next prompt uses the file it wrote
+                    from bearagent.cli.memory_commands import reload_instructions
+
+                    reload_instructions(runtime.loaded)
         finally:
             save_history()
             with contextlib.suppress(BaseException):
@@ -353,6 +367,16 @@ def _mentioned(text: str, runtime: WorkspaceRuntime, console: Console) -> str | 
     if mentioned.attached:
         console.print(Text(visible("attached: " + ", ".join(mentioned.attached)), style="dim"))
     return mentioned.prompt
+
+
+def _memory(text: str, runtime: WorkspaceRuntime, console: Console, read: Callable[[str], str]) -> InitRun | None:
+    """`/memory` (list, edit) or `/init` (the run that writes the memory file, returned to be run)."""
+    from bearagent.cli.memory_commands import init_command, memory_command
+
+    if text.split(maxsplit=1)[0] == "/memory":
+        memory_command(runtime.loaded, console, read)
+        return None
+    return init_command(runtime.loaded, console, read)
 
 
 def _resume(

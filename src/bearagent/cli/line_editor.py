@@ -174,6 +174,8 @@ BUILTIN_HELP: dict[str, str] = {
     "permissions": "permission mode and rules in force",
     "quit": "leave the session",
     "resume": "pick an earlier session and continue it",
+    "memory": "the memory files (AGENTS.md); edit one",
+    "init": "let the agent write AGENTS.md from the repository",
     "skills": "list skills",
     "tools": "tools of the current agent",
 }

@@ -45,6 +45,8 @@ BUILTIN_COMMANDS = frozenset(
         "cost",
         "compact",
         "resume",
+        "memory",
+        "init",
     }
 )
 
