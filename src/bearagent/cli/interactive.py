@@ -62,6 +62,7 @@ HELP = """commands:
   /memory           the memory files (AGENTS.md); edit one
   /init             let the agent write AGENTS.md from the repository
   /exit             leave (or Ctrl-D)
+  !CMD              run a shell command (Bash's rules), output kept in context
 keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes
       Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer"""
 """Every line fits 80 columns: the session's console leaves wrapping to the terminal, which breaks mid-word."""
@@ -299,6 +300,11 @@ def interactive(
                         options.allowed_tools = invocation.allowed_tools
                         if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
                             options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
+                elif text.startswith("!"):  # the user's shell command, through Bash's rules (service/user_shell.py)
+                    command = _shell_command(text, console)
+                    if command is None:
+                        continue
+                    options.user_shell = command
                 else:
                     prompt = _mentioned(text, runtime, console)  # @path: attached, or refused with the fix
                     if prompt is None:
@@ -348,6 +354,20 @@ def interactive(
                 runner.run(runtime.aclose())
     if termination.signal is not None:
         sys.exit(EXIT_RUN_FAILED)
+
+
+def _shell_command(text: str, console: Console) -> str | None:
+    """The command of `!cmd`, or None (said in red) when there is none or it is too long."""
+    from bearagent.service.user_shell import MAX_SHELL_COMMAND_CHARS
+
+    command = text[1:].strip()
+    if not command:
+        console.print(Text("error: ! needs a command (e.g. !git status)", style="red"))
+        return None
+    if len(command) > MAX_SHELL_COMMAND_CHARS:
+        console.print(Text(f"error: the command is over {MAX_SHELL_COMMAND_CHARS:,} characters", style="red"))
+        return None
+    return command
 
 
 def _mentioned(text: str, runtime: WorkspaceRuntime, console: Console) -> str | None:

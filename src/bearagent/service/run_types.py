@@ -80,6 +80,9 @@ class RunOptions:
     serves every caller."""
     expansion: CommandExpansion | None = None
     """The slash command the prompt was expanded from (`/name args`): UserPromptExpansion hooks see it."""
+    user_shell: str | None = None
+    """`!cmd` in the interactive session: the run's only tool call is `Bash{command: user_shell}`, made by a
+    stand-in model (`service/user_shell.py`) through the gate, the hooks, the sandbox and the log."""
     choices: RunChoices = field(default_factory=RunChoices)
     """The caller's own choices for the run's top-level agent (`run --disallowed-tools`, `--system-prompt`,
     `--append-system-prompt`, `--add-dir`), recorded in its sealed request."""
