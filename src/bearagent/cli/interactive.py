@@ -40,6 +40,7 @@ from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.runtime.observer import NullObserver
 from bearagent.runtime.plan import CommandExpansion
+from bearagent.service.planner import RunChoices
 from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
@@ -205,8 +206,14 @@ def interactive(
     model: str | None,
     session: str | None,
     read: Callable[[str], str] = input,
+    allowed_tools: tuple[str, ...] = (),
+    choices: RunChoices | None = None,
 ) -> None:
+    """The session; `allowed_tools` and `choices` (the session's `--allowed-tools`, `--disallowed-tools`,
+    `--system-prompt`, `--append-system-prompt`, `--add-dir`) apply to each of its runs, sealed in each run."""
     from bearagent.cli._config_common import load
+
+    choices = choices or RunChoices()
 
     termination = handle_termination_like_ctrl_c()
     console = make_console()
@@ -269,7 +276,13 @@ def interactive(
                 text = line.strip()
                 if not text:
                     continue
-                options = RunOptions(agent=state.agent, model=state.model, session=state.session)
+                options = RunOptions(
+                    agent=state.agent,
+                    model=state.model,
+                    session=state.session,
+                    allowed_tools=allowed_tools,
+                    choices=choices,
+                )
                 wrote_memory = False
                 if text.startswith("/"):
                     invocation = workspace_command(text, runtime.loaded)  # .claude/commands, actions
@@ -286,7 +299,8 @@ def interactive(
                         init = _memory(text, runtime, console, read)  # memory_commands.py
                         if init is None:
                             continue
-                        text, options.allowed_tools, wrote_memory = init.prompt, init.allowed_tools, True
+                        text, wrote_memory = init.prompt, True
+                        options.allowed_tools = (*allowed_tools, *init.allowed_tools)
                     elif invocation is None:
                         if not _command(text, runtime, state, console):
                             break
@@ -297,7 +311,7 @@ def interactive(
                         text = invocation.prompt
                         options.agent = invocation.agent or state.agent
                         options.model = invocation.model or state.model
-                        options.allowed_tools = invocation.allowed_tools
+                        options.allowed_tools = (*allowed_tools, *invocation.allowed_tools)
                         if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
                             options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
                 elif text.startswith("!"):  # the user's shell command, through Bash's rules (service/user_shell.py)
@@ -306,7 +320,7 @@ def interactive(
                         continue
                     options.user_shell = command
                 else:
-                    prompt = _mentioned(text, runtime, console)  # @path: attached, or refused with the fix
+                    prompt = _mentioned(text, runtime, console, choices.add_dirs)  # @path: attached, or refused
                     if prompt is None:
                         continue
                     text = prompt
@@ -370,13 +384,13 @@ def _shell_command(text: str, console: Console) -> str | None:
     return command
 
 
-def _mentioned(text: str, runtime: WorkspaceRuntime, console: Console) -> str | None:
+def _mentioned(text: str, runtime: WorkspaceRuntime, console: Console, add_dirs: tuple[str, ...]) -> str | None:
     """The prompt with its `@path` mentions attached (`service/mentions.py`); None (said in red) when one is
     refused."""
     from bearagent.service.mentions import workspace_mentions
 
     try:
-        mentioned = workspace_mentions(runtime.loaded, text)
+        mentioned = workspace_mentions(runtime.loaded, text, add_dirs=add_dirs)
     except BearAgentError as exc:
         console.print(Text(visible(f"error: {exc.info.message}"), style="red"))
         if exc.hint:
@@ -550,10 +564,29 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
 
 
 def interactive_command(ctx: click.Context) -> None:
+    from bearagent.cli.run import added_directories, prompt_text, split_rules
+
     params = ctx.params
+    choices = RunChoices(
+        disallowed_tools=split_rules(params.get("disallowed_tools") or (), "--disallowed-tools"),
+        system_prompt=prompt_text(params.get("system_prompt"), "--system-prompt"),
+        append_system_prompt=prompt_text(params.get("append_system_prompt"), "--append-system-prompt"),
+        add_dirs=added_directories(params.get("add_dirs") or ()),
+    )
+    allowed = split_rules(params.get("allowed_tools") or (), "--allowed-tools")
+    if allowed or choices.disallowed_tools:  # a malformed rule: refused before the session opens
+        from bearagent.cli._run_common import die_from
+        from bearagent.tools.permissions import PermissionRules
+
+        try:
+            PermissionRules.parse(allow=allowed, deny=choices.disallowed_tools)
+        except BearAgentError as exc:
+            die_from(exc, debug=False)
     interactive(
         params.get("workspace"),
         agent=params.get("agent"),
         model=params.get("model"),
         session="continue" if params.get("continue_") else params.get("session"),
+        allowed_tools=allowed,
+        choices=choices,
     )

@@ -141,9 +141,12 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
     agent, projection, entry = inputs.agent, inputs.projection, inputs.model
     gate_tools: dict[str, Tool] = {}
     bound: dict[str, BoundTool] = {}
+    taken = PermissionRules.parse(deny=inputs.choices.disallowed_tools) if inputs.choices.disallowed_tools else None
     for projected in projection.tools:
         if inputs.parent_tools is not None and projected.name not in inputs.parent_tools:
             continue  # a subagent never gets a tool its parent does not have
+        if taken is not None and taken.denies_whole_tool(projected.name):
+            continue  # the run's --disallowed-tools names it bare: the tool is taken away, as in Claude Code
         tool = inputs.executors.get(projected.name) or projected.tool
         if tool is None:
             continue
