@@ -9,7 +9,7 @@ BearAgent's memory is the project instructions file: `AGENTS.md`, else `CLAUDE.m
   environment: trusted); an absent project file is created by the editor. The instructions are read again after
   the editor closes, so the next prompt uses them.
 - `/init` asks the agent to write the project file from the repository, as Claude Code's `/init` does: the run
-  may write that one file without asking (the run's `Write(AGENTS.md)` / `Edit(AGENTS.md)` rules; deny rules still
+  may write that one file without asking (the run's `Write(/AGENTS.md)` / `Edit(/AGENTS.md)` rules; deny rules still
   win). When the file exists, `/init` asks first, and with no it leaves the file as it is and runs nothing.
 """
 
@@ -170,7 +170,7 @@ def init_command(loaded: LoadedWorkspace, console: Console, read: Callable[[str]
     other = "CLAUDE.md, .cursorrules, .github/copilot-instructions.md if there are any"
     action = f"improve the existing {name}: keep what is right, fix what is wrong" if exists else "create it"
     prompt = INIT_PROMPT.format(name=name, action=action, other=other)
-    rules = (f"Write({name})", f"Edit({name})") if exists else (f"Write({name})",)
+    rules = (f"Write(/{name})", f"Edit(/{name})") if exists else (f"Write(/{name})",)  # the root file only
     return InitRun(prompt=prompt, allowed_tools=rules, path=path)
 
 
