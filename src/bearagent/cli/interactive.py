@@ -40,10 +40,12 @@ from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
 from bearagent.runtime.observer import NullObserver
 from bearagent.runtime.plan import CommandExpansion
+from bearagent.service.planner import RunChoices
 from bearagent.service.runner import RunOptions, WorkspaceRuntime
 from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
 if TYPE_CHECKING:
+    from bearagent.cli.memory_commands import InitRun
     from bearagent.cli.status_command import StatusCommand
 
 HELP = """commands:
@@ -57,7 +59,11 @@ HELP = """commands:
   /cost             session usage
   /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
   /clear            start a new session
+  /resume [ID]      pick an earlier session and continue it
+  /memory           the memory files (AGENTS.md); edit one
+  /init             let the agent write AGENTS.md from the repository
   /exit             leave (or Ctrl-D)
+  !CMD              run a shell command (Bash's rules), output kept in context
 keys: Enter sends · Alt-Enter or \\ then Enter: a new line · Tab completes
       Up/Down, Ctrl-R: history · Ctrl-C cancels a running answer"""
 """Every line fits 80 columns: the session's console leaves wrapping to the terminal, which breaks mid-word."""
@@ -200,8 +206,14 @@ def interactive(
     model: str | None,
     session: str | None,
     read: Callable[[str], str] = input,
+    allowed_tools: tuple[str, ...] = (),
+    choices: RunChoices | None = None,
 ) -> None:
+    """The session; `allowed_tools` and `choices` (the session's `--allowed-tools`, `--disallowed-tools`,
+    `--system-prompt`, `--append-system-prompt`, `--add-dir`) apply to each of its runs, sealed in each run."""
     from bearagent.cli._config_common import load
+
+    choices = choices or RunChoices()
 
     termination = handle_termination_like_ctrl_c()
     console = make_console()
@@ -264,7 +276,14 @@ def interactive(
                 text = line.strip()
                 if not text:
                     continue
-                options = RunOptions(agent=state.agent, model=state.model, session=state.session)
+                options = RunOptions(
+                    agent=state.agent,
+                    model=state.model,
+                    session=state.session,
+                    allowed_tools=allowed_tools,
+                    choices=choices,
+                )
+                wrote_memory = False
                 if text.startswith("/"):
                     invocation = workspace_command(text, runtime.loaded)  # .claude/commands, actions
                     if isinstance(invocation, str):
@@ -273,18 +292,38 @@ def interactive(
                     if invocation is None and text.split(maxsplit=1)[0] == "/compact":
                         _compact(runner, runtime, state, console, text[len("/compact") :].strip() or None)
                         continue
-                    if invocation is None:
+                    if invocation is None and text.split(maxsplit=1)[0] == "/resume":
+                        _resume(text[len("/resume") :].strip(), runtime, state, console, read)
+                        continue
+                    if invocation is None and text.split(maxsplit=1)[0] in ("/memory", "/init"):
+                        init = _memory(text, runtime, console, read)  # memory_commands.py
+                        if init is None:
+                            continue
+                        text, wrote_memory = init.prompt, True
+                        options.allowed_tools = (*allowed_tools, *init.allowed_tools)
+                    elif invocation is None:
                         if not _command(text, runtime, state, console):
                             break
                         continue
-                    for note in invocation.notes:
-                        console.print(Text(visible(f"note: {note}"), style="yellow"))
-                    text = invocation.prompt
-                    options.agent = invocation.agent or state.agent
-                    options.model = invocation.model or state.model
-                    options.allowed_tools = invocation.allowed_tools
-                    if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
-                        options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
+                    else:
+                        for note in invocation.notes:
+                            console.print(Text(visible(f"note: {note}"), style="yellow"))
+                        text = invocation.prompt
+                        options.agent = invocation.agent or state.agent
+                        options.model = invocation.model or state.model
+                        options.allowed_tools = (*allowed_tools, *invocation.allowed_tools)
+                        if invocation.action.kind == "command":  # a command or skill: UserPromptExpansion fires
+                            options.expansion = CommandExpansion.of(invocation.action, invocation.arguments)
+                elif text.startswith("!"):  # the user's shell command, through Bash's rules (service/user_shell.py)
+                    command = _shell_command(text, console)
+                    if command is None:
+                        continue
+                    options.user_shell = command
+                else:
+                    prompt = _mentioned(text, runtime, console, choices.add_dirs)  # @path: attached, or refused
+                    if prompt is None:
+                        continue
+                    text = prompt
                 options.run_id = runtime.ids.new(RunId)  # known up front: the terminal follows it in the stream
                 started = time.monotonic()
                 try:
@@ -319,12 +358,74 @@ def interactive(
                 elapsed = time.monotonic() - started
                 state.totals.add(result, elapsed)
                 console.print(Text(summary_line(result, wall_time_s=elapsed), style="dim"))
+                if wrote_memory:  # /init: the next prompt uses the file it wrote
+                    from bearagent.cli.memory_commands import reload_instructions
+
+                    reload_instructions(runtime.loaded)
         finally:
             save_history()
             with contextlib.suppress(BaseException):
                 runner.run(runtime.aclose())
     if termination.signal is not None:
         sys.exit(EXIT_RUN_FAILED)
+
+
+def _shell_command(text: str, console: Console) -> str | None:
+    """The command of `!cmd`, or None (said in red) when there is none or it is too long."""
+    from bearagent.service.user_shell import MAX_SHELL_COMMAND_CHARS
+
+    command = text[1:].strip()
+    if not command:
+        console.print(Text("error: ! needs a command (e.g. !git status)", style="red"))
+        return None
+    if len(command) > MAX_SHELL_COMMAND_CHARS:
+        console.print(Text(f"error: the command is over {MAX_SHELL_COMMAND_CHARS:,} characters", style="red"))
+        return None
+    return command
+
+
+def _mentioned(text: str, runtime: WorkspaceRuntime, console: Console, add_dirs: tuple[str, ...]) -> str | None:
+    """The prompt with its `@path` mentions attached (`service/mentions.py`); None (said in red) when one is
+    refused."""
+    from bearagent.service.mentions import workspace_mentions
+
+    try:
+        mentioned = workspace_mentions(runtime.loaded, text, add_dirs=add_dirs)
+    except BearAgentError as exc:
+        console.print(Text(visible(f"error: {exc.info.message}"), style="red"))
+        if exc.hint:
+            console.print(Text(visible(f"fix: {exc.hint}"), style="red"))
+        return None
+    for note in mentioned.notes:
+        console.print(Text(visible(f"note: {note}"), style="yellow"))
+    if mentioned.attached:
+        console.print(Text(visible("attached: " + ", ".join(mentioned.attached)), style="dim"))
+    return mentioned.prompt
+
+
+def _memory(text: str, runtime: WorkspaceRuntime, console: Console, read: Callable[[str], str]) -> InitRun | None:
+    """`/memory` (list, edit) or `/init` (the run that writes the memory file, returned to be run)."""
+    from bearagent.cli.memory_commands import init_command, memory_command
+
+    if text.split(maxsplit=1)[0] == "/memory":
+        memory_command(runtime.loaded, console, read)
+        return None
+    return init_command(runtime.loaded, console, read)
+
+
+def _resume(
+    arg: str, runtime: WorkspaceRuntime, state: InteractiveState, console: Console, read: Callable[[str], str]
+) -> None:
+    """`/resume [ID]` (`resume_command.py`): the next prompt continues the session picked."""
+    from bearagent.cli.resume_command import resume_command
+
+    chosen = resume_command(arg, runtime, console, read, current=state.session)
+    if chosen is None or chosen.session == state.session:
+        return
+    state.session = chosen.session
+    state.totals = SessionTotals()  # the status line and /cost count what this session does from now on
+    if chosen.agent is not None:
+        state.agent = chosen.agent
 
 
 def _status_command(runtime: WorkspaceRuntime) -> StatusCommand | None:
@@ -463,10 +564,29 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
 
 
 def interactive_command(ctx: click.Context) -> None:
+    from bearagent.cli.run import added_directories, prompt_text, split_rules
+
     params = ctx.params
+    choices = RunChoices(
+        disallowed_tools=split_rules(params.get("disallowed_tools") or (), "--disallowed-tools"),
+        system_prompt=prompt_text(params.get("system_prompt"), "--system-prompt"),
+        append_system_prompt=prompt_text(params.get("append_system_prompt"), "--append-system-prompt"),
+        add_dirs=added_directories(params.get("add_dirs") or ()),
+    )
+    allowed = split_rules(params.get("allowed_tools") or (), "--allowed-tools")
+    if allowed or choices.disallowed_tools:  # a malformed rule: refused before the session opens
+        from bearagent.cli._run_common import die_from
+        from bearagent.tools.permissions import PermissionRules
+
+        try:
+            PermissionRules.parse(allow=allowed, deny=choices.disallowed_tools)
+        except BearAgentError as exc:
+            die_from(exc, debug=False)
     interactive(
         params.get("workspace"),
         agent=params.get("agent"),
         model=params.get("model"),
         session="continue" if params.get("continue_") else params.get("session"),
+        allowed_tools=allowed,
+        choices=choices,
     )

@@ -121,6 +121,32 @@ class LazyGroup(click.Group):
 )
 @click.option("--continue", "continue_", is_flag=True, help="Interactive session: continue the latest session.")
 @click.option("--session", default=None, help="Interactive session: continue the session with this id.")
+@click.option(
+    "--allowed-tools",
+    "--allowedTools",
+    "allowed_tools",
+    multiple=True,
+    metavar="RULES",
+    help="Interactive session: permission rules allowed without asking in its runs (as `run --allowed-tools`).",
+)
+@click.option(
+    "--disallowed-tools",
+    "--disallowedTools",
+    "disallowed_tools",
+    multiple=True,
+    metavar="RULES",
+    help="Interactive session: permission rules denied in its runs (as `run --disallowed-tools`).",
+)
+@click.option("--system-prompt", default=None, metavar="TEXT", help="Interactive session: as `run --system-prompt`.")
+@click.option(
+    "--append-system-prompt",
+    default=None,
+    metavar="TEXT",
+    help="Interactive session: as `run --append-system-prompt`.",
+)
+@click.option(
+    "--add-dir", "add_dirs", multiple=True, metavar="DIR", help="Interactive session: as `run --add-dir`; repeatable."
+)
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -129,11 +155,25 @@ def main(
     workspace: Path | None,
     continue_: bool,
     session: str | None,
+    allowed_tools: tuple[str, ...],
+    disallowed_tools: tuple[str, ...],
+    system_prompt: str | None,
+    append_system_prompt: str | None,
+    add_dirs: tuple[str, ...],
 ) -> None:
     """BearAgent: agents as markdown files, every run an auditable event log.
 
     Without a command, starts an interactive session in the workspace (/help inside lists its commands).
     """
+    session_flags = allowed_tools or disallowed_tools or system_prompt or append_system_prompt or add_dirs
+    if ctx.invoked_subcommand is not None and session_flags:
+        from bearagent.cli._run_common import die
+
+        die(
+            "--allowed-tools, --disallowed-tools, --system-prompt, --append-system-prompt and --add-dir before a "
+            "command apply to the interactive session only",
+            f"put them after the command (bearagent {ctx.invoked_subcommand} --add-dir DIR ...)",
+        )
     if ctx.invoked_subcommand is None:
         from bearagent.cli.interactive import interactive_command
 

@@ -18,15 +18,16 @@ from bearagent.cli._run_common import (
 )
 
 
-def read_prompt(prompt: str) -> str:
-    """PROMPT as given; `-` reads it from stdin; with a PROMPT, piped stdin is appended to it (as in Claude Code)."""
+def read_prompt_parts(prompt: str) -> tuple[str, str | None]:
+    """The prompt the user wrote (PROMPT, or stdin for `-`) and what is piped besides it (appended after it; its
+    `@` words are data, never mentions)."""
     if prompt != "-":
-        from bearagent.cli._stdin import piped_text, with_piped_input
+        from bearagent.cli._stdin import piped_text
 
-        return with_piped_input(prompt, piped_text())
+        return prompt, piped_text()
     if sys.stdin.isatty():
         die("PROMPT is '-' but nothing is piped on stdin", 'pipe the prompt in (echo "..." | bearagent run -)')
-    return sys.stdin.read()
+    return sys.stdin.read(), None
 
 
 MAX_CLI_RULES = 200
@@ -59,6 +60,54 @@ def split_rules(values: tuple[str, ...], flag: str) -> tuple[str, ...]:
         if len(rule) > MAX_RULE_CHARS:
             die(f"{flag}: a rule of {len(rule):,} characters (at most {MAX_RULE_CHARS:,})", "shorten the rule")
     return tuple(dict.fromkeys(rules))
+
+
+def prompt_text(value: str | None, flag: str) -> str | None:
+    """A `--system-prompt` / `--append-system-prompt` value: the text, or with `@FILE` the file's (UTF-8, the
+    user's own file: any path). Bounded by `MAX_RUN_PROMPT_CHARS`; a missing file is a usage error naming it."""
+    from bearagent.domain.run_events import MAX_RUN_PROMPT_CHARS
+
+    if value is None:
+        return None
+    text = value
+    if value.startswith("@") and len(value) > 1:
+        path = Path(value[1:]).expanduser()
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(MAX_RUN_PROMPT_CHARS * 4 + 1)
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror or str(exc)
+            die(f"{flag} {value}: cannot read {path}: {why}", "name a readable UTF-8 text file after @")
+    if not text.strip():
+        die(f"{flag} is empty", f"give the text, or leave {flag} out")
+    if len(text) > MAX_RUN_PROMPT_CHARS:
+        die(
+            f"{flag}: {len(text):,} characters (at most {MAX_RUN_PROMPT_CHARS:,})",
+            "shorten it; put standing instructions in AGENTS.md or the agent's file",
+        )
+    return text
+
+
+def added_directories(values: tuple[str, ...]) -> tuple[str, ...]:
+    """`--add-dir` values as absolute real paths (relative ones from the current directory, `~` expanded), each an
+    existing directory other than `/`; at most `MAX_RUN_ADD_DIRS`. Anything else is a usage error naming it."""
+    import os
+
+    from bearagent.domain.run_events import MAX_RUN_ADD_DIRS
+
+    if len(values) > MAX_RUN_ADD_DIRS:
+        die(f"--add-dir given {len(values)} times (at most {MAX_RUN_ADD_DIRS})", "add fewer directories")
+    out: list[str] = []
+    for value in values:
+        real = os.path.realpath(os.path.expanduser(value))
+        if not os.path.isdir(real):
+            die(f"--add-dir {value}: not a directory ({real})", "create it, or fix the path")
+        if real == os.path.sep:
+            die("--add-dir /: the whole file system is not a working directory", "name the directory you need")
+        if real not in out:
+            out.append(real)
+    return tuple(out)
 
 
 @click.command("run")
@@ -97,6 +146,36 @@ def split_rules(values: tuple[str, ...], flag: str) -> tuple[str, ...]:
     help="Permission rules allowed without asking in this run, as Claude Code's --allowedTools: "
     "'Read' 'Bash(git log *)', comma- or space-separated, repeatable. Deny rules still win.",
 )
+@click.option(
+    "--disallowed-tools",
+    "--disallowedTools",
+    "disallowed_tools",
+    multiple=True,
+    metavar="RULES",
+    help="Permission rules denied in this run, as Claude Code's --disallowedTools: 'Bash' 'Edit(src/**)', "
+    "comma- or space-separated, repeatable. A bare tool name takes the tool away.",
+)
+@click.option(
+    "--system-prompt",
+    default=None,
+    metavar="TEXT",
+    help="The agent's prompt for this run, instead of its file's (the environment, project instructions and skills "
+    "stay). @FILE reads it from a file.",
+)
+@click.option(
+    "--append-system-prompt",
+    default=None,
+    metavar="TEXT",
+    help="Text appended to the system prompt for this run. @FILE reads it from a file.",
+)
+@click.option(
+    "--add-dir",
+    "add_dirs",
+    multiple=True,
+    metavar="DIR",
+    help="A directory besides the workspace the file tools and a sandboxed Bash may use in this run "
+    "(as permissions.additionalDirectories); repeatable.",
+)
 @budget_options
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def run(
@@ -112,6 +191,10 @@ def run(
     permission_mode: str | None,
     wait_approvals: bool,
     allowed_tools: tuple[str, ...],
+    disallowed_tools: tuple[str, ...],
+    system_prompt: str | None,
+    append_system_prompt: str | None,
+    add_dirs: tuple[str, ...],
     debug: bool,
     **budget_flags: object,
 ) -> None:
@@ -140,7 +223,15 @@ def run(
     if continue_ and session:
         die("--continue and --session exclude each other", "use --session ID, or --continue for the latest session")
     allow_rules = split_rules(allowed_tools, "--allowed-tools")
-    text = read_prompt(prompt)
+    from bearagent.service.planner import RunChoices
+
+    choices = RunChoices(
+        disallowed_tools=split_rules(disallowed_tools, "--disallowed-tools"),
+        system_prompt=prompt_text(system_prompt, "--system-prompt"),
+        append_system_prompt=prompt_text(append_system_prompt, "--append-system-prompt"),
+        add_dirs=added_directories(add_dirs),
+    )
+    typed, piped = read_prompt_parts(prompt)
     try:
         from bearagent.cli._config_common import load
 
@@ -150,10 +241,23 @@ def run(
 
             permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
         runtime = open_runtime(loaded, permission_mode=permission_mode)
+        from bearagent.cli._stdin import with_piped_input
+        from bearagent.service.mentions import workspace_mentions
+
+        mentioned = workspace_mentions(
+            loaded, typed, add_dirs=choices.add_dirs
+        )  # @path: attached, or refused before anything runs
+        for note in mentioned.notes:
+            click.echo(f"note: {note}", err=True)
+        text = with_piped_input(mentioned.prompt, piped)
         if allow_rules:
             from bearagent.tools.permissions import PermissionRules
 
             PermissionRules.parse(allow=allow_rules, root=loaded.root)  # a malformed rule: refused before the run
+        if choices.disallowed_tools:
+            from bearagent.tools.permissions import PermissionRules
+
+            PermissionRules.parse(deny=choices.disallowed_tools, root=loaded.root)
         if session is None and not continue_:  # refused before the terminal opens the store (nothing is written)
             from bearagent.service.admission import check_model
 
@@ -186,6 +290,7 @@ def run(
         run_id=runtime.ids.new(RunId),
         wait_approvals=wait_approvals,
         allowed_tools=allow_rules,
+        choices=choices,
     )
 
     async def go() -> RunResult:

@@ -44,6 +44,9 @@ BUILTIN_COMMANDS = frozenset(
         "permissions",
         "cost",
         "compact",
+        "resume",
+        "memory",
+        "init",
     }
 )
 

@@ -65,6 +65,15 @@ class RunCreatedV2(RunEventPayload):
     depth: int = Field(default=0, ge=0, le=16)
 
 
+MAX_RUN_PROMPT_CHARS = 100_000
+"""The longest `--system-prompt` / `--append-system-prompt` a run records."""
+MAX_RUN_ADD_DIRS = 20
+"""The most `--add-dir` directories of one run."""
+RUN_CHOICE_FIELDS = ("disallowed_tools", "system_prompt", "append_system_prompt", "add_dirs")
+"""`RunRequest` fields added after records were first sealed: left out of the sealed text while unset, so a record
+sealed before they existed still verifies (`trust/run_seals.py`)."""
+
+
 class RunRequest(DomainModel):
     """What was asked of a run beyond its goal: who asked (the caller's subject and a snapshot of their context, for
     runs started over the HTTP API) and the per-run choices a process must repeat to execute or resume it exactly
@@ -79,6 +88,15 @@ class RunRequest(DomainModel):
     """The model the request chose (`-m`, a command's `model`), over the agent's own."""
     allowed_tools: tuple[str, ...] = Field(default=(), max_length=200)
     """Permission rules pre-approved for this run (a command's `allowed-tools`)."""
+    disallowed_tools: tuple[str, ...] = Field(default=(), max_length=200)
+    """Permission rules denied in this run (`run --disallowed-tools`, Claude Code's `--disallowedTools`)."""
+    system_prompt: str | None = Field(default=None, max_length=MAX_RUN_PROMPT_CHARS)
+    """The top-level agent's prompt for this run, instead of the agent file's (`run --system-prompt`)."""
+    append_system_prompt: str | None = Field(default=None, max_length=MAX_RUN_PROMPT_CHARS)
+    """Text appended to the top-level agent's system prompt for this run (`run --append-system-prompt`)."""
+    add_dirs: tuple[str, ...] = Field(default=(), max_length=MAX_RUN_ADD_DIRS)
+    """Absolute directories the file tools and a sandboxed Bash may use in this run besides the workspace
+    (`run --add-dir`, as `permissions.additionalDirectories`)."""
     wait_approvals: bool = False
     """With nobody attached to answer, an `ask` leaves the run waiting for an answer (else it is denied at once)."""
     metadata: JsonObject | None = None

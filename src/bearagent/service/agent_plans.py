@@ -28,7 +28,7 @@ from bearagent.runtime.plan import AgentPlan, CompactionPlan
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.sandbox import probe as sandbox_probe
 from bearagent.sandbox import request as sandbox_request
-from bearagent.service.planner import PlanInputs, PolicyInputs, plan_agent
+from bearagent.service.planner import PlanInputs, PolicyInputs, RunChoices, plan_agent
 from bearagent.service.skill_grants import SkillGrants
 from bearagent.tools.gate import Asker, ToolGate
 from bearagent.tools.permissions import PermissionRules
@@ -38,6 +38,7 @@ from bearagent.tools.spill import SPILL_DIR_SETTING
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from bearagent.sandbox.settings import SandboxSettings
     from bearagent.service.host import PlanHost
 
 
@@ -105,9 +106,12 @@ class AgentPlans:
         depth: int = 0,
         extra_allow: Sequence[str] = (),
         ask: Asker | ApprovalBroker | None = None,
+        choices: RunChoices | None = None,
     ) -> AgentPlan:
         """The plan of `agent_name`. `ask` answers the gate's `ask` (a top-level run's approval broker); child runs
-        keep the runtime's attached asker (a subagent never suspends its parent)."""
+        keep the runtime's attached asker (a subagent never suspends its parent). `choices`: the run's own
+        (`RunChoices`, from its sealed request), for a top-level agent."""
+        choices = choices or RunChoices()
         agent = self.require_agent(agent_name)
         manager = await self._rt.resources.mcp_manager()
         mcp_inputs: list[tuple[str, ToolSpec]] = []
@@ -154,7 +158,7 @@ class AgentPlans:
             # a result over its tool's cap is kept whole beside the run's state (tools/spill.py)
             **({SPILL_DIR_SETTING: str(self._rt.loaded.state_dir)} if config.kind == "project" else {}),
             **sandbox_request.tool_settings(
-                config.sandbox,
+                _with_dirs(config.sandbox, choices.add_dirs),
                 config.shell_env,
                 self._rt.loaded.env,
                 [*(m.api_key_env for m in self._rt.loaded.models.all() if m.api_key_env), key_variable(search) or ""],
@@ -176,7 +180,7 @@ class AgentPlans:
                     rules=PermissionRules.parse(
                         allow=(*config.permissions.allow, *extra_allow),
                         ask=config.permissions.ask,
-                        deny=config.permissions.deny,
+                        deny=(*config.permissions.deny, *choices.disallowed_tools),
                         root=self._rt.root,
                     ),
                     mode=in_force.mode,
@@ -199,6 +203,7 @@ class AgentPlans:
                 context=self.context,
                 max_output_continuations=config.max_output_continuations,
                 compaction=self._compaction(agent, entry, session_key),
+                choices=choices,
             )
         )
         if isinstance(plan.gate, ToolGate):
@@ -285,3 +290,12 @@ class AgentPlans:
         if agent.policy.max_turns is not None:
             policy_values["max_model_iterations"] = agent.policy.max_turns
         return limits.intersect(BudgetLimits.model_validate(policy_values))
+
+
+def _with_dirs(sandbox: SandboxSettings, add_dirs: Sequence[str]) -> SandboxSettings:
+    """`sandbox` with a run's `--add-dir` directories added to the additional directories (the file tools' roots,
+    the shell's writable directories)."""
+    if not add_dirs:
+        return sandbox
+    merged = tuple(dict.fromkeys((*sandbox.additional_directories, *add_dirs)))
+    return sandbox.model_copy(update={"additional_directories": merged})

@@ -38,6 +38,7 @@ from bearagent.workspace import LoadedWorkspace
 
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
+    from bearagent.service.planner import RunChoices
 
 
 class RunResources(Protocol):
@@ -100,6 +101,7 @@ class AgentPlanner(Protocol):
         depth: int = 0,
         extra_allow: Sequence[str] = (),
         ask: Asker | ApprovalBroker | None = None,
+        choices: RunChoices | None = None,
     ) -> AgentPlan: ...
 
 

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.permission_modes import DEFAULT_PERMISSION_MODE, PermissionMode
+from bearagent.domain.run_events import RunRequest
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.ports import ModelProvider, Tool, ToolInterceptor
 from bearagent.runtime.context import ContextBuilder, ContextParts
@@ -45,6 +46,47 @@ class GateMaker(Protocol):
         interceptor: ToolInterceptor | None = None,
         ask: Asker | None = None,
     ) -> ToolGate: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunChoices:
+    """What one run's caller chose beyond the agent's files (`bearagent run --disallowed-tools`, `--system-prompt`,
+    `--append-system-prompt`, `--add-dir`), for the run's top-level agent. Recorded in the run's sealed
+    `RunRequest`, so a queued or resumed run is planned with the same choices and a log shipped in a repository
+    cannot add any."""
+
+    disallowed_tools: tuple[str, ...] = ()
+    """Permission rules denied in this run, added to `permissions.deny` (a bare name takes the tool away)."""
+    system_prompt: str | None = None
+    """The agent's prompt for this run, instead of its file's body (the environment, project instructions and
+    skills sections stay)."""
+    append_system_prompt: str | None = None
+    """Appended, as the last section, to the system prompt."""
+    add_dirs: tuple[str, ...] = ()
+    """Absolute directories added to `permissions.additional_directories` for this run."""
+
+    @property
+    def any(self) -> bool:
+        return bool(self.disallowed_tools or self.system_prompt or self.append_system_prompt or self.add_dirs)
+
+    @classmethod
+    def of_request(cls, request: RunRequest) -> RunChoices:
+        """The choices a run's sealed request recorded."""
+        return cls(
+            disallowed_tools=request.disallowed_tools,
+            system_prompt=request.system_prompt,
+            append_system_prompt=request.append_system_prompt,
+            add_dirs=request.add_dirs,
+        )
+
+    def request_fields(self) -> dict[str, object]:
+        """The `RunRequest` fields that record these choices."""
+        return {
+            "disallowed_tools": self.disallowed_tools,
+            "system_prompt": self.system_prompt,
+            "append_system_prompt": self.append_system_prompt,
+            "add_dirs": self.add_dirs,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +132,8 @@ class PlanInputs:
     context: ContextBuilder = field(default_factory=ContextBuilder)
     max_output_continuations: int = 3
     compaction: CompactionPlan | None = None
+    choices: RunChoices = field(default_factory=RunChoices)
+    """The run's own choices (`RunChoices`); the caller passes them for the top-level agent only."""
 
 
 def plan_agent(inputs: PlanInputs) -> AgentPlan:
@@ -97,9 +141,12 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
     agent, projection, entry = inputs.agent, inputs.projection, inputs.model
     gate_tools: dict[str, Tool] = {}
     bound: dict[str, BoundTool] = {}
+    taken = PermissionRules.parse(deny=inputs.choices.disallowed_tools) if inputs.choices.disallowed_tools else None
     for projected in projection.tools:
         if inputs.parent_tools is not None and projected.name not in inputs.parent_tools:
             continue  # a subagent never gets a tool its parent does not have
+        if taken is not None and taken.denies_whole_tool(projected.name):
+            continue  # the run's --disallowed-tools names it bare: the tool is taken away, as in Claude Code
         tool = inputs.executors.get(projected.name) or projected.tool
         if tool is None:
             continue
@@ -128,7 +175,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
     instructions = inputs.instructions if agent.is_primary and inputs.depth == 0 else None
     parts = ContextParts(
         agent_name=agent.name,
-        agent_prompt=agent.prompt,
+        agent_prompt=inputs.choices.system_prompt if inputs.choices.system_prompt is not None else agent.prompt,
         workspace_root=inputs.root,
         today=inputs.today,
         output_style=inputs.output_style if agent.is_primary and inputs.depth == 0 else None,
@@ -140,9 +187,12 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         additional_directories=additional_directories(inputs.tool_settings),
         unavailable_servers=list(inputs.unavailable_servers),
     )
+    system_prompt = inputs.context.system_prompt(parts)
+    if inputs.choices.append_system_prompt and inputs.choices.append_system_prompt.strip():
+        system_prompt = f"{system_prompt}\n\n{inputs.choices.append_system_prompt.strip()}"
     return AgentPlan(
         agent_name=agent.name,
-        system_prompt=inputs.context.system_prompt(parts),
+        system_prompt=system_prompt,
         model_ref=entry.ref,
         model_name=entry.model or entry.name,
         provider=inputs.provider,

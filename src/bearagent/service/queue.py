@@ -26,6 +26,7 @@ from bearagent.domain.ids import RunId
 from bearagent.domain.run_events import RunCreatedV3, parse_run_event_payload
 from bearagent.domain.state import RunProjection
 from bearagent.ports import WorkspaceStore
+from bearagent.service.planner import RunChoices
 from bearagent.service.run_types import RunOptions
 
 SCAN_LIMIT = 200
@@ -133,6 +134,7 @@ def queued_request(run: RunProjection, events: Sequence[Event]) -> tuple[str, Ru
         trigger_ref=created.trigger_ref,
         allowed_tools=request.allowed_tools,
         wait_approvals=request.wait_approvals,
+        choices=RunChoices.of_request(request),
         run_id=run.run_id,
         initiator_ref=request.initiator_ref,
         auth_context=request.auth_context,

@@ -31,6 +31,7 @@ from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import AgentPlan
 from bearagent.service.facts import append_outside_loop
 from bearagent.service.leases import is_self, owner_gone
+from bearagent.service.planner import RunChoices
 from bearagent.service.run_specs import resumed_run
 from bearagent.service.run_types import RunResult, result_of
 from bearagent.service.sessions import session_key as key_of
@@ -217,6 +218,7 @@ async def resume_run(
                 hooks=hooks,
                 extra_allow=(*request.allowed_tools, *remembered),
                 ask=ask,
+                choices=RunChoices.of_request(request),  # as sealed when the run was created
             )
 
         plan = await planner(cursor.agent_name)

@@ -62,6 +62,10 @@ def new_run(
                 model_override=options.model,
                 allowed_tools=options.allowed_tools,
                 wait_approvals=options.wait_approvals,
+                disallowed_tools=options.choices.disallowed_tools,
+                system_prompt=options.choices.system_prompt,
+                append_system_prompt=options.choices.append_system_prompt,
+                add_dirs=options.choices.add_dirs,
             ),
         ),
     )

@@ -12,6 +12,7 @@ from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.run_events import TriggerType
 from bearagent.runtime.loop_state import RunOutcome
 from bearagent.runtime.plan import CommandExpansion
+from bearagent.service.planner import RunChoices
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,12 @@ class RunOptions:
     serves every caller."""
     expansion: CommandExpansion | None = None
     """The slash command the prompt was expanded from (`/name args`): UserPromptExpansion hooks see it."""
+    user_shell: str | None = None
+    """`!cmd` in the interactive session: the run's only tool call is `Bash{command: user_shell}`, made by a
+    stand-in model (`service/user_shell.py`) through the gate, the hooks, the sandbox and the log."""
+    choices: RunChoices = field(default_factory=RunChoices)
+    """The caller's own choices for the run's top-level agent (`run --disallowed-tools`, `--system-prompt`,
+    `--append-system-prompt`, `--add-dir`), recorded in its sealed request."""
 
 
 def local_initiator() -> str:

@@ -343,14 +343,20 @@ class WorkspaceRuntime:
             )
 
             async def planner(name: str) -> AgentPlan:
-                return await self.plans.plan(
+                plan = await self.plans.plan(
                     name,
                     session_key=session_key,
                     model_override=options.model,
                     hooks=hooks,
                     extra_allow=(*options.allowed_tools, *remembered),
                     ask=ask,
+                    choices=options.choices,
                 )
+                if options.user_shell is not None:  # `!cmd`: the user's command is the run's one Bash call
+                    from bearagent.service.user_shell import user_shell_plan
+
+                    plan = user_shell_plan(plan, options.user_shell)
+                return plan
 
             plan = await planner(agent.name)
             if session is not None and not prepared.created:

@@ -1,7 +1,8 @@
 """Sealed run records: a run's log is input, not authority.
 
 A run's `RunCreated` says what the run may do when a process other than the one that recorded it executes it: its
-pre-approved tools (`request.allowed_tools`), its model, its budgets, its caller (`initiator_ref`, `auth_context`),
+pre-approved and denied tools (`request.allowed_tools`, `disallowed_tools`), its system prompt choices, its added
+directories, its model, its budgets, its caller (`initiator_ref`, `auth_context`),
 its agent and goal. A queued run is started by whichever worker claims it, an interrupted one is resumed by `runs
 resume`, a worker or a resuming server, all from that record. The log is a workspace file (a cloned repository can
 ship `.bearagent/state.db`), so the record is sealed with the creating user's key (`seals.py`) when it is made, and
@@ -17,7 +18,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.run_events import RunCreatedV2, RunCreatedV3, RunRequest, parse_run_event_payload
+from bearagent.domain.run_events import (
+    RUN_CHOICE_FIELDS,
+    RunCreatedV2,
+    RunCreatedV3,
+    RunRequest,
+    parse_run_event_payload,
+)
 
 if TYPE_CHECKING:
     from bearagent.domain.budgets import BudgetLimits
@@ -46,9 +53,19 @@ def _material(
         "budget_limits": budgets.model_dump(mode="json"),
         "trigger_type": trigger_type,
         "trigger_ref": trigger_ref,
-        "request": request.model_dump(mode="json", exclude={"seal"}),
+        "request": _request_material(request),
     }
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _request_material(request: RunRequest) -> dict[str, object]:
+    """The request as sealed: the fields added later (`RUN_CHOICE_FIELDS`) only when set, so the text of a record
+    sealed before they existed is unchanged, and one that sets them is sealed over them."""
+    body = request.model_dump(mode="json", exclude={"seal"})
+    for name in RUN_CHOICE_FIELDS:
+        if body.get(name) in (None, [], ()):
+            body.pop(name, None)
+    return body
 
 
 def sealed_request(
