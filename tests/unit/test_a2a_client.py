@@ -161,3 +161,30 @@ def test_a_workspace_entry_is_a_default_tool_and_on_the_trust_surface(tmp_path: 
     surface = workspace_trust_surface(loaded)
     assert [i.key for i in surface.items if i.kind == "a2a"] == ["a2a helper"]
     assert "remote A2A agent" in surface.describe()
+
+
+def test_a_v0_3_agent_such_as_fasta2a_or_langgraph_is_called_with_v0_3_methods() -> None:
+    card = {
+        "protocolVersion": "0.3.0",
+        "name": "legacy",
+        "description": "a v0.3 agent",
+        "url": BASE,
+        "preferredTransport": "JSONRPC",
+        "version": "1",
+        "capabilities": {"streaming": False},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [],
+    }
+    task = {
+        "kind": "task",
+        "id": "t-3",
+        "contextId": "c-3",
+        "status": {"state": "completed"},
+        "artifacts": [{"artifactId": "a", "parts": [{"kind": "text", "text": "old but fine"}]}],
+    }
+    remote = Remote(card, task)
+    result = _call(remote)
+    assert remote.posts[0]["method"] == "message/send"
+    assert result.status == "succeeded" and result.content.startswith("old but fine"), result.content
+    assert result.data["task_id"] == "t-3"
