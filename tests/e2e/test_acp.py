@@ -540,6 +540,15 @@ def test_bash_runs_in_the_editors_terminal_only_when_the_user_opts_in_and_then_a
     assert len(editor.asked) == 1 and editor.asked[0].title is not None and "Bash" in editor.asked[0].title
     failed = [u for u in editor.updates if isinstance(u, Progress) and u.status == "failed"]
     assert failed and "from-the-editor" in str(failed[0].model_dump()) and "Exit code 3" in str(failed[0].model_dump())
+    # the call's update embeds the editor's terminal (shown live), before the call's result
+    shown = [
+        i
+        for i, u in enumerate(editor.updates)
+        if isinstance(u, Progress) and u.content and getattr(u.content[0], "type", "") == "terminal"
+    ]
+    assert len(shown) == 1 and editor.updates[shown[0]].content[0].terminal_id == "term-1"
+    assert editor.updates[shown[0]].tool_call_id == failed[0].tool_call_id
+    assert shown[0] < editor.updates.index(failed[0])
 
     # without the flag the editor's terminal is not used, though it offers one: Bash runs in BearAgent's own shell
     (root / ".bearagent" / "script.yaml").write_text(BASH)

@@ -50,6 +50,7 @@ from acp.schema import (
     SessionModeState,
     SessionResumeCapabilities,
     SetSessionModeResponse,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -502,7 +503,19 @@ class BearAcpAgent:
         async def release(session_id: str, terminal_id: str) -> None:
             await conn().release_terminal(session_id=session_id, terminal_id=terminal_id)
 
-        return Terminals(create, wait, output, kill, release)
+        def show(session_id: str, tool_call_id: str, terminal_id: str) -> None:
+            session = self._sessions.get(session_id)
+            if session is not None and session.pump is not None:  # in order with the call's other updates
+                session.pump.send(
+                    ToolCallProgress(
+                        session_update="tool_call_update",
+                        tool_call_id=tool_call_id,
+                        status="in_progress",
+                        content=[TerminalToolCallContent(type="terminal", terminal_id=terminal_id)],
+                    )
+                )
+
+        return Terminals(create, wait, output, kill, release, show)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None

@@ -1,6 +1,6 @@
 """Bash through the editor's terminal (`bearagent acp --client-terminal`): when the user opts in and the client
 offers `terminal`, Bash asks the client to run the command (`terminal/create` with `/bin/sh -c`, in the workspace
-root), waits for it (`terminal/wait_for_exit`, killed at the call's timeout), reads its output (`terminal/output`,
+root), shows it in the call's `tool_call_update` (terminal content), waits for it (`terminal/wait_for_exit`, killed at the call's timeout), reads its output (`terminal/output`,
 at most `OUTPUT_BYTE_LIMIT` bytes kept by the client) and releases it. The command runs as the editor runs it, NOT in
 BearAgent's sandbox, so the gate treats Bash as unsandboxed (`unsandboxed`): permission mode `default` asks before
 each command that no rule allows. A cancelled call kills and releases its terminal. `run_in_background` is refused.
@@ -44,8 +44,12 @@ class Terminals:
         output: Callable[[str, str], Awaitable[tuple[str, bool]]],
         kill: Callable[[str, str], Awaitable[None]],
         release: Callable[[str, str], Awaitable[None]],
+        show: Callable[[str, str, str], None] = lambda _session, _call, _terminal: None,
     ) -> None:
         self.create, self.wait, self.output, self.kill, self.release = create, wait, output, kill, release
+        self.show = show
+        """(session id, tool call id, terminal id): the call's `tool_call_update` embeds the terminal, so the
+        editor shows the command's output live (and keeps showing it after the release)."""
 
 
 class ClientBash(BashTool):
@@ -85,6 +89,8 @@ class ClientBash(BashTool):
                 "tool", "client_terminal", f"The editor did not start the command: {type(exc).__name__}: {exc}"[:800]
             ) from None
         timed_out = False
+        if context.tool_call_id is not None:
+            t.show(session, str(context.tool_call_id), terminal)
         try:
             try:
                 code, signal = await asyncio.wait_for(t.wait(session, terminal), timeout_ms / 1000)
