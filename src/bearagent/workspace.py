@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from bearagent.a2a.specs import A2AAgentSpec
 from bearagent.builtin import builtin_agents_dir, builtin_skills_dir
 from bearagent.config.config_files import ConfigFiles, load_config_files
 from bearagent.config.execution import with_server_policy
@@ -94,6 +95,9 @@ class LoadedWorkspace:
     entry whose key variable is unset (`app/key_helper.py`)."""
     output_style: OutputStyle | None = None
     """The output style in force (`outputStyle`; None: the default), added to the top-level primary agent's prompt."""
+    a2a_agents: tuple[A2AAgentSpec, ...] = ()
+    """`a2a_agents:` of the config files (the workspace's entry wins over the user's of the same name): each is a tool
+    `a2a__<name>` that delegates to that remote A2A agent (`a2a/tool.py`)."""
     _tools: NativeToolRegistry | None = None
 
     @property
@@ -133,9 +137,18 @@ class LoadedWorkspace:
         from bearagent.runtime.projection import AvailableTool, Capabilities
 
         tools = self.tools
+        available = {e.name: AvailableTool(e.tool, e.origin) for e in tools.entries()}
+        remote: set[str] = set()
+        if self.a2a_agents:
+            from bearagent.a2a.tool import RemoteAgentTool
+
+            for spec in self.a2a_agents:
+                if spec.tool_name not in available:
+                    available[spec.tool_name] = AvailableTool(RemoteAgentTool(spec, self.env), f"a2a:{spec.name}")
+                    remote.add(spec.tool_name)
         return Capabilities(
-            tools={e.name: AvailableTool(e.tool, e.origin) for e in tools.entries()},
-            default_tools=frozenset(tools.native_names()),
+            tools=available,
+            default_tools=frozenset(tools.native_names()) | remote,
             skills={s.name: s for s in self.skills.all()},
             actions={a.name: a for a in self.actions.all()},
             agents={a.name: a for a in self.agents.all()},
@@ -259,6 +272,7 @@ def load_workspace(
 
     diags.extend(alias_diagnostics(agents.all(), models))  # `model: sonnet` with no `sonnet` entry, at load
     mcp = load_mcp_servers(files, ws_root, contrib, claude.mcp)
+    a2a_agents = _a2a_agents(files, diags)
     hooks = load_hooks(files, contrib.hook_handlers, root=ws_root, env=environ, plugin_hooks=claude.hooks)
     # after the registries: a server's `none` stops hooks and MCP servers from running (`config/execution.py`) but
     # leaves what is loaded, so the trust surface is the one `bearagent trust` saw
@@ -279,6 +293,7 @@ def load_workspace(
         mcp=mcp,
         hooks=hooks,
         plugins=host,
+        a2a_agents=a2a_agents,
         instructions=_instructions(ws_root, diags),
         load_diagnostics=diags,
         settings_env=files.settings_env(),
@@ -304,6 +319,21 @@ def load_workspace(
             chosen_style(files.claude), [*style_dirs(ws_root, user_dir, compat=compat), *claude.output_styles], diags
         ),
     )
+
+
+def _a2a_agents(files: ConfigFiles, diags: list[Diagnostic]) -> tuple[A2AAgentSpec, ...]:
+    """`a2a_agents:` of the workspace's config.yaml, then the user's (a name the workspace uses already is skipped)."""
+    from bearagent.a2a.specs import parse_a2a_agents
+
+    found: dict[str, A2AAgentSpec] = {}
+    for cf in (files.workspace, files.user):
+        if cf is None or not cf.a2a_agents:
+            continue
+        specs, problems = parse_a2a_agents(cf.a2a_agents, path=cf.path, level=cf.level, line_of=cf.line_of)
+        diags.extend(problems)
+        for spec in specs:
+            found.setdefault(spec.name, spec)
+    return tuple(found.values())
 
 
 def _settings_model(

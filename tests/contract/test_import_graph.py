@@ -1,7 +1,7 @@
 """The import graph of `src/bearagent` (issue 30): module-level, function-level and `TYPE_CHECKING` imports, read with
 `ast` (nothing is imported), checked for cycles and for arrows against the layer order of docs/architecture.md.
 
-The layers, innermost first: domain (with the leaves, `LEAVES`) < ports < runtime < adapters (store, providers, tools, sandbox, hooks, mcp, trust)
+The layers, innermost first: domain (with the leaves, `LEAVES`) < ports < runtime < adapters (store, providers, tools, sandbox, hooks, mcp, a2a, trust)
 < config, registries (and `builtin`) < plugins < workspace < service < app < faces (api, cli, server, the public
 namespaces). A module may import its own layer or an inner one.
 
@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
     ("bearagent.ports", 1),
     ("bearagent.runtime", 2),
     ("bearagent.rewind", 2),  # the file-change capture and restore the runtime's tool calls use (domain only)
-    *((f"bearagent.{name}", 3) for name in ("store", "providers", "tools", "sandbox", "hooks", "mcp", "trust")),
+    *((f"bearagent.{name}", 3) for name in ("store", "providers", "tools", "sandbox", "hooks", "mcp", "a2a", "trust")),
     *((f"bearagent.{name}", 4) for name in ("config", "registries", "builtin")),
     ("bearagent.plugins.contributions", 4),  # what plugins contributed, as the registries read it (data only)
     ("bearagent.plugins", 5),

@@ -458,3 +458,104 @@ def test_allow_always_is_kept_for_the_session_and_reject_denies(tmp_path: Path) 
     assert not (rejected / "one.txt").exists()
     failed = [u for u in denier.updates if isinstance(u, ToolCallProgress) and u.status == "failed"]
     assert len(failed) == 2 and len(denier.asked) == 2
+
+
+BASH = """
+turns:
+  - text: "Running."
+    tool_calls: [{name: Bash, arguments: {command: "echo from-the-editor; exit 3"}}]
+  - text: "Ran."
+"""
+
+
+class TerminalClient(RecordingClient):
+    """An editor whose terminals are real processes it starts itself (`terminal/*`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.created: list[tuple[str, list[str], str | None]] = []
+        self.released: list[str] = []
+        self._procs: dict[str, asyncio.subprocess.Process] = {}
+        self._out: dict[str, bytes] = {}
+
+    async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        from acp.schema import CreateTerminalResponse
+
+        command, argv, cwd = str(kwargs["command"]), list(kwargs.get("args") or []), kwargs.get("cwd")
+        self.created.append((command, argv, cwd))
+        proc = await asyncio.create_subprocess_exec(
+            command, *argv, cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
+        terminal_id = f"term-{len(self.created)}"
+        self._procs[terminal_id] = proc
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def wait_for_terminal_exit(self, *args: Any, **kwargs: Any) -> Any:
+        from acp.schema import WaitForTerminalExitResponse
+
+        proc = self._procs[str(kwargs["terminal_id"])]
+        out, _ = await proc.communicate()
+        self._out[str(kwargs["terminal_id"])] = out
+        return WaitForTerminalExitResponse(exit_code=proc.returncode)
+
+    async def terminal_output(self, *args: Any, **kwargs: Any) -> Any:
+        from acp.schema import TerminalExitStatus, TerminalOutputResponse
+
+        terminal_id = str(kwargs["terminal_id"])
+        proc = self._procs[terminal_id]
+        return TerminalOutputResponse(
+            output=self._out.get(terminal_id, b"").decode(),
+            truncated=False,
+            exit_status=TerminalExitStatus(exit_code=proc.returncode),
+        )
+
+    async def release_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        self.released.append(str(kwargs["terminal_id"]))
+        return None
+
+
+def test_bash_runs_in_the_editors_terminal_only_when_the_user_opts_in_and_then_always_asks(tmp_path: Path) -> None:
+    from acp.schema import ToolCallProgress as Progress
+
+    from bearagent.sandbox import probe as sandbox_probe
+    from bearagent.sandbox.settings import SandboxSettings
+
+    root, home = _workspace(tmp_path, BASH)
+    (root / ".bearagent" / "agents" / "main.md").write_text(agent_md("Main agent.", mode="primary", tools="[Bash]"))
+
+    async def go(client: TerminalClient, *flags: str) -> Any:
+        async with _spawn(client, home, "--permission-mode", "acceptEdits", *flags) as (conn, _process):
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(terminal=True)
+            )
+            new = await conn.new_session(cwd=str(root), mcp_servers=[])
+            return await conn.prompt(session_id=new.session_id, prompt=[text_block("Run it.")])
+
+    editor = TerminalClient()
+    answer = _run(go(editor, "--client-terminal"))
+    assert answer.stop_reason == "end_turn"
+    assert editor.created == [("/bin/sh", ["-c", "echo from-the-editor; exit 3"], str(root))]
+    assert editor.released == ["term-1"]
+    # outside the sandbox: even acceptEdits asks before the command (the user's answer let it run)
+    assert len(editor.asked) == 1 and editor.asked[0].title is not None and "Bash" in editor.asked[0].title
+    failed = [u for u in editor.updates if isinstance(u, Progress) and u.status == "failed"]
+    assert failed and "from-the-editor" in str(failed[0].model_dump()) and "Exit code 3" in str(failed[0].model_dump())
+    # the call's update embeds the editor's terminal (shown live), before the call's result
+    shown = [
+        i
+        for i, u in enumerate(editor.updates)
+        if isinstance(u, Progress) and u.content and getattr(u.content[0], "type", "") == "terminal"
+    ]
+    assert len(shown) == 1 and editor.updates[shown[0]].content[0].terminal_id == "term-1"
+    assert editor.updates[shown[0]].tool_call_id == failed[0].tool_call_id
+    assert shown[0] < editor.updates.index(failed[0])
+
+    # without the flag the editor's terminal is not used, though it offers one: Bash runs in BearAgent's own shell
+    (root / ".bearagent" / "script.yaml").write_text(BASH)
+    plain = TerminalClient()
+    answer = _run(go(plain))
+    assert answer.stop_reason == "end_turn" and plain.created == []
+    if sandbox_probe.probe(SandboxSettings()).active:  # in the sandbox, acceptEdits runs it without asking
+        assert plain.asked == []
+    ran = [u for u in plain.updates if isinstance(u, Progress) and u.status == "failed"]
+    assert ran and "from-the-editor" in str(ran[0].model_dump())

@@ -1,5 +1,5 @@
 """A2A v1.0 on a real `bearagent serve` process, driven by the official `a2a-sdk` client: the agent card, a message
-streamed to completion, a blocking message continuing the same context, a task that waits for an approval
+streamed to completion (the model's text as chunks of the answer artifact), a blocking message continuing the same context, a task that waits for an approval
 (input-required) answered by a message, a working task cancelled, and a token without access to a workspace getting
 the same 404 as the rest of the API."""
 
@@ -60,6 +60,11 @@ turns:
     tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
   - text: "legacy answer"
 """
+WORDS = """
+turns:
+  - text: "one two three four five six"
+    delta_delay_ms: 120
+"""
 ACTION = """---
 description: Summarise the notes.
 agent: main
@@ -78,6 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     gate = scripted_workspace(tmp / "gate", GATE, agents=AGENTS, config=CONFIG + "permission_mode: default\n")
     slow = scripted_workspace(tmp / "slow", SLOW, agents=AGENTS)
     legacy = scripted_workspace(tmp / "legacy", LEGACY, agents=AGENTS)
+    words = scripted_workspace(tmp / "words", WORDS, agents=AGENTS)
     (legacy / "notes.md").write_text("hello\n")
     config = f"""
 workspaces:
@@ -85,6 +91,7 @@ workspaces:
   - {{id: gate, path: {gate}}}
   - {{id: slow, path: {slow}}}
   - {{id: legacy, path: {legacy}}}
+  - {{id: words, path: {words}}}
 auth:
   jwt: {{key: {JWT_SECRET}, algorithms: [HS256]}}
 """
@@ -155,7 +162,7 @@ def test_the_card_then_a_streamed_task_to_completion_and_a_blocking_one_in_the_s
     notes = [p.text for e in events if e.HasField("status_update") for p in e.status_update.status.message.parts]
     assert "calling Read" in notes
     answers = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
-    assert [p.text for p in answers[0].parts] == ["The notes say hello."]
+    assert [p.text for p in answers[-1].parts] == ["The notes say hello."]
     assert kinds.index("artifact_update") < len(kinds) - 1  # the answer comes before the final status
 
     assert second.context_id == task.context_id and second.id != task.id
@@ -163,6 +170,25 @@ def test_the_card_then_a_streamed_task_to_completion_and_a_blocking_one_in_the_s
     assert fetched.id == task.id and fetched.status.state == TaskState.TASK_STATE_COMPLETED
     assert _final_text(fetched) == "The notes say hello."
     assert {t.id for t in listed.tasks} == {task.id, second.id}
+
+
+def test_the_model_text_streams_as_chunks_of_the_answer_artifact(server: Any) -> None:
+    started, _gate = server
+
+    async def go() -> list[StreamResponse]:
+        async with _client(started.base, "/a2a/words") as client:
+            return [e async for e in client.send_message(_ask("Count."))]
+
+    events = _run(go())
+    updates = [e.artifact_update for e in events if e.HasField("artifact_update")]
+    chunks, final = updates[:-1], updates[-1]
+    assert len(chunks) >= 3, [(u.append, [p.text for p in u.artifact.parts]) for u in updates]
+    assert not chunks[0].append and all(u.append for u in chunks[1:])  # one model call: started, then appended
+    assert {u.artifact.artifact_id for u in updates} == {final.artifact.artifact_id}
+    assert "".join(p.text for u in chunks for p in u.artifact.parts) == "one two three four five six"
+    assert final.last_chunk and not final.append and final.artifact.parts[0].text == "one two three four five six"
+    states = [e.status_update.status.state for e in events if e.HasField("status_update")]
+    assert states[-1] == TaskState.TASK_STATE_COMPLETED
 
 
 def test_an_approval_is_input_required_and_a_message_to_the_task_answers_it(server: Any) -> None:

@@ -50,6 +50,7 @@ from acp.schema import (
     SessionModeState,
     SessionResumeCapabilities,
     SetSessionModeResponse,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -122,12 +123,12 @@ def _with_client_servers(registry: Any, extra: list[Any]) -> Any:
     return build_mcp_registry(entries, registry.diagnostics)
 
 
-def _with_client_read(registry: Any, read: Any) -> Any:
-    """The workspace's tools with Read reading through the client (`client_fs.py`)."""
-    from bearagent.acp.client_fs import ClientRead
+def _with_client_tools(registry: Any, replaced: Mapping[str, Any]) -> Any:
+    """The workspace's tools with the native ones `replaced` names served through the client: Read reading through
+    it (`client_fs.py`), Bash running in its terminal (`client_terminal.py`)."""
     from bearagent.registries.tools import NativeToolRegistry
 
-    native = [ClientRead(read) if e.name == "Read" else e.tool for e in registry.entries() if e.is_native]
+    native = [replaced.get(e.name, e.tool) for e in registry.entries() if e.is_native]
     plugins = [(e.origin.removeprefix("plugin:"), e.tool) for e in registry.entries() if not e.is_native]
     return NativeToolRegistry(native, plugins, registry.diagnostics)
 
@@ -271,8 +272,11 @@ class BearAcpAgent:
         agent: str | None = None,
         model: str | None = None,
         permission_mode: str | None = None,
+        client_terminal: bool = False,
     ) -> None:
         self._env = dict(env) if env is not None else None
+        self._client_terminal = client_terminal
+        """`--client-terminal`: Bash runs in the client's terminal when it offers one (`client_terminal.py`)."""
         self._agent = agent
         self._model = model
         self._mode = permission_mode
@@ -470,6 +474,49 @@ class BearAcpAgent:
         response = await self._conn.read_text_file(session_id=session_id, path=path)
         return response.content
 
+    def _terminals(self) -> Any:
+        """The client's `terminal/*` requests, for Bash (`client_terminal.py`)."""
+        from bearagent.acp.client_terminal import Terminals
+
+        def conn() -> Client:
+            if self._conn is None:
+                raise RuntimeError("no client connection")
+            return self._conn
+
+        async def create(session_id: str, command: str, args: list[str], cwd: str, limit: int) -> str:
+            made = await conn().create_terminal(
+                session_id=session_id, command=command, args=args, cwd=cwd, env=[], output_byte_limit=limit
+            )
+            return made.terminal_id
+
+        async def wait(session_id: str, terminal_id: str) -> tuple[int | None, str | None]:
+            done = await conn().wait_for_terminal_exit(session_id=session_id, terminal_id=terminal_id)
+            return done.exit_code, done.signal
+
+        async def output(session_id: str, terminal_id: str) -> tuple[str, bool]:
+            got = await conn().terminal_output(session_id=session_id, terminal_id=terminal_id)
+            return got.output, bool(got.truncated)
+
+        async def kill(session_id: str, terminal_id: str) -> None:
+            await conn().kill_terminal(session_id=session_id, terminal_id=terminal_id)
+
+        async def release(session_id: str, terminal_id: str) -> None:
+            await conn().release_terminal(session_id=session_id, terminal_id=terminal_id)
+
+        def show(session_id: str, tool_call_id: str, terminal_id: str) -> None:
+            session = self._sessions.get(session_id)
+            if session is not None and session.pump is not None:  # in order with the call's other updates
+                session.pump.send(
+                    ToolCallProgress(
+                        session_update="tool_call_update",
+                        tool_call_id=tool_call_id,
+                        status="in_progress",
+                        content=[TerminalToolCallContent(type="terminal", terminal_id=terminal_id)],
+                    )
+                )
+
+        return Terminals(create, wait, output, kill, release, show)
+
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None
 
@@ -498,8 +545,17 @@ class BearAcpAgent:
             if extra:
                 loaded.mcp = _with_client_servers(loaded.mcp, extra)
             caps = self._client_caps
+            replaced: dict[str, Any] = {}
             if caps is not None and caps.fs is not None and caps.fs.read_text_file:
-                loaded.use_tools(_with_client_read(loaded.tools, self._read_text_file))
+                from bearagent.acp.client_fs import ClientRead
+
+                replaced["Read"] = ClientRead(self._read_text_file)
+            if self._client_terminal and caps is not None and caps.terminal:
+                from bearagent.acp.client_terminal import ClientBash
+
+                replaced["Bash"] = ClientBash(self._terminals())
+            if replaced:
+                loaded.use_tools(_with_client_tools(loaded.tools, replaced))
             runtime = open_runtime(loaded, permission_mode=self._mode)
             runtime.admit()
             agent = self._agent or loaded.config.default_agent

@@ -16,7 +16,13 @@ import click
     help="Permission mode sessions start in (default, acceptEdits, plan, dontAsk, bypassPermissions); the client "
     "may change it per session (session/set_mode), always within your permission ceiling.",
 )
-def acp(agent: str | None, model: str | None, permission_mode: str | None) -> None:
+@click.option(
+    "--client-terminal",
+    is_flag=True,
+    help="Run Bash in the editor's terminal (ACP terminal/*) when it offers one. The commands then run as the "
+    "editor runs them, outside BearAgent's sandbox, so permission mode default asks before each one.",
+)
+def acp(agent: str | None, model: str | None, permission_mode: str | None, client_terminal: bool) -> None:
     """Speak the Agent Client Protocol on stdin/stdout: an editor (Zed, JetBrains, Neovim) starts this command and
     each session it opens runs in the session's working directory as its workspace, trusted as for `bearagent run`.
     Diagnostics go to stderr; stdout carries only the protocol."""
@@ -31,17 +37,23 @@ def acp(agent: str | None, model: str | None, permission_mode: str | None) -> No
             permission_mode = parse_permission_mode(permission_mode, where="--permission-mode")
         except BearAgentError as exc:
             raise click.UsageError(exc.info.message) from None
-    asyncio.run(_serve(agent, model, permission_mode))
+    asyncio.run(_serve(agent, model, permission_mode, client_terminal))
 
 
-async def _serve(agent: str | None, model: str | None, permission_mode: str | None) -> None:
+async def _serve(agent: str | None, model: str | None, permission_mode: str | None, client_terminal: bool) -> None:
     import os
 
     from acp import run_agent
 
     from bearagent.acp.agent import BearAcpAgent
 
-    server = BearAcpAgent(env=dict(os.environ), agent=agent, model=model, permission_mode=permission_mode)
+    server = BearAcpAgent(
+        env=dict(os.environ),
+        agent=agent,
+        model=model,
+        permission_mode=permission_mode,
+        client_terminal=client_terminal,
+    )
     try:
         await run_agent(server)
     finally:

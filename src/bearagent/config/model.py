@@ -42,6 +42,7 @@ TOP_LEVEL_KEYS = frozenset(
         "models",
         "default_model",
         "mcp_servers",
+        "a2a_agents",
         "hooks",
         "permissions",
         "budgets",
@@ -142,6 +143,8 @@ class ConfigFile:
     settings: dict[str, object] = field(default_factory=lambda: {})
     models: dict[str, object] = field(default_factory=lambda: {})
     mcp_servers: dict[str, object] = field(default_factory=lambda: {})
+    a2a_agents: dict[str, object] = field(default_factory=lambda: {})
+    """`a2a_agents:` as written; `a2a/specs.py` parses it (docs/a2a.md#delegating-to-a-remote-a2a-agent)."""
     hooks: dict[str, object] = field(default_factory=lambda: {})
 
     def line_of(self, key: str) -> int | None:
@@ -209,7 +212,7 @@ def load_config_file(path: Path, level: Level, diagnostics: list[Diagnostic]) ->
             cf.settings["compat"] = data["compat"]
         else:
             diagnostics.append(_error(cf, "compat", "must be true or false", "write `compat: true` or `compat: false`"))
-    for section in ("models", "mcp_servers", "hooks"):
+    for section in ("models", "mcp_servers", "a2a_agents", "hooks"):
         if section not in data or data[section] is None:
             continue
         value = data[section]

@@ -17,9 +17,10 @@ run service's (`service/`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, cast
 
 from fastapi import FastAPI, Request
@@ -27,6 +28,7 @@ from fastapi.responses import JSONResponse, Response
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.state import RunProjection, SessionRecord
+from bearagent.runtime.run_writer import Published, TokenDelta
 from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
 from bearagent.server.registry import WorkspaceEntry
@@ -42,6 +44,9 @@ MAX_WAIT_S = 600.0
 POLL_S = 0.2
 """How often a waiting `SendMessage` or a stream looks at its run in the store (a worker may run it elsewhere)."""
 MAX_LIST = 100
+MAX_QUEUED_TOKENS = 10_000
+"""The most model-text pieces a stream holds before it sends them; past that they are dropped (the final artifact
+still carries the whole answer)."""
 
 _STATES = {
     "queued": "TASK_STATE_SUBMITTED",
@@ -501,8 +506,10 @@ class _Call:
 
 async def _sse(call: _Call, run: RunProjection, rpc_id: Any) -> AsyncIterator[bytes]:
     """`SendStreamingMessage`: the task, then a status update at each change (working, each tool call as a status
-    message, input-required, the end), the answer as an artifact before the final status. The run is read from the
-    store, so a run a worker executes elsewhere streams the same."""
+    message, input-required, the end), the model's text as it streams as chunks of the artifact `answer` (each
+    model call's text starts it again: `append: false`, then `append: true`), the whole answer as that artifact
+    before the final status. The run's steps are read from the store, so a run a worker executes elsewhere streams
+    the same (its tokens, which only this server's own writer publishes, excepted)."""
 
     def frame(result: dict[str, Any]) -> bytes:
         shaped = legacy_result(result) if call.legacy else result
@@ -510,7 +517,54 @@ async def _sse(call: _Call, run: RunProjection, rpc_id: Any) -> AsyncIterator[by
 
     task_id = str(run.run_id)
     context_id = str(run.session_id) if run.session_id is not None else task_id
+    tokens: asyncio.Queue[TokenDelta] = asyncio.Queue(maxsize=MAX_QUEUED_TOKENS)
+
+    def take(item: Published) -> None:  # the writer's live publication: this run's model text as it streams
+        if isinstance(item, TokenDelta) and item.run_id == run.run_id:
+            with contextlib.suppress(asyncio.QueueFull):  # the final artifact carries the whole answer anyway
+                tokens.put_nowait(item)
+
+    unsubscribe = call.runtime.writer.subscribe(take)
+    try:
+        async for data in _task_frames(call, run, frame, tokens, task_id, context_id):
+            yield data
+    finally:
+        unsubscribe()
+
+
+async def _task_frames(
+    call: _Call,
+    run: RunProjection,
+    frame: Callable[[dict[str, Any]], bytes],
+    tokens: asyncio.Queue[TokenDelta],
+    task_id: str,
+    context_id: str,
+) -> AsyncIterator[bytes]:
     yield frame({"task": task_json(run, call.agent)})
+    streaming: list[str] = [""]  # the model call whose text the streamed answer artifact holds
+
+    async def streamed() -> AsyncIterator[bytes]:
+        """Wait up to `POLL_S` for model text; each model call's text is the answer artifact, chunk by chunk."""
+        with contextlib.suppress(TimeoutError):
+            first = await asyncio.wait_for(tokens.get(), POLL_S)
+            pending = [first]
+            while not tokens.empty():
+                pending.append(tokens.get_nowait())
+            for delta in pending:
+                fresh = delta.activity_id != streaming[0] or delta.offset == 0
+                streaming[0] = delta.activity_id
+                yield frame(
+                    {
+                        "artifactUpdate": {
+                            "taskId": task_id,
+                            "contextId": context_id,
+                            "artifact": _answer(task_id, delta.text),
+                            "append": not fresh,
+                            "lastChunk": False,
+                        }
+                    }
+                )
+
     store = call.runtime.store
     seen_status = run.status
     after = 0
@@ -560,4 +614,5 @@ async def _sse(call: _Call, run: RunProjection, rpc_id: Any) -> AsyncIterator[by
             yield frame({"statusUpdate": {"taskId": task_id, "contextId": context_id, "status": task["status"]}})
             if now.status in _STOPPED:
                 return
-        await asyncio.sleep(POLL_S)
+        async for data in streamed():
+            yield data

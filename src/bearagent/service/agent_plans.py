@@ -136,6 +136,10 @@ class AgentPlans:
         config = self._rt.loaded.config
         in_force = self._rt.mode_in_force(agent)
         shell = sandbox_probe.probe(config.sandbox)
+        # a face's own Bash that runs elsewhere (`bearagent acp --client-terminal`: the editor's terminal) says why it
+        # is outside the sandbox; the gate then treats every command as unsandboxed
+        bash = next((e.tool for e in self._rt.loaded.tools.entries() if e.name == "Bash"), None)
+        elsewhere = getattr(bash, "unsandboxed", None)
         hook_interceptor: ToolInterceptor | None = None
         if hooks is not None and hooks.enabled:  # the gate's hook side, loaded only for a session with hooks
             from bearagent.hooks.interceptor import HookToolInterceptor
@@ -185,8 +189,8 @@ class AgentPlans:
                     ),
                     mode=in_force.mode,
                     user_bypass=in_force.user_bypass,
-                    shell_sandboxed=shell.active,
-                    unsandboxed_reason=shell.unconfined_reason(),
+                    shell_sandboxed=shell.active and not isinstance(elsewhere, str),
+                    unsandboxed_reason=elsewhere if isinstance(elsewhere, str) else shell.unconfined_reason(),
                     workspace_kind=config.kind,
                     execution_policy=config.execution_policy,
                 ),

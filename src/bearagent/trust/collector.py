@@ -16,7 +16,9 @@ from typing import Literal, TypeAlias
 
 from bearagent.domain._base import JsonValue
 
-ItemKind: TypeAlias = Literal["model", "hook", "mcp", "permission", "web_fetch", "web_search", "sandbox", "file", "env"]
+ItemKind: TypeAlias = Literal[
+    "model", "hook", "mcp", "a2a", "permission", "web_fetch", "web_search", "sandbox", "file", "env"
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """What a workspace runs outside the model's tool calls: its hook handlers (config files and agent frontmatter) and
-its MCP servers, each with the content of the workspace files it runs."""
+its MCP servers, each with the content of the workspace files it runs; and the remote A2A agents it delegates to."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import cast
 
+from bearagent.a2a.specs import A2AAgentSpec
 from bearagent.domain._base import JsonValue
 from bearagent.domain.specs import HOOK_HANDLER_EXTENSIONS, HookMatcherSpec, McpServerSpec
 from bearagent.hooks.capability_view import label as capability_label
@@ -77,4 +78,16 @@ def mcp_server(c: Collector, server: McpServerSpec) -> None:
         cast(JsonValue, data),
         file=file,
         line=line_containing(server.source, f"{server.name}"),
+    )
+
+
+def a2a_agent(c: Collector, spec: A2AAgentSpec) -> None:
+    """A workspace's remote A2A agent: the URL a delegated prompt goes to, with the headers (as written) it carries."""
+    c.add(
+        "a2a",
+        f"a2a {spec.name}",
+        f"remote A2A agent {spec.name!r} at {spec.url!r} (tool {spec.tool_name})",
+        spec.canonical(),
+        file=c.rel(spec.source),
+        line=spec.line or line_containing(spec.source, spec.name),
     )

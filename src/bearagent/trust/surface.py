@@ -11,6 +11,7 @@ What is collected (workspace-level only: user config, plugins and built-ins are 
   environment is expanded for an untrusted workspace), or read a `script` outside the workspace;
 - hooks (config.yaml and agent frontmatter) and MCP servers (config.yaml and `.mcp.json`), and the content of every
   script or program file inside the workspace that they run;
+- remote A2A agents (`a2a_agents:` of config.yaml): where a delegated prompt and the entry's headers go;
 - permission widening: `permissions.allow` rules, a `permission_mode` looser than the built-in default on the
   workspace or an agent (when the user set no ceiling), pre-approving specifiers in an agent's `tools`, and each
   additional directory (`additionalDirectories`: the file tools could read and write it), so a stranger's
@@ -34,10 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
+from bearagent.a2a.specs import A2AAgentSpec
 from bearagent.domain._base import JsonValue
 from bearagent.domain.specs import ActionSpec, AgentSpec, HookMatcherSpec, McpServerSpec, ModelEntry, SkillSpec
 from bearagent.trust.collector import Collector, TrustItem
-from bearagent.trust.runs import hook_group, mcp_server
+from bearagent.trust.runs import a2a_agent, hook_group, mcp_server
 from bearagent.trust.widening import ConfigFileLike, agent, config_file, model_entry, pre_approvals
 
 WRAP_WIDTH = 100
@@ -105,6 +107,7 @@ class TrustSurface:
             "model": "model entr{ies}",
             "hook": "hook{s}",
             "mcp": "MCP server{s}",
+            "a2a": "remote A2A agent{s}",
             "permission": "permission widening{s}",
             "web_fetch": "web_fetch allowance{s}",
             "web_search": "web_search endpoint{s}",
@@ -161,6 +164,8 @@ class LoadedWorkspaceLike(Protocol):
     def skills(self) -> _Registry: ...
     @property
     def actions(self) -> _Registry: ...
+    @property
+    def a2a_agents(self) -> Sequence[A2AAgentSpec]: ...
 
 
 def workspace_trust_surface(ws: LoadedWorkspaceLike) -> TrustSurface:
@@ -179,6 +184,9 @@ def workspace_trust_surface(ws: LoadedWorkspaceLike) -> TrustSurface:
     for server in cast(Iterable[McpServerSpec], ws.mcp.all()):
         if server.level == "workspace":
             mcp_server(collector, server)
+    for remote in ws.a2a_agents:
+        if remote.level == "workspace":
+            a2a_agent(collector, remote)
     for skill in cast(Iterable[SkillSpec], ws.skills.all()):
         if skill.level == "workspace":
             pre_approvals(collector, f"skill {skill.name}", skill.source, skill.allowed_tools)
