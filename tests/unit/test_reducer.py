@@ -26,6 +26,7 @@ from bearagent.domain.run_events import (
     ChildRunStartedV1,
     ChildUsage,
     ContextCompactedV1,
+    ConversationRewoundV1,
     FileChange,
     FilesChangedV1,
     FilesRewoundV1,
@@ -330,6 +331,9 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     finished = folder.state
     folder.feed(f.event(FilesRewoundV1(changes=(FileChange(path="a.txt"),))))
     assert folder.state == finished.model_copy(update={"last_sequence": finished.last_sequence + 1})
+    # and its session's conversation rewind (`runtime/session_history.py`)
+    folder.feed(f.event(ConversationRewoundV1(to_run_id=parent)))
+    assert folder.state == finished.model_copy(update={"last_sequence": finished.last_sequence + 2})
     seen |= folder.seen
 
     # v1 endings and v1 failures

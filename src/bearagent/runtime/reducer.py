@@ -513,8 +513,9 @@ def _on_record(run: RunState, active: Active, fact: Fact) -> Active:
 
 _Handler = Callable[[RunState, Active, Fact], Active]
 
-AFTER_FINISH = frozenset({"FilesRewound"})
-"""Facts a finished run still accepts: a rewind of its file changes (`rewind/`), recorded in the run it undid."""
+AFTER_FINISH = frozenset({"FilesRewound", "ConversationRewound"})
+"""Facts a finished run still accepts: a rewind of its file changes (`rewind/`), recorded in the run it undid, and
+a rewind of its session's conversation, recorded in the session's latest run."""
 
 _HANDLERS: Mapping[str, _Handler] = {
     "RunCreated": _on_created,
@@ -544,6 +545,7 @@ _HANDLERS: Mapping[str, _Handler] = {
     "ContextCompacted": _finish,
     "FilesChanged": _on_record,
     "FilesRewound": _on_record,
+    "ConversationRewound": _on_record,
 }
 
 _missing = {t for (t, _v) in RUN_EVENT_PAYLOADS} - set(_HANDLERS)
