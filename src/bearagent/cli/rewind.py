@@ -1,4 +1,4 @@
-"""`bearagent rewind RUN [--to TOOL_CALL] [--code] [--conversation] [--dry-run] [--force]`: put the workspace files
+"""`bearagent rewind RUN [--to TOOL_CALL | --to-event SEQUENCE] [--code] [--conversation] [--dry-run] [--force]`: put the workspace files
 back as they were before a run (and the later runs of its session) or before one of its tool calls, from the
 `FilesChanged` facts (`rewind/restore.py`), and set the session's conversation back to that point
 (`ConversationRewound`, `runtime/session_history.py`); both by default. See docs/rewind.md."""
@@ -15,6 +15,15 @@ from bearagent.cli._config_common import emit_json, fail, json_option, workspace
 @click.command("rewind")
 @click.argument("run_ref", metavar="RUN")
 @click.option("--to", "to_tool_call", metavar="TOOL_CALL", help="Rewind to the state before this tool call of RUN.")
+@click.option(
+    "--to-event",
+    "to_event",
+    type=click.IntRange(min=1),
+    metavar="SEQUENCE",
+    default=None,
+    help="Rewind to the state before this event of RUN (its sequence in `bearagent events RUN`), e.g. before a "
+    "rewind, to undo it.",
+)
 @click.option("--code", is_flag=True, help="Rewind the files only (with --conversation: both, the default).")
 @click.option(
     "--conversation", is_flag=True, help="Rewind the session's conversation only (with --code: both, the default)."
@@ -26,6 +35,7 @@ from bearagent.cli._config_common import emit_json, fail, json_option, workspace
 def rewind(
     run_ref: str,
     to_tool_call: str | None,
+    to_event: int | None,
     code: bool,
     conversation: bool,
     dry_run: bool,
@@ -47,6 +57,8 @@ def rewind(
     from bearagent.service.rewinding import StoreOnly, apply_files, prepare_rewind, record_rewind
     from bearagent.service.sessions import SessionService
 
+    if to_tool_call is not None and to_event is not None:
+        fail("--to and --to-event exclude each other", "name the point once: a tool call, or an event's sequence")
     loaded = load(workspace)
     root = loaded.root
     store = open_recovered(workspace)
@@ -69,7 +81,14 @@ def rewind(
     sessions = SessionService(loaded, StoreOnly(store), clock, ids)
     try:
         prepared = prepare_rewind(
-            store, root, run, to_tool_call=to_tool_call, code=code, conversation=conversation, sessions=sessions
+            store,
+            root,
+            run,
+            to_tool_call=to_tool_call,
+            to_sequence=to_event,
+            code=code,
+            conversation=conversation,
+            sessions=sessions,
         )
     except BearAgentError as exc:
         fail(exc.info.message, exc.hint)

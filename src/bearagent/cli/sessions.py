@@ -14,9 +14,9 @@ from bearagent.cli._groups import ListGroup
 from bearagent.cli.safe_text import visible
 
 
-@click.group("sessions", cls=ListGroup)
+@click.group("sessions", cls=ListGroup, lazy={"fork": "bearagent.cli.session_fork:fork_command"})
 def sessions() -> None:
-    """List the sessions (conversations) stored in this workspace."""
+    """List the sessions (conversations) stored in this workspace, and fork one."""
 
 
 @sessions.command("list")
