@@ -87,6 +87,32 @@ def _request_sequence(events: Sequence[Event], tool_call: str) -> tuple[int, Too
     return None
 
 
+_FILE_FACTS = frozenset({"FilesChanged", "FilesRewound"})
+
+
+def _file_facts_since(
+    store: WorkspaceStore,
+    run: RunProjection,
+    events: Sequence[Event],
+    to_sequence: int | None,
+    session_runs: Sequence[RunProjection],
+) -> list[Event]:
+    """Every file fact of the session from the point on, in the order they happened: the run's from event
+    `to_sequence` (or all of them), and those of the session's other runs recorded since then (a later run's, and
+    a rewind recorded afterwards in an earlier run), so a later rewind is itself taken back."""
+    own = [e for e in events if to_sequence is None or e.sequence >= to_sequence]
+    if not own:
+        return []
+    since = own[0].occurred_at
+    facts = [e for e in own if e.event_type in _FILE_FACTS]
+    for other in session_runs:
+        if other.run_id != run.run_id and other.last_sequence > 0:
+            facts.extend(
+                e for e in store.read_events(other.run_id) if e.event_type in _FILE_FACTS and e.occurred_at >= since
+            )
+    return sorted(facts, key=lambda e: e.occurred_at)
+
+
 def prepare_rewind(
     store: WorkspaceStore,
     root: Path,
@@ -130,11 +156,6 @@ def prepare_rewind(
             f"see its events with `bearagent events {run.run_id}`",
         )
     session_runs = _session_runs(store, run)
-    later = [
-        r
-        for r in session_runs
-        if r.created_at > run.created_at or (r.created_at == run.created_at and r.run_id != run.run_id)
-    ]
     # a conversation is rewound only at rest; files also beside an interrupted run (one killed mid-call)
     busy = TERMINAL_RUN_STATUSES if conversation else TERMINAL_RUN_STATUSES | {"interrupted"}
     going = [r for r in session_runs if r.status not in busy]
@@ -147,9 +168,8 @@ def prepare_rewind(
         )
     plan: Plan | None = None
     if code:
-        first = events if to_sequence is None else [e for e in events if e.sequence >= to_sequence]
         try:
-            plan = plan_rewind(root, [first, *(store.read_events(r.run_id) for r in later)], None)
+            plan = plan_rewind(root, [_file_facts_since(store, run, events, to_sequence, session_runs)], None)
         except ValueError as exc:
             raise _error("invalid_request", "rewind_path", str(exc), "see docs/rewind.md") from None
     rewound: ConversationRewoundV1 | None = None
