@@ -19,8 +19,14 @@ def _write(text: str) -> str:
     return f"  - tool_calls: [{json.dumps(call)}]\n"
 
 
-SCRIPT = "turns:\n" + _write("from run one\n") + "  - text: one done\n" + _write("from run two\n")
-SCRIPT += "  - text: two done\n" + "".join(f"  - text: more {i}\n" for i in range(6))
+SCRIPT = (
+    "turns:\n"
+    + _write("from run one\n")
+    + "  - text: one done\n"
+    + _write("from run two\n")
+    + "  - text: two done\n"
+    + "".join(f"  - text: more {i}\n" for i in range(6))
+)
 
 
 @pytest.fixture
