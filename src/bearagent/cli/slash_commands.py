@@ -44,6 +44,7 @@ BUILTIN_COMMANDS = frozenset(
         "permissions",
         "cost",
         "compact",
+        "rewind",
     }
 )
 
