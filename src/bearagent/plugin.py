@@ -5,8 +5,9 @@ should import from. Anything not exported here or from `bearagent` is private an
     from bearagent.plugin import BaseTool, ProviderRegistration, StreamingProvider, hookimpl
 
 - Hooks: `hookimpl`, the registration types (`ProviderRegistration`, `ProviderFactory`, `PythonHookHandler`,
-  `HookInput`, `HookOutput`, `EventSink`) and the `register` callbacks' types (`RegisterModel`, `RegisterTool`,
-  `RegisterDir`, `RegisterHookHandler`, `RegisterMcpServer`, `RegisterCommand`, `RegisterEventSink`).
+  `HookInput`, `HookOutput`, `EventSink`, `RunExporter`, `RunExport`) and the `register` callbacks' types
+  (`RegisterModel`, `RegisterTool`, `RegisterDir`, `RegisterHookHandler`, `RegisterMcpServer`, `RegisterCommand`,
+  `RegisterEventSink`, `RegisterRunExporter`).
 - Tools: `Tool`, `ToolSpec`, `ToolResult`, `ToolContext`, `Artifact`, `SideEffect`; the kit: `BaseTool`,
   `tool_error`, `open_workspace_file` / `WorkspaceFile`; the `WebSearch` port: `WebSearchBackend`, `SearchHit`.
 - Model providers: `ModelProvider`, `ModelRequest`, the model events (`ModelEvent` = `TextDelta` |
@@ -55,7 +56,10 @@ if TYPE_CHECKING:
         RegisterHookHandler,
         RegisterMcpServer,
         RegisterModel,
+        RegisterRunExporter,
         RegisterTool,
+        RunExport,
+        RunExporter,
     )
     from bearagent.plugins.manager import PluginHost
     from bearagent.plugins.markers import hookimpl
@@ -80,6 +84,9 @@ _EXPORTS: dict[str, str] = {
     "RegisterCommand": "bearagent.plugins.contributions",
     "RegisterDir": "bearagent.plugins.contributions",
     "RegisterEventSink": "bearagent.plugins.contributions",
+    "RegisterRunExporter": "bearagent.plugins.contributions",
+    "RunExport": "bearagent.plugins.contributions",
+    "RunExporter": "bearagent.plugins.contributions",
     "RegisterHookHandler": "bearagent.plugins.contributions",
     "RegisterMcpServer": "bearagent.plugins.contributions",
     "RegisterModel": "bearagent.plugins.contributions",
@@ -167,7 +174,10 @@ __all__ = [
     "RegisterHookHandler",
     "RegisterMcpServer",
     "RegisterModel",
+    "RegisterRunExporter",
     "RegisterTool",
+    "RunExport",
+    "RunExporter",
     "SearchHit",
     "SideEffect",
     "StopReason",

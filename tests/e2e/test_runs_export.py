@@ -114,3 +114,11 @@ def test_jsonl_export_is_the_log_and_a_bad_reference_is_a_clear_error(recorded: 
     bad_dir = invoke(["runs", "export", run_id, "-w", str(root), "-o", str(root / "no" / "such" / "f.md")], home)
     assert bad_dir.exit_code != 0
     assert "does not exist" in bad_dir.output and "fix:" in bad_dir.output
+
+    unknown = invoke(["runs", "export", run_id, "-w", str(root), "--format", "yaml"], home)
+    assert unknown.exit_code != 0
+    assert (
+        "no export format named 'yaml' (formats: atif, markdown, jsonl" in unknown.output and "fix:" in unknown.output
+    )
+    clash = invoke(["runs", "export", run_id, "-w", str(root), "--format", "atif", "--otlp"], home)
+    assert clash.exit_code != 0 and "--otlp and --format atif ask for two formats" in clash.output

@@ -173,6 +173,35 @@ def test_real_processes_export_over_otlp_http(tmp_path: Path) -> None:
         assert "exported 8 span(s)" in exported.stdout
         assert sorted(receiver.names()) == sorted(live * 2)
 
+        # the spelling: the core command hands the run to the plugin's exporter
+        core = subprocess.run(
+            [bearagent, "runs", "export", run_id, "--otlp", "-w", str(root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert core.returncode == 0, core.stderr
+        assert f"exported 8 span(s) of run {run_id}" in core.stdout
+        assert sorted(receiver.names()) == sorted(live * 3)
+        both = subprocess.run(
+            [bearagent, "runs", "export", run_id, "--otlp", "-o", str(tmp_path / "x"), "-w", str(root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert both.returncode != 0 and "-o/--output does not apply to --format otlp" in both.stderr
+        without = subprocess.run(
+            [bearagent, "runs", "export", run_id, "--format", "otlp", "-w", str(root)],
+            env={**env, "BEARAGENT_LOAD_PLUGINS": ""},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert without.returncode != 0, without.stdout
+        assert "no export format named 'otlp'" in without.stderr and "bearagent-otel" in without.stderr
+
         missing = subprocess.run(
             [bearagent, "otel", "export", "last", "-w", str(root)],
             env={k: v for k, v in env.items() if k != "OTEL_EXPORTER_OTLP_ENDPOINT"},
@@ -181,6 +210,15 @@ def test_real_processes_export_over_otlp_http(tmp_path: Path) -> None:
             timeout=180,
         )
         assert missing.returncode != 0 and "no OTLP endpoint" in missing.stderr
+        missing_core = subprocess.run(
+            [bearagent, "runs", "export", "last", "--otlp", "-w", str(root)],
+            env={k: v for k, v in env.items() if k != "OTEL_EXPORTER_OTLP_ENDPOINT"},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert missing_core.returncode != 0 and "no OTLP endpoint" in missing_core.stderr
+        assert "OTEL_EXPORTER_OTLP_ENDPOINT" in missing_core.stderr
 
 
 def test_nothing_is_exported_without_an_endpoint(tmp_path: Path) -> None:

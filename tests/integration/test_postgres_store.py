@@ -9,6 +9,7 @@ is not installed, never in CI."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -31,6 +32,8 @@ from bearagent.store.errors import StoreError
 from bearagent.store.postgres import PostgresRunStorage
 from bearagent.store.postgres.location import Location
 from bearagent.store.postgres.schema import SCHEMA_VERSION, migrate
+from bearagent.store.postgres.storage import DEFAULT_POOL_SIZE
+from bearagent.store.session_lock import SessionBusy
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION = SessionId("22222222-2222-4222-8222-000000000001")
@@ -261,6 +264,43 @@ def test_a_cancelled_waiter_and_a_closed_store_hold_no_lock(
             pass
 
     asyncio.run(free())
+
+
+def _backends(dsn: str) -> int:
+    """Connections to this test's database other than the one asking."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_many_held_session_locks_share_one_connection(postgres_dsn: str, stores: list[PostgresRunStorage]) -> None:
+    """Issue 37: the connections a process opens do not grow with its sessions (a thousand sessions of one server
+    on a default `max_connections`); one handle's locks still exclude each other and other handles'."""
+    one, other = open_store(stores, postgres_dsn), open_store(stores, postgres_dsn)
+    sessions = [SessionId(f"22222222-2222-4222-8222-{n:012d}") for n in range(60)]
+
+    async def go() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            for session in sessions:
+                await stack.enter_async_context(one.session_lock(session, wait=False))
+            held = _backends(postgres_dsn)
+            assert held <= 2, f"{held} connections for 60 held locks: one lock connection (and the pool's first)"
+            with pytest.raises(SessionBusy):  # the same session on the same handle: refused before the server
+                async with one.session_lock(sessions[7], wait=False):
+                    pass
+            with pytest.raises(SessionBusy):  # and on another handle: the server's advisory lock
+                async with other.session_lock(sessions[7], wait=False):
+                    pass
+            await created_run(RunWriter(one))  # the pool too: still bounded
+            assert _backends(postgres_dsn) <= 2 * (DEFAULT_POOL_SIZE + 2), "both handles, each pool + LISTEN + locks"
+        async with other.session_lock(sessions[7], wait=False):  # released with the stack
+            pass
+        async with one.session_lock(sessions[7], wait=False):
+            pass
+
+    asyncio.run(go())
 
 
 # ---- free text the log must keep exactly (every store) -------------------------------------------------------------

@@ -7,12 +7,14 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
 from tests.support.events import SEED_RUN_ID, EventFactory, seed_001_steps
 
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.run_events import RunCreatedV2
 from bearagent.runtime.replay import replay_events
 from bearagent.runtime.run_state import ActivityState, RunState, iso
+from bearagent.store.errors import StoreError
 from bearagent.store.schema import APPLICATION_ID, SCHEMA_VERSION
 from bearagent.store.sqlite import SqliteEventStore, dumps_json
 
@@ -82,12 +84,24 @@ def test_a_missing_file_becomes_the_latest_schema(tmp_path: Path) -> None:
     assert {"run_text", "run_text_state", "run_pins"} <= set(schema_of(path))  # 8: run search and pins
 
 
-def test_an_empty_file_becomes_the_latest_schema(tmp_path: Path) -> None:
+def test_an_empty_file_is_refused_never_initialised(tmp_path: Path) -> None:
+    """BearAgent makes a new store whole beside its path and links it in, so an empty file at the path is none of
+    its making (issue 28: a repository may ship one): refused, untouched (tests/security/test_store_bad_files.py)."""
     path = tmp_path / "state.db"
     path.touch()
+    with pytest.raises(StoreError) as caught:
+        SqliteEventStore(path)
+    assert caught.value.info.code == "storage.empty_file"
+    assert path.stat().st_size == 0
+
+
+def test_a_new_store_is_made_whole_and_0600(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
     with SqliteEventStore(path) as store:
         assert store.schema_version == SCHEMA_VERSION
+    assert path.stat().st_mode & 0o777 == 0o600
     assert schema_of(path) == schema_of_fresh(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporary file left
 
 
 def schema_of_fresh(tmp_path: Path) -> dict[str, str]:

@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,7 +66,9 @@ def _worker(server_config: Path, home: Path, extra: dict[str, str]) -> subproces
     )
 
 
-def _start_fleet(backend: str, tmp_path: Path, script: str, workers: int) -> Fleet:
+def _start_fleet(backend: str, tmp_path: Path, script: str, workers: int, dsn: str | None = None) -> Fleet:
+    """An API-only server and `workers` worker processes on one store (a PostgreSQL database: `dsn`, or a new one
+    of the session's cluster)."""
     agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Bash]")}
     root = scripted_workspace(tmp_path / "fleet", script, agents=agents)
     home = tmp_path / "home"
@@ -75,7 +78,7 @@ def _start_fleet(backend: str, tmp_path: Path, script: str, workers: int) -> Fle
     extra: dict[str, str] = {}
     if backend == "postgres":  # every process on one PostgreSQL database, chosen by the server config
         postgres_cluster.require()
-        extra["BEARAGENT_PG_DSN"] = postgres_cluster.new_database()
+        extra["BEARAGENT_PG_DSN"] = dsn or postgres_cluster.new_database()
         config += "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'}\n"
     server = start(tmp_path, "--workers", "0", config=config, env=extra)
     procs = [_worker(tmp_path / "server.yaml", home, extra) for _ in range(workers)]
@@ -236,3 +239,60 @@ def test_a_run_a_worker_executes_is_cancelled_through_the_api_only_server(tmp_pa
             assert events[-1]["payload"]["reason"] == "cancelled over the HTTP API by local"
     finally:
         _stop_fleet(fleet)
+
+
+# ---- a small PostgreSQL (issue 37) ---------------------------------------------------------------------------------
+# Four workers and 200 sessions on a PostgreSQL started with `max_connections = 50` (half the default). Connections
+# per process are bounded by the pool and do not grow with sessions (the session locks of a store handle share one
+# connection), so every run succeeds and the cluster never holds more than the processes' bounded sum.
+
+SMALL_PG_SESSIONS = 200
+SMALL_PG_WORKERS = 4
+SMALL_PG_MAX_CONNECTIONS = 50
+
+
+@pytest.mark.timeout(600)
+def test_four_workers_and_200_sessions_run_on_a_postgres_with_50_connections(tmp_path: Path) -> None:
+    with postgres_cluster.own_cluster(max_connections=SMALL_PG_MAX_CONNECTIONS) as cluster:
+        dsn = postgres_cluster.database_in(cluster, "fleet")
+        peak = [0]
+        done = threading.Event()
+
+        def watch() -> None:  # the cluster's client connections, sampled while the fleet works
+            with psycopg.connect(cluster.dsn(), autocommit=True) as conn:
+                while not done.wait(0.05):
+                    row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+                    peak[0] = max(peak[0], int((row.fetchone() or (0,))[0]))
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        fleet = _start_fleet(
+            "postgres", tmp_path, 'turns:\n  - text: "answer"\n    delay_ms: 100\n', SMALL_PG_WORKERS, dsn=dsn
+        )
+        try:
+            with fleet.server.client() as c:
+                sessions: list[str] = []
+                for _ in range(SMALL_PG_SESSIONS):
+                    created = c.post("/v1/workspaces/fleet/sessions", json={})
+                    assert created.status_code == 201, created.text
+                    sessions.append(created.json()["id"])
+                runs: list[str] = []
+                for s in sessions:
+                    accepted = c.post(f"/v1/sessions/{s}/runs", json={"prompt": "question"})
+                    assert accepted.status_code == 202, accepted.text
+                    runs.append(accepted.json()["run_id"])
+                started = time.monotonic()
+                finals = _finish_all(c, runs, 420)
+                took = time.monotonic() - started
+            failed = {r: (f["status"], f.get("error")) for r, f in finals.items() if f["status"] != "succeeded"}
+            assert failed == {}, f"{len(failed)} runs did not succeed: {list(failed.values())[:3]}"
+            assert {f["final_text"] for f in finals.values()} == {"answer"}
+        finally:
+            _stop_fleet(fleet)
+            done.set()
+            watcher.join(timeout=5)
+        # server + 4 workers, each at most pool (4) + LISTEN + session locks per store, plus this test's watcher
+        assert peak[0] <= (1 + SMALL_PG_WORKERS) * 6 + 1, f"peak {peak[0]} client connections"
+        print(
+            f"{SMALL_PG_SESSIONS} runs in {took:.1f}s; peak {peak[0]} client connections of {SMALL_PG_MAX_CONNECTIONS}"
+        )

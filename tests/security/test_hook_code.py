@@ -120,7 +120,36 @@ def _npm_script(ws: Path) -> tuple[str, str]:
     return "npm run -s post", "package.json"
 
 
+LOG_JS = "exports.run = () => require('fs').appendFileSync('hook.log', 'ok\\n')\n"
+
+
+def _bare_require(ws: Path) -> tuple[str, str]:
+    """A workspace script loads a package by name: node finds it in node_modules (its package.json's main)."""
+    write(ws, "scripts/post.js", "require('fmt').run()\n")
+    write(ws, "node_modules/fmt/package.json", json.dumps({"name": "fmt", "main": "lib/entry.js"}))
+    write(ws, "node_modules/fmt/lib/entry.js", LOG_JS)
+    return "node scripts/post.js", "node_modules/fmt/lib/entry.js"
+
+
+def _inline_require(ws: Path) -> tuple[str, str]:
+    """No script at all: `node -e` with a bare require, resolved from the hook's directory (the workspace)."""
+    write(ws, "node_modules/@acme/fmt/package.json", json.dumps({"name": "@acme/fmt"}))
+    write(ws, "node_modules/@acme/fmt/index.js", LOG_JS)
+    return "node -e \"require('@acme/fmt').run()\"", "node_modules/@acme/fmt/index.js"
+
+
+def _shadowing_package(ws: Path) -> tuple[str, str]:
+    """The package lives in the workspace's node_modules; the model plants a nearer one that node finds first."""
+    write(ws, "scripts/post.js", "require('fmt').run()\n")
+    write(ws, "node_modules/fmt/index.js", LOG_JS)
+    write(ws, "node_modules/fmt/package.json", json.dumps({"name": "fmt"}))
+    return "node scripts/post.js", "scripts/node_modules/fmt/index.js"
+
+
 VARIANTS: dict[str, Callable[[Path], tuple[str, str]]] = {
+    "bare-require": _bare_require,
+    "inline-require": _inline_require,
+    "shadowing-package": _shadowing_package,
     "npm-script": _npm_script,
     "script": _direct,
     "sourced": _sourced,

@@ -473,6 +473,40 @@ def test_a_planted_repository_is_found_in_generated_trees_and_deep_down(
     assert_git_runs_nothing(ws, marker, "commit", "-qm", "user")
 
 
+DEEP = ["node_modules/a/node_modules/b/lib/c/d", ".venv/lib/python3.12/site-packages/pkg/vendor/x", "target/a/b/c/d"]
+
+
+@pytest.mark.parametrize("where", DEEP)
+def test_a_repository_planted_deep_in_a_generated_tree_git_does_not_ignore_is_disarmed(
+    tmp_path: Path, home: Path, marker: Path, where: str
+) -> None:
+    """Deeper than the walk's first levels of `node_modules`/`.venv`/`target`: git itself lists the nested
+    repositories it would add (untracked, not ignored), so the plant is found at any depth (issue 28 item 1)."""
+    ws = repo(tmp_path / "ws")
+    command = NEW_REPO.replace("fresh", where)
+    results = run_bash(ws, home, [f"{command} && git -C {where} config core.fsmonitor 'touch {marker}; false'"])
+    assert f"a repository at {where}/.git" in str(results[0]), results
+    git(ws, "add", "-A", check=False)
+    assert_git_runs_nothing(ws, marker, "commit", "-qm", "user")
+
+
+@pytest.mark.parametrize("where", DEEP)
+def test_a_repository_deep_in_an_ignored_tree_is_never_added_by_git(
+    tmp_path: Path, home: Path, marker: Path, where: str
+) -> None:
+    """In a tree git ignores, `git add -A` adds nothing, so a plant there never becomes a gitlink: the user's git
+    in the workspace runs nothing of it."""
+    ws = repo(tmp_path / "ws")
+    (ws / ".gitignore").write_text("node_modules/\n.venv/\ntarget/\n")
+    git(ws, "add", ".gitignore")
+    git(ws, "commit", "-qm", "ignore")
+    command = NEW_REPO.replace("fresh", where)
+    run_bash(ws, home, [f"{command} && git -C {where} config core.fsmonitor 'touch {marker}; false'"])
+    git(ws, "add", "-A", check=False)
+    assert_git_runs_nothing(ws, marker, "commit", "-qm", "user")
+    assert "160000" not in git(ws, "ls-files", "--stage").stdout  # no gitlink
+
+
 def test_the_file_tools_cannot_write_a_bare_repository(tmp_path: Path, home: Path, marker: Path) -> None:
     """A bare repository is a directory with `HEAD`, `objects/` and `refs/`: git run there (`git log`) reads its
     config (a pager, an alias). The file tools refuse the write that would make one, and any write into one (here

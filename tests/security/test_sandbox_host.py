@@ -278,15 +278,19 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
 
 
 CONNECT = (
-    'python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); '
-    "exec('try:\\n s.connect(sys.argv[1]); print(s.recv(100))\\nexcept OSError as e:\\n print(\\'REFUSED\\', e)')\" "
+    'python3 -c "import socket,sys; '
+    "exec('try:\\n s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(100))\\n"
+    "except OSError as e:\\n print(\\'REFUSED\\', e)')\" "
 )
 
 
+@pytest.mark.parametrize("unix", ["deny", "allow"])
 @pytest.mark.parametrize("where", ["home", "run-like", "workspace"])
 def test_no_listening_unix_socket_of_the_host_is_reachable(
-    tmp_path: Path, home: Path, outside: Path, where: str
+    tmp_path: Path, home: Path, outside: Path, where: str, unix: str
 ) -> None:
+    """A socket bound before the call: refused by the Unix socket filter (`unix_sockets: deny`, the default) and,
+    with the user's `allow`, by the `/dev/null` cover over it."""
     directory = {"home": home / ".gnupg-like", "run-like": outside / "run" / "agent", "workspace": tmp_path / "ws"}[
         where
     ]
@@ -297,7 +301,10 @@ def test_no_listening_unix_socket_of_the_host_is_reachable(
             control.connect(str(listener.path))
             assert control.recv(100).startswith(b"HELLO")
         results = run_bash(
-            tmp_path / "ws", home, [CONNECT + str(listener.path)], user_config="sandbox: {home: visible}\n"
+            tmp_path / "ws",
+            home,
+            [CONNECT + str(listener.path)],
+            user_config=f"sandbox: {{home: visible, unix_sockets: {unix}}}\n",
         )
         assert "HELLO" not in _stdout(results[0]) and "REFUSED" in _stdout(results[0]), results[0]
         assert listener.accepted == 1
@@ -315,8 +322,9 @@ def _landlock_abi() -> int:
 
 
 ABSTRACT = (
-    'python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); '
-    "exec('try:\\n s.connect(chr(0)+sys.argv[1]); print(s.recv(100))\\nexcept OSError as e:\\n print(\\'REFUSED\\', e)')\" "
+    'python3 -c "import socket,sys; '
+    "exec('try:\\n s=socket.socket(socket.AF_UNIX); s.connect(chr(0)+sys.argv[1]); print(s.recv(100))\\n"
+    "except OSError as e:\\n print(\\'REFUSED\\', e)')\" "
 )
 INSIDE_ABSTRACT = (
     'python3 -c "import socket,sys,threading; n=chr(0)+sys.argv[1]; l=socket.socket(socket.AF_UNIX); l.bind(n); '
@@ -326,13 +334,14 @@ INSIDE_ABSTRACT = (
 
 
 @pytest.mark.skipif(_landlock_abi() < 6, reason="the kernel has no Landlock scopes (Linux 6.12+, ABI 6)")
-@pytest.mark.parametrize("limits", ["", ", limits: off"])
+@pytest.mark.parametrize("limits", ["", ", limits: off", ", unix_sockets: allow", ", limits: off, unix_sockets: allow"])
 def test_no_abstract_socket_of_the_host_is_reachable_even_with_network_allow(
     tmp_path: Path, home: Path, limits: str
 ) -> None:
     """With `network: allow` the sandbox shares the host's network namespace, and with it the abstract sockets
-    (X11's, a session bus's, an agent's): a Landlock scope keeps them out, whatever the limits; the command's own
-    abstract sockets still work."""
+    (X11's, a session bus's, an agent's): the Unix socket filter refuses every Unix socket (the default), and with
+    the user's `unix_sockets: allow` a Landlock scope keeps them out, whatever the limits, while the command's own
+    abstract sockets work."""
     name = f"bearagent-test-{os.getpid()}-{len(limits)}"
     listener = UnixListener("\0" + name)
     try:
@@ -347,7 +356,10 @@ def test_no_abstract_socket_of_the_host_is_reachable_even_with_network_allow(
         )
         assert "HELLO" not in _stdout(results[0]) and "REFUSED" in _stdout(results[0]), results[0]
         assert listener.accepted == 1
-        assert _stdout(results[1]).strip() == "OK-INSIDE", results[1]
+        if "unix_sockets: allow" in limits:
+            assert _stdout(results[1]).strip() == "OK-INSIDE", results[1]
+        else:
+            assert "Operation not permitted" in _stderr(results[1]), results[1]
     finally:
         listener.close()
 
@@ -402,7 +414,7 @@ def _kernel_ceilings() -> set[str]:
 @pytest.mark.skipif(
     hasattr(os, "geteuid") and os.geteuid() == 0 and "pids" not in _kernel_ceilings(),
     reason="as root the kernel ignores RLIMIT_NPROC, and no control group may be made here for a pids ceiling: "
-    "the supervisor's count alone is outrun by a bomb (docs/sandbox.md, 'What it does not protect against')",
+    "the call is refused instead (tests/security/test_sandbox_root_limits.py)",
 )
 @pytest.mark.parametrize("bomb", ["bomb() { bomb | bomb & }; bomb", "python3 -c 'import os\nwhile True: os.fork()'"])
 def test_a_fork_bomb_is_stopped_and_the_run_continues(tmp_path: Path, home: Path, bomb: str) -> None:

@@ -14,6 +14,7 @@ fail instead.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import glob
 import os
 import pwd
@@ -22,6 +23,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +96,7 @@ class Cluster:
         return ["runuser", "-u", self.user, "--", *args] if self.user is not None else list(args)
 
     @classmethod
-    def start(cls, bin_dir: Path) -> Cluster:
+    def start(cls, bin_dir: Path, *, max_connections: int = 200) -> Cluster:
         _reap_stale(bin_dir)
         root = Path(tempfile.mkdtemp(prefix=_PREFIX))
         (root / "owner.pid").write_text(str(os.getpid()))
@@ -125,7 +127,8 @@ class Cluster:
             cluster.port = _free_port()
             options = (
                 f"-c listen_addresses=127.0.0.1 -p {cluster.port} -k {cluster.socket_dir}"
-                " -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=200"
+                " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
+                f" -c max_connections={max_connections}"
             )
             start = cluster._command(
                 str(bin_dir / "pg_ctl"), "-D", str(cluster.data_dir), "-l", str(root / "server.log"), "-o", options
@@ -231,6 +234,26 @@ def new_database() -> str:
     with _lock:
         _databases += 1
         name = f"t{os.getpid()}_{_databases}"
+    with psycopg.connect(running.dsn(), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 STRATEGY FILE_COPY").format(sql.Identifier(name)))
+    return running.dsn(name)
+
+
+@contextlib.contextmanager
+def own_cluster(*, max_connections: int) -> Generator[Cluster]:
+    """A cluster of the calling test alone (started with `max_connections`), stopped when the test ends."""
+    require()
+    bin_dir = find_bin_dir()
+    assert bin_dir is not None
+    running = Cluster.start(bin_dir, max_connections=max_connections)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def database_in(running: Cluster, name: str) -> str:
+    """The DSN of a new, empty database `name` in `running`."""
     with psycopg.connect(running.dsn(), autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 STRATEGY FILE_COPY").format(sql.Identifier(name)))
     return running.dsn(name)

@@ -12,7 +12,7 @@ from bearagent import hookimpl
 from bearagent.domain._base import JsonValue
 from bearagent.domain.events import Event
 from bearagent.domain.specs import McpServerSpec
-from bearagent.plugins.contributions import PythonHookHandler
+from bearagent.plugins.contributions import PythonHookHandler, RunExporter
 from bearagent.plugins.manager import PluginHost, parse_load_filter, plugin_commands
 from bearagent.ports import Tool
 
@@ -150,6 +150,28 @@ def test_wrong_contribution_type_is_reported(tmp_path: Path) -> None:
     host.register(Wrong(), "wrong")
     host.contributions()
     assert host.diagnostics[0].code == "plugin.bad_contribution" and "str" in host.diagnostics[0].message
+
+
+def _export(workspace_root: Path, run_id: str, env: Mapping[str, str]) -> str:
+    return f"sent {run_id}"
+
+
+def test_run_exporters_are_collected_and_bad_names_refused() -> None:
+    class Exporters:
+        @hookimpl
+        def register_run_exporters(self, register: Callable[[RunExporter], None]) -> None:
+            register(RunExporter("otlp", _export, "spans"))
+            for bad in ("atif", "Has Space", "otlp"):  # a built-in format, a bad name, a name taken
+                register(RunExporter(bad, _export))
+
+    host = PluginHost()
+    host.register(Exporters(), "exp")
+    exporters = host.contributions().run_exporters
+    assert [(e.name, e.plugin) for e in exporters] == [("otlp", "exp")]
+    assert exporters[0].export(Path("."), "r1", {}) == "sent r1"
+    refused = [d.message for d in host.diagnostics if d.code == "plugin.bad_contribution"]
+    assert len(refused) == 3 and "'atif'" in refused[0] and "taken by plugin 'exp'" in refused[2], refused
+    assert host.plugins["exp"].registered["run_exporters"] == ["export otlp"]
 
 
 def test_command_name_collision_is_refused(tmp_path: Path) -> None:

@@ -277,6 +277,7 @@ class Resources:
                         self.root,
                         in_process=self._in_process_mcp,
                         sandbox=self.loaded.config.sandbox,
+                        trace_context=self.loaded.plugins.trace_context,
                     )
                     await manager.start_all()
                     self._mcp = manager

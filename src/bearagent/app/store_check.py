@@ -13,7 +13,9 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from bearagent.store.connection import refuse_empty_store
 from bearagent.store.errors import StoreError
+from bearagent.store.schema import check_identity, identify
 
 DAMAGED_FIX = (
     "Move the file aside (BearAgent then starts a new, empty store) and restore it from a backup; "
@@ -33,6 +35,7 @@ def check_sqlite_store(path: Path) -> CheckResult:
     """Check the store file at `path` (see the module docstring); `exists=False` when there is none yet."""
     if not path.exists():
         return CheckResult(path, exists=False)
+    refuse_empty_store(path)  # 0 bytes: none of BearAgent's making (a repository may ship one)
     rows = 0
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -42,6 +45,9 @@ def check_sqlite_store(path: Path) -> CheckResult:
         problems = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
         if problems:
             raise _damaged(path, problems[0])
+        app_id, version, tables = identify(conn)
+        if app_id == 0 and version == 0 and tables == 0:
+            check_identity(path, app_id, version, tables)  # storage.empty_file: an SQLite file with nothing in it
         names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         for table in TABLES:
             if table in names:

@@ -21,6 +21,7 @@ from typing import Literal
 from bearagent.app.resources import STATE_DB, open_sqlite_store, postgres_schema, refuse_unusable, state_dir, store_dsn
 from bearagent.runtime.state_files import open_state_dir, prepare_sqlite_file, refuse_symlinks
 from bearagent.store import schema as sqlite_schema
+from bearagent.store.connection import create_store_file, refuse_empty_store
 from bearagent.store.errors import StoreError, translate_sqlite_error
 from bearagent.workspace import LoadedWorkspace
 
@@ -136,7 +137,8 @@ def migrate_store(loaded: LoadedWorkspace) -> Migration:
     _sqlite_read(path)  # refuses a foreign file before anything is created
     os.close(open_state_dir(path.parent))  # a real directory, created 0700 if missing
     try:
-        prepare_sqlite_file(path)  # a new store is created 0600, never through a symlink
+        created = create_store_file(path)  # a new store is made whole beside it (0600) and linked into place
+        prepare_sqlite_file(path)  # never through a symlink
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
     except OSError as exc:
         raise StoreError(
@@ -152,7 +154,7 @@ def migrate_store(loaded: LoadedWorkspace) -> Migration:
         conn.close()
     with open_sqlite_store(loaded, create=True) as store:  # WAL and the rest of a store's set-up; nothing to migrate
         after = store.schema_version
-    return Migration("sqlite", str(path), None if found == 0 else found, after)
+    return Migration("sqlite", str(path), None if created or found == 0 else found, after)
 
 
 # ---- SQLite -----------------------------------------------------------------------------------------------------
@@ -165,16 +167,15 @@ def _sqlite_read(path: Path) -> tuple[int | None, dict[str, int]]:
         return None, {}
     if path.is_dir():
         raise StoreError(path, "not_a_file", "the event store path is a directory", "Point it at a file instead")
+    refuse_empty_store(path)  # a 0-byte store is none of BearAgent's making
     try:
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=10)
     except sqlite3.Error as exc:
         raise translate_sqlite_error(path, exc, "reading the store status") from exc
     try:
         app_id, version, tables = sqlite_schema.identify(conn)
-        if app_id == 0 and version == 0 and tables == 0:
-            return None, {}  # an empty file: the first open makes it a store
-        if app_id != sqlite_schema.APPLICATION_ID:
-            sqlite_schema.check_identity(path, app_id, version, tables)  # raises storage.foreign_file
+        if app_id != sqlite_schema.APPLICATION_ID or (version == 0 and tables == 0):
+            sqlite_schema.check_identity(path, app_id, version, tables)  # storage.foreign_file or .empty_file
         placeholders = ", ".join("?" for _ in COUNTED)
         rows = conn.execute(
             f"SELECT status, count(*) FROM run_projections WHERE status IN ({placeholders}) GROUP BY status", COUNTED

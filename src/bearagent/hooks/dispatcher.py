@@ -33,6 +33,7 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.run_events import HookExecutedV1
 from bearagent.domain.specs import HookEventName, HookHandlerSpec, HookMatcherSpec
+from bearagent.domain.trace_context import of_call
 from bearagent.hooks.outcome import (
     HandlerOutcome,
     HookDecision,
@@ -48,6 +49,7 @@ from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import STOP_BLOCK_CAP
 
 if TYPE_CHECKING:
+    from bearagent.domain.trace_context import TraceContext
     from bearagent.hooks.mcp_tool import McpCaller
     from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext
     from bearagent.sandbox.settings import SandboxSettings
@@ -78,6 +80,9 @@ class HookSettings:
     """The `cwd` input field; None = the workspace root."""
     sandbox: SandboxSettings | None = None
     """The merged sandbox settings: with `hooks: true`, command handlers run in the sandbox (None = off)."""
+    trace_context: TraceContext | None = None
+    """The W3C trace context of a run's hook (the tracing plugin's answer): http handlers send it as headers,
+    command handlers get `TRACEPARENT`/`TRACESTATE` (None: nothing is sent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +210,7 @@ class HookDispatcher:
             agent_judge=self._agent_judge,
             sandbox=settings.sandbox,
             mcp=self._mcp_caller or current_mcp_caller.get(),
+            trace=of_call(settings.trace_context, run_id, fields.get("tool_use_id")),
         )
         waited = [item for item in selected if not item.spec.run_async]
         for item in selected:

@@ -33,6 +33,7 @@ from bearagent.config.env import expand_env
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import HookHandlerSpec
+from bearagent.domain.trace_context import environment
 from bearagent.hooks.mcp_tool import McpCaller, run_mcp_tool
 from bearagent.hooks.protocol import (
     HandlerFailure,
@@ -78,6 +79,8 @@ class RunnerContext:
     """The merged sandbox settings; command handlers run confined when `sandbox.hooks` is true (None: off)."""
     mcp: McpCaller | None = None
     """Calls a tool of a configured MCP server (`mcp_tool` handlers); None: no MCP connections are open."""
+    trace: Mapping[str, str] = field(default_factory=dict[str, str])
+    """The W3C trace context to send (`traceparent`...): http headers, command environment; empty: none."""
 
 
 def describe_handler(spec: HookHandlerSpec) -> str:
@@ -149,6 +152,7 @@ def command_env(ctx: RunnerContext) -> dict[str, str]:
     env = dict(ctx.env)
     env["BEARAGENT_PROJECT_DIR"] = str(ctx.workspace_root)
     env["CLAUDE_PROJECT_DIR"] = str(ctx.workspace_root)
+    env.update(environment(ctx.trace))
     return env
 
 
@@ -292,7 +296,7 @@ async def run_http(spec: HookHandlerSpec, event: str, hook_input: JsonDict, ctx:
     where = f"hooks: http handler {_url_without_query(spec.url or '')}"
     try:
         url = expand_env(spec.url or "", ctx.env, where=f"{where} url")
-        headers = {
+        headers = dict(ctx.trace) | {
             name: expand_env(value, ctx.env, where=f"{where} header {name}") for name, value in spec.headers.items()
         }
     except BearAgentError as exc:

@@ -28,6 +28,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import RequestParamsMeta
 
 from bearagent._version import __version__
 from bearagent.mcp.errors import (
@@ -272,11 +273,15 @@ class Connection:
 
     # ----- calls -----
 
-    async def call_tool(self, name: str, arguments: Mapping[str, object], timeout_s: float) -> types.CallToolResult:
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, object], timeout_s: float, meta: Mapping[str, str] | None = None
+    ) -> types.CallToolResult:
+        """Call a tool; `meta` goes into the request's `params._meta` (the W3C trace context of the call)."""
         client = self.client
         if client is None or self.dead.is_set():
             raise MCPError(CONNECTION_CLOSED, "Connection closed")
-        return await client.call_tool(name, dict(arguments), read_timeout_seconds=timeout_s)
+        sent = cast("RequestParamsMeta", dict(meta)) if meta else None
+        return await client.call_tool(name, dict(arguments), read_timeout_seconds=timeout_s, meta=sent)
 
 
 def _garbage_sample(exc: Exception) -> str:

@@ -6,7 +6,7 @@ failed otherwise. A result the server sent is mapped by `_results.py`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,7 @@ async def call_remote(
     *,
     on_death: Callable[[McpFailure], str],
     context: Callable[[], ConnectContext],
+    meta: Mapping[str, str] | None = None,
 ) -> mcp_types.CallToolResult | CallFailure:
     """Call `exact_name` on `conn` within the server's `call_timeout_s`. When the connection died, `on_death`
     records it and returns what happens next (restart or not), for the message; `context` words other failures."""
@@ -50,7 +51,7 @@ async def call_remote(
 
     timeout = spec.call_timeout_s
     try:
-        pending = conn.call_tool(exact_name, _thaw(arguments), timeout)
+        pending = conn.call_tool(exact_name, _thaw(arguments), timeout, meta)
         # A dead stdio (or in-process) server fails pending requests at once (-32000); a dead HTTP transport
         # does not always, so HTTP calls race the connection's death.
         return await (_sdk.run_with_death_watch(conn, pending) if conn.launch.transport == "http" else pending)

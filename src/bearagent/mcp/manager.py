@@ -31,6 +31,7 @@ from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import McpServerSpec
 from bearagent.domain.tools import ToolResult, ToolSpec
+from bearagent.domain.trace_context import of_call
 from bearagent.mcp.calls import CallFailure, call_remote, failed_result
 from bearagent.mcp.code_pins import pin_servers, server_code_changed
 from bearagent.mcp.errors import McpConnectError, McpFailure, describe_failure
@@ -49,6 +50,7 @@ from bearagent.mcp.tool import McpTool, build_tools
 from bearagent.ports import Tool, ToolContext
 
 if TYPE_CHECKING:
+    from bearagent.domain.trace_context import TraceContext
     from bearagent.mcp._sdk import Connection
     from bearagent.sandbox.settings import SandboxSettings
 
@@ -75,8 +77,11 @@ class McpConnectionManager:
         backoff_s: float = DEFAULT_BACKOFF_S,
         max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
         sandbox: SandboxSettings | None = None,
+        trace_context: TraceContext | None = None,
     ) -> None:
+        """`trace_context` gives the W3C trace context each call sends in `params._meta` (the plugins' answer)."""
         self._env = dict(env)
+        self._trace = trace_context
         self._sandbox = sandbox
         self._root = workspace_root
         self._policy = ReconnectPolicy(max_connect_attempts, max_restarts, backoff_s, max_backoff_s)
@@ -256,7 +261,13 @@ class McpConnectionManager:
             slot.give_up()
             return failed(CallFailure("code_changed", changed.text()))
         outcome = await call_remote(
-            conn, slot.spec, exact_name, arguments, on_death=died, context=lambda: slot.context(conn.launch)
+            conn,
+            slot.spec,
+            exact_name,
+            arguments,
+            on_death=died,
+            context=lambda: slot.context(conn.launch),
+            meta=of_call(self._trace, context.run_id, context.tool_call_id) or None,
         )
         if isinstance(outcome, CallFailure):
             return failed(outcome)

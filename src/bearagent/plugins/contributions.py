@@ -56,6 +56,27 @@ class PythonHookHandler:
     plugin: str = ""
 
 
+class RunExport(Protocol):
+    """Exports one stored run of the workspace at `workspace_root` (`run_id` is a full id, already resolved; the
+    run's subagent runs are the exporter's to follow) and returns a one-line report (`exported 8 span(s)`). `env`
+    is the process environment. Raise `BearAgentError` for a problem the user can fix (its message and hint are
+    shown)."""
+
+    def __call__(self, workspace_root: Path, run_id: str, env: Mapping[str, str]) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunExporter:
+    """A format or destination of `bearagent runs export RUN --format NAME` a plugin adds (`otlp`: the run's spans
+    to a tracing backend). `name` is lowercase letters, digits and dashes and cannot be a built-in format
+    (`atif`, `markdown`, `jsonl`); `description` is shown by `plugins list`. `plugin` is filled in by BearAgent."""
+
+    name: str
+    export: RunExport
+    description: str = ""
+    plugin: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderRegistration:
     """A model provider a plugin adds: `id` is what `provider:` names in a model entry; `factory(entry, env=...,
@@ -81,6 +102,7 @@ class PluginContributions:
     mcp_servers: list[tuple[str, McpServerSpec]] = field(default_factory=lambda: [])
     commands: list[tuple[str, click.Command]] = field(default_factory=lambda: [])
     event_sinks: list[tuple[str, EventSink]] = field(default_factory=lambda: [])
+    run_exporters: list[RunExporter] = field(default_factory=lambda: [])
 
 
 # The `register` callbacks the contribution hooks receive (for annotating a plugin's hook implementations).
@@ -92,3 +114,4 @@ RegisterHookHandler: TypeAlias = Callable[[PythonHookHandler], None]
 RegisterMcpServer: TypeAlias = Callable[[McpServerSpec], None]
 RegisterCommand: TypeAlias = Callable[["click.Command"], None]
 RegisterEventSink: TypeAlias = Callable[[EventSink], None]
+RegisterRunExporter: TypeAlias = Callable[[RunExporter], None]

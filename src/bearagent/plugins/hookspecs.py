@@ -24,6 +24,7 @@ from bearagent.plugins.contributions import (
     RegisterHookHandler,
     RegisterMcpServer,
     RegisterModel,
+    RegisterRunExporter,
     RegisterTool,
 )
 from bearagent.plugins.markers import hookimpl, hookspec
@@ -83,6 +84,13 @@ def register_event_sinks(register: RegisterEventSink) -> None:
     reported and does not affect the run."""
 
 
+@hookspec
+def register_run_exporters(register: RegisterRunExporter) -> None:
+    """Add formats or destinations of `bearagent runs export RUN --format NAME` (`RunExporter(name, export,
+    description)`; `--otlp` is short for `--format otlp`). A name taken by a built-in format or an earlier plugin is
+    refused with a diagnostic."""
+
+
 @hookspec(firstresult=True)
 def web_search_provider() -> object | None:
     """Return the `WebSearch` backend (a `bearagent.plugin.WebSearchBackend`: async `search`). The first
@@ -97,3 +105,11 @@ def resolve_permission(
     """Decide a tool call's permission before the config `permissions` rules are consulted (e.g. a company policy
     plugin). Return None to have no opinion; the first non-None answer wins. `deny` rules in config still win
     over an `allow` from a plugin."""
+
+
+@hookspec(firstresult=True)
+def trace_context(run_id: str, tool_call_id: str | None) -> Mapping[str, str] | None:
+    """The W3C trace context (`traceparent`, optionally `tracestate` and `baggage`) of an outgoing call made for run
+    `run_id` (and tool call `tool_call_id`, when the call serves one): BearAgent sends it in an MCP request's
+    `params._meta`, an HTTP hook's headers and a command hook's environment (`TRACEPARENT`). Return None to send
+    nothing; the first non-None answer wins. A malformed answer is dropped (`bearagent.domain.trace_context`)."""

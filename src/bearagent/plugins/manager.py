@@ -9,6 +9,7 @@ the native tools imports their modules."""
 from __future__ import annotations
 
 import importlib.metadata
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,13 @@ from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import McpServerSpec, ModelEntry
 from bearagent.plugins import hookspecs
 from bearagent.plugins.builtin import BUILTIN_PLUGIN, BuiltinPlugin
-from bearagent.plugins.contributions import EventSink, PluginContributions, ProviderRegistration, PythonHookHandler
+from bearagent.plugins.contributions import (
+    EventSink,
+    PluginContributions,
+    ProviderRegistration,
+    PythonHookHandler,
+    RunExporter,
+)
 
 if TYPE_CHECKING:
     import click
@@ -38,8 +45,12 @@ CONTRIBUTION_HOOKS = (
     "register_mcp_servers",
     "register_commands",
     "register_event_sinks",
+    "register_run_exporters",
 )
-DECISION_HOOKS = ("web_search_provider", "resolve_permission")
+DECISION_HOOKS = ("web_search_provider", "resolve_permission", "trace_context")
+BUILTIN_EXPORT_FORMATS = ("atif", "markdown", "jsonl")
+"""`bearagent runs export`'s own formats (`cli/run_export.py`); a plugin's run exporter cannot take these names."""
+EXPORTER_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 
 
 @dataclass
@@ -180,6 +191,8 @@ class PluginHost:
         bucket = info.registered.setdefault(hook.removeprefix("register_"), [])
         for item in staged:
             label = self._file(out, hook, plugin, item)
+            if label == "":
+                continue  # refused with its own diagnostic
             if label is None:
                 self.diagnostics.append(
                     Diagnostic(
@@ -252,6 +265,26 @@ class PluginHost:
                 out.event_sinks.append((plugin, cast(EventSink, item)))
                 return getattr(item, "__name__", type(item).__name__)
             return None
+        if hook == "register_run_exporters":
+            if isinstance(item, RunExporter) and callable(item.export):
+                taken = next((known.plugin for known in out.run_exporters if known.name == item.name), None)
+                if not EXPORTER_NAME.fullmatch(item.name) or item.name in BUILTIN_EXPORT_FORMATS or taken:
+                    why = f"is taken by plugin {taken!r}" if taken else "is a built-in format or not [a-z][a-z0-9-]*"
+                    self.diagnostics.append(
+                        Diagnostic(
+                            severity="error",
+                            code="plugin.bad_contribution",
+                            message=f"plugin {plugin!r} registered a run exporter named {item.name[:40]!r}, which {why}; "
+                            "it was ignored",
+                            source=f"plugin:{plugin}",
+                            subject=plugin,
+                            fix="rename the exporter (lowercase letters, digits, dashes; not atif/markdown/jsonl)",
+                        )
+                    )
+                    return ""
+                out.run_exporters.append(RunExporter(item.name, item.export, item.description, plugin))
+                return f"export {item.name}"
+            return None
         return None
 
     # --- decision hooks -------------------------------------------------------------------------------------
@@ -263,6 +296,19 @@ class PluginHost:
     ) -> str | None:
         caller = cast(Callable[..., "str | None"], self.pm.hook.resolve_permission)
         return caller(tool_name=tool_name, tool_input=tool_input, agent_name=agent_name, workspace_root=workspace_root)
+
+    def trace_context(self, run_id: str | None, tool_call_id: str | None) -> Mapping[str, str]:
+        """What to send with an outgoing call of `run_id` for tracing (checked W3C keys; {} without a tracing
+        plugin, outside a run, or when the plugin failed: a trace is never worth a failed call)."""
+        if run_id is None or not self.pm.hook.trace_context.get_hookimpls():
+            return {}
+        from bearagent.domain.trace_context import checked
+
+        try:
+            answer = self.pm.hook.trace_context(run_id=run_id, tool_call_id=tool_call_id)
+        except Exception:
+            return {}
+        return checked(answer)
 
 
 def parse_load_filter(env: Mapping[str, str]) -> frozenset[str] | None:

@@ -4,7 +4,8 @@ Run as `python3 -I -S _forward.py SOCKET -- ARGV...` (standard library only, no 
 the sandbox's own 127.0.0.1 *before* the command starts, forks a forwarder that relays each TCP connection to the
 host proxy's Unix socket SOCKET (`bearagent.sandbox.proxy`), and then becomes the command (`exec`) with
 `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` (and the lower-case names) set to `http://127.0.0.1:<port>` and `NO_PROXY`
-empty. The command stays the sandbox's main process: when it exits the PID namespace ends, and the forwarder with
+empty. It is started before `_limits.py`, which
+it execs into (the command may not make Unix sockets, the forwarder must), and makes itself untraceable. The command stays the sandbox's main process: when it exits the PID namespace ends, and the forwarder with
 it.
 """
 
@@ -56,6 +57,19 @@ def _serve(listener: socket.socket, path: str) -> None:
         threading.Thread(target=_relay, args=(conn, path), daemon=True).start()
 
 
+def _not_traceable() -> None:
+    """The forwarder runs outside `_limits.py` (it must make a Unix socket to reach the proxy, which the command may
+    not: `sandbox.unix_sockets`), so the command must not be able to take it over: not dumpable, it cannot be traced
+    or have its memory written by a process without capabilities (and Landlock refuses the trace too, where the
+    kernel has it)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        os._exit(1)
+
+
 def main() -> None:
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.stderr.write("usage: _forward.py SOCKET -- ARGV...\n")
@@ -66,6 +80,7 @@ def main() -> None:
     listener.listen(64)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     if os.fork() == 0:
+        _not_traceable()
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)  # the call's pipes close when the command ends, not when the forwarder does

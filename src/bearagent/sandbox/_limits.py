@@ -1,6 +1,14 @@
 """Run a command inside the sandbox under per-call limits and Landlock scopes (run as
-`python3 -I -S _limits.py PROCS DATA FSIZE -- argv`; each limit a number or `-` for none; standard library only,
-nothing of BearAgent imported).
+`python3 -I -S _limits.py PROCS DATA FSIZE UNIX -- argv`; each limit a number or `-` for none, UNIX `deny` or
+`allow`; standard library only, nothing of BearAgent imported).
+
+- `UNIX=deny` (`sandbox.unix_sockets`, the default): a seccomp filter refuses `socket(AF_UNIX, ...)` (and io_uring,
+  which could make one past the filter) with `EPERM` for the command and everything it starts. A Unix socket of the
+  host that has a path is reachable through any directory the sandbox shows, including one bound after the call
+  started (the mounts are live views of the host's directories), and the covers of `sockets.py` only know the ones
+  bound before; a process that cannot make a Unix socket reaches none of them, nor an abstract one. `socketpair`
+  stays allowed (a connected pair reaches nothing). On an architecture the filter does not know, the command is not
+  run (exit 126, naming the setting).
 
 - Landlock scopes (Linux 6.12+, Landlock ABI 6): the command and everything it starts cannot connect to an abstract
   Unix socket (one with no path) made outside the sandbox, nor signal a process outside it. Abstract sockets are per
@@ -48,6 +56,91 @@ LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET = 1
 LANDLOCK_SCOPE_SIGNAL = 2
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+AF_UNIX = 1
+EPERM = 1
+_RET_ALLOW = 0x7FFF0000
+_RET_EPERM = 0x00050000 | EPERM
+_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_RET_K = 0x06  # BPF_RET | BPF_K
+# native architecture → (AUDIT_ARCH, socket, io_uring_setup, io_uring_enter, io_uring_register, X32 bit or 0)
+_ARCHES = {
+    "x86_64": (0xC000003E, 41, 425, 426, 427, 0x40000000),
+    "aarch64": (0xC00000B7, 198, 425, 426, 427, 0),
+}
+_I386 = (0x40000003, 359, 102)  # the compat ABI on x86_64: socket, socketcall (whose SYS_SOCKET is 1)
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def unix_socket_filter(machine: str) -> bytes | None:
+    """The classic BPF program that refuses `socket(AF_UNIX, ...)` and io_uring with EPERM on `machine`'s native
+    ABI (and, on x86_64, on the x32 and i386 ones); None for an architecture it does not know."""
+    known = _ARCHES.get(machine)
+    if known is None:
+        return None
+    arch, socket_nr, uring_setup, uring_enter, uring_register, x32 = known
+    deny, allow = _insn(_RET_K, 0, 0, _RET_EPERM), _insn(_RET_K, 0, 0, _RET_ALLOW)
+    native = [
+        _insn(_LD_W_ABS, 0, 0, 0),  # nr
+        *([_insn(_JGE_K, 0, 1, x32), deny] if x32 else []),  # the x32 ABI: refused whole
+        _insn(_JEQ_K, 0, 3, socket_nr),
+        _insn(_LD_W_ABS, 0, 0, 16),  # args[0], the family (an int: the low 32 bits)
+        _insn(_JEQ_K, 0, 5, AF_UNIX),
+        deny,
+        _insn(_JEQ_K, 2, 0, uring_setup),
+        _insn(_JEQ_K, 1, 0, uring_enter),
+        _insn(_JEQ_K, 0, 1, uring_register),
+        deny,
+        allow,
+    ]
+    compat: list[bytes] = []
+    if machine == "x86_64":
+        i386, socket32, socketcall = _I386
+        compat = [
+            _insn(_JEQ_K, 0, 11, i386),  # neither native nor i386: allowed (the kernel refuses it anyway)
+            _insn(_LD_W_ABS, 0, 0, 0),
+            _insn(_JEQ_K, 0, 2, socket32),
+            _insn(_LD_W_ABS, 0, 0, 16),
+            _insn(_JEQ_K, 6, 7, AF_UNIX),
+            _insn(_JEQ_K, 0, 2, socketcall),
+            _insn(_LD_W_ABS, 0, 0, 16),  # socketcall's call number; its arguments are behind a pointer
+            _insn(_JEQ_K, 3, 4, 1),  # SYS_SOCKET, whatever the family
+            _insn(_JEQ_K, 2, 0, uring_setup),  # the same numbers on i386
+            _insn(_JEQ_K, 1, 0, uring_enter),
+            _insn(_JEQ_K, 0, 1, uring_register),
+            deny,
+        ]
+    head = [_insn(_LD_W_ABS, 0, 0, 4), _insn(_JEQ_K, 0, len(native), arch)]
+    return b"".join([*head, *native, *compat, allow])
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _deny_unix_sockets() -> bool:
+    """Install the filter of `unix_socket_filter` on this process (inherited by what it starts); False when it
+    could not be."""
+    import platform
+
+    program = unix_socket_filter(platform.machine())
+    if program is None:
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        buffer = ctypes.create_string_buffer(program, len(program))
+        fprog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return False
+        return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _scope() -> bool:
@@ -80,14 +173,21 @@ def _count() -> int:
 
 
 def main(argv: list[str]) -> int:
-    procs, data, fsize, sep, *command = argv
-    if sep != "--" or not command:
-        sys.stderr.write("usage: _limits.py PROCS DATA FSIZE -- command...\n")
+    procs, data, fsize, unix, sep, *command = argv
+    if sep != "--" or not command or unix not in ("deny", "allow"):
+        sys.stderr.write("usage: _limits.py PROCS DATA FSIZE deny|allow -- command...\n")
         return 2
     pid = os.fork()
     if pid == 0:
         try:
             _scope()
+            if unix == "deny" and not _deny_unix_sockets():
+                sys.stderr.write(
+                    "[sandbox] the command was not run: Unix sockets could not be refused inside the sandbox on this "
+                    "machine (a seccomp filter for its architecture). To fix: set `sandbox: {unix_sockets: allow}` "
+                    "in your user config (the host's sockets bound before each call stay covered)\n"
+                )
+                os._exit(126)
             _limit(resource.RLIMIT_DATA, data)
             _limit(resource.RLIMIT_FSIZE, fsize)
             _limit(resource.RLIMIT_NPROC, procs)

@@ -31,10 +31,14 @@ The argv, in mount order (later mounts cover earlier ones):
 5. the other hidden paths (empty tmpfs for a directory, `/dev/null` for a file or socket) and every Unix socket of
    the host with a path (`bearagent.sandbox.sockets`), then the readable exceptions inside them.
 6. the command runs under `_limits.py` (bound into the private /tmp and run with `python3 -I -S`): Landlock scopes
-   (no abstract Unix socket and no process outside the sandbox reachable, where the kernel has them), and with
+   (no abstract Unix socket and no process outside the sandbox reachable, where the kernel has them), a seccomp
+   filter that refuses to make Unix sockets (`sandbox.unix_sockets: deny`, the default: a host socket bound after
+   the call started, in any directory the sandbox shows, is out of reach too), and with
    limits (`sandbox.limits`, on by default) process, data and file-size limits, and a process count of the
    sandbox's PID namespace that stops a fork bomb. Where the host lets BearAgent make control groups, bubblewrap itself starts
    inside the call's own (`cgroups.py`): the kernel's ceiling on the call's processes and on its memory as a whole.
+   As root (whom the kernel exempts from `RLIMIT_NPROC`) with a process limit and no `pids` group for the call,
+   the call is not started at all (`cgroups.ProcessLimitUnenforceableError`, naming `sandbox.limits.processes`).
 """
 
 from __future__ import annotations
@@ -256,15 +260,15 @@ class BwrapBackend:
             plan.args.append("--share-net")
         plan.args += ["--cap-drop", "ALL", *_BASE_MOUNTS[:-2]]
         plan.tmpfs("/tmp")
-        if isinstance(request.network, tuple):
-            socket_path = proxy_socket(request.network)
-            plan.args += ["--bind", socket_path, SANDBOX_SOCKET, "--ro-bind", FORWARDER, SANDBOX_FORWARDER]
-            python = os.path.realpath(sys.executable)
-            argv = [python, "-I", "-S", SANDBOX_FORWARDER, SANDBOX_SOCKET, "--", *argv]
-        # always, limits or not: the Landlock scopes (`_limits.py`)
+        python = os.path.realpath(sys.executable)
+        # always, limits or not: the Landlock scopes and the Unix socket filter (`_limits.py`)
         plan.args += ["--ro-bind", LIMITER, SANDBOX_LIMITER]
         limits = ["-" if limit is None else str(limit) for limit in request.limits]
-        argv = [os.path.realpath(sys.executable), "-I", "-S", SANDBOX_LIMITER, *limits, "--", *argv]
+        argv = [python, "-I", "-S", SANDBOX_LIMITER, *limits, request.unix_sockets, "--", *argv]
+        if isinstance(request.network, tuple):  # outside the limiter: it must reach the proxy's Unix socket
+            socket_path = proxy_socket(request.network)
+            plan.args += ["--bind", socket_path, SANDBOX_SOCKET, "--ro-bind", FORWARDER, SANDBOX_FORWARDER]
+            argv = [python, "-I", "-S", SANDBOX_FORWARDER, SANDBOX_SOCKET, "--", *argv]
         if Path("/var/tmp").is_dir() and not _inside(root, Path("/var/tmp")):
             plan.tmpfs("/var/tmp")
         for home in request.hidden_homes:  # first: the workspace and what stays readable are bound on top
@@ -310,5 +314,10 @@ class BwrapBackend:
         if lease is not None:
             lease.register(plan.placeholders)
         groups = cgroups.prepare(request.limits[0], request.limits[1])
+        try:
+            cgroups.require_process_ceiling(request.limits[0], groups)
+        except cgroups.ProcessLimitUnenforceableError:
+            PreparedCommand((), {}, tuple(plan.placeholders), lease, groups).finish()
+            raise
         full = (*groups.argv_prefix(), *plan.args) if groups is not None else tuple(plan.args)
         return PreparedCommand(full, env, tuple(plan.placeholders), lease, groups, tuple(repositories))

@@ -187,6 +187,9 @@ class CallGroups:
                     )
         return out
 
+    def has(self, controller: str) -> bool:
+        return any(c == controller for _, c, _ in self.groups)
+
     def remove(self) -> None:
         for _, _, directory in self.groups:
             _kill_and_remove(directory)
@@ -213,6 +216,33 @@ def _write(path: Path, value: str) -> bool:
     except OSError:
         return False
     return True
+
+
+class ProcessLimitUnenforceableError(Exception):
+    """`sandbox.limits.processes` is set, BearAgent runs as root and no `pids` group could be made for the call:
+    nothing the kernel enforces would hold a fork bomb (it exempts root from `RLIMIT_NPROC`), so the call is not
+    run (fail closed); the message names the setting and the fixes."""
+
+
+def unenforceable_message(processes: int) -> str:
+    return (
+        f"the command was not run: `sandbox.limits.processes` ({processes}) cannot be enforced here. BearAgent runs "
+        "as root, which the kernel exempts from the per-user process limit, and it may not make a control group with "
+        "the `pids` controller for the call (none is mounted writable, or BearAgent's group does not delegate "
+        "`pids`), so a fork bomb would be held only by a count it can outrun. To fix: run BearAgent as an ordinary "
+        "user, or give it a control group whose `pids` controller it may use for children (cgroup v1 `pids`, or "
+        "cgroup v2 with `+pids` in its group's `cgroup.subtree_control`), or accept no process limit with "
+        "`sandbox: {limits: {processes: off}}` (or `limits: off`) in your user config"
+    )
+
+
+def require_process_ceiling(processes: int | None, groups: CallGroups | None, *, uid: int | None = None) -> None:
+    """Raise `ProcessLimitUnenforceableError` when a process limit is set, the call would run as root (`uid`,
+    default the real uid: what the kernel's exemption looks at) and `groups` has no `pids` group."""
+    uid = os.getuid() if uid is None else uid
+    if processes is None or uid != 0 or (groups is not None and groups.has("pids")):
+        return
+    raise ProcessLimitUnenforceableError(unenforceable_message(processes))
 
 
 def prepare(processes: int | None, memory: int | None) -> CallGroups | None:

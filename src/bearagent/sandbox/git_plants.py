@@ -14,6 +14,9 @@ which makes it no repository for git, and the call's result says so. The model's
 
 Bounded: at most `MAX_WALK_DIRS` directories are walked (the generated trees `git_paths` skips after the rest, to
 `SKIPPED_TREE_DEPTH` levels), a config is read up to `MAX_CONFIG_BYTES`; a config larger than that is not inert.
+Deeper than that, git itself says which nested repositories it would add (`_git_would_add`: untracked and not
+ignored, at any depth), so a repository planted deep in a `node_modules` or `.venv` that git does not ignore is
+checked too; one in an ignored tree is never added by `git add -A`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,7 +142,57 @@ def _walk(root: Path) -> list[Path]:
                     later.append((Path(entry.path), 1))
                 else:
                     stack.append((Path(entry.path), 0))
+    seen = set(found)
+    found += [p for p in _git_would_add(root) if p not in seen]
     return found
+
+
+MAX_GIT_LISTING_BYTES = 16 << 20
+
+
+def _git_would_add(root: Path) -> list[Path]:
+    """The nested repositories git itself sees below `root` as untracked and not ignored (what `git add -A` would
+    make gitlinks), at any depth, in the generated trees too: `git ls-files --others --exclude-standard` lists each
+    as `path/`. Empty when `root` is in no repository. The workspace's own config is read-only in the sandbox and
+    fsmonitor is off, so this runs nothing; its listing is read up to `MAX_GIT_LISTING_BYTES`."""
+    out: list[Path] = []
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        proc = subprocess.Popen(
+            [
+                "git",
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "core.untrackedCache=false",
+                "ls-files",
+                "--others",
+                "--exclude-standard",
+                "-z",
+            ],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
+        )
+        try:
+            assert proc.stdout is not None
+            listing = proc.stdout.read(MAX_GIT_LISTING_BYTES)
+        finally:
+            proc.kill()
+            proc.wait(timeout=20)
+        records = listing.split(b"\0")
+        if len(listing) >= MAX_GIT_LISTING_BYTES:
+            records = records[:-1]  # cut: the last record may be partial
+        for record in records:
+            if not record.endswith(b"/"):
+                continue
+            directory = root / os.fsdecode(record.rstrip(b"/"))
+            if ".." in Path(os.fsdecode(record)).parts:
+                continue
+            if os.path.lexists(directory / ".git"):
+                out.append(directory / ".git")
+    return out
 
 
 def snapshot(root: Path) -> Repositories:

@@ -13,6 +13,7 @@ falling back, so an opted-in command never runs unconfined.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import cast
 
 from bearagent.sandbox.bwrap import BwrapBackend, PreparedCommand
+from bearagent.sandbox.cgroups import ProcessLimitUnenforceableError
 from bearagent.sandbox.env import build_shell_env
 from bearagent.sandbox.probe import SandboxStatus, probe
 from bearagent.sandbox.request import SANDBOX_SETTING, SHELL_ENV_SETTING, SandboxRequest, build_request
@@ -87,7 +89,12 @@ def shell_launch(shell_argv: Sequence[str], settings: Mapping[str, object], root
     env = shell_environment(settings)
     status = probe(request.settings())
     if status.active and status.program is not None:
-        prepared = BwrapBackend(status.program).prepare(shell_argv, request, root)
+        try:
+            prepared = BwrapBackend(status.program).prepare(shell_argv, request, root)
+        except ProcessLimitUnenforceableError as exc:
+            from bearagent.tools.base import tool_error
+
+            raise tool_error("configuration", "sandbox_limits_unenforceable", str(exc)) from None
         env.update(prepared.env)
         _private_caches(env, root, request.mode)
         return ShellLaunch(argv=prepared.argv, env=env, status=status, prepared=prepared)
@@ -127,7 +134,10 @@ def confined_launch(
     if not status.active or status.program is None:
         raise SandboxUnavailableError(status)
     request = build_request(settings, env)
-    prepared = BwrapBackend(status.program).prepare(argv, request, root, cwd=cwd)
+    try:
+        prepared = BwrapBackend(status.program).prepare(argv, request, root, cwd=cwd)
+    except ProcessLimitUnenforceableError as exc:
+        raise SandboxUnavailableError(dataclasses.replace(status, active=False, reason=str(exc))) from None
     out = dict(env)
     out.update(prepared.env)
     _private_caches(out, root, request.mode)

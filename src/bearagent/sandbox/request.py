@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.sandbox.env import build_shell_env
@@ -271,6 +271,8 @@ class SandboxRequest:
     """Directories inside a hidden home that stay readable (`HOME_READABLE`, BearAgent's Python)."""
     limits: tuple[int | None, int | None, int | None] = (1024, 8 << 30, 16 << 30)
     """Processes, data bytes and file-size bytes per process (`sandbox.limits`); None: no limit."""
+    unix_sockets: Literal["deny", "allow"] = "deny"
+    """`sandbox.unix_sockets`: whether the command may make Unix sockets (`_limits.py`)."""
 
     def settings(self) -> SandboxSettings:
         return SandboxSettings(
@@ -289,6 +291,7 @@ class SandboxRequest:
             "hidden_homes": list(self.hidden_homes),
             "home_readable": list(self.home_readable),
             "limits": list(self.limits),
+            "unix_sockets": self.unix_sockets,
         }
 
     @classmethod
@@ -311,6 +314,7 @@ class SandboxRequest:
             hidden_homes=tuple(p for p in _str_tuple(data.get("hidden_homes")) if os.path.isabs(p)),
             home_readable=tuple(p for p in _str_tuple(data.get("home_readable")) if os.path.isabs(p)),
             limits=_limits(data.get("limits")),
+            unix_sockets="allow" if data.get("unix_sockets") == "allow" else "deny",
         )
 
 
@@ -433,6 +437,7 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         hidden_homes=tuple(str(h) for h in hidden_homes),
         home_readable=tuple(dict.fromkeys(str(p) for p in home_readable)),
         limits=(settings.limits.processes, settings.limits.memory, settings.limits.file_size),
+        unix_sockets=settings.unix_sockets,
     )
 
 

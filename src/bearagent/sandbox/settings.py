@@ -14,6 +14,7 @@ sandbox:
   credentials: [~/.my-tool/token]   # more credential stores to hide (user config only; added to the built-in list)
   limits: {processes: 1024, memory: 8G, file_size: 16G}  # per call (user config only; `off` for none)
   home: hidden                      # visible (user config only): the home readable but for the credential stores
+  unix_sockets: deny                # allow (user config only): commands may make Unix sockets
   pin_hook_code: true               # false (user config only): do not re-check a command hook's code before each run
 shell_env:
   inherit: core                     # core (default) | all | none
@@ -80,10 +81,12 @@ SANDBOX_KEYS = (
     "limits",
     "pin_hook_code",
     "home",
+    "unix_sockets",
 )
 SHELL_ENV_KEYS = ("inherit", "include", "exclude", "set")
-USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits", "pin_hook_code", "home")
+USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits", "pin_hook_code", "home", "unix_sockets")
 HOME_MODES = ("hidden", "visible")
+UNIX_SOCKET_MODES = ("deny", "allow")
 """Keys a workspace file may not set: a workspace that picked the sandbox binary could pick one that confines
 nothing; `git: writable` and the limits loosen; `credentials` is the user's own list (a workspace adds paths with
 `hide`)."""
@@ -158,6 +161,10 @@ class SandboxSettings(DomainModel):
     home: Literal["hidden", "visible"] = "hidden"
     """`hidden`: the home is an empty private directory inside the sandbox but for the toolchains
     (`request.HOME_READABLE`); `visible` (user config only): readable but for the credential stores."""
+    unix_sockets: Literal["deny", "allow"] = "deny"
+    """`deny`: a sandboxed command cannot make a Unix socket (`_limits.py`'s seccomp filter), so no socket of the
+    host is reachable, whenever and wherever it was bound; `allow` (user config only): it can, and only the host's
+    sockets bound before the call are covered (`sockets.py`)."""
     pin_hook_code: bool = True
     """Re-check the workspace files a command hook reaches right before each execution and refuse to run it when
     one changed since the run started (`trust.reach.CodePins`); `false` only from the user config."""
@@ -271,6 +278,11 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 out["home"] = item
             else:
                 problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(HOME_MODES)}"))
+        elif name == "unix_sockets":
+            if item in UNIX_SOCKET_MODES:
+                out["unix_sockets"] = item
+            else:
+                problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(UNIX_SOCKET_MODES)}"))
         elif name == "credentials":
             paths = _strings(item)
             if paths is None or not all(p.startswith(("/", "~")) for p in paths):
@@ -398,6 +410,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
     limits = SandboxLimits()
     pin_hook_code = True
     home: Literal["hidden", "visible"] = "hidden"
+    unix_sockets: Literal["deny", "allow"] = "deny"
     flags = {"hooks": False, "mcp": False}
     user_flags = {"hooks": False, "mcp": False}
     for level, s in layers:
@@ -422,6 +435,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
             credentials.extend(p for p in cast(tuple[str, ...], s.get("credentials", ())) if p not in credentials)
             pin_hook_code = bool(s.get("pin_hook_code", pin_hook_code))
             home = cast(Literal["hidden", "visible"], s.get("home", home))
+            unix_sockets = cast(Literal["deny", "allow"], s.get("unix_sockets", unix_sockets))
             if "limits" in s:
                 limits = limits.model_copy(update=cast(dict[str, object], s["limits"]))
         for flag in ("hooks", "mcp"):
@@ -443,6 +457,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
         limits=limits,
         pin_hook_code=pin_hook_code,
         home=home,
+        unix_sockets=unix_sockets,
     )
 
 

@@ -50,6 +50,7 @@ class SessionHookWiring:
             permission_mode=permission_mode,
             env=self._rt.loaded.child_env(),
             sandbox=self._rt.loaded.config.sandbox,
+            trace_context=self._rt.loaded.plugins.trace_context,
         )
         dispatcher = HookDispatcher(
             groups,

@@ -1,6 +1,7 @@
 """SQLite connections of the event store: opening the file safely, and the worker threads that own one each.
 
-`open_primary` checks the path (no symlinks, not a directory, created 0600), switches the file to WAL and brings its
+`open_primary` checks the path (no symlinks, not a directory, not an empty file it did not make; a new store is
+made whole beside it, 0600, and linked into place), switches the file to WAL and brings its
 schema up to date (`store/schema.py`); `connect_more` opens further connections to the file it checked. A `Worker`
 is one thread with its own connection, so async callers await blocking SQLite work without stalling the event loop.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import sqlite3
 import stat
 import threading
@@ -21,7 +23,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from bearagent.runtime.state_files import SQLITE_SIDE_FILES, prepare_sqlite_file, refuse_symlinks
 from bearagent.store.errors import StoreError, translate_sqlite_error
-from bearagent.store.schema import SCHEMA_VERSION, check_identity, identify, migrate
+from bearagent.store.schema import EMPTY_FIX, SCHEMA_VERSION, check_identity, identify, migrate
 
 Durability = Literal["normal", "full"]
 _T = TypeVar("_T")
@@ -67,7 +69,8 @@ def open_primary(path: Path, durability: Durability, busy_timeout_ms: int) -> sq
             "Create it yourself or make its parent writable, or use a writable workspace",
         ) from exc
     try:
-        prepare_sqlite_file(path)  # a new store is created 0600, never through a symlink
+        create_store_file(path)  # a new store is made whole beside it (0600) and then linked into place
+        prepare_sqlite_file(path)  # never through a symlink
     except OSError as exc:
         raise StoreError(
             path,
@@ -86,6 +89,57 @@ def open_primary(path: Path, durability: Durability, busy_timeout_ms: int) -> sq
         conn.close()
         raise
     return conn
+
+
+def refuse_empty_store(path: Path) -> None:
+    """Refuse an existing event store file of 0 bytes. BearAgent never leaves one (`create_store_file` links a new
+    store into place only once it holds its schema), so one was put there by someone else: a repository that ships
+    `.bearagent/state.db` (tracked by git, readable by others) would otherwise have the user's prompts, tool output and
+    answers written into its file as if the user had made it."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+        raise StoreError(
+            path,
+            "empty_file",
+            "the event store file is empty (0 bytes), and BearAgent never leaves an empty store: it came from "
+            "elsewhere (a repository that ships it, a copy), so BearAgent will not make it the store of your runs",
+            EMPTY_FIX,
+        )
+
+
+def create_store_file(path: Path) -> bool:
+    """When there is no store at `path`, make one: a new 0600 file beside it (a random name, never through a
+    symlink) that gets the whole schema, then linked to `path` (which fails harmlessly when another process made
+    the store meanwhile). So a store file is never seen empty; an empty one at `path` is refused
+    (`refuse_empty_store`). True when this call made the store. Raises `OSError` when the directory is not
+    writable."""
+    refuse_empty_store(path)
+    if os.path.lexists(path):
+        return False
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(6)}")
+    os.close(os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    try:
+        try:
+            conn = sqlite3.connect(str(temp), isolation_level=None, timeout=10)
+            try:
+                migrate(conn, temp, new=True)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(path, exc, "creating the event store") from exc
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False  # another process made it meanwhile
+        return True
+    finally:
+        for leftover in (temp, *(temp.with_name(temp.name + suffix) for suffix in SQLITE_SIDE_FILES)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
 
 
 def connect_more(path: Path, durability: Durability, busy_timeout_ms: int) -> sqlite3.Connection:

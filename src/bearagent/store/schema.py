@@ -141,10 +141,28 @@ def identify(conn: sqlite3.Connection) -> tuple[int, int, int]:
     return cast(tuple[int, int, int], row)
 
 
-def check_identity(path: Path, app_id: int, version: int, tables: int) -> None:
-    """Refuse a foreign SQLite file, or a store of a newer schema than this BearAgent knows."""
+EMPTY_FIX = (
+    "If nothing of yours is in it, remove it (`rm FILE`; if git tracks it, `git rm --cached FILE` and add "
+    "`.bearagent/` to .gitignore) and run again: BearAgent then creates a new store of its own (0600); "
+    "`bearagent db check` checks the file"
+)
+
+
+def check_identity(path: Path, app_id: int, version: int, tables: int, *, new: bool = False) -> None:
+    """Refuse a foreign SQLite file, or a store of a newer schema than this BearAgent knows. An SQLite file with
+    nothing in it is initialised only when `new` (the file `connection.create_store_file` just made, before it is
+    linked into place): BearAgent never leaves an empty store, so one at a store's path came from elsewhere."""
     if app_id == 0 and version == 0 and tables == 0:
-        return  # a new, empty file: ours to initialise
+        if new:
+            return  # our own new file: ours to initialise
+        raise StoreError(
+            path,
+            "empty_file",
+            "the event store file is an SQLite database with nothing in it, and BearAgent never leaves an empty "
+            "store: it came from elsewhere (a repository that ships it, a copy), so BearAgent will not make it the "
+            "store of your runs",
+            EMPTY_FIX,
+        )
     if app_id != APPLICATION_ID:
         raise StoreError(
             path,
@@ -161,13 +179,13 @@ def check_identity(path: Path, app_id: int, version: int, tables: int) -> None:
         )
 
 
-def migrate(conn: sqlite3.Connection, path: Path) -> int:
+def migrate(conn: sqlite3.Connection, path: Path, *, new: bool = False) -> int:
     """Apply the missing migrations in one transaction (re-checked inside it: another process may be migrating) and
-    return the version the file had under that lock (0: a new file)."""
+    return the version the file had under that lock (0: a new file, only when `new`: `check_identity`)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         app_id, version, tables = identify(conn)  # another process may have migrated meanwhile
-        check_identity(path, app_id, version, tables)
+        check_identity(path, app_id, version, tables, new=new)
         for number in range(version + 1, SCHEMA_VERSION + 1):
             for statement in MIGRATIONS[number - 1]:
                 conn.execute(statement)

@@ -12,7 +12,9 @@ nor what that script reaches. Starting from the command's words (a `sh -c` strin
   workspace when that file is code: a script by its extension (`.sh`, `.py`, `.js`, `.mk`, ...) or an executable
   (a data file the script writes, `hook-log.jsonl`, is not followed; it changes at every run), Python imports (`import a.b`, `from .x import y`, resolved next to the
   file, at the workspace root and in the site-packages of a workspace virtual environment the file belongs to),
-  and relative JavaScript `require`/`import` specifiers;
+  and JavaScript `require`/`import` specifiers: relative ones, and bare ones (`require('pkg')`, in a file or a
+  `node -e` string) as node resolves them in the workspace's `node_modules` (the package's `package.json` and the
+  file it loads; a nearer `node_modules/<pkg>` that would shadow it, recorded as missing);
 - `make` also reaches the workspace's `Makefile` (or `-f FILE`); a task runner or package manager (`npm`, `npx`,
   `yarn`, `pnpm`, `bun`, `uv`, `poetry`, `tox`, `pytest`, `just`, `cargo`, `gradle`, `mvn`, `pre-commit`, ...)
   reaches the files that decide what it runs (`package.json`, `.npmrc`, `pyproject.toml`, `conftest.py`,
@@ -27,12 +29,14 @@ own (a tool's config file found by name, data it reads) is not followed: run suc
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from bearagent.trust.file_digest import hash_file
 
@@ -43,6 +47,10 @@ _PROJECT_VARS = ("CLAUDE_PROJECT_DIR", "BEARAGENT_PROJECT_DIR")
 _WORD = re.compile(r"[A-Za-z0-9_@%+=:,./~$-]+")
 _PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w, ]+)|import\s+([\w., ]+))", re.MULTILINE)
 _JS_SPEC = re.compile(r"""(?:require\s*\(\s*|import\s*\(\s*|from\s+|import\s+)["'](\.{1,2}/[^"'\n]+)["']""")
+_JS_BARE = re.compile(
+    r"""(?:require\s*\(\s*|import\s*\(\s*|from\s+|import\s+)["']((?:@[\w.-]+/)?[\w:][\w.:-]*)(/[^"'\n]*)?["']"""
+)
+MAX_BARE_SPECS = 200
 _MAKE = ("make", "gmake")
 _NODE_RECIPES = ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "bunfig.toml")
 _PY_RECIPES = ("pyproject.toml", "setup.cfg", "setup.py", "uv.toml", "poetry.toml", "tox.ini", "noxfile.py")
@@ -176,10 +184,60 @@ class _Walk:
         if path.suffix in (".py", "") or "python" in text[:200]:
             self._python(path, text)
         if path.suffix in (".js", ".mjs", ".cjs", ".ts") or "node" in text[:200]:
-            for spec in _JS_SPEC.findall(text):
-                for ext in _JS_EXTS:
-                    if self.add(path.parent / f"{spec}{ext}"):
+            self.javascript(path.parent, text)
+
+    def javascript(self, directory: Path, text: str) -> None:
+        """The modules JavaScript `text` (a file in `directory`, or a `node -e` string run there) loads: relative
+        specifiers next to it, and bare ones (`require('pkg')`, `import x from '@scope/pkg/sub'`) as node resolves
+        them: `node_modules/<pkg>` in `directory` and each parent up to the workspace root, the first that exists
+        (its `package.json` and the file it loads), the nearer places recorded as missing (a package planted there
+        would shadow it)."""
+        for spec in _JS_SPEC.findall(text):
+            for ext in _JS_EXTS:
+                if self.add(directory / f"{spec}{ext}"):
+                    break
+        for package, sub in _JS_BARE.findall(text)[:MAX_BARE_SPECS]:
+            if package.startswith("node:"):
+                continue
+            current = directory
+            while _inside(current, self.root):
+                folder = current / "node_modules" / package
+                if os.path.lexists(folder) or any(
+                    self.add(folder.with_name(folder.name + ext)) for ext in (".js", ".json", ".mjs", ".cjs")
+                ):
+                    self.add(folder / "package.json", missing_ok=True)
+                    self._package_entry(folder, sub.lstrip("/"))
+                    break
+                for shadow in (
+                    *(folder.with_name(folder.name + ext) for ext in (".js", ".json")),
+                    folder / "package.json",
+                    folder / "index.js",
+                    folder / "index.json",
+                ):
+                    self.add(shadow, missing_ok=True)  # planted here, node would load it first
+                if current == self.root:
+                    break
+                current = current.parent
+
+    def _package_entry(self, folder: Path, sub: str) -> None:
+        if sub:
+            for ext in _JS_EXTS:
+                if self.add(folder / f"{sub}{ext}"):
+                    return
+            return
+        main = "index.js"
+        with contextlib.suppress(OSError, ValueError):
+            with (folder / "package.json").open("rb") as handle:
+                data = json.loads(handle.read(MAX_SCAN_BYTES))
+            if isinstance(data, dict):
+                for key in ("main", "module"):
+                    value = cast(dict[str, object], data).get(key)
+                    if isinstance(value, str) and value:
+                        main = value
                         break
+        for ext in _JS_EXTS:
+            if self.add(folder / f"{main}{ext}"):
+                return
 
     def _python(self, path: Path, text: str) -> None:
         roots = [path.parent, self.root, *_site_packages(path, self.root)]
@@ -251,6 +309,9 @@ def reached_files(
     for word in words:
         expanded += split_words(word) if any(c.isspace() for c in word) else [word]
     walk.words(expanded, [base])
+    inline = " ".join(expanded)
+    if _JS_CHAIN.search(inline):
+        walk.javascript(base, inline)  # `node -e "require('pkg')"`: the packages it loads from the workspace
     while walk.queue:
         walk.scan(walk.queue.pop(0))
     out: dict[str, str] = {}

@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from bearagent.plugin import Event, RegisterCommand, RegisterEventSink, hookimpl
+from bearagent.plugin import (
+    Event,
+    RegisterCommand,
+    RegisterEventSink,
+    RegisterRunExporter,
+    RunExporter,
+    hookimpl,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -88,6 +96,12 @@ class LiveExport:
             return
         self._ready().feed(event)
 
+    def trace_context(self, run_id: str, tool_call_id: str | None) -> dict[str, str] | None:
+        """What an outgoing call of a run this process exports sends (`traceparent`); None for other runs."""
+        builder = self._builder
+        parent = builder.traceparent(run_id, tool_call_id) if builder is not None else None
+        return {"traceparent": parent} if parent is not None else None
+
 
 def export_run(root: Path, run_ref: str, exporter: SpanExporter, env: Mapping[str, str]) -> int:
     """Export one stored run (with its subagents' runs) as spans; the number of spans exported."""
@@ -123,9 +137,27 @@ def export_run(root: Path, run_ref: str, exporter: SpanExporter, env: Mapping[st
     return counted[0]
 
 
+_LIVE: weakref.WeakSet[LiveExport] = weakref.WeakSet()
+"""The sinks this module registered and still in use (one per plugin host: a server may hold several), asked by
+`trace_context`; a sink no writer holds any more leaves the set by itself."""
+
+
 @hookimpl
 def register_event_sinks(register: RegisterEventSink) -> None:
-    register(LiveExport(os.environ))
+    live = LiveExport(os.environ)
+    _LIVE.add(live)
+    register(live)
+
+
+@hookimpl
+def trace_context(run_id: str, tool_call_id: str | None) -> dict[str, str] | None:
+    """Outgoing MCP calls and hooks of an exported run carry its trace context (W3C `traceparent`), so the spans
+    of an MCP server or a hook endpoint that honours it join the run's trace."""
+    for live in tuple(_LIVE):
+        answer = live.trace_context(run_id, tool_call_id)
+        if answer is not None:
+            return answer
+    return None
 
 
 @click.group("otel")
@@ -158,6 +190,28 @@ def export(run_ref: str, workspace: Path | None, endpoint: str | None) -> None:
     click.echo(f"exported {count} span(s) of run {run_ref}")
 
 
+def export_otlp(workspace_root: Path, run_id: str, env: Mapping[str, str]) -> str:
+    """`bearagent runs export RUN --otlp`: the stored run's spans to the endpoint of the OTEL_EXPORTER_OTLP_*
+    variables (the same spans as `bearagent otel export`)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from bearagent import BearAgentError, ErrorInfo
+
+    if not configured(env):
+        raise BearAgentError(
+            ErrorInfo.of("configuration", "otlp_endpoint", "no OTLP endpoint to export the run to"),
+            hint="set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:4318) or use `bearagent otel export RUN "
+            "--endpoint URL`",
+        )
+    count = export_run(workspace_root, run_id, OTLPSpanExporter(), env)
+    return f"exported {count} span(s) of run {run_id}"
+
+
 @hookimpl
 def register_commands(register: RegisterCommand) -> None:
     register(otel)
+
+
+@hookimpl
+def register_run_exporters(register: RegisterRunExporter) -> None:
+    register(RunExporter("otlp", export_otlp, "the run's OpenTelemetry GenAI spans over OTLP/HTTP"))

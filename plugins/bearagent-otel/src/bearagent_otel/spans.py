@@ -101,6 +101,17 @@ class SpanBuilder:
         with self._lock:
             self._feed(event)
 
+    def traceparent(self, run_id: str, tool_call_id: str | None) -> str | None:
+        """The W3C `traceparent` of the span an outgoing call of a live run belongs to: the tool call's span while
+        it is open, else the run's; None for a run this builder has not seen start."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return None
+            span = run.tool_calls.get(tool_call_id, run.span) if tool_call_id else run.span
+            context = span.get_span_context()
+            return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
     def _start(
         self,
         name: str,

@@ -5,7 +5,7 @@ process on every host that opens the same DSN and schema.
 (`runtime/run_writer.py`): the writer reduces, this store commits if the run is still at the version the writer
 reduced on (`run_commit.py`). Every connection lives on the store's own event loop thread (`io_loop.py`): port calls
 await it from any loop without blocking it, and the synchronous face (`sync_face.py`, for the CLI's read commands)
-waits for it. A small psycopg pool serves the port; each held session lock has a connection of its own
+waits for it. A small psycopg pool serves the port; the held session locks share one connection of their own
 (`session_lock.py`). The first use connects and applies the missing migrations (`schema.py`), so opening a store
 never blocks, and a bad DSN or an unreachable server is a `StoreError` of the first call.
 
@@ -40,7 +40,7 @@ from bearagent.store.postgres.location import Conn, Location, Queries
 from bearagent.store.postgres.naming import DEFAULT_SCHEMA
 from bearagent.store.postgres.notify import CommitListeners
 from bearagent.store.postgres.schema import applied_version, migrate
-from bearagent.store.postgres.session_lock import LockConnections, PgSessionLock
+from bearagent.store.postgres.session_lock import PgSessionLock, SharedLocks
 from bearagent.store.postgres.sync_face import SyncFace
 
 _T = TypeVar("_T")
@@ -72,7 +72,7 @@ class PostgresRunStorage(SyncFace):
         self._io = IoLoop(f"bearagent-pg-{schema}")
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._opening: asyncio.Lock | None = None
-        self._locks = LockConnections(self.location)
+        self._locks = SharedLocks(self.location)
         self.commits = CommitListeners(self._io, self.location)
         """Commit notices of this store from every process (LISTEN/NOTIFY): `commits.subscribe(listener)`."""
         super().__init__()
@@ -243,7 +243,8 @@ class PostgresRunStorage(SyncFace):
         on_wait: Callable[[], None] | None = None,
         timeout_s: float | None = None,
     ) -> PgSessionLock:
-        """A PostgreSQL advisory lock of the session, held on a connection of its own: across hosts."""
+        """A PostgreSQL advisory lock of the session (across hosts), on the one connection all of this handle's
+        session locks share."""
         return PgSessionLock(
             self._io, self._locks, self.location, session_id, wait=wait, on_wait=on_wait, timeout_s=timeout_s
         )
