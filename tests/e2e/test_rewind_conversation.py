@@ -156,6 +156,8 @@ def test_a_fork_at_a_run_or_an_event_sees_exactly_the_history_up_to_it(tmp_path:
     _, in_fork = ws.run("after the fork", fork["session_id"])
     assert in_fork == fork["session_id"]
     assert ws.seen() == ["one", "answer to one", "after the fork"]
+    listed = {s["session_id"]: s for s in json.loads(ws.cli("sessions", "list", "--json").output)}
+    assert listed[fork["session_id"]]["forked_from"] == fork["forked_from"] and listed[session]["forked_from"] is None
 
     # at an event: through event 1 of run two (its RunCreated: the prompt, not yet answered)
     assert ws.events(r2)[0]["event_type"] == "RunCreated"

@@ -39,6 +39,7 @@ def list_sessions(workspace: Path | None, as_json: bool, limit: int) -> None:
                     "agent": s.active_agent_name or s.agent_name,
                     "title": s.title,
                     "caller": s.caller,
+                    "forked_from": None if s.forked_from is None else s.forked_from.model_dump(mode="json"),
                 }
                 for s in found
             ]
