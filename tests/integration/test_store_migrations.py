@@ -76,12 +76,13 @@ def header(path: Path) -> tuple[int, int]:
 def test_a_missing_file_becomes_the_latest_schema(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "er" / "state.db"
     with SqliteEventStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 8
+        assert store.schema_version == SCHEMA_VERSION == 9
     assert header(path) == (APPLICATION_ID, SCHEMA_VERSION)
     assert {"events", "run_projections", "activity_projections", "sessions", "run_leases"} <= set(schema_of(path))
     assert "auth_context TEXT" in schema_of(path)["sessions"]  # 5: the caller context a session was created with
     assert "workspace_id TEXT NOT NULL UNIQUE" in schema_of(path)["workspaces"]  # 7: workspace records
     assert {"run_text", "run_text_state", "run_pins"} <= set(schema_of(path))  # 8: run search and pins
+    assert "forked_from TEXT" in schema_of(path)["sessions"]  # 9: where a session was forked from
 
 
 def test_an_empty_file_is_refused_never_initialised(tmp_path: Path) -> None:
@@ -211,7 +212,7 @@ def test_version_2_moves_goals_out_of_the_run_json(tmp_path: Path) -> None:
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute("PRAGMA user_version = 2")
     with SqliteEventStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 8
+        assert store.schema_version == SCHEMA_VERSION == 9
         assert store.get_run(f.run_id) == run
         assert store.list_activities(f.run_id) == activities
         assert store.append(f.model_started()).goal == goal

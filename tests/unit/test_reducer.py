@@ -26,6 +26,7 @@ from bearagent.domain.run_events import (
     ChildRunStartedV1,
     ChildUsage,
     ContextCompactedV1,
+    ConversationRewoundV1,
     FileChange,
     FilesChangedV1,
     FilesRewoundV1,
@@ -333,6 +334,9 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     # ... and the file changes of a call whose process died, recorded late by the next process
     folder.feed(f.event(FilesChangedV1(tool_name="Bash", note="recorded late", changes=(FileChange(path="b"),))))
     assert folder.state == finished.model_copy(update={"last_sequence": finished.last_sequence + 2})
+    # and its session's conversation rewind (`runtime/session_history.py`)
+    folder.feed(f.event(ConversationRewoundV1(to_run_id=parent)))
+    assert folder.state == finished.model_copy(update={"last_sequence": finished.last_sequence + 3})
     seen |= folder.seen
 
     # v1 endings and v1 failures

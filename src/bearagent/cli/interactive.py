@@ -58,6 +58,7 @@ HELP = """commands:
   /permissions      permission mode and rules
   /cost             session usage
   /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
+  /rewind           put files and conversation back to before a prompt
   /clear            start a new session
   /resume [ID]      pick an earlier session and continue it
   /memory           the memory files (AGENTS.md); edit one
@@ -288,6 +289,11 @@ def interactive(
                     invocation = workspace_command(text, runtime.loaded)  # .claude/commands, actions
                     if isinstance(invocation, str):
                         console.print(Text(visible(f"error: {invocation}"), style="red"))
+                        continue
+                    if invocation is None and text.split(maxsplit=1)[0] == "/rewind":
+                        from bearagent.cli.rewind_command import rewind_in_session
+
+                        rewind_in_session(runner, runtime, state.session, console, read)
                         continue
                     if invocation is None and text.split(maxsplit=1)[0] == "/compact":
                         _compact(runner, runtime, state, console, text[len("/compact") :].strip() or None)

@@ -16,7 +16,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("bearagent.cli.run:run", "Run a prompt once, streamed (--json / --stream-json)."),
     "action": ("bearagent.cli.action:action", "Run named actions (action run NAME k=v...)."),
     "runs": ("bearagent.cli.runs:runs", "List the runs stored in this workspace's event log."),
-    "sessions": ("bearagent.cli.sessions:sessions", "List the sessions of this workspace, to continue one."),
+    "sessions": ("bearagent.cli.sessions:sessions", "List the sessions of this workspace, to continue one; fork one."),
     "inspect": ("bearagent.cli.runs:inspect", "Show one run: status, usage vs budgets, activities, children."),
     "events": ("bearagent.cli.runs:events", "Print the stored events of a run (--json, --follow)."),
     "approvals": (
@@ -26,7 +26,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("bearagent.cli.replay:replay", "Re-drive a run from its log, no model called; --dry only checks it."),
     "rewind": (
         "bearagent.cli.rewind:rewind",
-        "Put the workspace files back as they were before a run or a tool call (--dry-run, --force).",
+        "Put the files and the conversation back as they were before a run or a tool call (--code, --conversation).",
     ),
     "diff": ("bearagent.cli.diff:diff", "Align two runs step by step: text, tool calls, results, usage."),
     "agents": ("bearagent.cli.agents:agents", "List and show agents, with source and shadowing."),

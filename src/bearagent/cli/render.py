@@ -173,6 +173,11 @@ class TerminalView:
         pad = self._indent(parent_run_id)
         self._console.print(Text(visible(f"{pad}  ↳ subagent {agent} {status}"), style="dim"))
 
+    def file_changes(self, run_id: RunId, text: str) -> None:
+        """What a tool call changed in the workspace's files (`file_change_lines.py`), under its line."""
+        self._end_line()
+        self._console.print(Text(visible(f"{self._indent(run_id)}  ├ files: {text}"), style="dim"))
+
     def notice(self, run_id: RunId, text: str) -> None:
         self._end_line()
         self._console.print(Text(visible(f"! {text}"), style="yellow"))

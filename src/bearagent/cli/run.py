@@ -117,6 +117,12 @@ def added_directories(values: tuple[str, ...]) -> tuple[str, ...]:
 @workspace_option
 @click.option("--continue", "continue_", is_flag=True, help="Continue the latest session of this workspace.")
 @click.option("--session", default=None, help="Continue the session with this id.")
+@click.option(
+    "--fork-session",
+    default=None,
+    metavar="SESSION",
+    help="Run in a new session whose history is SESSION's conversation as it is now (`bearagent sessions fork`).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print only the final record as one JSON object.")
 @click.option("--stream-json", is_flag=True, help="Print the live stream protocol as JSON lines.")
 @click.option(
@@ -185,6 +191,7 @@ def run(
     workspace: Path | None,
     continue_: bool,
     session: str | None,
+    fork_session: str | None,
     as_json: bool,
     stream_json: bool,
     output_format: str | None,
@@ -222,6 +229,11 @@ def run(
         )
     if continue_ and session:
         die("--continue and --session exclude each other", "use --session ID, or --continue for the latest session")
+    if fork_session is not None and (continue_ or session):
+        die(
+            "--fork-session and --session/--continue exclude each other",
+            "--fork-session starts a new session from SESSION's history; use one of them",
+        )
     allow_rules = split_rules(allowed_tools, "--allowed-tools")
     from bearagent.service.planner import RunChoices
 
@@ -258,6 +270,12 @@ def run(
             from bearagent.tools.permissions import PermissionRules
 
             PermissionRules.parse(deny=choices.disallowed_tools, root=loaded.root)
+        if fork_session is not None:  # the new session first: its history is the origin's conversation now
+            from bearagent.cli.session_fork import fork
+
+            session = str(
+                fork(loaded, runtime.store, fork_session, None, restore_files=False, force=False)[0].session_id
+            )
         if session is None and not continue_:  # refused before the terminal opens the store (nothing is written)
             from bearagent.service.admission import check_model
 

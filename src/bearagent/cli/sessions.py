@@ -14,9 +14,9 @@ from bearagent.cli._groups import ListGroup
 from bearagent.cli.safe_text import visible
 
 
-@click.group("sessions", cls=ListGroup)
+@click.group("sessions", cls=ListGroup, lazy={"fork": "bearagent.cli.session_fork:fork_command"})
 def sessions() -> None:
-    """List the sessions (conversations) stored in this workspace."""
+    """List the sessions (conversations) stored in this workspace, and fork one."""
 
 
 @sessions.command("list")
@@ -39,6 +39,7 @@ def list_sessions(workspace: Path | None, as_json: bool, limit: int) -> None:
                     "agent": s.active_agent_name or s.agent_name,
                     "title": s.title,
                     "caller": s.caller,
+                    "forked_from": None if s.forked_from is None else s.forked_from.model_dump(mode="json"),
                 }
                 for s in found
             ]

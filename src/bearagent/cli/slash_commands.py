@@ -47,6 +47,7 @@ BUILTIN_COMMANDS = frozenset(
         "resume",
         "memory",
         "init",
+        "rewind",
     }
 )
 

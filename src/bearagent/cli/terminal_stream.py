@@ -125,7 +125,16 @@ def attach_terminal(
     renderer = StreamRenderer(view, run_id)
     tree = RunTreeStream(run_id, renderer, children=True)
     renderer.recall(tree.catch_up(runtime.store.read_events(run_id)))
-    return TerminalAttachment(view, runtime.writer.subscribe(tree))
+    from bearagent.cli.file_change_lines import FileChangeLines  # each tool call's file changes (docs/rewind.md)
+
+    detach_files = runtime.writer.subscribe(FileChangeLines(view, run_id))
+    detach_tree = runtime.writer.subscribe(tree)
+
+    def detach() -> None:
+        detach_tree()
+        detach_files()
+
+    return TerminalAttachment(view, detach)
 
 
 __all__ = ["StreamRenderer", "TerminalAttachment", "attach_terminal"]

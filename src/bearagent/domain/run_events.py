@@ -577,6 +577,18 @@ class FilesRewoundV1(RunEventPayload):
     """Paths changed by someone else since the run that `--force` overwrote (their content kept in the blob store)."""
 
 
+class ConversationRewoundV1(RunEventPayload):
+    """The session's conversation was rewound: from this fact on, the history a next run of the session is given
+    is the conversation as it stood before event `to_sequence` of run `to_run_id` (None: before that run began),
+    as `runtime/session_history.py` rebuilds it. Recorded in the session's latest run (a finished run accepts it);
+    the events it rewound stay in the log, and a later rewind to a point before this fact brings them back."""
+
+    to_run_id: RunId
+    to_sequence: int | None = Field(default=None, ge=1)
+    to_tool_call_id: ToolCallId | None = None
+    """The tool call the conversation was rewound to (before its request), when that is how it was named."""
+
+
 RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 1): RunCreatedV1,
     ("RunCreated", 2): RunCreatedV2,
@@ -621,6 +633,7 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("ContextCompacted", 1): ContextCompactedV1,
     ("FilesChanged", 1): FilesChangedV1,
     ("FilesRewound", 1): FilesRewoundV1,
+    ("ConversationRewound", 1): ConversationRewoundV1,
 }
 
 LATEST_VERSIONS: Mapping[str, int] = {

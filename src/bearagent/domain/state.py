@@ -112,6 +112,15 @@ class WorkspaceRecord(DomainModel):
         return self.model_dump(mode="json", exclude=keep) == other.model_dump(mode="json", exclude=keep)
 
 
+class SessionFork(DomainModel):
+    """A point in a session's log a fork starts from: the conversation up to the end of run `run_id` (`sequence`
+    None), or up to and including its event `sequence`."""
+
+    session_id: SessionId
+    run_id: RunId
+    sequence: int | None = Field(default=None, ge=1)
+
+
 class SessionRecord(DomainModel):
     """One conversation of one caller in one workspace, as the store keeps it (runs point at it by session_id)."""
 
@@ -124,6 +133,9 @@ class SessionRecord(DomainModel):
     caller: str | None = Field(default=None, max_length=256)
     auth_context: JsonObject | None = None
     """The caller context the session was created with over the HTTP API (never a token); kept as created."""
+    forked_from: SessionFork | None = None
+    """Where this session was forked from: its history begins with that session's conversation up to that point
+    (`bearagent sessions fork`); kept as created."""
     allowed_rules: tuple[str, ...] = Field(default=(), max_length=500)
     """Permission rules answered "allow always" in this session (`Bash(git status)`, `Write`): the one place that
     memory lives, so every run, process and face of the session sees the same answers."""

@@ -513,9 +513,10 @@ def _on_record(run: RunState, active: Active, fact: Fact) -> Active:
 
 _Handler = Callable[[RunState, Active, Fact], Active]
 
-AFTER_FINISH = frozenset({"FilesRewound", "FilesChanged"})
-"""Facts a finished run still accepts: a rewind of its file changes (`rewind/`), recorded in the run it undid, and
-the file changes of one of its calls whose process died, recorded late by the next process (`rewind/capture.py`)."""
+AFTER_FINISH = frozenset({"FilesRewound", "FilesChanged", "ConversationRewound"})
+"""Facts a finished run still accepts: a rewind of its file changes (`rewind/`), recorded in the run it undid; the
+file changes of one of its calls whose process died, recorded late by the next process (`rewind/capture.py`); and
+a rewind of its session's conversation, recorded in the session's latest run."""
 
 _HANDLERS: Mapping[str, _Handler] = {
     "RunCreated": _on_created,
@@ -545,6 +546,7 @@ _HANDLERS: Mapping[str, _Handler] = {
     "ContextCompacted": _finish,
     "FilesChanged": _on_record,
     "FilesRewound": _on_record,
+    "ConversationRewound": _on_record,
 }
 
 _missing = {t for (t, _v) in RUN_EVENT_PAYLOADS} - set(_HANDLERS)

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bearagent.domain.errors import BearAgentError
-from bearagent.server import a2a, approvals, routes, streams, ui
+from bearagent.server import a2a, approvals, rewind_routes, routes, streams, ui
 from bearagent.server.access import Access
 from bearagent.server.auth import Authenticator
 from bearagent.server.edges import BodyLimit
@@ -98,6 +98,7 @@ def create_app(
     slots = StreamSlots(max_sse_per_caller)  # one count per caller for every SSE route (runs, feed, A2A)
     streams.register(app, access, feeds, slots, idle_s=sse_idle_timeout_s)
     approvals.register(app, access)
+    rewind_routes.register(app, access)  # rewind and fork a session (rewind_routes.py)
     # A2A v1.0: agent cards and the JSON-RPC binding (a2a.py)
     a2a.register(app, access, slots, max_active_runs_per_caller=max_active_runs_per_caller)
     ui.mount(app, access)  # the run inspector page at /ui (ui.py)

@@ -8,6 +8,7 @@ model call is never made again; the scripted model continues at the turn after t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId, SessionId, ToolCallId
+from bearagent.domain.messages import Message
 from bearagent.domain.run_events import (
     ApprovalChoice,
     ApprovalResolvedV1,
@@ -26,7 +28,6 @@ from bearagent.domain.state import RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.runtime.compaction_run import COMPACT_TRIGGER_REF
 from bearagent.runtime.cursor import RunCursor, run_cursor
-from bearagent.runtime.history import history_from_events
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import AgentPlan
 from bearagent.service.facts import append_outside_loop
@@ -180,11 +181,9 @@ async def resume_run(
         created, request = _created(runtime, run_id, events, caller)  # sealed by this user
         cursor = run_cursor(events)
         created_agent = run.agent_name or cursor.agent_name
-        earlier: list[list[Event]] = []
-        if run.session_id is not None:
-            for other in reversed(await runtime.store.fetch_runs(session_id=run.session_id, limit=100_000)):
-                if other.parent_run_id is None and other.created_at < run.created_at and other.started_at is not None:
-                    earlier.append(list(await runtime.store.fetch_events(other.run_id)))
+        earlier: list[Message] = []
+        if run.session_id is not None:  # the session's conversation before this run, its rewinds and fork applied
+            earlier = await asyncio.to_thread(runtime.sessions.session_history, run.session_id, before=run.run_id)
         agent = runtime.plans.require_agent(cursor.agent_name)
         hooks = runtime.hook_wiring.hooks(session_key, str(runtime.mode_in_force(agent).mode))
         in_flight = cursor.in_flight
@@ -229,7 +228,7 @@ async def resume_run(
             budgets=created.budget_limits,
             session_id=run.session_id,
             run_id=run.run_id,
-            history=history_from_events(earlier),
+            history=earlier,
             request=request,
         )
         loop = runtime.loop(

@@ -15,8 +15,11 @@ from bearagent.domain.messages import Message
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.ports import Clock, WorkspaceStore
-from bearagent.runtime.history import history_from_events
+from bearagent.runtime.session_history import Timeline
 from bearagent.workspace import LoadedWorkspace
+
+MAX_FORK_DEPTH = 50
+"""How many forks deep a session's origin may be followed (a fork of a fork of ...)."""
 
 
 def state_dir(loaded: LoadedWorkspace) -> Path:
@@ -107,15 +110,42 @@ class SessionService:
 
     def session_history(self, session_id: SessionId, *, before: RunId | None = None) -> list[Message]:
         """The conversation of the session's runs that started (a queued run, or one cancelled before it started,
-        said nothing yet), oldest first; with `before`, only of the runs recorded before that one."""
-        runs = [
-            r for r in self._resources.store.list_runs(session_id=session_id, limit=10_000) if r.parent_run_id is None
-        ]  # newest first
+        said nothing yet), oldest first, with its rewinds applied and, for a forked session, its origin's
+        conversation first (`runtime/session_history.py`); with `before`, only of the runs recorded before that
+        one."""
+        return self.timeline(session_id, before=before).end
+
+    def timeline(self, session_id: SessionId, *, before: RunId | None = None, until: RunId | None = None) -> Timeline:
+        """The session's conversation at every point of its log (`Timeline`): its started top-level runs, oldest
+        first (`before`: only those recorded before that run; `until`: up to and including that run)."""
+        return self._timeline(session_id, before, until, depth=0)
+
+    def _timeline(self, session_id: SessionId, before: RunId | None, until: RunId | None, depth: int) -> Timeline:
+        store = self._resources.store
+        base: list[Message] = []
+        session = store.get_session(session_id)
+        fork = session.forked_from if session is not None else None
+        if fork is not None:
+            if depth >= MAX_FORK_DEPTH:
+                raise BearAgentError(
+                    ErrorInfo.of(
+                        "invalid_request",
+                        "fork_depth",
+                        f"session {session_id} is a fork more than {MAX_FORK_DEPTH} forks deep",
+                    ),
+                    hint="fork the session's origin instead, or start a new session",
+                )
+            origin = self._timeline(fork.session_id, None, fork.run_id, depth + 1)
+            base = origin.through(fork.run_id, fork.sequence) or []
+        runs = [r for r in store.list_runs(session_id=session_id, limit=10_000) if r.parent_run_id is None]  # newest
         if before is not None:
             at = next((i for i, r in enumerate(runs) if r.run_id == before), None)
             runs = runs[at + 1 :] if at is not None else runs
+        if until is not None:
+            at = next((i for i, r in enumerate(runs) if r.run_id == until), None)
+            runs = runs[at:] if at is not None else runs
         runs = [r for r in reversed(runs) if r.started_at is not None]  # oldest first
-        return history_from_events(self._resources.store.read_events(r.run_id) for r in runs)
+        return Timeline([(r.run_id, store.read_events(r.run_id)) for r in runs], base)
 
     def transcript(self, session_id: str) -> TranscriptWriter:
         writer = self._transcripts.get(session_id)

@@ -123,6 +123,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             pinned_at TEXT NOT NULL
         ) WITHOUT ROWID""",
     ),
+    # 9: where a session was forked from (`bearagent sessions fork`: JSON {session_id, run_id, sequence}; NULL for
+    #    a session that was not forked)
+    ("ALTER TABLE sessions ADD COLUMN forked_from TEXT",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -19,7 +19,7 @@ from bearagent.store.run_reads import query_on
 
 _SESSION_SELECT = (
     "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller, allowed_rules,"
-    " auth_context FROM sessions"
+    " auth_context, forked_from FROM sessions"
 )
 
 
@@ -47,6 +47,7 @@ def _session_of(row: tuple[object, ...]) -> SessionRecord:
             "caller": row[6],
             "allowed_rules": json.loads(cast(str, row[7])) if row[7] else [],
             "auth_context": json.loads(cast(str, row[8])) if row[8] else None,
+            "forked_from": json.loads(cast(str, row[9])) if row[9] else None,
         }
     )
 
@@ -55,11 +56,12 @@ def insert_session_on(conn: sqlite3.Connection, path: Path, session: SessionReco
     try:
         conn.execute(
             "INSERT INTO sessions (session_id, created_at, updated_at, agent_name, active_agent_name, title,"
-            " caller, allowed_rules, auth_context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " caller, allowed_rules, auth_context, forked_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 *_session_row(session),
                 json.dumps(list(session.allowed_rules)),
                 None if session.auth_context is None else json.dumps(thaw_json_mapping(session.auth_context)),
+                None if session.forked_from is None else session.forked_from.model_dump_json(),
             ),
         )
     except sqlite3.IntegrityError as exc:

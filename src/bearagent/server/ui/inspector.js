@@ -366,6 +366,7 @@
     try {
       const run = await api(`/v1/runs/${encodeURIComponent(runId)}`);
       const timeline = await stepList(runId, 0);
+      showFileChanges(timeline, await fileChanges(runId));
       if (generation !== state.generation) return; // another run was opened meanwhile
       renderRun(run);
       const shown = $("timeline");
@@ -406,6 +407,57 @@
     });
     $("budgets").querySelector("tbody").replaceChildren(...rows);
     $("final").textContent = run.final_text || "";
+    const rewindable = typeof run.session_id === "string" && run.session_id !== "";
+    if (state.rewindRun !== run.run_id) {
+      state.rewindRun = run.run_id;
+      state.rewindSession = rewindable ? run.session_id : null;
+      resetRewind();
+    }
+    $("rewind-section").hidden = !rewindable;
+  }
+
+  // ---- rewind: preview (a dry run), then rewind; a file changed since is named and kept unless forced ----
+
+  function resetRewind() {
+    $("rewind-plan").replaceChildren();
+    $("rewind-go").hidden = true;
+    $("rewind-force-label").hidden = true;
+    $("rewind-force").checked = false;
+    $("rewind-result").textContent = "";
+  }
+
+  async function rewind(dryRun) {
+    const runId = state.runId;
+    const session = state.rewindSession;
+    if (!runId || !session) return;
+    const body = { run_id: runId, restore: $("rewind-what").value, dry_run: dryRun, force: $("rewind-force").checked };
+    $("rewind-result").textContent = "";
+    try {
+      const answer = await api(`/v1/sessions/${encodeURIComponent(session)}/rewind`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const changes = Array.isArray(answer.changes) ? answer.changes : [];
+      const items = changes.map((c) =>
+        el("li", { className: c.changed_since ? "rewind-file changed-since" : "rewind-file", dataset: { path: String(c.path) } },
+          `${dryRun ? "will " : ""}${String(c.action)}${dryRun ? "" : "d"} `, el("code", null, String(c.path)),
+          c.changed_since ? " (changed since by someone else)" : ""),
+      );
+      if (answer.conversation) items.push(el("li", { className: "rewind-conversation" }, `${dryRun ? "will rewind" : "rewound"} the conversation to before this run`));
+      $("rewind-plan").replaceChildren(...items);
+      if (answer.nothing_to_do) {
+        $("rewind-result").textContent = "Nothing to rewind: the files and the conversation are as they were.";
+        $("rewind-go").hidden = true;
+        return;
+      }
+      const conflicts = Array.isArray(answer.conflicts) ? answer.conflicts : [];
+      $("rewind-force-label").hidden = conflicts.length === 0;
+      $("rewind-go").hidden = !dryRun;
+      if (!dryRun) $("rewind-result").textContent = `Rewound ${changes.length} file(s)${answer.conversation ? " and the conversation" : ""}.`;
+    } catch (error) {
+      showError("rewind-result", error);
+    }
   }
 
   function approvalStatus(a) {
@@ -473,13 +525,45 @@
     return list;
   }
 
+  // each tool call's file changes (its FilesChanged facts: created / modified / deleted), from the run's events
+  const MAX_EVENT_PAGES = 20;
+
+  async function fileChanges(runId) {
+    const byCall = new Map();
+    let after = 0;
+    for (let page = 0; page < MAX_EVENT_PAGES; page++) {
+      const { events, next } = await api(`/v1/runs/${encodeURIComponent(runId)}/events?after=${after}`);
+      if (!Array.isArray(events) || events.length === 0) break;
+      for (const event of events) {
+        if (event.event_type !== "FilesChanged" || !event.payload || typeof event.payload.tool_call_id !== "string") continue;
+        const changes = Array.isArray(event.payload.changes) ? event.payload.changes : [];
+        byCall.set(event.payload.tool_call_id, [...(byCall.get(event.payload.tool_call_id) || []), ...changes]);
+      }
+      if (typeof next !== "number" || next <= after) break;
+      after = next;
+    }
+    return byCall;
+  }
+
+  function showFileChanges(timeline, byCall) {
+    for (const item of timeline.querySelectorAll("li[data-tool-call-id]")) {
+      const changes = byCall.get(item.dataset.toolCallId) || [];
+      if (changes.length === 0) continue;
+      const kind = (c) => (c.before == null ? "created" : c.after == null ? "deleted" : "modified");
+      item.append(
+        el("div", { className: "label" }, "files changed"),
+        el("ul", { className: "files-changed" }, ...changes.map((c) => el("li", { className: `file-${kind(c)}`, dataset: { path: String(c.path) } }, `${kind(c)} `, el("code", null, String(c.path))))),
+      );
+    }
+  }
+
   async function stepItem(step, depth) {
     const input = step.input || {};
     const output = step.output || {};
     const labels = { model_call: "model call", tool_call: "tool call", agent_delegate: "subagent", agent_switch: "agent switch" };
     const item = el(
       "li",
-      { className: `step step-${step.step_type} step-${step.status}`, dataset: { seq: step.seq, stepType: step.step_type } },
+      { className: `step step-${step.step_type} step-${step.status}`, dataset: { seq: step.seq, stepType: step.step_type, toolCallId: step.step_type === "tool_call" && typeof input.tool_call_id === "string" ? input.tool_call_id : "" } },
       el(
         "div",
         { className: "step-head" },
@@ -542,6 +626,9 @@
       sessionStorage.removeItem(TOKEN_KEY);
       showLogin("");
     });
+    $("rewind-preview").addEventListener("click", () => void rewind(true));
+    $("rewind-go").addEventListener("click", () => void rewind(false));
+    $("rewind-what").addEventListener("change", resetRewind);
     $("workspace").addEventListener("change", () => {
       closeRun();
       $("run").hidden = true;

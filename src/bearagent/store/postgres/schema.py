@@ -130,6 +130,9 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
             pinned_at timestamptz NOT NULL
         )""",
     ),
+    # 6: where a session was forked from (`bearagent sessions fork`: {session_id, run_id, sequence}; NULL for a
+    #    session that was not forked)
+    ("ALTER TABLE {s}.sessions ADD COLUMN forked_from json",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

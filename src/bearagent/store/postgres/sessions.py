@@ -23,7 +23,7 @@ from bearagent.store.postgres.run_reads import rows_of
 
 _SELECT = (
     "SELECT session_id, created_at, updated_at, agent_name, active_agent_name, title, caller, allowed_rules,"
-    " auth_context"
+    " auth_context, forked_from"
     " FROM {s}.sessions"
 )
 
@@ -57,6 +57,7 @@ def _session_of(row: tuple[object, ...]) -> SessionRecord:
             "caller": row[6],
             "allowed_rules": row[7] or [],
             "auth_context": row[8],
+            "forked_from": row[9],
         }
     )
 
@@ -66,7 +67,8 @@ async def insert(conn: Conn, q: Queries, where: str, session: SessionRecord) -> 
         await conn.execute(
             q(
                 "INSERT INTO {s}.sessions (session_id, created_at, updated_at, agent_name, active_agent_name, title,"
-                " caller, allowed_rules, auth_context) VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s::json, %s::json)"
+                " caller, allowed_rules, auth_context, forked_from)"
+                " VALUES (%s, %s, %s, %s, %s, %s::json, %s, %s::json, %s::json, %s::json)"
             ),
             (
                 str(session.session_id),
@@ -75,6 +77,7 @@ async def insert(conn: Conn, q: Queries, where: str, session: SessionRecord) -> 
                 None
                 if session.auth_context is None
                 else orjson.dumps(thaw_json_mapping(session.auth_context)).decode(),
+                None if session.forked_from is None else session.forked_from.model_dump_json(),
             ),
         )
     except pg_errors.UniqueViolation as exc:

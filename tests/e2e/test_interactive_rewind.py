@@ -1,0 +1,120 @@
+"""`/rewind` in the interactive session, in a real pseudo-terminal: the prompts are listed by number, the user picks
+one and what to put back, sees what would change and confirms; the files go back, the conversation's rewind is a
+fact in the log, and the next prompt goes on from before the picked one."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+
+from bearagent.runtime.session_history import Timeline
+from bearagent.store.sqlite import SqliteEventStore
+
+
+def _write(text: str) -> str:
+    call = {"name": "Write", "arguments": {"file_path": "notes.txt", "content": text}}
+    return f"  - tool_calls: [{json.dumps(call)}]\n"
+
+
+SCRIPT = (
+    "turns:\n"
+    + _write("version one\n")
+    + "  - text: wrote version one\n"
+    + _write("version two\n")
+    + "  - text: wrote version two\n"
+    + "  - text: going on from before prompt two\n"
+)
+
+
+def test_rewind_in_the_session_puts_files_and_conversation_back(tmp_path: Path) -> None:
+    root = scripted_workspace(
+        tmp_path / "ws",
+        SCRIPT,
+        agents={"main": agent_md("Main.", mode="primary", tools="[Read, Write]")},
+        config=CONFIG + "permissions:\n  allow: [Write]\n",
+    )
+    env = dict(os.environ)
+    env.update(
+        {"BEARAGENT_HOME": str(tmp_path / "home"), "NO_COLOR": "1", "TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""}
+    )
+    child: pexpect.spawn[str] = pexpect.spawn(
+        sys.executable,
+        ["-m", "bearagent", "-w", str(root)],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 160),
+    )
+    notes = root / "notes.txt"
+    try:
+        child.expect("Trust this workspace\\? \\[y/N\\]")  # it allows Write without asking
+        child.sendline("y")
+        child.expect("main>")
+        child.sendline("/rewind")
+        child.expect("nothing to rewind: the session has no prompts yet")
+        child.expect("main>")
+        child.sendline("PROMPT-ONE write the first version")
+        child.expect("wrote version one")
+        child.expect("main>")
+        child.sendline("PROMPT-TWO write the second version")
+        child.expect("wrote version two")
+        child.expect("main>")
+        assert notes.read_text() == "version two\n"
+
+        child.sendline("/rewind")
+        child.expect("rewind to before which prompt")
+        child.expect("1. PROMPT-ONE write the first version")
+        child.expect("2. PROMPT-TWO write the second version")
+        child.expect("prompt number")
+        child.sendline("9")
+        child.expect("no prompt 9: type a number from 1 to 2")
+        child.expect("main>")
+        assert notes.read_text() == "version two\n"
+
+        child.sendline("/rewind")
+        child.expect("prompt number")
+        child.sendline("2")
+        child.expect("restore")
+        child.sendline("")  # both
+        child.expect("will restore notes.txt")
+        child.expect("will rewind the conversation to before prompt 2")
+        child.expect("rewind\\? \\[y/N\\]")
+        child.sendline("y")
+        child.expect("rewound: 1 file\\(s\\) put back; the conversation goes on from before prompt 2")
+        child.expect("main>")
+        assert notes.read_text() == "version one\n"
+
+        child.sendline("and now?")
+        child.expect("going on from before prompt two")
+        child.expect("main>")
+        child.sendline("/help")
+        child.expect("/rewind")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+    store = SqliteEventStore(root / ".bearagent" / "state.db")
+    try:
+        runs = sorted(store.list_runs(limit=10), key=lambda r: r.created_at)
+        assert [r.goal for r in runs] == [
+            "PROMPT-ONE write the first version",
+            "PROMPT-TWO write the second version",
+            "and now?",
+        ]
+        second = [e.event_type for e in store.read_events(runs[1].run_id)]
+        assert second[-2:] == ["FilesRewound", "ConversationRewound"]
+        timeline = Timeline([(r.run_id, store.read_events(r.run_id)) for r in runs])
+        # what the third prompt was given: the first exchange only, then its own
+        third_prior = timeline.before(runs[2].run_id)
+        assert third_prior is not None
+        texts = [m.text for m in third_prior]
+        assert texts[0] == "PROMPT-ONE write the first version" and "PROMPT-TWO" not in " ".join(texts)
+        assert texts[-1] == "wrote version one"
+    finally:
+        store.close()
