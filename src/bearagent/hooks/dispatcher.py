@@ -34,6 +34,7 @@ from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.run_events import HookExecutedV1
 from bearagent.domain.specs import HookEventName, HookHandlerSpec, HookMatcherSpec
 from bearagent.domain.trace_context import of_call
+from bearagent.hooks.code_pins import code_changed, pin_code
 from bearagent.hooks.outcome import (
     HandlerOutcome,
     HookDecision,
@@ -45,7 +46,7 @@ from bearagent.hooks.outcome import (
     resolve,
     rewake_text,
 )
-from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerFailure, HandlerResult, JsonDict, bound_text
+from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerResult, JsonDict, bound_text
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import STOP_BLOCK_CAP
 
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from bearagent.hooks.mcp_tool import McpCaller
     from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext
     from bearagent.sandbox.settings import SandboxSettings
-    from bearagent.trust.reach import CodePins
 
 firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_event", default=None)
 """The hook event whose handler is running in this task (None outside handlers): a judge run started by a handler
@@ -121,7 +121,12 @@ class HookDispatcher:
         self._background: set[asyncio.Task[None]] = set()
         self._finished: list[tuple[str, HandlerOutcome, HookHandlerSpec]] = []
         self._wakes: dict[str, list[str]] = {}
-        self._pins = _pin_code(self._groups, settings)
+        self._pins = pin_code(
+            self._groups,
+            settings.workspace_root,
+            settings.env if settings.env is not None else os.environ,
+            settings.sandbox,
+        )
 
     @property
     def groups(self) -> tuple[HookMatcherSpec, ...]:
@@ -251,7 +256,7 @@ class HookDispatcher:
             if run is not None:
                 run.observer.notice(run.recorder.run_id, f"{event} hook: {spec.status_message}")
         started = time.monotonic()
-        refused = await asyncio.to_thread(_code_changed, self._pins, spec, self.settings.workspace_root)
+        refused = await asyncio.to_thread(code_changed, self._pins, spec, self.settings.workspace_root)
         result = refused or await run_handler(spec, event, hook_input, ctx)
         return result, int((time.monotonic() - started) * 1000)
 
@@ -370,37 +375,3 @@ __all__ = [
     "firing_hook_event",
     "refuse_beyond_capabilities",
 ]
-
-
-def _pin_code(groups: Sequence[HookMatcherSpec], settings: HookSettings) -> CodePins | None:
-    """What each command hook reaches in the workspace now (the run's start: trusted, or the user's own), unless
-    the user's `sandbox.pin_hook_code: false` turns the re-check off."""
-    commands = [spec for group in groups for spec in group.hooks if spec.type == "command" and spec.command]
-    if not commands or (settings.sandbox is not None and not settings.sandbox.pin_hook_code):
-        return None
-    from bearagent.hooks.runners import command_argv
-    from bearagent.trust.reach import CodePins
-
-    pins = CodePins(settings.workspace_root, dict(settings.env if settings.env is not None else os.environ))
-    for spec in commands:
-        pins.pin(command_argv(spec, settings.workspace_root))
-    return pins
-
-
-def _code_changed(pins: CodePins | None, spec: HookHandlerSpec, root: Path) -> HandlerFailure | None:
-    """The refusal when a file the command hook reaches changed since the run started (so the model may have
-    written it), checked right before each execution; None when it may run."""
-    if pins is None or spec.type != "command" or not spec.command:
-        return None
-    from bearagent.hooks.runners import command_argv
-
-    changed = pins.changed(command_argv(spec, root))
-    if changed is None:
-        return None
-    return HandlerFailure(
-        "code_changed",
-        f"was not run: {changed} (which this hook runs or reaches) changed during the run, perhaps written by the "
-        "model, so the hook would no longer run the code that was trusted. To fix: review the change, then start a "
-        "new run (the workspace asks for trust again if it is a workspace hook); or set `sandbox: {pin_hook_code: "
-        "false}` in your user config to run hooks without this check",
-    )

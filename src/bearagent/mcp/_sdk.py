@@ -9,6 +9,9 @@ a cancel scope whose deadline is `startup_timeout_s` (connect + initialize + too
 waits until `stop()` is called. Calls are made from the callers' tasks on the shared session (requests are
 multiplexed). When the transport dies, the error leaves the `async with` in the runner as an `ExceptionGroup`; the
 runner records it (unwrapped) and sets `dead`.
+
+Why it is over 400 lines: this is the one module that imports the SDK (so that importing it is paid once, lazily);
+the connection's start, calls, health pings and death are one lifecycle of one object.
 """
 
 from __future__ import annotations
