@@ -1,6 +1,7 @@
 """`@path` mentions in `bearagent run` prompts (issue 32, Claude Code's habit), through real `bearagent` processes:
-a file's content is attached, `@dir/` attaches its listing, and a missing file, a path outside the workspace, a
-symlink out of it or a file a `permissions.deny` rule hides is refused before anything runs (exit 2)."""
+a file's content is attached, `@dir/` attaches its listing, a path outside the workspace, a symlink out of it or a
+file a `permissions.deny` rule hides is refused before anything runs (exit 2), and a mention that names nothing
+(`@types/node`) is sent as typed, with a note."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_a_mentioned_file_and_directory_are_attached(tmp_path: Path) -> None:
     assert "@piped.txt is data" in goal  # piped text is appended as data: its @ words are not mentions
 
 
-def test_a_missing_or_outside_or_denied_mention_is_refused_before_the_run(tmp_path: Path) -> None:
+def test_an_outside_or_denied_mention_is_refused_before_the_run_and_a_missing_one_is_text(tmp_path: Path) -> None:
     config = CONFIG + "permissions:\n  deny: ['Read(.env)']\n"
     root = scripted_workspace(tmp_path / "ws", SCRIPT, agents=AGENTS, config=config)
     write(root, ".env", "SECRET=1\n")
@@ -62,7 +63,6 @@ def test_a_missing_or_outside_or_denied_mention_is_refused_before_the_run(tmp_pa
     (root / "link.txt").symlink_to(tmp_path / "outside" / "secret.txt")
     home = tmp_path / "home"
     cases = {
-        "look at @src/missing.py": "no such file or directory",
         "look at @../outside/secret.txt": "outside the workspace",
         "look at @link.txt": "link.txt",
         "look at @.env": "permissions.deny rule 'Read(.env)'",
@@ -74,9 +74,14 @@ def test_a_missing_or_outside_or_denied_mention_is_refused_before_the_run(tmp_pa
         assert "Traceback" not in refused.stderr
         assert "nope" not in refused.stdout + refused.stderr and "SECRET" not in refused.stdout + refused.stderr
     assert not (root / ".bearagent" / "state.db").exists() or _goals(root, home) == []
+    # a mention that names nothing is sent as typed (`@types/node` is a package name), with a note for a typo
+    package = _run(root, home, "install @types/node please")
+    assert package.returncode == 0, package.stderr
+    assert "note: @types/node names no file or directory in the workspace: sent as text" in package.stderr
     escaped = _run(root, home, r"send \@src/missing.py as text")
     assert escaped.returncode == 0, escaped.stderr
-    assert _goals(root, home) == ["send @src/missing.py as text"]
+    assert "note:" not in escaped.stderr
+    assert _goals(root, home) == ["install @types/node please", "send @src/missing.py as text"]
 
 
 def test_a_large_file_is_cut_with_a_note(tmp_path: Path) -> None:

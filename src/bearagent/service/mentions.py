@@ -6,9 +6,10 @@ through the file tools' path resolution (`tools/roots.py`: inside the workspace 
 `..` out, no symlink out, regular files only), and a path a `permissions.deny` rule denies to Read is refused.
 
 What counts as a mention: `@` at the start of the prompt or after whitespace, followed by a path. A mention that
-looks like a path (it has a `/` or a `.`, as `@README.md` or `@src/`) and names nothing is an error naming it, so a
-typo is not sent to the model as literal text; a bare word (`@alice`) that names no file stays as typed, and so does
-`\\@path` (the backslash is dropped). Bounded: at most `MAX_MENTIONS` files, `MAX_FILE_BYTES` of one file (a longer
+names nothing stays as typed, as in Claude Code: `@alice`, and `@types/node` or `@angular/core` (package names
+people write in prompts all the time); one that looks like a path (it has a `/` or a `.`) gets a note saying it was
+sent as text, so a typo does not pass unnoticed. `\\@path` sends the text without the note (the backslash is
+dropped). Bounded: at most `MAX_MENTIONS` files, `MAX_FILE_BYTES` of one file (a longer
 file is cut, with a note), `MAX_TOTAL_BYTES` in all, and `MAX_LISTING_ENTRIES` entries of a directory.
 
 Every refusal is a `BearAgentError` (`invalid_request`, `mention_refused`) with the path and the fix; the caller
@@ -137,13 +138,12 @@ def _attach(ref: str, roots: WorkspaceRoots, rules: PermissionRules, into: _Coll
         raise _refused(ref, exc.info.message, "mention a regular file inside the workspace") from None
     except BearAgentError as exc:
         if exc.info.code.endswith("not_found"):
-            if not _looks_like_path(ref):
-                return  # `@alice`: a word, not a file
-            raise _refused(
-                ref,
-                "no such file or directory in the workspace",
-                "check the path (Tab completes @paths in the session); write \\@ to send an @ as text",
-            ) from None
+            if _looks_like_path(ref):  # `@types/node`: a package name, or a typo the note lets the user see
+                into.notes.append(
+                    f"@{ref} names no file or directory in the workspace: sent as text (Tab completes @paths in "
+                    "the session; write \\@ to send an @ without this note)"
+                )
+            return
         raise
 
 
