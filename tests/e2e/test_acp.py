@@ -10,27 +10,15 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
-from acp.interfaces import Agent
-from acp.schema import (
-    AgentMessageChunk,
-    AgentPlanUpdate,
-    AllowedOutcome,
-    ClientCapabilities,
-    DeniedOutcome,
-    FileEditToolCallContent,
-    PermissionOption,
-    RequestPermissionResponse,
-    ToolCallProgress,
-    ToolCallStart,
-    ToolCallUpdate,
-    UserMessageChunk,
-)
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
+
+if TYPE_CHECKING:  # the ACP SDK (~1 s of imports) is imported by the tests that run, not at collection (issue 29)
+    from acp.interfaces import Agent
+    from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 MAIN = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Write, TodoWrite]")}
 READ_WRITE = """
@@ -45,7 +33,7 @@ turns:
   - text: "Once more."
 """
 
-Asked = Callable[[str, ToolCallUpdate, list[PermissionOption]], Awaitable[RequestPermissionResponse]]
+Asked = Callable[[str, "ToolCallUpdate", list["PermissionOption"]], Awaitable["RequestPermissionResponse"]]
 
 
 class RecordingClient:
@@ -63,6 +51,8 @@ class RecordingClient:
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
     ) -> RequestPermissionResponse:
+        from acp.schema import AllowedOutcome, RequestPermissionResponse
+
         self.asked.append(tool_call)
         self.updates.append(("asked", tool_call.tool_call_id))
         if self._answer is not None:
@@ -73,37 +63,43 @@ class RecordingClient:
         self.updates.append(update)
 
     async def write_text_file(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("fs/write_text_file")
+        raise _method_not_found("fs/write_text_file")
 
     async def read_text_file(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("fs/read_text_file")
+        raise _method_not_found("fs/read_text_file")
 
     async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("terminal/create")
+        raise _method_not_found("terminal/create")
 
     async def terminal_output(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("terminal/output")
+        raise _method_not_found("terminal/output")
 
     async def release_terminal(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("terminal/release")
+        raise _method_not_found("terminal/release")
 
     async def wait_for_terminal_exit(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("terminal/wait_for_exit")
+        raise _method_not_found("terminal/wait_for_exit")
 
     async def kill_terminal(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("terminal/kill")
+        raise _method_not_found("terminal/kill")
 
     async def create_elicitation(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("elicitation/create")
+        raise _method_not_found("elicitation/create")
 
     async def complete_elicitation(self, *args: Any, **kwargs: Any) -> None:
         return None
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(method)
+        raise _method_not_found(method)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         return None
+
+
+def _method_not_found(method: str) -> Exception:
+    from acp import RequestError
+
+    return RequestError.method_not_found(method)
 
 
 def _run(coro: Awaitable[Any]) -> Any:
@@ -111,6 +107,8 @@ def _run(coro: Awaitable[Any]) -> Any:
 
 
 def _spawn(client: RecordingClient, home: Path, *args: str) -> Any:
+    from acp import spawn_agent_process
+
     log = open(home / "acp-stderr.log", "ab")  # noqa: SIM115 - closed with the process
     env = {**isolated_env(home), "NO_COLOR": "1", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     return spawn_agent_process(
@@ -119,6 +117,9 @@ def _spawn(client: RecordingClient, home: Path, *args: str) -> Any:
 
 
 async def _initialized(conn: Any) -> Any:
+    from acp import PROTOCOL_VERSION
+    from acp.schema import ClientCapabilities
+
     return await conn.initialize(
         protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(terminal=False)
     )
@@ -139,6 +140,16 @@ def _text(updates: list[Any], kind: type) -> str:
 def test_a_prompt_streams_a_plan_tool_calls_and_a_permission_then_the_session_loads_in_a_new_process(
     tmp_path: Path,
 ) -> None:
+    from acp import text_block
+    from acp.schema import (
+        AgentMessageChunk,
+        AgentPlanUpdate,
+        FileEditToolCallContent,
+        ToolCallProgress,
+        ToolCallStart,
+        UserMessageChunk,
+    )
+
     root, home = _workspace(tmp_path)
     client = RecordingClient()
 
@@ -238,6 +249,9 @@ def test_a_prompt_streams_a_plan_tool_calls_and_a_permission_then_the_session_lo
 
 
 def test_cancel_while_a_permission_is_pending_cancels_the_run_and_nothing_is_written(tmp_path: Path) -> None:
+    from acp import text_block
+    from acp.schema import DeniedOutcome, RequestPermissionResponse
+
     root, home = _workspace(tmp_path)
     holder: dict[str, Any] = {}
 
@@ -269,6 +283,8 @@ def test_cancel_while_a_permission_is_pending_cancels_the_run_and_nothing_is_wri
 
 
 def test_set_mode_changes_the_gate_and_an_unknown_mode_is_refused(tmp_path: Path) -> None:
+    from acp import RequestError, text_block
+
     root, home = _workspace(tmp_path)
     client = RecordingClient()
 
@@ -289,6 +305,8 @@ def test_set_mode_changes_the_gate_and_an_unknown_mode_is_refused(tmp_path: Path
 
 
 def test_an_untrusted_workspace_is_refused_at_session_new_naming_bearagent_trust(tmp_path: Path) -> None:
+    from acp import RequestError, text_block
+
     config = CONFIG + 'hooks:\n  PreToolUse:\n    - matcher: Read\n      hooks: [{type: command, command: "true"}]\n'
     root, home = _workspace(tmp_path, config=config)
     client = RecordingClient()
@@ -317,7 +335,8 @@ turns:
 
 
 def test_an_mcp_server_the_client_passes_serves_the_session_and_a_bad_one_is_refused(tmp_path: Path) -> None:
-    from acp.schema import McpServerStdio, SseMcpServer
+    from acp import RequestError, text_block
+    from acp.schema import AgentMessageChunk, McpServerStdio, SseMcpServer, ToolCallProgress
     from tests.support.mcp_servers.demo import DEMO_PATH
 
     home = tmp_path / "home"
@@ -366,6 +385,7 @@ class BufferClient(RecordingClient):
         self.reads: list[str] = []
 
     async def read_text_file(self, *args: Any, **kwargs: Any) -> Any:
+        from acp import RequestError
         from acp.schema import ReadTextFileResponse
 
         path = str(kwargs.get("path"))
@@ -376,7 +396,8 @@ class BufferClient(RecordingClient):
 
 
 def test_read_goes_through_the_editor_when_it_offers_fs_read_so_an_unsaved_buffer_is_read(tmp_path: Path) -> None:
-    from acp.schema import FileSystemCapabilities
+    from acp import PROTOCOL_VERSION, text_block
+    from acp.schema import ClientCapabilities, FileSystemCapabilities, ToolCallProgress
 
     root, home = _workspace(tmp_path, READ_ONLY)
     client = BufferClient({str(root / "notes.md"): "unsaved line one\nunsaved line two\n"})
@@ -411,6 +432,9 @@ turns:
 
 
 def test_allow_always_is_kept_for_the_session_and_reject_denies(tmp_path: Path) -> None:
+    from acp import RequestError, text_block
+    from acp.schema import AllowedOutcome, RequestPermissionResponse, ToolCallProgress
+
     root, home = _workspace(tmp_path, TWO_WRITES)
 
     async def always(

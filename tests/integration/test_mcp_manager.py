@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from tests.support.mcp_helpers import DEMO, MISBEHAVING, free_port, http_server, http_spec, stdio_spec
-from tests.support.mcp_servers.demo import TINY_PNG, build_server
 
 from bearagent.domain._base import frozen_json
 from bearagent.domain.ids import RunId, ToolCallId
@@ -79,6 +78,9 @@ def test_side_effect_from_annotations() -> None:
 
 
 def test_in_process_tools_results_and_artifacts(tmp_path: Path) -> None:
+    # the MCP server SDK (~1 s of imports) is imported by the tests that use it, not at collection (issue 29)
+    from tests.support.mcp_servers.demo import TINY_PNG, build_server
+
     async def main() -> None:
         async with McpConnectionManager([], {}, tmp_path, in_process={"demo": build_server()}) as m:
             names = {t.spec.name for t in m.tools()}
@@ -137,6 +139,8 @@ def test_in_process_tools_results_and_artifacts(tmp_path: Path) -> None:
 
 
 def test_call_timeout_is_bounded_and_session_survives(tmp_path: Path) -> None:
+    from tests.support.mcp_servers.demo import build_server
+
     async def main() -> None:
         spec = McpServerSpec(name="demo", transport="stdio", command="(in-process)", call_timeout_s=0.5)
         async with McpConnectionManager([spec], {}, tmp_path, in_process={"demo": build_server()}) as m:

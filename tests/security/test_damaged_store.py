@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -148,12 +149,24 @@ def test_a_worker_names_a_damaged_store_and_keeps_serving_the_others(
         stderr=subprocess.PIPE,
         text=True,
     )
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(iter(proc.stderr.readline, "")), daemon=True)  # pyright: ignore[reportOptionalMemberAccess]
+    reader.start()
     try:
-        time.sleep(6)  # many scans: the problem is said once, not once a scan
+        # The first scan's report, then many scans more (6 s at --poll 0.05): the problem is said once, not once a
+        # scan. Waiting for the first report (up to 120 s, generous: a cold start of the CLI took more than 6 s at
+        # load 20) instead of a fixed 6 s from the start keeps a slow start from leaving the worker no scan at all.
+        deadline = time.monotonic() + 120
+        while not any("is not served" in line for line in said) and proc.poll() is None:
+            assert time.monotonic() < deadline, f"no report of the damaged store within 120 s: {''.join(said)}"
+            time.sleep(0.1)
+        time.sleep(6)
         assert proc.poll() is None, "the worker keeps running"
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        reader.join(timeout=60)
+    err = "".join(said)
     lines = [line for line in err.splitlines() if "is not served" in line]
     assert len(lines) == 1, err
     assert str(db) in lines[0] and "bearagent db check" in lines[0] and "ws" in lines[0], err

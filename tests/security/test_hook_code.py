@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -407,7 +408,10 @@ def _pth(ws: Path, marker: Path) -> tuple[str, str, str]:
 
 def _conftest(ws: Path, marker: Path) -> tuple[str, str, str]:
     write(ws, "tests/test_a.py", "def test_a():\n    pass\n")
-    command = f"{PY} -m pytest -q -p no:cacheprovider -p no:xdist tests/test_a.py"
+    # The suite's own interpreter, unresolved (quoted: a checkout's path may have spaces): `PY` resolves the venv's
+    # symlink to the base Python, which has no pytest unless the base happens to have one (root's pyenv here; not the
+    # system Python of an ordinary user, where the plant then never ran and the test failed, issue 29).
+    command = f"{shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider -p no:xdist tests/test_a.py"
     return command, "tests/conftest.py", f"open({str(marker)!r}, 'w')\n"
 
 
