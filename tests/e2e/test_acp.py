@@ -539,6 +539,8 @@ class TerminalClient(RecordingClient):
 
 
 def test_bash_runs_in_the_editors_terminal_only_when_the_user_opts_in_and_then_always_asks(tmp_path: Path) -> None:
+    from acp import PROTOCOL_VERSION, text_block
+    from acp.schema import ClientCapabilities
     from acp.schema import ToolCallProgress as Progress
 
     from bearagent.sandbox import probe as sandbox_probe
