@@ -416,12 +416,6 @@ def _kernel_ceilings() -> set[str]:
     reason="as root the kernel ignores RLIMIT_NPROC, and no control group may be made here for a pids ceiling: "
     "the call is refused instead (tests/security/test_sandbox_root_limits.py)",
 )
-@pytest.mark.skipif(
-    hasattr(os, "geteuid") and os.geteuid() != 0 and "pids" not in _kernel_ceilings(),
-    reason="product gap as an ordinary user without a pids control group (issue 29, left to the sandbox limits work): "
-    "RLIMIT_NPROC holds the bomb at exactly `processes`, so the supervisor's count (> processes) never fires; the "
-    "forks fail, the command is not stopped and goes on ('survived'), without the documented message",
-)
 @pytest.mark.parametrize("bomb", ["bomb() { bomb | bomb & }; bomb", "python3 -c 'import os\nwhile True: os.fork()'"])
 def test_a_fork_bomb_is_stopped_and_the_run_continues(tmp_path: Path, home: Path, bomb: str) -> None:
     results = run_bash(

@@ -19,10 +19,12 @@
 - `DATA` and `FSIZE`: `RLIMIT_DATA` (a process's heap and private writable mappings: an allocation beyond it fails,
   so a memory hog gets `MemoryError` / `Cannot allocate memory`) and `RLIMIT_FSIZE` (a write beyond it fails), set
   for the command and everything it starts.
-- `PROCS`: `RLIMIT_NPROC` for the command, and because the kernel does not apply it to every user (root in the
-  sandbox's user namespace is not held by it), this supervisor also counts the processes of the sandbox's own PID
-  namespace (`/proc` inside shows only them) every few milliseconds: past the limit, it kills them all (a fork bomb
-  ends) and says so on stderr. The call's exit status is then 137.
+- `PROCS`: this supervisor counts the processes of the sandbox's own PID namespace (`/proc` inside shows only
+  them) every few milliseconds: past the limit, it kills them all (a fork bomb ends) and says so on stderr. The
+  call's exit status is then 137. `RLIMIT_NPROC` is the backstop the count can be outrun without, set above the
+  limit (`nproc_backstop`): it counts every process of the user on the machine, so set at the limit itself it held
+  a bomb just below it, forks failing forever and the count never passing the limit (the command was never
+  stopped); the kernel does not apply it to root in the sandbox's user namespace.
 
 Otherwise the exit status is the command's (128 + the signal when a signal ended it).
 """
@@ -165,6 +167,12 @@ def _scope() -> bool:
         return False
 
 
+def nproc_backstop(procs: str) -> str:
+    """`RLIMIT_NPROC` for a call limited to `procs` processes: half as many again plus 64, for the user's own
+    processes outside the sandbox that the kernel counts too (so the supervisor's count passes the limit first)."""
+    return procs if procs == "-" else str(int(procs) + int(procs) // 2 + 64)
+
+
 def _count() -> int:
     try:
         return sum(1 for name in os.listdir("/proc") if name.isdigit())
@@ -190,7 +198,7 @@ def main(argv: list[str]) -> int:
                 os._exit(126)
             _limit(resource.RLIMIT_DATA, data)
             _limit(resource.RLIMIT_FSIZE, fsize)
-            _limit(resource.RLIMIT_NPROC, procs)
+            _limit(resource.RLIMIT_NPROC, nproc_backstop(procs))
             signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
             os.execvp(command[0], command)
         except OSError as exc:
