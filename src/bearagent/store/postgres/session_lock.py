@@ -49,11 +49,6 @@ class SharedLocks:
         self._taking: set[int] = set()
         """Keys whose `pg_try_advisory_lock` is under way (kept when a broken connection clears the rest)."""
 
-    @property
-    def held(self) -> int:
-        """How many session locks this handle holds (or is taking) now."""
-        return len(self._held)
-
     async def _connection(self) -> Conn:
         conn = self._conn
         if conn is not None and not conn.closed and not conn.broken:
