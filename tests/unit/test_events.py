@@ -147,6 +147,7 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
         "changes": [{"path": "a.txt", "before": None, "after": {"kind": "file", "mode": 0o644, "sha256": "a" * 64}}],
         "forced": ["a.txt"],
     },
+    ("ConversationRewound", 1): {"to_run_id": str(RUN), "to_sequence": 3, "to_tool_call_id": str(TC)},
     ("ChildRunFinished", 2): {
         "child_run_id": str(RUN),
         "status": "succeeded",
