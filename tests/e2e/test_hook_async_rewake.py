@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -73,11 +74,11 @@ def _run(ws: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str
     assert trusted.returncode == 0, trusted.stderr
     done = _bear(ws, env, "run", "read the notes")
     events = _bear(ws, env, "events", "last", "--json")
-    assert events.returncode == 0, events.stderr
+    assert events.returncode == 0, (events.stderr, done.stderr)
     return done, [json.loads(line) for line in events.stdout.splitlines()]
 
 
-PY_COMMAND = f"{sys.executable} .claude/hooks/rewake.py"
+PY_COMMAND = f"{shlex.quote(sys.executable)} .claude/hooks/rewake.py"  # the checkout may be under a path with spaces
 
 
 def test_an_async_rewake_hook_that_exits_2_wakes_the_agent_with_its_stderr(tmp_path: Path) -> None:

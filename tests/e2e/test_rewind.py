@@ -298,10 +298,11 @@ def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return done
 
-    dry = cli("rewind", run_id[:8], "--dry-run")
+    # the killed run is interrupted: its files can be rewound, its conversation not before it is resumed or cancelled
+    dry = cli("rewind", run_id[:8], "--code", "--dry-run")
     assert "stopped before its file changes were recorded" in dry.stderr  # reported, not yet recorded
     if then == "rewind":
-        done = cli("rewind", run_id[:8])
+        done = cli("rewind", run_id[:8], "--code")
         assert "file change(s) of tool call" in done.stderr and "stopped before recording them" in done.stderr
         assert _without(tree(root), litter) == before
     else:
@@ -313,7 +314,7 @@ def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(
             )
             cli("run", "another")
         assert not (root / ".bearagent" / "rewind" / "pending.json").exists()
-        cli("rewind", run_id[:8])
+        cli("rewind", run_id[:8], "--code")
         assert _without(tree(root), litter) == before
     events = [json.loads(line) for line in cli("events", run_id[:8], "--json").stdout.splitlines()]
     late = [

@@ -164,7 +164,10 @@ def prepare_rewind(
             "conflict",
             "run_in_progress",
             f"run {going[0].run_id} of this session is {going[0].status}; a rewind needs the session at rest",
-            "wait for it to finish, or cancel it (`bearagent runs cancel`), then rewind",
+            "resume it (`bearagent runs resume`) or cancel it (`bearagent runs cancel`), then rewind; or rewind the "
+            "files only (`--code`)"
+            if going[0].status == "interrupted"
+            else "wait for it to finish, or cancel it (`bearagent runs cancel`), then rewind",
         )
     plan: Plan | None = None
     if code:
