@@ -34,7 +34,13 @@ def test_a_call_whose_process_died_is_recorded_late_by_the_next(tmp_path: Path) 
     (root / "a.txt").write_text("changed by the call\n")  # ... and the process is killed before `after`
 
     fresh = WorkspaceCapture(root)  # the next process
-    assert fresh.pending() == {"run_id": "run-1", "tool_call_id": CALL, "tool_name": "Bash"}
+    marker = fresh.pending()  # the same pid here: a call this capture did not start is another process's
+    assert marker is not None
+    assert {k: marker[k] for k in ("run_id", "tool_call_id", "tool_name")} == {
+        "run_id": "run-1",
+        "tool_call_id": CALL,
+        "tool_name": "Bash",
+    }
     _scan, found = fresh.before("run-2", NEXT, "Bash")
     assert found is not None and found.run_id == "run-1"
     late = found.event
@@ -44,6 +50,55 @@ def test_a_call_whose_process_died_is_recorded_late_by_the_next(tmp_path: Path) 
     assert late.changes[0].before.sha256 == hashlib.sha256(b"a\n").hexdigest()
     assert fresh.after(NEXT, "Bash").changes == ()
     assert fresh.pending() is None
+
+
+def test_a_call_still_running_in_a_live_process_is_not_taken_for_a_dead_one(tmp_path: Path) -> None:
+    """Workers run Bash calls of one workspace at once: the marker of a call in flight, in this process or in
+    another live one, is not a dead call's, so the next call records nothing late into the other call's run."""
+    import json
+    import subprocess
+    import sys
+
+    root = _ws(tmp_path)
+    mine = WorkspaceCapture(root)
+    mine.before("run-1", CALL, "Bash")
+    assert mine.pending() is None, "this process's own call in flight"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        marker = root / ".bearagent" / "rewind" / "pending.json"
+        from bearagent.runtime.processes import process_start
+
+        start = str(process_start(other.pid))
+        marker.write_text(
+            json.dumps(
+                {
+                    "run_id": "run-9",
+                    "tool_call_id": NEXT,
+                    "tool_name": "Bash",
+                    "pid": str(other.pid),
+                    "process_start": start,
+                }
+            )
+        )
+        assert WorkspaceCapture(root).pending() is None, "a live process's call"
+        _scan, late = WorkspaceCapture(root).before("run-2", CALL, "Bash")
+        assert late is None
+        marker.write_text(
+            json.dumps(
+                {
+                    "run_id": "run-9",
+                    "tool_call_id": NEXT,
+                    "tool_name": "Bash",
+                    "pid": str(other.pid),
+                    "process_start": start,
+                }
+            )
+        )
+    finally:
+        other.kill()
+        other.wait()
+    found = WorkspaceCapture(root).pending()
+    assert found is not None and found["run_id"] == "run-9", "its process died: now it is a dead call"
 
 
 def test_content_over_the_limit_is_recorded_by_hash_and_a_rewind_names_it(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from bearagent.domain.ids import ToolCallId
 from bearagent.domain.run_events import FileChange, FilesChangedV1, FileState
 from bearagent.rewind.tree import SKIPPED_DIRS, BlobStore, Meta, TreeTooLarge, capture_state, same, scan
 from bearagent.rewind.watch import Watcher, new_watcher
+from bearagent.runtime.processes import process_gone, process_start
 
 CAPTURED_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 MAX_CHANGES = 10_000
@@ -68,6 +69,8 @@ class WorkspaceCapture:
         self._linked: set[str] = set()
         """Files with more than one hard link: a write through another name (maybe outside the workspace) raises
         no event for this one, so each watched look `lstat`s them all."""
+        self._in_flight: set[str] = set()
+        """Tool calls of this process between their look before and after (their marker is not a dead call's)."""
 
     def set_limits(self, max_file_bytes: int, max_store_bytes: int) -> None:
         """The blob store's limits, from the user config (`rewind:`; a workspace's config cannot set them)."""
@@ -192,7 +195,24 @@ class WorkspaceCapture:
     # ---- a call ------------------------------------------------------------------------------------------------
 
     def pending(self) -> dict[str, str] | None:
-        """The call a dead process was making when it stopped (its changes not yet recorded), if any."""
+        """The call a dead process was making when it stopped (its changes not yet recorded), if any. A marker of a
+        call still running (in this process, or in another one that is alive: workers run calls in one workspace at
+        once) is not a dead call's: taking it for one recorded a live call's changes, late, into a running run of
+        another process, whose next commit then failed."""
+        marker = self._marker()
+        if marker is None:
+            return None
+        try:
+            pid, start = int(marker.get("pid", "0")), int(marker.get("process_start", "0"))
+        except ValueError:
+            return marker
+        if pid == os.getpid():
+            return None if marker.get("tool_call_id") in self._in_flight else marker
+        if pid and process_gone(pid, start) is None:
+            return None
+        return marker
+
+    def _marker(self) -> dict[str, str] | None:
         try:
             raw: Any = json.loads((self._dir / "pending.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -200,6 +220,14 @@ class WorkspaceCapture:
         if not isinstance(raw, dict):
             return None
         return {str(k): str(v) for k, v in cast(dict[str, Any], raw).items()}
+
+    def _unmark(self, tool_call_id: str) -> None:
+        """The call is done: forget it, and remove the marker if it is still this call's (another call may have
+        marked since)."""
+        self._in_flight.discard(tool_call_id)
+        marker = self._marker()
+        if marker is None or marker.get("tool_call_id") in (tool_call_id, None):
+            (self._dir / "pending.json").unlink(missing_ok=True)
 
     def before(self, run_id: str, tool_call_id: str, tool_name: str) -> tuple[bool, Late | None]:
         """Look at the tree before a call. Returns whether it is captured (False: the tree is over the scan limit)
@@ -244,9 +272,11 @@ class WorkspaceCapture:
 
     def _mark(self, run_id: str, tool_call_id: str, tool_name: str) -> None:
         self._dir.mkdir(parents=True, exist_ok=True)
-        (self._dir / "pending.json").write_text(
-            json.dumps({"run_id": run_id, "tool_call_id": tool_call_id, "tool_name": tool_name}), encoding="utf-8"
-        )
+        self._in_flight.add(tool_call_id)
+        pid = os.getpid()
+        marker = {"run_id": run_id, "tool_call_id": tool_call_id, "tool_name": tool_name, "pid": str(pid)}
+        marker["process_start"] = str(process_start(pid))
+        (self._dir / "pending.json").write_text(json.dumps(marker), encoding="utf-8")
 
     def after(self, tool_call_id: str, tool_name: str) -> FilesChangedV1:
         """Look at the tree after a call: what it changed, each with the state it replaced."""
@@ -254,10 +284,10 @@ class WorkspaceCapture:
             try:
                 diff = self._refresh()
             except TreeTooLarge as exc:
-                (self._dir / "pending.json").unlink(missing_ok=True)
+                self._unmark(tool_call_id)
                 return _event({}, tool_call_id, tool_name, note=f"not captured: {exc}")
             self._persist(diff)
-            (self._dir / "pending.json").unlink(missing_ok=True)
+            self._unmark(tool_call_id)
             return _event(diff, tool_call_id, tool_name)
 
     def warm(self) -> None:
@@ -353,7 +383,7 @@ class WorkspaceCapture:
         with self._lock:
             diff = self._sync_paths(rels)
             self._persist(diff)
-            (self._dir / "pending.json").unlink(missing_ok=True)
+            self._unmark(tool_call_id)
             return _event(diff, tool_call_id, tool_name)
 
     def referenced(self) -> set[str]:

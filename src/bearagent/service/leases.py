@@ -23,48 +23,21 @@ import socket
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import IdGenerator, RunId
 from bearagent.domain.run_events import InFlight, RunInterruptedV1, RunOwner
 from bearagent.ports import Clock, RunStorage
+from bearagent.runtime.processes import pid_alive, proc_stat, process_start, read_quietly
 from bearagent.runtime.run_writer import RunWriter
 from bearagent.service.facts import append_outside_loop
 
 DEFAULT_LEASE_MS = 60_000
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="ascii", errors="replace").strip()
-    except OSError:
-        return ""
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """The state letter (`/proc/<pid>/stat` field 3) and start time in clock ticks since boot (field 22) of process
-    `pid`, read at once; None when it has no entry (no such process, or no /proc)."""
-    stat = _read(f"/proc/{pid}/stat")
-    if not stat:
-        return None
-    # the command name (field 2) may hold spaces and parentheses: split after its last ')'
-    fields = stat.rsplit(")", 1)[-1].split()
-    try:
-        return fields[0], int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def process_start(pid: int) -> int:
-    """The start time of process `pid` in clock ticks since boot (`/proc/<pid>/stat` field 22); 0 when unknown."""
-    stat = _proc_stat(pid)
-    return 0 if stat is None else stat[1]
-
-
 @functools.cache
 def boot_id() -> str:
-    return _read("/proc/sys/kernel/random/boot_id")[:64]
+    return read_quietly("/proc/sys/kernel/random/boot_id")[:64]
 
 
 def this_process(lease_ms: int = DEFAULT_LEASE_MS) -> RunOwner:
@@ -81,16 +54,6 @@ def _owner_of(pid: int, lease_ms: int) -> RunOwner:
         process_start=process_start(pid),
         lease_ms=lease_ms,
     )
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
 
 
 def is_self(owner: RunOwner) -> bool:
@@ -132,9 +95,9 @@ def _local_owner_gone(owner: RunOwner) -> str | None:
     and an unreadable start time must not make the dead owner look alive (issue 29: "a dead run is listed as
     running" under load). An exited process its parent has not reaped yet (a zombie) is gone too."""
     gone = f"its process (pid {owner.pid} on {owner.host}) is gone"
-    stat = _proc_stat(owner.pid)
+    stat = proc_stat(owner.pid)
     if stat is None:  # no entry: no such process; or a system without /proc, where only signal 0 can tell
-        return gone if not _pid_alive(owner.pid) else None
+        return gone if not pid_alive(owner.pid) else None
     state, start = stat
     if state in ("Z", "X"):
         return f"{gone} (exited; its parent has not collected it yet)"
