@@ -195,8 +195,10 @@ def _interrupted_by(root: Path, home: Path) -> str:
     )
 
     def read_once() -> bool:
+        if not db.exists():  # connecting would create an empty file, which BearAgent refuses as a shipped store
+            return False
         try:
-            with sqlite3.connect(db) as conn:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
                 return (
                     conn.execute("SELECT 1 FROM events WHERE event_type = 'ToolCallCompleted'").fetchone() is not None
                 )
