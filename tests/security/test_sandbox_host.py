@@ -491,8 +491,12 @@ def test_the_sandboxs_own_file_systems_cannot_fill_the_hosts_memory(tmp_path: Pa
 
 
 def test_the_limits_are_on_by_default(tmp_path: Path, home: Path) -> None:
+    from bearagent.sandbox._limits import nproc_backstop
+
     results = run_bash(tmp_path / "ws", home, ["ulimit -u; ulimit -d; ulimit -f"])
-    assert _stdout(results[0]).split() == ["1024", str((8 << 30) // 1024), str((16 << 30) // 1024)]
+    # processes: 1024 counted by the supervisor; RLIMIT_NPROC is its backstop above it (1024 + 512 + 64)
+    assert _stdout(results[0]).split() == [nproc_backstop("1024"), str((8 << 30) // 1024), str((16 << 30) // 1024)]
+    assert nproc_backstop("1024") == "1600" and nproc_backstop("-") == "-"
 
 
 # ---- the user-only settings --------------------------------------------------------------------------------
