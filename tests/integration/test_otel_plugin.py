@@ -129,11 +129,19 @@ def test_spans_follow_the_genai_conventions_and_the_log(tmp_path: Path) -> None:
 
 def test_content_only_when_opted_in(tmp_path: Path) -> None:
     root, home = workspace(tmp_path)
-    _, spans = run_live(root, home, {CONTENT_VAR: "true"})
+    # the latest revision of the conventions: content in attributes (test_otel_semconv.py: v1.36.0's events)
+    _, spans = run_live(
+        root, home, {CONTENT_VAR: "true", "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
+    )
     everything = json.dumps([dict(span.attributes or {}) for span in spans])
     assert "add two and three" in everything and "The secret sum is 5." in everything
     tool = next(s for s in spans if s.name == "execute_tool mcp__demo__add")
     assert json.loads(str(dict(tool.attributes or {})["gen_ai.tool.call.arguments"])) == {"a": 2, "b": 3}
+    # the default (v1.36.0): the same content as span events, none in attributes
+    _, spans = run_live(root, home, {CONTENT_VAR: "true"})
+    assert "The secret sum is 5." not in json.dumps([dict(span.attributes or {}) for span in spans])
+    in_events = json.dumps([dict(e.attributes or {}) for span in spans for e in span.events])
+    assert "add two and three" in in_events and "The secret sum is 5." in in_events
 
 
 def test_real_processes_export_over_otlp_http(tmp_path: Path) -> None:
