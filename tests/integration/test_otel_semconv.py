@@ -265,3 +265,48 @@ def test_a_real_process_exports_the_provider_over_otlp_http(
         decoded = {a.key: a.value.string_value for a in chat.attributes}
         assert decoded["gen_ai.provider.name"] == "openai" and "gen_ai.system" not in decoded
         assert decoded["bearagent.model.provider"] == "openai-compatible"
+
+
+def test_failures_carry_their_error_category_hooks_are_children_and_cost_is_counted(tmp_path: Path) -> None:
+    """A failed tool call, a retried model call that failed (rate limit), a failed run (authentication), each span
+    ERROR with `error.type` the error's category; a command hook's execution (PreToolUse) a `hook {event}` child of the run's span; the
+    model calls' tokens and cost as attributes."""
+    script = """
+turns:
+  - tool_calls: [{name: Read, arguments: {file_path: missing.md}}]
+    usage: {input_tokens: 1000, output_tokens: 10}
+  - error: {category: rate_limit, message: "slow down", retryable: true, retry_after_s: 0.01}
+  - error: {category: authentication, message: "the key was revoked", retryable: false}
+"""
+    config = (
+        "default_agent: main\ndefault_model: scripted\nmodels:\n"
+        "  scripted: {provider: scripted, script: script.yaml, price: {input_usd_per_mtok: 2.0, output_usd_per_mtok: 8.0}}\n"
+        "hooks:\n  PreToolUse:\n    - matcher: Read\n      hooks: [{type: command, command: 'true'}]\n"
+    )
+    root = scripted_workspace(
+        tmp_path / "ws", script, agents={"main": agent_md("Main.", mode="primary", tools="[Read]")}, config=config
+    )
+    home = tmp_path / "home"
+    trust(root, workspace_trust_surface(load(root, home)), env=isolated_env(home))
+    memory = InMemorySpanExporter()
+    live = LiveExport({}, exporter_factory=lambda: memory)
+    host = PluginHost()
+    host.register(_Sink(live), "otel-test")
+    with open_workspace(root, env=isolated_env(home), plugins=host) as ws:
+        result = ws.run_sync("read missing.md")
+    assert result.status == "failed" and result.error is not None and result.error.category == "authentication"
+    live.flush()
+    spans = list(memory.get_finished_spans())
+
+    run = by_name(spans, "invoke_agent main")
+    assert run.status.status_code.name == "ERROR" and attrs(run)["error.type"] == "authentication"
+    tool = by_name(spans, "execute_tool Read")
+    assert tool.status.status_code.name == "ERROR" and attrs(tool)["error.type"]
+    chats = sorted((s for s in spans if s.name.startswith("chat ")), key=lambda s: s.start_time or 0)
+    assert [attrs(c).get("error.type") for c in chats] == [None, "rate_limit", "authentication"]
+    assert attrs(chats[0])["gen_ai.usage.input_tokens"] == 1000
+    assert attrs(chats[0])["bearagent.cost_usd"] == pytest.approx((1000 * 2.0 + 10 * 8.0) / 1_000_000)
+    assert [attrs(c)["bearagent.model_call.attempt"] for c in chats] == [1, 1, 2]
+    hook = by_name(spans, "hook PreToolUse")
+    assert hook.parent is not None and run.context is not None and hook.parent.span_id == run.context.span_id
+    assert attrs(hook)["bearagent.hook.handler_type"] == "command"
