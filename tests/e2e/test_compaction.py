@@ -30,6 +30,7 @@ from bearagent.domain.run_events import (
     ModelCallCompletedV2,
     ModelCallFailedV2,
     ModelCallRequestedV3,
+    ModelCallRequestedV4,
     RunEventPayload,
     parse_run_event_payload,
 )
@@ -131,6 +132,8 @@ def test_a_long_session_compacts_twice_and_still_answers_from_the_first_turn(tmp
     requested = _facts(logs[2], ModelCallRequestedV3)
     assert [r.purpose for r in requested] == ["compaction", "turn"]
     assert requested[0].model_ref == "workspace/summariser"
+    # v4: each call names its model entry's provider (the summariser's from the compaction plan, the turn's)
+    assert all(isinstance(r, ModelCallRequestedV4) and r.provider == "scripted" for r in requested)
     assert requested[1].context_window == 6000 and requested[1].context_window_source == "config"
     assert requested[1].estimated_input_tokens > 0 and requested[1].estimator
     assert results[2].usage.model_iterations == 2

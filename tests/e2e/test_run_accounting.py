@@ -155,4 +155,7 @@ hooks:
         assert ws.events(str(judges[0].run_id))[0].payload["trigger_ref"] == "PreToolUse prompt hook"
         types = [e.event_type for e in ws.events(str(judges[0].run_id))]
         assert "ModelCallCompleted" in types and types[-1] == "RunSucceeded"
+        # the judge's plan names its model entry's provider, recorded in its call's ModelCallRequested v4
+        requested = [e for e in ws.events(str(judges[0].run_id)) if e.event_type == "ModelCallRequested"]
+        assert [(e.schema_version, e.payload["provider"]) for e in requested] == [(4, "scripted")]
         assert result.usage.model_iterations == 2 + 1

@@ -129,11 +129,19 @@ def test_spans_follow_the_genai_conventions_and_the_log(tmp_path: Path) -> None:
 
 def test_content_only_when_opted_in(tmp_path: Path) -> None:
     root, home = workspace(tmp_path)
-    _, spans = run_live(root, home, {CONTENT_VAR: "true"})
+    # the latest revision of the conventions: content in attributes (test_otel_semconv.py: v1.36.0's events)
+    _, spans = run_live(
+        root, home, {CONTENT_VAR: "true", "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
+    )
     everything = json.dumps([dict(span.attributes or {}) for span in spans])
     assert "add two and three" in everything and "The secret sum is 5." in everything
     tool = next(s for s in spans if s.name == "execute_tool mcp__demo__add")
     assert json.loads(str(dict(tool.attributes or {})["gen_ai.tool.call.arguments"])) == {"a": 2, "b": 3}
+    # the default (v1.36.0): the same content as span events, none in attributes
+    _, spans = run_live(root, home, {CONTENT_VAR: "true"})
+    assert "The secret sum is 5." not in json.dumps([dict(span.attributes or {}) for span in spans])
+    in_events = json.dumps([dict(e.attributes or {}) for span in spans for e in span.events])
+    assert "add two and three" in in_events and "The secret sum is 5." in in_events
 
 
 def test_real_processes_export_over_otlp_http(tmp_path: Path) -> None:
@@ -147,6 +155,8 @@ def test_real_processes_export_over_otlp_http(tmp_path: Path) -> None:
             "PYTHONPATH": os.pathsep.join([str(site), str(PLUGIN_SRC)]),
             "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
             "OTEL_SERVICE_NAME": "bear-test",
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-bear-tenant=ursa%20major",
+            "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=ci",
         }
         done = subprocess.run(
             [bearagent, "run", "-w", str(root), "--json", "add two and three"],
@@ -161,6 +171,24 @@ def test_real_processes_export_over_otlp_http(tmp_path: Path) -> None:
         assert len(live) == 8 and "invoke_agent scout" in live, live
         roots = [s for s in receiver.spans if s.name == "invoke_agent main"]
         assert roots[0].trace_id == uuid.UUID(run_id).bytes
+        # the protobuf as received: the tree of a run with a subagent and an MCP call, attributes, no content
+        names = {bytes(s.span_id): s.name for s in receiver.spans}
+        edges = {(s.name, names.get(bytes(s.parent_span_id))) for s in receiver.spans}
+        assert ("invoke_agent main", None) in edges
+        assert ("execute_tool Task", "invoke_agent main") in edges
+        assert ("invoke_agent scout", "execute_tool Task") in edges
+        assert ("execute_tool mcp__demo__add", "invoke_agent scout") in edges
+        decoded = {s.name: {a.key: a.value for a in s.attributes} for s in receiver.spans}
+        assert decoded["execute_tool mcp__demo__add"]["gen_ai.tool.type"].string_value == "extension"
+        assert decoded["invoke_agent scout"]["gen_ai.operation.name"].string_value == "invoke_agent"
+        chat = next(attrs for name, attrs in decoded.items() if name.startswith("chat "))
+        assert chat["gen_ai.usage.input_tokens"].int_value > 0 and chat["gen_ai.system"].string_value == "scripted"
+        wire = b"".join(s.SerializeToString() for s in receiver.spans)
+        assert b"secret sum" not in wire and b"add two and three" not in wire, "no content by default"
+        # the standard variables: headers, service name, resource attributes
+        assert all(h.get("x-bear-tenant") == "ursa major" for h in receiver.headers), receiver.headers
+        assert receiver.resources[0]["service.name"] == "bear-test"
+        assert receiver.resources[0]["deployment.environment"] == "ci"
 
         exported = subprocess.run(
             [bearagent, "otel", "export", run_id[:8], "-w", str(root)],

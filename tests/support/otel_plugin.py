@@ -33,6 +33,10 @@ class Receiver:
     def __init__(self) -> None:
         self.spans: list[Any] = []
         self.requests = 0
+        self.headers: list[dict[str, str]] = []
+        """Each request's HTTP headers (names lower-cased)."""
+        self.resources: list[dict[str, str]] = []
+        """Each batch's resource attributes (string values)."""
         self.lock = threading.Lock()
         self.url = ""
 
@@ -57,7 +61,9 @@ def otlp_receiver() -> Generator[Receiver]:
             request.ParseFromString(body)
             with receiver.lock:
                 receiver.requests += 1
+                receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
                 for resource_spans in request.resource_spans:
+                    receiver.resources.append({a.key: a.value.string_value for a in resource_spans.resource.attributes})
                     for scope_spans in resource_spans.scope_spans:
                         receiver.spans.extend(scope_spans.spans)
             answer = ExportTraceServiceResponse().SerializeToString()

@@ -16,6 +16,8 @@ from bearagent.domain.run_events import (
     LATEST_VERSIONS,
     RUN_EVENT_PAYLOADS,
     ModelCallCompletedV2,
+    ModelCallRequestedV3,
+    ModelCallRequestedV4,
     RunCreatedV1,
     RunCreatedV2,
     ToolCallRequestedV2,
@@ -122,6 +124,13 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
         "estimator": "chars/3.5 ×0.91",
         "context_window": 8_192,
         "context_window_source": "server",
+    },
+    ("ModelCallRequested", 4): {
+        **MODEL,
+        "model_ref": "workspace/local",
+        "estimated_input_tokens": 512,
+        "estimator": "tiktoken:o200k_base",
+        "provider": "openai-compatible",
     },
     ("ContextCompacted", 1): {
         **MODEL,
@@ -334,8 +343,26 @@ def test_v1_payloads_still_parse_with_their_old_meaning() -> None:
             assert parse_run_event_payload(event_type, 1, SAMPLES[(event_type, 1)]).__class__ is model
 
 
+def test_model_call_requested_v4_names_the_provider_and_reads_as_v3() -> None:
+    v4 = parse_run_event_payload("ModelCallRequested", 4, SAMPLES[("ModelCallRequested", 4)])
+    assert isinstance(v4, ModelCallRequestedV4)
+    assert v4.provider == "openai-compatible"
+    # readers that type v3 (run_steps, the reducer's accounting) take a v4 as the v3 it extends
+    assert isinstance(v4, ModelCallRequestedV3)
+    assert event_type_of(v4) == ("ModelCallRequested", 4)
+    # an older version never gains the field: a v3 naming a provider is refused, not quietly read
+    with pytest.raises(BearAgentError, match="ModelCallRequested v3: provider: Extra inputs are not permitted"):
+        parse_run_event_payload("ModelCallRequested", 3, {**SAMPLES[("ModelCallRequested", 3)], "provider": "x"})
+    # a v4 without one (a plan built outside the planner) reads as unknown
+    bare = {k: v for k, v in SAMPLES[("ModelCallRequested", 4)].items() if k != "provider"}
+    bare_v4 = parse_run_event_payload("ModelCallRequested", 4, bare)
+    assert isinstance(bare_v4, ModelCallRequestedV4)
+    assert bare_v4.provider is None
+
+
 def test_latest_versions() -> None:
     assert LATEST_VERSIONS["RunCreated"] == 4
+    assert LATEST_VERSIONS["ModelCallRequested"] == 4
     assert LATEST_VERSIONS["RunStarted"] == 3
     assert set(LATEST_VERSIONS) == {t for (t, _v) in RUN_EVENT_PAYLOADS}
 

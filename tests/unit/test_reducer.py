@@ -39,6 +39,7 @@ from bearagent.domain.run_events import (
     ModelCallFailedV2,
     ModelCallRequestedV2,
     ModelCallRequestedV3,
+    ModelCallRequestedV4,
     ModelCallStartedV1,
     RecordedToolCall,
     RunCreatedV2,
@@ -399,6 +400,16 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
     assert folder8.state.usage.model_iterations == 1 and folder8.state.usage.total_tokens == 750
     assert folder8.state.usage.cost_microusd == 3
     seen |= folder8.seen
+
+    # v4: a model call that names its provider, counted as any other
+    f9, folder9 = running()
+    a9, mc9 = f9.ids.new(ActivityId), f9.ids.new(ModelCallId)
+    folder9.feed(
+        f9.event(ModelCallRequestedV4(activity_id=a9, model_call_id=mc9, model_ref="workspace/gpt", provider="openai"))
+    )
+    folder9.feed(f9.event(ModelCallStartedV1(activity_id=a9, model_call_id=mc9)))
+    assert folder9.activities[a9].status == "running" and folder9.state.usage.model_iterations == 1
+    seen |= folder9.seen
 
     # the pauses: an approval asked and answered, an interruption, a resume, an abandoned call
     from tests.unit.test_reducer_pauses import OWNER, answer, ask, started_by_owner

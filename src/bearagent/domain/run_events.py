@@ -504,6 +504,15 @@ class ModelCallRequestedV3(RunEventPayload):
     context_window_source: str | None = Field(default=None, max_length=32)
 
 
+class ModelCallRequestedV4(ModelCallRequestedV3):
+    """v3 plus the provider the call goes to: the model entry's `provider` id (`openai`, `openai-compatible`,
+    `anthropic`, `scripted`, a plugin's id), so a reader of the log (the OpenTelemetry plugin's
+    `gen_ai.provider.name`) knows it without the config the run had. None when the plan did not say (a plan built
+    outside the planner). A v4 is a v3 to every reader that only needs v3's fields (it subclasses it)."""
+
+    provider: str | None = Field(default=None, min_length=1, max_length=64)
+
+
 class ContextCompactedV1(RunEventPayload):
     """Earlier turns of the conversation were summarised: the summary replaces the first `replaced_messages`
     messages of the working history (counted after the system prompt, as `runtime/history.py` rebuilds it at this
@@ -630,6 +639,7 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("MessageInjected", 1): MessageInjectedV1,
     ("MessageInjected", 2): MessageInjectedV2,
     ("ModelCallRequested", 3): ModelCallRequestedV3,
+    ("ModelCallRequested", 4): ModelCallRequestedV4,
     ("ContextCompacted", 1): ContextCompactedV1,
     ("FilesChanged", 1): FilesChangedV1,
     ("FilesRewound", 1): FilesRewoundV1,

@@ -32,7 +32,7 @@ from bearagent.domain.run_events import (
     ModelCallCompletedV2,
     ModelCallFailedV2,
     ModelCallPurpose,
-    ModelCallRequestedV3,
+    ModelCallRequestedV4,
     ModelCallStartedV1,
     RecordedToolCall,
 )
@@ -118,16 +118,17 @@ class ModelCalls:
         estimator: str,
         context_window: int | None,
         context_window_source: str | None,
+        provider_id: str | None,
         purpose: ModelCallPurpose = "turn",
     ) -> Active:
-        """Record a new model call's Requested (v3) and Started facts (`admit`) and make it the active activity."""
+        """Record a new model call's Requested (v4) and Started facts (`admit`) and make it the active activity."""
         activity = Active(
             kind="model_call", activity_id=self._ids.new(ActivityId), model_call_id=self._ids.new(ModelCallId)
         )
         assert activity.model_call_id is not None
         await admit(
             recorder,
-            ModelCallRequestedV3(
+            ModelCallRequestedV4(
                 activity_id=activity.activity_id,
                 model_call_id=activity.model_call_id,
                 model_ref=model_ref,
@@ -137,6 +138,7 @@ class ModelCalls:
                 estimator=estimator,
                 context_window=context_window,
                 context_window_source=context_window_source,
+                provider=provider_id,
             ),
             ModelCallStartedV1(activity_id=activity.activity_id, model_call_id=activity.model_call_id),
         )
@@ -207,6 +209,7 @@ class ModelCalls:
                 estimator=state.context.calibration.label,
                 context_window=window.tokens,
                 context_window_source=window.source,
+                provider_id=plan.provider_id,
             )
             try:
                 turn = await self._stream(recorder.run_id, plan, request, activity)
@@ -384,6 +387,7 @@ class ModelCalls:
                 estimator=estimator_name(),
                 context_window=compaction.context_window,
                 context_window_source="config" if compaction.context_window is not None else None,
+                provider_id=compaction.provider_id,
             )
             try:
                 turn = await self._stream(recorder.run_id, compaction, request, activity, live=False)

@@ -52,6 +52,8 @@ class CompactionPlan:
     timeout_ms: int = 120_000
     context_window: int | None = None
     """The summary model's window when its entry sets one (what of the transcript fits is cut to it)."""
+    provider_id: str | None = None
+    """The summary model entry's `provider` id, recorded in its calls' `ModelCallRequested` v4."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,9 @@ class AgentPlan:
     """The model entry's `context_window` (None: discovered from the server, else the default of the name)."""
     compaction: CompactionPlan | None = None
     """None: the history is never compacted (a plan built without one, e.g. a hook judge's)."""
+    provider_id: str | None = None
+    """The model entry's `provider` id (`openai`, `anthropic`, ...), recorded in each `ModelCallRequested` v4 so a
+    reader of the log knows where the call went; None: unknown (a plan built outside the planner)."""
 
     @property
     def descriptors(self) -> tuple[ToolDescriptor, ...]:

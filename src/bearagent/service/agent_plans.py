@@ -239,6 +239,7 @@ class AgentPlans:
             max_output_tokens=summariser.max_output_tokens,
             timeout_ms=call_timeout_ms(summariser),
             context_window=summariser.context_window,
+            provider_id=summariser.provider,
         )
 
     def _runtime_executors(

@@ -77,6 +77,7 @@ class ChildRuns:
             self._rt.resources.gate({}),
             price=entry.price,
             timeout_ms=call_timeout_ms(entry),
+            provider_id=entry.provider,
         )
         event = firing_hook_event.get() or "hook"
         result = await self.spawn(
@@ -268,6 +269,7 @@ def judge_plan(
     *,
     price: ModelPrice | None = None,
     timeout_ms: int | None = None,
+    provider_id: str | None = None,
 ) -> AgentPlan:
     """The plan of a prompt hook's judge: no agent file, no tools (`gate`: an empty one), one model turn. The one
     owner of it: a live hook's judge (`ChildRuns.judge`) and a replayed one (`service/replay.py`)."""
@@ -279,6 +281,7 @@ def judge_plan(
         provider=provider,
         gate=gate,
         price=price,
+        provider_id=provider_id,
     )
     return plan if timeout_ms is None else dataclasses.replace(plan, timeout_ms=timeout_ms)
 

@@ -209,4 +209,5 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         tool_settings=dict(inputs.tool_settings),
         context_window=entry.context_window,
         compaction=inputs.compaction,
+        provider_id=entry.provider,
     )

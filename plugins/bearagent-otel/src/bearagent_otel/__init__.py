@@ -4,7 +4,8 @@ Live: with `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 executes is exported as its events commit (an event sink). After the fact: `bearagent otel export RUN` builds the
 same spans from a stored run's log. The exporter honours the standard `OTEL_EXPORTER_OTLP_*` variables (endpoint,
 headers, timeout, compression), `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`; message content is exported
-only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
+only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`; `OTEL_SEMCONV_STABILITY_OPT_IN` picks the
+revision of the GenAI conventions (`semconv.py`: v1.36.0 by default, `gen_ai_latest_experimental` the latest).
 
 Built on the public plugin API only (`bearagent.plugin`, `bearagent.open_workspace`). The SDK is imported when
 the first event arrives with an endpoint configured, never at start-up.
@@ -54,6 +55,7 @@ def make_builder(exporter: SpanExporter, env: Mapping[str, str], *, batch: bool)
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
     from bearagent import __version__
+    from bearagent_otel.semconv import Semconv
     from bearagent_otel.spans import NextIds, SpanBuilder
 
     ids = NextIds()
@@ -61,7 +63,8 @@ def make_builder(exporter: SpanExporter, env: Mapping[str, str], *, batch: bool)
     provider = TracerProvider(resource=resource, id_generator=ids, shutdown_on_exit=batch)
     provider.add_span_processor(BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("bearagent", __version__)
-    return SpanBuilder(tracer, ids, capture_content=capture_content(env)), provider  # pyright: ignore[reportArgumentType]
+    builder = SpanBuilder(tracer, ids, capture_content=capture_content(env), semconv=Semconv.from_env(env))  # pyright: ignore[reportArgumentType]
+    return builder, provider
 
 
 class LiveExport:

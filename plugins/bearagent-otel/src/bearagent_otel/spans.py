@@ -9,7 +9,8 @@ run exported twice gives the same ids, and a trace is found by its run id.
 
 Message content (the prompt, answers, tool arguments and results) is recorded only when
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`: by default spans carry names, models, token counts,
-costs, statuses and error categories, never what was said.
+costs, statuses and error categories, never what was said. Which names (the v1.36.0 conventions or the latest
+experimental ones) is `semconv.py`'s choice, from `OTEL_SEMCONV_STABILITY_OPT_IN`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from bearagent.plugin import Event
+from bearagent_otel.semconv import Semconv
 
 MAX_CONTENT_CHARS = 16_000
 MAX_TRACKED_RUNS = 1_000
@@ -73,6 +75,10 @@ def _content(value: object) -> str:
     return text[:MAX_CONTENT_CHARS]
 
 
+def _tool_calls(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [cast(Mapping[str, Any], call) for call in cast(tuple[object, ...], payload.get("tool_calls") or ())]
+
+
 @dataclass
 class _Run:
     trace_id: int
@@ -82,16 +88,21 @@ class _Run:
     """Open model and tool spans, by activity id."""
     tool_calls: dict[str, Span] = field(default_factory=lambda: {})
     """Tool spans by tool call id (a subagent's run is their child)."""
+    provider: str | None = None
+    """The provider of the run's first model call (`ModelCallRequested` v4), also set on the run's span."""
 
 
 class SpanBuilder:
     """Builds spans from the events of runs, fed in commit order (children's events after the parent's
     `ChildRunStarted`). Thread-safe: event sinks may be called from several threads."""
 
-    def __init__(self, tracer: Tracer, ids: NextIds, *, capture_content: bool = False) -> None:
+    def __init__(
+        self, tracer: Tracer, ids: NextIds, *, capture_content: bool = False, semconv: Semconv | None = None
+    ) -> None:
         self._tracer = tracer
         self._ids = ids
         self._content = capture_content
+        self._semconv = semconv or Semconv()
         self._lock = threading.Lock()
         self._runs: OrderedDict[str, _Run] = OrderedDict()
         self._child_parents: dict[str, Span] = {}
@@ -148,6 +159,21 @@ class SpanBuilder:
         if kind in ("ModelCallRequested",):
             ref = str(payload.get("model_ref") or "model")
             model = ref.split("/", 1)[1] if ref.split("/", 1)[0] in ("workspace", "user", "platform") else ref
+            chat: dict[str, Any] = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
+                "gen_ai.agent.name": run.agent,
+                "bearagent.model.ref": ref,
+                "bearagent.model_call.attempt": int(payload.get("attempt", 1)),
+                "bearagent.model_call.purpose": str(payload.get("purpose", "turn")),
+            }
+            provider = payload.get("provider")  # v4; a run recorded before names none
+            if provider:
+                provider_attributes = self._provider_attributes(str(provider))
+                chat.update(provider_attributes)
+                if run.provider is None:  # the agent's provider: its first call's
+                    run.provider = str(provider)
+                    run.span.set_attributes(provider_attributes)
             run.spans[str(payload["activity_id"])] = self._start(
                 f"chat {model}",
                 trace_id=run.trace_id,
@@ -155,14 +181,7 @@ class SpanBuilder:
                 parent=run.span,
                 kind=SpanKind.CLIENT,
                 at=event.occurred_at,
-                attributes={
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.request.model": model,
-                    "gen_ai.agent.name": run.agent,
-                    "bearagent.model.ref": ref,
-                    "bearagent.model_call.attempt": int(payload.get("attempt", 1)),
-                    "bearagent.model_call.purpose": str(payload.get("purpose", "turn")),
-                },
+                attributes=chat,
             )
         elif kind in ("ModelCallCompleted", "ModelCallFailed"):
             span = run.spans.pop(str(payload["activity_id"]), None)
@@ -178,7 +197,8 @@ class SpanBuilder:
                 "gen_ai.tool.type": "function" if source == "native" else "extension",
                 "bearagent.tool.source": source,
             }
-            if self._content and "arguments" in payload:
+            if self._content and self._semconv.latest and "arguments" in payload:
+                # v1.36.0 has them in the `gen_ai.choice` event of the chat span that asked for the call
                 attributes["gen_ai.tool.call.arguments"] = _content(payload["arguments"])
             span = self._start(
                 f"execute_tool {tool}",
@@ -201,7 +221,13 @@ class SpanBuilder:
                     span.set_attribute("error.type", str(error.get("category") or "tool_error"))
                     span.set_status(Status(StatusCode.ERROR, str(error.get("code") or "the tool call failed")))
                 if self._content and result:
-                    span.set_attribute("gen_ai.tool.call.result", _content(result.get("content", result)))
+                    content = _content(result.get("content", result))
+                    if self._semconv.latest:
+                        span.set_attribute("gen_ai.tool.call.result", content)
+                    else:
+                        tool_call_id = str(payload.get("tool_call_id"))
+                        message = {"role": "tool", "id": tool_call_id, "content": content}
+                        span.add_event("gen_ai.tool.message", message, timestamp=_ns(event.occurred_at))
                 span.end(_ns(event.occurred_at))
         elif kind == "ChildRunStarted":
             tool_call = payload.get("tool_call_id")
@@ -254,7 +280,7 @@ class SpanBuilder:
             attributes["gen_ai.request.model"] = str(payload["model_ref"])
         if parent_run:
             attributes["bearagent.run.parent_id"] = parent_run
-        if self._content and payload.get("goal"):
+        if self._content and payload.get("goal") and self._semconv.latest:
             attributes["gen_ai.input.messages"] = _content(
                 [{"role": "user", "parts": [{"type": "text", "content": payload["goal"]}]}]
             )
@@ -267,6 +293,9 @@ class SpanBuilder:
             at=event.occurred_at,
             attributes=attributes,
         )
+        if self._content and payload.get("goal") and not self._semconv.latest:
+            message = {"role": "user", "content": _content(payload["goal"])}
+            span.add_event("gen_ai.user.message", message, timestamp=_ns(event.occurred_at))
         self._runs[run_id] = _Run(trace_id, span, agent)
         while len(self._runs) > MAX_TRACKED_RUNS:  # runs this process never saw end (killed, handed over)
             _, dropped = self._runs.popitem(last=False)
@@ -285,12 +314,10 @@ class SpanBuilder:
                 span.update_name(f"chat {payload['model']}")  # the model that answered
             if payload.get("provider_request_id"):
                 span.set_attribute("gen_ai.response.id", str(payload["provider_request_id"]))
-            span.set_attribute("gen_ai.response.finish_reasons", [str(payload.get("stop_reason", "end_turn"))])
-            if self._content and payload.get("text"):
-                span.set_attribute(
-                    "gen_ai.output.messages",
-                    _content([{"role": "assistant", "parts": [{"type": "text", "content": payload["text"]}]}]),
-                )
+            finish = str(payload.get("stop_reason", "end_turn"))
+            span.set_attribute("gen_ai.response.finish_reasons", [finish])
+            if self._content and (payload.get("text") or payload.get("tool_calls")):
+                self._answer(span, str(payload.get("text") or ""), _tool_calls(payload), finish, at)
         else:
             error = cast(Mapping[str, Any], payload.get("error") or {})
             span.set_attribute("error.type", str(error.get("category") or "model_error"))
@@ -310,9 +337,44 @@ class SpanBuilder:
             run.span.set_attribute("error.type", "interrupted")
             run.span.set_status(Status(StatusCode.ERROR, "the run was interrupted"))
         if self._content and kind == "RunSucceeded" and payload.get("final_text"):
-            run.span.set_attribute(
-                "gen_ai.output.messages",
-                _content([{"role": "assistant", "parts": [{"type": "text", "content": payload["final_text"]}]}]),
-            )
+            self._answer(run.span, str(payload["final_text"]), [], str(payload.get("stop_reason") or "end_turn"), at)
         run.span.end(_ns(at))
         del self._runs[run_id]
+
+    def _provider_attributes(self, provider: str) -> dict[str, str]:
+        """The provider in the chosen revision's name and value, and the model entry's own id."""
+        return {
+            self._semconv.provider_key: self._semconv.provider_value(provider),
+            "bearagent.model.provider": provider,
+        }
+
+    def _answer(self, span: Span, text: str, calls: list[Mapping[str, Any]], finish: str, at: datetime) -> None:
+        """An assistant answer (text and the tool calls it asked for) on `span`: the latest revision's
+        `gen_ai.output.messages` attribute, or v1.36.0's `gen_ai.choice` span event."""
+        if self._semconv.latest:
+            parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []
+            parts += [
+                {
+                    "type": "tool_call",
+                    "id": str(c.get("tool_call_id")),
+                    "name": c.get("name"),
+                    "arguments": c.get("arguments"),
+                }
+                for c in calls
+            ]
+            message = {"role": "assistant", "parts": parts, "finish_reason": finish}
+            span.set_attribute("gen_ai.output.messages", _content([message]))
+            return
+        choice: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            choice["tool_calls"] = [
+                {
+                    "id": str(c.get("tool_call_id")),
+                    "type": "function",
+                    "function": {"name": c.get("name"), "arguments": c.get("arguments")},
+                }
+                for c in calls
+            ]
+        span.add_event(
+            "gen_ai.choice", {"index": 0, "finish_reason": finish, "message": _content(choice)}, timestamp=_ns(at)
+        )
