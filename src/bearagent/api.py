@@ -38,10 +38,26 @@ from bearagent.tools.gate import Asker
 
 
 class Workspace:
-    """One opened workspace. Use as a context manager (sync or async) or call `close()` / `aclose()`."""
+    """One opened workspace. Use as a context manager (sync or async) or call `close()` / `aclose()`.
 
-    def __init__(self, runtime: WorkspaceRuntime) -> None:
-        self._runtime = runtime
+    Made by `bearagent.open_workspace(path)` (which loads the files and opens the store, providers and MCP
+    servers), never by calling `Workspace()`: a direct call raises `TypeError` naming `open_workspace`."""
+
+    __slots__ = ("_runtime",)
+    _runtime: WorkspaceRuntime
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError(
+            "Workspace() cannot be constructed directly: use bearagent.open_workspace(path), which loads the "
+            "workspace's files and opens its store, providers and MCP servers (docs/python-api.md)."
+        )
+
+    @classmethod
+    def _over(cls, runtime: WorkspaceRuntime) -> Workspace:
+        """The workspace over an opened run service: how `open_workspace` (and only it) makes one."""
+        workspace = object.__new__(cls)
+        workspace._runtime = runtime
+        return workspace
 
     @property
     def root(self) -> Path:
@@ -252,7 +268,7 @@ def open_workspace(
     """Open the workspace at `path` (default: discovered from the current directory, like the CLI)."""
     root = Path(path) if path is not None else None
     loaded = load_workspace(root, env=env, plugins=plugins)
-    return Workspace(open_runtime(loaded, ask=ask, in_process_mcp=in_process_mcp))
+    return Workspace._over(open_runtime(loaded, ask=ask, in_process_mcp=in_process_mcp))  # pyright: ignore[reportPrivateUsage]
 
 
 def runtime_of(workspace: Workspace) -> WorkspaceRuntime:

@@ -251,3 +251,18 @@ def test_bad_wait_keys_fail_at_load_with_the_line(turn: str, complaint: str) -> 
     with pytest.raises(ScriptError) as raised:
         parse_script(f'turns:\n  - text: "x"\n{turn}', Path("w.yaml"))
     assert complaint in raised.value.info.message and "w.yaml, line " in raised.value.info.message
+
+
+def test_request_conversation_calls_places_it_in_the_script(tmp_path: Path) -> None:
+    """A fresh instance told the conversation's place by the request (a later run of a session in a new process)
+    answers with the turn after the calls the log counts; later calls of the run go on from there."""
+    provider = ScriptedProvider(parse_script(CONVERSATION, tmp_path / "script.yaml"), ids=DeterministicIdGenerator())
+    told = _request().model_copy(update={"conversation_calls": 1})
+    events = _run(provider, told)
+    assert isinstance(events[0], ModelToolCall) and events[0].name == "Write"
+    assert provider.turns_used == 2
+    events = _run(provider, _request())  # not told again: the next turn
+    assert [e.text for e in events if isinstance(e, TextDelta)] and provider.turns_used == 3
+    past_end = _request().model_copy(update={"conversation_calls": 99})
+    with pytest.raises(ProviderStreamError, match="ran out of turns"):
+        _run(provider, past_end)

@@ -77,6 +77,12 @@ class ModelRequest(DomainModel):
     silence between events, `max_stream_s`) are the provider's; the runtime sets this to `max_stream_s`, else to
     `MAX_CALL_TIMEOUT_MS`."""
     prompt_version: str | None = Field(default=None, max_length=128)
+    conversation_calls: int | None = Field(default=None, ge=0, le=100_000_000)
+    """How many model calls this conversation's provider was sent before this one, as the run log records them
+    (earlier runs of the session, failed calls and retries included). Set on the first call of a run that continues
+    a conversation (a later run of a session, a resumed run, a `/compact`), None on every other call. A provider that
+    keeps no state between calls ignores it; a deterministic one (the scripted model) continues from it, so its
+    place comes from the log rather than from the memory of the process that started the conversation."""
 
     def with_messages(self, messages: Sequence[Message]) -> ModelRequest:
         """A copy with `messages` replaced. The messages are already validated `Message` models, so only the list

@@ -17,8 +17,9 @@ turns:                         # one item per model call, consumed in order
 ```
 
 One provider instance is one conversation: it keeps its position in the script, and every model call (including a
-failed one and its retries) consumes the next turn. A resumed run moves it (`seek`) to the turn after the last
-model call its log records as answered. Asking for more turns than the script holds fails with an
+failed one and its retries) consumes the next turn. A request that carries the conversation's place
+(`ModelRequest.conversation_calls`: the first call of a later run of a session, a resumed run or a `/compact`, counted
+from the log) moves it to that turn, so a conversation continued by another process picks up where the log says. Asking for more turns than the script holds fails with an
 error naming the script and its number of turns; the script never loops. A script that does not parse, or has a
 wrong key or value, fails when it is loaded, naming the file, the line and the fix.
 
@@ -382,11 +383,6 @@ class ScriptedProvider:
     def turns_used(self) -> int:
         return self._position
 
-    def seek(self, position: int) -> None:
-        """Continue at turn `position` (0-based): a resumed run's position comes from its log (the model calls that
-        were answered before), not from the memory of the process that started it."""
-        self._position = max(0, min(position, len(self.script.turns)))
-
     @property
     def turns_left(self) -> int:
         return len(self.script.turns) - self._position
@@ -432,6 +428,8 @@ class ScriptedProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
+        if request.conversation_calls is not None:  # the log's place of the conversation, not this process's memory
+            self._position = min(request.conversation_calls, len(self.script.turns))
         index, turn = self._next_turn()
         if turn.delay_ms:
             await asyncio.sleep(turn.delay_ms / 1000)

@@ -50,7 +50,7 @@ async def compaction_run(
     prompt_hash: str,
 ) -> RunOutcome:
     run_id = recorder.run_id
-    state = LoopState(plan=plan)
+    state = LoopState(plan=plan, conversation_calls=spec.conversation_calls, position_provider=plan.provider)
     await recorder.append(
         RunCreatedV2(
             session_id=spec.session_id,

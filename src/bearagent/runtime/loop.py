@@ -243,7 +243,7 @@ class AgentLoop:
         so of two processes starting one queued run only one can) and run it to a terminal state. `record_plan`:
         the run was recorded unplanned (`create_unplanned`), so its RunStarted (v3) records `plan`."""
         run_id = recorder.run_id
-        state = LoopState(plan=plan)
+        state = LoopState(plan=plan, conversation_calls=spec.conversation_calls, position_provider=plan.provider)
         started: RunEventPayload = RunStartedV1() if self._owner is None else RunStartedV2(owner=self._owner)
         if record_plan and self._owner is not None:
             facts = RunPlanFacts(
@@ -286,7 +286,13 @@ class AgentLoop:
             sinks=self._sinks,
             last_sequence=cursor.last_sequence,
         )
-        state = LoopState(plan=plan, switch_count=cursor.switch_count, steps=cursor.steps)
+        state = LoopState(
+            plan=plan,
+            switch_count=cursor.switch_count,
+            steps=cursor.steps,
+            conversation_calls=spec.conversation_calls,
+            position_provider=plan.provider,
+        )
         if self._owner is None:
             raise ValueError("resuming a run needs the owner that takes it over")
         await recorder.append(RunResumedV1(owner=self._owner, reason=reason, changes=tuple(changes)))

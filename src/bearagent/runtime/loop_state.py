@@ -81,6 +81,11 @@ class LoopState:
     """How often the answer being given may still be continued when the output limit cuts it."""
     context: ContextState = field(default_factory=ContextState)
     """Context accounting of the run (`runtime/context_size.py`): estimates, the model's window, compactions."""
+    conversation_calls: int | None = None
+    """The conversation's place to tell `position_provider` on its first call of this run (`RunSpec.
+    conversation_calls`); cleared once told."""
+    position_provider: object | None = None
+    """The provider of the run's conversation (the starting plan's): a summary model is not told the place."""
 
 
 async def admit(

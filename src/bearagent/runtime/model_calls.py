@@ -66,6 +66,16 @@ def retry_notice(error: ErrorInfo, partial_text: str, delay_s: float, next_attem
     return f"model call failed ({error.code}); retrying in {delay_s:.1f}s (attempt {next_attempt})"
 
 
+def positioned(state: LoopState, plan: AgentPlan | CompactionPlan, request: ModelRequest) -> ModelRequest:
+    """`request` with the conversation's place (`ModelRequest.conversation_calls`) when it is the first call of the
+    run to the conversation's provider; `request` itself otherwise."""
+    if state.conversation_calls is None or plan.provider is not state.position_provider:
+        return request
+    told = request.model_copy(update={"conversation_calls": state.conversation_calls})
+    state.conversation_calls = None
+    return told
+
+
 class ModelCalls:
     """Takes the model turns of the runs of one loop."""
 
@@ -212,7 +222,7 @@ class ModelCalls:
                 provider_id=plan.provider_id,
             )
             try:
-                turn = await self._stream(recorder.run_id, plan, request, activity)
+                turn = await self._stream(recorder.run_id, plan, positioned(state, plan, request), activity)
             except BearAgentError as exc:
                 partial = activity.partial_text
                 if (
@@ -390,7 +400,9 @@ class ModelCalls:
                 provider_id=compaction.provider_id,
             )
             try:
-                turn = await self._stream(recorder.run_id, compaction, request, activity, live=False)
+                turn = await self._stream(
+                    recorder.run_id, compaction, positioned(state, compaction, request), activity, live=False
+                )
             except BearAgentError as exc:
                 if is_context_overflow(exc.info) and shrunk < MAX_TRANSCRIPT_HALVINGS:
                     # the summary model's window is smaller than we knew: send it the newer half of what it got

@@ -145,6 +145,9 @@ class RunSpec:
     """Who asked and the per-run choices (RunCreated v3)."""
     expansion: CommandExpansion | None = None
     """The slash command the goal was expanded from (UserPromptExpansion hooks fire before UserPromptSubmit)."""
+    conversation_calls: int | None = None
+    """Model calls the conversation's provider was sent before this run, from the log (`ModelRequest.
+    conversation_calls`, told to the provider on the run's first call); None: a new conversation."""
 
 
 STOP_BLOCK_CAP = 8

@@ -37,7 +37,7 @@ async def compact_session(
 ) -> RunResult:
     """Compact the history of session `session_ref` (an id, or `continue`) with `agent`'s settings (the session's
     agent by default) and `model` as the session's model (`/model`); `focus` is given to the summariser."""
-    from bearagent.service.resuming import seek_provider
+    from bearagent.service.resuming import model_calls_so_far
 
     await runtime.admit_and_recover()
     default = runtime.loaded.config.default_agent
@@ -54,13 +54,14 @@ async def compact_session(
             if history and is_summary(history[0]):
                 raise nothing_to_compact("the session is already a summary and its most recent turn")
             raise nothing_to_compact("the session is its most recent turn")
-        await seek_provider(runtime, plan, session_id, None)  # the scripted model's place, from the log
+        position = await model_calls_so_far(runtime, session_id, None)  # the conversation's place, from the log
         spec = compaction_run(
             runtime.root,
             run_id=runtime.ids.new(RunId),
             budgets=runtime.plans.budgets_for(spec_agent, {}),
             session_id=session_id,
             history=history,
+            conversation_calls=position,
         )
         hooks = runtime.hook_wiring.hooks(str(session_id), str(runtime.mode_in_force(spec_agent).mode))
         adapter = LoopHookAdapter(hooks, runtime.sessions.transcript(str(session_id))) if hooks.enabled else None

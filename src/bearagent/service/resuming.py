@@ -3,7 +3,7 @@
 Both rebuild the run from its log (`runtime/cursor.py`), plan its effective agent again, say what changed since the
 run started (the agent's prompt, its tool specs), and hand the loop the cursor (`AgentLoop.resume`). A completed
 model call is never made again; the scripted model continues at the turn after the run's last answered model call
-(its position comes from the log, `ScriptedProvider.seek`).
+(its position comes from the log: `ModelRequest.conversation_calls`).
 """
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ def _changes(runtime: ResumeHost, cursor: RunCursor, plan: AgentPlan, created_ag
 
 async def model_calls_so_far(runtime: ResumeHost, session_id: SessionId | None, run_id: RunId | None) -> int:
     """Model calls that reached the conversation's provider so far, from the log: every run of the session (or the
-    detached run `run_id` and its children) except hook judges, which have providers of their own. Where a
-    scripted model continues (`ScriptedProvider.seek`)."""
+    detached run `run_id` and its children) except hook judges, which have providers of their own. Told to the
+    provider on the run's first call (`RunSpec.conversation_calls` -> `ModelRequest.conversation_calls`)."""
     if session_id is not None:
         runs = list(await runtime.store.fetch_runs(session_id=session_id, limit=100_000))
     else:
@@ -126,15 +126,6 @@ async def model_calls_so_far(runtime: ResumeHost, session_id: SessionId | None, 
         if events and events[0].schema_version >= 2:
             total += run_cursor(events).model_calls
     return total
-
-
-async def seek_provider(
-    runtime: ResumeHost, plan: AgentPlan, session_id: SessionId | None, run_id: RunId | None
-) -> None:
-    """Move a positioned provider (the scripted model) to where the log says the conversation is."""
-    seek = getattr(plan.provider, "seek", None)
-    if callable(seek):
-        seek(await model_calls_so_far(runtime, session_id, run_id))
 
 
 def _created(
@@ -221,7 +212,7 @@ async def resume_run(
             )
 
         plan = await planner(cursor.agent_name)
-        await seek_provider(runtime, plan, run.session_id, run.run_id)
+        position = await model_calls_so_far(runtime, run.session_id, run.run_id)
         spec = resumed_run(
             runtime.root,
             goal=cursor.goal,
@@ -230,6 +221,7 @@ async def resume_run(
             run_id=run.run_id,
             history=earlier,
             request=request,
+            conversation_calls=position,
         )
         loop = runtime.loop(
             hooks=LoopHookAdapter(hooks, runtime.sessions.transcript(session_key)) if hooks.enabled else None,

@@ -80,8 +80,10 @@ def resumed_run(
     session_id: SessionId | None,
     history: Sequence[Message],
     request: RunRequest,
+    conversation_calls: int,
 ) -> RunSpec:
-    """A stopped run continued from its cursor, with the request its `RunCreated` was sealed with."""
+    """A stopped run continued from its cursor, with the request its `RunCreated` was sealed with and the
+    conversation's place from the log (`conversation_calls`)."""
     return RunSpec(
         goal=goal,
         workspace_root=root,
@@ -91,6 +93,7 @@ def resumed_run(
         trigger_type="message",
         history=tuple(history),
         request=request,
+        conversation_calls=conversation_calls,
     )
 
 
@@ -121,9 +124,15 @@ def child_run(
 
 
 def compaction_run(
-    root: Path, *, run_id: RunId, budgets: BudgetLimits, session_id: SessionId, history: Sequence[Message]
+    root: Path,
+    *,
+    run_id: RunId,
+    budgets: BudgetLimits,
+    session_id: SessionId,
+    history: Sequence[Message],
+    conversation_calls: int,
 ) -> RunSpec:
-    """`/compact`: a system run of the session with no goal, over its history."""
+    """`/compact`: a system run of the session with no goal, over its history (`conversation_calls`: its place)."""
     return RunSpec(
         goal="",
         workspace_root=root,
@@ -132,6 +141,7 @@ def compaction_run(
         run_id=run_id,
         trigger_type="system",
         history=tuple(history),
+        conversation_calls=conversation_calls,
     )
 
 

@@ -359,12 +359,13 @@ class WorkspaceRuntime:
                 return plan
 
             plan = await planner(agent.name)
+            position: int | None = None
             if session is not None and not prepared.created:
-                from bearagent.service.resuming import seek_provider
+                from bearagent.service.resuming import model_calls_so_far
 
-                await seek_provider(self, plan, session.session_id, None)  # the scripted model's place, from the log
+                position = await model_calls_so_far(self, session.session_id, None)  # the conversation's place
             prelude = await self.hook_wiring.prelude(session_key, session.session_id if session is not None else None)
-            spec = self._spec(prepared, history, prelude)
+            spec = replace(self._spec(prepared, history, prelude), conversation_calls=position)
             loop = self.loop(
                 hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
