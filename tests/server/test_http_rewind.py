@@ -80,6 +80,12 @@ def test_rewind_and_fork_a_session_over_http(served: tuple[Server, Path]) -> Non
         assert types[-2:] == ["FilesRewound", "ConversationRewound"]
         again = c.post(f"/v1/sessions/{sid}/rewind", json={"run_id": r2})
         assert again.status_code == 200 and again.json()["nothing_to_do"] is True, again.text
+        # the session's messages are the rewound conversation (run one's); every run's on request
+        listed = c.get(f"/v1/sessions/{sid}/messages").json()["messages"]
+        assert {m["run_id"] for m in listed} == {r1} and listed[0]["content"][0]["text"] == "write one"
+        everything = c.get(f"/v1/sessions/{sid}/messages", params={"include_rewound": "true"}).json()["messages"]
+        assert {m["run_id"] for m in everything} == {r1, r2}
+        assert [m["id"] for m in everything if m["run_id"] == r1] == [m["id"] for m in listed]
 
         # code only, to before run one: the file it created goes
         code = c.post(f"/v1/sessions/{sid}/rewind", json={"run_id": r1, "restore": "code"})
@@ -95,6 +101,10 @@ def test_rewind_and_fork_a_session_over_http(served: tuple[Server, Path]) -> Non
         assert notes.read_text() == "from run one\n"
         run = c.post(f"/v1/sessions/{new['id']}/runs", json={"prompt": "go on"}).json()["run_id"]
         wait_for(c, run)
+        # the fork's messages: its origin's through run one, then its own run's
+        forked = c.get(f"/v1/sessions/{new['id']}/messages").json()["messages"]
+        assert [m["run_id"] for m in forked] == [r1] * len(listed) + [run] * (len(forked) - len(listed))
+        assert forked[len(listed)]["content"][0]["text"] == "go on"
 
         bad = c.post(f"/v1/sessions/{sid}/fork", json={"run_id": r1, "sequence": 999})
         assert bad.status_code == 400 and "has no event 999" in bad.json()["error"]["message"], bad.text
