@@ -102,6 +102,22 @@ def test_a_run_is_rewound_byte_for_byte_and_a_second_rewind_is_a_no_op(tmp_path:
     bash_paths = {c["path"] for c in changed[2]["payload"]["changes"]}
     assert {"a.txt", "gone.txt", "old.txt", "new.txt", "run.sh", "link", "blob.bin", "deep/er/dir/f"} <= bash_paths
 
+    # each call's changes as diffs, Bash's included (`runs diff`, the store's facts and the blob store's contents)
+    shown = invoke(["runs", "diff", run_id[:8], "-w", str(root)], env)
+    assert shown.exit_code == 0, shown.output
+    assert "── created new_file.py" in shown.output and "+print('hi')" in shown.output
+    assert "-x = 1" in shown.output and "+x = 2" in shown.output  # the Edit
+    assert "--- a/a.txt" in shown.output and "-one two" in shown.output and "+ONE two" in shown.output  # sed -i
+    assert "binary: " in shown.output and "a symlink to 'a.txt'" in shown.output and "mode 644 -> 755" in shown.output
+    bash_call = str(changed[2]["payload"]["tool_call_id"])
+    one = invoke(["runs", "diff", run_id[:8], "--call", bash_call[:8], "-w", str(root), "--json"], env)
+    assert one.exit_code == 0, one.output
+    found = json.loads(one.output)
+    assert found["tool_call_id"] == bash_call and {f["path"] for f in found["files"]} == bash_paths
+    assert found["cut"] == [] and found["omitted_files"] == 0
+    unknown = invoke(["runs", "diff", run_id[:8], "--call", "ffffffff", "-w", str(root)], env)
+    assert unknown.exit_code != 0 and "no recorded file changes of tool call 'ffffffff'" in unknown.output
+
     dry = invoke(["rewind", run_id[:8], "-w", str(root), "--dry-run"], env)
     assert dry.exit_code == 0, dry.output
     assert "would delete new_file.py" in dry.output and "would restore a.txt" in dry.output

@@ -59,6 +59,16 @@ def test_rewind_and_fork_a_session_over_http(served: tuple[Server, Path]) -> Non
         wait_for(c, r2)
         assert notes.read_text() == "from run two\n"
 
+        diff = c.get(f"/v1/runs/{r2}/diff")
+        assert diff.status_code == 200, diff.text
+        (changed,) = diff.json()["files"]
+        assert changed["path"] == "notes.txt" and changed["action"] == "modified" and changed["tool_name"] == "Write"
+        assert "-from run one\n+from run two\n" in changed["diff"] and diff.json()["cut"] == []
+        call = changed["tool_call_id"]
+        assert c.get(f"/v1/runs/{r2}/diff", params={"tool_call_id": call[:8]}).json()["tool_call_id"] == call
+        missing = c.get(f"/v1/runs/{r2}/diff", params={"tool_call_id": "ffffffff"})
+        assert missing.status_code == 404 and "ffffffff" in missing.json()["error"]["message"], missing.text
+
         dry = c.post(f"/v1/sessions/{sid}/rewind", json={"run_id": r2, "dry_run": True})
         assert dry.status_code == 200, dry.text
         assert dry.json()["changes"] == [{"path": "notes.txt", "action": "restore", "changed_since": False}]
@@ -122,7 +132,10 @@ def test_scopes_and_isolation(served: tuple[Server, Path]) -> None:
     alice_reader = gateway_token("alice", "runs:read", ["alpha"])
     with server.client(alice) as a, server.client(bob) as b, server.client(alice_reader) as r:
         sid = a.post("/v1/workspaces/alpha/sessions", json={}).json()["id"]
-        wait_for(a, a.post(f"/v1/sessions/{sid}/runs", json={"prompt": "mine"}).json()["run_id"])
+        mine = a.post(f"/v1/sessions/{sid}/runs", json={"prompt": "mine"}).json()["run_id"]
+        wait_for(a, mine)
+        assert r.get(f"/v1/runs/{mine}/diff").status_code == 200  # reading is runs:read
+        assert b.get(f"/v1/runs/{mine}/diff").status_code == 404  # not his: not found
         for route in ("rewind", "fork"):
             assert b.post(f"/v1/sessions/{sid}/{route}", json={}).status_code == 404  # not hers: not found
             denied = r.post(f"/v1/sessions/{sid}/{route}", json={})
