@@ -1,7 +1,8 @@
 """`POST /v1/sessions/{id}/rewind` and `/fork` on a real `bearagent serve` process: a dry run changes nothing, a
 file changed since by someone else is named in a 409 problem body, `force` overwrites it, the conversation's
 rewind is a fact in the log, a fork is a new session from a point of the log (files restored on request), and the
-routes keep the scopes and the isolation of the other session routes."""
+routes keep the scopes and the isolation of the other session routes; `GET /v1/sessions/{id}/messages` follows the
+rewinds and the fork's origin, and `GET /v1/runs/{id}/diff` shows a run's file changes. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.server.test_http_api import JWT_SECRET, Server, gateway_token, start, wait_for
+from tests.support import postgres_cluster
 from tests.support.run_ws import agent_md, scripted_workspace
 
 
@@ -29,8 +31,13 @@ SCRIPT = (
 )
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    """A server over the workspace's SQLite log, or over a PostgreSQL database (`BEARAGENT_DATABASE_URL`)."""
+    env: dict[str, str] = {}
+    if request.param == "postgres":
+        postgres_cluster.require()
+        env["BEARAGENT_DATABASE_URL"] = postgres_cluster.new_database()
     root = scripted_workspace(
         tmp_path / "alpha", SCRIPT, agents={"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")}
     )
@@ -40,7 +47,7 @@ workspaces:
 auth:
   jwt: {{key: {JWT_SECRET}, algorithms: [HS256], audience: bearagent}}
 """
-    srv = start(tmp_path, config=config)
+    srv = start(tmp_path, config=config, env=env)
     try:
         yield srv, root
     finally:
