@@ -102,6 +102,22 @@ def test_a_run_is_rewound_byte_for_byte_and_a_second_rewind_is_a_no_op(tmp_path:
     bash_paths = {c["path"] for c in changed[2]["payload"]["changes"]}
     assert {"a.txt", "gone.txt", "old.txt", "new.txt", "run.sh", "link", "blob.bin", "deep/er/dir/f"} <= bash_paths
 
+    # each call's changes as diffs, Bash's included (`runs diff`, the store's facts and the blob store's contents)
+    shown = invoke(["runs", "diff", run_id[:8], "-w", str(root)], env)
+    assert shown.exit_code == 0, shown.output
+    assert "── created new_file.py" in shown.output and "+print('hi')" in shown.output
+    assert "-x = 1" in shown.output and "+x = 2" in shown.output  # the Edit
+    assert "--- a/a.txt" in shown.output and "-one two" in shown.output and "+ONE two" in shown.output  # sed -i
+    assert "binary: " in shown.output and "a symlink to 'a.txt'" in shown.output and "mode 644 -> 755" in shown.output
+    bash_call = str(changed[2]["payload"]["tool_call_id"])
+    one = invoke(["runs", "diff", run_id[:8], "--call", bash_call[:8], "-w", str(root), "--json"], env)
+    assert one.exit_code == 0, one.output
+    found = json.loads(one.output)
+    assert found["tool_call_id"] == bash_call and {f["path"] for f in found["files"]} == bash_paths
+    assert found["cut"] == [] and found["omitted_files"] == 0
+    unknown = invoke(["runs", "diff", run_id[:8], "--call", "ffffffff", "-w", str(root)], env)
+    assert unknown.exit_code != 0 and "no recorded file changes of tool call 'ffffffff'" in unknown.output
+
     dry = invoke(["rewind", run_id[:8], "-w", str(root), "--dry-run"], env)
     assert dry.exit_code == 0, dry.output
     assert "would delete new_file.py" in dry.output and "would restore a.txt" in dry.output
@@ -281,7 +297,7 @@ def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-    assert (root / ".bearagent" / "rewind" / "pending.json").exists()
+    assert len(list((root / ".bearagent" / "rewind" / "pending").glob("*.json"))) == 1
     # the killed sandbox leaves its mount points behind; `.git` is never captured nor restored (docs/rewind.md)
     litter = root / ".git"
     run_id = json.loads(invoke(["runs", "list", "-w", str(root), "--json"], env).output)[0]["run_id"]
@@ -313,7 +329,7 @@ def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(
                 root, ".bearagent/script.yaml", json.dumps({"turns": [_call("Bash", command="true"), {"text": "ok"}]})
             )
             cli("run", "another")
-        assert not (root / ".bearagent" / "rewind" / "pending.json").exists()
+        assert not list((root / ".bearagent" / "rewind" / "pending").glob("*.json"))
         cli("rewind", run_id[:8], "--code")
         assert _without(tree(root), litter) == before
     events = [json.loads(line) for line in cli("events", run_id[:8], "--json").stdout.splitlines()]

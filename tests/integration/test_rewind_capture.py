@@ -52,10 +52,26 @@ def test_a_call_whose_process_died_is_recorded_late_by_the_next(tmp_path: Path) 
     assert fresh.pending() is None
 
 
+def _other_marker(root: Path, pid: int, run_id: str, tool_call_id: str) -> Path:
+    """The marker another process (`pid`) writes for its call in flight (`rewind/markers.py`)."""
+    import json
+
+    from bearagent.rewind.markers import marker_name
+    from bearagent.runtime.processes import process_start
+
+    start = process_start(pid)
+    folder = root / ".bearagent" / "rewind" / "pending"
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / marker_name(pid, start, tool_call_id)
+    body = {"run_id": run_id, "tool_call_id": tool_call_id, "tool_name": "Bash", "pid": str(pid)}
+    marker.write_text(json.dumps({**body, "process_start": str(start)}))
+    return marker
+
+
 def test_a_call_still_running_in_a_live_process_is_not_taken_for_a_dead_one(tmp_path: Path) -> None:
     """Workers run Bash calls of one workspace at once: the marker of a call in flight, in this process or in
-    another live one, is not a dead call's, so the next call records nothing late into the other call's run."""
-    import json
+    another live one, is not a dead call's, so the next call records nothing late into the other call's run. Each
+    call has its own marker: a later call does not replace an earlier one's."""
     import subprocess
     import sys
 
@@ -65,40 +81,55 @@ def test_a_call_still_running_in_a_live_process_is_not_taken_for_a_dead_one(tmp_
     assert mine.pending() is None, "this process's own call in flight"
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        marker = root / ".bearagent" / "rewind" / "pending.json"
-        from bearagent.runtime.processes import process_start
-
-        start = str(process_start(other.pid))
-        marker.write_text(
-            json.dumps(
-                {
-                    "run_id": "run-9",
-                    "tool_call_id": NEXT,
-                    "tool_name": "Bash",
-                    "pid": str(other.pid),
-                    "process_start": start,
-                }
-            )
-        )
-        assert WorkspaceCapture(root).pending() is None, "a live process's call"
-        _scan, late = WorkspaceCapture(root).before("run-2", CALL, "Bash")
-        assert late is None
-        marker.write_text(
-            json.dumps(
-                {
-                    "run_id": "run-9",
-                    "tool_call_id": NEXT,
-                    "tool_name": "Bash",
-                    "pid": str(other.pid),
-                    "process_start": start,
-                }
-            )
-        )
+        marker = _other_marker(root, other.pid, "run-9", NEXT)
+        assert mine.pending() is None, "a live process's call"
+        third = "50000000-0000-4000-8000-0000000000a3"
+        _scan, late = mine.before("run-2", third, "Bash")
+        assert late is None and marker.exists(), "another call's marker is its own, not replaced"
+        mine.after(third, "Bash")
+        mine.after(CALL, "Bash")
     finally:
         other.kill()
         other.wait()
     found = WorkspaceCapture(root).pending()
     assert found is not None and found["run_id"] == "run-9", "its process died: now it is a dead call"
+
+
+def test_changes_another_process_took_in_while_a_dead_call_ran_are_in_its_late_record(tmp_path: Path) -> None:
+    """Two processes with calls in flight in one workspace: a look of one takes in the other's changes (the tree is
+    shared). A look before a call keeps them in the other call's absorbed file, a look after a call names where it
+    recorded them; when the other process is killed, its late record has its changes and names the rest, and
+    this process's own record is its own call's."""
+    import subprocess
+    import sys
+
+    root = _ws(tmp_path)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    mine = WorkspaceCapture(root)
+    mine.before("run-1", CALL, "Bash")  # the tree as it was before both calls
+    mine.after(CALL, "Bash")
+    try:
+        marker = _other_marker(root, other.pid, "run-9", NEXT)
+        (root / "a.txt").write_text("by the other call\n")  # the other process's call writes ...
+        third = "50000000-0000-4000-8000-0000000000a3"
+        mine.before("run-1", third, "Bash")  # ... this look takes it in, unrecorded
+        (root / "mine.txt").write_text("mine\n")
+        (root / "both.txt").write_text("written while both ran\n")
+        own = mine.after(third, "Bash")
+        assert {c.path for c in own.changes} == {"mine.txt", "both.txt"}, "this call's record is its own"
+        assert marker.with_name(marker.name.removesuffix(".json") + ".absorbed.jsonl").exists()
+    finally:
+        other.kill()
+        other.wait()
+    fresh = WorkspaceCapture(root)
+    late = fresh.settle("run-9")
+    assert late is not None and late.run_id == "run-9" and str(late.event.tool_call_id) == NEXT
+    assert [c.path for c in late.event.changes] == ["a.txt"]
+    before = late.event.changes[0].before
+    assert before is not None and before.sha256 == hashlib.sha256(b"a\n").hexdigest()
+    assert late.event.note is not None and f"call {third} of run run-1 (both.txt, mine.txt)" in late.event.note
+    fresh.settled()
+    assert fresh.pending() is None and not list(marker.parent.iterdir()), "the marker and its absorbed file went"
 
 
 def test_content_over_the_limit_is_recorded_by_hash_and_a_rewind_names_it(tmp_path: Path) -> None:

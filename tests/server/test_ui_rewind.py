@@ -1,6 +1,6 @@
 """The rewind button and each tool call's file changes at `/ui`, in a real headless chromium against a real
-`bearagent serve` (see test_ui.py for the browser): the Write call's created file is listed under its step, the
-preview lists what would change and changes nothing, a file changed since by someone else is named (and the rewind
+`bearagent serve` (see test_ui.py for the browser): the Write call's created file is listed under its step and its diff shown on
+demand, the preview lists what would change and changes nothing, a file changed since by someone else is named (and the rewind
 refused) until the overwrite box is ticked, then the rewind puts the file back."""
 
 from __future__ import annotations
@@ -55,6 +55,12 @@ def test_file_changes_are_shown_and_the_rewind_button_puts_them_back(served: tup
     sign_in(browser, srv.base, f"#ws=notes&run={run_id}")
     until(lambda: "created notes.txt" in text_of(browser, "#timeline ul.files-changed"), "the Write call's file")
     until(lambda: browser.find_element(By.ID, "rewind-section").is_displayed(), "the rewind section")
+
+    # the call's diff on demand (GET /v1/runs/{id}/diff), shown as text
+    browser.find_element(By.CSS_SELECTOR, "#timeline button.show-diff").click()
+    until(lambda: "+first" in text_of(browser, "#timeline .file-diffs pre.diff"), "the Write call's diff")
+    assert "--- /dev/null" in text_of(browser, "#timeline .file-diffs pre.diff")
+    assert "created notes.txt" in text_of(browser, "#timeline .file-diffs .file-diff")
 
     browser.find_element(By.ID, "rewind-preview").click()
     until(lambda: "will delete notes.txt" in text_of(browser, "#rewind-plan"), "the preview")

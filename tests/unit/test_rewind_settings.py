@@ -25,3 +25,15 @@ def test_bad_values_and_unknown_keys() -> None:
 def test_a_workspace_cannot_set_them() -> None:
     parsed, problems = parse_rewind({"max_file_size": "1TB"}, level="workspace")
     assert parsed == {} and "only be set in the user config" in problems[0].message
+
+
+def test_sandbox_review_is_named_as_not_built_with_what_to_use_instead() -> None:
+    """`sandbox.review` (issue 34's review before apply) is not built: the warning says so and names the
+    after-the-fact review a user has instead (docs/rewind.md)."""
+    from bearagent.sandbox.settings import parse_sandbox
+
+    parsed, problems = parse_sandbox({"review": True}, level="user")
+    assert parsed == {}
+    (problem,) = problems
+    assert problem.severity == "warning" and "review before apply is not built" in problem.message
+    assert "bearagent runs diff RUN --call ID" in problem.fix and "bearagent rewind RUN --to ID" in problem.fix

@@ -68,3 +68,15 @@ def test_a_fork_base_comes_first() -> None:
     timeline = Timeline([one], base)
     assert texts(timeline.end) == ["from the origin", "one"]
     assert texts(timeline.before(one[0])) == ["from the origin"]
+
+
+def test_the_messages_follow_the_rewinds_and_the_fork_origin() -> None:
+    one, two = run("one"), run("two")
+    three = run("three", ConversationRewoundV1(to_run_id=two[0]))
+    timeline = Timeline([one, two, three])
+    assert [(m.run_id, m.message.text, m.number) for m in timeline.messages] == [(one[0], "one", 1)]
+    assert [m.message.text for m in timeline.messages_through(two[0]) or []] == ["one", "two"]
+    assert [m.message.text for m in timeline.messages_through(three[0], 3) or []] == ["one", "two", "three"]
+    fork = Timeline([run("own")], timeline.through(two[0]) or [], timeline.messages_through(two[0]) or [])
+    assert [m.message.text for m in fork.messages] == ["one", "two", "own"]
+    assert fork.messages[0].run_id == one[0] and fork.messages[2].number == 1

@@ -58,7 +58,7 @@ HELP = """commands:
   /permissions      permission mode and rules
   /cost             session usage
   /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
-  /rewind           put files and conversation back to before a prompt
+  /rewind           put files and conversation back (before a prompt/tool call)
   /clear            start a new session
   /resume [ID]      pick an earlier session and continue it
   /memory           the memory files (AGENTS.md); edit one

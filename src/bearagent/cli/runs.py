@@ -64,7 +64,11 @@ def when(value: datetime | None) -> str:
 @click.group(
     "runs",
     cls=ListGroup,
-    lazy={"export": "bearagent.cli.run_export:export", "search": "bearagent.cli.run_search:search"},
+    lazy={
+        "export": "bearagent.cli.run_export:export",
+        "search": "bearagent.cli.run_search:search",
+        "diff": "bearagent.cli.run_files_diff:diff",
+    },
 )
 def runs() -> None:
     """List the runs stored in this workspace's event log."""

@@ -9,9 +9,12 @@ BearAgent) is taken into the index without being recorded; after it, what change
 recorded with the state it replaced. Write, Edit, MultiEdit, NotebookEdit and Bash
 (in or out of the sandbox) go through the same capture, so a change is recorded however it was made.
 
-A marker (`pending.json`) is written before a call and removed once its changes are recorded: if the process dies
-during the call (kill -9), the next capture in the workspace records the changes it finds against the index for
-the dead call (`late`), and `bearagent rewind` reports them; they are never absorbed silently.
+A marker per call (`pending/<pid>-<start>-<call>.json`, `rewind/markers.py`, which owns the naming and liveness
+rule) is written before a call and removed once its changes are recorded: if the process dies during the call
+(kill -9), the next capture in the workspace records the changes it finds against the index for the dead call
+(`late`), and `bearagent rewind` reports them; they are never absorbed silently. Changes another process's live
+call made while this one ran are recorded with this call and noted in that call's `.absorbed.jsonl`, so that its
+late record, should it die, names where they went.
 
 Why it is over 400 lines: one workspace's capture is one index under one lock. Its persistence (the file and the
 journal), the two ways of bringing it to the tree (the watched paths, the full scan), the marker of a call in flight
@@ -32,9 +35,9 @@ from typing import Any, cast
 
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.run_events import FileChange, FilesChangedV1, FileState
+from bearagent.rewind import markers
 from bearagent.rewind.tree import SKIPPED_DIRS, BlobStore, Meta, TreeTooLarge, capture_state, same, scan
 from bearagent.rewind.watch import Watcher, new_watcher
-from bearagent.runtime.processes import process_gone, process_start
 
 CAPTURED_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 MAX_CHANGES = 10_000
@@ -71,6 +74,10 @@ class WorkspaceCapture:
         no event for this one, so each watched look `lstat`s them all."""
         self._in_flight: set[str] = set()
         """Tool calls of this process between their look before and after (their marker is not a dead call's)."""
+        self._running: dict[str, str] = {}
+        """The run of each call in flight."""
+        self._settling: list[markers.Marker] = []
+        """The dead calls whose changes `settle` returned, until `settled` removes their markers."""
 
     def set_limits(self, max_file_bytes: int, max_store_bytes: int) -> None:
         """The blob store's limits, from the user config (`rewind:`; a workspace's config cannot set them)."""
@@ -195,39 +202,17 @@ class WorkspaceCapture:
     # ---- a call ------------------------------------------------------------------------------------------------
 
     def pending(self) -> dict[str, str] | None:
-        """The call a dead process was making when it stopped (its changes not yet recorded), if any. A marker of a
-        call still running (in this process, or in another one that is alive: workers run calls in one workspace at
-        once) is not a dead call's: taking it for one recorded a live call's changes, late, into a running run of
-        another process, whose next commit then failed."""
-        marker = self._marker()
-        if marker is None:
-            return None
-        try:
-            pid, start = int(marker.get("pid", "0")), int(marker.get("process_start", "0"))
-        except ValueError:
-            return marker
-        if pid == os.getpid():
-            return None if marker.get("tool_call_id") in self._in_flight else marker
-        if pid and process_gone(pid, start) is None:
-            return None
-        return marker
-
-    def _marker(self) -> dict[str, str] | None:
-        try:
-            raw: Any = json.loads((self._dir / "pending.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(raw, dict):
-            return None
-        return {str(k): str(v) for k, v in cast(dict[str, Any], raw).items()}
+        """The call a dead process was making when it stopped (its changes not yet recorded), if any: the oldest
+        dead marker (`rewind/markers.py`). A marker of a call still running (in this process, or in another one
+        that is alive: workers run calls in one workspace at once) is not a dead call's."""
+        dead = markers.dead(self._dir, self._in_flight)
+        return dead[0].as_dict() if dead else None
 
     def _unmark(self, tool_call_id: str) -> None:
-        """The call is done: forget it, and remove the marker if it is still this call's (another call may have
-        marked since)."""
+        """The call is done: forget it and remove its marker (the other calls' markers are theirs)."""
         self._in_flight.discard(tool_call_id)
-        marker = self._marker()
-        if marker is None or marker.get("tool_call_id") in (tool_call_id, None):
-            (self._dir / "pending.json").unlink(missing_ok=True)
+        self._running.pop(tool_call_id, None)
+        markers.unmark(self._dir, tool_call_id)
 
     def before(self, run_id: str, tool_call_id: str, tool_name: str) -> tuple[bool, Late | None]:
         """Look at the tree before a call. Returns whether it is captured (False: the tree is over the scan limit)
@@ -239,16 +224,27 @@ class WorkspaceCapture:
                 diff = self._refresh()
             except TreeTooLarge:
                 return False, None
-            if stale is not None:
+            if stale:
                 late = _late(diff, stale)
+            else:
+                self._absorbing(None, diff)
             self._persist(diff)
+            for marker in stale:
+                markers.remove(marker)
             self._mark(run_id, tool_call_id, tool_name)
             return True, late
 
-    def _stale(self) -> dict[str, str] | None:
-        stale = self.pending()
-        if stale is not None and self._index is None and not (self._dir / "index.json").exists():
-            return None  # nothing was known before it: there is nothing to compare with
+    def _stale(self, run_id: str | None = None) -> list[markers.Marker]:
+        """The dead calls' markers (only when one names `run_id`, when given; that one first)."""
+        stale = markers.dead(self._dir, self._in_flight)
+        if run_id is not None:
+            stale.sort(key=lambda m: m.run_id != run_id)
+            if not stale or stale[0].run_id != run_id:
+                return []
+        if stale and self._index is None and not (self._dir / "index.json").exists():
+            for marker in stale:  # nothing was known before them: there is nothing to compare with
+                markers.remove(marker)
+            return []
         return stale
 
     def settle(self, run_id: str | None = None) -> Late | None:
@@ -256,27 +252,49 @@ class WorkspaceCapture:
         the differences between the index and the tree. None when no call is pending. The caller records them and
         then calls `settled()`, or `forget()` when it could not (the marker stays: they are found again)."""
         with self._lock:
-            stale = self._stale()
-            if stale is None or (run_id is not None and stale.get("run_id") != run_id):
+            stale = self._stale(run_id)
+            if not stale:
                 return None
             try:
-                return _late(self._refresh(), stale)
+                late = _late(self._refresh(), stale)
             except TreeTooLarge:
                 return None
+            self._settling = stale
+            return late
 
     def settled(self) -> None:
-        """The changes `settle` returned are recorded: the index is kept and the marker removed."""
+        """The changes `settle` returned are recorded: the index is kept and the dead calls' markers removed."""
         with self._lock:
             self._save()
-            (self._dir / "pending.json").unlink(missing_ok=True)
+            for marker in self._settling:
+                markers.remove(marker)
+            self._settling = []
 
     def _mark(self, run_id: str, tool_call_id: str, tool_name: str) -> None:
-        self._dir.mkdir(parents=True, exist_ok=True)
         self._in_flight.add(tool_call_id)
-        pid = os.getpid()
-        marker = {"run_id": run_id, "tool_call_id": tool_call_id, "tool_name": tool_name, "pid": str(pid)}
-        marker["process_start"] = str(process_start(pid))
-        (self._dir / "pending.json").write_text(json.dumps(marker), encoding="utf-8")
+        markers.mark(self._dir, run_id, tool_call_id, tool_name)
+        self._running[tool_call_id] = run_id
+
+    def _absorbing(
+        self, tool_call_id: str | None, diff: Mapping[str, tuple[FileState | None, FileState | None]]
+    ) -> None:
+        """Keep what this look took in for each other process's live call (`rewind/markers.py`): a look before a
+        call (`tool_call_id` None) keeps the changes whole, a look after one where it recorded them."""
+        if not diff:
+            return
+        others = markers.others_alive(self._dir)
+        if not others:
+            return
+        if tool_call_id is None:
+            changes = [FileChange(path=p, before=b, after=a).model_dump(mode="json") for p, (b, a) in diff.items()]
+            markers.note_absorbed(others, {"changes": changes[:MAX_CHANGES]})
+        else:
+            row = {
+                "run_id": self._running.get(tool_call_id, "?"),
+                "tool_call_id": tool_call_id,
+                "paths": sorted(diff)[:50],
+            }
+            markers.note_absorbed(others, row)
 
     def after(self, tool_call_id: str, tool_name: str) -> FilesChangedV1:
         """Look at the tree after a call: what it changed, each with the state it replaced."""
@@ -287,6 +305,7 @@ class WorkspaceCapture:
                 self._unmark(tool_call_id)
                 return _event({}, tool_call_id, tool_name, note=f"not captured: {exc}")
             self._persist(diff)
+            self._absorbing(tool_call_id, diff)
             self._unmark(tool_call_id)
             return _event(diff, tool_call_id, tool_name)
 
@@ -298,7 +317,9 @@ class WorkspaceCapture:
             if self._trusted or self.pending() is not None:
                 return
             try:
-                self._persist(self._refresh())
+                diff = self._refresh()
+                self._absorbing(None, diff)
+                self._persist(diff)
                 self.blobs.used()  # the store's size, summed once per process, before the first content is put
             except (TreeTooLarge, OSError):
                 return
@@ -376,13 +397,16 @@ class WorkspaceCapture:
     def before_paths(self, run_id: str, tool_call_id: str, tool_name: str, rels: list[str]) -> None:
         """Before a file tool's call: only the paths it names (and their parents) are read, not the tree."""
         with self._lock:
-            self._persist(self._sync_paths(rels))
+            diff = self._sync_paths(rels)
+            self._absorbing(None, diff)
+            self._persist(diff)
             self._mark(run_id, tool_call_id, tool_name)
 
     def after_paths(self, tool_call_id: str, tool_name: str, rels: list[str]) -> FilesChangedV1:
         with self._lock:
             diff = self._sync_paths(rels)
             self._persist(diff)
+            self._absorbing(tool_call_id, diff)
             self._unmark(tool_call_id)
             return _event(diff, tool_call_id, tool_name)
 
@@ -410,18 +434,46 @@ class Late:
     event: FilesChangedV1
 
 
-def _late(diff: Mapping[str, tuple[FileState | None, FileState | None]], stale: Mapping[str, str]) -> Late:
-    run_id = stale.get("run_id", "?")
-    event = _event(
-        diff,
-        stale.get("tool_call_id"),
-        stale.get("tool_name", "unknown") or "unknown",
-        note=(
-            f"recorded late: the process running this call (run {run_id}) stopped before recording its changes; "
-            "these are the differences found afterwards, and may include changes made outside BearAgent meanwhile"
-        ),
+def _late(diff: Mapping[str, tuple[FileState | None, FileState | None]], stale: list[markers.Marker]) -> Late:
+    """The changes found for the dead calls of `stale`, recorded with the first (the others' are named)."""
+    first = stale[0]
+    run_id = first.run_id
+    note = (
+        f"recorded late: the process running this call (run {run_id}) stopped before recording its changes; "
+        "these are the differences found afterwards, and may include changes made outside BearAgent meanwhile"
     )
+    if len(stale) > 1:
+        note += "; and those of other calls that stopped too: " + ", ".join(
+            f"call {m.tool_call_id} of run {m.run_id}" for m in stale[1:6]
+        )
+    for marker in stale[:6]:
+        extra = markers.absorbed_note(marker)
+        if extra:
+            note += f"; for call {marker.tool_call_id}: {extra}"
+    merged: dict[str, tuple[FileState | None, FileState | None]] = {}
+    for marker in stale:  # what looks of other processes took in while the dead calls ran, then what is left now
+        for row in markers.absorbed(marker):
+            for raw in cast(list[Any], row.get("changes") or []):
+                try:
+                    change = FileChange.model_validate(raw)
+                except ValueError:
+                    continue  # a damaged line: that change is not in the record (the note says where to look)
+                _fold(merged, change.path, change.before, change.after)
+    for path, (old, new) in diff.items():
+        _fold(merged, path, old, new)
+    merged = {p: (b, a) for p, (b, a) in merged.items() if b != a}
+    event = _event(merged, first.tool_call_id or None, first.tool_name or "unknown", note=note[:2_000])
     return Late(run_id, event)
+
+
+def _fold(
+    merged: dict[str, tuple[FileState | None, FileState | None]],
+    path: str,
+    old: FileState | None,
+    new: FileState | None,
+) -> None:
+    """A path's change after the ones already folded: it keeps the state before the first, the one after the last."""
+    merged[path] = (merged[path][0], new) if path in merged else (old, new)
 
 
 def _row(meta: Meta, state: FileState) -> list[object]:

@@ -1,5 +1,6 @@
 """Session messages as records (seed 002's Message: `id`, `session_id`, `run_id`, `role`, `content`, `metadata`,
-`created_at`), for `GET /v1/sessions/{id}/messages`.
+`created_at`), for `GET /v1/sessions/{id}/messages`: the session's timeline (`session_history.py`, its rewinds
+applied and a fork's origin first), or with `?include_rewound=true` every run's messages.
 
 Pure: the messages are the conversation `history.py` rebuilds from the log (the history the model is sent, the
 one source of truth), each with the event it came from (`sourced_run_messages`), which gives its run and its time.
@@ -19,6 +20,7 @@ from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.events import Event
 from bearagent.domain.messages import Message, TextPart, ToolCallPart
 from bearagent.runtime.history import sourced_run_messages
+from bearagent.runtime.session_history import SourcedMessage
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,23 +49,31 @@ class MessageRecord:
 
 
 def session_message_records(session_id: str, runs: Iterable[tuple[str, Sequence[Event]]]) -> list[MessageRecord]:
-    """The messages of a session's top-level runs, given oldest first as `(run id, events in sequence order)`."""
+    """The messages of a session's top-level runs, given oldest first as `(run id, events in sequence order)`,
+    every run's (`?include_rewound=true`: no rewind applied, no fork origin)."""
     records: list[MessageRecord] = []
     for run_id, events in runs:
-        namespace = _namespace(run_id)
         for n, (message, source) in enumerate(sourced_run_messages(events), start=1):
-            records.append(
-                MessageRecord(
-                    id=str(uuid.uuid5(namespace, f"message:{n}")),
-                    session_id=session_id,
-                    run_id=run_id,
-                    role=message.role,
-                    content=_parts(message),
-                    metadata=_metadata(source),
-                    created_at=source.occurred_at,
-                )
-            )
+            records.append(_record(session_id, run_id, n, message, source))
     return records
+
+
+def timeline_message_records(session_id: str, messages: Iterable[SourcedMessage]) -> list[MessageRecord]:
+    """The messages of a session's timeline (`Timeline.messages`: its rewinds applied, a fork's origin first): the
+    conversation its next run is given, without compactions."""
+    return [_record(session_id, str(m.run_id), m.number, m.message, m.source) for m in messages]
+
+
+def _record(session_id: str, run_id: str, n: int, message: Message, source: Event) -> MessageRecord:
+    return MessageRecord(
+        id=str(uuid.uuid5(_namespace(run_id), f"message:{n}")),
+        session_id=session_id,
+        run_id=run_id,
+        role=message.role,
+        content=_parts(message),
+        metadata=_metadata(source),
+        created_at=source.occurred_at,
+    )
 
 
 def _namespace(run_id: str) -> uuid.UUID:

@@ -1,7 +1,7 @@
 """Is a process of this host still the one it was? Read from `/proc/<pid>/stat` once (state and start time
 together), so a pid another process took over, or an exited process its parent has not reaped (a zombie), counts as
 gone. Used by run leases (`service/leases.py`) and by the file-change capture's marker of a call in progress
-(`rewind/capture.py`)."""
+(`rewind/markers.py`)."""
 
 from __future__ import annotations
 

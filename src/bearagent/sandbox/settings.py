@@ -314,6 +314,18 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 out[name] = item
             else:
                 problems.append(Problem(where, "must be true or false", f"write `{name}: true`"))
+        elif name == "review":  # issue 34's review before apply: not built (docs/rewind.md says why)
+            problems.append(
+                Problem(
+                    where,
+                    "review before apply is not built (it needs an overlay the sandbox's bubblewrap cannot mount); "
+                    "a Bash call's changes are applied as it runs, recorded and undoable; it is ignored",
+                    "remove it; see a call's changes with `bearagent runs diff RUN --call ID` and undo them with "
+                    "`bearagent rewind RUN --to ID`, or make Bash ask before it runs (`permissions.ask: [Bash]`); "
+                    "docs/rewind.md",
+                    severity="warning",
+                )
+            )
         else:
             from bearagent.domain.suggest import did_you_mean
 

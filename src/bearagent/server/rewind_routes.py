@@ -1,7 +1,8 @@
 """`POST /v1/sessions/{id}/rewind` and `POST /v1/sessions/{id}/fork`: the session's files and conversation put
 back to a point of its log, and a new session from that point, with the rules of `bearagent rewind` and
 `bearagent sessions fork` (`service/rewinding.py`; docs/rewind.md, docs/server.md). Scope `runs:write`, on the
-caller's own sessions (an admin: any)."""
+caller's own sessions (an admin: any). `GET /v1/runs/{id}/diff[?tool_call_id=]`: a run's recorded file changes as
+diffs (`service/file_diffs.py`, as `bearagent runs diff`), scope `runs:read`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from bearagent.rewind.capture import capture_for
 from bearagent.server.access import Access, Caller
 from bearagent.server.records import session_record
 from bearagent.server.shapes import ApiError, not_found
+from bearagent.service.file_diffs import files_diff
 from bearagent.service.rewinding import (
     apply_files,
     files_at_fork,
@@ -126,6 +128,19 @@ def register(app: FastAPI, access: Access) -> None:
             answer["forced"] = list(rewound.forced)
         await record_rewind(runtime.store, runtime.writer, runtime.clock, runtime.ids, prepared, rewound)
         return answer
+
+    @app.get("/v1/runs/{run_id}/diff")
+    async def run_files_diff(  # pyright: ignore[reportUnusedFunction]
+        run_id: str, who: Caller, tool_call_id: str | None = None
+    ) -> dict[str, object]:
+        """The file changes the run recorded (only those of `tool_call_id`, its id or 8+ leading characters) as
+        unified diffs, bounded: at most 50 paths and 200,000 bytes of diff text; `cut` says what was left out."""
+        need(who, "runs:read")
+        if tool_call_id is not None and not 8 <= len(tool_call_id) <= 64:
+            raise ApiError(400, "invalid_request", "diff.tool_call", "tool_call_id: a tool call id or 8+ characters")
+        _, runtime, run = await access.find_run(who, run_id)
+        found = await asyncio.to_thread(files_diff, runtime.store, runtime.loaded.root, run.run_id, tool_call_id)
+        return dict(found.to_json())
 
     @app.post("/v1/sessions/{session_id}/fork", status_code=201)
     async def fork_session(session_id: str, body: ForkRequest, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]

@@ -4,13 +4,14 @@ approvals: `approvals.py`."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from fastapi import FastAPI
 
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.errors import BearAgentError
-from bearagent.runtime.message_records import session_message_records
+from bearagent.runtime.message_records import session_message_records, timeline_message_records
 from bearagent.runtime.step_records import run_step_records
 from bearagent.server.access import Access, Caller
 from bearagent.server.auth import CallerContext
@@ -78,10 +79,18 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
         return await session_record(access, ws, runtime, record)
 
     @app.get("/v1/sessions/{session_id}/messages")
-    async def session_messages(session_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]
-        """The session's conversation as message records, oldest first (rebuilt from its runs' logs)."""
+    async def session_messages(  # pyright: ignore[reportUnusedFunction]
+        session_id: str, who: Caller, include_rewound: bool = False
+    ) -> dict[str, object]:
+        """The session's conversation as message records, oldest first: what its next run is given (its rewinds
+        applied, a fork's origin first; `session_history.py`), or with `include_rewound` every run's messages."""
         need(who, "runs:read")
         _, runtime, record = await access.find_session(who, session_id)
+        if not include_rewound:
+            timeline = await asyncio.to_thread(runtime.sessions.timeline, record.session_id)
+            return {
+                "messages": [m.to_json() for m in timeline_message_records(str(record.session_id), timeline.messages)]
+            }
         runs = [
             r
             for r in await runtime.store.fetch_runs(session_id=record.session_id, limit=100_000)

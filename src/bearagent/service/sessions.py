@@ -15,7 +15,7 @@ from bearagent.domain.messages import Message
 from bearagent.domain.state import SessionRecord
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.ports import Clock, WorkspaceStore
-from bearagent.runtime.session_history import Timeline
+from bearagent.runtime.session_history import SourcedMessage, Timeline
 from bearagent.workspace import LoadedWorkspace
 
 MAX_FORK_DEPTH = 50
@@ -123,6 +123,7 @@ class SessionService:
     def _timeline(self, session_id: SessionId, before: RunId | None, until: RunId | None, depth: int) -> Timeline:
         store = self._resources.store
         base: list[Message] = []
+        base_messages: list[SourcedMessage] = []
         session = store.get_session(session_id)
         fork = session.forked_from if session is not None else None
         if fork is not None:
@@ -137,6 +138,7 @@ class SessionService:
                 )
             origin = self._timeline(fork.session_id, None, fork.run_id, depth + 1)
             base = origin.through(fork.run_id, fork.sequence) or []
+            base_messages = origin.messages_through(fork.run_id, fork.sequence) or []
         runs = [r for r in store.list_runs(session_id=session_id, limit=10_000) if r.parent_run_id is None]  # newest
         if before is not None:
             at = next((i for i, r in enumerate(runs) if r.run_id == before), None)
@@ -145,7 +147,7 @@ class SessionService:
             at = next((i for i, r in enumerate(runs) if r.run_id == until), None)
             runs = runs[at:] if at is not None else runs
         runs = [r for r in reversed(runs) if r.started_at is not None]  # oldest first
-        return Timeline([(r.run_id, store.read_events(r.run_id)) for r in runs], base)
+        return Timeline([(r.run_id, store.read_events(r.run_id)) for r in runs], base, base_messages)
 
     def transcript(self, session_id: str) -> TranscriptWriter:
         writer = self._transcripts.get(session_id)

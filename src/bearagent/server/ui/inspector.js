@@ -185,7 +185,7 @@
   // ---- state ----
 
   // approvals: the run's, from its stream (approval.requested / approval.resolved), by approval id in arrival order
-  const state = { workspace: null, runId: null, abort: null, generation: 0, pending: null, events: 0, approvals: new Map(), approvalsKey: null, ended: false };
+  const state = { workspace: null, runId: null, abort: null, generation: 0, pending: null, events: 0, approvals: new Map(), approvalsKey: null, ended: false, diffs: new Map() };
 
   function setConnection(text) {
     $("connection").textContent = text;
@@ -366,7 +366,7 @@
     try {
       const run = await api(`/v1/runs/${encodeURIComponent(runId)}`);
       const timeline = await stepList(runId, 0);
-      showFileChanges(timeline, await fileChanges(runId));
+      showFileChanges(timeline, await fileChanges(runId), runId);
       if (generation !== state.generation) return; // another run was opened meanwhile
       renderRun(run);
       const shown = $("timeline");
@@ -545,16 +545,58 @@
     return byCall;
   }
 
-  function showFileChanges(timeline, byCall) {
+  function showFileChanges(timeline, byCall, runId) {
     for (const item of timeline.querySelectorAll("li[data-tool-call-id]")) {
-      const changes = byCall.get(item.dataset.toolCallId) || [];
+      const callId = item.dataset.toolCallId;
+      const changes = byCall.get(callId) || [];
       if (changes.length === 0) continue;
       const kind = (c) => (c.before == null ? "created" : c.after == null ? "deleted" : "modified");
+      const button = el("button", { type: "button", className: "show-diff", title: "the call's file changes as diffs (GET /v1/runs/{id}/diff)" }, "diff");
+      const pane = el("div", { className: "file-diffs" });
+      button.addEventListener("click", () => void toggleDiff(runId, callId, pane));
       item.append(
         el("div", { className: "label" }, "files changed"),
         el("ul", { className: "files-changed" }, ...changes.map((c) => el("li", { className: `file-${kind(c)}`, dataset: { path: String(c.path) } }, `${kind(c)} `, el("code", null, String(c.path))))),
+        button,
+        pane,
       );
+      const open = state.diffs.get(`${runId} ${callId}`);
+      if (open) renderDiff(pane, open); // the timeline was redrawn: the diff stays open
     }
+  }
+
+  // a tool call's file changes as diffs, on demand; shown as text (the workspace's and the model's: never markup)
+  async function toggleDiff(runId, callId, pane) {
+    const key = `${runId} ${callId}`;
+    if (state.diffs.has(key)) {
+      state.diffs.delete(key);
+      pane.replaceChildren();
+      return;
+    }
+    pane.replaceChildren(el("div", { className: "label" }, "loading the diff…"));
+    try {
+      const found = await api(`/v1/runs/${encodeURIComponent(runId)}/diff?tool_call_id=${encodeURIComponent(callId)}`);
+      state.diffs.set(key, found);
+      renderDiff(pane, found);
+    } catch (error) {
+      pane.replaceChildren(el("div", { className: "error" }, `The diff could not be read: ${error.message}`));
+    }
+  }
+
+  function renderDiff(pane, found) {
+    const files = Array.isArray(found.files) ? found.files : [];
+    pane.replaceChildren(
+      ...files.map((f) =>
+        el(
+          "div",
+          { className: "file-diff", dataset: { path: String(f.path) } },
+          el("div", { className: "label" }, `${f.action} `, el("code", null, String(f.path))),
+          typeof f.diff === "string" ? el("pre", { className: "diff" }, f.diff) : null,
+          typeof f.note === "string" ? el("div", { className: "note" }, f.note) : null,
+        ),
+      ),
+      ...(Array.isArray(found.cut) ? found.cut : []).map((c) => el("div", { className: "note cut" }, String(c))),
+    );
   }
 
   async function stepItem(step, depth) {
