@@ -549,6 +549,23 @@ def test_a_repository_planted_in_an_ignored_tree_is_disarmed_before_the_tree_is_
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("where", ["a/b/c/d/e", *DEEP])
+def test_a_repository_planted_deep_in_a_workspace_that_is_no_repository_yet_is_disarmed(
+    tmp_path: Path, home: Path, marker: Path, where: str
+) -> None:
+    """The workspace is no git repository; the user runs `git init && git add -A` after the run. Git lists what it
+    would add against an empty repository of BearAgent's own, so a plant deeper than the walk is found too."""
+    ws = tmp_path / "ws"
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    command = NEW_REPO.replace("fresh", where)
+    results = run_bash(ws, home, [f"{command} && git -C {where} config core.fsmonitor 'touch {marker}; false'"])
+    assert f"a repository at {where}/.git" in str(results[0]), results
+    git(ws, "init", "-q")
+    git(ws, "add", "-A", check=False)
+    git(ws, "commit", "-qm", "first", check=False)
+    assert_git_runs_nothing(ws, marker, "commit", "-qm", "user", "--allow-empty")
+
+
 def test_the_file_tools_cannot_write_a_bare_repository(tmp_path: Path, home: Path, marker: Path) -> None:
     """A bare repository is a directory with `HEAD`, `objects/` and `refs/`: git run there (`git log`) reads its
     config (a pager, an alias). The file tools refuse the write that would make one, and any write into one (here

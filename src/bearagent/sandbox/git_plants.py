@@ -27,6 +27,7 @@ import contextlib
 import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,45 +155,58 @@ MAX_GIT_LISTING_BYTES = 512 << 20
 paths."""
 
 
+def _untracked_directories(root: Path, env: dict[str, str]) -> tuple[list[bytes], int | None]:
+    """`git ls-files --others -z` in `root`: the directory records (`path/`, a nested repository) and git's exit
+    status (None when the listing was cut at `MAX_GIT_LISTING_BYTES`)."""
+    proc = subprocess.Popen(
+        ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "ls-files", "--others", "-z"],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", **env},
+    )
+    records: list[bytes] = []
+    total = 0
+    try:
+        assert proc.stdout is not None
+        rest = b""
+        while total < MAX_GIT_LISTING_BYTES and (chunk := proc.stdout.read(1 << 20)):
+            total += len(chunk)
+            *done, rest = (rest + chunk).split(b"\0")
+            records += [r for r in done if r.endswith(b"/")]  # a file is never a repository: dropped at once
+    finally:
+        proc.kill()
+        proc.wait(timeout=20)
+    return records, (None if total >= MAX_GIT_LISTING_BYTES else proc.returncode)
+
+
+NOT_A_REPOSITORY = 128
+"""git's exit status when the directory is in no repository."""
+
+
 def _git_would_add(root: Path) -> list[Path]:
     """The nested repositories git itself sees below `root` as untracked, ignored or not (what `git add -A` makes
     gitlinks, now or once `.gitignore` changes), at any depth, in the generated trees too: `git ls-files --others`
-    without excludes lists each as `path/`. Empty when `root` is in no repository. The workspace's own config is
+    without excludes lists each as `path/`. When `root` is in no repository, git lists it against an empty
+    repository of its own (what a later `git init && git add -A` would add). The workspace's own config is
     read-only in the sandbox and fsmonitor is off, so this runs nothing; the listing is streamed, up to
     `MAX_GIT_LISTING_BYTES`."""
     out: list[Path] = []
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        proc = subprocess.Popen(
-            [
-                "git",
-                "-c",
-                "core.fsmonitor=false",
-                "-c",
-                "core.untrackedCache=false",
-                "ls-files",
-                "--others",
-                "-z",
-            ],
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
-        )
-        records: list[bytes] = []
-        try:
-            assert proc.stdout is not None
-            rest, total = b"", 0
-            while total < MAX_GIT_LISTING_BYTES and (chunk := proc.stdout.read(1 << 20)):
-                total += len(chunk)
-                *done, rest = (rest + chunk).split(b"\0")
-                records += [r for r in done if r.endswith(b"/")]  # a file is never a repository: dropped at once
-        finally:
-            proc.kill()
-            proc.wait(timeout=20)
+        records, status = _untracked_directories(root, {})
+        if status == NOT_A_REPOSITORY and not records:
+            with tempfile.TemporaryDirectory(prefix="bearagent-git-") as empty:
+                subprocess.run(
+                    ["git", "init", "-q", "--bare", empty],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=20,
+                    check=True,
+                    env={**os.environ, "GIT_TEMPLATE_DIR": ""},
+                )
+                records, _ = _untracked_directories(root, {"GIT_DIR": empty, "GIT_WORK_TREE": str(root)})
         for record in records:
-            if not record.endswith(b"/"):
-                continue
             directory = root / os.fsdecode(record.rstrip(b"/"))
             if ".." in Path(os.fsdecode(record)).parts:
                 continue
