@@ -251,3 +251,34 @@ def test_without_a_sandbox_the_hook_after_writes_is_refused(tmp_path: Path) -> N
     refused = [e for e in events if "sandbox_unavailable" in json.dumps(e)]
     assert len(refused) == 2, events  # after the Write call and after the Read that follows it
     assert "hooks_after_writes: unconfined" in json.dumps(refused[0])
+
+
+def test_the_status_line_command_after_the_models_writes_runs_confined(tmp_path: Path, listener: Listener) -> None:
+    """Claude Code's `statusLine` is a trusted command too: the model rewrites the script it runs; the session's
+    next status line runs the model's code in the sandbox (it writes only the workspace, reaches no listener)."""
+    from bearagent.app.runtime import open_runtime
+    from bearagent.cli.interactive import _status_command  # pyright: ignore[reportPrivateUsage]
+    from bearagent.cli.session_commands import SessionTotals, StatusLine
+    from bearagent.workspace import load_workspace
+
+    ws, home, marker = tmp_path / "ws", tmp_path / "home", tmp_path / "PWNED"
+    payload = _payload(marker, listener.port)
+    bash = {"name": "Bash", "arguments": {"command": f"cat > statusline.sh <<'EOF'\n{payload}EOF\necho rewritten"}}
+    script = yaml.safe_dump({"turns": [{"tool_calls": [bash]}, {"text": "done"}]}, sort_keys=False)
+    scripted_workspace(ws, script, agents=MAIN)
+    write(ws, "statusline.sh", "#!/bin/sh\necho trusted-line\n")
+    write(ws, ".claude/settings.json", json.dumps({"statusLine": {"type": "command", "command": "sh statusline.sh"}}))
+    trust(ws, workspace_trust_surface(load(ws, home)), env=isolated_env(home))
+    runtime = open_runtime(load_workspace(ws, env=isolated_env(home), plugins=PluginHost()))
+    status = StatusLine(runtime, "workspace-write", _status_command(runtime))
+    totals = SessionTotals(runs=0, cost_microusd=0, wall_time_s=0.0)
+    assert status("main", None, totals, "no-writes-yet") == "trusted-line"
+    with open_workspace(ws, env=isolated_env(home), plugins=PluginHost()) as workspace:
+        result = workspace.run_sync("go")
+        assert result.status == "succeeded", result.error
+    assert "PWNED" in (ws / "statusline.sh").read_text()
+    status("main", None, totals, str(result.session_id))
+    assert (ws / "model-code-ran.txt").exists(), "the status line did not run the model's code"
+    assert "refused" in (ws / "net.txt").read_text()
+    assert listener.accepted == 0
+    assert not marker.exists(), "the model's code wrote outside the workspace through the status line"
