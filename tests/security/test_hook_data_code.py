@@ -282,3 +282,24 @@ def test_the_status_line_command_after_the_models_writes_runs_confined(tmp_path:
     assert "refused" in (ws / "net.txt").read_text()
     assert listener.accepted == 0
     assert not marker.exists(), "the model's code wrote outside the workspace through the status line"
+
+
+@pytest.mark.parametrize("key", ["statusLine", "apiKeyHelper"])
+@pytest.mark.parametrize("target", ["script", "sourced"])
+def test_changing_what_a_status_line_or_key_helper_runs_needs_a_new_trust_decision(
+    tmp_path: Path, key: str, target: str
+) -> None:
+    """Both are commands run with the user's rights (the key helper's output is sent as the key): their trust item
+    fingerprints what they reach, as a hook's does, so the model's rewrite of the script (in an earlier run, in
+    another process) asks for trust again instead of running."""
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    write(ws, "tools/run.sh", "#!/bin/sh\n. tools/lib.sh\necho sk-ant-x\n")
+    write(ws, "tools/lib.sh", "x=1\n")
+    value: object = {"type": "command", "command": "sh tools/run.sh"} if key == "statusLine" else "sh tools/run.sh"
+    write(ws, ".claude/settings.json", json.dumps({key: value}))
+    before = workspace_trust_surface(load(ws, home))
+    assert "tools/run.sh" in "\n".join(before.lines(limit=400))
+    changed = ws / ("tools/run.sh" if target == "script" else "tools/lib.sh")
+    changed.write_text(changed.read_text() + f"touch {tmp_path / 'PWNED'}\n")
+    assert workspace_trust_surface(load(ws, home)).digest() != before.digest()
