@@ -303,3 +303,28 @@ def test_changing_what_a_status_line_or_key_helper_runs_needs_a_new_trust_decisi
     changed = ws / ("tools/run.sh" if target == "script" else "tools/lib.sh")
     changed.write_text(changed.read_text() + f"touch {tmp_path / 'PWNED'}\n")
     assert workspace_trust_surface(load(ws, home)).digest() != before.digest()
+
+
+@pytest.mark.parametrize("where", [".claude/hooks", ".config/bearagent/hooks"])
+def test_a_users_hook_script_in_the_hidden_home_still_runs_confined(tmp_path: Path, where: str) -> None:
+    """The home (and `~/.claude`, `~/.config`) is hidden in the sandbox; a user's own hook script lives there. After
+    the model's first write the hook runs confined: its own script (the program, or the script its interpreter
+    runs) is readable there, nothing else of the hidden home is, and the format step it runs on the workspace
+    happens."""
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    secret = home / where / "secret.txt"
+    write(home / where, "secret.txt", "sk-secret\n")
+    write(
+        home / where, "fmt.sh", f"#!/bin/sh\necho formatted >> hook.log\ncat {shlex.quote(str(secret))} >> hook.log\n"
+    )
+    (home / where / "fmt.sh").chmod(0o755)
+    bash = {"name": "Bash", "arguments": {"command": "echo x > a.txt"}}
+    script = yaml.safe_dump({"turns": [{"tool_calls": [bash]}, {"text": "done"}]}, sort_keys=False)
+    scripted_workspace(ws, script, agents=MAIN)
+    hook = {"type": "command", "command": f"sh {shlex.quote(str(home / where / 'fmt.sh'))}"}
+    user = yaml.safe_dump({"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [hook]}]}})
+    write(home / "bearagent", "config.yaml", user)
+    events = _run(ws, home)
+    log = (ws / "hook.log").read_text()
+    assert "formatted" in log, events
+    assert "sk-secret" not in log

@@ -13,6 +13,10 @@ hook from the first one.
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,3 +60,34 @@ def confinement(sandbox: SandboxSettings | None, root: Path, session_id: str | N
     if first is None:
         return None
     return Confinement(opted_in=False, after=first.describe())
+
+
+_INTERPRETER = re.compile(r"^(sh|bash|dash|zsh|ksh|python[0-9.]*|node|bun|deno|ruby|perl|php|tsx|ts-node)$")
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php")
+
+
+def own_scripts(argv: Sequence[str], root: Path) -> tuple[str, ...]:
+    """The hook's own script when it lies outside the workspace (`~/.claude/hooks/fmt.sh`, a plugin's script under
+    the user's BearAgent directory): the program, or the script an interpreter runs. In the sandbox the home is
+    hidden, so it stays readable there, and nothing else of the hidden home does. Only a file that is a script (by
+    its suffix or its execute bit) counts, so a hook that names a key file does not expose it."""
+    words = list(argv)
+    if len(words) == 3 and words[1] == "-c" and os.path.basename(words[0]) == "sh":
+        try:
+            words = shlex.split(words[2])
+        except ValueError:
+            return ()
+    while words and "=" in words[0] and not words[0].startswith(("/", "~", ".")):
+        words = words[1:]  # `CLAUDE_PLUGIN_ROOT=... CLAUDE_PLUGIN_DATA=... cmd`
+    candidates = words[:1]
+    if words and _INTERPRETER.match(os.path.basename(words[0])) and len(words) > 1:
+        candidates.append(next((w for w in words[1:] if not w.startswith("-")), ""))
+    out: list[str] = []
+    workspace = os.path.realpath(root)
+    for word in candidates:
+        path = os.path.realpath(os.path.expanduser(word)) if word.startswith(("/", "~")) else ""
+        if not path or path == workspace or path.startswith(workspace + os.sep) or not os.path.isfile(path):
+            continue
+        if path.endswith(_SCRIPT_SUFFIXES) or os.access(path, os.X_OK):
+            out.append(path)
+    return tuple(out)

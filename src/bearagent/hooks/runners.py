@@ -35,7 +35,7 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import HookHandlerSpec
 from bearagent.domain.trace_context import environment
-from bearagent.hooks.after_writes import Confinement, confinement
+from bearagent.hooks.after_writes import Confinement, confinement, own_scripts
 from bearagent.hooks.mcp_tool import McpCaller, run_mcp_tool
 from bearagent.hooks.protocol import (
     HandlerFailure,
@@ -210,7 +210,8 @@ def _sandboxed(
     if not os.access(program, os.X_OK) and "/" in program:
         return HandlerFailure("missing_executable", f"{program!r} is not executable (chmod +x it)")
     try:
-        return confined_launch(argv, ctx.sandbox or SandboxSettings(), env, ctx.workspace_root)
+        own = own_scripts(argv, ctx.workspace_root)
+        return confined_launch(argv, ctx.sandbox or SandboxSettings(), env, ctx.workspace_root, readable=own)
     except SandboxUnavailableError as exc:
         return HandlerFailure("sandbox_unavailable", why.unavailable(exc.status))
     except OSError as exc:
