@@ -235,6 +235,21 @@ def test_a_workspace_cannot_opt_out(tmp_path: Path) -> None:
     assert "sandbox.hooks_after_writes" in text and "user config" in text, text
 
 
+def test_a_bad_value_is_a_config_error_that_stops_the_run(tmp_path: Path) -> None:
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    bash = {"name": "Bash", "arguments": {"command": "touch ran.flag"}}
+    scripted_workspace(ws, yaml.safe_dump({"turns": [{"tool_calls": [bash]}, {"text": "done"}]}), agents=MAIN)
+    write(home / "bearagent", "config.yaml", "sandbox: {hooks_after_writes: sometimes}\n")
+    with (
+        open_workspace(ws, env=isolated_env(home), plugins=PluginHost()) as workspace,
+        pytest.raises(BearAgentError) as caught,
+    ):
+        workspace.run_sync("go")
+    assert not (ws / "ran.flag").exists()
+    text = f"{caught.value} {caught.value.hint or ''}"
+    assert "sandbox.hooks_after_writes" in text and "sandbox, unconfined" in text, text
+
+
 def test_without_a_sandbox_the_hook_after_writes_is_refused(tmp_path: Path) -> None:
     """No backend (the user's bwrap_path names nothing): the hook before any write runs as configured; after the
     Write call it is refused (`hook.sandbox_unavailable`), never run unconfined."""
