@@ -39,6 +39,8 @@ class FakeAnthropic:
 
     def __init__(self) -> None:
         self.keys: list[str] = []
+        self.tool_calls: list[str] = []
+        """Bash commands to answer with (one tool_use each, first), before the plain text answers."""
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,14 +51,20 @@ class FakeAnthropic:
                 self.rfile.read(int(self.headers.get("content-length") or 0))
                 bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ")
                 fake.keys.append(self.headers.get("x-api-key") or bearer)  # the SDK sends one or the other
+                content: list[dict[str, object]] = [{"type": "text", "text": "Hello from the fake."}]
+                stop = "end_turn"
+                if fake.tool_calls:
+                    command = fake.tool_calls.pop(0)
+                    content = [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": command}}]
+                    stop = "tool_use"
                 body = json.dumps(
                     {
                         "id": "msg_fake",
                         "type": "message",
                         "role": "assistant",
                         "model": "claude-fake",
-                        "content": [{"type": "text", "text": "Hello from the fake."}],
-                        "stop_reason": "end_turn",
+                        "content": content,
+                        "stop_reason": stop,
                         "stop_sequence": None,
                         "usage": {"input_tokens": 5, "output_tokens": 4},
                     }
@@ -94,7 +102,7 @@ models:
   claude: {{provider: anthropic, model: claude-fake, base_url: "{fake.url}", stream: false}}
 """
     write(root, ".bearagent/config.yaml", config)
-    write(root, ".bearagent/agents/main.md", agent_md("Main.", mode="primary"))
+    write(root, ".bearagent/agents/main.md", agent_md("Main.", mode="primary", tools="[Bash]"))
     write(root, "key.sh", helper, executable=True)
     write(root, ".claude/settings.json", json.dumps({"apiKeyHelper": "./key.sh"}))
     return root
@@ -147,3 +155,38 @@ def test_a_failing_helper_fails_the_run_naming_it_without_its_output(tmp_path: P
     assert "apiKeyHelper './key.sh'" in message and "exited with status 3: vault is sealed" in message
     assert "sk-ant-half-printed" not in message
     assert fake.keys == []
+
+
+def test_a_helper_whose_script_the_model_rewrote_is_not_run_again(tmp_path: Path, fake: FakeAnthropic) -> None:
+    """The model (its sandboxed Bash) rewrites `key.sh` in the first run; the second run of the same process needs
+    the key again (TTL 0) and would run the model's script with the user's rights, its output sent as the key: it
+    is refused, naming the file (issue 28, items 3 and 6)."""
+    root = _ws(tmp_path, fake, HELPER)
+    home, marker = tmp_path / "home", tmp_path / "PWNED"
+    env = isolated_env(home, COUNTER=str(tmp_path / "count"), CLAUDE_CODE_API_KEY_HELPER_TTL_MS="0")
+    trust(root, workspace_trust_surface(load(root, home, env=env)), env=env)
+    fake.tool_calls.append(f"printf '#!/bin/sh\\ntouch {marker}\\necho sk-ant-evil\\n' > key.sh; echo rewritten")
+    with pytest.raises(Exception) as raised:
+        _runs(root, env, 2)
+    assert "touch" in (root / "key.sh").read_text(), "the rewrite itself happened"
+    message = str(raised.value)
+    # the next run's trust check sees the change first (the item fingerprints key.sh); the helper's own pin
+    # (checked before each later run of the helper in the process) says the same where no trust check comes first
+    assert "changed: file key.sh" in message or "was not run: key.sh" in message, message
+    assert not marker.exists()
+    assert "sk-ant-evil" not in fake.keys
+
+
+def test_the_helpers_own_pin_refuses_a_rewritten_script(tmp_path: Path, fake: FakeAnthropic) -> None:
+    """Where no trust check comes between (one run asking for the key twice), the helper's pin refuses it."""
+    from bearagent.app.key_helper import KeyHelper
+
+    root = _ws(tmp_path, fake, HELPER)
+    env = {**isolated_env(tmp_path / "home", COUNTER=str(tmp_path / "count")), "CLAUDE_CODE_API_KEY_HELPER_TTL_MS": "0"}
+    helper = KeyHelper("./key.sh", ".claude/settings.json")
+    assert helper.key(root, env) == "sk-ant-from-helper-1"
+    assert helper.key(root, env) == "sk-ant-from-helper-2"  # unchanged: it runs again
+    (root / "key.sh").write_text(f"#!/bin/sh\ntouch {tmp_path / 'PWNED'}\necho sk-ant-evil\n")
+    with pytest.raises(Exception, match=r"was not run: key\.sh \(which it runs or reaches\) changed"):
+        helper.key(root, env)
+    assert not (tmp_path / "PWNED").exists()

@@ -185,6 +185,9 @@ def test_an_installed_plugins_hooks_fire_and_its_mcp_server_runs_in_a_real_run(t
     entry = install(user_dir, str(PLUGIN))
     installed = user_dir / "claude-plugins" / "plugins" / entry.name
     data = user_dir / "claude-plugins" / "data" / entry.name
+    # the plugin's hook appends to its ${CLAUDE_PLUGIN_DATA}, outside the workspace: after the model's first Bash
+    # call hooks run in the sandbox (docs/sandbox.md), where that is read-only, so this user runs them as configured
+    (user_dir / "config.yaml").write_text("sandbox: {hooks_after_writes: unconfined}\n")
     script = """
 turns:
   - tool_calls: [{name: Bash, arguments: {command: "echo fine"}}]

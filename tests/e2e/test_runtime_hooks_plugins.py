@@ -58,6 +58,9 @@ hooks:
     for name in ("block-rm.sh", "log-tool-use.sh", "user_prompt_context.py"):
         shutil.copy2(SCRIPTS / name, hooks_dir / name)
     home = tmp_path / "home"
+    # log-tool-use.sh appends to .claude/tool-log.jsonl, a control file: after the model's Bash call hooks run in
+    # the sandbox (docs/security.md), where .claude/ is read-only, so this user runs them as configured
+    write(home / "bearagent", "config.yaml", "sandbox: {hooks_after_writes: unconfined}\n")
     _trusted(root, home)
     with open_workspace(root, env=isolated_env(home), plugins=PluginHost()) as ws:
         result = ws.run_sync("clean up please")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import yaml
 from tests.security.test_sandbox import run_bash
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
 
@@ -505,6 +506,64 @@ def test_a_repository_deep_in_an_ignored_tree_is_never_added_by_git(
     git(ws, "add", "-A", check=False)
     assert_git_runs_nothing(ws, marker, "commit", "-qm", "user")
     assert "160000" not in git(ws, "ls-files", "--stage").stdout  # no gitlink
+
+
+@pytest.mark.parametrize("where", ["node_modules/pkg", *DEEP])
+@pytest.mark.parametrize("unignore", ["user", "model-write"])
+def test_a_repository_planted_in_an_ignored_tree_is_disarmed_before_the_tree_is_unignored(
+    tmp_path: Path, home: Path, marker: Path, where: str, unignore: str
+) -> None:
+    """A plant in an ignored tree is harmless only while the tree stays ignored: the user may vendor it later
+    (`.gitignore` edited), or the model un-ignores it with the Write tool (no sandboxed call ends after that). Then
+    `git add -A` makes it a gitlink and every `git status` runs git inside it. So a repository a call plants in an
+    ignored tree is checked and disarmed too, at any depth (issue 28 item 1)."""
+    ws = repo(tmp_path / "ws")
+    (ws / ".gitignore").write_text("node_modules/\n.venv/\ntarget/\n")
+    git(ws, "add", ".gitignore")
+    git(ws, "commit", "-qm", "ignore")
+    command = NEW_REPO.replace("fresh", where)
+    bash = {
+        "name": "Bash",
+        "arguments": {"command": f"{command} && git -C {where} config core.fsmonitor 'touch {marker}; false'"},
+    }
+    write = {"name": "Write", "arguments": {"file_path": str(ws / ".gitignore"), "content": "# vendored now\n"}}
+    turns = [{"tool_calls": [bash]}, *([{"tool_calls": [write]}] if unignore == "model-write" else []), {"text": "ok"}]
+    scripted_workspace(ws, yaml.safe_dump({"turns": turns}, sort_keys=False), agents=MAIN)
+    (home / "bearagent" / "config.yaml").write_text("permissions: {allow: [Write]}\n")
+    with open_ws(ws, home) as workspace:
+        result = workspace.run_sync("go")
+        assert result.status == "succeeded", result.error
+        results = [
+            json.dumps(e.model_dump(mode="json")["payload"])
+            for e in workspace.events(str(result.run_id))
+            if e.event_type in ("ToolCallCompleted", "ToolCallFailed")
+        ]
+    assert f"a repository at {where}/.git" in results[0], results
+    if unignore == "user":
+        (ws / ".gitignore").write_text("# vendored now\n")
+    assert (ws / ".gitignore").read_text() == "# vendored now\n"
+    git(ws, "add", "-A", check=False)
+    git(ws, "commit", "-qm", "vendor", check=False)
+    assert_git_runs_nothing(ws, marker, "commit", "-qm", "user", "--allow-empty")
+    git(ws / where, "status", check=False)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("where", ["a/b/c/d/e", *DEEP])
+def test_a_repository_planted_deep_in_a_workspace_that_is_no_repository_yet_is_disarmed(
+    tmp_path: Path, home: Path, marker: Path, where: str
+) -> None:
+    """The workspace is no git repository; the user runs `git init && git add -A` after the run. Git lists what it
+    would add against an empty repository of BearAgent's own, so a plant deeper than the walk is found too."""
+    ws = tmp_path / "ws"
+    scripted_workspace(ws, "turns: []\n", agents=MAIN)
+    command = NEW_REPO.replace("fresh", where)
+    results = run_bash(ws, home, [f"{command} && git -C {where} config core.fsmonitor 'touch {marker}; false'"])
+    assert f"a repository at {where}/.git" in str(results[0]), results
+    git(ws, "init", "-q")
+    git(ws, "add", "-A", check=False)
+    git(ws, "commit", "-qm", "first", check=False)
+    assert_git_runs_nothing(ws, marker, "commit", "-qm", "user", "--allow-empty")
 
 
 def test_the_file_tools_cannot_write_a_bare_repository(tmp_path: Path, home: Path, marker: Path) -> None:

@@ -4,6 +4,12 @@ entry has no key in its variable, and cached for a while (`CLAUDE_CODE_API_KEY_H
 The command comes from a workspace settings file, so it is trust surface (`trust/widening.py`): it only ever runs in
 a run of a trusted workspace, never at load time, nor for `doctor` or a listing. Its output is a secret: it is never
 logged, and a failure names the command, its exit status and the first line of its stderr, never its stdout.
+
+What it runs in the workspace (`./key.sh`, a file it sources, a module it imports: `trust.reach`) is pinned at its
+first run in the process (just after the trust check) and compared before each later run: the model may rewrite
+those files during a session, and the helper runs with the user's rights, its output sent as the key. After a
+change it is not run (issue 28, items 3 and 6); a new process asks for trust again, as the trust item fingerprints
+the same files.
 """
 
 from __future__ import annotations
@@ -14,8 +20,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+
+if TYPE_CHECKING:
+    from bearagent.trust.reach import CodePins
 
 TTL_VARIABLE = "CLAUDE_CODE_API_KEY_HELPER_TTL_MS"
 DEFAULT_TTL_MS = 300_000
@@ -23,6 +33,7 @@ HELPER_TIMEOUT_S = 30.0
 MAX_KEY_CHARS = 4_096
 
 _cache: dict[tuple[str, str], tuple[str, float]] = {}
+_pins: dict[tuple[str, str], CodePins] = {}
 _lock = threading.Lock()
 
 
@@ -46,9 +57,35 @@ class KeyHelper:
             cached = _cache.get(slot)
             if cached is not None and cached[1] > now:
                 return cached[0]
+            self._check_code(slot, cwd, env)
             value = self._run(cwd, env)
             _cache[slot] = (value, now + self.ttl_s(env))
             return value
+
+    def _check_code(self, slot: tuple[str, str], cwd: Path, env: Mapping[str, str]) -> None:
+        """Pin what the command reaches in the workspace at its first run; refuse a later run after a change."""
+        from bearagent.trust.collector import split_command
+        from bearagent.trust.reach import CodePins
+
+        words = split_command(self.command)
+        pins = _pins.get(slot)
+        if pins is None:
+            pins = _pins[slot] = CodePins(cwd, dict(env))
+            pins.pin(words)
+            return
+        changed = pins.changed(words)
+        if changed is not None:
+            raise BearAgentError(
+                ErrorInfo.of(
+                    "configuration",
+                    "api_key_helper_code_changed",
+                    f"apiKeyHelper {self.command!r} ({self.source}) was not run: {changed} (which it runs or "
+                    "reaches) changed since its first run in this process, perhaps written by the model, and it "
+                    "runs with your rights and its output is sent as your key",
+                ),
+                hint="review the change, then start BearAgent again (the workspace asks for trust again); or point "
+                "apiKeyHelper at a command outside the workspace",
+            )
 
     def _fail(self, what: str) -> BearAgentError:
         return BearAgentError(
@@ -92,3 +129,4 @@ def forget_cached_keys() -> None:
     """Drop every cached key (tests; a 401 could call it)."""
     with _lock:
         _cache.clear()
+        _pins.clear()

@@ -446,7 +446,9 @@ def _status_command(runtime: WorkspaceRuntime) -> StatusCommand | None:
         admission.check_trust(runtime.loaded)
     except BearAgentError:
         return None
-    return StatusCommand(helper[0], runtime.loaded.root, runtime.loaded.child_env())
+    return StatusCommand(
+        helper[0], runtime.loaded.root, runtime.loaded.child_env(), sandbox=runtime.loaded.config.sandbox
+    )
 
 
 class _NoticePrinter(NullObserver):

@@ -5,6 +5,10 @@ Claude Code gives it on stdin (`session_id`, `transcript_path`, `cwd`, `model`, 
 It comes from a workspace settings file, so it is trust surface: it runs only when the workspace is trusted (checked
 when the session starts; an untrusted workspace keeps BearAgent's own line). It is bounded: 5 seconds, its first line,
 200 visible characters, no terminal; a command that fails or prints nothing leaves BearAgent's own line.
+
+Like a command hook (issue 28, item 3; `hooks/after_writes.py`), it runs in the sandbox once the session's model
+may have written (a script it runs, `./statusline.py`, may now be the model's), unless the user's config says
+`sandbox: {hooks_after_writes: unconfined}`; when the sandbox cannot start it is not run (BearAgent's own line).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from pathlib import Path
 
 from bearagent.cli.safe_text import visible
 from bearagent.domain._base import JsonValue
+from bearagent.rewind.written import first_write
+from bearagent.sandbox.settings import SandboxSettings
 
 STATUS_TIMEOUT_S = 5.0
 MAX_STATUS_CHARS = 200
@@ -27,14 +33,35 @@ class StatusCommand:
     command: str
     root: Path
     env: Mapping[str, str]
+    sandbox: SandboxSettings | None = None
+    """The merged sandbox settings (None: the defaults)."""
 
     def line(self, payload: Mapping[str, JsonValue]) -> str | None:
         """The command's first line for `payload`, made safe to print; None when it failed or printed nothing."""
+        from bearagent.sandbox.launch import SandboxUnavailableError, ShellLaunch, confined_launch
+
+        argv, env = ["/bin/sh", "-c", self.command], dict(self.env)
+        sandbox = self.sandbox or SandboxSettings()
+        launch: ShellLaunch | None = None
+        session = payload.get("session_id")
+        if sandbox.hooks_after_writes != "unconfined" and first_write(self.root, session or None) is not None:
+            try:
+                launch = confined_launch(argv, sandbox, env, self.root)
+            except (SandboxUnavailableError, OSError):
+                return None  # never unconfined after the model's writes
+            argv, env = list(launch.argv), dict(launch.env)
+        try:
+            return self._run(argv, env, payload)
+        finally:
+            if launch is not None:
+                launch.finish()
+
+    def _run(self, argv: list[str], env: dict[str, str], payload: Mapping[str, JsonValue]) -> str | None:
         try:
             done = subprocess.run(
-                ["/bin/sh", "-c", self.command],
+                argv,
                 cwd=self.root,
-                env=dict(self.env),
+                env=env,
                 input=json.dumps(payload).encode(),
                 capture_output=True,
                 timeout=STATUS_TIMEOUT_S,

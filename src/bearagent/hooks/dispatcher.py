@@ -46,7 +46,7 @@ from bearagent.hooks.outcome import (
     resolve,
     rewake_text,
 )
-from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerResult, JsonDict, bound_text
+from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerFailure, HandlerResult, JsonDict, bound_text
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import STOP_BLOCK_CAP
 
@@ -218,6 +218,7 @@ class HookDispatcher:
             sandbox=settings.sandbox,
             mcp=self._mcp_caller or current_mcp_caller.get(),
             trace=of_call(settings.trace_context, run_id, fields.get("tool_use_id")),
+            session_id=settings.session_id,
         )
         waited = [item for item in selected if not item.spec.run_async]
         for item in selected:
@@ -258,6 +259,11 @@ class HookDispatcher:
         started = time.monotonic()
         refused = await asyncio.to_thread(code_changed, self._pins, spec, self.settings.workspace_root)
         result = refused or await run_handler(spec, event, hook_input, ctx)
+        if isinstance(result, HandlerFailure) and result.kind == "sandbox_unavailable":
+            from bearagent.runtime.run_context import current_run
+
+            if (run := current_run.get()) is not None:  # fail closed, and say so where the user looks
+                run.observer.notice(run.recorder.run_id, f"{event} hook.sandbox_unavailable: {result.message}")
         return result, int((time.monotonic() - started) * 1000)
 
     # ---- async handlers ----------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ the dispatcher resolves with the handler's `on_failure`.
 - `command`: `command` + `args` is the exec form (no shell); `command` alone runs under `/bin/sh -c`. cwd is the
   workspace root, stdin is the JSON, no controlling terminal (own session and process group), env adds
   `BEARAGENT_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`. A timeout kills the whole process group. With `sandbox.hooks:
-  true` (`RunnerContext.sandbox`) it runs in the Bash sandbox (same environment); when the sandbox cannot start,
-  the handler fails (`sandbox_unavailable`) and is never run unconfined.
+  true` (`RunnerContext.sandbox`), and after the session's first call that may write (`hooks/after_writes.py`), it
+  runs in the Bash sandbox (same environment); when the sandbox cannot start, the handler fails
+  (`sandbox_unavailable`) and is never run unconfined.
 - `http`: POST the JSON; `${VAR}` in `url` and `headers` expand from the environment; a 2xx JSON object is the
   output, an empty 2xx body is a plain success; anything else is a failure.
 - `prompt` / `agent`: an injected model judge (or read-only subagent) answers `{ok, reason}`; `ok: false` blocks.
@@ -34,6 +35,7 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.specs import HookHandlerSpec
 from bearagent.domain.trace_context import environment
+from bearagent.hooks.after_writes import Confinement, confinement, own_scripts
 from bearagent.hooks.mcp_tool import McpCaller, run_mcp_tool
 from bearagent.hooks.protocol import (
     HandlerFailure,
@@ -81,6 +83,8 @@ class RunnerContext:
     """Calls a tool of a configured MCP server (`mcp_tool` handlers); None: no MCP connections are open."""
     trace: Mapping[str, str] = field(default_factory=dict[str, str])
     """The W3C trace context to send (`traceparent`...): http headers, command environment; empty: none."""
+    session_id: str | None = None
+    """The session whose hooks these are: after its first call that may write, command hooks run confined."""
 
 
 def describe_handler(spec: HookHandlerSpec) -> str:
@@ -189,13 +193,16 @@ async def _settle(waiter: asyncio.Future[int], readers: Sequence[asyncio.Future[
     await asyncio.wait([waiter, *readers], timeout=EXIT_GRACE_S * 2)
 
 
-def _sandboxed(argv: list[str], env: dict[str, str], ctx: RunnerContext) -> ShellLaunch | HandlerFailure:
-    """`argv` wrapped in the sandbox (`sandbox.hooks: true`), or the failure that keeps it from running at all."""
+def _sandboxed(
+    argv: list[str], env: dict[str, str], ctx: RunnerContext, why: Confinement
+) -> ShellLaunch | HandlerFailure:
+    """`argv` wrapped in the sandbox (`sandbox.hooks: true`, or after the model's writes), or the failure that
+    keeps it from running at all."""
     import shutil
 
-    from bearagent.sandbox.launch import SandboxUnavailableError, confined_launch, unavailable_message
+    from bearagent.sandbox.launch import SandboxUnavailableError, confined_launch
+    from bearagent.sandbox.settings import SandboxSettings
 
-    assert ctx.sandbox is not None
     program = argv[0]
     found = os.path.isfile(program) if "/" in program else shutil.which(program, path=env.get("PATH")) is not None
     if not found:  # checked here: inside the sandbox a missing program is only an exit status
@@ -203,9 +210,10 @@ def _sandboxed(argv: list[str], env: dict[str, str], ctx: RunnerContext) -> Shel
     if not os.access(program, os.X_OK) and "/" in program:
         return HandlerFailure("missing_executable", f"{program!r} is not executable (chmod +x it)")
     try:
-        return confined_launch(argv, ctx.sandbox, env, ctx.workspace_root)
+        own = own_scripts(argv, ctx.workspace_root)
+        return confined_launch(argv, ctx.sandbox or SandboxSettings(), env, ctx.workspace_root, readable=own)
     except SandboxUnavailableError as exc:
-        return HandlerFailure("sandbox_unavailable", unavailable_message("the command hook", "hooks", exc.status))
+        return HandlerFailure("sandbox_unavailable", why.unavailable(exc.status))
     except OSError as exc:
         return HandlerFailure("sandbox_unavailable", f"could not prepare the sandbox: {exc.strerror or exc}")
 
@@ -214,8 +222,9 @@ async def run_command(spec: HookHandlerSpec, event: str, hook_input: JsonDict, c
     argv = command_argv(spec, ctx.workspace_root)
     env = command_env(ctx)
     launch: ShellLaunch | None = None
-    if ctx.sandbox is not None and ctx.sandbox.hooks:
-        confined = _sandboxed(argv, env, ctx)
+    why = await asyncio.to_thread(confinement, ctx.sandbox, ctx.workspace_root, ctx.session_id)
+    if why is not None:
+        confined = _sandboxed(argv, env, ctx, why)
         if isinstance(confined, HandlerFailure):
             return confined
         launch = confined

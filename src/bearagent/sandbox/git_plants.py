@@ -14,9 +14,11 @@ which makes it no repository for git, and the call's result says so. The model's
 
 Bounded: at most `MAX_WALK_DIRS` directories are walked (the generated trees `git_paths` skips after the rest, to
 `SKIPPED_TREE_DEPTH` levels), a config is read up to `MAX_CONFIG_BYTES`; a config larger than that is not inert.
-Deeper than that, git itself says which nested repositories it would add (`_git_would_add`: untracked and not
-ignored, at any depth), so a repository planted deep in a `node_modules` or `.venv` that git does not ignore is
-checked too; one in an ignored tree is never added by `git add -A`.
+Deeper than that, git itself lists the nested repositories below the workspace (`_git_would_add`: untracked, at
+any depth, **ignored ones too**), so a repository planted deep in a `node_modules` or `.venv` is checked whether or
+not git ignores that tree: an ignored tree is harmless only until it is un-ignored (the user vendors it and edits
+`.gitignore`, or the model rewrites `.gitignore` with the Write tool, after which no sandboxed call ends), and then
+the user's `git add -A` would make the plant a gitlink.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import contextlib
 import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,46 +150,63 @@ def _walk(root: Path) -> list[Path]:
     return found
 
 
-MAX_GIT_LISTING_BYTES = 16 << 20
+MAX_GIT_LISTING_BYTES = 512 << 20
+"""How much of git's listing of untracked files is read (streamed, only the directories kept): some 8 million
+paths."""
+
+
+def _untracked_directories(root: Path, env: dict[str, str]) -> tuple[list[bytes], int | None]:
+    """`git ls-files --others -z` in `root`: the directory records (`path/`, a nested repository) and git's exit
+    status (None when the listing was cut at `MAX_GIT_LISTING_BYTES`)."""
+    proc = subprocess.Popen(
+        ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "ls-files", "--others", "-z"],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", **env},
+    )
+    records: list[bytes] = []
+    total = 0
+    try:
+        assert proc.stdout is not None
+        rest = b""
+        while total < MAX_GIT_LISTING_BYTES and (chunk := proc.stdout.read(1 << 20)):
+            total += len(chunk)
+            *done, rest = (rest + chunk).split(b"\0")
+            records += [r for r in done if r.endswith(b"/")]  # a file is never a repository: dropped at once
+    finally:
+        proc.kill()
+        proc.wait(timeout=20)
+    return records, (None if total >= MAX_GIT_LISTING_BYTES else proc.returncode)
+
+
+NOT_A_REPOSITORY = 128
+"""git's exit status when the directory is in no repository."""
 
 
 def _git_would_add(root: Path) -> list[Path]:
-    """The nested repositories git itself sees below `root` as untracked and not ignored (what `git add -A` would
-    make gitlinks), at any depth, in the generated trees too: `git ls-files --others --exclude-standard` lists each
-    as `path/`. Empty when `root` is in no repository. The workspace's own config is read-only in the sandbox and
-    fsmonitor is off, so this runs nothing; its listing is read up to `MAX_GIT_LISTING_BYTES`."""
+    """The nested repositories git itself sees below `root` as untracked, ignored or not (what `git add -A` makes
+    gitlinks, now or once `.gitignore` changes), at any depth, in the generated trees too: `git ls-files --others`
+    without excludes lists each as `path/`. When `root` is in no repository, git lists it against an empty
+    repository of its own (what a later `git init && git add -A` would add). The workspace's own config is
+    read-only in the sandbox and fsmonitor is off, so this runs nothing; the listing is streamed, up to
+    `MAX_GIT_LISTING_BYTES`."""
     out: list[Path] = []
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        proc = subprocess.Popen(
-            [
-                "git",
-                "-c",
-                "core.fsmonitor=false",
-                "-c",
-                "core.untrackedCache=false",
-                "ls-files",
-                "--others",
-                "--exclude-standard",
-                "-z",
-            ],
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
-        )
-        try:
-            assert proc.stdout is not None
-            listing = proc.stdout.read(MAX_GIT_LISTING_BYTES)
-        finally:
-            proc.kill()
-            proc.wait(timeout=20)
-        records = listing.split(b"\0")
-        if len(listing) >= MAX_GIT_LISTING_BYTES:
-            records = records[:-1]  # cut: the last record may be partial
+        records, status = _untracked_directories(root, {})
+        if status == NOT_A_REPOSITORY and not records:
+            with tempfile.TemporaryDirectory(prefix="bearagent-git-") as empty:
+                subprocess.run(
+                    ["git", "init", "-q", "--bare", empty],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=20,
+                    check=True,
+                    env={**os.environ, "GIT_TEMPLATE_DIR": ""},
+                )
+                records, _ = _untracked_directories(root, {"GIT_DIR": empty, "GIT_WORK_TREE": str(root)})
         for record in records:
-            if not record.endswith(b"/"):
-                continue
             directory = root / os.fsdecode(record.rstrip(b"/"))
             if ".." in Path(os.fsdecode(record)).parts:
                 continue

@@ -122,18 +122,27 @@ def opt_in_settings(settings: SandboxSettings) -> SandboxSettings:
 
 
 def confined_launch(
-    argv: Sequence[str], settings: SandboxSettings, env: Mapping[str, str], root: Path, *, cwd: Path | None = None
+    argv: Sequence[str],
+    settings: SandboxSettings,
+    env: Mapping[str, str],
+    root: Path,
+    *,
+    cwd: Path | None = None,
+    readable: Sequence[str] = (),
 ) -> ShellLaunch:
     """Run `argv` in the same confinement as a Bash call in `root` (mode, network, hidden paths from `settings`),
     but with the caller's environment `env` as is plus the sandbox's own variables (TMPDIR, BEARAGENT_SANDBOX, the
     private caches): hooks and MCP servers are trusted code, the opt-in is about files and network. `cwd` is where
-    the command starts (default `root`). Raises `SandboxUnavailableError` when the sandbox cannot start: an
-    opted-in command never runs unconfined. The caller calls `finish()` once the command is over."""
+    the command starts (default `root`); `readable` are files that stay readable in a hidden home (a user's hook
+    script). Raises `SandboxUnavailableError` when the sandbox cannot start: an opted-in command never runs
+    unconfined. The caller calls `finish()` once the command is over."""
     settings = opt_in_settings(settings)
     status = probe(settings)
     if not status.active or status.program is None:
         raise SandboxUnavailableError(status)
     request = build_request(settings, env)
+    if readable:
+        request = dataclasses.replace(request, readable=tuple(dict.fromkeys((*request.readable, *readable))))
     try:
         prepared = BwrapBackend(status.program).prepare(argv, request, root, cwd=cwd)
     except ProcessLimitUnenforceableError as exc:

@@ -16,6 +16,8 @@ sandbox:
   home: hidden                      # visible (user config only): the home readable but for the credential stores
   unix_sockets: deny                # allow (user config only): commands may make Unix sockets
   pin_hook_code: true               # false (user config only): do not re-check a command hook's code before each run
+  hooks_after_writes: sandbox       # unconfined (user config only): after the model's first writing call of a
+                                    # session, command hooks run as configured instead of in the sandbox
 shell_env:
   inherit: core                     # core (default) | all | none
   include: [NODE_OPTIONS, "AWS_*"]  # more variables (glob patterns) to pass, even secret-looking ones
@@ -82,11 +84,22 @@ SANDBOX_KEYS = (
     "pin_hook_code",
     "home",
     "unix_sockets",
+    "hooks_after_writes",
 )
 SHELL_ENV_KEYS = ("inherit", "include", "exclude", "set")
-USER_ONLY_SANDBOX_KEYS = ("bwrap_path", "git", "credentials", "limits", "pin_hook_code", "home", "unix_sockets")
+USER_ONLY_SANDBOX_KEYS = (
+    "bwrap_path",
+    "git",
+    "credentials",
+    "limits",
+    "pin_hook_code",
+    "home",
+    "unix_sockets",
+    "hooks_after_writes",
+)
 HOME_MODES = ("hidden", "visible")
 UNIX_SOCKET_MODES = ("deny", "allow")
+AFTER_WRITES_MODES = ("sandbox", "unconfined")
 """Keys a workspace file may not set: a workspace that picked the sandbox binary could pick one that confines
 nothing; `git: writable` and the limits loosen; `credentials` is the user's own list (a workspace adds paths with
 `hide`)."""
@@ -168,6 +181,10 @@ class SandboxSettings(DomainModel):
     pin_hook_code: bool = True
     """Re-check the workspace files a command hook reaches right before each execution and refuse to run it when
     one changed since the run started (`trust.reach.CodePins`); `false` only from the user config."""
+    hooks_after_writes: Literal["sandbox", "unconfined"] = "sandbox"
+    """`sandbox`: once a call that may write has run in a session (`rewind.written`), its command hooks run in the
+    sandbox (`hooks.after_writes`), and are refused when it cannot start; `unconfined` (user config only): they run
+    as configured (unconfined unless `hooks: true`)."""
     credentials: tuple[str, ...] = ()
     """More credential stores to hide (user config only), on top of `request.HIDDEN_IN_HOME`."""
     limits: SandboxLimits = Field(default_factory=lambda: SandboxLimits())
@@ -278,6 +295,13 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 out["home"] = item
             else:
                 problems.append(Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(HOME_MODES)}"))
+        elif name == "hooks_after_writes":
+            if item in AFTER_WRITES_MODES:
+                out["hooks_after_writes"] = item
+            else:
+                problems.append(
+                    Problem(where, f"{item!r} is not valid", f"use one of: {', '.join(AFTER_WRITES_MODES)}")
+                )
         elif name == "unix_sockets":
             if item in UNIX_SOCKET_MODES:
                 out["unix_sockets"] = item
@@ -423,6 +447,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
     pin_hook_code = True
     home: Literal["hidden", "visible"] = "hidden"
     unix_sockets: Literal["deny", "allow"] = "deny"
+    after_writes: Literal["sandbox", "unconfined"] = "sandbox"
     flags = {"hooks": False, "mcp": False}
     user_flags = {"hooks": False, "mcp": False}
     for level, s in layers:
@@ -448,6 +473,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
             pin_hook_code = bool(s.get("pin_hook_code", pin_hook_code))
             home = cast(Literal["hidden", "visible"], s.get("home", home))
             unix_sockets = cast(Literal["deny", "allow"], s.get("unix_sockets", unix_sockets))
+            after_writes = cast(Literal["sandbox", "unconfined"], s.get("hooks_after_writes", after_writes))
             if "limits" in s:
                 limits = limits.model_copy(update=cast(dict[str, object], s["limits"]))
         for flag in ("hooks", "mcp"):
@@ -470,6 +496,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
         pin_hook_code=pin_hook_code,
         home=home,
         unix_sockets=unix_sockets,
+        hooks_after_writes=after_writes,
     )
 
 

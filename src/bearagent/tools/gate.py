@@ -30,6 +30,8 @@ from bearagent.ports import (
 from bearagent.ports import AskAnswer as AskAnswer
 from bearagent.ports import Asker as Asker
 from bearagent.ports import AskRequest as AskRequest
+from bearagent.rewind.written import counts_as_write
+from bearagent.rewind.written import mark as mark_written
 from bearagent.tools.permissions import PermissionRule, RuleError
 from bearagent.tools.policy import PolicyDecision, ToolPolicy, permission_config_line
 from bearagent.tools.spill import spill
@@ -152,6 +154,8 @@ class ToolGate:
             hidden = self.policy.rules.hidden_paths(spec.name)
             if hidden:
                 context = dataclasses.replace(context, settings={**context.settings, HIDDEN_PATHS_SETTING: hidden})
+        if counts_as_write(spec.side_effect):  # from here on the session's command hooks run confined
+            mark_written(context.workspace_root, context.session_id, spec.name, request.tool_call_id)
         try:
             async with asyncio.timeout(spec.timeout_ms / 1000):
                 result = await tool.execute(arguments, context)

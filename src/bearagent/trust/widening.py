@@ -15,7 +15,15 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.permission_modes import DEFAULT_PERMISSION_MODE
 from bearagent.domain.permission_modes import mode_looseness as mode_looseness
 from bearagent.domain.specs import AgentSpec, ModelEntry
-from bearagent.trust.collector import Collector, key_line, line_containing, line_in, nested_line, read_text
+from bearagent.trust.collector import (
+    Collector,
+    key_line,
+    line_containing,
+    line_in,
+    nested_line,
+    read_text,
+    split_command,
+)
 from bearagent.trust.runs import hook_group
 
 OFFICIAL_ENDPOINTS: Mapping[str, tuple[str, ...]] = {
@@ -161,7 +169,7 @@ def config_file(c: Collector, cf: ConfigFileLike, *, ceiling_set: bool) -> None:
             "hook",
             f"statusLine {file}",
             f"statusLine runs {status!r} to draw the session's status line",
-            status,
+            {"command": status, "files": cast(JsonValue, c.files_run_by(split_command(status), "statusLine"))},
             file=file,
             line=key_line(text, "statusLine"),
         )
@@ -171,7 +179,7 @@ def config_file(c: Collector, cf: ConfigFileLike, *, ceiling_set: bool) -> None:
             "model",
             f"apiKeyHelper {file}",
             f"apiKeyHelper runs {helper!r} to get the Anthropic API key",
-            helper,
+            {"command": helper, "files": cast(JsonValue, c.files_run_by(split_command(helper), "apiKeyHelper"))},
             file=file,
             line=key_line(text, "apiKeyHelper"),
         )

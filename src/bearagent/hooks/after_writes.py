@@ -1,0 +1,93 @@
+"""Where a command hook runs once the model may have written (issue 28, item 3).
+
+A trusted hook runs workspace code: a script it names, a `node_modules/.bin` tool, a `.venv` program, a formatter
+that loads plugins a JSON file names. The pins (`hooks/code_pins.py`) refuse a hook whose named code changed, but
+cannot follow what a program loads from data at run time. So after the first call of the session that may write
+(`rewind.written`: Bash in or out of the sandbox, Write, Edit, an MCP tool, a subagent's calls), every command hook
+of the session runs in the sandbox, whatever the model put into the files it runs: it writes only the workspace,
+reaches no network and no host socket, sees no credential. When the sandbox cannot start (no bubblewrap, a refused
+process limit), the hook is not run (`hook.sandbox_unavailable`): never unconfined. The opt-out is the user's own
+`sandbox: {hooks_after_writes: unconfined}` (a workspace cannot set it); `sandbox: {hooks: true}` confines every
+hook from the first one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bearagent.rewind.written import first_write
+
+if TYPE_CHECKING:
+    from bearagent.sandbox.probe import SandboxStatus
+    from bearagent.sandbox.settings import SandboxSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """Why a command hook runs in the sandbox: `sandbox.hooks: true`, or the session's first writing call."""
+
+    opted_in: bool
+    after: str | None = None
+    """The call after which hooks are confined (`the model's Bash call c1`); None when `opted_in`."""
+
+    def unavailable(self, status: SandboxStatus) -> str:
+        """The failure text when the sandbox cannot start: the hook was not run."""
+        if self.opted_in:
+            from bearagent.sandbox.launch import unavailable_message
+
+            return unavailable_message("the command hook", "hooks", status)
+        return (
+            f"the command hook was not run: {self.after} may have written files this hook runs or loads, so from "
+            f"then on the session's hooks run in the sandbox, and the sandbox cannot start ({status.reason}). To "
+            "fix: install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`), or set `sandbox: "
+            "{hooks_after_writes: unconfined}` in your user config to run hooks unconfined after the model's writes"
+        )
+
+
+def confinement(sandbox: SandboxSettings | None, root: Path, session_id: str | None) -> Confinement | None:
+    """Whether this session's command hook runs in the sandbox now, and why; None: it runs as configured."""
+    if sandbox is not None and sandbox.hooks:
+        return Confinement(opted_in=True)
+    if sandbox is not None and sandbox.hooks_after_writes == "unconfined":
+        return None
+    first = first_write(root, session_id)
+    if first is None:
+        return None
+    return Confinement(opted_in=False, after=first.describe())
+
+
+_INTERPRETER = re.compile(r"^(sh|bash|dash|zsh|ksh|python[0-9.]*|node|bun|deno|ruby|perl|php|tsx|ts-node)$")
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php")
+
+
+def own_scripts(argv: Sequence[str], root: Path) -> tuple[str, ...]:
+    """The hook's own script when it lies outside the workspace (`~/.claude/hooks/fmt.sh`, a plugin's script under
+    the user's BearAgent directory): the program, or the script an interpreter runs. In the sandbox the home is
+    hidden, so it stays readable there, and nothing else of the hidden home does. Only a file that is a script (by
+    its suffix or its execute bit) counts, so a hook that names a key file does not expose it."""
+    words = list(argv)
+    if len(words) == 3 and words[1] == "-c" and os.path.basename(words[0]) == "sh":
+        try:
+            words = shlex.split(words[2])
+        except ValueError:
+            return ()
+    while words and "=" in words[0] and not words[0].startswith(("/", "~", ".")):
+        words = words[1:]  # `CLAUDE_PLUGIN_ROOT=... CLAUDE_PLUGIN_DATA=... cmd`
+    candidates = words[:1]
+    if words and _INTERPRETER.match(os.path.basename(words[0])) and len(words) > 1:
+        candidates.append(next((w for w in words[1:] if not w.startswith("-")), ""))
+    out: list[str] = []
+    workspace = os.path.realpath(root)
+    for word in candidates:
+        path = os.path.realpath(os.path.expanduser(word)) if word.startswith(("/", "~")) else ""
+        if not path or path == workspace or path.startswith(workspace + os.sep) or not os.path.isfile(path):
+            continue
+        if path.endswith(_SCRIPT_SUFFIXES) or os.access(path, os.X_OK):
+            out.append(path)
+    return tuple(out)
