@@ -79,6 +79,8 @@ class AgentPlan:
     """The model entry's `context_window` (None: discovered from the server, else the default of the name)."""
     compaction: CompactionPlan | None = None
     """None: the history is never compacted (a plan built without one, e.g. a hook judge's)."""
+    taken_by_run: tuple[str, ...] = ()
+    """Tools the run's caller took away by name (`run --disallowed-tools Bash`): a call of one names that flag."""
 
     @property
     def descriptors(self) -> tuple[ToolDescriptor, ...]:

@@ -193,6 +193,7 @@ class AgentPlans:
                     unsandboxed_reason=elsewhere if isinstance(elsewhere, str) else shell.unconfined_reason(),
                     workspace_kind=config.kind,
                     execution_policy=config.execution_policy,
+                    run_deny=choices.disallowed_tools,
                 ),
                 parent_tools=parent_tools,
                 interceptor=interceptor,
