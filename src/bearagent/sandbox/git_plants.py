@@ -24,11 +24,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from bearagent.sandbox.git_paths import SKIP_WALK
+from bearagent.sandbox.git_run import git_run
 
 MAX_WALK_DIRS = 40_000
 MAX_CONFIG_BYTES = 64 * 1024
@@ -156,42 +156,26 @@ def _git_would_add(root: Path) -> list[Path]:
     as `path/`. Empty when `root` is in no repository. The workspace's own config is read-only in the sandbox and
     fsmonitor is off, so this runs nothing; its listing is read up to `MAX_GIT_LISTING_BYTES`."""
     out: list[Path] = []
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        proc = subprocess.Popen(
-            [
-                "git",
-                "-c",
-                "core.fsmonitor=false",
-                "-c",
-                "core.untrackedCache=false",
-                "ls-files",
-                "--others",
-                "--exclude-standard",
-                "-z",
-            ],
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
-        )
-        try:
-            assert proc.stdout is not None
-            listing = proc.stdout.read(MAX_GIT_LISTING_BYTES)
-        finally:
-            proc.kill()
-            proc.wait(timeout=20)
-        records = listing.split(b"\0")
-        if len(listing) >= MAX_GIT_LISTING_BYTES:
-            records = records[:-1]  # cut: the last record may be partial
-        for record in records:
-            if not record.endswith(b"/"):
-                continue
-            directory = root / os.fsdecode(record.rstrip(b"/"))
-            if ".." in Path(os.fsdecode(record)).parts:
-                continue
-            if os.path.lexists(directory / ".git"):
-                out.append(directory / ".git")
+    # the hardened runner (sandbox/git_run.py): fsmonitor off, no system config, bounded
+    done = git_run(
+        ["ls-files", "--others", "--exclude-standard", "-z"],
+        cwd=root,
+        timeout_s=20,
+        max_bytes=MAX_GIT_LISTING_BYTES,
+        check_local_config=False,  # lists the work tree only: no filter or hook runs
+    )
+    listing = done.stdout if done.ok or done.truncated else b""
+    records = listing.split(b"\0")
+    if done.truncated:
+        records = records[:-1]  # cut: the last record may be partial
+    for record in records:
+        if not record.endswith(b"/"):
+            continue
+        directory = root / os.fsdecode(record.rstrip(b"/"))
+        if ".." in Path(os.fsdecode(record)).parts:
+            continue
+        if os.path.lexists(directory / ".git"):
+            out.append(directory / ".git")
     return out
 
 

@@ -130,6 +130,8 @@ class PlanInputs:
     """`(name, instructions)` of the output style in force: added like `instructions`, for a top-level primary."""
     skill_catalog: str | None = None
     unavailable_servers: Sequence[str] = ()
+    git_lines: Sequence[str] = ()
+    """The workspace repository's git facts (`sandbox/git_context.py`), for a top-level primary agent."""
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
     context: ContextBuilder = field(default_factory=ContextBuilder)
     max_output_continuations: int = 3
@@ -191,6 +193,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         system_reminder=agent.system_reminder,
         additional_directories=additional_directories(inputs.tool_settings),
         unavailable_servers=list(inputs.unavailable_servers),
+        git_lines=tuple(inputs.git_lines) if agent.is_primary and inputs.depth == 0 else (),
     )
     system_prompt = inputs.context.system_prompt(parts)
     if inputs.choices.append_system_prompt and inputs.choices.append_system_prompt.strip():
