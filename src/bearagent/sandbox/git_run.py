@@ -81,16 +81,16 @@ LOCAL_HAZARDS = re.compile(
     r"^(filter\..+\.(clean|smudge|process)"
     r"|diff\..+\.(command|textconv)"
     r"|merge\..+\.driver"
-    r"|core\.(sshcommand|gitproxy|askpass|alternaterefscommand|editor)"
+    r"|core\.editor"
     r"|gpg(\..+)?\.program"
-    r"|credential(\..+)?\.helper"
     r"|uploadpack\.packobjectshook"
-    r"|remote\..+\.(uploadpack|receivepack)"
     r"|sequence\.editor"
     r"|interactive\.difffilter)$",
     re.IGNORECASE,
 )
-"""Keys of a repository's own config that name a program git could run and that `HARDENING` does not switch off."""
+"""Keys of a repository's own config that name a program a local git command could run and that `HARDENING` does not
+switch off. Network-only keys (`core.sshCommand`, credential helpers, ...) are not among them: a local call has
+`protocol.allow=never`, and a clone (`network=True`) reads no repository's config before it exists."""
 
 
 @dataclass(frozen=True, slots=True)
