@@ -58,7 +58,7 @@ def test_the_facts_of_a_repository_are_its_branch_status_and_recent_commits(tmp_
     assert any(line.endswith("f0.txt") and line.startswith(" M") for line in facts.status)
     assert len(facts.commits) == MAX_COMMITS and facts.commits[0].endswith(f"commit number {MAX_COMMITS + 2}")
     text = "\n".join(facts.section_lines())
-    assert "Git branch: trunk" in text and "and 9 more" in text and "\x1b" not in text
+    assert "Git branch: trunk" in text and "39 changed, 30 shown, 9 more left out" in text and "\x1b" not in text
 
 
 def test_no_repository_no_facts(tmp_path: Path) -> None:

@@ -34,10 +34,10 @@ class GitFacts:
             return [f"Git: not read ({self.refused})"]
         lines = [f"Git branch: {self.branch or '(detached HEAD)'}"]
         if self.status:
-            more = f" (and {self.status_left_out} more)" if self.status_left_out else ""
-            lines.append(
-                f"Git status ({len(self.status) + self.status_left_out} changed{more}): " + "; ".join(self.status)
-            )
+            count = f"{len(self.status) + self.status_left_out} changed"
+            if self.status_left_out:
+                count += f", {len(self.status)} shown, {self.status_left_out} more left out"
+            lines.append(f"Git status ({count}): " + "; ".join(self.status))
         else:
             lines.append("Git status: clean")
         if self.commits:
