@@ -145,3 +145,18 @@ def test_a_runs_system_prompt_carries_the_git_facts(tmp_path: Path) -> None:
     system = _system(request.body)
     assert "# Git (as the run started)" in system and "- Git branch: trunk" in system
     assert "f1.txt" in system and "commit number 1" in system
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a repository another user's needs root")
+def test_a_repository_owned_by_another_user_is_refused_by_git_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _repo(tmp_path / "repo", commits=1)
+    for name in ("HOME", "XDG_CONFIG_HOME"):  # no global safe.directory of this machine's user
+        monkeypatch.setenv(name, str(tmp_path / "empty-home"))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    for path in [root, *root.rglob("*")]:
+        os.lchown(path, 65534, 65534)
+    facts = git_facts(root)
+    assert facts is not None and facts.refused is not None
+    assert "owned by another user" in facts.refused and "safe.directory" in facts.refused
