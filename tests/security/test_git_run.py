@@ -7,7 +7,10 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 import pytest
 from tests.support.fake_openai import Answer, FakeOpenAI
@@ -121,7 +124,6 @@ def test_output_is_bounded_and_a_slow_git_is_stopped(tmp_path: Path) -> None:
 
 
 def test_a_runs_system_prompt_carries_the_git_facts(tmp_path: Path) -> None:
-    from tests.e2e.test_cli_run_choices import _run, _system
     from tests.support.config_ws import isolated_env, load, write
     from tests.support.run_ws import agent_md
 
@@ -139,10 +141,19 @@ def test_a_runs_system_prompt_carries_the_git_facts(tmp_path: Path) -> None:
         write(root, ".bearagent/agents/main.md", agent_md("Main.", "You are main.", mode="primary"))
         env = {**isolated_env(home), "FAKE_KEY": "sk-fake"}
         trust(root, workspace_trust_surface(load(root, home)), env=env)
-        done = _run(root, env, "run", "hi")
+        done = subprocess.run(
+            [sys.executable, "-m", "bearagent", "run", "hi"],
+            cwd=root,
+            env={**env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         (request,) = server.chat_requests()
-    system = _system(request.body)
+    messages = cast(list[Mapping[str, object]], request.body["messages"])
+    system = str(messages[0]["content"])
     assert "# Git (as the run started)" in system and "- Git branch: trunk" in system
     assert "f1.txt" in system and "commit number 1" in system
 
