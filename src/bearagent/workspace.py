@@ -62,6 +62,8 @@ class ProjectInstructions:
     path: Path
     text: str
     imports: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    """The memory files read: `~/.claude/CLAUDE.md`, the project file, `CLAUDE.local.md` (those there)."""
 
 
 @dataclass
@@ -206,12 +208,14 @@ class LoadedWorkspace:
         return any(d.severity == "error" for d in self.diagnostics())
 
 
-def _instructions(root: Path, diags: list[Diagnostic]) -> ProjectInstructions | None:
+def _instructions(root: Path, diags: list[Diagnostic], env: Mapping[str, str]) -> ProjectInstructions | None:
     """AGENTS.md, else CLAUDE.md, with its `@path` imports (`config/instructions.py`), read with the file tools'
     path safety: one that is a symlink out of the workspace (`AGENTS.md -> ~/.ssh/id_rsa`) is an error diagnostic
     and never reaches a model request; so is an import that leaves the workspace."""
-    found = load_instructions(root, diags)
-    return ProjectInstructions(found.path, found.text, found.imports) if found is not None else None
+    found = load_instructions(root, diags, env=env)
+    if found is None:
+        return None
+    return ProjectInstructions(found.path, found.text, found.imports, found.sources)
 
 
 def load_workspace(
@@ -294,7 +298,7 @@ def load_workspace(
         hooks=hooks,
         plugins=host,
         a2a_agents=a2a_agents,
-        instructions=_instructions(ws_root, diags),
+        instructions=_instructions(ws_root, diags, environ),
         load_diagnostics=diags,
         settings_env=files.settings_env(),
         claude_plugins=claude.active,

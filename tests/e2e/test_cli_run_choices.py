@@ -128,12 +128,64 @@ def test_disallowed_tools_and_add_dir_shape_one_run_only(tmp_path: Path) -> None
     (read, write_call) = _tool_results(root, home)
     assert read[0] == "ToolCallCompleted" and "shared secret notes" in read[1]
     assert write_call[0] == "ToolCallFailed"
+    assert "--disallowed-tools" in write_call[1]  # the denial names the flag that caused it: the user's fix
+    # the replay plans the run as it was (its sealed choices): the re-executed Read reaches --add-dir again
+    replayed = _run(root, env, "replay", "last", "--json")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    report = json.loads(replayed.stdout)
+    assert report["ok"] and report["mismatches"] == 0, report
+    assert not any("without the run's own choices" in note for note in report["notes"]), report
     plain = _run(root, env, "run", "go")  # a new run: neither choice carries over
     assert plain.returncode == 0, plain.stderr
     assert (root / "out.txt").read_text() == "written\n"
     later = _tool_results(root, home)[2:]
     assert later[0][0] == "ToolCallFailed" and "shared secret notes" not in later[0][1]
     assert later[1][0] == "ToolCallCompleted"
+
+
+def test_a_denial_by_a_disallowed_tools_rule_names_the_flag_and_a_replay_keeps_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    agents = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
+    script = SCRIPT.format(shared=tmp_path / "ws")
+    root = scripted_workspace(tmp_path / "ws", script, agents=agents, config=CONFIG + "permission_mode: acceptEdits\n")
+    write(root, "notes.txt", "local notes\n")
+    env = isolated_env(home)
+    chosen = _run(root, env, "run", "--disallowed-tools", "Write(out.txt)", "go")
+    assert chosen.returncode == 0, chosen.stderr
+    assert not (root / "out.txt").exists()
+    write_call = _tool_results(root, home)[1]
+    assert write_call[0] == "ToolCallFailed"
+    assert "Write(out.txt)" in write_call[1] and "this run's --disallowed-tools" in write_call[1], write_call
+    assert "run again without that rule in --disallowed-tools" in write_call[1], write_call
+    replayed = _run(root, env, "replay", "last", "--json")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert json.loads(replayed.stdout)["ok"]
+
+
+def test_a_replay_of_a_record_not_sealed_by_you_drops_its_choices_with_a_note(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    write(shared, "notes.txt", "shared secret notes\n")
+    home = tmp_path / "home"
+    agents = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
+    config = CONFIG + "permission_mode: acceptEdits\n"
+    root = scripted_workspace(tmp_path / "ws", SCRIPT.format(shared=shared), agents=agents, config=config)
+    env = isolated_env(home)
+    plain = _run(root, env, "run", "go")
+    assert plain.returncode == 0, plain.stderr
+    assert "shared secret notes" not in _tool_results(root, home)[0][1]
+    db = sqlite3.connect(root / ".bearagent" / "state.db")
+    try:  # a log edited to add a directory to the run's record: its seal no longer verifies
+        row = db.execute("SELECT rowid, payload FROM events WHERE event_type = 'RunCreated'").fetchone()
+        payload = json.loads(row[1])
+        payload["request"]["add_dirs"] = [str(shared)]
+        db.execute("UPDATE events SET payload = ? WHERE rowid = ?", (json.dumps(payload), row[0]))
+        db.commit()
+    finally:
+        db.close()
+    replayed = _run(root, env, "replay", "last", "--json")
+    report = json.loads(replayed.stdout)
+    assert any("without the run's own choices" in note for note in report["notes"]), report
+    assert "shared secret notes" not in replayed.stdout  # the edited record reached nothing
 
 
 WAIT_SCRIPT = """

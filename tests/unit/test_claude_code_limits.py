@@ -104,11 +104,27 @@ def test_command_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None
     assert sorted(unsupported) == ["context"]
 
 
-def test_claude_codes_user_and_local_memory_files_are_not_read(tmp_path: Path) -> None:
+def test_the_user_and_local_memory_files_are_read_and_the_others_are_not(tmp_path: Path) -> None:
     home = tmp_path / "home"
     write(home, ".claude/settings.json", '{"permissions": {"allow": ["Bash"]}}')
     write(home, ".claude/CLAUDE.md", "USER-MEMORY\n")
     write(tmp_path / "ws", "CLAUDE.local.md", "LOCAL-MEMORY\n")
     write(tmp_path / "ws", ".claude/CLAUDE.md", "DOT-CLAUDE-MEMORY\n")
+    write(tmp_path / "ws", "sub/CLAUDE.md", "SUBDIR-MEMORY\n")
     ws = load(tmp_path / "ws", home)
-    assert ws.config.permissions.allow == () and ws.config_files == [] and ws.instructions is None
+    assert ws.config.permissions.allow == () and ws.config_files == []
+    assert ws.instructions is not None
+    assert ws.instructions.sources == ("~/.claude/CLAUDE.md", "CLAUDE.local.md")
+    text = ws.instructions.text
+    assert text.index("USER-MEMORY") < text.index("LOCAL-MEMORY")
+    assert "DOT-CLAUDE-MEMORY" not in text and "SUBDIR-MEMORY" not in text
+
+
+def test_a_local_memory_file_that_leaves_the_workspace_is_never_read(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write(tmp_path, "secret.txt", "SECRET\n")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "CLAUDE.local.md").symlink_to(tmp_path / "secret.txt")
+    ws = load(tmp_path / "ws", home)
+    assert ws.instructions is None
+    assert any("CLAUDE.local.md" in d.message for d in ws.diagnostics() if d.severity == "error")

@@ -111,6 +111,10 @@ export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ["succeeded", "failed
 export interface RunAccepted {
   run_id: string;
   status: string;
+  /** The paths the prompt's `@path` mentions attached (`createRun`), in order. */
+  attached: string[];
+  /** What to tell the user about the mentions (a file cut to its bound, a path sent as text). */
+  notes: string[];
 }
 
 export interface CancelResult {
@@ -239,6 +243,8 @@ export interface RunCreate {
   strategy?: Strategy | undefined;
   /** A tool call that needs approval makes the run wait for an answer over HTTP (default true). */
   wait_approvals?: boolean | undefined;
+  /** Attach the files the prompt's `@path` words name, as `bearagent run` does (default true); false: as typed. */
+  mentions?: boolean | undefined;
 }
 
 // ---- errors ---------------------------------------------------------------------------------------------------
@@ -399,7 +405,8 @@ export class BearAgentClient {
 
   // -- runs --
 
-  /** `POST /v1/sessions/{id}/runs`: `202 {run_id, status}` as soon as the run is recorded; it runs in the background. */
+  /** `POST /v1/sessions/{id}/runs`: `202 {run_id, status, attached, notes}` as soon as the run is recorded; it runs in
+   * the background. */
   async createRun(sessionId: string, run: RunCreate): Promise<RunAccepted> {
     const body: JsonObject = { prompt: run.prompt };
     if (run.agent !== undefined) body["agent"] = run.agent;
@@ -407,6 +414,7 @@ export class BearAgentClient {
     if (run.budgets !== undefined) body["budgets"] = run.budgets;
     if (run.strategy !== undefined) body["strategy"] = run.strategy;
     if (run.wait_approvals !== undefined) body["wait_approvals"] = run.wait_approvals;
+    if (run.mentions !== undefined) body["mentions"] = run.mentions;
     return accepted(await this.#json("POST", `/v1/sessions/${seg(sessionId)}/runs`, { body }));
   }
 
@@ -623,9 +631,11 @@ export class BearAgentClient {
 }
 
 function accepted(body: JsonObject): RunAccepted {
-  const { run_id, status } = body;
+  const { run_id, status, attached, notes } = body;
   if (typeof run_id !== "string") throw shapeError("run accepted", "run_id");
-  return { run_id, status: typeof status === "string" ? status : "running" };
+  const strings = (value: unknown): string[] =>
+    Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+  return { run_id, status: typeof status === "string" ? status : "running", attached: strings(attached), notes: strings(notes) };
 }
 
 function withId<T>(body: JsonObject, key: string, what: string): T {

@@ -100,7 +100,9 @@ describe("a live bearagent serve", { skip: LIVE_SKIP }, () => {
     );
     assert.equal(steps.steps[1]?.name, "Read");
 
-    const second = await client.createRun(session.id, { prompt: "and again" });
+    const second = await client.createRun(session.id, { prompt: "and again with @notes.md" });
+    assert.deepEqual(second.attached, ["notes.md"]); // an @path mention attaches the file, as `bearagent run` does
+    assert.deepEqual(accepted.attached, []);
     assert.equal((await client.waitForRun(second.run_id)).final_text, "second answer");
     const messages = await client.listMessages(session.id);
     assert.equal(messages[0]?.role, "user");

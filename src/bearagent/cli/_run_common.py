@@ -8,25 +8,26 @@ import contextlib
 import signal
 import sys
 import time
-import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
+from bearagent.cli._die import EXIT_USAGE as EXIT_USAGE
+from bearagent.cli._die import die as die
 from bearagent.cli.safe_text import visible
 from bearagent.domain.budgets import BUDGETS
 
 if TYPE_CHECKING:
     from bearagent.domain.errors import BearAgentError
+    from bearagent.service.planner import RunChoices
     from bearagent.service.runner import RunResult, WorkspaceRuntime
 
 F = TypeVar("F", bound=Callable[..., object])
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
-EXIT_USAGE = 2
 EXIT_BUDGET = 3
 EXIT_WAITING = 4
 """The run waits for an approval (`--wait-approvals`): answer it with `bearagent approvals answer`."""
@@ -41,7 +42,90 @@ def budget_options(func: F) -> F:
     return func
 
 
-def collect_budgets(values: dict[str, object]) -> dict[str, int]:
+CHOICE_FLAGS: tuple[tuple[tuple[str, ...], str, bool, str, str], ...] = (
+    (
+        ("--allowed-tools", "--allowedTools"),
+        "allowed_tools",
+        True,
+        "RULES",
+        "permission rules allowed without asking, as Claude Code's --allowedTools: 'Read' 'Bash(git log *)', "
+        "comma- or space-separated, repeatable. Deny rules still win.",
+    ),
+    (
+        ("--disallowed-tools", "--disallowedTools"),
+        "disallowed_tools",
+        True,
+        "RULES",
+        "permission rules denied, as Claude Code's --disallowedTools: 'Bash' 'Edit(src/**)', comma- or "
+        "space-separated, repeatable. A bare tool name takes the tool away.",
+    ),
+    (
+        ("--system-prompt",),
+        "system_prompt",
+        False,
+        "TEXT",
+        "the agent's prompt, instead of its file's (the environment, project instructions and skills stay). "
+        "@FILE reads it from a file.",
+    ),
+    (
+        ("--append-system-prompt",),
+        "append_system_prompt",
+        False,
+        "TEXT",
+        "text appended to the system prompt. @FILE reads it from a file.",
+    ),
+    (
+        ("--add-dir",),
+        "add_dirs",
+        True,
+        "DIR",
+        "a directory besides the workspace the file tools and a sandboxed Bash may use "
+        "(as permissions.additionalDirectories); repeatable.",
+    ),
+)
+"""Claude Code's run flags: (spellings, parameter, repeatable, metavar, help)."""
+
+
+def run_choice_options(*, session: bool = False) -> Callable[[F], F]:
+    """Declare Claude Code's run flags (`CHOICE_FLAGS`) on a command that starts runs: `run` (for that run) and
+    the interactive session (`session=True`: for each of its runs). One declaration, so the commands cannot drift;
+    read the values with `run_choices`."""
+    scope = "For each run of the interactive session: " if session else "For this run: "
+
+    def decorate(func: F) -> F:
+        for spellings, param, repeatable, metavar, text in reversed(CHOICE_FLAGS):
+            func = click.option(
+                *spellings, param, multiple=repeatable, default=None, metavar=metavar, help=scope + text
+            )(func)
+        return func
+
+    return decorate
+
+
+def run_choices(values: Mapping[str, object]) -> tuple[tuple[str, ...], RunChoices]:
+    """The allowed rules and the `RunChoices` of the flags `run_choice_options` declared, from a command's
+    parameters; a bad value is a usage error naming its flag (`_run_flags.py`)."""
+    from bearagent.cli._run_flags import added_directories, prompt_text, split_rules
+    from bearagent.service.planner import RunChoices
+
+    def many(name: str) -> tuple[str, ...]:
+        value = values.get(name)
+        return tuple(str(v) for v in value) if isinstance(value, tuple) else ()  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+    def one(name: str) -> str | None:
+        value = values.get(name)
+        return value if isinstance(value, str) else None
+
+    choices = RunChoices(
+        disallowed_tools=split_rules(many("disallowed_tools"), "--disallowed-tools"),
+        system_prompt=prompt_text(one("system_prompt"), "--system-prompt"),
+        append_system_prompt=prompt_text(one("append_system_prompt"), "--append-system-prompt"),
+        add_dirs=added_directories(many("add_dirs")),
+    )
+    return split_rules(many("allowed_tools"), "--allowed-tools"), choices
+
+
+def collect_budgets(values: Mapping[str, object]) -> dict[str, int]:
     out: dict[str, int] = {}
     for field, _ in BUDGET_FLAGS:
         value = values.get(field)
@@ -58,15 +142,6 @@ def exit_code_for(result: RunResult) -> int:
     if result.error is not None and result.error.category == "budget":
         return EXIT_BUDGET
     return EXIT_RUN_FAILED
-
-
-def die(what: str, fix: str | None, code: int = EXIT_USAGE, *, debug: bool = False) -> NoReturn:
-    if debug:
-        traceback.print_exc()
-    click.echo(visible(f"error: {what}"), err=True)
-    if fix:
-        click.echo(visible(f"fix: {fix}"), err=True)
-    sys.exit(code)
 
 
 FIXES: dict[str, str] = {

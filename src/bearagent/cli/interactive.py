@@ -572,16 +572,10 @@ def _command(text: str, runtime: WorkspaceRuntime, state: InteractiveState, cons
 
 
 def interactive_command(ctx: click.Context) -> None:
-    from bearagent.cli.run import added_directories, prompt_text, split_rules
+    from bearagent.cli._run_common import run_choices
 
     params = ctx.params
-    choices = RunChoices(
-        disallowed_tools=split_rules(params.get("disallowed_tools") or (), "--disallowed-tools"),
-        system_prompt=prompt_text(params.get("system_prompt"), "--system-prompt"),
-        append_system_prompt=prompt_text(params.get("append_system_prompt"), "--append-system-prompt"),
-        add_dirs=added_directories(params.get("add_dirs") or ()),
-    )
-    allowed = split_rules(params.get("allowed_tools") or (), "--allowed-tools")
+    allowed, choices = run_choices(params)
     if allowed or choices.disallowed_tools:  # a malformed rule: refused before the session opens
         from bearagent.cli._run_common import die_from
         from bearagent.tools.permissions import PermissionRules

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from bearagent import __version__
+from bearagent.cli._run_common import run_choice_options
 
 # command name -> ("module:attribute" of a click command, one-line help). A command's module is imported only when
 # that command runs; `bearagent --help` lists the one-line helps from this table without importing anything.
@@ -121,32 +122,7 @@ class LazyGroup(click.Group):
 )
 @click.option("--continue", "continue_", is_flag=True, help="Interactive session: continue the latest session.")
 @click.option("--session", default=None, help="Interactive session: continue the session with this id.")
-@click.option(
-    "--allowed-tools",
-    "--allowedTools",
-    "allowed_tools",
-    multiple=True,
-    metavar="RULES",
-    help="Interactive session: permission rules allowed without asking in its runs (as `run --allowed-tools`).",
-)
-@click.option(
-    "--disallowed-tools",
-    "--disallowedTools",
-    "disallowed_tools",
-    multiple=True,
-    metavar="RULES",
-    help="Interactive session: permission rules denied in its runs (as `run --disallowed-tools`).",
-)
-@click.option("--system-prompt", default=None, metavar="TEXT", help="Interactive session: as `run --system-prompt`.")
-@click.option(
-    "--append-system-prompt",
-    default=None,
-    metavar="TEXT",
-    help="Interactive session: as `run --append-system-prompt`.",
-)
-@click.option(
-    "--add-dir", "add_dirs", multiple=True, metavar="DIR", help="Interactive session: as `run --add-dir`; repeatable."
-)
+@run_choice_options(session=True)
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -155,17 +131,13 @@ def main(
     workspace: Path | None,
     continue_: bool,
     session: str | None,
-    allowed_tools: tuple[str, ...],
-    disallowed_tools: tuple[str, ...],
-    system_prompt: str | None,
-    append_system_prompt: str | None,
-    add_dirs: tuple[str, ...],
+    **choice_flags: object,
 ) -> None:
     """BearAgent: agents as markdown files, every run an auditable event log.
 
     Without a command, starts an interactive session in the workspace (/help inside lists its commands).
     """
-    session_flags = allowed_tools or disallowed_tools or system_prompt or append_system_prompt or add_dirs
+    session_flags = any(choice_flags.values())
     if ctx.invoked_subcommand is not None and session_flags:
         from bearagent.cli._run_common import die
 

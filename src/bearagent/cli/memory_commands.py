@@ -1,13 +1,14 @@
 """`/memory` and `/init` in the interactive session: the project's memory file (Claude Code's CLAUDE.md habit).
 
-BearAgent's memory is the project instructions file: `AGENTS.md`, else `CLAUDE.md`, at the workspace root, with its
-`@path` imports (`config/instructions.py`); it goes into the top-level primary agent's system prompt.
+BearAgent's memory is the project instructions file (`AGENTS.md`, else `CLAUDE.md`, at the workspace root, with its
+`@path` imports), the user's `~/.claude/CLAUDE.md` before it and `CLAUDE.local.md` after it
+(`config/instructions.py`); they go into the top-level primary agent's system prompt.
 
-- `/memory` lists the memory files and whether each is loaded: the project file (with its imports), and Claude
-  Code's user (`~/.claude/CLAUDE.md`) and local (`CLAUDE.local.md`) files, which BearAgent does not read (said so,
-  never silently). It asks which to edit and opens it in `$VISUAL`, else `$EDITOR`, else `vi` (the user's own
-  environment: trusted); an absent project file is created by the editor. The instructions are read again after
-  the editor closes, so the next prompt uses them.
+- `/memory` lists the memory files and whether each is loaded: the project file (with its imports), the user's
+  (`~/.claude/CLAUDE.md`, every project's) and the local one (`CLAUDE.local.md`, this project's, yours), all three
+  read as Claude Code reads them (`config/instructions.py`). It asks which to edit and opens it in `$VISUAL`, else
+  `$EDITOR`, else `vi` (the user's own environment: trusted); an absent file is created by the editor (and
+  `~/.claude/` for the user's). The memory is read again after the editor closes, so the next prompt uses it.
 - `/init` asks the agent to write the project file from the repository, as Claude Code's `/init` does: the run
   may write that one file without asking (the run's `Write(/AGENTS.md)` / `Edit(/AGENTS.md)` rules; deny rules still
   win). When the file exists, `/init` asks first, and with no it leaves the file as it is and runs nothing.
@@ -64,34 +65,48 @@ def project_file(root: Path) -> Path:
 
 
 def memory_files(loaded: LoadedWorkspace) -> list[MemoryFile]:
-    """The project, user and local memory files, and what BearAgent does with each."""
+    """The project, user and local memory files, and whether each is loaded."""
+    from bearagent.config.instructions import LOCAL_FILE, USER_FILE_SHOWN, user_memory_path
+
     instructions = loaded.instructions
-    project = instructions.path if instructions is not None else project_file(loaded.root)
-    if instructions is not None:
+    sources = instructions.sources if instructions is not None else ()
+    project = project_file(loaded.root)
+    if instructions is not None and project.name in sources:
         size = len(instructions.text)
         imports = len(instructions.imports)
-        note = f"loaded, {size:,} characters" + (f", {imports} import{'s' if imports != 1 else ''}" if imports else "")
+        note = f"loaded, {size:,} characters in all" + (
+            f", {imports} import{'s' if imports != 1 else ''}" if imports else ""
+        )
     elif project.exists():
         note = "not loaded (see `bearagent doctor`)"
     else:
         note = "not there yet: /init writes it, or edit it here"
-    home = Path(os.path.expanduser("~"))
+    user = user_memory_path(loaded.env) or Path(os.path.expanduser("~")) / ".claude" / "CLAUDE.md"
+    local = loaded.root / LOCAL_FILE
     return [
-        MemoryFile("project", project, instructions is not None, note),
-        MemoryFile("user", home / ".claude" / "CLAUDE.md", False, "not read by BearAgent: Claude Code's user file"),
-        MemoryFile("local", loaded.root / "CLAUDE.local.md", False, "not read by BearAgent: Claude Code's local file"),
+        MemoryFile("project", project, project.name in sources, note),
+        MemoryFile("user", user, USER_FILE_SHOWN in sources, _note(user, USER_FILE_SHOWN in sources, "all projects")),
+        MemoryFile("local", local, LOCAL_FILE in sources, _note(local, LOCAL_FILE in sources, "this project, yours")),
     ]
 
 
+def _note(path: Path, loaded: bool, scope: str) -> str:
+    if loaded:
+        return f"loaded: {scope}"
+    return f"{scope}; not loaded (see `bearagent doctor`)" if path.exists() else f"{scope}; not there yet"
+
+
 def reload_instructions(loaded: LoadedWorkspace) -> list[str]:
-    """Read the project instructions again (after an edit or `/init`); the problems found, as lines to show."""
+    """Read the memory files again (after an edit or `/init`); the problems found, as lines to show."""
     from bearagent.config.instructions import load_instructions
     from bearagent.domain.diagnostics import Diagnostic
     from bearagent.workspace import ProjectInstructions
 
     problems: list[Diagnostic] = []
-    found = load_instructions(loaded.root, problems)
-    loaded.instructions = ProjectInstructions(found.path, found.text, found.imports) if found is not None else None
+    found = load_instructions(loaded.root, problems, env=loaded.env)
+    loaded.instructions = (
+        ProjectInstructions(found.path, found.text, found.imports, found.sources) if found is not None else None
+    )
     return [d.message for d in problems if d.severity in ("error", "warning")]
 
 
@@ -113,20 +128,23 @@ def memory_command(loaded: LoadedWorkspace, console: Console, read: Callable[[st
     for index, memory in enumerate(files, start=1):
         shown = _shown(memory.path, loaded.root)
         console.print(visible(f"  {index}  {memory.level:<8} {shown}  ({memory.note})"), markup=False)
-    editable = [m for m in files if m.level == "project"]
     try:
-        answer = read("edit which? [1 = project, Enter: none] ").strip()
+        answer = read("edit which? [1 project, 2 user, 3 local, Enter: none] ").strip()
     except (EOFError, KeyboardInterrupt):
         console.print()
         return
     if not answer:
         return
-    if answer != "1":
-        console.print(
-            Text(visible(f"{answer!r}: only the project file (1) is BearAgent's memory; nothing opened"), style="red")
-        )
+    if answer not in ("1", "2", "3"):
+        console.print(Text(visible(f"{answer!r}: pick 1, 2 or 3; nothing opened"), style="red"))
         return
-    path = editable[0].path
+    path = files[int(answer) - 1].path
+    if answer == "2":  # the user's own folder: made when absent, so the editor can create the file
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            console.print(Text(visible(f"error: cannot create {path.parent}: {exc.strerror}"), style="red"))
+            return
     command = [*editor_command(os.environ), str(path)]
     try:
         done = subprocess.run(command, cwd=loaded.root, check=False)
@@ -138,7 +156,8 @@ def memory_command(loaded: LoadedWorkspace, console: Console, read: Callable[[st
         console.print(Text(visible(f"the editor exited with {done.returncode}"), style="yellow"))
     for problem in reload_instructions(loaded):
         console.print(Text(visible(f"note: {problem}"), style="yellow"))
-    state = "loaded" if loaded.instructions is not None else "not loaded"
+    picked = memory_files(loaded)[int(answer) - 1]
+    state = "loaded" if picked.loaded else "not loaded"
     console.print(
         Text(visible(f"memory: {_shown(path, loaded.root)} {state}; the next prompt uses it"), style="magenta")
     )

@@ -15,6 +15,8 @@ from bearagent.cli._run_common import (
     die_from,
     execute_and_exit,
     handle_termination_like_ctrl_c,
+    run_choice_options,
+    run_choices,
 )
 
 
@@ -28,86 +30,6 @@ def read_prompt_parts(prompt: str) -> tuple[str, str | None]:
     if sys.stdin.isatty():
         die("PROMPT is '-' but nothing is piped on stdin", 'pipe the prompt in (echo "..." | bearagent run -)')
     return sys.stdin.read(), None
-
-
-MAX_CLI_RULES = 200
-MAX_RULE_CHARS = 1_000
-
-
-def split_rules(values: tuple[str, ...], flag: str) -> tuple[str, ...]:
-    """Permission rules from `values`, each a comma- or space-separated list (`Read,Grep` or `"Bash(git log *) Read"`,
-    as Claude Code takes them); separators inside parentheses belong to the rule. Bounded: at most `MAX_CLI_RULES`
-    rules of at most `MAX_RULE_CHARS` characters, else a usage error naming the flag."""
-    rules: list[str] = []
-    for value in values:
-        depth, current = 0, ""
-        for char in value:
-            if char == "(":
-                depth += 1
-            elif char == ")":
-                depth = max(depth - 1, 0)
-            if depth == 0 and (char == "," or char.isspace()):
-                if current:
-                    rules.append(current)
-                current = ""
-                continue
-            current += char
-        if current:
-            rules.append(current)
-    if len(rules) > MAX_CLI_RULES:
-        die(f"{flag}: {len(rules)} rules, more than {MAX_CLI_RULES}", "put lasting rules in permissions.allow instead")
-    for rule in rules:
-        if len(rule) > MAX_RULE_CHARS:
-            die(f"{flag}: a rule of {len(rule):,} characters (at most {MAX_RULE_CHARS:,})", "shorten the rule")
-    return tuple(dict.fromkeys(rules))
-
-
-def prompt_text(value: str | None, flag: str) -> str | None:
-    """A `--system-prompt` / `--append-system-prompt` value: the text, or with `@FILE` the file's (UTF-8, the
-    user's own file: any path). Bounded by `MAX_RUN_PROMPT_CHARS`; a missing file is a usage error naming it."""
-    from bearagent.domain.run_events import MAX_RUN_PROMPT_CHARS
-
-    if value is None:
-        return None
-    text = value
-    if value.startswith("@") and len(value) > 1:
-        path = Path(value[1:]).expanduser()
-        try:
-            with path.open("rb") as handle:
-                data = handle.read(MAX_RUN_PROMPT_CHARS * 4 + 1)
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror or str(exc)
-            die(f"{flag} {value}: cannot read {path}: {why}", "name a readable UTF-8 text file after @")
-    if not text.strip():
-        die(f"{flag} is empty", f"give the text, or leave {flag} out")
-    if len(text) > MAX_RUN_PROMPT_CHARS:
-        die(
-            f"{flag}: {len(text):,} characters (at most {MAX_RUN_PROMPT_CHARS:,})",
-            "shorten it; put standing instructions in AGENTS.md or the agent's file",
-        )
-    return text
-
-
-def added_directories(values: tuple[str, ...]) -> tuple[str, ...]:
-    """`--add-dir` values as absolute real paths (relative ones from the current directory, `~` expanded), each an
-    existing directory other than `/`; at most `MAX_RUN_ADD_DIRS`. Anything else is a usage error naming it."""
-    import os
-
-    from bearagent.domain.run_events import MAX_RUN_ADD_DIRS
-
-    if len(values) > MAX_RUN_ADD_DIRS:
-        die(f"--add-dir given {len(values)} times (at most {MAX_RUN_ADD_DIRS})", "add fewer directories")
-    out: list[str] = []
-    for value in values:
-        real = os.path.realpath(os.path.expanduser(value))
-        if not os.path.isdir(real):
-            die(f"--add-dir {value}: not a directory ({real})", "create it, or fix the path")
-        if real == os.path.sep:
-            die("--add-dir /: the whole file system is not a working directory", "name the directory you need")
-        if real not in out:
-            out.append(real)
-    return tuple(out)
 
 
 @click.command("run")
@@ -143,45 +65,7 @@ def added_directories(values: tuple[str, ...]) -> tuple[str, ...]:
     help="When a tool call needs approval, leave the run waiting (exit 4) for `bearagent approvals answer` "
     "instead of denying it.",
 )
-@click.option(
-    "--allowed-tools",
-    "--allowedTools",
-    "allowed_tools",
-    multiple=True,
-    metavar="RULES",
-    help="Permission rules allowed without asking in this run, as Claude Code's --allowedTools: "
-    "'Read' 'Bash(git log *)', comma- or space-separated, repeatable. Deny rules still win.",
-)
-@click.option(
-    "--disallowed-tools",
-    "--disallowedTools",
-    "disallowed_tools",
-    multiple=True,
-    metavar="RULES",
-    help="Permission rules denied in this run, as Claude Code's --disallowedTools: 'Bash' 'Edit(src/**)', "
-    "comma- or space-separated, repeatable. A bare tool name takes the tool away.",
-)
-@click.option(
-    "--system-prompt",
-    default=None,
-    metavar="TEXT",
-    help="The agent's prompt for this run, instead of its file's (the environment, project instructions and skills "
-    "stay). @FILE reads it from a file.",
-)
-@click.option(
-    "--append-system-prompt",
-    default=None,
-    metavar="TEXT",
-    help="Text appended to the system prompt for this run. @FILE reads it from a file.",
-)
-@click.option(
-    "--add-dir",
-    "add_dirs",
-    multiple=True,
-    metavar="DIR",
-    help="A directory besides the workspace the file tools and a sandboxed Bash may use in this run "
-    "(as permissions.additionalDirectories); repeatable.",
-)
+@run_choice_options()
 @budget_options
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 def run(
@@ -197,13 +81,8 @@ def run(
     output_format: str | None,
     permission_mode: str | None,
     wait_approvals: bool,
-    allowed_tools: tuple[str, ...],
-    disallowed_tools: tuple[str, ...],
-    system_prompt: str | None,
-    append_system_prompt: str | None,
-    add_dirs: tuple[str, ...],
     debug: bool,
-    **budget_flags: object,
+    **flags: object,
 ) -> None:
     """Run PROMPT once (`-` reads it from stdin; piped stdin is appended to a PROMPT) and exit: 0 success, 1 run
     failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run, 4 the run waits for an
@@ -234,15 +113,7 @@ def run(
             "--fork-session and --session/--continue exclude each other",
             "--fork-session starts a new session from SESSION's history; use one of them",
         )
-    allow_rules = split_rules(allowed_tools, "--allowed-tools")
-    from bearagent.service.planner import RunChoices
-
-    choices = RunChoices(
-        disallowed_tools=split_rules(disallowed_tools, "--disallowed-tools"),
-        system_prompt=prompt_text(system_prompt, "--system-prompt"),
-        append_system_prompt=prompt_text(append_system_prompt, "--append-system-prompt"),
-        add_dirs=added_directories(add_dirs),
-    )
+    allow_rules, choices = run_choices(flags)
     typed, piped = read_prompt_parts(prompt)
     try:
         from bearagent.cli._config_common import load
@@ -304,7 +175,7 @@ def run(
         agent=agent,
         model=model,
         session="continue" if continue_ else session,
-        budgets=collect_budgets(budget_flags),
+        budgets=collect_budgets(flags),
         run_id=runtime.ids.new(RunId),
         wait_approvals=wait_approvals,
         allowed_tools=allow_rules,

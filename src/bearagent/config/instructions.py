@@ -1,4 +1,7 @@
-"""Project instructions: `AGENTS.md` (else `CLAUDE.md`) at the workspace root, with Claude Code's `@path` imports.
+"""Project instructions: `AGENTS.md` (else `CLAUDE.md`) at the workspace root, with Claude Code's `@path` imports;
+and, as Claude Code reads them, the user's `~/.claude/CLAUDE.md` before it (the user's own file: read as is, at most
+`MAX_USER_BYTES`, its imports not followed) and the workspace's `CLAUDE.local.md` after it (a workspace file, read
+by the same rules as the project file).
 
 `@docs/conventions.md` in the text imports that file (relative to the importing file), as Claude Code does; imported
 files may import others, at most 5 hops deep. Each imported file is appended after the text that imports it, marked
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +26,10 @@ from bearagent.config.safe_read import read_workspace_text
 from bearagent.domain.diagnostics import Diagnostic
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+LOCAL_FILE = "CLAUDE.local.md"
+"""Claude Code's personal project memory (not committed): read after the project file."""
+USER_FILE_SHOWN = "~/.claude/CLAUDE.md"
+MAX_USER_BYTES = 64 * 1024
 MAX_IMPORT_DEPTH = 5
 MAX_IMPORTS = 50
 MAX_IMPORT_BYTES = 256 * 1024
@@ -38,6 +46,8 @@ class Instructions:
     path: Path
     text: str
     imports: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    """The memory files read, in order: `~/.claude/CLAUDE.md`, `AGENTS.md` or `CLAUDE.md`, `CLAUDE.local.md`."""
 
 
 @dataclass
@@ -50,9 +60,77 @@ class _State:
     cut: bool = False
 
 
-def load_instructions(root: Path, diagnostics: list[Diagnostic]) -> Instructions | None:
-    """`AGENTS.md`, else `CLAUDE.md`, with its imports (see the module docstring); None when neither is readable."""
-    for name in INSTRUCTION_FILES:
+def load_instructions(
+    root: Path, diagnostics: list[Diagnostic], *, env: Mapping[str, str] | None = None
+) -> Instructions | None:
+    """The memory files, as Claude Code reads them: the user's (`~/.claude/CLAUDE.md`, from `env`'s HOME; None:
+    not read), the project's (`AGENTS.md`, else `CLAUDE.md`, with its imports) and the local one
+    (`CLAUDE.local.md`, with its imports), in that order (see the module docstring); None when none is readable."""
+    project = _workspace_file(root, INSTRUCTION_FILES, diagnostics)
+    local = _workspace_file(root, (LOCAL_FILE,), diagnostics)
+    user = _user_file(env, diagnostics) if env is not None else None
+    if local is None and user is None:
+        return project
+    parts: list[str] = []
+    sources: list[str] = []
+    if user is not None:
+        parts.append(f'<user-memory path="{USER_FILE_SHOWN}">\n{user[1].rstrip()}\n</user-memory>')
+        sources.append(USER_FILE_SHOWN)
+    if project is not None:
+        parts.append(project.text.rstrip())
+        sources.append(project.path.name)
+    if local is not None:
+        parts.append(f'<local-memory path="{LOCAL_FILE}">\n{local.text.rstrip()}\n</local-memory>')
+        sources.append(LOCAL_FILE)
+    first = project or local
+    path = first.path if first is not None else user[0] if user is not None else root / INSTRUCTION_FILES[0]
+    imports = (*(project.imports if project else ()), *(local.imports if local else ()))
+    return Instructions(path, "\n\n".join(parts) + "\n", tuple(dict.fromkeys(imports)), tuple(sources))
+
+
+def user_memory_path(env: Mapping[str, str]) -> Path | None:
+    """`~/.claude/CLAUDE.md` of `env`'s HOME (None: no HOME)."""
+    home = env.get("HOME", "").strip()
+    return Path(home) / ".claude" / "CLAUDE.md" if home else None
+
+
+def _user_file(env: Mapping[str, str], diagnostics: list[Diagnostic]) -> tuple[Path, str] | None:
+    """The user's own memory file (trusted: their home, not the workspace), at most `MAX_USER_BYTES`; its
+    `@imports` are not followed."""
+    path = user_memory_path(env)
+    if path is None or not path.is_file():
+        return None
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_USER_BYTES + 1)
+        text = data[:MAX_USER_BYTES].decode("utf-8", "replace")
+    except OSError as exc:
+        diagnostics.append(
+            Diagnostic(
+                severity="warning",
+                code="instructions.user_unreadable",
+                message=f"{USER_FILE_SHOWN} was not read: {exc.strerror or exc}",
+                source=str(path),
+                fix="make it readable, or remove it",
+            )
+        )
+        return None
+    if len(data) > MAX_USER_BYTES:
+        diagnostics.append(
+            Diagnostic(
+                severity="warning",
+                code="instructions.user_cut",
+                message=f"{USER_FILE_SHOWN} was cut at {MAX_USER_BYTES // 1024} KiB",
+                source=str(path),
+                fix="shorten it",
+            )
+        )
+    return (path, text) if text.strip() else None
+
+
+def _workspace_file(root: Path, names: tuple[str, ...], diagnostics: list[Diagnostic]) -> Instructions | None:
+    """The first of `names` at the workspace root that is readable, with its imports."""
+    for name in names:
         path = root / name
         text = read_workspace_text(root, path, diagnostics, what=name)
         if text is None:
@@ -60,9 +138,10 @@ def load_instructions(root: Path, diagnostics: list[Diagnostic]) -> Instructions
         state = _State(root, diagnostics, seen={name})
         _expand(state, name, text, depth=1)
         if not state.order:
-            return Instructions(path, text)
+            return Instructions(path, text, (), (name,))
         blocks = [f'<imported path="{rel}">\n{body.rstrip()}\n</imported>' for rel, body in state.order]
-        return Instructions(path, text.rstrip() + "\n\n" + "\n\n".join(blocks) + "\n", tuple(r for r, _ in state.order))
+        text = text.rstrip() + "\n\n" + "\n\n".join(blocks) + "\n"
+        return Instructions(path, text, tuple(r for r, _ in state.order), (name,))
     return None
 
 

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -412,24 +411,25 @@ def is_git_url(text: str) -> bool:
 
 
 def _git_clone(url: str, dest: Path) -> None:
-    git = shutil.which("git")
-    if git is None:
+    """A shallow clone of `url` into `dest`, through the hardened git runner (`sandbox/git_run.py`: no system
+    config, no hooks, no prompt, `ext::` URLs refused, bounded in time)."""
+    from bearagent.sandbox.git_run import git_run
+
+    done = git_run(
+        ["clone", "--depth", "1", "--quiet", "--", url, str(dest)],
+        cwd=dest.parent,
+        timeout_s=GIT_TIMEOUT_S,
+        max_bytes=64 * 1024,
+        network=True,
+        check_local_config=False,  # nothing is read before the clone exists (cwd is a fresh folder's parent)
+    )
+    if done.returncode == 127:
         raise PluginError("git is not installed, so a git URL cannot be cloned", "install git, or give a local folder")
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    try:
-        proc = subprocess.run(
-            [git, "clone", "--depth", "1", "--quiet", "--", url, str(dest)],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise PluginError(f"git clone {url} took longer than {GIT_TIMEOUT_S:g}s", "check the URL and network") from exc
-    if proc.returncode != 0:
+    if done.returncode == 124:
+        raise PluginError(f"git clone {url} took longer than {GIT_TIMEOUT_S:g}s", "check the URL and network")
+    if not done.ok:
         raise PluginError(
-            f"git clone {url} failed: {proc.stderr.strip()[-500:] or f'exit {proc.returncode}'}",
+            f"git clone {url} failed: {done.reason or f'exit {done.returncode}'}",
             "check the URL and that you can clone it with git",
         )
 

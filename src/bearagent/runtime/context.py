@@ -1,7 +1,7 @@
 """ContextBuilder: the system prompt of a run, built from its parts in a fixed order, and its hash.
 
 Order: agent body, output style, project instructions (AGENTS.md / CLAUDE.md), preloaded skills, skill catalog,
-environment facts, unavailable tool servers. The agent's `system_reminder` is not part of the system prompt: it is re-injected as a short
+environment facts, unavailable tool servers, git facts (branch, status, recent commits; left out of the prompt hash). The agent's `system_reminder` is not part of the system prompt: it is re-injected as a short
 `<system-reminder>` user message at the end of every model request (and never stored in the history).
 """
 
@@ -20,6 +20,7 @@ from bearagent.domain.messages import Message, ToolResultPart
 
 MAX_TOOL_RESULT_CHARS_FOR_MODEL = 30_000
 MAX_PRELOADED_SKILL_CHARS = 65_536
+GIT_SECTION = "\n\n# Git (as the run started)\n\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,9 @@ class ContextParts:
     additional_directories: Sequence[str] = field(default_factory=tuple[str, ...])
     """Directories besides the workspace the file tools may use (`permissions.additionalDirectories`)."""
     platform_name: str = field(default_factory=lambda: f"{platform.system()} {platform.release()}")
+    git_lines: Sequence[str] = field(default_factory=tuple[str, ...])
+    """The repository's branch, status summary and recent commits (`sandbox/git_context.py`), already bounded:
+    the last section (`GIT_SECTION`), which the prompt hash leaves out (git status changes as the run works)."""
 
 
 class ContextBuilder:
@@ -84,11 +88,17 @@ class ContextBuilder:
         if parts.unavailable_servers:
             listed = "\n".join(f"- {line}" for line in parts.unavailable_servers)
             sections.append(f"# Unavailable tool servers\n\nThese MCP servers could not be reached:\n{listed}")
-        return "\n\n".join(sections)
+        prompt = "\n\n".join(sections)
+        if parts.git_lines:
+            prompt += GIT_SECTION + "\n".join(f"- {line}" for line in parts.git_lines)
+        return prompt
 
     @staticmethod
     def prompt_hash(system_prompt: str) -> str:
-        return hashlib.sha256(system_prompt.encode("utf-8")).hexdigest()
+        """The hash of the system prompt without its git section (which changes as files do, so a resumed run's
+        prompt is not "changed" by the run's own edits)."""
+        head, marker, _ = system_prompt.rpartition(GIT_SECTION)
+        return hashlib.sha256((head if marker else system_prompt).encode("utf-8")).hexdigest()
 
     @staticmethod
     def reminder_message(system_reminder: str | None) -> Message | None:

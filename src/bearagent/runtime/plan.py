@@ -84,6 +84,8 @@ class AgentPlan:
     provider_id: str | None = None
     """The model entry's `provider` id (`openai`, `anthropic`, ...), recorded in each `ModelCallRequested` v4 so a
     reader of the log knows where the call went; None: unknown (a plan built outside the planner)."""
+    taken_by_run: tuple[str, ...] = ()
+    """Tools the run's caller took away by name (`run --disallowed-tools Bash`): a call of one names that flag."""
 
     @property
     def descriptors(self) -> tuple[ToolDescriptor, ...]:

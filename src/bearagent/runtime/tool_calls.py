@@ -289,6 +289,16 @@ class ToolCalls:
                     "task with the current agent",
                 ),
             )
+        if plan.tools.get(call.name) is None and call.name in plan.taken_by_run:
+            return ToolResult.failure(
+                request,
+                ErrorInfo.of(
+                    "permission",
+                    "tool_denied",
+                    f"{call.name} call denied: this run's --disallowed-tools takes the tool {call.name!r} away. "
+                    "To allow it, run again without it in --disallowed-tools.",
+                ),
+            )
         if plan.tools.get(call.name) is None:
             available = name_list(sorted(plan.tools)) or "none"
             return ToolResult.failure(

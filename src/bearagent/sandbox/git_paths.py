@@ -28,9 +28,10 @@ import contextlib
 import os
 import re
 import shlex
-import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from bearagent.sandbox.git_run import git_run
 
 MAX_WALK_DIRS = 20_000
 MAX_CONFIG_FILES = 64
@@ -124,19 +125,14 @@ def _gitlinks(worktree: Path) -> list[str]:
     """The submodule paths (gitlinks, mode 160000) in the index of the repository at `worktree`, relative to it;
     read with git itself (fsmonitor off, so reading runs nothing), plus the paths `.gitmodules` names."""
     out: list[str] = []
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        done = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "ls-files", "--stage", "-z"],
-            cwd=worktree,
-            capture_output=True,
-            timeout=20,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},
-        )
-        if done.returncode == 0:
-            for record in done.stdout.split(b"\0"):
-                if record.startswith(b"160000 "):
-                    out.append(record.split(b"\t", 1)[-1].decode("utf-8", "replace"))
+    # the index only: no filter, hook or fsmonitor runs, so the local config need not be checked first
+    done = git_run(
+        ["ls-files", "--stage", "-z"], cwd=worktree, timeout_s=20, max_bytes=64 << 20, check_local_config=False
+    )
+    records = done.stdout.split(b"\0") if done.ok or done.truncated else []
+    for record in records[:-1] if done.truncated else records:
+        if record.startswith(b"160000 "):
+            out.append(record.split(b"\t", 1)[-1].decode("utf-8", "replace"))
     for section, name, value in _config_entries(worktree / ".gitmodules"):
         if section == "submodule" and name == "path" and value:
             out.append(value)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bearagent.sandbox.git_paths import SKIP_WALK
+from bearagent.sandbox.git_run import git_command, git_env
 
 MAX_WALK_DIRS = 40_000
 MAX_CONFIG_BYTES = 64 * 1024
@@ -159,12 +160,14 @@ def _untracked_directories(root: Path, env: dict[str, str]) -> tuple[list[bytes]
     """`git ls-files --others -z` in `root`: the directory records (`path/`, a nested repository) and git's exit
     status (None when the listing was cut at `MAX_GIT_LISTING_BYTES`)."""
     proc = subprocess.Popen(
-        ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "ls-files", "--others", "-z"],
+        # the hardened runner's argument vector and environment (sandbox/git_run.py: fsmonitor off, no system
+        # config, no prompt); streamed here rather than through git_run, since only directory records are kept
+        git_command(["ls-files", "--others", "-z"]),
         cwd=root,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", **env},
+        env={**git_env(), **env},
     )
     records: list[bytes] = []
     total = 0
@@ -198,12 +201,12 @@ def _git_would_add(root: Path) -> list[Path]:
         if status == NOT_A_REPOSITORY and not records:
             with tempfile.TemporaryDirectory(prefix="bearagent-git-") as empty:
                 subprocess.run(
-                    ["git", "init", "-q", "--bare", empty],
+                    git_command(["init", "-q", "--bare", empty]),
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
                     timeout=20,
                     check=True,
-                    env={**os.environ, "GIT_TEMPLATE_DIR": ""},
+                    env={**git_env(), "GIT_TEMPLATE_DIR": ""},
                 )
                 records, _ = _untracked_directories(root, {"GIT_DIR": empty, "GIT_WORK_TREE": str(root)})
         for record in records:

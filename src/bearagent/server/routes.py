@@ -127,8 +127,14 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
             auth_context=who.snapshot(),
             metadata=body.metadata,
         )
-        run = await manager.start(ws.id, who.subject_ref, body.prompt, options, strategy=body.strategy)
-        return RunAccepted(run_id=str(run.run_id), status=run.status)
+        prompt, attached, notes = body.prompt, list[str](), list[str]()
+        if body.mentions:  # `@path`: the CLI's rule (service/mentions.py); a refusal is a 400 before anything runs
+            from bearagent.service.mentions import request_mentions
+
+            mentioned = request_mentions(access.runtime_for(who, ws).loaded, body.prompt)
+            prompt, attached, notes = mentioned.prompt, list(mentioned.attached), list(mentioned.notes)
+        run = await manager.start(ws.id, who.subject_ref, prompt, options, strategy=body.strategy)
+        return RunAccepted(run_id=str(run.run_id), status=run.status, attached=attached, notes=notes)
 
     @app.get("/v1/runs/{run_id}")
     async def get_run(run_id: str, who: Caller) -> dict[str, object]:  # pyright: ignore[reportUnusedFunction]

@@ -79,6 +79,11 @@ class RunCreate(BaseModel):
         description="The client's own fields for the run (seed 002's Run.metadata): at most 32 keys of up to 64 "
         "characters, scalar values of up to 1,024; none naming a secret or the runtime's own keys",
     )
+    mentions: bool = Field(
+        default=True,
+        description="Attach the files and directories the prompt's `@path` words name (as `bearagent run` does, "
+        "through the file tools' path safety); false sends the prompt as typed",
+    )
 
 
 class ActionRunCreate(BaseModel):
@@ -94,6 +99,13 @@ class ApprovalAnswer(BaseModel):
 class RunAccepted(BaseModel):
     run_id: str
     status: str
+    attached: list[str] = Field(
+        default_factory=list[str], description="The paths the prompt's `@path` mentions attached, in order"
+    )
+    notes: list[str] = Field(
+        default_factory=list[str],
+        description="What the caller should know about the mentions (a file cut to its bound, a path sent as text)",
+    )
 
 
 def session_json(

@@ -9,6 +9,7 @@ gathers the policy inputs (config rules, remembered session rules, the permissio
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ from bearagent.runtime.plan import AgentPlan, CompactionPlan
 from bearagent.runtime.projection import InvocationProjection
 from bearagent.sandbox import probe as sandbox_probe
 from bearagent.sandbox import request as sandbox_request
+from bearagent.sandbox.git_context import git_facts
 from bearagent.service.planner import PlanInputs, PolicyInputs, RunChoices, plan_agent
 from bearagent.service.skill_grants import SkillGrants
 from bearagent.tools.gate import Asker, ToolGate
@@ -42,12 +44,16 @@ if TYPE_CHECKING:
     from bearagent.service.host import PlanHost
 
 
+MAX_GIT_SESSIONS = 64
+
+
 class AgentPlans:
     """Plans the agents of one workspace runtime (see the module docstring)."""
 
     def __init__(self, runtime: PlanHost) -> None:
         self._rt = runtime
         self.context = ContextBuilder()
+        self._git: dict[str, tuple[str, ...]] = {}
         """The one context builder of the runtime's plans (system prompts, reminders, prompt hashes)."""
 
     def prompt_hash(self, system_prompt: str) -> str:
@@ -63,6 +69,18 @@ class AgentPlans:
         from the loaded files alone: no MCP server started, no provider built (a queued run is planned later)."""
         agent = self.require_agent(agent_name)
         self._model_entry(agent, self._rt.loaded.project(agent.name, mcp_tools=[]).model, model_override)
+
+    async def _git_lines(self, session_key: str) -> tuple[str, ...]:
+        """The git facts of the workspace, read once per session (as Claude Code reads them at its start) through
+        the hardened runner, off the event loop; the last `MAX_GIT_SESSIONS` sessions are remembered."""
+        cached = self._git.get(session_key)
+        if cached is None:
+            facts = await asyncio.to_thread(git_facts, self._rt.root)
+            cached = tuple(facts.section_lines()) if facts is not None else ()
+            if len(self._git) >= MAX_GIT_SESSIONS:
+                self._git.pop(next(iter(self._git)))
+            self._git[session_key] = cached
+        return cached
 
     def _preloaded_skills(self, agent: AgentSpec) -> tuple[tuple[str, str], ...]:
         """Claude Code's agent `skills:` preloads the skills' instructions into the agent's context: for an agent
@@ -193,6 +211,7 @@ class AgentPlans:
                     unsandboxed_reason=elsewhere if isinstance(elsewhere, str) else shell.unconfined_reason(),
                     workspace_kind=config.kind,
                     execution_policy=config.execution_policy,
+                    run_deny=choices.disallowed_tools,
                 ),
                 parent_tools=parent_tools,
                 interceptor=interceptor,
@@ -203,6 +222,7 @@ class AgentPlans:
                 skill_catalog=catalog.text,
                 preloaded_skills=self._preloaded_skills(agent),
                 unavailable_servers=unavailable,
+                git_lines=await self._git_lines(session_key) if depth == 0 and agent.is_primary else (),
                 tool_settings=settings,
                 context=self.context,
                 max_output_continuations=config.max_output_continuations,

@@ -221,3 +221,17 @@ def workspace_mentions(loaded: LoadedWorkspace, prompt: str, *, add_dirs: Iterab
         deny=permissions.deny,
         extra_roots=(*permissions.additional_directories, *add_dirs),
     )
+
+
+def request_mentions(loaded: LoadedWorkspace, prompt: str) -> Mentions:
+    """`workspace_mentions` for a prompt sent over HTTP (`POST /v1/sessions/{id}/runs`): the same rule, except in a
+    workspace whose tools never run (`execution_policy: none`), where no file is read for the caller (the prompt
+    is sent as typed, with a note when it has a mention), since its Read tool would not read one either."""
+    if loaded.config.execution_policy == "none":
+        if any(m.group(1) == "" for m in MENTION.finditer(prompt)):
+            return Mentions(
+                prompt,
+                notes=("@mentions were sent as text: this workspace's tools never run (execution_policy: none)",),
+            )
+        return Mentions(prompt)
+    return workspace_mentions(loaded, prompt)

@@ -100,6 +100,8 @@ class PolicyInputs:
     unsandboxed_reason: str | None = None
     workspace_kind: WorkspaceKind = "project"
     execution_policy: ExecutionPolicy = "local"
+    run_deny: tuple[str, ...] = ()
+    """The run's `--disallowed-tools` rules (also in `rules`), so a denial by one names the flag."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,8 @@ class PlanInputs:
     """`(name, instructions)` of the output style in force: added like `instructions`, for a top-level primary."""
     skill_catalog: str | None = None
     unavailable_servers: Sequence[str] = ()
+    git_lines: Sequence[str] = ()
+    """The workspace repository's git facts (`sandbox/git_context.py`), for a top-level primary agent."""
     tool_settings: Mapping[str, JsonValue] = field(default_factory=dict[str, JsonValue])
     context: ContextBuilder = field(default_factory=ContextBuilder)
     max_output_continuations: int = 3
@@ -142,10 +146,12 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
     gate_tools: dict[str, Tool] = {}
     bound: dict[str, BoundTool] = {}
     taken = PermissionRules.parse(deny=inputs.choices.disallowed_tools) if inputs.choices.disallowed_tools else None
+    taken_names: list[str] = []
     for projected in projection.tools:
         if inputs.parent_tools is not None and projected.name not in inputs.parent_tools:
             continue  # a subagent never gets a tool its parent does not have
         if taken is not None and taken.denies_whole_tool(projected.name):
+            taken_names.append(projected.name)
             continue  # the run's --disallowed-tools names it bare: the tool is taken away, as in Claude Code
         tool = inputs.executors.get(projected.name) or projected.tool
         if tool is None:
@@ -170,6 +176,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         shell_sandboxed=p.shell_sandboxed,
         unsandboxed_reason=p.unsandboxed_reason,
         extra_roots=additional_directories(inputs.tool_settings),
+        run_deny=p.run_deny,
     )
     gate = inputs.gates(gate_tools, policy=policy, interceptor=inputs.interceptor, ask=inputs.ask)
     instructions = inputs.instructions if agent.is_primary and inputs.depth == 0 else None
@@ -186,6 +193,7 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         system_reminder=agent.system_reminder,
         additional_directories=additional_directories(inputs.tool_settings),
         unavailable_servers=list(inputs.unavailable_servers),
+        git_lines=tuple(inputs.git_lines) if agent.is_primary and inputs.depth == 0 else (),
     )
     system_prompt = inputs.context.system_prompt(parts)
     if inputs.choices.append_system_prompt and inputs.choices.append_system_prompt.strip():
@@ -210,4 +218,5 @@ def plan_agent(inputs: PlanInputs) -> AgentPlan:
         context_window=entry.context_window,
         compaction=inputs.compaction,
         provider_id=entry.provider,
+        taken_by_run=tuple(taken_names),
     )

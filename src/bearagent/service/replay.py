@@ -41,7 +41,7 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
 from bearagent.domain.models import ModelEvent, ModelRequest
-from bearagent.domain.run_events import TriggerType
+from bearagent.domain.run_events import RunRequest, TriggerType
 from bearagent.runtime.log_check import LogCheck, read_log
 from bearagent.runtime.loop import AgentLoop
 from bearagent.runtime.plan import AgentPlan, LoopHooks
@@ -49,10 +49,12 @@ from bearagent.runtime.replaying import RecordedTurnsProvider, ReplayedLoopHooks
 from bearagent.runtime.run_alignment import REPLAY, FieldChange, Row, align
 from bearagent.runtime.run_steps import ModelStep, RunSteps, ToolStep
 from bearagent.service.children import JUDGE_AGENT, MAX_SUBAGENT_DEPTH, judge_plan
+from bearagent.service.planner import RunChoices
 from bearagent.service.run_specs import replayed_run
 from bearagent.service.runner import WorkspaceRuntime
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.tools.gate import ToolGate
+from bearagent.trust.run_seals import check_created
 
 Verdict: TypeAlias = Literal["match", "mismatch", "reused", "skipped"]
 EventsOf = Callable[[str], Sequence[Event]]
@@ -180,9 +182,11 @@ class _Replay:
         self.providers = providers
 
     async def run(self, run_id: str, depth: int) -> RunReplay:
-        check, recorded = read_log(run_id, self.events_of(run_id))
+        events = self.events_of(run_id)
+        check, recorded = read_log(run_id, events)
         if not check.valid:
             return RunReplay(check, recorded)
+        sealed, sealed_note = self._sealed(run_id, events) if recorded.depth == 0 else (None, None)
         key = f"replay:{run_id}"
         provider = RecordedTurnsProvider(recorded)
         self.providers[key] = provider
@@ -190,7 +194,7 @@ class _Replay:
         callers: list[ReplayToolCaller] = []
 
         async def planned(agent_name: str, *, first: bool = False) -> AgentPlan:
-            plan = await self._plan(agent_name, recorded, key, provider, first=first)
+            plan = await self._plan(agent_name, recorded, key, provider, first=first, sealed=sealed)
             caller = ReplayToolCaller(plan.gate, by_id, _side_effects_of(plan))
             callers.append(caller)
             # no compaction on replay: the recorded turns are served in order, a summary call would take one
@@ -224,12 +228,29 @@ class _Replay:
             recorded,
             replayed_status=outcome.status,
             verdicts=tuple(verdicts),
-            notes=(*_notes(recorded, replayed), *missing),
+            notes=(*_notes(recorded, replayed), *missing, *((sealed_note,) if sealed_note else ())),
             children=tuple(children),
         )
 
+    def _sealed(self, run_id: str, events: Sequence[Event]) -> tuple[RunRequest | None, str | None]:
+        """The run's request (its `--allowed-tools`, `--disallowed-tools`, `--system-prompt`, `--add-dir`...) when
+        its RunCreated carries this user's seal, so the replay is planned as the run was; else None and a note (a
+        log from elsewhere may not widen what the replay's re-executed reads may touch)."""
+        try:
+            request = check_created(self.runtime.seals, RunId(run_id), events).request
+        except BearAgentError as exc:
+            return None, f"replayed without the run's own choices (flags): {exc.info.message}"
+        return request, None
+
     async def _plan(
-        self, agent_name: str, recorded: RunSteps, key: str, provider: RecordedTurnsProvider, *, first: bool
+        self,
+        agent_name: str,
+        recorded: RunSteps,
+        key: str,
+        provider: RecordedTurnsProvider,
+        *,
+        first: bool,
+        sealed: RunRequest | None = None,
     ) -> AgentPlan:
         if agent_name == JUDGE_AGENT:  # a prompt hook's judge: no agent file, no tools
             ref = recorded.model_ref or "replay"
@@ -242,6 +263,8 @@ class _Replay:
             model_override=self._model_ref(recorded.model_ref) if first else None,
             parent_tools=offered or None,
             depth=recorded.depth,
+            extra_allow=sealed.allowed_tools if sealed is not None else (),
+            choices=RunChoices.of_request(sealed) if sealed is not None else None,  # as the live run planned
         )
 
     def _model_ref(self, ref: str | None) -> str | None:

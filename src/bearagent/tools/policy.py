@@ -104,8 +104,11 @@ class ToolPolicy:
         user_bypass: bool = False,
         unsandboxed_reason: str | None = None,
         extra_roots: tuple[str, ...] = (),
+        run_deny: tuple[str, ...] = (),
     ) -> None:
         self.mode: PermissionMode = mode
+        self.run_deny = frozenset(run_deny)
+        """The deny rules the run's caller added (`run --disallowed-tools`): a denial by one names that flag."""
         self.extra_roots = extra_roots
         self.workspace_kind: WorkspaceKind = workspace_kind
         self.execution_policy: ExecutionPolicy = execution_policy
@@ -166,7 +169,7 @@ class ToolPolicy:
             return PolicyDecision(
                 "deny",
                 f"{name} call denied by the permission rule {match.rule.raw!r} "
-                f"({_rule_list(match.rule, self.grant)}). Remove or narrow that rule to allow it.",
+                f"({_rule_list(match.rule, self.grant, self.run_deny)}). {_rule_fix(match.rule, self.run_deny)}",
                 rule=match.rule.raw,
             )
         if target is not None:
@@ -306,8 +309,16 @@ def _mode_denial(name: str, side_effect: SideEffect, mode: PermissionMode, sugge
     )
 
 
-def _rule_list(rule: PermissionRule, grant: ToolGrant) -> str:
+def _rule_list(rule: PermissionRule, grant: ToolGrant, run_deny: frozenset[str]) -> str:
+    if rule.raw in run_deny:
+        return "this run's --disallowed-tools"
     return "the agent's disallowed_tools" if rule.raw in grant.deny_rules else "permissions.deny"
+
+
+def _rule_fix(rule: PermissionRule, run_deny: frozenset[str]) -> str:
+    if rule.raw in run_deny:  # the caller's own flag: the fix is on their command line, not in a file
+        return "To allow it, run again without that rule in --disallowed-tools."
+    return "Remove or narrow that rule to allow it."
 
 
 def _grant_error(key: str, entry: str, why: str) -> RuleError:

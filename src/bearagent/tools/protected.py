@@ -13,8 +13,9 @@ from __future__ import annotations
 PROTECTED_DIRS: tuple[str, ...] = (".bearagent", ".claude", ".agents", ".git")
 """Directories whose whole tree is protected from the file tools (`.agents/skills` is a skill source too)."""
 
-PROTECTED_FILES: tuple[str, ...] = (".mcp.json", "AGENTS.md", "CLAUDE.md")
-"""Single files protected from the file tools (AGENTS.md / CLAUDE.md: the project instructions every run reads)."""
+PROTECTED_FILES: tuple[str, ...] = (".mcp.json", "AGENTS.md", "CLAUDE.md", "CLAUDE.local.md")
+"""Single files protected from the file tools (AGENTS.md / CLAUDE.md / CLAUDE.local.md: the instructions every run
+reads)."""
 
 SHELL_READ_ONLY: tuple[str, ...] = (
     ".bearagent",
@@ -23,6 +24,7 @@ SHELL_READ_ONLY: tuple[str, ...] = (
     ".mcp.json",
     "AGENTS.md",
     "CLAUDE.md",
+    "CLAUDE.local.md",
 )
 """What the shell sandbox mounts read-only inside the otherwise writable workspace, besides git's own files (the
 whole `.git`, nested repositories, submodule paths and what git config names: `bearagent.sandbox.git_paths`)."""
