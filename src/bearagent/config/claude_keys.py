@@ -84,8 +84,6 @@ CLAUDE_HOOK_EVENTS = frozenset(
         "ConfigChange",
         "DirectoryAdded",
         "FileChanged",
-        "Elicitation",
-        "ElicitationResult",
         "TeammateIdle",
         "TaskCreated",
         "TaskCompleted",

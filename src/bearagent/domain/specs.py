@@ -118,6 +118,8 @@ HookEventName: TypeAlias = Literal[
     "PermissionRequest",
     "UserPromptExpansion",
     "InstructionsLoaded",
+    "Elicitation",
+    "ElicitationResult",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})

@@ -24,6 +24,7 @@ from bearagent.runtime.run_context import current_run
 from bearagent.service.children import suppressed_hook_events
 
 if TYPE_CHECKING:
+    from bearagent.mcp.elicitation import Elicitor
     from bearagent.service.host import HookHost
 
 
@@ -86,6 +87,16 @@ class SessionHookWiring:
                 await run.recorder.append(payload)
 
         return record
+
+    def elicitor(self, hooks: SessionHooks) -> Elicitor | None:
+        """Who answers MCP servers' questions in a run's tool calls: its Elicitation hooks (with the
+        ElicitationResult hooks after), else nobody (declined, the model reads the question)."""
+        dispatcher = hooks.dispatcher
+        if not hooks.enabled or not (dispatcher.has_hooks("Elicitation") or dispatcher.has_hooks("ElicitationResult")):
+            return None
+        from bearagent.hooks.elicitation import hook_elicitor
+
+        return hook_elicitor(dispatcher)
 
     async def prelude(self, session_key: str, session_id: SessionId | None) -> tuple[HookExecutedV1, ...]:
         """The session-level facts a run records first: those kept on the session record, then this process's."""
