@@ -79,6 +79,9 @@ class AgentPlan:
     """The model entry's `context_window` (None: discovered from the server, else the default of the name)."""
     compaction: CompactionPlan | None = None
     """None: the history is never compacted (a plan built without one, e.g. a hook judge's)."""
+    fallback: AgentPlan | None = None
+    """The same plan on the fallback model (Claude Code's `fallbackModel`): the loop switches to it when this
+    plan's model is overloaded or unavailable (`model_calls.falls_back`). None: no fallback."""
 
     @property
     def descriptors(self) -> tuple[ToolDescriptor, ...]:

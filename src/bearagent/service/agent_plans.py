@@ -212,7 +212,31 @@ class AgentPlans:
         )
         if isinstance(plan.gate, ToolGate):
             grants.bind(plan.gate.policy)
-        return plan
+        return self._with_fallback(plan, agent, entry, session_key)
+
+    def _with_fallback(self, plan: AgentPlan, agent: AgentSpec, entry: ModelEntry, session_key: str) -> AgentPlan:
+        """The plan with its `fallback`: the same agent on Claude Code's `fallbackModel` (settings), when that is
+        another entry than the plan's own."""
+        name = self._rt.loaded.fallback_model
+        if name is None or name == entry.ref:
+            return plan
+        from dataclasses import replace
+
+        other = self._rt.loaded.models.for_use(
+            self._rt.loaded.models.resolve(name, where="fallbackModel"), self._rt.loaded.env
+        )
+        fallback = replace(
+            plan,
+            model_ref=other.ref,
+            model_name=other.model or other.name,
+            provider=self._rt.resources.provider(other, session_key),
+            price=other.price,
+            max_output_tokens=agent.max_output_tokens or other.max_output_tokens,
+            temperature=agent.temperature if agent.temperature is not None else other.temperature,
+            timeout_ms=call_timeout_ms(other),
+            context_window=other.context_window,
+        )
+        return replace(plan, fallback=fallback)
 
     def _compaction(self, agent: AgentSpec, entry: ModelEntry, session_key: str) -> CompactionPlan:
         """The agent's `policy.compaction` over config.yaml's `compaction:`; the summary model is
