@@ -52,6 +52,7 @@ AGENT_KEYS = frozenset(
         "subagents",
         "system_reminder",
         "initial_prompt",
+        "memory",
         "policy",
         "temperature",
         "max_output_tokens",
@@ -78,7 +79,6 @@ AGENT_ALIASES: Mapping[str, str] = {
 UNSUPPORTED_KEYS = frozenset(
     {
         "color",
-        "memory",
         "background",
         "effort",
         "isolation",

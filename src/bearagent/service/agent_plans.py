@@ -10,6 +10,7 @@ gathers the policy inputs (config rules, remembered session rules, the permissio
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue
@@ -212,6 +213,13 @@ class AgentPlans:
         )
         if isinstance(plan.gate, ToolGate):
             grants.bind(plan.gate.policy)
+        if agent.memory is not None:
+            from dataclasses import replace
+
+            from bearagent.service.agent_memory import memory_section
+
+            home = Path(self._rt.loaded.env.get("HOME") or Path.home())
+            plan = replace(plan, system_prompt=f"{plan.system_prompt}\n\n{memory_section(agent, self._rt.root, home)}")
         return self._with_fallback(plan, agent, entry, session_key)
 
     def _with_fallback(self, plan: AgentPlan, agent: AgentSpec, entry: ModelEntry, session_key: str) -> AgentPlan:
