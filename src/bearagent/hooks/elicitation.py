@@ -14,15 +14,13 @@ the run, with each handler's output, so the log says who answered what.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import cast
 
 from bearagent.domain._base import JsonValue
 from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome
-from bearagent.mcp.elicitation import ElicitAction, ElicitationAnswer, ElicitationQuestion, Elicitor
+from bearagent.mcp.elicitation import ElicitAction, ElicitationAnswer, ElicitationQuestion, Elicitor, PersonAsker
 from bearagent.ports import ToolContext
 
-PersonAsker = Callable[[ElicitationQuestion, ToolContext], Awaitable[ElicitationAnswer | None]]
 _ACTIONS: frozenset[str] = frozenset({"accept", "decline", "cancel"})
 
 
@@ -55,14 +53,14 @@ def _decided(outcome: HookOutcome, fallback: ElicitationAnswer | None) -> Elicit
     return ElicitationAnswer("accept", content if content is not None else {}, answered_by="hook")
 
 
-def hook_elicitor(dispatcher: HookDispatcher, ask_person: PersonAsker | None = None) -> Elicitor:
+def hook_elicitor(dispatcher: HookDispatcher | None, ask_person: PersonAsker | None = None) -> Elicitor:
     """The elicitor of a run's tool calls: the Elicitation hooks, then `ask_person`, then a decline; the
     ElicitationResult hooks see (and may change) the answer last."""
 
     async def ask(question: ElicitationQuestion, context: ToolContext) -> ElicitationAnswer:
         run_id = str(context.run_id) if context.run_id else None
         answer: ElicitationAnswer | None = None
-        if dispatcher.has_hooks("Elicitation"):
+        if dispatcher is not None and dispatcher.has_hooks("Elicitation"):
             payload: dict[str, JsonValue] = {
                 "mcp_server_name": question.server,
                 "message": question.message,
@@ -77,7 +75,7 @@ def hook_elicitor(dispatcher: HookDispatcher, ask_person: PersonAsker | None = N
             answer = await ask_person(question, context)
         if answer is None:
             answer = ElicitationAnswer("decline", None, answered_by="nobody")
-        if dispatcher.has_hooks("ElicitationResult"):
+        if dispatcher is not None and dispatcher.has_hooks("ElicitationResult"):
             result: dict[str, JsonValue] = {
                 "mcp_server_name": question.server,
                 "action": answer.action,
@@ -92,4 +90,4 @@ def hook_elicitor(dispatcher: HookDispatcher, ask_person: PersonAsker | None = N
     return ask
 
 
-__all__ = ["PersonAsker", "hook_elicitor"]
+__all__ = ["hook_elicitor"]

@@ -45,6 +45,9 @@ class ElicitationAnswer:
 Elicitor: TypeAlias = Callable[[ElicitationQuestion, ToolContext], Awaitable[ElicitationAnswer]]
 """Answers a server's question for the tool call `ToolContext` names."""
 
+PersonAsker: TypeAlias = Callable[[ElicitationQuestion, ToolContext], Awaitable[ElicitationAnswer | None]]
+"""Puts a server's question to a person (the interactive session's terminal); None: nobody could answer."""
+
 current_elicitor: ContextVar[Elicitor | None] = ContextVar("bearagent_mcp_elicitor", default=None)
 """Who answers MCP servers' questions for the tool calls of the run running in this task (None: nobody)."""
 
@@ -92,6 +95,7 @@ __all__ = [
     "ElicitationAnswer",
     "ElicitationQuestion",
     "Elicitor",
+    "PersonAsker",
     "current_elicitor",
     "question_of",
     "wire_content",

@@ -31,7 +31,7 @@ from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId
 from bearagent.domain.messages import Message
 from bearagent.domain.run_events import RunEventPayload, TriggerType
 from bearagent.domain.specs import AgentSpec
-from bearagent.mcp.elicitation import current_elicitor
+from bearagent.mcp.elicitation import PersonAsker, current_elicitor
 from bearagent.service import admission, run_specs
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
@@ -103,6 +103,8 @@ class WorkspaceRuntime:
         self.ids: IdGenerator = ids
         self.retry = retry or RetryPolicy()
         self.ask = ask
+        self.answer_elicitation: PersonAsker | None = None
+        """Puts an MCP server's question to a person when no Elicitation hook answers (the interactive session)."""
         self.permission_mode_flag = permission_mode
         """A mode the user chose for this process (`--permission-mode`); it outranks every file."""
         self.resources = resources

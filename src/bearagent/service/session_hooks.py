@@ -90,13 +90,18 @@ class SessionHookWiring:
 
     def elicitor(self, hooks: SessionHooks) -> Elicitor | None:
         """Who answers MCP servers' questions in a run's tool calls: its Elicitation hooks (with the
-        ElicitationResult hooks after), else nobody (declined, the model reads the question)."""
+        ElicitationResult hooks after), then a person (the interactive session), else nobody (declined, the
+        model reads the question)."""
         dispatcher = hooks.dispatcher
-        if not hooks.enabled or not (dispatcher.has_hooks("Elicitation") or dispatcher.has_hooks("ElicitationResult")):
+        person = self._rt.answer_elicitation
+        with_hooks = hooks.enabled and (
+            dispatcher.has_hooks("Elicitation") or dispatcher.has_hooks("ElicitationResult")
+        )
+        if not with_hooks and person is None:
             return None
         from bearagent.hooks.elicitation import hook_elicitor
 
-        return hook_elicitor(dispatcher)
+        return hook_elicitor(dispatcher if with_hooks else None, person)
 
     async def prelude(self, session_key: str, session_id: SessionId | None) -> tuple[HookExecutedV1, ...]:
         """The session-level facts a run records first: those kept on the session record, then this process's."""
