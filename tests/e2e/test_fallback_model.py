@@ -68,3 +68,17 @@ def test_a_fallback_model_that_names_no_entry_is_a_load_warning(tmp_path: Path) 
     assert loaded.fallback_model is None
     [diag] = [d for d in loaded.diagnostics(include_tools=False) if d.field == "fallbackModel"]
     assert diag.severity == "warning" and "'nonexistent'" in diag.message and "main" in (diag.fix or "")
+
+
+def test_an_agents_own_fallback_model_outranks_the_settings(tmp_path: Path) -> None:
+    root, home = _workspace(tmp_path, "main")  # the settings' fallback is the main model itself: no fallback
+    write(root, ".bearagent/agents/main.md", agent_md("Main.", mode="primary", fallbackModel="backup"))
+    assert load(root, home).agents.get("main").fallback_model == "backup"  # pyright: ignore[reportOptionalMemberAccess]
+
+    async def go() -> str:
+        async with open_ws(root, home) as ws:
+            result = await ws.run("hello")
+            assert result.status == "succeeded", result.error
+            return result.final or ""
+
+    assert asyncio.run(go()) == "answered by the backup model"

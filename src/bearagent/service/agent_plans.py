@@ -223,16 +223,21 @@ class AgentPlans:
         return self._with_fallback(plan, agent, entry, session_key)
 
     def _with_fallback(self, plan: AgentPlan, agent: AgentSpec, entry: ModelEntry, session_key: str) -> AgentPlan:
-        """The plan with its `fallback`: the same agent on Claude Code's `fallbackModel` (settings), when that is
-        another entry than the plan's own."""
+        """The plan with its `fallback`: the same agent on Claude Code's `fallbackModel` (the agent's own, else the
+        settings'), when that is another entry than the plan's own. An agent's name that is no entry fails the
+        plan, naming the agent's field."""
         name = self._rt.loaded.fallback_model
-        if name is None or name == entry.ref:
+        where = "fallbackModel"
+        if agent.fallback_model is not None:
+            name, where = agent.fallback_model, f"fallbackModel of agent {agent.name}"
+        if name is None:
             return plan
         from dataclasses import replace
 
-        other = self._rt.loaded.models.for_use(
-            self._rt.loaded.models.resolve(name, where="fallbackModel"), self._rt.loaded.env
-        )
+        resolved = self._rt.loaded.models.resolve(name, where=where)
+        if resolved.ref == entry.ref:
+            return plan
+        other = self._rt.loaded.models.for_use(resolved, self._rt.loaded.env)
         fallback = replace(
             plan,
             model_ref=other.ref,
