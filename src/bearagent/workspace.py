@@ -92,6 +92,9 @@ class LoadedWorkspace:
     available_models: tuple[tuple[str, ...], str] | None = None
     """`(names, settings file)`: Claude Code's `availableModels`, the models a `--model` / `/model` may pick; None:
     any entry."""
+    fallback_model: str | None = None
+    """Claude Code's `fallbackModel` (the highest settings file that sets one), as a model entry's ref: a run whose
+    model is overloaded or unavailable switches to it (`runtime/model_calls.py`)."""
     api_key_helper: tuple[str, str] | None = None
     """`(command, settings file)`: `apiKeyHelper` of the highest Claude Code settings file that sets one: the Anthropic key of an `anthropic`
     entry whose key variable is unset (`app/key_helper.py`)."""
@@ -311,6 +314,7 @@ def load_workspace(
             None,
         ),
         available_models=_available_models(files),
+        fallback_model=_fallback_model(files, models, diags),
         status_line=next(
             (
                 (str(cf.settings["status_line"]), str(cf.path))
@@ -370,6 +374,31 @@ def _settings_model(
         )
         return config
     return config.model_copy(update={"default_model": entry.ref})
+
+
+def _fallback_model(files: ConfigFiles, models: ModelRegistry, diags: list[Diagnostic]) -> str | None:
+    """`fallbackModel` of the highest settings file that sets one, as the ref of the entry it names (an entry's
+    name or its `model:`); anything else is a warning and no fallback."""
+    cf = next((cf for cf in reversed(files.claude) if "fallback_model" in cf.settings), None)
+    if cf is None:
+        return None
+    name = str(cf.settings["fallback_model"])
+    entry = models.get(name) or next((e for e in models.all() if e.model == name), None)
+    if entry is None:
+        diags.append(
+            Diagnostic(
+                severity="warning",
+                code="config.unknown_settings_model",
+                message=f"fallbackModel {name!r} in {cf.path.name} is not a model entry (nor an entry's model); runs "
+                "have no fallback model",
+                source=str(cf.path),
+                line=cf.line_of("fallbackModel"),
+                field="fallbackModel",
+                fix=f"use one of: {name_list(models.refs()) or 'none'}, or add a `models:` entry named {name!r}",
+            )
+        )
+        return None
+    return entry.ref
 
 
 def _available_models(files: ConfigFiles) -> tuple[tuple[str, ...], str] | None:

@@ -22,8 +22,9 @@ def test_agent_keys_without_an_equivalent_are_warnings(tmp_path: Path) -> None:
     agent = ws.agents.get("a")
     assert agent is not None and agent.mcp == ("notes",)  # a server reference is kept, an inline one is not
     assert agent.initial_prompt == "hi"  # read (tests/e2e/test_agent_initial_prompt.py)
+    assert agent.memory == "project"  # read (tests/e2e/test_agent_memory.py)
     found = codes(ws.diagnostics())
-    assert found.count("agent.unsupported_key") == 4 and "agent.inline_mcp_unsupported" in found
+    assert found.count("agent.unsupported_key") == 3 and "agent.inline_mcp_unsupported" in found
 
 
 def test_claude_code_handler_keys_load_with_their_meaning_and_the_others_are_named(tmp_path: Path) -> None:

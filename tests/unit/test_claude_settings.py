@@ -134,7 +134,7 @@ def test_unsupported_claude_code_settings_and_hook_events_are_named_never_droppe
     settings(
         tmp_path,
         {
-            "fallbackModel": "sonnet",
+            "autoUpdates": False,
             "awsAuthRefresh": "aws sso login",
             "permissions": {"disableAutoMode": "disable", "defaultMode": "auto"},
             "hooks": {"WorktreeCreate": [{"hooks": [{"type": "command", "command": "true"}]}]},

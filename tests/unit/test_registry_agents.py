@@ -104,12 +104,12 @@ def test_name_defaults_to_stem_and_a_different_name_is_noted(tmp_path: Path) -> 
 
 
 def test_unknown_and_unsupported_keys_are_warnings_never_silent(tmp_path: Path) -> None:
-    write(tmp_path, ".bearagent/agents/x.md", agent_file(colour="[Read]", color="blue", memory="project"))
+    write(tmp_path, ".bearagent/agents/x.md", agent_file(colour="[Read]", color="blue", effort="high"))
     ws = load(tmp_path, tmp_path / "home")
     unknown = only(ws.agents.diagnostics, "config.unknown_key")
     assert "'colour'" in unknown.message and unknown.severity == "warning" and unknown.line == 3
     unsupported = [d for d in ws.agents.diagnostics if d.code == "agent.unsupported_key"]
-    assert {d.field for d in unsupported} == {"color", "memory"}
+    assert {d.field for d in unsupported} == {"color", "effort"}
     assert ws.agents.get("x") is not None
 
 

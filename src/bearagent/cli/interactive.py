@@ -222,6 +222,9 @@ def interactive(
     state = InteractiveState(agent=agent or loaded.config.default_agent, session=session, model=model)
     runtime = open_runtime(loaded)
     runtime.ask = make_asker(console, state, read)
+    from bearagent.cli.elicitation_prompt import make_elicitation_asker
+
+    runtime.answer_elicitation = make_elicitation_asker(console, read)  # MCP servers' questions no hook answers
     save_history = _setup_readline(_history_file(runtime))
     from bearagent.sandbox.probe import probe as probe_sandbox
     from bearagent.sandbox.settings import network_label

@@ -25,6 +25,7 @@ SUPPORTED_KEYS = frozenset(
         "apiKeyHelper",
         "model",
         "availableModels",
+        "fallbackModel",
         "$schema",
         "enabledPlugins",
         "extraKnownMarketplaces",
@@ -42,7 +43,6 @@ PERMISSION_KEYS = (
 )
 
 IGNORED_KEYS: Mapping[str, str] = {
-    "fallbackModel": "BearAgent retries the model in use (transient errors); there is no fallback model",
     "effortLevel": "not a BearAgent setting",
     "alwaysThinkingEnabled": "not a BearAgent setting",
     "awsAuthRefresh": "never run by BearAgent",
@@ -84,8 +84,6 @@ CLAUDE_HOOK_EVENTS = frozenset(
         "ConfigChange",
         "DirectoryAdded",
         "FileChanged",
-        "Elicitation",
-        "ElicitationResult",
         "TeammateIdle",
         "TaskCreated",
         "TaskCompleted",

@@ -213,6 +213,7 @@ class _Reader:
         self.api_key_helper(raw.get("apiKeyHelper"))
         self.status_line(raw.get("statusLine"))
         self.models(raw.get("model"), raw.get("availableModels"))
+        self.fallback_model(raw.get("fallbackModel"))
 
     def permissions(self, value: object) -> None:
         section = self.section(
@@ -485,6 +486,20 @@ class _Reader:
             '"availableModels": ["sonnet", "haiku"]',
             "availableModels",
         )
+
+    def fallback_model(self, value: object) -> None:
+        """`fallbackModel`: the model a run switches to when its own is overloaded or unavailable (resolved
+        against the model entries in `workspace.py`)."""
+        if isinstance(value, str) and value.strip():
+            self.cf.settings["fallback_model"] = value.strip()
+        elif value is not None:
+            self.report(
+                "warning",
+                "config.invalid_value",
+                "fallbackModel must be a model name",
+                '"fallbackModel": "haiku"',
+                "fallbackModel",
+            )
 
     def server_names(self, key: str, value: object) -> tuple[str, ...] | None:
         """`allowedMcpServers` / `deniedMcpServers`: `[{"serverName": "github"}, ...]` (Claude Code's shape)."""

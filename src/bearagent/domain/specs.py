@@ -118,6 +118,8 @@ HookEventName: TypeAlias = Literal[
     "PermissionRequest",
     "UserPromptExpansion",
     "InstructionsLoaded",
+    "Elicitation",
+    "ElicitationResult",
 ]
 HookCapability: TypeAlias = Literal["block", "rewrite", "context"]
 ALL_HOOK_CAPABILITIES: frozenset[HookCapability] = frozenset({"block", "rewrite", "context"})
@@ -247,6 +249,11 @@ class AgentSpec(DomainModel):
     system_reminder: str | None = Field(default=None, max_length=8_192)
     initial_prompt: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
     """Claude Code's `initialPrompt`: put before the first prompt of a session this agent starts as the main agent."""
+    fallback_model: str | None = Field(default=None, max_length=256)
+    """Claude Code's `fallbackModel` for this agent (a model entry's name, ref or `model:`): outranks the settings'."""
+    memory: Literal["user", "project", "local"] | None = None
+    """Claude Code's agent `memory`: a persistent memory folder for this agent (`user`: ~/.claude/agent-memory/NAME,
+    `project`: .claude/agent-memory/NAME, `local`: .claude/agent-memory-local/NAME); its MEMORY.md opens the prompt."""
     policy: AgentPolicy = Field(default_factory=AgentPolicy)
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)

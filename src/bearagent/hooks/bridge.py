@@ -75,7 +75,12 @@ class LoopHookAdapter:
         outcome = await self._dispatcher.fire(
             "UserPromptSubmit", {"prompt": prompt}, run_id=str(run_id), agent_name=agent
         )
-        return PromptDecision(block_reason=block_reason(outcome), additional_context=outcome.additional_context)
+        blocked = block_reason(outcome)
+        if blocked is not None:  # a blocked prompt reaches no model: what waits for one keeps waiting
+            return PromptDecision(block_reason=blocked)
+        # what SessionStart and the session's finished `async` handlers said comes first, with this prompt
+        contexts = [*self._dispatcher.take_context(), *filter(None, [outcome.additional_context])]
+        return PromptDecision(block_reason=None, additional_context="\n\n".join(contexts) or None)
 
     async def user_prompt_expansion(self, run_id: RunId, agent: str, expansion: CommandExpansion) -> PromptDecision:
         payload: dict[str, JsonValue] = {

@@ -9,7 +9,9 @@
   answers decides anything. Its execution is still an event of the run's log: it is recorded at the run's next
   hook point after it finished, and a run waits for its own background handlers (each bounded by its timeout)
   before its Stop / SubagentStop hooks fire (`wait_background`). The log is only written from those points, never
-  from the background task itself, so a recording never races the loop's own appends.
+  from the background task itself, so a recording never races the loop's own appends. What it answers as
+  `additionalContext` or `systemMessage` is kept for the model: the session's next prompt carries it (Claude Code
+  delivers it "on the next conversation turn"), through the session's `pending_context` list.
 Beyond Claude Code: `on_failure`, declared capabilities, and a cap on consecutive Stop/SubagentStop blocks.
 
 An event no group names returns at once; the input builder, the matchers and the handler runners are imported by
@@ -46,7 +48,7 @@ from bearagent.hooks.outcome import (
     resolve,
     rewake_text,
 )
-from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerFailure, HandlerResult, JsonDict, bound_text
+from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerFailure, HandlerResult, HookReply, JsonDict, bound_text
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import STOP_BLOCK_CAP
 
@@ -108,6 +110,7 @@ class HookDispatcher:
         agent_judge: AgentJudge | None = None,
         record: HookRecorder | None = None,
         mcp_caller: McpCaller | None = None,
+        pending_context: list[str] | None = None,
     ) -> None:
         self._groups = tuple(groups)
         self._python_handlers = dict(python_handlers or {})
@@ -121,6 +124,9 @@ class HookDispatcher:
         self._background: set[asyncio.Task[None]] = set()
         self._finished: list[tuple[str, HandlerOutcome, HookHandlerSpec]] = []
         self._wakes: dict[str, list[str]] = {}
+        self.pending_context: list[str] = pending_context if pending_context is not None else []
+        """Context for the model with the session's next prompt (SessionStart's, async handlers'): shared by the
+        dispatchers of one session, taken by the UserPromptSubmit point (`take_context`)."""
         self._pins = pin_code(
             self._groups,
             settings.workspace_root,
@@ -275,6 +281,10 @@ class HookDispatcher:
             result, duration_ms = await self._timed(item.spec, event, hook_input, ctx)
             if item.spec.async_rewake and (wake := rewake_text(result)) is not None:  # keyed by the firing run
                 self._wakes.setdefault(str(hook_input.get("run_id")), []).append(wake)
+            elif isinstance(result, HookReply) and "context" in item.spec.capabilities:
+                said = [t for t in (result.system_message, result.additional_context) if t]
+                if said:
+                    self.pending_context.append(bound_text("\n".join(said), self.settings.max_context_chars))
             label = f"async {describe_handler(item.spec)}"
             self._finished.append(
                 (event, background_outcome(item.spec, item.group.source, label, result, duration_ms), item.spec)
@@ -283,6 +293,12 @@ class HookDispatcher:
         task = asyncio.ensure_future(run())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def take_context(self) -> list[str]:
+        """The context waiting for the next prompt, once (the list stays the session's)."""
+        taken = list(self.pending_context)
+        self.pending_context.clear()
+        return taken
 
     def take_wakes(self, run_id: str) -> list[str]:  # what the run's `asyncRewake` handlers said on exit 2, once
         return self._wakes.pop(run_id, [])

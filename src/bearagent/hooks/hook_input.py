@@ -170,6 +170,23 @@ class InstructionsLoadedInput(_WireModel):
     """For an imported file (`include`): the instructions file the import chain starts at."""
 
 
+class ElicitationInput(_WireModel):
+    mcp_server_name: str
+    message: str
+    mode: Literal["form", "url"] = "form"
+    url: str | None = None
+    elicitation_id: str | None = None
+    requested_schema: JsonDict | None = None
+
+
+class ElicitationResultInput(_WireModel):
+    mcp_server_name: str
+    action: Literal["accept", "decline", "cancel"]
+    content: JsonDict | None = None
+    mode: Literal["form", "url"] = "form"
+    elicitation_id: str | None = None
+
+
 class NotificationInput(_WireModel):
     message: str
     title: str | None = None
@@ -195,6 +212,8 @@ EVENT_INPUT_MODELS: Mapping[str, type[_WireModel]] = {
     "PermissionRequest": PermissionRequestInput,
     "UserPromptExpansion": UserPromptExpansionInput,
     "InstructionsLoaded": InstructionsLoadedInput,
+    "Elicitation": ElicitationInput,
+    "ElicitationResult": ElicitationResultInput,
 }
 
 
@@ -235,6 +254,8 @@ def match_target(event: str, payload: Mapping[str, JsonValue]) -> str | None:
         "Notification": "notification_type",
         "PreCompact": "trigger",
         "PostCompact": "trigger",
+        "Elicitation": "mcp_server_name",
+        "ElicitationResult": "mcp_server_name",
     }.get(event)
     if event == "PreModelRequest":
         request = payload.get("model_request")

@@ -36,6 +36,8 @@ BLOCKING_EVENTS: frozenset[str] = frozenset(
         "PreCompact",
         "Stop",
         "SubagentStop",
+        "Elicitation",
+        "ElicitationResult",
     }
 )
 """Events where exit 2 / `decision: block` means something. Elsewhere (SessionStart, SessionEnd, SubagentStart,
@@ -75,6 +77,9 @@ class HookSpecificOutput(BaseModel):
     updatedToolOutput: JsonValue = None
     additionalContext: StrictStr | None = None
     decision: PermissionRequestAnswer | None = None
+    action: Literal["accept", "decline", "cancel"] | None = None
+    """Elicitation / ElicitationResult: the answer to the MCP server's question (read by `hooks/elicitation.py`)."""
+    content: dict[str, JsonValue] | None = None
 
 
 class HookJsonOutput(BaseModel):

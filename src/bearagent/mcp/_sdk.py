@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import anyio
 import httpx2
@@ -46,6 +46,9 @@ from bearagent.mcp.errors import (
     startup_timeout,
 )
 from bearagent.mcp.launch import Launch, redact
+
+if TYPE_CHECKING:
+    from bearagent.mcp.elicitation import ElicitationAnswer, ElicitationQuestion
 
 # The SDK logs every unparsable stdout line with a traceback; keep that out of the user's terminal unless the
 # application configured logging itself (a NullHandler stops the "last resort" stderr handler only).
@@ -106,6 +109,8 @@ class Connection:
         self._unauthorized = False
         self.declined_inputs = 0  # requests for input (elicitation) declined; the first texts are kept below
         self.declined_messages: list[str] = []
+        self.elicitor: Callable[[ElicitationQuestion], Awaitable[ElicitationAnswer]] | None = None
+        """Who answers the server's questions during the call in flight (set by the manager per call)."""
 
     # ----- lifecycle -----
 
@@ -207,16 +212,23 @@ class Connection:
             self._unauthorized = True
 
     async def _on_elicit(self, context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
-        """A server asks the user for input (a form, a URL). No person can be asked mid-call yet: decline (as if the
-        user said no) and keep the question; the manager appends it to the call's result so the model can ask."""
+        """A server asks the user for input (a form, a URL): the call's elicitor answers (the run's Elicitation
+        hooks, a person; `mcp/elicitation.py`). Unanswered, it is declined (as if the user said no) and the
+        question kept; the manager appends it to the call's result so the model can ask."""
+        from bearagent.mcp.elicitation import question_of, wire_content
+
+        question = question_of(self.name, params)
+        answer = await self.elicitor(question) if self.elicitor is not None else None
+        if answer is not None and answer.answered_by != "nobody":
+            content = wire_content(answer.content) if answer.action == "accept" else None
+            return types.ElicitResult(action=answer.action, content=content)
         self.declined_inputs += 1
         if len(self.declined_messages) < MAX_ELICITATION_NOTES:
-            text = " ".join(str(getattr(params, "message", "") or "").split())[:MAX_ELICITATION_TEXT]
-            url = getattr(params, "url", None)
-            if isinstance(url, str) and url:
-                text += f" (open {url[:MAX_ELICITATION_TEXT]})"
+            text = question.message[:MAX_ELICITATION_TEXT]
+            if question.url:
+                text += f" (open {question.url[:MAX_ELICITATION_TEXT]})"
             self.declined_messages.append(text or "(no message)")
-        return types.ElicitResult(action="decline")
+        return types.ElicitResult(action=answer.action if answer is not None else "decline")
 
     async def ping(self, timeout_s: float) -> float:
         """A health probe; returns the round trip in ms. `ping` at protocol 2025-11-25 and earlier; 2026-07-28

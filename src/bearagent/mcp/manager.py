@@ -317,15 +317,23 @@ class McpConnectionManager:
             slot.give_up()
             return failed(CallFailure("code_changed", changed.text()))
         declined_before = conn.declined_inputs
-        outcome = await call_remote(
-            conn,
-            slot.spec,
-            exact_name,
-            arguments,
-            on_death=died,
-            context=lambda: slot.context(conn.launch),
-            meta=of_call(self._trace, context.run_id, context.tool_call_id) or None,
-        )
+        from bearagent.mcp.elicitation import current_elicitor
+
+        elicitor, before = current_elicitor.get(), conn.elicitor
+        if elicitor is not None:  # the server's questions during this call go to the run's elicitor
+            conn.elicitor = lambda question: elicitor(question, context)
+        try:
+            outcome = await call_remote(
+                conn,
+                slot.spec,
+                exact_name,
+                arguments,
+                on_death=died,
+                context=lambda: slot.context(conn.launch),
+                meta=of_call(self._trace, context.run_id, context.tool_call_id) or None,
+            )
+        finally:
+            conn.elicitor = before
         if isinstance(outcome, CallFailure):
             return _with_declined_note(failed(outcome), conn, declined_before, slot.spec.name)
         from bearagent.mcp._results import to_tool_result

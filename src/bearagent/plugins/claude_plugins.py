@@ -169,6 +169,17 @@ def read_plugin(root: Path) -> PluginManifest:
         d = within(root / sub)
         return [d] if d.is_dir() else []
 
+    def component(sub: str, key: str) -> tuple[Path, ...]:
+        """The default folder, then the manifest's paths for `key`; a path naming the default folder again (or
+        something inside a folder already listed) is dropped, so nothing is loaded twice (Claude Code's
+        plugin.json often names `./commands` beside the default `commands/`)."""
+        out: list[Path] = []
+        for path in (*defaults(sub), *_paths(data, key, root, manifest)):
+            resolved = path.resolve()
+            if not any(resolved == seen or resolved.is_relative_to(seen) for seen in out):
+                out.append(resolved)
+        return tuple(out)
+
     hooks_files: list[Path] = []
     inline_hooks: Mapping[str, object] | None = None
     default_hooks = within(within(root / "hooks") / "hooks.json")
@@ -191,10 +202,10 @@ def read_plugin(root: Path) -> PluginManifest:
         root=root,
         version=version if isinstance(version, str) else None,
         description=description if isinstance(description, str) else None,
-        commands=tuple(defaults("commands") + _paths(data, "commands", root, manifest)),
-        agents=tuple(defaults("agents") + _paths(data, "agents", root, manifest)),
-        skills=tuple(defaults("skills") + _paths(data, "skills", root, manifest)),
-        output_styles=tuple(defaults("output-styles") + _paths(data, "outputStyles", root, manifest)),
+        commands=component("commands", "commands"),
+        agents=component("agents", "agents"),
+        skills=component("skills", "skills"),
+        output_styles=component("output-styles", "outputStyles"),
         hooks_files=tuple(hooks_files),
         inline_hooks=inline_hooks,
         mcp_files=tuple(mcp_files),

@@ -52,6 +52,8 @@ AGENT_KEYS = frozenset(
         "subagents",
         "system_reminder",
         "initial_prompt",
+        "fallback_model",
+        "memory",
         "policy",
         "temperature",
         "max_output_tokens",
@@ -72,13 +74,13 @@ AGENT_ALIASES: Mapping[str, str] = {
     "permission_mode": "policy.permission_mode",
     "systemReminder": "system_reminder",
     "initialPrompt": "initial_prompt",
+    "fallbackModel": "fallback_model",
     "maxOutputTokens": "max_output_tokens",
 }
 # Keys other tools define that BearAgent does not implement: a visible warning, never a silent drop.
 UNSUPPORTED_KEYS = frozenset(
     {
         "color",
-        "memory",
         "background",
         "effort",
         "isolation",

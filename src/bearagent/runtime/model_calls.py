@@ -54,6 +54,16 @@ from bearagent.runtime.run_writer import RunWriter
 from bearagent.runtime.turn_bounds import bound_turn
 
 
+def falls_back(error: ErrorInfo) -> bool:
+    """Whether a failed call moves the run to its fallback model: the model is overloaded, or unavailable (a server
+    saying so, or a model the provider does not know)."""
+    if error.category == "overloaded":
+        return True
+    if error.category == "server" and "unavailable" in error.code:
+        return True
+    return error.category == "not_found" and "model" in error.code
+
+
 def retry_notice(error: ErrorInfo, partial_text: str, delay_s: float, next_attempt: int) -> str:
     """What the user is told when a failed model call is retried. When text had already streamed, the retry starts
     the answer over: the notice says the text shown so far is thrown away, so a different answer after it does not
@@ -303,8 +313,19 @@ class ModelCalls:
         exc: BearAgentError,
         attempt: int,
     ) -> None:
-        """Record a failed attempt, then wait before the next one, or end the run when it is not retried."""
+        """Record a failed attempt, then wait before the next one, or end the run when it is not retried. An
+        overloaded or unavailable model with a fallback (`fallbackModel`) switches the run to it at once."""
         partial = activity.partial_text
+        fallback = state.plan.fallback
+        if fallback is not None and falls_back(exc.info):
+            await self._record_failure(recorder, state, activity, plan, exc, will_retry=True)
+            self._observer.notice(
+                recorder.run_id,
+                f"model {plan.model_ref} is unavailable ({exc.info.code}); switching to the fallback model "
+                f"{fallback.model_ref} (fallbackModel)",
+            )
+            state.plan = fallback  # the next attempt's ModelCallStarted names the fallback model
+            return
         delay = self._retry.delay_for(exc.info, attempt)
         await self._record_failure(recorder, state, activity, plan, exc, will_retry=delay is not None)
         if delay is None:

@@ -86,6 +86,9 @@ class AgentPlan:
     reader of the log knows where the call went; None: unknown (a plan built outside the planner)."""
     taken_by_run: tuple[str, ...] = ()
     """Tools the run's caller took away by name (`run --disallowed-tools Bash`): a call of one names that flag."""
+    fallback: AgentPlan | None = None
+    """The same plan on the fallback model (Claude Code's `fallbackModel`): the loop switches to it when this
+    plan's model is overloaded or unavailable (`model_calls.falls_back`). None: no fallback."""
 
     @property
     def descriptors(self) -> tuple[ToolDescriptor, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue
@@ -232,7 +233,43 @@ class AgentPlans:
         )
         if isinstance(plan.gate, ToolGate):
             grants.bind(plan.gate.policy)
-        return plan
+        if agent.memory is not None:
+            from dataclasses import replace
+
+            from bearagent.service.agent_memory import memory_section
+
+            home = Path(self._rt.loaded.env.get("HOME") or Path.home())
+            plan = replace(plan, system_prompt=f"{plan.system_prompt}\n\n{memory_section(agent, self._rt.root, home)}")
+        return self._with_fallback(plan, agent, entry, session_key)
+
+    def _with_fallback(self, plan: AgentPlan, agent: AgentSpec, entry: ModelEntry, session_key: str) -> AgentPlan:
+        """The plan with its `fallback`: the same agent on Claude Code's `fallbackModel` (the agent's own, else the
+        settings'), when that is another entry than the plan's own. An agent's name that is no entry fails the
+        plan, naming the agent's field."""
+        name = self._rt.loaded.fallback_model
+        where = "fallbackModel"
+        if agent.fallback_model is not None:
+            name, where = agent.fallback_model, f"fallbackModel of agent {agent.name}"
+        if name is None:
+            return plan
+        from dataclasses import replace
+
+        resolved = self._rt.loaded.models.resolve(name, where=where)
+        if resolved.ref == entry.ref:
+            return plan
+        other = self._rt.loaded.models.for_use(resolved, self._rt.loaded.env)
+        fallback = replace(
+            plan,
+            model_ref=other.ref,
+            model_name=other.model or other.name,
+            provider=self._rt.resources.provider(other, session_key),
+            price=other.price,
+            max_output_tokens=agent.max_output_tokens or other.max_output_tokens,
+            temperature=agent.temperature if agent.temperature is not None else other.temperature,
+            timeout_ms=call_timeout_ms(other),
+            context_window=other.context_window,
+        )
+        return replace(plan, fallback=fallback)
 
     def _compaction(self, agent: AgentSpec, entry: ModelEntry, session_key: str) -> CompactionPlan:
         """The agent's `policy.compaction` over config.yaml's `compaction:`; the summary model is

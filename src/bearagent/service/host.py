@@ -37,6 +37,7 @@ from bearagent.trust.seals import Sealer
 from bearagent.workspace import LoadedWorkspace
 
 if TYPE_CHECKING:
+    from bearagent.mcp.elicitation import PersonAsker
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
     from bearagent.service.planner import RunChoices
 
@@ -135,7 +136,11 @@ class PlanHost(WorkspaceHost, Protocol):
 
 
 class HookHost(WorkspaceHost, Protocol):
-    """What `session_hooks.SessionHookWiring` reads: the judges, the transcripts, the pending session facts."""
+    """What `session_hooks.SessionHookWiring` reads: the judges, the transcripts, the pending session facts, and
+    who answers MCP servers' questions when no hook does."""
+
+    @property
+    def answer_elicitation(self) -> PersonAsker | None: ...
 
     @property
     def children(self) -> ChildRunners: ...

@@ -31,6 +31,7 @@ from bearagent.domain.ids import IdGenerator, RunId, SessionId, ToolCallId
 from bearagent.domain.messages import Message
 from bearagent.domain.run_events import RunEventPayload, TriggerType
 from bearagent.domain.specs import AgentSpec
+from bearagent.mcp.elicitation import PersonAsker, current_elicitor
 from bearagent.service import admission, run_specs
 from bearagent.service.agent_plans import AgentPlans
 from bearagent.service.children import JUDGE_AGENT, JUDGE_SYSTEM_PROMPT, MAX_SUBAGENT_DEPTH, ChildRuns
@@ -102,6 +103,8 @@ class WorkspaceRuntime:
         self.ids: IdGenerator = ids
         self.retry = retry or RetryPolicy()
         self.ask = ask
+        self.answer_elicitation: PersonAsker | None = None
+        """Puts an MCP server's question to a person when no Elicitation hook answers (the interactive session)."""
         self.permission_mode_flag = permission_mode
         """A mode the user chose for this process (`--permission-mode`); it outranks every file."""
         self.resources = resources
@@ -370,11 +373,17 @@ class WorkspaceRuntime:
                 hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
             )
-            if queued is None:
-                outcome = await loop.run(spec, plan, planner)
-            else:
-                unplanned = queued.event_type == "RunCreated" and queued.payload.get("planned") is False
-                outcome = await loop.start(spec, plan, planner, loop.recorder_for(queued), record_plan=unplanned)
+            elicitor = self.hook_wiring.elicitor(hooks)  # who answers MCP servers' questions during its calls
+            token = current_elicitor.set(elicitor) if elicitor is not None else None
+            try:
+                if queued is None:
+                    outcome = await loop.run(spec, plan, planner)
+                else:
+                    unplanned = queued.event_type == "RunCreated" and queued.payload.get("planned") is False
+                    outcome = await loop.start(spec, plan, planner, loop.recorder_for(queued), record_plan=unplanned)
+            finally:
+                if token is not None:
+                    current_elicitor.reset(token)
             if session is not None:
                 await self.store.save_session(
                     session.model_copy(

@@ -1,7 +1,9 @@
 """A runtime's session hooks: the hook dispatcher of each session (one group assembly for runs and `hooks test`,
 `hooks/bridge.py`), hook executions recorded as facts of the run they happen in, and the session-level ones
 (SessionStart before a session's first run here, SessionEnd when the process closes it) kept until the session's
-next run records them: in this process, or, kept on the session record, in the next one.
+next run records them: in this process, or, kept on the session record, in the next one. The same goes for the
+context waiting for the model with the session's next prompt (SessionStart's `additionalContext`, what a finished
+`async` handler said): one list per session, shared by its dispatchers, kept on the session record at close.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from bearagent.runtime.run_context import current_run
 from bearagent.service.children import suppressed_hook_events
 
 if TYPE_CHECKING:
+    from bearagent.mcp.elicitation import Elicitor
     from bearagent.service.host import HookHost
+
+
+PENDING_CONTEXT = "PendingHookContext"
+"""A session-record item (not a run event): context a hook left for the session's next prompt."""
 
 
 class SessionHookWiring:
@@ -33,6 +40,8 @@ class SessionHookWiring:
         self._started: set[str] = set()
         self._facts: dict[str, list[HookExecutedV1]] = {}
         """Hook executions of each session outside any run (SessionStart before its first run, SessionEnd)."""
+        self._context: dict[str, list[str]] = {}
+        """Per session: context for the model with its next prompt (`HookDispatcher.pending_context`)."""
 
     def hooks(self, session_id: str, permission_mode: str) -> SessionHooks:
         """The hooks of a session: one group assembly (`hooks/bridge.py`), executions recorded as facts."""
@@ -60,6 +69,7 @@ class SessionHookWiring:
             record=self._recorder(session_id),
             transcript=self._rt.sessions.transcript(session_id),
             settings=settings,
+            pending_context=self._context.setdefault(session_id, []),
         )
         return SessionHooks(dispatcher=dispatcher, enabled=enabled)
 
@@ -78,6 +88,21 @@ class SessionHookWiring:
 
         return record
 
+    def elicitor(self, hooks: SessionHooks) -> Elicitor | None:
+        """Who answers MCP servers' questions in a run's tool calls: its Elicitation hooks (with the
+        ElicitationResult hooks after), then a person (the interactive session), else nobody (declined, the
+        model reads the question)."""
+        dispatcher = hooks.dispatcher
+        person = self._rt.answer_elicitation
+        with_hooks = hooks.enabled and (
+            dispatcher.has_hooks("Elicitation") or dispatcher.has_hooks("ElicitationResult")
+        )
+        if not with_hooks and person is None:
+            return None
+        from bearagent.hooks.elicitation import hook_elicitor
+
+        return hook_elicitor(dispatcher if with_hooks else None, person)
+
     async def prelude(self, session_key: str, session_id: SessionId | None) -> tuple[HookExecutedV1, ...]:
         """The session-level facts a run records first: those kept on the session record, then this process's."""
         kept: list[HookExecutedV1] = []
@@ -85,6 +110,9 @@ class SessionHookWiring:
             for item in await self._rt.store.take_session_facts(session_id):
                 with contextlib.suppress(BearAgentError, KeyError, TypeError):
                     fact = cast(dict[str, JsonValue], item)
+                    if fact.get("event_type") == PENDING_CONTEXT:  # context kept for this prompt by another process
+                        self._context.setdefault(session_key, []).insert(0, str(fact["text"]))
+                        continue
                     payload = parse_run_event_payload(
                         str(fact["event_type"]),
                         int(cast(int, fact["schema_version"])),
@@ -104,7 +132,9 @@ class SessionHookWiring:
     async def start(self, session_key: str, hooks: SessionHooks, *, created: bool) -> None:
         """SessionStart, once per session in this process (before its first run here)."""
         if session_key not in self._started and hooks.enabled:
-            await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
+            outcome = await hooks.dispatcher.fire("SessionStart", {"source": "startup" if created else "resume"})
+            if outcome.additional_context:  # Claude Code gives it to the model with the session's first prompt
+                hooks.dispatcher.pending_context.append(outcome.additional_context)
             await self._instructions_loaded(hooks)
         self._started.add(session_key)
 
@@ -133,14 +163,14 @@ class SessionHookWiring:
             for session_id in self._started:
                 await asyncio.to_thread(background.end_session_shells, session_id)
         self._started.clear()
-        for session_key, facts in self._facts.items():
-            if facts and not session_key.startswith(("detached:", "judge:")):
+        for session_key in {*self._facts, *self._context}:
+            facts = self._facts.get(session_key, [])
+            kept: list[JsonValue] = [
+                {"event_type": "HookExecuted", "schema_version": 1, "payload": f.model_dump(mode="json")} for f in facts
+            ]
+            kept.extend({"event_type": PENDING_CONTEXT, "text": t} for t in self._context.get(session_key, []))
+            if kept and not session_key.startswith(("detached:", "judge:")):
                 with contextlib.suppress(BearAgentError, ValueError):
-                    await self._rt.store.queue_session_facts(
-                        SessionId(session_key),
-                        [
-                            {"event_type": "HookExecuted", "schema_version": 1, "payload": f.model_dump(mode="json")}
-                            for f in facts
-                        ],
-                    )
+                    await self._rt.store.queue_session_facts(SessionId(session_key), kept)
         self._facts.clear()
+        self._context.clear()
