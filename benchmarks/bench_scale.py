@@ -245,7 +245,7 @@ async def _latency(writing: RunStorage, reading: RunStorage, events: int, *, not
 
     reader = asyncio.create_task(read())
     if notices and isinstance(reading, PostgresRunStorage):
-        await reading.commits.wait_listening()
+        await reading.commits.wait_listening(run_id=str(f.run_id))  # the follower listens on the run's channel
     await asyncio.sleep(0.3)
     for _ in range(events):
         projection = await writer.append_many(_tool_call(f))  # one commit: a call's requested, started, completed
