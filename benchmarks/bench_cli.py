@@ -91,8 +91,22 @@ def _count():
     sys.stderr.write(f"\\nMODULES {len(mods)} {len(fresh)}\\n")
 atexit.register(_count)
 sys.argv[0] = "bearagent"
-from bearagent.cli import main
-main()
+try:
+    from bearagent.cli import entry
+except ImportError:  # a tree from before the console script's fast entry
+    from bearagent.cli import main as entry
+entry()
+"""
+
+# The console script of a tree (`--tree`), which may predate `bearagent.cli:entry` (the installed script imports it).
+_TREE_SCRIPT = """
+import sys
+sys.argv[0] = "bearagent"
+try:
+    from bearagent.cli import entry
+except ImportError:
+    from bearagent.cli import main as entry
+entry()
 """
 
 
@@ -215,6 +229,8 @@ class Cell:
     args: list[str]
     env: dict[str, str]
     quickstart: bool = False
+    pre: list[str] = field(default_factory=list[str])
+    """Arguments of the program before the command's (the interpreter's `-c SCRIPT` for a `--tree`)."""
     wall: list[float] = field(default_factory=list[float])
     cpu: list[float] = field(default_factory=list[float])
 
@@ -227,7 +243,7 @@ class Cell:
         return [self.args[0], "-w", str(workspace), *self.args[1:]]
 
     def sample(self, base: Path, tag: str) -> None:
-        argv = [self.program, *self.argv(base, tag)]
+        argv = [self.program, *self.pre, *self.argv(base, tag)]
         with tempfile.TemporaryFile() as err:
             start = time.perf_counter()
             proc = subprocess.Popen(argv, cwd=base, env=self.env, stdout=subprocess.DEVNULL, stderr=err)
@@ -245,8 +261,8 @@ class Cell:
         code = (
             "import atexit, sys\n"
             "atexit.register(lambda: sys.stderr.write(f'\\nMODULES {len(sys.modules)}\\n'))\n"
-            "sys.argv[0] = 'bearagent'\nfrom bearagent.cli import main\nmain()\n"
-        )
+            "sys.argv[0] = 'bearagent'\n"
+        ) + _TREE_SCRIPT  # the console script's path: `entry`, which answers `--version` before click loads
         done = subprocess.run(
             [sys.executable, "-c", code, *self.argv(base, f"count-{len(self.label)}")],
             cwd=base,
@@ -269,8 +285,11 @@ def run_part(runs: int, base: Path, env: dict[str, str], trees: list[tuple[str, 
         if src is not None:
             compileall.compile_dir(str(src), quiet=1)
             tree_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
-        cells.append(Cell(f"{label}: bearagent --version", BEARAGENT, ["--version"], tree_env))
-        run = Cell(f"{label}: scripted bearagent run", BEARAGENT, ["run", QUICKSTART_PROMPT], tree_env, quickstart=True)
+        program, pre = (BEARAGENT, []) if src is None else (sys.executable, ["-c", _TREE_SCRIPT])
+        cells.append(Cell(f"{label}: bearagent --version", program, ["--version"], tree_env, pre=pre))
+        run = Cell(
+            f"{label}: scripted bearagent run", program, ["run", QUICKSTART_PROMPT], tree_env, quickstart=True, pre=pre
+        )
         cells.append(run)
     for i, cell in enumerate(cells):  # warm-up: the page cache, and any bytecode a first start writes
         cell.sample(base, f"warm-{i}")

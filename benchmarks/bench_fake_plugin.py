@@ -134,14 +134,21 @@ models:
   fake:
     provider: {PROVIDER_ID}
     model: fake
-budgets:
+"""
+
+USER_CONFIG = """budgets:
   max_model_iterations: 100000
   max_tool_calls: 100000
 """
+"""The budgets the benchmark's long runs need, in the user config: a workspace's config may only lower budgets, never
+raise them above the user's or the defaults (docs/security.md, budgets have a ceiling)."""
 
 
-def make_workspace(root: Path) -> None:
-    """A workspace at `root` whose default agent runs the fake model with the `lookup` tool."""
+def make_workspace(root: Path, home: Path) -> None:
+    """A workspace at `root` whose default agent runs the fake model with the `lookup` tool, and the user dir `home`
+    (`BEARAGENT_HOME`) whose config raises the budgets."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(USER_CONFIG)
     (root / ".bearagent" / "agents").mkdir(parents=True)
     (root / ".bearagent" / "config.yaml").write_text(CONFIG)
     (root / ".bearagent" / "agents" / "bench.md").write_text(AGENT)

@@ -124,7 +124,7 @@ def bearagent_framework(tmp: Path, loop: Loop) -> Framework:
 
     root = tmp / "bearagent"
     root.mkdir()
-    fake.make_workspace(root)
+    fake.make_workspace(root, tmp / "bearagent-home")
     env = {**os.environ, "BEARAGENT_HOME": str(tmp / "bearagent-home"), "BEARAGENT_LOAD_PLUGINS": ""}
     host = PluginHost()
     host.register(fake, "bench-fake", version="0")

@@ -10,6 +10,10 @@ Needs Debian's `postgresql` package (a throwaway cluster is started in a tempora
 3. Commit-to-client latency of an event committed in one process and read by `follow_run` over another store
    handle: through LISTEN/NOTIFY on PostgreSQL, beside the same reader with the notices switched off (the poll).
 
+4. What one run costs the database (issue 37), for the PostgreSQL fleets of part 1: transactions, rows inserted,
+   updated and read, bytes the database grew, lifecycle notices (counted by a LISTEN on `bearagent_runs`), and the
+   peak of client connections (sampled every 50 ms from `pg_stat_activity`), per run, at 1, 2 and 4 workers.
+
 Each figure is the median of `--rounds` rounds (the machine is shared and noisy); print them as a markdown table.
 """
 
@@ -25,11 +29,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
+
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -64,9 +71,64 @@ def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _fleet_round(dsn: str | None, workers: int, runs: int, sessions: int) -> tuple[float, float, float]:
+_DB_STATS = (
+    "SELECT xact_commit + xact_rollback, tup_inserted, tup_updated, tup_deleted, tup_returned + tup_fetched,"
+    " pg_database_size(datname) FROM pg_stat_database WHERE datname = current_database()"
+)
+DB_COST = ("transactions", "rows inserted", "rows updated", "rows deleted", "rows read", "bytes")
+
+
+def _db_stats(dsn: str) -> list[float]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(_DB_STATS).fetchone()
+        assert row is not None
+        return [float(v) for v in row]
+
+
+class DbWatch:
+    """While a fleet runs: the peak of client connections to the database and the lifecycle notices sent."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.peak = 0
+        self.notices = 0
+        self.before = _db_stats(dsn)
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._sample), threading.Thread(target=self._listen)]
+        for thread in self._threads:
+            thread.start()
+
+    def _sample(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            while not self._stop.wait(0.05):
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+                    " AND datname = current_database() AND pid <> pg_backend_pid()"
+                ).fetchone()
+                self.peak = max(self.peak, int(row[0]) - 1 if row else 0)  # less the LISTEN of this watch
+
+    def _listen(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute("LISTEN bearagent_runs")
+            while not self._stop.is_set():
+                self.notices += sum(1 for _ in conn.notifies(timeout=0.2))
+
+    def stop(self) -> list[float]:
+        """Per-round totals of DB_COST, then the lifecycle notices and the peak connections."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+        time.sleep(1.2)  # the stopped processes' statistics reach pg_stat_database
+        after = _db_stats(self.dsn)
+        return [a - b for a, b in zip(after, self.before, strict=True)] + [float(self.notices), float(self.peak)]
+
+
+def _fleet_round(
+    dsn: str | None, workers: int, runs: int, sessions: int, costs: list[list[float]] | None = None
+) -> tuple[float, float, float]:
     """(runs/s, worker CPU ms per run, server CPU ms per run) of one fleet: an API-only server and `workers` worker
-    processes (their CPU includes start-up)."""
+    processes (their CPU includes start-up). With `costs`, appends what the round cost the database (`DbWatch`)."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         per_session = -(-runs // sessions)
@@ -105,6 +167,7 @@ def _fleet_round(dsn: str | None, workers: int, runs: int, sessions: int) -> tup
             )
             for _ in range(workers)
         ]
+        watch = DbWatch(dsn) if dsn is not None and costs is not None else None
         try:
             with httpx.Client(base_url=url, headers={"authorization": f"Bearer {TOKEN}"}, timeout=60) as c:
                 ids = [c.post("/v1/workspaces/ws/sessions", json={}).json()["id"] for _ in range(sessions)]
@@ -127,6 +190,8 @@ def _fleet_round(dsn: str | None, workers: int, runs: int, sessions: int) -> tup
             server.terminate()
         cpu_workers = sum(_cpu_s(proc) for proc in procs)
         cpu_server = _cpu_s(server)
+        if watch is not None and costs is not None:
+            costs.append(watch.stop())
         return rate, cpu_workers / runs * 1000, cpu_server / runs * 1000
 
 
@@ -180,7 +245,7 @@ async def _latency(writing: RunStorage, reading: RunStorage, events: int, *, not
 
     reader = asyncio.create_task(read())
     if notices and isinstance(reading, PostgresRunStorage):
-        await reading.commits.wait_listening()
+        await reading.commits.wait_listening(run_id=str(f.run_id))  # the follower listens on the run's channel
     await asyncio.sleep(0.3)
     for _ in range(events):
         projection = await writer.append_many(_tool_call(f))  # one commit: a call's requested, started, completed
@@ -234,11 +299,21 @@ def main() -> None:
     print(f"## 1. runs/s through the queue ({runs} runs over {args.sessions} sessions, 20 ms per model turn)\n")
     print("| workers | store | runs/s | worker CPU ms/run | server CPU ms/run |")
     print("|---:|---|---:|---:|---:|")
+    db_costs: dict[int, list[list[float]]] = {}
     for workers in (1, 2, 4):
         for label, dsn_of in (("PostgreSQL", postgres_cluster.new_database), ("SQLite", lambda: None)):
-            results = [_fleet_round(dsn_of(), workers, runs, args.sessions) for _ in range(rounds)]
+            costs = db_costs.setdefault(workers, []) if label == "PostgreSQL" else None
+            results = [_fleet_round(dsn_of(), workers, runs, args.sessions, costs) for _ in range(rounds)]
             rate, worker_cpu, server_cpu = (statistics.median(r[i] for r in results) for i in range(3))
             print(f"| {workers} | {label} | {rate:.1f} | {worker_cpu:.0f} | {server_cpu:.0f} |")
+
+    print(f"\n## 4. what one run costs PostgreSQL (part 1's fleets; per run, median of rounds; {runs} runs)\n")
+    print("| workers | " + " | ".join(DB_COST) + " | lifecycle notices | peak client connections |")
+    print("|---:|" + "---:|" * (len(DB_COST) + 2))
+    for workers, costs in db_costs.items():
+        cells = [statistics.median(c[i] for c in costs) for i in range(len(DB_COST) + 2)]
+        per_run = [f"{v / runs:,.1f}" for v in cells[: len(DB_COST) + 1]]
+        print(f"| {workers} | " + " | ".join(per_run) + f" | {cells[-1]:.0f} (whole fleet) |")
 
     print("\n## 2. append and replay (runs of 50 steps, each step's events one append_many)\n")
     print("| store | appends (events/s) | replay (events/s) |")

@@ -18,6 +18,11 @@ printed beside the latencies. `--profile FILE` runs the server under cProfile an
 loop's thread: the store's SQLite threads are not in it).
 
 Run: `uv run python benchmarks/bench_serve.py [--clients 200] [--runs 50] [--quick] [--profile serve.prof]`.
+
+`--sessions N [--active K]` (issue 37) measures memory instead: one server, its resident memory (VmRSS) once up
+(the baseline), after N sessions are created (per idle session), and at its peak while K of them (default 100)
+each run at once against a scripted model holding its turn 3 s (per active run, beside the idle figure); then every
+run must succeed.
 """
 
 from __future__ import annotations
@@ -277,6 +282,68 @@ def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
         print(f"server profile: {args.profile} (python -m pstats {args.profile})")
 
 
+def rss_kib(pid: int) -> int:
+    """Resident memory of a process, KiB (VmRSS)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise SystemExit(f"no VmRSS for process {pid}")
+
+
+def sessions_mode(sessions: int, active: int) -> None:
+    """Memory per idle session and per active run of one server (see the module docstring)."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-sessions-"))
+    script = "turns:\n" + '  - {text: "ok", delay_ms: 3000}\n' * 2
+    ws = scripted_workspace(tmp / "bench", script, agents={"main": agent_md("Main.", mode="primary")})
+    config = (
+        f"workspaces:\n  - {{id: bench, path: {ws}}}\n"
+        "limits: {max_active_runs_per_caller: 100000, max_sse_per_caller: 100000}\n"
+    )
+    srv = serve(tmp, config, None, max(active, 16))
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    try:
+        with httpx.Client(base_url=srv.base, headers=headers, timeout=120) as c:
+            c.get("/v1/workspaces/bench/sessions").raise_for_status()  # the workspace's runtime is up
+            time.sleep(0.5)
+            up = rss_kib(srv.proc.pid)
+            started = time.monotonic()
+            ids = [c.post("/v1/workspaces/bench/sessions", json={}).json()["id"] for _ in range(sessions)]
+            made_s = time.monotonic() - started
+            time.sleep(0.5)
+            idle = rss_kib(srv.proc.pid)
+            run_ids = [
+                c.post(f"/v1/sessions/{sid}/runs", json={"prompt": "q"}).json()["run_id"] for sid in ids[:active]
+            ]
+            peak = idle
+            ended: dict[str, str] = {}
+            deadline = time.monotonic() + 600
+            while len(ended) < len(run_ids) and time.monotonic() < deadline:
+                peak = max(peak, rss_kib(srv.proc.pid))
+                for run_id in [r for r in run_ids if r not in ended][:20]:
+                    status = c.get(f"/v1/runs/{run_id}").json()["status"]
+                    if status in ("succeeded", "failed", "cancelled", "interrupted", "waiting"):
+                        ended[run_id] = status
+                time.sleep(0.05)
+            failed = [(r, ended.get(r, "not ended in 600 s")) for r in run_ids if ended.get(r) != "succeeded"]
+    finally:
+        srv.proc.send_signal(signal.SIGINT)
+        srv.proc.wait(timeout=60)
+    load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, ", end="")
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {load_avg}")
+    print(f"server up (baseline): {up / 1024:.1f} MiB resident")
+    print(
+        f"{sessions} idle sessions (made in {made_s:.1f} s): {idle / 1024:.1f} MiB, "
+        f"{(idle - up) / sessions:.1f} KiB per idle session (target <= 100 KiB)"
+    )
+    print(
+        f"{active} runs at once: peak {peak / 1024:.1f} MiB, {(peak - idle) / active:.1f} KiB per active run "
+        f"(target <= 1024 KiB); {active - len(failed)} of {active} succeeded"
+    )
+    if failed:
+        raise SystemExit(f"runs that did not succeed: {failed[:5]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=200)
@@ -291,11 +358,15 @@ def main() -> None:
         help="how long each session's first run holds the measured one queued while the clients connect (0: none, "
         "the clients connect after the run started)",
     )
+    parser.add_argument("--sessions", type=int, default=0, help="memory mode: create this many sessions")
+    parser.add_argument("--active", type=int, default=100, help="memory mode: runs at once (<= --sessions)")
     parser.add_argument("--role", choices=["orchestrator", "clients"], default="orchestrator", help=argparse.SUPPRESS)
     parser.add_argument("--base", help=argparse.SUPPRESS)
     args = parser.parse_args()
     clients, runs = (40, 10) if args.quick else (args.clients, args.runs)
-    if args.role == "clients":
+    if args.sessions:
+        sessions_mode(args.sessions, min(args.active, args.sessions))
+    elif args.role == "clients":
         asyncio.run(clients_role(args.base, runs, clients, gate=args.gate_ms > 0))
     else:
         orchestrate(args, clients, runs)

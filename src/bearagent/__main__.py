@@ -1,5 +1,5 @@
-"""`python -m bearagent` = the `bearagent` command."""
+"""`python -m bearagent` = the `bearagent` command (the same fast `--version` path as the console script)."""
 
-from bearagent.cli import main
+from bearagent.cli import entry
 
-main(prog_name="bearagent")
+entry()

@@ -183,8 +183,10 @@ class CommitFeed(Protocol):
     """Commit notices from every process sharing a store (PostgreSQL's LISTEN/NOTIFY). Optional: a store that has
     one offers it as its `commits` attribute; without it, readers in other processes poll."""
 
-    def subscribe(self, listener: Callable[[CommitNotice], None]) -> Callable[[], None]:
-        """Call `listener` (on the calling event loop) for every commit from now on; returns how to unsubscribe."""
+    def subscribe(self, listener: Callable[[CommitNotice], None], run_id: str | None = None) -> Callable[[], None]:
+        """Call `listener` (on the calling event loop) from now on for every lifecycle notice (a run created,
+        started or resumed, waiting, interrupted or ended; a cancel request), or, with `run_id`, for every commit of
+        that run; returns how to unsubscribe."""
         ...
 
 

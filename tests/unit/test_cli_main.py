@@ -90,3 +90,38 @@ def test_a_scripted_run_imports_none_of_what_only_other_runs_need(tmp_path: Path
     assert "● Write(outputs/intro.md)" in done.stdout
     assert (workspace / "outputs" / "intro.md").is_file()
     assert "LOADED []" in done.stderr, done.stderr
+
+
+def test_version_is_answered_before_click_is_imported() -> None:
+    """The console script's fast path (issue 37): `bearagent --version` loads the version leaf and nothing else."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['bearagent', sys.argv[1]]\n"
+        "from bearagent.cli import entry\n"
+        "entry()\n"
+        "print('LOADED', sorted(m for m in sys.modules if m == 'click' or m.startswith(('bearagent.cli.', 'pydantic'))))\n"
+    )
+    for flag in ("--version", "-V"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, flag], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+        assert out.splitlines() == ["bearagent, version " + __import__("bearagent").__version__, "LOADED []"]
+
+
+def test_the_fast_version_line_is_the_one_click_prints() -> None:
+    from click.testing import CliRunner
+
+    from bearagent import __version__
+
+    result = CliRunner().invoke(main, ["--version"], prog_name="bearagent")
+    assert result.exit_code == 0
+    assert result.output == f"bearagent, version {__version__}\n"
+
+
+def test_the_console_script_is_the_fast_entry() -> None:
+    script = Path(sys.executable).parent / "bearagent"
+    assert "from bearagent.cli import entry" in script.read_text(encoding="utf-8")
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.startswith("bearagent, version ")
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True, timeout=60)
+    assert "Commands:" in done.stdout

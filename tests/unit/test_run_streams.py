@@ -171,9 +171,11 @@ class NoticedLog(FakeLog):
         super().__init__()
         self.commits = self
         self.listeners: list[Callable[[CommitNotice], None]] = []
+        self.channels: list[str | None] = []
 
-    def subscribe(self, listener: Callable[[CommitNotice], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[CommitNotice], None], run_id: str | None = None) -> Callable[[], None]:
         self.listeners.append(listener)
+        self.channels.append(run_id)
         return lambda: self.listeners.remove(listener)
 
 
@@ -187,6 +189,7 @@ def test_a_commit_notice_from_another_process_wakes_the_follower_at_once() -> No
         reader = asyncio.ensure_future(collect(streams, runtime, f.run_id))
         await asyncio.sleep(0.05)
         assert len(log.listeners) == 1  # one subscription for the followed run
+        assert log.channels == [str(f.run_id)]  # to that run's own notices, not every commit of the store
         started = time.monotonic()
         for event in events[1:]:
             runtime.commit(event, publish=False)  # written elsewhere: nothing is published here, a notice comes

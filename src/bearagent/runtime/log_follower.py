@@ -5,8 +5,9 @@
 each polling on its own. There is one `LogFollower` per store object (`LogFollower.of(storage)`); it is woken
 
 - in this process by the run writers it `watch`es (each subscribed once: every commit and token delta they publish),
-- across processes by the store's commit notices (`ports.commit_feed`: PostgreSQL's LISTEN/NOTIFY; subscribed once,
-  while the follower follows anything), and else by polling: a followed run the writer has said nothing of for a
+- across processes by the store's commit notices (`ports.commit_feed`: PostgreSQL's LISTEN/NOTIFY; each followed
+  run's own channel while it is followed, the lifecycle channel while a workspace watcher watches), and else by
+  polling: a followed run the writer has said nothing of for a
   while is read from the store, less often the longer it stays still.
 
 Each followed run has one tail: what the follower has delivered of it (`known`, a log sequence) and its subscribers.
@@ -110,6 +111,8 @@ class _Tail:
     poller: asyncio.Task[None] | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     last_fed: float = field(default_factory=time.monotonic)
+    unnotice: Callable[[], None] | None = None
+    """Ends the subscription to the run's commit notices (other processes' commits), where the store has them."""
 
     def poll_range(self) -> tuple[float, float]:
         live = [sub for sub in self.subs if not sub.closed]
@@ -186,8 +189,8 @@ class LogFollower:
         tail = self._tails.get(key)
         if tail is None:
             tail = self._tails[key] = _Tail(run_id)
+            tail.unnotice = self._run_notices(run_id)
             tail.loading = asyncio.ensure_future(self._load(tail))
-            self._notices_on()
         joined_at = tail.known
         sub = _Sub(listener, poll_s, max_poll_s, buffer=[] if joined_at else None)
         tail.subs.append(sub)
@@ -247,19 +250,29 @@ class LogFollower:
         if tail.poller is not None:
             tail.poller.cancel()
             tail.poller = None
+        if tail.unnotice is not None:
+            with contextlib.suppress(Exception):
+                tail.unnotice()
+            tail.unnotice = None
         self._idle()
 
     def _idle(self) -> None:
-        if not self._busy and self._unnotice is not None:
+        if not self._watchers and self._unnotice is not None:
             with contextlib.suppress(Exception):
                 self._unnotice()
             self._unnotice = None
 
     def _notices_on(self) -> None:
+        """The lifecycle notices, for the workspace watchers: a run another process creates, starts or ends."""
         if self._unnotice is None:
             feed = commit_feed(self.storage)
-            if feed is not None:  # a commit by another process wakes its tail now, not at its poll
+            if feed is not None:
                 self._unnotice = feed.subscribe(self._noticed)
+
+    def _run_notices(self, run_id: RunId) -> Callable[[], None] | None:
+        """The run's own notices: a commit by another process wakes its tail now, not at its poll."""
+        feed = commit_feed(self.storage)
+        return None if feed is None else feed.subscribe(self._noticed, str(run_id))
 
     # ---- what comes in -----------------------------------------------------------------------------------------
 

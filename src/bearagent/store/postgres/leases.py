@@ -13,7 +13,7 @@ import psycopg
 from bearagent.domain.ids import RunId
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.location import Conn, Queries
-from bearagent.store.postgres.notify import CANCEL_REQUESTED, NOTIFY_SQL, payload_of
+from bearagent.store.postgres.notify import CANCEL_REQUESTED, notify_statement
 from bearagent.store.postgres.run_reads import rows_of
 
 
@@ -54,7 +54,7 @@ async def request_cancel(conn: Conn, q: Queries, where: str, run_id: RunId, reas
                 ),
                 (str(run_id), reason[:500], at.astimezone(UTC)),
             )
-            await conn.execute(NOTIFY_SQL, (payload_of(q.schema, str(run_id), 0, CANCEL_REQUESTED),))
+            await conn.execute(*notify_statement(q.schema, str(run_id), 0, CANCEL_REQUESTED, lifecycle=True))
     except psycopg.Error as exc:
         raise translate(where, exc, f"asking to cancel run {run_id}") from exc
 

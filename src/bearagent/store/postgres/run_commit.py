@@ -23,7 +23,7 @@ from bearagent.runtime.run_state import ActivityState, RunState
 from bearagent.store.errors import StoreError
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.location import Conn, Queries
-from bearagent.store.postgres.notify import NOTIFY_SQL, payload_of
+from bearagent.store.postgres.notify import is_lifecycle, notify_statement
 from bearagent.store.run_commit import dumps_json
 
 INSERT_RUN = (
@@ -135,8 +135,12 @@ async def commit(conn: Conn, q: Queries, where: str, commit: RunCommit) -> None:
                     raise ActivityIdTaken(str(taken[0]))
             async with conn.cursor() as cursor:
                 await cursor.executemany(q(_INSERT_EVENT), events)
-                # delivered at commit, to every process listening (`notify.py`): readers elsewhere wake now
-                await cursor.execute(NOTIFY_SQL, (payload_of(q.schema, run_id, state.last_sequence, state.status),))
+                # delivered at commit (`notify.py`): to the run's own channel, and to the lifecycle channel when the
+                # commit changes what the run is doing; readers elsewhere wake now
+                lifecycle = is_lifecycle(state.status, [event.event_type for event in commit.events])
+                await cursor.execute(
+                    *notify_statement(q.schema, run_id, state.last_sequence, state.status, lifecycle=lifecycle)
+                )
                 if commit.finished:
                     await cursor.executemany(
                         q(INSERT_ACTIVITY),
