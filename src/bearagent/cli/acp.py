@@ -46,6 +46,7 @@ async def _serve(agent: str | None, model: str | None, permission_mode: str | No
     from acp import run_agent
 
     from bearagent.acp.agent import BearAcpAgent
+    from bearagent.acp.stdio import stdio_streams
 
     server = BearAcpAgent(
         env=dict(os.environ),
@@ -54,7 +55,11 @@ async def _serve(agent: str | None, model: str | None, permission_mode: str | No
         permission_mode=permission_mode,
         client_terminal=client_terminal,
     )
+    # Our streams, not the SDK's: its stdin reader never saw end of file on /dev/null (bearagent.acp.stdio). At end
+    # of file the SDK's receive loop returns, its close cancels the requests in flight (a prompt's run is cancelled
+    # by the agent), and `server.aclose` closes every session: the process exits 0 on its own.
+    reader, writer = await stdio_streams()
     try:
-        await run_agent(server)
+        await run_agent(server, input_stream=writer, output_stream=reader)
     finally:
         await server.aclose()
