@@ -1,15 +1,18 @@
 """`bearagent acp` exits on its own, with status 0, when its stdin ends: the editor closed the pipe (with a prompt's
 run in flight, which ends cancelled), or stdin was `/dev/null` from the start (issue 29: it used to never exit; the
-ACP SDK client's shutdown then waited 2 s, sent SIGTERM, waited again, and the ACP tests flaked under load)."""
+ACP SDK client's shutdown then waited 2 s, sent SIGTERM, waited again, and the ACP tests flaked under load). SIGTERM
+stops it the same way (it used to kill it with the prompt's run still marked running)."""
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from tests.e2e.test_acp import RecordingClient, _initialized, _workspace  # pyright: ignore[reportPrivateUsage]
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import open_ws
@@ -22,7 +25,10 @@ EXIT_BOUND_S = 60.0
 generous for a loaded one and still tells the outcomes apart: before the fix it never exited at all."""
 
 
-def test_closing_stdin_while_a_prompt_waits_for_permission_exits_0_and_the_run_ends_cancelled(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", ["end-of-stdin", "sigterm"])
+def test_stopping_while_a_prompt_waits_for_permission_exits_0_and_the_run_ends_cancelled(
+    tmp_path: Path, stop: str
+) -> None:
     from acp import connect_to_agent, text_block
 
     root, home = _workspace(tmp_path)
@@ -60,13 +66,16 @@ def test_closing_stdin_while_a_prompt_waits_for_permission_exits_0_and_the_run_e
                 conn.prompt(session_id=new.session_id, prompt=[text_block("Summarise notes.md")])
             )
             await asyncio.wait_for(asked.wait(), 120)
-            process.stdin.close()  # end of file, and nothing else: no signal is sent
+            if stop == "sigterm":
+                process.send_signal(signal.SIGTERM)  # and stdin stays open
+            else:
+                process.stdin.close()  # end of file, and nothing else: no signal is sent
             try:
                 code = await asyncio.wait_for(process.wait(), EXIT_BOUND_S)
             except TimeoutError:
                 process.kill()
                 await process.wait()
-                raise AssertionError(f"bearagent acp did not exit within {EXIT_BOUND_S} s of end of file") from None
+                raise AssertionError(f"bearagent acp did not exit within {EXIT_BOUND_S} s of {stop}") from None
             prompt.cancel()
             await asyncio.gather(prompt, return_exceptions=True)
             await conn.close()
