@@ -64,11 +64,19 @@ async def _serve(agent: str | None, model: str | None, permission_mode: str | No
     reader, writer = await stdio_streams()
     # SIGTERM and SIGHUP (an editor that does not wait for end of file: the SDK's own client sends SIGTERM 2 s after
     # closing stdin) stop the same way, instead of killing the process with a prompt's run still marked running.
+    # A second signal is not caught: it ends the process at once, should closing the sessions hang.
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    signals = (signal.SIGTERM, signal.SIGHUP)
+
+    def stopping() -> None:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        stop.set()
+
+    for sig in signals:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stopping)
     serving = asyncio.ensure_future(run_agent(server, input_stream=writer, output_stream=reader))
     stopped = asyncio.ensure_future(stop.wait())
     try:
