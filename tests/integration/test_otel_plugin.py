@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from bearagent_otel import CONTENT_VAR, LiveExport, export_run
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -144,6 +145,7 @@ def test_content_only_when_opted_in(tmp_path: Path) -> None:
     assert "add two and three" in in_events and "The secret sum is 5." in in_events
 
 
+@pytest.mark.slow  # seven cold `bearagent` processes (and the MCP server's): the in-process tests above cover the spans
 def test_real_processes_export_over_otlp_http(tmp_path: Path) -> None:
     root, home = workspace(tmp_path)
     site = installed_site(tmp_path)

@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import cast
 
+import pytest
 from bearagent_otel import LiveExport
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -166,6 +167,7 @@ def test_a_malformed_answer_is_dropped_whole() -> None:
     assert checked(["traceparent", good]) == {} and checked(None) == {}
 
 
+@pytest.mark.slow  # a cold `bearagent run` with the plugin, an MCP server and hooks; the in-process test covers the rest
 def test_the_installed_plugin_propagates_in_a_real_process(tmp_path: Path) -> None:
     """The entry point's own `trace_context` hook (not a test double) answers for the runs its sink exports."""
     with hook_receiver() as (url, seen), otlp_receiver() as collector:

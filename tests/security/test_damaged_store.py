@@ -76,6 +76,7 @@ def _damage(root: Path, where: str) -> None:
         _flip(wal, 32 + 24 + 50, 400)
 
 
+@pytest.mark.slow  # six cold `bearagent` processes per damage, 24 in all (~30 s of CPU)
 @pytest.mark.parametrize("where", ["header", "header_page", "table_page", "wal"])
 def test_a_damaged_store_gives_every_command_a_clear_error(
     filled: tuple[Path, Path, str], tmp_path: Path, where: str
@@ -153,14 +154,15 @@ def test_a_worker_names_a_damaged_store_and_keeps_serving_the_others(
     reader = threading.Thread(target=lambda: said.extend(iter(proc.stderr.readline, "")), daemon=True)  # pyright: ignore[reportOptionalMemberAccess]
     reader.start()
     try:
-        # The first scan's report, then many scans more (6 s at --poll 0.05): the problem is said once, not once a
-        # scan. Waiting for the first report (up to 120 s, generous: a cold start of the CLI took more than 6 s at
-        # load 20) instead of a fixed 6 s from the start keeps a slow start from leaving the worker no scan at all.
+        # The first scan's report, then many scans more (3 s at --poll 0.05: up to 60 scans, and still many on a
+        # loaded machine; it was 6 s, which only made the test longer): the problem is said once, not once a scan.
+        # Waiting for the first report (up to 120 s, generous: a cold start of the CLI took more than 6 s at load 20)
+        # instead of a fixed time from the start keeps a slow start from leaving the worker no scan at all.
         deadline = time.monotonic() + 120
         while not any("is not served" in line for line in said) and proc.poll() is None:
             assert time.monotonic() < deadline, f"no report of the damaged store within 120 s: {''.join(said)}"
             time.sleep(0.1)
-        time.sleep(6)
+        time.sleep(3)
         assert proc.poll() is None, "the worker keeps running"
     finally:
         proc.terminate()

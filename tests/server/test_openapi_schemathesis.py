@@ -38,6 +38,7 @@ EXCLUDED = {("GET", "/v1/workspaces/{ws_id}/events")}
 STATUSES: list[str] = []  # "<METHOD> <path> <status>" of every request sent
 
 
+@pytest.mark.slow  # the fuzzing: ~500 requests to a real server, CPU-heavy (docs/testing.md: the inner loop skips it)
 def test_every_operation_answers_as_its_schema_says(tmp_path: Path) -> None:
     agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
     ws = scripted_workspace(tmp_path / "alpha", SCRIPT, agents=agents)

@@ -41,11 +41,15 @@ def acp(agent: str | None, model: str | None, permission_mode: str | None, clien
 
 
 async def _serve(agent: str | None, model: str | None, permission_mode: str | None, client_terminal: bool) -> None:
+    import asyncio
+    import contextlib
     import os
+    import signal
 
     from acp import run_agent
 
     from bearagent.acp.agent import BearAcpAgent
+    from bearagent.acp.stdio import stdio_streams
 
     server = BearAcpAgent(
         env=dict(os.environ),
@@ -54,7 +58,32 @@ async def _serve(agent: str | None, model: str | None, permission_mode: str | No
         permission_mode=permission_mode,
         client_terminal=client_terminal,
     )
+    # Our streams, not the SDK's: its stdin reader never saw end of file on /dev/null (bearagent.acp.stdio). At end
+    # of file the SDK's receive loop returns, its close cancels the requests in flight (a prompt's run is cancelled
+    # by the agent), and `server.aclose` closes every session: the process exits 0 on its own.
+    reader, writer = await stdio_streams()
+    # SIGTERM and SIGHUP (an editor that does not wait for end of file: the SDK's own client sends SIGTERM 2 s after
+    # closing stdin) stop the same way, instead of killing the process with a prompt's run still marked running.
+    # A second signal is not caught: it ends the process at once, should closing the sessions hang.
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGTERM, signal.SIGHUP)
+
+    def stopping() -> None:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        stop.set()
+
+    for sig in signals:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stopping)
+    serving = asyncio.ensure_future(run_agent(server, input_stream=writer, output_stream=reader))
+    stopped = asyncio.ensure_future(stop.wait())
     try:
-        await run_agent(server)
+        await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        serving.cancel()  # (nothing if it has returned: end of file)
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
     finally:
+        stopped.cancel()
         await server.aclose()
