@@ -71,6 +71,15 @@ def user_config_dir(env: Mapping[str, str]) -> Path:
     return base / ".config" / "bearagent"
 
 
+CLAUDE_PLUGINS_DIR = "claude-plugins"
+"""Where Claude Code plugins the user installed live, under the user config dir (`plugins/<name>/` inside it)."""
+
+
+def installed_claude_plugins(env: Mapping[str, str]) -> Path:
+    """The folder holding the Claude Code plugins the user installed (`bearagent plugins install`), one per name."""
+    return user_config_dir(env) / CLAUDE_PLUGINS_DIR / "plugins"
+
+
 def workspace_source(root: Path, sub: str) -> Source:
     return Source("workspace", "workspace", RANK_WORKSPACE, root / WORKSPACE_DIR / sub)
 

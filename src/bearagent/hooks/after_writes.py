@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bearagent.config.workspace import installed_claude_plugins
 from bearagent.rewind.written import first_write
 
 if TYPE_CHECKING:
@@ -66,23 +67,29 @@ _INTERPRETER = re.compile(r"^(sh|bash|dash|zsh|ksh|python[0-9.]*|node|bun|deno|r
 _SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php")
 
 
-def own_scripts(argv: Sequence[str], root: Path) -> tuple[str, ...]:
+def own_scripts(argv: Sequence[str], root: Path, env: Mapping[str, str]) -> tuple[str, ...]:
     """The hook's own script when it lies outside the workspace (`~/.claude/hooks/fmt.sh`, a plugin's script under
     the user's BearAgent directory): the program, or the script an interpreter runs. In the sandbox the home is
     hidden, so it stays readable there, and nothing else of the hidden home does. Only a file that is a script (by
-    its suffix or its execute bit) counts, so a hook that names a key file does not expose it."""
+    its suffix or its execute bit) counts, so a hook that names a key file does not expose it. A plugin's hook
+    (`CLAUDE_PLUGIN_ROOT=<root> ...`, as the plugin loader writes it) keeps its whole plugin folder readable, since
+    its script imports its siblings (hookify's `core/`), but only a folder of a plugin the user installed
+    (`installed_claude_plugins`): a hook's text cannot expose any other folder that way."""
     words = list(argv)
     if len(words) == 3 and words[1] == "-c" and os.path.basename(words[0]) == "sh":
         try:
             words = shlex.split(words[2])
         except ValueError:
             return ()
+    out: list[str] = []
     while words and "=" in words[0] and not words[0].startswith(("/", "~", ".")):
-        words = words[1:]  # `CLAUDE_PLUGIN_ROOT=... CLAUDE_PLUGIN_DATA=... cmd`
+        name, _, value = words[0].partition("=")  # `CLAUDE_PLUGIN_ROOT=... CLAUDE_PLUGIN_DATA=... cmd`
+        if name == "CLAUDE_PLUGIN_ROOT" and (plugin := _installed_plugin(value, env)) is not None:
+            out.append(plugin)
+        words = words[1:]
     candidates = words[:1]
     if words and _INTERPRETER.match(os.path.basename(words[0])) and len(words) > 1:
         candidates.append(next((w for w in words[1:] if not w.startswith("-")), ""))
-    out: list[str] = []
     workspace = os.path.realpath(root)
     for word in candidates:
         path = os.path.realpath(os.path.expanduser(word)) if word.startswith(("/", "~")) else ""
@@ -91,3 +98,14 @@ def own_scripts(argv: Sequence[str], root: Path) -> tuple[str, ...]:
         if path.endswith(_SCRIPT_SUFFIXES) or os.access(path, os.X_OK):
             out.append(path)
     return tuple(out)
+
+
+def _installed_plugin(value: str, env: Mapping[str, str]) -> str | None:
+    """`value` as a folder of a plugin the user installed, resolved; None for anything else."""
+    if not value.startswith("/"):
+        return None
+    folder = os.path.realpath(value)
+    installed = os.path.realpath(installed_claude_plugins(env))
+    if os.path.dirname(folder) != installed or not os.path.isdir(folder):
+        return None
+    return folder

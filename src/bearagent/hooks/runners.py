@@ -210,7 +210,7 @@ def _sandboxed(
     if not os.access(program, os.X_OK) and "/" in program:
         return HandlerFailure("missing_executable", f"{program!r} is not executable (chmod +x it)")
     try:
-        own = own_scripts(argv, ctx.workspace_root)
+        own = own_scripts(argv, ctx.workspace_root, ctx.env)
         return confined_launch(argv, ctx.sandbox or SandboxSettings(), env, ctx.workspace_root, readable=own)
     except SandboxUnavailableError as exc:
         return HandlerFailure("sandbox_unavailable", why.unavailable(exc.status))

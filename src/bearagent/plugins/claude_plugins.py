@@ -32,10 +32,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
+from bearagent.config.workspace import CLAUDE_PLUGINS_DIR
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import Level
 
-STORE_DIR = "claude-plugins"
+STORE_DIR = CLAUDE_PLUGINS_DIR
 STATE_FILE = "installed.json"
 MANIFEST = ".claude-plugin/plugin.json"
 MARKETPLACE_MANIFEST = ".claude-plugin/marketplace.json"

@@ -304,7 +304,7 @@ class BwrapBackend:
                     _hide(plan, path, root)
             for raw in request.readable:
                 path = Path(raw)
-                if path.is_file() and any(_inside(path, h) for h in [*hidden, *map(Path, request.hidden_homes)]):
+                if path.exists() and any(_inside(path, h) for h in [*hidden, *map(Path, request.hidden_homes)]):
                     plan.args += ["--ro-bind", raw, raw]
         except BaseException:
             PreparedCommand((), {}, tuple(plan.placeholders), lease).finish()
