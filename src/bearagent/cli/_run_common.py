@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
+from bearagent.cli._choice_flags import CHOICE_FLAGS as CHOICE_FLAGS
+from bearagent.cli._choice_flags import run_choice_options as run_choice_options
 from bearagent.cli._die import EXIT_USAGE as EXIT_USAGE
 from bearagent.cli._die import die as die
 from bearagent.cli.safe_text import visible
@@ -40,66 +42,6 @@ def budget_options(func: F) -> F:
         flag = "--" + field.replace("_", "-")
         func = click.option(flag, field, type=click.IntRange(min=0), default=None, help=text)(func)
     return func
-
-
-CHOICE_FLAGS: tuple[tuple[tuple[str, ...], str, bool, str, str], ...] = (
-    (
-        ("--allowed-tools", "--allowedTools"),
-        "allowed_tools",
-        True,
-        "RULES",
-        "permission rules allowed without asking, as Claude Code's --allowedTools: 'Read' 'Bash(git log *)', "
-        "comma- or space-separated, repeatable. Deny rules still win.",
-    ),
-    (
-        ("--disallowed-tools", "--disallowedTools"),
-        "disallowed_tools",
-        True,
-        "RULES",
-        "permission rules denied, as Claude Code's --disallowedTools: 'Bash' 'Edit(src/**)', comma- or "
-        "space-separated, repeatable. A bare tool name takes the tool away.",
-    ),
-    (
-        ("--system-prompt",),
-        "system_prompt",
-        False,
-        "TEXT",
-        "the agent's prompt, instead of its file's (the environment, project instructions and skills stay). "
-        "@FILE reads it from a file.",
-    ),
-    (
-        ("--append-system-prompt",),
-        "append_system_prompt",
-        False,
-        "TEXT",
-        "text appended to the system prompt. @FILE reads it from a file.",
-    ),
-    (
-        ("--add-dir",),
-        "add_dirs",
-        True,
-        "DIR",
-        "a directory besides the workspace the file tools and a sandboxed Bash may use "
-        "(as permissions.additionalDirectories); repeatable.",
-    ),
-)
-"""Claude Code's run flags: (spellings, parameter, repeatable, metavar, help)."""
-
-
-def run_choice_options(*, session: bool = False) -> Callable[[F], F]:
-    """Declare Claude Code's run flags (`CHOICE_FLAGS`) on a command that starts runs: `run` (for that run) and
-    the interactive session (`session=True`: for each of its runs). One declaration, so the commands cannot drift;
-    read the values with `run_choices`."""
-    scope = "For each run of the interactive session: " if session else "For this run: "
-
-    def decorate(func: F) -> F:
-        for spellings, param, repeatable, metavar, text in reversed(CHOICE_FLAGS):
-            func = click.option(
-                *spellings, param, multiple=repeatable, default=None, metavar=metavar, help=scope + text
-            )(func)
-        return func
-
-    return decorate
 
 
 def run_choices(values: Mapping[str, object]) -> tuple[tuple[str, ...], RunChoices]:

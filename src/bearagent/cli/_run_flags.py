@@ -1,6 +1,6 @@
 """The values of Claude Code's run flags (`--allowed-tools`, `--disallowed-tools`, `--system-prompt`,
 `--append-system-prompt`, `--add-dir`), checked and bounded; every bad value is a usage error naming the flag
-(`_run_common.run_choice_options` declares the flags, `_run_common.run_choices` reads them)."""
+(`_choice_flags.run_choice_options` declares the flags, `_run_common.run_choices` reads them)."""
 
 from __future__ import annotations
 

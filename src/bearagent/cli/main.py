@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from bearagent import __version__
-from bearagent.cli._run_common import run_choice_options
+from bearagent.cli._choice_flags import run_choice_options
 
 # command name -> ("module:attribute" of a click command, one-line help). A command's module is imported only when
 # that command runs; `bearagent --help` lists the one-line helps from this table without importing anything.
