@@ -308,12 +308,19 @@ class StreamingProvider(ProviderCore[ClientT], ABC):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one model call (the `ModelProvider` protocol). Closing this iterator closes the HTTP stream."""
+        try:
+            # first: making the client may import an SDK, which is not the server's time (not in `timeout_s`)
+            client = self._client_for_loop()
+        except BearAgentError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, ModelCall(self, request, self.settings.timeout_s)) from None
         timer = CallTimer(self.settings, request, asyncio.get_running_loop().time)
         call = ModelCall(self, request, timer.io_timeout_s())
         call._timer = timer  # pyright: ignore[reportPrivateUsage]
         live = self.settings.stream
         try:
-            events = self.open_stream(self._client_for_loop(), call)
+            events = self.open_stream(client, call)
         except BearAgentError:
             raise
         except Exception as exc:
@@ -333,12 +340,11 @@ class StreamingProvider(ProviderCore[ClientT], ABC):
                 if live and call._pending:  # pyright: ignore[reportPrivateUsage]
                     for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
                         yield delta
-            try:
-                outcome = call._outcome()  # pyright: ignore[reportPrivateUsage]
-            except ProviderStreamError:
-                for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
-                    yield delta  # a cut answer's text goes out before the failure, streaming or not
-                raise
+            outcome = call._outcome()  # pyright: ignore[reportPrivateUsage]
+        except ProviderStreamError:
+            for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
+                yield delta  # a cut or failed answer's text goes out before the failure, streaming or not
+            raise
         except BearAgentError:
             raise
         except Exception as exc:
