@@ -37,6 +37,7 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import ToolCallPart, ToolResultPart
 from bearagent.domain.models import (
+    MAX_DELTA_CHARS,
     MAX_REFUSAL_CHARS,
     ModelCompleted,
     ModelEvent,
@@ -220,9 +221,12 @@ class ModelCall:
     # ----- used by StreamingProvider -----
 
     def _take_deltas(self) -> list[TextDelta]:
-        pending = "".join(self._pending)
-        self._pending.clear()
-        return list(text_deltas(pending)) if pending else []
+        pending = self._pending
+        text = pending[0] if len(pending) == 1 else "".join(pending)
+        pending.clear()
+        if len(text) <= MAX_DELTA_CHARS:  # the common case: one event's text (already valid Unicode: `text`)
+            return [TextDelta(text=text)] if text else []
+        return list(text_deltas(text))
 
     def _failed(self, info: ErrorInfo) -> ProviderStreamError:
         return ProviderStreamError(
