@@ -5,6 +5,7 @@ exactly what the "server" sent."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
@@ -309,6 +310,43 @@ def test_not_streaming_delivers_the_whole_text_at_the_end() -> None:
     seen = run(FakeProvider(script, settings(stream=False)))
     assert seen.text == "one two"
     assert "yielded" not in script.log[: script.log.index("fed", 4) + 1]
+
+
+def test_a_failed_answer_not_streamed_still_delivers_its_text_before_the_failure() -> None:
+    """`stream: false`: the text read before an error event goes out before the failure, as for a cut answer."""
+    seen = run(FakeProvider(Script([{"t": "partial"}, {"error": "overloaded_error"}]), settings(stream=False)))
+    assert isinstance(seen.error, ProviderStreamError) and seen.error.info.code == "overloaded.busy"
+    assert seen.text == "partial" and seen.error.partial_text == "partial"
+
+
+class SlowClientProvider(FakeProvider):
+    """Making the client blocks (as importing an SDK does on first use), or fails."""
+
+    def __init__(self, script: Script, settings: ProviderSettings, *, block_s: float, fails: bool = False) -> None:
+        super().__init__(script, settings)
+        self.block_s = block_s
+        self.fails = fails
+
+    def make_client(self) -> Client:
+        time.sleep(self.block_s)
+        if self.fails:
+            raise RuntimeError(f"no client for {KEY}")
+        return super().make_client()
+
+
+def test_making_the_client_does_not_count_against_timeout_s() -> None:
+    script = Script([{"t": "a"}, {"done": None}], delay_s=0.02)  # the API answers well within timeout_s
+    slow = SlowClientProvider(script, settings(timeout_s=0.1), block_s=0.3)
+    seen = run(slow)
+    assert seen.error is None and seen.text == "a"
+
+
+def test_a_client_that_cannot_be_made_is_an_internal_error_without_the_key() -> None:
+    broken = SlowClientProvider(Script([{"done": None}]), settings(), block_s=0.0, fails=True)
+    seen = run(broken)
+    assert isinstance(seen.error, ProviderStreamError) and seen.error.info.code == "internal.adapter"
+    assert "RuntimeError" in seen.error.info.message and KEY not in seen.error.info.message
+    assert broken.script.log == []
 
 
 def test_closing_the_consumer_closes_the_api_stream_and_aclose_closes_the_client() -> None:

@@ -1,5 +1,5 @@
-"""What every provider base shares (the built-in adapters' `SdkProvider` and the public kit's
-`StreamingProvider`): its settings, the tool-call id generator, the secret redactor, the names error messages use,
+"""What every provider base shares (the public kit's `StreamingProvider`, which the built-in SDK adapters use too
+through `_sdk.SdkAdapter`): its settings, the tool-call id generator, the secret redactor, the names error messages use,
 one client per event loop (closed with the provider), the request's limits, and how an exception raised while
 calling the API becomes the `ProviderStreamError` the runtime sees."""
 

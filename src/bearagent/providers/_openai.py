@@ -5,20 +5,21 @@ error is read."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.messages import ToolCallPart
-from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall, StopReason
-from bearagent.providers._base import Accumulator, ProviderFailure, SdkProvider
+from bearagent.domain.models import StopReason
 from bearagent.providers._failures import failure_from_sdk
+from bearagent.providers._sdk import SdkAdapter
+from bearagent.providers.errors import ProviderFailure
+from bearagent.providers.kit import ModelCall
 from bearagent.providers.model_listing import ListingWindow
-from bearagent.providers.tool_names import ToolNameMap
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-"""`ModelCompleted.refusal`'s bound: a longer refusal is cut to it."""
+StateT = TypeVar("StateT")
 
 
 def arguments_json(part: ToolCallPart) -> str:
@@ -26,28 +27,21 @@ def arguments_json(part: ToolCallPart) -> str:
     return json.dumps(thaw_json_mapping(part.arguments), ensure_ascii=False)
 
 
-class OpenAIAccumulator(Accumulator):
-    """Per-call state shared by the OpenAI protocols: refusal text comes in parts, beside the answer's text."""
-
-    def __init__(self, provider: SdkProvider[Any], request: ModelRequest, names: ToolNameMap) -> None:
-        super().__init__(provider, request, names)
-        self.refusal_parts: list[str] = []
-
-    def openai_completed(self, calls: list[ModelToolCall], refusal: str, *, ended: bool) -> list[ModelEvent]:
-        """Tool calls first, then a refusal, then a normal end (`ended`: the API's own "done" status), else other."""
-        stop: StopReason
-        if calls:
-            stop = "tool_use"
-        elif refusal:
-            stop = "refusal"
-        elif ended:
-            stop = "end_turn"
-        else:
-            stop = "other"
-        return self.completed(calls, stop, refusal or None)
+def openai_finish(call: ModelCall, *, has_calls: bool, refusal: str, ended: bool) -> None:
+    """Tool calls first, then a refusal, then a normal end (`ended`: the API's own "done" status), else other."""
+    stop: StopReason
+    if has_calls:
+        stop = "tool_use"
+    elif refusal:
+        stop = "refusal"
+    elif ended:
+        stop = "end_turn"
+    else:
+        stop = "other"
+    call.finish(stop, refusal=refusal or None)
 
 
-class OpenAIProvider(SdkProvider["AsyncOpenAI"]):
+class OpenAIAdapter(SdkAdapter["AsyncOpenAI", StateT]):
     """Base of the OpenAI adapters. `max_tokens_field` names the output-token limit in the request body."""
 
     request_id_header = "x-request-id"
@@ -63,25 +57,25 @@ class OpenAIProvider(SdkProvider["AsyncOpenAI"]):
             self._listing = ListingWindow(settings.base_url, settings.model, headers)
         return await self._listing.get()
 
-    def _new_client(self) -> AsyncOpenAI:
+    def make_client(self) -> AsyncOpenAI:
         from openai import AsyncOpenAI
 
-        return AsyncOpenAI(**self._client_options())
+        return AsyncOpenAI(**self.client_options())
 
-    def _options(self, request: ModelRequest, tools: list[dict[str, object]]) -> dict[str, Any]:
+    def options(self, call: ModelCall, tools: list[dict[str, object]]) -> dict[str, Any]:
         """The optional request fields: tools, the output-token limit and temperature, each only when set."""
         options: dict[str, Any] = {}
         if tools:
             options["tools"] = tools
-        limit = self.max_output_tokens(request)
+        limit = call.max_output_tokens
         if limit is not None:
             options[self.max_tokens_field] = limit
-        temperature = self.temperature(request)
+        temperature = call.temperature
         if temperature is not None:
             options["temperature"] = temperature
         return options
 
-    def _failure(self, exc: BaseException) -> ProviderFailure | None:
+    def sdk_failure(self, exc: BaseException) -> ProviderFailure | None:
         import openai
 
         return failure_from_sdk(

@@ -6,7 +6,7 @@ and is parsed after the block's `content_block_stop`. Usage is split: input (and
 `event: error` (e.g. `overloaded_error`) is raised by the SDK with HTTP status 200 and mapped by its error type.
 
 A `refusal` stop is a final answer: `ModelCompleted.refusal` carries the server's explanation (or a fixed sentence)
-and the text streamed before it is to be thrown away by the caller (it was already emitted as deltas).
+and the text streamed before it is to be thrown away by the caller (it was already emitted as deltas). Written on the public `StreamingProvider` kit through `_sdk.SdkAdapter`.
 """
 
 from __future__ import annotations
@@ -19,21 +19,13 @@ from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.ids import IdGenerator
 from bearagent.domain.messages import ToolCallPart
-from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall, StopReason
-from bearagent.providers._base import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
-    Accumulator,
-    ProviderFailure,
-    ProviderSettings,
-    RawResponse,
-    SdkProvider,
-    SdkStream,
-    result_call_id,
-    tool_result_of,
-    wire_call_ids,
-)
+from bearagent.domain.models import ModelRequest, StopReason
+from bearagent.providers._base import tool_result_of
+from bearagent.providers._core import ProviderSettings
 from bearagent.providers._failures import failure_from_sdk
-from bearagent.providers.tool_names import ToolNameMap
+from bearagent.providers._sdk import DEFAULT_MAX_OUTPUT_TOKENS, RawResponse, SdkAdapter, SdkStream
+from bearagent.providers.errors import ProviderFailure
+from bearagent.providers.kit import ModelCall
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -43,14 +35,13 @@ if TYPE_CHECKING:
 REFUSAL_FALLBACK = "The model declined to answer this request."
 
 
-def anthropic_payload(request: ModelRequest, names: ToolNameMap) -> tuple[str | None, list[dict[str, object]]]:
+def anthropic_payload(call: ModelCall) -> tuple[str | None, list[dict[str, object]]]:
     """(system, messages). Leading system messages become `system`; a later one becomes a user text block.
     Consecutive messages of one role are merged (tool results, which travel as `user` content, come first)."""
-    ids = wire_call_ids(request.messages)
     system_parts: list[str] = []
     out: list[dict[str, object]] = []
     leading = True
-    for message in request.messages:
+    for message in call.request.messages:
         blocks: list[dict[str, object]]
         role: str
         if message.role == "system":
@@ -67,8 +58,8 @@ def anthropic_payload(request: ModelRequest, names: ToolNameMap) -> tuple[str | 
                     blocks.append(
                         {
                             "type": "tool_use",
-                            "id": ids[part.tool_call_id],
-                            "name": names.to_provider(part.name),
+                            "id": call.wire_call_id(part),
+                            "name": call.wire_name(part.name),
                             "input": thaw_json_mapping(part.arguments),
                         }
                     )
@@ -78,7 +69,7 @@ def anthropic_payload(request: ModelRequest, names: ToolNameMap) -> tuple[str | 
             part = tool_result_of(message)
             block: dict[str, object] = {
                 "type": "tool_result",
-                "tool_use_id": result_call_id(part, ids),
+                "tool_use_id": call.wire_call_id(part),
                 "content": part.content,
             }
             if part.is_error:
@@ -97,14 +88,14 @@ def anthropic_payload(request: ModelRequest, names: ToolNameMap) -> tuple[str | 
     return system, out
 
 
-def anthropic_tools(request: ModelRequest, names: ToolNameMap) -> list[dict[str, object]]:
+def anthropic_tools(call: ModelCall) -> list[dict[str, object]]:
     return [
         {
-            "name": names.to_provider(tool.name),
+            "name": call.wire_name(tool.name),
             "description": tool.description,
             "input_schema": thaw_json_mapping(tool.input_schema),
         }
-        for tool in request.tools
+        for tool in call.request.tools
     ]
 
 
@@ -120,20 +111,22 @@ class _Block:
     initial: dict[str, JsonValue] | None = None
 
 
-class _MessagesAccumulator(Accumulator):
-    def __init__(self, provider: SdkProvider[Any], request: ModelRequest, names: ToolNameMap) -> None:
-        super().__init__(provider, request, names)
-        self.blocks: dict[int, _Block] = {}
-        self.calls: list[ModelToolCall] = []
-        self.stop_reason: str | None = None
-        self.refusal: str | None = None
-        self.done = False
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cache_read = 0
-        self.cache_write = 0
+@dataclass(slots=True)
+class _MessagesState:
+    """One call: open tool_use blocks by index, the split usage counts, the stop reason and its explanation."""
 
-    def _update_usage(self, usage: object) -> None:
+    response_id: str | None = None
+    blocks: dict[int, _Block] = field(default_factory=dict[int, _Block])
+    has_calls: bool = False
+    stop_reason: str | None = None
+    refusal: str | None = None
+    done: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def update_usage(self, usage: object, call: ModelCall) -> None:
         if usage is None:
             return
         if getattr(usage, "input_tokens", None) is not None:
@@ -144,107 +137,22 @@ class _MessagesAccumulator(Accumulator):
             self.cache_write = _int(getattr(usage, "cache_creation_input_tokens", 0))
         if getattr(usage, "output_tokens", None) is not None:
             self.output_tokens = _int(getattr(usage, "output_tokens", 0))
-        self.usage = TokenUsage(
+        call.usage = TokenUsage(
             input_tokens=self.input_tokens + self.cache_read + self.cache_write,
             output_tokens=self.output_tokens,
             cache_read_tokens=self.cache_read,
             cache_write_tokens=self.cache_write,
         )
 
-    def feed(self, item: object) -> str | None:
-        event = cast("RawMessageStreamEvent", item)
-        if event.type == "content_block_delta":
-            delta = event.delta
-            if delta.type == "text_delta":
-                return delta.text
-            if delta.type == "input_json_delta":
-                block = self.blocks.get(event.index)
-                if block is not None:
-                    block.parts.append(delta.partial_json)
-        elif event.type == "content_block_start":
-            content = event.content_block
-            if content.type == "tool_use":
-                initial = cast(object, content.input)
-                self.blocks[event.index] = _Block(
-                    content.id, content.name, initial=cast(dict[str, JsonValue], initial) if initial else None
-                )
-            elif content.type == "text" and content.text:
-                return content.text
-        elif event.type == "content_block_stop":
-            block = self.blocks.pop(event.index, None)
-            if block is not None:
-                self.calls.append(self._finish_block(block))
-        elif event.type == "message_start":
-            message = event.message
-            self.response_id = message.id or None
-            self.model = message.model or None
-            self._update_usage(message.usage)
-        elif event.type == "message_delta":
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self._note_refusal(event.delta)
-            self._update_usage(event.usage)
-        elif event.type == "message_stop":
-            self.done = True
-        return None
-
-    def _note_refusal(self, source: object) -> None:
+    def note_refusal(self, source: object) -> None:
         """Keep the server's explanation of a refusal (`stop_details.explanation`), when it gives one."""
         details: object = getattr(source, "stop_details", None)
         explanation: object = getattr(details, "explanation", None)
         if isinstance(explanation, str) and explanation:
             self.refusal = explanation
 
-    def _finish_block(self, block: _Block) -> ModelToolCall:
-        raw = "".join(block.parts)
-        if not raw.strip() and block.initial:
-            return self.tool_call_parsed(block.call_id, block.name, block.initial)
-        return self.tool_call(block.call_id, block.name, raw)
 
-    def finish(self) -> list[ModelEvent]:
-        if not self.done:
-            raise self.truncated("message_stop", self.request_id or self.response_id)
-        return self.ending(self.stop_reason, self.calls)
-
-    def ending(self, stop_reason: str | None, calls: list[ModelToolCall]) -> list[ModelEvent]:
-        request_id = self.settle_request_id()
-        if stop_reason == "max_tokens":
-            raise self.stopped("max_output_tokens", request_id)
-        if stop_reason == "model_context_window_exceeded":
-            raise self.stopped("context_overflow", request_id)
-        refusal: str | None = None
-        stop: StopReason
-        if stop_reason == "refusal":
-            stop = "refusal"
-            refusal = self.refusal or REFUSAL_FALLBACK
-        elif stop_reason == "tool_use" or calls:
-            stop = "tool_use"
-        elif stop_reason == "end_turn":
-            stop = "end_turn"
-        elif stop_reason == "stop_sequence":
-            stop = "stop_sequence"
-        else:
-            stop = "other"
-        return self.completed(calls, stop, refusal)
-
-    def from_final(self, result: object) -> list[ModelEvent]:
-        message = cast("AnthropicMessage", result)
-        self.response_id = message.id or None
-        self.model = message.model or None
-        self._update_usage(message.usage)
-        events: list[ModelEvent] = []
-        calls: list[ModelToolCall] = []
-        for content in message.content:
-            if content.type == "text":
-                if content.text:
-                    events.extend(self.final_text(content.text))
-            elif content.type == "tool_use":
-                raw_input = cast(object, content.input)
-                calls.append(self.tool_call(content.id, content.name, json.dumps(raw_input)))
-        self._note_refusal(message)
-        return events + self.ending(message.stop_reason, calls)
-
-
-class AnthropicMessagesProvider(SdkProvider["AsyncAnthropic"]):
+class AnthropicMessagesProvider(SdkAdapter["AsyncAnthropic", _MessagesState]):
     """Messages API adapter. `max_tokens` is required by the API: request, then entry, then 4096."""
 
     request_id_header = "request-id"
@@ -252,52 +160,129 @@ class AnthropicMessagesProvider(SdkProvider["AsyncAnthropic"]):
     def __init__(self, settings: ProviderSettings, *, ids: IdGenerator | None = None) -> None:
         super().__init__(settings, ids=ids)
 
-    def _new_client(self) -> AsyncAnthropic:
+    def make_client(self) -> AsyncAnthropic:
         from anthropic import AsyncAnthropic
 
-        return AsyncAnthropic(**self._client_options())
+        return AsyncAnthropic(**self.client_options())
 
-    def _accumulator(self, request: ModelRequest, names: ToolNameMap) -> Accumulator:
-        return _MessagesAccumulator(self, request, names)
+    def new_state(self) -> _MessagesState:
+        return _MessagesState()
 
     def max_output_tokens(self, request: ModelRequest) -> int:
         """Always sent (the API requires `max_tokens`): the request's, else the entry's, else 4096."""
         return super().max_output_tokens(request) or DEFAULT_MAX_OUTPUT_TOKENS
 
-    def _params(self, request: ModelRequest, names: ToolNameMap) -> dict[str, Any]:
-        system, messages = anthropic_payload(request, names)
+    def _params(self, call: ModelCall) -> dict[str, Any]:
+        system, messages = anthropic_payload(call)
         params: dict[str, Any] = {
-            "model": request.model,
+            "model": call.request.model,
             "messages": messages,
-            "max_tokens": self.max_output_tokens(request),
+            "max_tokens": self.max_output_tokens(call.request),
         }
         if system:
             params["system"] = system
-        tools = anthropic_tools(request, names)
+        tools = anthropic_tools(call)
         if tools:
             params["tools"] = tools
-        temperature = self.temperature(request)
+        temperature = call.temperature
         if temperature is not None:
             # anthropic 2.x no longer types `temperature`; it is passed through for servers that accept it
             params["extra_body"] = {"temperature": min(temperature, 1.0)}
         return params
 
-    async def _open_stream(
-        self, client: AsyncAnthropic, request: ModelRequest, names: ToolNameMap, timeout: float
-    ) -> SdkStream:
-        stream = await client.messages.create(**self._params(request, names), stream=True, timeout=timeout)
+    async def start_stream(self, client: AsyncAnthropic, call: ModelCall) -> SdkStream:
+        stream = await client.messages.create(**self._params(call), stream=True, timeout=call.timeout_s)
         return cast("SdkStream", stream)
 
-    async def _complete(
-        self, client: AsyncAnthropic, request: ModelRequest, names: ToolNameMap, timeout: float
-    ) -> tuple[object, str | None]:
-        raw = cast(
-            "RawResponse",
-            await client.messages.with_raw_response.create(**self._params(request, names), timeout=timeout),
+    async def complete(self, client: AsyncAnthropic, call: ModelCall) -> RawResponse:
+        return cast(
+            "RawResponse", await client.messages.with_raw_response.create(**self._params(call), timeout=call.timeout_s)
         )
-        return await self._parsed(raw)
 
-    def _failure(self, exc: BaseException) -> ProviderFailure | None:
+    def on_event(self, state: _MessagesState, event: object, call: ModelCall) -> None:
+        item = cast("RawMessageStreamEvent", event)
+        if item.type == "content_block_delta":
+            delta = item.delta
+            if delta.type == "text_delta":
+                call.text(delta.text)
+            elif delta.type == "input_json_delta":
+                block = state.blocks.get(item.index)
+                if block is not None:
+                    block.parts.append(delta.partial_json)
+        elif item.type == "content_block_start":
+            content = item.content_block
+            if content.type == "tool_use":
+                initial = cast(object, content.input)
+                state.blocks[item.index] = _Block(
+                    content.id, content.name, initial=cast(dict[str, JsonValue], initial) if initial else None
+                )
+            elif content.type == "text" and content.text:
+                call.text(content.text)
+        elif item.type == "content_block_stop":
+            block = state.blocks.pop(item.index, None)
+            if block is not None:
+                state.has_calls = True
+                raw = "".join(block.parts)
+                if not raw.strip() and block.initial:
+                    call.tool_call(block.name, block.initial, call_id=block.call_id)
+                else:
+                    call.tool_call(block.name, raw, call_id=block.call_id)
+        elif item.type == "message_start":
+            message = item.message
+            state.response_id = message.id or None
+            call.model = message.model or None
+            state.update_usage(message.usage, call)
+        elif item.type == "message_delta":
+            state.stop_reason = item.delta.stop_reason or state.stop_reason
+            state.note_refusal(item.delta)
+            state.update_usage(item.usage, call)
+        elif item.type == "message_stop":
+            state.done = True
+
+    def on_end(self, state: _MessagesState, call: ModelCall) -> None:
+        if not state.done:
+            raise self.truncated(call, "message_stop", call.request_id or state.response_id)
+        self._ending(state, call)
+
+    def _ending(self, state: _MessagesState, call: ModelCall) -> None:
+        request_id = call.request_id = call.request_id or state.response_id
+        stop_reason = state.stop_reason
+        if stop_reason == "max_tokens":
+            call.finish("max_output_tokens")
+            return
+        if stop_reason == "model_context_window_exceeded":
+            raise self.stopped(call, "context_overflow", request_id)
+        stop: StopReason
+        if stop_reason == "refusal":
+            call.finish("refusal", refusal=state.refusal or REFUSAL_FALLBACK)
+            return
+        if stop_reason == "tool_use" or state.has_calls:
+            stop = "tool_use"
+        elif stop_reason == "end_turn":
+            stop = "end_turn"
+        elif stop_reason == "stop_sequence":
+            stop = "stop_sequence"
+        else:
+            stop = "other"
+        call.finish(stop)
+
+    def on_final(self, state: _MessagesState, result: object, call: ModelCall) -> None:
+        message = cast("AnthropicMessage", result)
+        state.response_id = message.id or None
+        call.model = message.model or None
+        state.update_usage(message.usage, call)
+        for content in message.content:
+            if content.type == "text":
+                call.text(content.text)
+            elif content.type == "tool_use":
+                state.has_calls = True
+                raw_input = cast(object, content.input)
+                call.tool_call(content.name, json.dumps(raw_input), call_id=content.id)
+        state.stop_reason = message.stop_reason
+        state.note_refusal(message)
+        self._ending(state, call)
+
+    def sdk_failure(self, exc: BaseException) -> ProviderFailure | None:
         import anthropic
 
         return failure_from_sdk(

@@ -37,6 +37,7 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ToolCallId
 from bearagent.domain.messages import ToolCallPart, ToolResultPart
 from bearagent.domain.models import (
+    MAX_DELTA_CHARS,
     MAX_REFUSAL_CHARS,
     ModelCompleted,
     ModelEvent,
@@ -220,9 +221,12 @@ class ModelCall:
     # ----- used by StreamingProvider -----
 
     def _take_deltas(self) -> list[TextDelta]:
-        pending = "".join(self._pending)
-        self._pending.clear()
-        return list(text_deltas(pending)) if pending else []
+        pending = self._pending
+        text = pending[0] if len(pending) == 1 else "".join(pending)
+        pending.clear()
+        if len(text) <= MAX_DELTA_CHARS:  # the common case: one event's text (already valid Unicode: `text`)
+            return [TextDelta(text=text)] if text else []
+        return list(text_deltas(text))
 
     def _failed(self, info: ErrorInfo) -> ProviderStreamError:
         return ProviderStreamError(
@@ -308,12 +312,19 @@ class StreamingProvider(ProviderCore[ClientT], ABC):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one model call (the `ModelProvider` protocol). Closing this iterator closes the HTTP stream."""
+        try:
+            # first: making the client may import an SDK, which is not the server's time (not in `timeout_s`)
+            client = self._client_for_loop()
+        except BearAgentError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, ModelCall(self, request, self.settings.timeout_s)) from None
         timer = CallTimer(self.settings, request, asyncio.get_running_loop().time)
         call = ModelCall(self, request, timer.io_timeout_s())
         call._timer = timer  # pyright: ignore[reportPrivateUsage]
         live = self.settings.stream
         try:
-            events = self.open_stream(self._client_for_loop(), call)
+            events = self.open_stream(client, call)
         except BearAgentError:
             raise
         except Exception as exc:
@@ -333,12 +344,11 @@ class StreamingProvider(ProviderCore[ClientT], ABC):
                 if live and call._pending:  # pyright: ignore[reportPrivateUsage]
                     for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
                         yield delta
-            try:
-                outcome = call._outcome()  # pyright: ignore[reportPrivateUsage]
-            except ProviderStreamError:
-                for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
-                    yield delta  # a cut answer's text goes out before the failure, streaming or not
-                raise
+            outcome = call._outcome()  # pyright: ignore[reportPrivateUsage]
+        except ProviderStreamError:
+            for delta in call._take_deltas():  # pyright: ignore[reportPrivateUsage]
+                yield delta  # a cut or failed answer's text goes out before the failure, streaming or not
+            raise
         except BearAgentError:
             raise
         except Exception as exc:

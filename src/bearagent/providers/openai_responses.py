@@ -5,6 +5,7 @@ partial text kept) and `response.failed` (a failure). Both shapes of the in-stre
 nested production shape (`{"type":"error","error":{...}}`, which the SDK raises as `APIError`) and the flat one
 (`{"type":"error","code","message"}`, which the SDK yields as an event). Output items may come in any order
 (`reasoning` first, text not at index 0); event types this adapter does not know are ignored.
+Written on the public `StreamingProvider` kit through `_sdk.SdkAdapter`.
 """
 
 from __future__ import annotations
@@ -16,21 +17,12 @@ from bearagent.domain._base import thaw_json_mapping
 from bearagent.domain.budgets import TokenUsage
 from bearagent.domain.ids import IdGenerator
 from bearagent.domain.messages import ToolCallPart
-from bearagent.domain.models import ModelEvent, ModelRequest, ModelToolCall
-from bearagent.providers._base import (
-    Accumulator,
-    ProviderFailure,
-    ProviderSettings,
-    RawResponse,
-    SdkProvider,
-    SdkStream,
-    error_text,
-    result_call_id,
-    tool_result_of,
-    wire_call_ids,
-)
-from bearagent.providers._openai import OpenAIAccumulator, OpenAIProvider, arguments_json
-from bearagent.providers.tool_names import ToolNameMap
+from bearagent.providers._base import error_text, tool_result_of
+from bearagent.providers._core import ProviderSettings
+from bearagent.providers._openai import OpenAIAdapter, arguments_json, openai_finish
+from bearagent.providers._sdk import RawResponse, SdkStream
+from bearagent.providers.errors import ProviderFailure
+from bearagent.providers.kit import ModelCall
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -38,11 +30,10 @@ if TYPE_CHECKING:
     from openai.types.responses.response_usage import ResponseUsage
 
 
-def responses_input(request: ModelRequest, names: ToolNameMap) -> list[dict[str, object]]:
+def responses_input(call: ModelCall) -> list[dict[str, object]]:
     """Our messages as Responses input items: messages, `function_call` and `function_call_output` items."""
-    ids = wire_call_ids(request.messages)
     out: list[dict[str, object]] = []
-    for message in request.messages:
+    for message in call.request.messages:
         if message.role in ("system", "user"):
             out.append({"type": "message", "role": message.role, "content": message.text})
         elif message.role == "assistant":
@@ -53,29 +44,27 @@ def responses_input(request: ModelRequest, names: ToolNameMap) -> list[dict[str,
                     out.append(
                         {
                             "type": "function_call",
-                            "call_id": ids[part.tool_call_id],
-                            "name": names.to_provider(part.name),
+                            "call_id": call.wire_call_id(part),
+                            "name": call.wire_name(part.name),
                             "arguments": arguments_json(part),
                         }
                     )
         else:
             part = tool_result_of(message)
-            out.append(
-                {"type": "function_call_output", "call_id": result_call_id(part, ids), "output": error_text(part)}
-            )
+            out.append({"type": "function_call_output", "call_id": call.wire_call_id(part), "output": error_text(part)})
     return out
 
 
-def responses_tools(request: ModelRequest, names: ToolNameMap) -> list[dict[str, object]]:
+def responses_tools(call: ModelCall) -> list[dict[str, object]]:
     return [
         {
             "type": "function",
-            "name": names.to_provider(tool.name),
+            "name": call.wire_name(tool.name),
             "description": tool.description,
             "parameters": thaw_json_mapping(tool.input_schema),
             "strict": False,
         }
-        for tool in request.tools
+        for tool in call.request.tools
     ]
 
 
@@ -100,114 +89,37 @@ class _Call:
     final: str | None = None
 
 
-class _ResponsesAccumulator(OpenAIAccumulator):
-    def __init__(self, provider: SdkProvider[Any], request: ModelRequest, names: ToolNameMap) -> None:
-        super().__init__(provider, request, names)
-        self.calls: dict[str, _Call] = {}
-        self.terminal: Response | None = None
+@dataclass(slots=True)
+class _ResponsesState:
+    """One call: function calls by item id (output items may come in any order), refusal text, the terminal."""
 
-    def _seen_response(self, response: Response) -> None:
-        self.response_id = response.id or self.response_id
-        self.model = response.model or self.model
-        if response.usage is not None:
-            self.usage = responses_usage(response.usage)
-
-    def _seen_item(self, output: ResponseOutputItem, output_index: int, *, done: bool) -> None:
-        if output.type != "function_call":
-            return
-        key = output.id or output.call_id
-        call = self.calls.get(key)
-        if call is None:
-            call = self.calls[key] = _Call(output_index, output.call_id, output.name)
-        call.call_id = output.call_id or call.call_id
-        call.name = output.name or call.name
-        if done:
-            call.final = output.arguments
-
-    def feed(self, item: object) -> str | None:
-        event = cast("ResponseStreamEvent", item)
-        if event.type == "response.output_text.delta":
-            return event.delta
-        if event.type == "response.function_call_arguments.delta":
-            call = self.calls.get(event.item_id)
-            if call is not None:
-                call.arguments.append(event.delta)
-        elif event.type == "response.output_item.added":
-            self._seen_item(event.item, event.output_index, done=False)
-        elif event.type == "response.output_item.done":
-            self._seen_item(event.item, event.output_index, done=True)
-        elif event.type == "response.function_call_arguments.done":
-            call = self.calls.get(event.item_id)
-            if call is not None:
-                call.final = event.arguments
-        elif event.type == "response.refusal.delta":
-            self.refusal_parts.append(event.delta)
-        elif event.type == "response.created" or event.type == "response.in_progress":
-            self._seen_response(event.response)
-        elif (
-            event.type == "response.completed" or event.type == "response.incomplete" or event.type == "response.failed"
-        ):
-            self._seen_response(event.response)
-            self.terminal = event.response
-        elif event.type == "error":
-            # The flat error shape (the nested one is raised by the SDK as APIError).
-            raise self.fail(
-                ProviderFailure(kind="stream", message=event.message, error_code=event.code, error_type=event.code)
-            )
-        return None
-
-    def finish(self) -> list[ModelEvent]:
-        response = self.terminal
-        if response is None:
-            raise self.truncated(
-                "response.completed, response.incomplete or response.failed", self.request_id or self.response_id
-            )
-        calls = [
-            self.tool_call(call.call_id, call.name, call.final if call.final is not None else "".join(call.arguments))
-            for call in sorted(self.calls.values(), key=lambda c: c.output_index)
-        ]
-        return self.ending(response, calls, "".join(self.refusal_parts))
-
-    def ending(self, response: Response, calls: list[ModelToolCall], refusal: str) -> list[ModelEvent]:
-        request_id = self.settle_request_id()
-        if response.status == "failed":
-            error = response.error
-            raise self.fail(
-                ProviderFailure(
-                    kind="stream",
-                    message=error.message if error is not None else "the response failed without an error message",
-                    error_code=str(error.code) if error is not None else None,
-                    error_type=str(error.code) if error is not None else None,
-                    request_id=request_id,
-                )
-            )
-        if response.status == "incomplete":
-            reason = response.incomplete_details.reason if response.incomplete_details is not None else None
-            if reason == "content_filter":
-                raise self.stopped("content_filter", request_id)
-            raise self.stopped("max_output_tokens", request_id)
-        return self.openai_completed(calls, refusal, ended=response.status in ("completed", None))
-
-    def from_final(self, result: object) -> list[ModelEvent]:
-        response = cast("Response", result)
-        self._seen_response(response)
-        events: list[ModelEvent] = []
-        calls: list[ModelToolCall] = []
-        refusal: list[str] = []
-        for output in response.output:
-            if output.type == "message":
-                for content in output.content:
-                    if content.type == "output_text":
-                        if content.text:
-                            events.extend(self.final_text(content.text))
-                    else:
-                        refusal.append(content.refusal)
-            elif output.type == "function_call":
-                calls.append(self.tool_call(output.call_id, output.name, output.arguments))
-        return events + self.ending(response, calls, "".join(refusal))
+    response_id: str | None = None
+    calls: dict[str, _Call] = field(default_factory=dict[str, _Call])
+    refusal: list[str] = field(default_factory=list[str])
+    terminal: Response | None = None
 
 
-class OpenAIResponsesProvider(OpenAIProvider):
+def _seen_response(state: _ResponsesState, response: Response, call: ModelCall) -> None:
+    state.response_id = response.id or state.response_id
+    call.model = response.model or call.model
+    if response.usage is not None:
+        call.usage = responses_usage(response.usage)
+
+
+def _seen_item(state: _ResponsesState, output: ResponseOutputItem, output_index: int, *, done: bool) -> None:
+    if output.type != "function_call":
+        return
+    key = output.id or output.call_id
+    found = state.calls.get(key)
+    if found is None:
+        found = state.calls[key] = _Call(output_index, output.call_id, output.name)
+    found.call_id = output.call_id or found.call_id
+    found.name = output.name or found.name
+    if done:
+        found.final = output.arguments
+
+
+class OpenAIResponsesProvider(OpenAIAdapter[_ResponsesState]):
     """Responses API adapter. Sends `store: false` when `store` is False (the default for OpenAI itself), so
     conversations are not kept on the provider's side; history is always sent in full."""
 
@@ -219,30 +131,102 @@ class OpenAIResponsesProvider(OpenAIProvider):
         super().__init__(settings, ids=ids)
         self.store = store
 
-    def _accumulator(self, request: ModelRequest, names: ToolNameMap) -> Accumulator:
-        return _ResponsesAccumulator(self, request, names)
+    def new_state(self) -> _ResponsesState:
+        return _ResponsesState()
 
-    def _params(self, request: ModelRequest, names: ToolNameMap) -> dict[str, Any]:
+    def _params(self, call: ModelCall) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "model": request.model,
-            "input": responses_input(request, names),
-            **self._options(request, responses_tools(request, names)),
+            "model": call.request.model,
+            "input": responses_input(call),
+            **self.options(call, responses_tools(call)),
         }
         if self.store is not None:
             params["store"] = self.store
         return params
 
-    async def _open_stream(
-        self, client: AsyncOpenAI, request: ModelRequest, names: ToolNameMap, timeout: float
-    ) -> SdkStream:
-        stream = await client.responses.create(**self._params(request, names), stream=True, timeout=timeout)
+    async def start_stream(self, client: AsyncOpenAI, call: ModelCall) -> SdkStream:
+        stream = await client.responses.create(**self._params(call), stream=True, timeout=call.timeout_s)
         return cast("SdkStream", stream)
 
-    async def _complete(
-        self, client: AsyncOpenAI, request: ModelRequest, names: ToolNameMap, timeout: float
-    ) -> tuple[object, str | None]:
-        raw = cast(
-            "RawResponse",
-            await client.responses.with_raw_response.create(**self._params(request, names), timeout=timeout),
+    async def complete(self, client: AsyncOpenAI, call: ModelCall) -> RawResponse:
+        return cast(
+            "RawResponse", await client.responses.with_raw_response.create(**self._params(call), timeout=call.timeout_s)
         )
-        return await self._parsed(raw)
+
+    def on_event(self, state: _ResponsesState, event: object, call: ModelCall) -> None:
+        item = cast("ResponseStreamEvent", event)
+        if item.type == "response.output_text.delta":
+            call.text(item.delta)
+        elif item.type == "response.function_call_arguments.delta":
+            found = state.calls.get(item.item_id)
+            if found is not None:
+                found.arguments.append(item.delta)
+        elif item.type == "response.output_item.added":
+            _seen_item(state, item.item, item.output_index, done=False)
+        elif item.type == "response.output_item.done":
+            _seen_item(state, item.item, item.output_index, done=True)
+        elif item.type == "response.function_call_arguments.done":
+            found = state.calls.get(item.item_id)
+            if found is not None:
+                found.final = item.arguments
+        elif item.type == "response.refusal.delta":
+            state.refusal.append(item.delta)
+        elif item.type == "response.created" or item.type == "response.in_progress":
+            _seen_response(state, item.response, call)
+        elif item.type == "response.completed" or item.type == "response.incomplete" or item.type == "response.failed":
+            _seen_response(state, item.response, call)
+            state.terminal = item.response
+        elif item.type == "error":
+            # The flat error shape (the nested one is raised by the SDK as APIError).
+            raise call.error(
+                ProviderFailure(kind="stream", message=item.message, error_code=item.code, error_type=item.code)
+            )
+
+    def on_end(self, state: _ResponsesState, call: ModelCall) -> None:
+        response = state.terminal
+        if response is None:
+            raise self.truncated(
+                call, "response.completed, response.incomplete or response.failed", call.request_id or state.response_id
+            )
+        for found in sorted(state.calls.values(), key=lambda c: c.output_index):
+            arguments = found.final if found.final is not None else "".join(found.arguments)
+            call.tool_call(found.name, arguments, call_id=found.call_id)
+        self._ending(state, call, response, has_calls=bool(state.calls), refusal="".join(state.refusal))
+
+    def _ending(
+        self, state: _ResponsesState, call: ModelCall, response: Response, *, has_calls: bool, refusal: str
+    ) -> None:
+        request_id = call.request_id = call.request_id or state.response_id
+        if response.status == "failed":
+            error = response.error
+            raise call.error(
+                ProviderFailure(
+                    kind="stream",
+                    message=error.message if error is not None else "the response failed without an error message",
+                    error_code=str(error.code) if error is not None else None,
+                    error_type=str(error.code) if error is not None else None,
+                    request_id=request_id,
+                )
+            )
+        if response.status == "incomplete":
+            reason = response.incomplete_details.reason if response.incomplete_details is not None else None
+            call.finish("content_filter" if reason == "content_filter" else "max_output_tokens")
+            return
+        openai_finish(call, has_calls=has_calls, refusal=refusal, ended=response.status in ("completed", None))
+
+    def on_final(self, state: _ResponsesState, result: object, call: ModelCall) -> None:
+        response = cast("Response", result)
+        _seen_response(state, response, call)
+        refusal: list[str] = []
+        has_calls = False
+        for output in response.output:
+            if output.type == "message":
+                for content in output.content:
+                    if content.type == "output_text":
+                        call.text(content.text)
+                    else:
+                        refusal.append(content.refusal)
+            elif output.type == "function_call":
+                has_calls = True
+                call.tool_call(output.name, output.arguments, call_id=output.call_id)
+        self._ending(state, call, response, has_calls=has_calls, refusal="".join(refusal))
