@@ -59,6 +59,11 @@ class ApprovalBroker:
         self._seal = seal
 
     @property
+    def attached(self) -> bool:
+        """Whether a person waits for the question here (a question asked otherwise suspends the run)."""
+        return self._attached is not None
+
+    @property
     def can_answer(self) -> bool:
         return self._attached is not None or self._wait or bool(self._pre)
 
