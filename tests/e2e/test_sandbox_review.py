@@ -139,3 +139,60 @@ def test_a_content_the_blob_store_did_not_keep_is_named_as_not_reverted(tmp_path
     assert (root / "src" / "app.py").read_text() == "print('app')\n" and not (root / "src" / "big.txt").exists()
     content = str(_of(events, "ToolCallFailed")[0]["result"]["content"])  # type: ignore[index]
     assert "Not reverted: not restorable" in content and "src/big.txt" in content
+
+
+def test_the_terminal_asks_and_always_adds_no_rule(tmp_path: Path) -> None:
+    """In the interactive session (a real pseudo-terminal) the review is the usual approval prompt, with the diff:
+    `n` reverts; `a` keeps the changes and, unlike a tool call's "always", remembers no `Bash` rule."""
+    import os
+    import sqlite3
+
+    import pexpect
+
+    rm = {"tool_calls": [{"name": "Bash", "arguments": {"command": "rm -rf src"}}]}
+    turns = [rm, {"text": "Refused then."}, rm, {"text": "Removed now."}]
+    root = scripted_workspace(
+        tmp_path / "ws", json.dumps({"turns": turns}), agents={"main": agent_md("Main.", mode="primary")}, config=REVIEW
+    )
+    write(root, "src/app.py", "print('app')\n")
+    before = tree(root)
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "NO_COLOR": "1"}
+    env.update({"TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
+    child: pexpect.spawn[str] = pexpect.spawn(
+        sys.executable,
+        ["-m", "bearagent", "-w", str(root)],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 160),
+    )
+    try:
+        child.expect("main>")
+        child.sendline("clean up")
+        child.expect("needs approval")
+        child.expect("deleted src/app.py")
+        child.expect(r"\[n\]o")
+        child.sendline("n")
+        child.expect("Refused then.")
+        child.expect("main>")
+        assert tree(root) == before
+        child.sendline("clean up again")
+        child.expect("needs approval")
+        child.expect(r"\[a\]lways this session")
+        child.sendline("a")
+        child.expect("Removed now.")
+        child.expect("main>")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert not (root / "src").exists()
+    with sqlite3.connect(f"file:{root / '.bearagent' / 'state.db'}?mode=ro", uri=True) as conn:
+        (rules,) = conn.execute("SELECT allowed_rules FROM sessions").fetchone()
+        decisions = [
+            json.loads(p)["decision"]
+            for (p,) in conn.execute("SELECT payload FROM events WHERE event_type = 'ApprovalResolved' ORDER BY seq_no")
+        ]
+    assert decisions == ["deny", "allow_always"]
+    assert not json.loads(rules or "[]"), "a review's 'always' adds no rule"

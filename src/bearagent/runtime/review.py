@@ -51,7 +51,7 @@ async def review_changes(
     answer: AskAnswer = "deny"
     if asker is not None:
         text = await asyncio.to_thread(review_text, changed, capture.blobs)
-        answer = await asker(AskRequest(request.name, request.arguments, text, request.name, context))
+        answer = await asker(AskRequest(request.name, request.arguments, text, None, context, review=True))
         if answer != "deny":
             return result
         why = "the user denied them"
@@ -76,6 +76,8 @@ async def review_changes(
             "not restorable (their content before was over the blob store's limit, `rewind.max_file_size`), left "
             "as the command made them: " + ", ".join(reverted.unrestorable[:20])
         )
+    if changed.unrecorded:
+        left.append(f"{changed.unrecorded} change(s) seen but not recorded (over the record's limit)")
     if reverted.changed_since:
         left.append("changed since by someone else, left as they are: " + ", ".join(reverted.changed_since[:20]))
     count = len(reverted.event.changes) if reverted.event is not None else 0
