@@ -74,7 +74,8 @@ def test_a_denied_rm_rf_src_is_reverted_byte_for_byte(tmp_path: Path) -> None:
     assert len(asked) == 1 and asked[0].tool_name == "Bash" and "deleted src/app.py" in asked[0].reason
     assert "-print('app')" in asked[0].reason, "the change shown as a diff"
     requested, resolved = _of(events, "ApprovalRequested"), _of(events, "ApprovalResolved")
-    assert len(requested) == 1 and requested[0]["tool_name"] == "Bash"
+    assert len(requested) == 1 and requested[0]["tool_name"] == "Bash" and requested[0]["suggested_rule"] is None
+    assert asked[0].review is True
     assert [r["decision"] for r in resolved] == ["deny"]
     changed, rewound = _of(events, "FilesChanged"), _of(events, "FilesRewound")
     assert len(changed) == 1 and len(rewound) == 1

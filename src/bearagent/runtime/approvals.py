@@ -93,7 +93,7 @@ class ApprovalBroker:
                 tool_name=request.tool_name,
                 arguments=dict(request.arguments),
                 reason=request.reason[:4000],
-                suggested_rule=(request.suggested_rule or request.tool_name)[:1000],
+                suggested_rule=None if request.review else (request.suggested_rule or request.tool_name)[:1000],
                 attached=self._attached is not None,
             )
         )
