@@ -197,3 +197,19 @@ def test_the_terminal_asks_and_always_adds_no_rule(tmp_path: Path) -> None:
         ]
     assert decisions == ["deny", "allow_always"]
     assert not json.loads(rules or "[]"), "a review's 'always' adds no rule"
+
+
+def test_a_run_whose_questions_would_suspend_it_reverts_instead_of_waiting(tmp_path: Path) -> None:
+    """`wait_approvals` without an asker (a server's run, `bearagent run --wait-approvals`): a question would leave
+    the run waiting after the command already changed the files, so nobody is asked and the changes are reverted."""
+    root = _workspace(tmp_path, REVIEW)
+    before = tree(root)
+
+    async def go() -> tuple[str, list[Event]]:
+        async with open_workspace(root, env=isolated_env(tmp_path / "home"), plugins=PluginHost()) as ws:
+            result = await ws.run("clean up", wait_approvals=True)
+            return result.status, list(ws.events(str(result.run_id)))
+
+    status, events = asyncio.run(go())
+    assert status == "succeeded" and tree(root) == before
+    assert _of(events, "ApprovalRequested") == [] and len(_of(events, "FilesRewound")) == 1
