@@ -384,6 +384,9 @@ class AskRequest:
     reason: str
     suggested_rule: str | None
     context: ToolContext
+    review: bool = False
+    """An after-the-fact review of a Bash call's file changes (`sandbox.review`): `allow_always` keeps them like
+    `allow_once` and adds no rule (a remembered `Bash` would let later calls run unasked outside the sandbox)."""
 
 
 Asker: TypeAlias = Callable[[AskRequest], Awaitable[AskAnswer]]

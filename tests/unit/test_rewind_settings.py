@@ -27,13 +27,18 @@ def test_a_workspace_cannot_set_them() -> None:
     assert parsed == {} and "only be set in the user config" in problems[0].message
 
 
-def test_sandbox_review_is_named_as_not_built_with_what_to_use_instead() -> None:
-    """`sandbox.review` (issue 34's review before apply) is not built: the warning says so and names the
-    after-the-fact review a user has instead (docs/rewind.md)."""
-    from bearagent.sandbox.settings import parse_sandbox
+def test_sandbox_review_turns_on_from_any_level_and_a_workspace_cannot_turn_it_off() -> None:
+    """`sandbox.review` (review after the fact, `runtime/review.py`) only narrows: a workspace may turn it on, and the
+    user's `true` stays on whatever the workspace says; a non-boolean is a problem naming the fix."""
+    from bearagent.sandbox.settings import merge_sandbox, parse_sandbox
 
     parsed, problems = parse_sandbox({"review": True}, level="user")
-    assert parsed == {}
-    (problem,) = problems
-    assert problem.severity == "warning" and "review before apply is not built" in problem.message
-    assert "bearagent runs diff RUN --call ID" in problem.fix and "bearagent rewind RUN --to ID" in problem.fix
+    assert parsed == {"review": True} and problems == []
+    off, _ = parse_sandbox({"review": False}, level="workspace")
+    on, _ = parse_sandbox({"review": True}, level="workspace")
+    assert merge_sandbox([("user", parsed), ("workspace", off)]).review is True
+    assert merge_sandbox([("user", {"review": False}), ("workspace", on)]).review is True
+    assert merge_sandbox([("workspace", on)]).review is True
+    assert merge_sandbox([]).review is False
+    _bad, problems = parse_sandbox({"review": "yes"}, level="workspace")
+    assert [p.fix for p in problems] == ["write `review: true`"]

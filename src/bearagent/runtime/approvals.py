@@ -59,6 +59,11 @@ class ApprovalBroker:
         self._seal = seal
 
     @property
+    def attached(self) -> bool:
+        """Whether a person waits for the question here (a question asked otherwise suspends the run)."""
+        return self._attached is not None
+
+    @property
     def can_answer(self) -> bool:
         return self._attached is not None or self._wait or bool(self._pre)
 
@@ -67,7 +72,8 @@ class ApprovalBroker:
         call_id = request.context.tool_call_id
         if call_id is not None and call_id in self._pre:
             answer = self._pre.pop(call_id)
-            await self._remembered(answer, request.suggested_rule or request.tool_name)
+            if not request.review:
+                await self._remembered(answer, request.suggested_rule or request.tool_name)
             return answer
         run = current_run.get()
         projection = run.recorder.projection if run is not None else None
@@ -87,7 +93,7 @@ class ApprovalBroker:
                 tool_name=request.tool_name,
                 arguments=dict(request.arguments),
                 reason=request.reason[:4000],
-                suggested_rule=(request.suggested_rule or request.tool_name)[:1000],
+                suggested_rule=None if request.review else (request.suggested_rule or request.tool_name)[:1000],
                 attached=self._attached is not None,
             )
         )
@@ -116,7 +122,8 @@ class ApprovalBroker:
             run.observer.notice(recorder.run_id, f"approval {approval_id} was answered by {pending.answered_by}")
             await recorder.append(RunResumedV1(owner=self._owner, reason="approval"))
         run.extend_deadline(time.monotonic() - started)
-        await self._remembered(answer, request.suggested_rule or request.tool_name)
+        if not request.review:  # a review's "always" keeps the changes and adds no rule (`AskRequest.review`)
+            await self._remembered(answer, request.suggested_rule or request.tool_name)
         return answer
 
     async def _remembered(self, answer: ApprovalChoice, rule: str) -> None:

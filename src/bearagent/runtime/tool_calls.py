@@ -32,6 +32,7 @@ from bearagent.runtime.loop_state import SWITCH_TOOL, TODO_TOOL, Active, LoopSta
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
+from bearagent.runtime.review import review_changes, review_on
 
 MAX_PARALLEL_TOOLS = 8
 """How many read-only calls of one turn run at once."""
@@ -246,8 +247,9 @@ class ToolCalls:
             return result
         if late is not None and late.event.changes:
             await self._record_late(recorder, late)
+        context = self._context(spec, recorder, state, call)
         try:
-            return await state.plan.gate.call(request, self._context(spec, recorder, state, call))
+            result = await state.plan.gate.call(request, context)
         finally:
             try:
                 if paths is not None:
@@ -260,6 +262,9 @@ class ToolCalls:
                 )
             if changed.changes or changed.note is not None:
                 await recorder.append(changed)
+        if internal == "Bash" and changed.changes and review_on(context):  # sandbox.review: approve or revert
+            result = await review_changes(state.plan.gate, context, request, result, changed, recorder, self._observer)
+        return result
 
     def _refused(
         self, state: LoopState, call: ModelToolCall, request: ToolRequest, limit_error: ErrorInfo | None

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from bearagent.domain._base import JsonValue
+from bearagent.rewind.review import REVIEW_SETTING
 from bearagent.sandbox.env import build_shell_env
 from bearagent.sandbox.settings import (
     NETWORK_MODES,
@@ -468,4 +469,5 @@ def tool_settings(
         SANDBOX_SETTING: request.to_json(),
         SHELL_ENV_SETTING: cast(dict[str, JsonValue], shell),
         ADDITIONAL_DIRECTORIES_SETTING: list(sandbox.additional_directories),
+        REVIEW_SETTING: sandbox.review,
     }

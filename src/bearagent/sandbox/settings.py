@@ -9,6 +9,8 @@ sandbox:
   bwrap_path: /usr/bin/bwrap        # user config only
   hooks: true                       # command hooks in the sandbox too (default false)
   mcp: true                         # stdio MCP servers in the sandbox too (default false)
+  review: true                      # a Bash call's file changes are shown and reverted unless approved (default
+                                    # false; any level may turn it on, a workspace cannot turn off the user's)
   git: read-only                    # read-only (default) | writable (user config only: `.git` writable but for
                                     # config and hooks, so `git commit` works inside)
   credentials: [~/.my-tool/token]   # more credential stores to hide (user config only; added to the built-in list)
@@ -32,7 +34,7 @@ key's rule beside its parsing); the limits' own parsing is `sandbox.limits`.
 Merging: the user config's `sandbox.mode` (and `network`) is a ceiling a workspace may tighten but never loosen
 (`allow` < a host list < `deny`; under a user host list a workspace list keeps only the hosts the user's covers);
 without a user value the workspace's applies; `hooks`/`mcp` only tighten, so they turn on from any file and the
-user's `true` cannot be turned off by a workspace. `loosening()` lists what one file's raw settings loosen compared with
+user's `true` cannot be turned off by a workspace; `review` likewise (it only narrows). `loosening()` lists what one file's raw settings loosen compared with
 the defaults, for the trust check of workspace files.
 """
 
@@ -78,6 +80,7 @@ SANDBOX_KEYS = (
     "bwrap_path",
     "hooks",
     "mcp",
+    "review",
     "git",
     "credentials",
     "limits",
@@ -168,6 +171,9 @@ class SandboxSettings(DomainModel):
     mcp: bool = False
     """Run stdio MCP servers in the sandbox too (`mcp.manager`); a server is unavailable when it cannot start.
     Turns on from any level; a workspace cannot turn off the user's."""
+    review: bool = False
+    """Review after the fact (`runtime/review.py`): a Bash call's file changes are shown as a diff and approved or
+    reverted from the blob store. Turns on from any level; a workspace cannot turn off the user's."""
     git: Literal["read-only", "writable"] = "read-only"
     """`read-only`: the whole git directory (and every nested one, and what git config names) is read-only inside
     the sandbox (`sandbox.git_paths`); `writable` (user config only): only `.git/config` and `.git/hooks` are."""
@@ -333,23 +339,11 @@ def parse_sandbox(value: object, *, level: str) -> tuple[dict[str, object], list
                 out["bwrap_path"] = item
             else:
                 problems.append(Problem(where, "must be an absolute path", "write `bwrap_path: /usr/bin/bwrap`"))
-        elif name in ("hooks", "mcp", "pin_hook_code"):
+        elif name in ("hooks", "mcp", "pin_hook_code", "review"):
             if isinstance(item, bool):
                 out[name] = item
             else:
                 problems.append(Problem(where, "must be true or false", f"write `{name}: true`"))
-        elif name == "review":  # issue 34's review before apply: not built (docs/rewind.md says why)
-            problems.append(
-                Problem(
-                    where,
-                    "review before apply is not built (it needs an overlay the sandbox's bubblewrap cannot mount); "
-                    "a Bash call's changes are applied as it runs, recorded and undoable; it is ignored",
-                    "remove it; see a call's changes with `bearagent runs diff RUN --call ID` and undo them with "
-                    "`bearagent rewind RUN --to ID`, or make Bash ask before it runs (`permissions.ask: [Bash]`); "
-                    "docs/rewind.md",
-                    severity="warning",
-                )
-            )
         else:
             from bearagent.domain.suggest import did_you_mean
 
@@ -433,7 +427,7 @@ def _narrowed(ceiling: NetworkSetting | None, value: NetworkSetting) -> NetworkS
 
 def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> SandboxSettings:
     """Merge `(level, parsed sandbox keys)` lowest first. A non-workspace (user) `mode` or `network` is a ceiling:
-    a workspace value applies only when it is at least as strict (a host list: only its hosts the user's covers). `hide` lists add up; `hooks`/`mcp` turn on from
+    a workspace value applies only when it is at least as strict (a host list: only its hosts the user's covers). `hide` lists add up; `hooks`/`mcp`/`review` turn on from
     any level and a workspace cannot turn off what the user turned on; `bwrap_path` comes from the user only."""
     mode: SandboxMode = "workspace-write"
     network: NetworkSetting = "deny"
@@ -448,8 +442,8 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
     home: Literal["hidden", "visible"] = "hidden"
     unix_sockets: Literal["deny", "allow"] = "deny"
     after_writes: Literal["sandbox", "unconfined"] = "sandbox"
-    flags = {"hooks": False, "mcp": False}
-    user_flags = {"hooks": False, "mcp": False}
+    flags = {"hooks": False, "mcp": False, "review": False}
+    user_flags = {"hooks": False, "mcp": False, "review": False}
     for level, s in layers:
         workspace = level == "workspace"
         if "mode" in s:
@@ -476,7 +470,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
             after_writes = cast(Literal["sandbox", "unconfined"], s.get("hooks_after_writes", after_writes))
             if "limits" in s:
                 limits = limits.model_copy(update=cast(dict[str, object], s["limits"]))
-        for flag in ("hooks", "mcp"):
+        for flag in ("hooks", "mcp", "review"):
             if flag in s:
                 on = bool(s[flag])
                 if not workspace:
@@ -490,6 +484,7 @@ def merge_sandbox(layers: Sequence[tuple[str, Mapping[str, object]]]) -> Sandbox
         bwrap_path=bwrap_path,
         hooks=flags["hooks"],
         mcp=flags["mcp"],
+        review=flags["review"],
         git=git,
         credentials=tuple(credentials),
         limits=limits,

@@ -65,6 +65,11 @@ class ToolGate:
     def tools(self) -> Mapping[str, Tool]:
         return self._tools
 
+    @property
+    def asker(self) -> Asker | None:
+        """Who answers this gate's approvals (None: nobody, an `ask` is denied): `sandbox.review` asks it too."""
+        return self._ask
+
     def specs(self) -> list[ToolSpec]:
         """The specs the model may see: tools the policy makes available and no bare deny rule removes."""
         return [
