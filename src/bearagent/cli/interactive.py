@@ -59,6 +59,7 @@ HELP = """commands:
   /cost             session usage
   /compact [FOCUS]  summarise the earlier turns now (FOCUS: what to keep)
   /rewind           put files and conversation back (before a prompt/tool call)
+  /diff [N]         the files the last prompt (or prompt N) changed, as diffs
   /clear            start a new session
   /resume [ID]      pick an earlier session and continue it
   /memory           the memory files (AGENTS.md); edit one
@@ -297,6 +298,11 @@ def interactive(
                         from bearagent.cli.rewind_command import rewind_in_session
 
                         rewind_in_session(runner, runtime, state.session, console, read)
+                        continue
+                    if invocation is None and text.split(maxsplit=1)[0] == "/diff":
+                        from bearagent.cli.diff_command import diff_in_session
+
+                        diff_in_session(runtime, state.session, text[len("/diff") :].strip(), console)
                         continue
                     if invocation is None and text.split(maxsplit=1)[0] == "/compact":
                         _compact(runner, runtime, state, console, text[len("/compact") :].strip() or None)

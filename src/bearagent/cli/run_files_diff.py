@@ -7,10 +7,14 @@ exactly."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bearagent.cli._config_common import emit_json, fail, json_option, workspace_option
+
+if TYPE_CHECKING:
+    from bearagent.rewind.diff import RunDiff
 
 
 @click.command("diff")
@@ -26,7 +30,6 @@ def diff(run_ref: str, tool_call: str | None, workspace: Path | None, as_json: b
     """
     from bearagent.cli._config_common import load
     from bearagent.cli.runs import open_recovered, resolve_ref
-    from bearagent.cli.safe_text import visible
     from bearagent.domain.errors import BearAgentError
     from bearagent.service.file_diffs import files_diff
 
@@ -45,14 +48,31 @@ def diff(run_ref: str, tool_call: str | None, workspace: Path | None, as_json: b
         return
     if not found.files:
         click.echo(f"run {found.run_id} recorded no file changes" + (f" in tool call {tool_call}" if tool_call else ""))
-    for one in found.files:
-        call = (one.tool_call_id or "?")[:8]
-        click.echo(click.style(f"── {one.action} {visible(one.path)}  (call {call}, {one.tool_name})", bold=True))
-        if one.diff is not None:
-            for line in visible(one.diff).splitlines():
-                color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-                click.echo(click.style(line, fg=color) if color and not line.startswith(("+++", "---")) else line)
-        if one.note is not None:
-            click.echo(f"   {visible(one.note)}")
+    for text, style in diff_lines(found):
+        click.echo(click.style(text, bold=True) if style == "bold" else click.style(text, fg=style) if style else text)
     for cut in found.cut:
         click.echo(f"note: {cut}", err=True)
+
+
+def diff_lines(found: RunDiff) -> list[tuple[str, str | None]]:
+    """`found`'s files as display lines, each with its style (`bold` for a file's heading, `green` / `red` for an
+    added / removed line, None): the one drawing of a diff, for `runs diff` and the session's `/diff`. The text is
+    the workspace's and the model's, so it goes through `safe_text.visible`."""
+    from bearagent.cli.safe_text import visible
+
+    out: list[tuple[str, str | None]] = []
+    for one in found.files:
+        call = (one.tool_call_id or "?")[:8]
+        out.append((f"── {one.action} {visible(one.path)}  (call {call}, {one.tool_name})", "bold"))
+        if one.diff is not None:
+            for line in visible(one.diff).splitlines():
+                plain = line.startswith(("+++", "---"))
+                out.append(
+                    (
+                        line,
+                        None if plain else "green" if line.startswith("+") else "red" if line.startswith("-") else None,
+                    )
+                )
+        if one.note is not None:
+            out.append((f"   {visible(one.note)}", None))
+    return out

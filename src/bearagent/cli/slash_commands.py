@@ -48,6 +48,7 @@ BUILTIN_COMMANDS = frozenset(
         "memory",
         "init",
         "rewind",
+        "diff",
     }
 )
 
