@@ -8,9 +8,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from bearagent.cli.rewind_command import session_prompts
 from bearagent.cli.safe_text import visible
 from bearagent.domain.errors import BearAgentError
-from bearagent.domain.ids import SessionId
 from bearagent.service.runner import WorkspaceRuntime
 
 
@@ -22,17 +22,10 @@ def diff_in_session(runtime: WorkspaceRuntime, session: str | None, arg: str, co
     from bearagent.cli.run_files_diff import diff_lines
     from bearagent.service.file_diffs import files_diff
 
-    runs = []
-    if session is not None:
-        runs = [
-            r
-            for r in runtime.store.list_runs(session_id=SessionId(session), limit=10_000)
-            if r.parent_run_id is None and r.started_at is not None
-        ]
+    runs = session_prompts(runtime, session)
     if not runs:
         _say(console, "nothing to show: the session has no prompts yet", "red")
         return
-    runs.sort(key=lambda r: r.created_at)
     if not arg:
         number = len(runs)
     elif arg.isdigit() and 1 <= int(arg) <= len(runs):

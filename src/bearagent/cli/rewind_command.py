@@ -17,6 +17,7 @@ from bearagent.cli.safe_text import visible
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
 from bearagent.domain.ids import SessionId
+from bearagent.domain.state import RunProjection
 from bearagent.service.runner import WorkspaceRuntime
 
 MAX_LISTED = 30
@@ -25,6 +26,19 @@ MAX_CALLS = 40
 """How many of a prompt's tool calls `/rewind` lists (a later one: `bearagent rewind RUN --to TOOL_CALL`)."""
 CHOICES = {"": "both", "b": "both", "both": "both", "c": "code", "code": "code", "n": "conversation"}
 CHOICES["conversation"] = "conversation"
+
+
+def session_prompts(runtime: WorkspaceRuntime, session: str | None) -> list[RunProjection]:
+    """The session's prompts, oldest first: its top-level runs that started (numbered from 1 by `/rewind` and
+    `/diff`)."""
+    if session is None:
+        return []
+    runs = [
+        r
+        for r in runtime.store.list_runs(session_id=SessionId(session), limit=10_000)
+        if r.parent_run_id is None and r.started_at is not None
+    ]
+    return sorted(runs, key=lambda r: r.created_at)
 
 
 def _say(console: Console, text: str, style: str | None = None) -> None:
@@ -61,17 +75,10 @@ def _rewind(
     from bearagent.service.rewinding import apply_files, prepare_rewind, record_rewind
 
     store = runtime.store
-    runs = []
-    if session is not None:
-        runs = [
-            r
-            for r in store.list_runs(session_id=SessionId(session), limit=10_000)
-            if r.parent_run_id is None and r.started_at is not None
-        ]
+    runs = session_prompts(runtime, session)
     if not runs:
         _say(console, "nothing to rewind: the session has no prompts yet", "red")
         return
-    runs.sort(key=lambda r: r.created_at)
     shown = runs[-MAX_LISTED:]
     first_number = len(runs) - len(shown) + 1
     _say(console, "rewind to before which prompt?")
