@@ -186,10 +186,10 @@ def test_the_home_is_hidden_by_default_but_its_toolchains_stay(tmp_path: Path, h
             "echo scratch > ~/scratch && cat ~/scratch",
         ],
     )
-    assert CANARY not in _stdout(results[0]) and "rc=2" in _stdout(results[0])
-    assert _stdout(results[1]).strip() == "tool-ran"
-    assert _stdout(results[2]).strip() == "Sandboxed User"
-    assert _stdout(results[3]).strip() == "scratch" and not (home / "scratch").exists()
+    assert CANARY not in _stdout(results[0]) and "rc=2" in _stdout(results[0]), results[0]
+    assert _stdout(results[1]).strip() == "tool-ran", results[1]
+    assert _stdout(results[2]).strip() == "Sandboxed User", results[2]
+    assert _stdout(results[3]).strip() == "scratch" and not (home / "scratch").exists(), results[3]
     visible = run_bash(
         tmp_path / "ws2", home, ["cat ~/projects/other/secret.txt"], user_config="sandbox: {home: visible}\n"
     )
