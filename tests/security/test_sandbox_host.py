@@ -561,3 +561,26 @@ def test_a_workspace_cannot_set_the_user_only_sandbox_keys() -> None:
     assert merged.limits == SandboxLimits(processes=64, memory=512 << 20, file_size=None)
     _, bad = parse_sandbox({"limits": {"processes": 2, "memory": "lots"}}, level="user")
     assert [p.field for p in bad] == ["sandbox.limits.processes", "sandbox.limits.memory"]
+
+
+def test_a_home_removed_while_a_call_starts_does_not_break_it(tmp_path: Path, other_home: Path) -> None:
+    """A home under /home that goes between the call's preparation and its start (an account deleted; in the suite,
+    another worker's `other_home` removed) used to fail the call ("bwrap: Can't mkdir /home/x: Read-only file
+    system"): /home is now hidden as one directory, so the mounts name no home in it."""
+    from bearagent.sandbox.bwrap import BwrapBackend
+    from bearagent.sandbox.request import build_request
+    from bearagent.sandbox.settings import SandboxSettings
+
+    program = find_bwrap(None)
+    assert program is not None
+    request = build_request(SandboxSettings(), {"HOME": str(tmp_path / "me"), "PATH": os.environ["PATH"]})
+    assert "/home" in request.hidden_homes and str(other_home) not in request.hidden_homes
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    prepared = BwrapBackend(program).prepare(["sh", "-c", f"ls {shlex.quote(str(other_home))}; echo ran"], request, ws)
+    try:
+        shutil.rmtree(other_home)  # gone after the preparation, before the start
+        done = subprocess.run(prepared.argv, env={**os.environ, **prepared.env}, capture_output=True, text=True)
+    finally:
+        prepared.finish()
+    assert done.returncode == 0 and done.stdout.strip().endswith("ran"), done.stderr
