@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from bearagent.domain.trace_context import TraceContext
     from bearagent.hooks.mcp_tool import McpCaller
     from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext
+    from bearagent.rewind.workspace_writes import WritesRecord
     from bearagent.sandbox.settings import SandboxSettings
 
 firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_event", default=None)
@@ -83,6 +84,9 @@ class HookSettings:
     """The `cwd` input field; None = the workspace root."""
     sandbox: SandboxSettings | None = None
     """The merged sandbox settings: with `hooks: true`, command handlers run in the sandbox (None = off)."""
+    writes: WritesRecord | None = None
+    """The user's durable record of where runs wrote (`rewind/workspace_writes.py`): command hooks of a workspace an
+    earlier run wrote since its last trust decision run confined; None: only this process's writes count."""
     trace_context: TraceContext | None = None
     """The W3C trace context of a run's hook (the tracing plugin's answer): http handlers send it as headers,
     command handlers get `TRACEPARENT`/`TRACESTATE` (None: nothing is sent)."""
@@ -225,6 +229,7 @@ class HookDispatcher:
             mcp=self._mcp_caller or current_mcp_caller.get(),
             trace=of_call(settings.trace_context, run_id, fields.get("tool_use_id")),
             session_id=settings.session_id,
+            writes=settings.writes,
         )
         waited = [item for item in selected if not item.spec.run_async]
         for item in selected:
