@@ -4,7 +4,9 @@ A trusted hook runs workspace code: a script it names, a `node_modules/.bin` too
 that loads plugins a JSON file names. The pins (`hooks/code_pins.py`) refuse a hook whose named code changed, but
 cannot follow what a program loads from data at run time. So after the first call of the session that may write
 (`rewind.written`: Bash in or out of the sandbox, Write, Edit, an MCP tool, a subagent's calls), every command hook
-of the session runs in the sandbox, whatever the model put into the files it runs: it writes only the workspace,
+of the session runs in the sandbox, and so does every command hook of a workspace any run may have written in
+since its last trust decision, in any process (`rewind.workspace_writes`), whatever the model put into the files it
+runs: it writes only the workspace,
 reaches no network and no host socket, sees no credential. When the sandbox cannot start (no bubblewrap, a refused
 process limit), the hook is not run (`hook.sandbox_unavailable`): never unconfined. The opt-out is the user's own
 `sandbox: {hooks_after_writes: unconfined}` (a workspace cannot set it); `sandbox: {hooks: true}` confines every

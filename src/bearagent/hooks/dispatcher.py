@@ -14,8 +14,7 @@
   delivers it "on the next conversation turn"), through the session's `pending_context` list.
 Beyond Claude Code: `on_failure`, declared capabilities, and a cap on consecutive Stop/SubagentStop blocks.
 
-An event no group names returns at once; the input builder, the matchers and the handler runners are imported by
-the first event that has handlers, so a session without hooks never loads them.
+An event no group names returns at once; the input builder, matchers and runners load with the first that has any.
 """
 
 from __future__ import annotations
@@ -84,12 +83,9 @@ class HookSettings:
     """The `cwd` input field; None = the workspace root."""
     sandbox: SandboxSettings | None = None
     """The merged sandbox settings: with `hooks: true`, command handlers run in the sandbox (None = off)."""
-    writes: WritesRecord | None = None
-    """The user's durable record of where runs wrote (`rewind/workspace_writes.py`): command hooks of a workspace an
-    earlier run wrote since its last trust decision run confined; None: only this process's writes count."""
+    writes: WritesRecord | None = None  # the user's record of runs' writes (rewind/workspace_writes.py); None: none
     trace_context: TraceContext | None = None
-    """The W3C trace context of a run's hook (the tracing plugin's answer): http handlers send it as headers,
-    command handlers get `TRACEPARENT`/`TRACESTATE` (None: nothing is sent)."""
+    """The run's W3C trace context (plugins'): http headers, commands' `TRACEPARENT`/`TRACESTATE` (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)
