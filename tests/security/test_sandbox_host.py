@@ -485,12 +485,13 @@ def test_many_processes_cannot_pass_the_memory_limit_together(tmp_path: Path, ho
     assert _stdout(results[1]).strip() == "after"
 
 
-def test_a_memory_hog_is_stopped_and_the_run_continues(tmp_path: Path, home: Path) -> None:
+@pytest.mark.parametrize(("gib", "limit"), [(1, "256M"), (3, "2G")])  # 3 GiB: the red team's allocation (item 13)
+def test_a_memory_hog_is_stopped_and_the_run_continues(tmp_path: Path, home: Path, gib: int, limit: str) -> None:
     results = run_bash(
         tmp_path / "ws",
         home,
-        ["python3 -c 'b = bytearray(1 << 30); print(\"allocated\")'", "echo after"],
-        user_config="sandbox: {limits: {memory: 256M}}\n",
+        [f"python3 -c 'b = bytearray({gib} << 30); print(\"allocated\")'", "echo after"],
+        user_config=f"sandbox: {{limits: {{memory: {limit}}}}}\n",
     )
     assert "allocated" not in _stdout(results[0])
     assert "MemoryError" in _stderr(results[0]) + str(results[0].get("content", ""))
