@@ -1,13 +1,13 @@
 """`built_once`: something costly that several tests read but none changes (a virtual environment with the repository
 installed, a large generated workspace) built once per test run, not once per xdist worker.
 
-A module- or session-scoped fixture runs once in every worker that runs one of its tests, and `--dist loadgroup`
-cannot keep a module's tests on one worker with the installed pytest 9.2 (docs/testing.md): on the 2-core machine
-the plugins' venv (`tests/integration/test_plugins_install.py`, the whole repository built and installed) was built
-twice per run. Here the first worker builds it under a file lock in the run's shared base directory (the parent of
-each worker's `basetemp`, new for every run, so nothing carries over from an earlier run) and the others wait for it,
-then reuse it. A build that fails leaves no mark, so the next test to ask builds again and fails with its own
-message."""
+A module- or session-scoped fixture runs once in every worker that runs one of its tests, and xdist cannot keep a
+module's tests on one worker (`--dist worksteal` spreads them; `xdist_group` is ignored with pytest 9.2,
+docs/testing.md): on the 2-core machine the plugins' venv (`tests/integration/test_plugins_install.py`, the whole
+repository built and installed) was built twice per run. Here the first worker builds it under a file lock in the run's
+shared base directory (the parent of each worker's `basetemp`, new for every run, so nothing carries over from an
+earlier run) and the others wait for it, then reuse it. A build that fails leaves no mark, so the next test to ask
+builds again and fails with its own message."""
 
 from __future__ import annotations
 
