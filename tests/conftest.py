@@ -90,8 +90,7 @@ def _shown_read_only_by_the_sandbox(path: Path) -> bool:
     """Whether the default sandbox shows `path` as the host's own file, read-only: not under its private /tmp or
     /var/tmp, not in a home it hides (the environment's HOME and the password database's), not under a hidden path
     (`bearagent.sandbox.request.build_request` decides, as for a real call)."""
-    from bearagent.sandbox.bwrap import PRIVATE_TMP
-    from bearagent.sandbox.request import build_request
+    from bearagent.sandbox.request import PRIVATE_TMP, build_request
     from bearagent.sandbox.settings import SandboxSettings
 
     real = Path(os.path.realpath(path))
@@ -146,7 +145,7 @@ def sandbox_home_base() -> Iterator[Path]:
     hiding the home, not the sandbox's private /tmp, is what keeps the home unseen. As `sandbox_outside` where one is
     available; else in the user's cache directory (inside the real home, which the sandbox hides as well): never a
     reason to skip."""
-    from bearagent.sandbox.bwrap import PRIVATE_TMP
+    from bearagent.sandbox.request import PRIVATE_TMP
 
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     shown = [b for b in _candidate_bases() if _shown_read_only_by_the_sandbox(b)]

@@ -196,6 +196,31 @@ def test_the_home_is_hidden_by_default_but_its_toolchains_stay(tmp_path: Path, h
     assert CANARY in _stdout(visible[0])
 
 
+def test_bearagents_own_python_stays_readable_under_tmp_and_the_rest_of_tmp_does_not(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout tried out under /tmp keeps its `.venv` there: a hook or MCP server run with BearAgent's
+    interpreter, confined, must still find it (the CI failure of stop 44: "/tmp/ci ö…/.venv/bin/python: No such
+    file or directory"). The prefix is made to live under /tmp whatever the checkout's place; a sibling stays
+    hidden by the private /tmp."""
+    base = Path(tempfile.mkdtemp(prefix="ba-prefix-", dir="/tmp"))
+    try:
+        prefix = base / "env ö"
+        (prefix / "bin").mkdir(parents=True)
+        (prefix / "bin" / "marker").write_text("prefix-visible\n")
+        (base / "sibling.txt").write_text(CANARY)
+        monkeypatch.setattr(sys, "prefix", str(prefix))
+        results = run_bash(
+            tmp_path / "ws",
+            home,
+            [f"cat {shlex.quote(str(prefix / 'bin' / 'marker'))}", f"cat {shlex.quote(str(base / 'sibling.txt'))}"],
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert _stdout(results[0]).strip() == "prefix-visible", results[0]
+    assert CANARY not in _stdout(results[1]), results[1]
+
+
 @pytest.fixture
 def other_home() -> Iterator[Path]:
     """Another person's home under /home, with world-readable files (as `~/.aws/credentials` and `~/.pypirc` often

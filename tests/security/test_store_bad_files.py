@@ -133,9 +133,19 @@ def test_a_parent_that_cannot_be_a_directory(tmp_path: Path) -> None:
 
 
 _PROBE = """
-import json, os, sys
+import json, os, sys, tempfile
 from bearagent.store.errors import StoreError
 from bearagent.store.sqlite import SqliteEventStore
+# Before dropping root: one refused open, so that what the error path loads on first use (models are built
+# lazily, and pydantic imports its plugin loader then) is loaded while the checkout is still readable. A checkout
+# in a directory `nobody` cannot enter (mktemp's 0700 under /tmp) would otherwise fail with ModuleNotFoundError.
+with tempfile.TemporaryDirectory() as warm:
+    with open(os.path.join(warm, "x.db"), "w") as f:
+        f.write("not a database" * 100)
+    try:
+        SqliteEventStore(os.path.join(warm, "x.db")).close()
+    except StoreError:
+        pass
 if os.geteuid() == 0:  # drop root (which may write anywhere) once everything is imported
     os.setgroups([])
     os.setgid(65534)

@@ -57,11 +57,10 @@ from bearagent.sandbox.git_paths import git_protected_paths
 from bearagent.sandbox.git_plants import Repositories, disarm, snapshot
 from bearagent.sandbox.placeholders import PlaceholderLease
 from bearagent.sandbox.proxy import SANDBOX_SOCKET, proxy_socket
-from bearagent.sandbox.request import SandboxRequest
+from bearagent.sandbox.request import PRIVATE_TMP, SandboxRequest
 from bearagent.sandbox.sockets import host_sockets
 from bearagent.tools.protected import PROTECTED_FILES, SHELL_READ_ONLY
 
-PRIVATE_TMP = ("/tmp", "/var/tmp")
 FORWARDER = str(Path(__file__).with_name("_forward.py"))
 SANDBOX_FORWARDER = "/tmp/.bearagent-forward.py"
 LIMITER = str(Path(__file__).with_name("_limits.py"))

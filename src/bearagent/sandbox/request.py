@@ -46,6 +46,9 @@ SANDBOX_SETTING = "sandbox"
 SHELL_ENV_SETTING = "shell_env"
 """ToolContext.settings key: the environment for Bash (already filtered by the shell_env policy)."""
 
+PRIVATE_TMP = ("/tmp", "/var/tmp")
+"""Where the sandbox mounts private tmpfs directories of its own: the host's are unseen inside it."""
+
 
 HIDDEN_IN_HOME: tuple[str, ...] = (
     # keys and generic credential files
@@ -269,7 +272,8 @@ class SandboxRequest:
     hidden_homes: tuple[str, ...] = ()
     """Home directories replaced by an empty private directory as a whole (`sandbox.home: hidden`)."""
     home_readable: tuple[str, ...] = ()
-    """Directories inside a hidden home that stay readable (`HOME_READABLE`, BearAgent's Python)."""
+    """Directories inside a hidden home or a private /tmp that stay readable, bound read-only over them
+    (`HOME_READABLE`; BearAgent's own Python wherever it is installed)."""
     limits: tuple[int | None, int | None, int | None] = (1024, 8 << 30, 16 << 30)
     """Processes, data bytes and file-size bytes per process (`sandbox.limits`); None: no limit."""
     unix_sockets: Literal["deny", "allow"] = "deny"
@@ -434,10 +438,13 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
     home_readable: list[Path] = []
     if hidden_homes:
         home_readable = [h / rel for h in homes for rel in HOME_READABLE if (h / rel).is_dir()]
-        for prefix in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}:
-            real = Path(os.path.realpath(prefix))
-            if any(real == h or h in real.parents for h in hidden_homes):
-                home_readable.append(real)
+    # BearAgent's own Python stays readable wherever it is installed: under a hidden home, or under /tmp or
+    # /var/tmp, which the sandbox replaces with private ones (a checkout tried out under /tmp, its venv there)
+    covered = [*hidden_homes, *(Path(p) for p in PRIVATE_TMP)]
+    for prefix in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}:
+        real = Path(os.path.realpath(prefix))
+        if any(real == h or h in real.parents for h in covered) and real not in home_readable:
+            home_readable.append(real)
     unique = list(dict.fromkeys(str(Path(os.path.normpath(p))) for p in hidden))
     return SandboxRequest(
         mode=settings.mode,
