@@ -11,12 +11,11 @@ import sys
 from pathlib import Path
 
 from tests.support.config_ws import isolated_env, load, write
+from tests.support.mcp_helpers import server_in_workspace
 from tests.support.run_ws import CONFIG, agent_md, open_ws, scripted_workspace
 
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.trust import trust, workspace_trust_surface
-
-ASKER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "asker.py"
 
 SCRIPT = """
 turns:
@@ -50,7 +49,13 @@ if data["action"] == "accept":
 def _workspace(tmp_path: Path) -> tuple[Path, Path]:
     agents = {"main": agent_md("Main.", mode="primary", tools="[]", mcp="[asker]")}
     root = scripted_workspace(tmp_path / "ws", SCRIPT, agents=agents, config=CONFIG)
-    write(root, ".mcp.json", json.dumps({"mcpServers": {"asker": {"command": sys.executable, "args": [str(ASKER)]}}}))
+    write(
+        root,
+        ".mcp.json",
+        json.dumps(
+            {"mcpServers": {"asker": {"command": sys.executable, "args": [str(server_in_workspace(root, "asker.py"))]}}}
+        ),
+    )
     settings: dict[str, JsonValue] = {
         "hooks": {
             "Elicitation": [{"matcher": "asker", "hooks": [{"type": "command", "command": ".claude/hooks/elicit.sh"}]}],

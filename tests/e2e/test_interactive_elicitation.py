@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pexpect
 from tests.support.config_ws import write
+from tests.support.mcp_helpers import server_in_workspace
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
-ASKER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "asker.py"
 SCRIPT = """
 turns:
   - tool_calls: [{name: mcp__asker__deploy, arguments: {target: staging}}]
@@ -27,7 +27,13 @@ turns:
 def test_a_person_answers_a_servers_question_in_the_terminal(tmp_path: Path) -> None:
     agents = {"main": agent_md("Main.", mode="primary", tools="[]", mcp="[asker]")}
     root = scripted_workspace(tmp_path / "ws", SCRIPT, agents=agents, config=CONFIG)
-    write(root, ".mcp.json", json.dumps({"mcpServers": {"asker": {"command": sys.executable, "args": [str(ASKER)]}}}))
+    write(
+        root,
+        ".mcp.json",
+        json.dumps(
+            {"mcpServers": {"asker": {"command": sys.executable, "args": [str(server_in_workspace(root, "asker.py"))]}}}
+        ),
+    )
     home = tmp_path / "home"
     env = {**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "NO_COLOR": "1"}
     env.update({"TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})

@@ -22,6 +22,7 @@ from bearagent_otel import LiveExport
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.support.config_ws import isolated_env, load
+from tests.support.mcp_helpers import server_in_workspace
 from tests.support.otel_plugin import PLUGIN_SRC, installed_site, otlp_receiver
 from tests.support.run_ws import agent_md, scripted_workspace
 
@@ -31,7 +32,6 @@ from bearagent.plugin import RegisterEventSink, hookimpl
 from bearagent.plugins.manager import PluginHost
 from bearagent.trust import trust, workspace_trust_surface
 
-SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "trace_echo.py"
 SCRIPT = """
 turns:
   - tool_calls: [{name: mcp__trace__trace, arguments: {}}]
@@ -65,10 +65,11 @@ def hook_receiver() -> Generator[tuple[str, list[dict[str, str]]]]:
 
 
 def workspace(tmp: Path, hook_url: str) -> tuple[Path, Path]:
+    server = server_in_workspace(tmp / "ws", "trace_echo.py")
     config = (
         "default_agent: main\ndefault_model: scripted\n"
         "models:\n  scripted: {provider: scripted, script: script.yaml}\n"
-        f"mcp_servers:\n  trace: {{command: {sys.executable}, args: [{SERVER}], startup_timeout_s: 30}}\n"
+        f"mcp_servers:\n  trace: {{command: {sys.executable}, args: [{server}], startup_timeout_s: 30}}\n"
         "hooks:\n"
         "  PreToolUse:\n"
         f"    - matcher: mcp__trace__trace\n      hooks: [{{type: http, url: '{hook_url}'}}]\n"

@@ -75,6 +75,16 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 3
     raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout_s}s")
 
 
+def server_in_workspace(root: Path, name: str) -> Path:
+    """A copy of `mcp_servers/<name>` inside the workspace `root` (as a workspace's own server lives there): a
+    workspace server runs confined once a run may have written (`mcp/after_writes.py`), and the sandbox sees the
+    workspace but not a checkout under /tmp, where the original would be missing inside it (issue 29)."""
+    target = root / ".mcp-servers" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SERVERS / name, target)
+    return target
+
+
 @dataclass
 class HttpServer:
     proc: subprocess.Popen[bytes]
