@@ -47,7 +47,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Imported by something a scripted run without hooks, MCP servers or web tools never does (docs/benchmarks.md,
 # issue 22): the SDKs, httpx (WebFetch, the HTTP providers), jsonschema (a schema outside the fast subset), Grep's
 # regex engine, path-rule matching, rich's Markdown and live regions (the interactive session), the hook handler
-# machinery, the MCP connection manager, the shell launcher (Bash), the PostgreSQL store.
+# machinery, the MCP connection manager, the shell launcher (Bash), the PostgreSQL store; and (issue 37) the models
+# of run event versions only old logs hold.
 LAZY_ON_A_SCRIPTED_RUN = (
     "openai",
     "anthropic",
@@ -68,6 +69,7 @@ LAZY_ON_A_SCRIPTED_RUN = (
     "bearagent.store.postgres.storage",
     "bearagent.providers.openai_responses",
     "bearagent.providers.anthropic_messages",
+    "bearagent.domain.run_events_legacy",
 )
 
 
