@@ -11,11 +11,11 @@ from typing import Literal
 _FROZEN_AT: set[str] = set()
 
 
-Stage = Literal["command", "run_imports", "run"]
+Stage = Literal["cli", "command", "run_imports", "run"]
 
 
 def start_up_over(stage: Stage) -> None:
-    """Start-up is over up to `stage` (`command`: its module is loaded; `run_imports`: what a run imports is loaded;
+    """Start-up is over up to `stage` (`cli`: click and the command table are loaded; `command`: its module is loaded; `run_imports`: what a run imports is loaded;
     `run`: the workspace is loaded and the run about to start). What exists now (modules, classes, pydantic's validators, the loaded workspace) lives as long
     as the process, so it is moved out of the cyclic collector's way (`gc.freeze`): collections traverse only what
     is made from here on, and the collection at exit skips it. A scripted `bearagent run` builds ~0.3 M such
