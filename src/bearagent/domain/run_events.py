@@ -27,6 +27,7 @@ from bearagent.domain.budgets import BudgetLimits, TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
 from bearagent.domain.models import StopReason
+from bearagent.domain.run_event_payload import RunEventPayload as RunEventPayload  # the base (its own module)
 from bearagent.domain.tools import ToolResult
 
 if TYPE_CHECKING:  # at run time these load on first use (`__getattr__` below)
@@ -51,10 +52,6 @@ def _freeze_str_map(value: Mapping[str, str]) -> Mapping[str, str]:
 
 FrozenStrMap = Annotated[Mapping[str, str], AfterValidator(_freeze_str_map), PlainSerializer(dict[str, str])]
 """A string-to-string mapping copied into a read-only view (a plain `Mapping` field would stay a mutable dict)."""
-
-
-class RunEventPayload(DomainModel):
-    """Base of every run event payload."""
 
 
 # ---- run lifecycle -------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from bearagent.domain.budgets import BudgetLimits, TokenUsage
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
-from bearagent.domain.run_events import RunEventPayload
+from bearagent.domain.run_event_payload import RunEventPayload
 
 
 class RunCreatedV1(RunEventPayload):
