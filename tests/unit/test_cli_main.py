@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[2]
 # issue 22): the SDKs, httpx (WebFetch, the HTTP providers), jsonschema (a schema outside the fast subset), Grep's
 # regex engine, path-rule matching, rich's Markdown and live regions (the interactive session), the hook handler
 # machinery, the MCP connection manager, the shell launcher (Bash), the PostgreSQL store; and (issue 37) the models
-# of run event versions only old logs hold, the web search services (none configured).
+# of run event versions only old logs hold, the web search services (none configured), hook replies' models.
 LAZY_ON_A_SCRIPTED_RUN = (
     "openai",
     "anthropic",
@@ -71,6 +71,7 @@ LAZY_ON_A_SCRIPTED_RUN = (
     "bearagent.providers.anthropic_messages",
     "bearagent.domain.run_events_legacy",
     "bearagent.tools.search_backends",
+    "bearagent.hooks.reply_models",
 )
 
 
