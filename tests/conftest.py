@@ -56,9 +56,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = item.path.relative_to(TESTS).parts if item.path.is_relative_to(TESTS) else ()
         if (parts and parts[0] in SLOW_DIRECTORIES) or item.get_closest_marker("real_llm") is not None:
             item.add_marker(pytest.mark.slow)  # real_llm: a llama.cpp server per test, up to ~20 s under load
-    # Slow tests first (a stable sort: each file keeps its order). xdist hands tests out in this order, so the long
-    # ones (the kill -9 test alone takes minutes) start while every worker is busy, and the run ends on short tests
-    # spread over all workers instead of one worker finishing a long test while the others sit idle.
+    # Slow tests first (a stable sort: each file keeps its order). `--dist worksteal` gives the first half to one
+    # worker and the second to the other, and an idle worker takes half of the other's queue: the long tests (the
+    # kill -9 test alone takes minutes) start at once, and the run ends on short tests spread over all workers
+    # instead of one worker finishing a long test while the others sit idle.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

@@ -119,6 +119,9 @@ class RunCommit:
     active: ActivityState | None
     finished: Sequence[ActivityState] = ()
     requested_activity_ids: Sequence[str] = ()
+    payload_texts: Sequence[str | None] = ()
+    """The stored JSON text of each event's payload when the writer made it already (the recorder encodes a
+    payload once: the same text the store's `dumps_json` gives); empty, or None for one event: the store encodes."""
 
 
 class CommitRefused(Exception):

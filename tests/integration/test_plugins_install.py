@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests.support.built_once import built_once
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow]
@@ -22,9 +23,14 @@ def _sh(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository and the example plugins installed into a new venv, once per run (`built_once`: the tests
+    only run its `bearagent`), not once per worker."""
+    return built_once(tmp_path_factory, "plugins-venv", _build_venv) / "venv"
+
+
+def _build_venv(base: Path) -> None:
     uv = shutil.which("uv")
     assert uv is not None, "uv is required to install the example plugins"
-    base = tmp_path_factory.mktemp("plugins-venv")
     broken = base / "bearagent-broken"
     (broken / "src" / "bearagent_broken").mkdir(parents=True)
     (broken / "pyproject.toml").write_text(
@@ -63,7 +69,6 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         env=env,
     )
     assert installed.returncode == 0, installed.stderr[-4000:]
-    return venv_dir
 
 
 def _cli(venv: Path, tmp_path: Path, *args: str, load: str | None = None) -> subprocess.CompletedProcess[str]:

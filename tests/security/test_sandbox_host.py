@@ -186,10 +186,10 @@ def test_the_home_is_hidden_by_default_but_its_toolchains_stay(tmp_path: Path, h
             "echo scratch > ~/scratch && cat ~/scratch",
         ],
     )
-    assert CANARY not in _stdout(results[0]) and "rc=2" in _stdout(results[0])
-    assert _stdout(results[1]).strip() == "tool-ran"
-    assert _stdout(results[2]).strip() == "Sandboxed User"
-    assert _stdout(results[3]).strip() == "scratch" and not (home / "scratch").exists()
+    assert CANARY not in _stdout(results[0]) and "rc=2" in _stdout(results[0]), results[0]
+    assert _stdout(results[1]).strip() == "tool-ran", results[1]
+    assert _stdout(results[2]).strip() == "Sandboxed User", results[2]
+    assert _stdout(results[3]).strip() == "scratch" and not (home / "scratch").exists(), results[3]
     visible = run_bash(
         tmp_path / "ws2", home, ["cat ~/projects/other/secret.txt"], user_config="sandbox: {home: visible}\n"
     )
@@ -485,12 +485,13 @@ def test_many_processes_cannot_pass_the_memory_limit_together(tmp_path: Path, ho
     assert _stdout(results[1]).strip() == "after"
 
 
-def test_a_memory_hog_is_stopped_and_the_run_continues(tmp_path: Path, home: Path) -> None:
+@pytest.mark.parametrize(("gib", "limit"), [(1, "256M"), (3, "2G")])  # 3 GiB: the red team's allocation (item 13)
+def test_a_memory_hog_is_stopped_and_the_run_continues(tmp_path: Path, home: Path, gib: int, limit: str) -> None:
     results = run_bash(
         tmp_path / "ws",
         home,
-        ["python3 -c 'b = bytearray(1 << 30); print(\"allocated\")'", "echo after"],
-        user_config="sandbox: {limits: {memory: 256M}}\n",
+        [f"python3 -c 'b = bytearray({gib} << 30); print(\"allocated\")'", "echo after"],
+        user_config=f"sandbox: {{limits: {{memory: {limit}}}}}\n",
     )
     assert "allocated" not in _stdout(results[0])
     assert "MemoryError" in _stderr(results[0]) + str(results[0].get("content", ""))
@@ -561,3 +562,26 @@ def test_a_workspace_cannot_set_the_user_only_sandbox_keys() -> None:
     assert merged.limits == SandboxLimits(processes=64, memory=512 << 20, file_size=None)
     _, bad = parse_sandbox({"limits": {"processes": 2, "memory": "lots"}}, level="user")
     assert [p.field for p in bad] == ["sandbox.limits.processes", "sandbox.limits.memory"]
+
+
+def test_a_home_removed_while_a_call_starts_does_not_break_it(tmp_path: Path, other_home: Path) -> None:
+    """A home under /home that goes between the call's preparation and its start (an account deleted; in the suite,
+    another worker's `other_home` removed) used to fail the call ("bwrap: Can't mkdir /home/x: Read-only file
+    system"): /home is now hidden as one directory, so the mounts name no home in it."""
+    from bearagent.sandbox.bwrap import BwrapBackend
+    from bearagent.sandbox.request import build_request
+    from bearagent.sandbox.settings import SandboxSettings
+
+    program = find_bwrap(None)
+    assert program is not None
+    request = build_request(SandboxSettings(), {"HOME": str(tmp_path / "me"), "PATH": os.environ["PATH"]})
+    assert "/home" in request.hidden_homes and str(other_home) not in request.hidden_homes
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    prepared = BwrapBackend(program).prepare(["sh", "-c", f"ls {shlex.quote(str(other_home))}; echo ran"], request, ws)
+    try:
+        shutil.rmtree(other_home)  # gone after the preparation, before the start
+        done = subprocess.run(prepared.argv, env={**os.environ, **prepared.env}, capture_output=True, text=True)
+    finally:
+        prepared.finish()
+    assert done.returncode == 0 and done.stdout.strip().endswith("ran"), done.stderr

@@ -30,10 +30,10 @@ SCRIPT = "turns:\n" + _write("first\n") + "  - text: wrote it\n"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
     tmp = tmp_path_factory.mktemp("ui-rewind")
-    root = scripted_workspace(
-        tmp / "notes", SCRIPT, agents={"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")}
-    )
-    srv = start(tmp, config=f"workspaces:\n  - {{id: notes, path: {root}}}\n")
+    agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")}
+    root = scripted_workspace(tmp / "notes", SCRIPT, agents=agents)
+    race = scripted_workspace(tmp / "race", SCRIPT, agents=agents)  # the diff-while-redrawing test's own workspace
+    srv = start(tmp, config=f"workspaces:\n  - {{id: notes, path: {root}}}\n  - {{id: race, path: {race}}}\n")
     try:
         yield srv, root
     finally:
@@ -79,3 +79,46 @@ def test_file_changes_are_shown_and_the_rewind_button_puts_them_back(served: tup
     browser.find_element(By.ID, "rewind-go").click()
     until(lambda: "Rewound 1 file(s) and the conversation" in text_of(browser, "#rewind-result"), "the rewind done")
     assert not notes.exists()
+
+
+# In the page, before its own script: the run's event stream waits until a diff is asked for, and the diff answers
+# 1.5 s late, so the stream's catch-up redraws the timeline while the diff is loading (what a loaded machine does by
+# chance: CI saw the diff never appear once).
+_REDRAW_WHILE_LOADING = """
+(() => {
+  const real = window.fetch.bind(window);
+  let asked;
+  const diffAsked = new Promise((resolve) => { asked = resolve; });
+  window.fetch = async (input, init) => {
+    const url = typeof input === "string" ? input : input.url;
+    if (/\\/v1\\/runs\\/[^/?]+\\/events$/.test(url)) await diffAsked;
+    if (url.includes("/diff?")) {
+      asked();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    }
+    return real(input, init);
+  };
+})();
+"""
+
+
+def test_a_diff_asked_for_while_the_timeline_is_redrawn_still_appears(
+    served: tuple[Server, Path], browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    srv, _ = served
+    with srv.client() as c:
+        sid = c.post("/v1/workspaces/race/sessions", json={}).json()["id"]
+        run_id = c.post(f"/v1/sessions/{sid}/runs", json={"prompt": "write the notes"}).json()["run_id"]
+        wait_for(c, run_id)
+    script = browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _REDRAW_WHILE_LOADING})
+    try:
+        sign_in(browser, srv.base, f"#ws=race&run={run_id}")
+        until(lambda: "created notes.txt" in text_of(browser, "#timeline ul.files-changed"), "the Write call's file")
+        assert browser.find_elements(By.CSS_SELECTOR, "#events li") == []  # the stream is held until the click
+        browser.find_element(By.CSS_SELECTOR, "#timeline button.show-diff").click()
+        until(lambda: browser.find_elements(By.CSS_SELECTOR, "#events li"), "the stream's catch-up after the click")
+        until(lambda: "+first" in text_of(browser, "#timeline .file-diffs pre.diff"), "the diff after the redraw")
+    finally:
+        browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]})

@@ -270,6 +270,7 @@ class Resources:
             async with self._mcp_starting:
                 if self._mcp is None:
                     from bearagent.mcp.manager import McpConnectionManager
+                    from bearagent.rewind.workspace_writes import record_for_env
 
                     manager = McpConnectionManager(
                         specs,
@@ -278,6 +279,7 @@ class Resources:
                         in_process=self._in_process_mcp,
                         sandbox=self.loaded.config.sandbox,
                         trace_context=self.loaded.plugins.trace_context,
+                        writes=record_for_env(self.loaded.env),
                     )
                     await manager.start_all()
                     self._mcp = manager
@@ -311,8 +313,12 @@ class Resources:
         interceptor: ToolInterceptor | None = None,
         ask: Asker | None = None,
     ) -> ToolGate:
-        """The tool gate of one plan (`service/planner.py` decides its tools, policy, interceptor and asker)."""
-        return ToolGate(tools, policy=policy, interceptor=interceptor, ask=ask)
+        """The tool gate of one plan (`service/planner.py` decides its tools, policy, interceptor and asker); it
+        records where calls may write in the user's durable record (`rewind/workspace_writes.py`)."""
+        from bearagent.rewind.workspace_writes import record_for_env
+
+        writes = record_for_env(self.loaded.env)
+        return ToolGate(tools, policy=policy, interceptor=interceptor, ask=ask, writes=writes)
 
     async def aclose(self) -> None:
         if self._mcp is not None:
@@ -324,11 +330,21 @@ class Resources:
 
 
 async def connect_mcp_servers(
-    specs: Sequence[McpServerSpec], env: Mapping[str, str], root: Path, *, sandbox: SandboxSettings | None
+    specs: Sequence[McpServerSpec],
+    env: Mapping[str, str],
+    root: Path,
+    *,
+    sandbox: SandboxSettings | None,
+    user_env: Mapping[str, str] | None = None,
 ) -> McpConnectionManager:
-    """`bearagent mcp list/tools/test`'s connections: each server tried once, no background retry."""
-    from bearagent.mcp.manager import McpConnectionManager
+    """`bearagent mcp list/tools/test`'s connections: each server tried once, no background retry. `user_env` names
+    the user config dir whose record of runs' writes confines a workspace's servers (None: `os.environ`)."""
+    import os
 
-    manager = McpConnectionManager(specs, env, root, max_connect_attempts=1, sandbox=sandbox)
+    from bearagent.mcp.manager import McpConnectionManager
+    from bearagent.rewind.workspace_writes import record_for_env
+
+    writes = record_for_env(os.environ if user_env is None else user_env)
+    manager = McpConnectionManager(specs, env, root, max_connect_attempts=1, sandbox=sandbox, writes=writes)
     await manager.start_all(background_retry=False)
     return manager

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import uuid
@@ -30,6 +31,7 @@ from bearagent.hooks.dispatcher import HookDispatcher, HookOutcome, HookSettings
 from bearagent.hooks.hook_input import CommonInput
 from bearagent.hooks.runners import PythonHookFunction, describe_handler
 from bearagent.hooks.transcript import TranscriptWriter
+from bearagent.rewind.workspace_writes import record_for_env
 from bearagent.trust import TrustSurface, require_trust, workspace_trust_surface
 
 if TYPE_CHECKING:
@@ -254,7 +256,13 @@ async def _run_test(
             python_handlers=ws.python_handlers,
             record=records.append,
             transcript=transcript,
-            settings=HookSettings(workspace_root=ws.root, session_id=session_id, env=ws.env, sandbox=ws.sandbox),
+            settings=HookSettings(
+                workspace_root=ws.root,
+                session_id=session_id,
+                env=ws.env,
+                sandbox=ws.sandbox,
+                writes=record_for_env(os.environ),  # the user config dir `require_trust` read
+            ),
         )
         outcome = await dispatcher.fire(event, fields, agent_name=agent_name)
         background = await dispatcher.wait_background()  # `async` handlers: shown, though they decide nothing

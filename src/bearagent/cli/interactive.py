@@ -455,8 +455,14 @@ def _status_command(runtime: WorkspaceRuntime) -> StatusCommand | None:
         admission.check_trust(runtime.loaded)
     except BearAgentError:
         return None
+    from bearagent.rewind.workspace_writes import record_for_env
+
     return StatusCommand(
-        helper[0], runtime.loaded.root, runtime.loaded.child_env(), sandbox=runtime.loaded.config.sandbox
+        helper[0],
+        runtime.loaded.root,
+        runtime.loaded.child_env(),
+        sandbox=runtime.loaded.config.sandbox,
+        writes=record_for_env(runtime.loaded.env),
     )
 
 

@@ -7,8 +7,9 @@ when the session starts; an untrusted workspace keeps BearAgent's own line). It 
 200 visible characters, no terminal; a command that fails or prints nothing leaves BearAgent's own line.
 
 Like a command hook (issue 28, item 3; `hooks/after_writes.py`), it runs in the sandbox once the session's model
-may have written (a script it runs, `./statusline.py`, may now be the model's), unless the user's config says
-`sandbox: {hooks_after_writes: unconfined}`; when the sandbox cannot start it is not run (BearAgent's own line).
+may have written, or any run in the workspace since its last trust decision (`rewind/workspace_writes.py`): a
+script it runs, `./statusline.py`, may now be the model's. The user's config may say `sandbox: {hooks_after_writes:
+unconfined}`; when the sandbox cannot start it is not run (BearAgent's own line).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from bearagent.cli.safe_text import visible
 from bearagent.domain._base import JsonValue
+from bearagent.rewind.workspace_writes import WritesRecord
 from bearagent.rewind.written import first_write
 from bearagent.sandbox.settings import SandboxSettings
 
@@ -35,6 +37,8 @@ class StatusCommand:
     env: Mapping[str, str]
     sandbox: SandboxSettings | None = None
     """The merged sandbox settings (None: the defaults)."""
+    writes: WritesRecord | None = None
+    """The user's durable record of runs' writes: one in this workspace since its trust decision confines it too."""
 
     def line(self, payload: Mapping[str, JsonValue]) -> str | None:
         """The command's first line for `payload`, made safe to print; None when it failed or printed nothing."""
@@ -44,7 +48,7 @@ class StatusCommand:
         sandbox = self.sandbox or SandboxSettings()
         launch: ShellLaunch | None = None
         session = payload.get("session_id")
-        if sandbox.hooks_after_writes != "unconfined" and first_write(self.root, session or None) is not None:
+        if sandbox.hooks_after_writes != "unconfined" and self._written(session):
             try:
                 launch = confined_launch(argv, sandbox, env, self.root)
             except (SandboxUnavailableError, OSError):
@@ -55,6 +59,12 @@ class StatusCommand:
         finally:
             if launch is not None:
                 launch.finish()
+
+    def _written(self, session: object) -> bool:
+        """Whether the model may have written here: this session (this process), or any run since the trust."""
+        if first_write(self.root, session or None) is not None:
+            return True
+        return self.writes is not None and self.writes.since_trust(self.root) is not None
 
     def _run(self, argv: list[str], env: dict[str, str], payload: Mapping[str, JsonValue]) -> str | None:
         try:

@@ -12,6 +12,7 @@ import click
 
 from bearagent.cli.hooks import HookWorkspaceLoader, load_hook_workspace
 from bearagent.domain.errors import BearAgentError
+from bearagent.rewind.workspace_writes import writes_record
 from bearagent.trust import TrustStore, TrustSurface, trust_store_path
 
 
@@ -45,17 +46,27 @@ def make_trust_command(loader: HookWorkspaceLoader) -> click.Command:
                 click.echo(diagnostic.render(), err=True)
             surface = ws.surface
             status = store.status(ws.root, surface)
+            written = writes_record(store.path.parent).since_trust(ws.root)
             if surface.is_empty:
                 click.echo(
                     f"{ws.root} needs no trust: none of its files decides where requests go, what runs or "
                     "what is allowed."
                 )
+                if written is not None and not list_only:  # your own hooks were confined by runs' writes
+                    writes_record(store.path.parent).trusted(ws.root)
+                    click.echo(f"Cleared the record of {written.describe()}: your hooks here run as configured again.")
                 return
             click.echo(f"{ws.root} ({status}): its files would decide")
             for line in surface.lines():
                 click.echo(line)
             if status == "changed":
                 click.echo(f"Changed since you trusted it: {store.change(ws.root, surface).describe()}")
+            if written is not None:
+                click.echo(
+                    f"Runs may have written in it since you trusted it (first: {written.describe()}): until you "
+                    "trust it again, its command hooks, statusLine and stdio MCP servers run in the sandbox. "
+                    "Trusting it now means you accept what those runs left in it."
+                )
             if list_only:
                 return
             if not yes and sys.stdin.isatty() and not click.confirm("Trust this workspace?", default=False):

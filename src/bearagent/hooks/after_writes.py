@@ -4,7 +4,9 @@ A trusted hook runs workspace code: a script it names, a `node_modules/.bin` too
 that loads plugins a JSON file names. The pins (`hooks/code_pins.py`) refuse a hook whose named code changed, but
 cannot follow what a program loads from data at run time. So after the first call of the session that may write
 (`rewind.written`: Bash in or out of the sandbox, Write, Edit, an MCP tool, a subagent's calls), every command hook
-of the session runs in the sandbox, whatever the model put into the files it runs: it writes only the workspace,
+of the session runs in the sandbox, and so does every command hook of a workspace any run may have written in
+since its last trust decision, in any process (`rewind.workspace_writes`), whatever the model put into the files it
+runs: it writes only the workspace,
 reaches no network and no host socket, sees no credential. When the sandbox cannot start (no bubblewrap, a refused
 process limit), the hook is not run (`hook.sandbox_unavailable`): never unconfined. The opt-out is the user's own
 `sandbox: {hooks_after_writes: unconfined}` (a workspace cannot set it); `sandbox: {hooks: true}` confines every
@@ -25,6 +27,7 @@ from bearagent.config.workspace import installed_claude_plugins
 from bearagent.rewind.written import first_write
 
 if TYPE_CHECKING:
+    from bearagent.rewind.workspace_writes import WritesRecord
     from bearagent.sandbox.probe import SandboxStatus
     from bearagent.sandbox.settings import SandboxSettings
 
@@ -36,31 +39,45 @@ class Confinement:
     opted_in: bool
     after: str | None = None
     """The call after which hooks are confined (`the model's Bash call c1`); None when `opted_in`."""
+    earlier_run: str | None = None
+    """The workspace whose record of an earlier run's writes confines it (`rewind/workspace_writes.py`)."""
 
-    def unavailable(self, status: SandboxStatus) -> str:
-        """The failure text when the sandbox cannot start: the hook was not run."""
+    def unavailable(self, status: SandboxStatus, what: str = "command hook") -> str:
+        """The failure text when the sandbox cannot start: the hook (or server) was not run."""
         if self.opted_in:
             from bearagent.sandbox.launch import unavailable_message
 
-            return unavailable_message("the command hook", "hooks", status)
+            return unavailable_message(f"the {what}", "hooks", status)
+        trust = ""
+        if self.earlier_run is not None:
+            again = f"bearagent trust -w {shlex.quote(self.earlier_run)}"
+            trust = f", or review what the runs changed and run `{again}` (a trust decision clears the record)"
         return (
-            f"the command hook was not run: {self.after} may have written files this hook runs or loads, so from "
-            f"then on the session's hooks run in the sandbox, and the sandbox cannot start ({status.reason}). To "
+            f"the {what} was not run: {self.after} may have written files this {what} runs or loads, so from "
+            f"then on the workspace's hooks run in the sandbox, and the sandbox cannot start ({status.reason}). To "
             "fix: install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`), or set `sandbox: "
             "{hooks_after_writes: unconfined}` in your user config to run hooks unconfined after the model's writes"
+            + trust
         )
 
 
-def confinement(sandbox: SandboxSettings | None, root: Path, session_id: str | None) -> Confinement | None:
-    """Whether this session's command hook runs in the sandbox now, and why; None: it runs as configured."""
+def confinement(
+    sandbox: SandboxSettings | None, root: Path, session_id: str | None, writes: WritesRecord | None = None
+) -> Confinement | None:
+    """Whether this session's command hook runs in the sandbox now, and why; None: it runs as configured. After
+    the session's first call that may write (this process), or after any run's (`writes`: any process, any
+    session) recorded in the workspace since its last trust decision."""
     if sandbox is not None and sandbox.hooks:
         return Confinement(opted_in=True)
     if sandbox is not None and sandbox.hooks_after_writes == "unconfined":
         return None
     first = first_write(root, session_id)
-    if first is None:
+    if first is not None:
+        return Confinement(opted_in=False, after=first.describe())
+    earlier = writes.since_trust(root) if writes is not None else None
+    if earlier is None:
         return None
-    return Confinement(opted_in=False, after=first.describe())
+    return Confinement(opted_in=False, after=earlier.describe(), earlier_run=os.path.realpath(root))
 
 
 _INTERPRETER = re.compile(r"^(sh|bash|dash|zsh|ksh|python[0-9.]*|node|bun|deno|ruby|perl|php|tsx|ts-node)$")

@@ -14,8 +14,7 @@
   delivers it "on the next conversation turn"), through the session's `pending_context` list.
 Beyond Claude Code: `on_failure`, declared capabilities, and a cap on consecutive Stop/SubagentStop blocks.
 
-An event no group names returns at once; the input builder, the matchers and the handler runners are imported by
-the first event that has handlers, so a session without hooks never loads them.
+An event no group names returns at once; the input builder, matchers and runners load with the first that has any.
 """
 
 from __future__ import annotations
@@ -56,6 +55,7 @@ if TYPE_CHECKING:
     from bearagent.domain.trace_context import TraceContext
     from bearagent.hooks.mcp_tool import McpCaller
     from bearagent.hooks.runners import AgentJudge, Judge, PythonHookFunction, RunnerContext
+    from bearagent.rewind.workspace_writes import WritesRecord
     from bearagent.sandbox.settings import SandboxSettings
 
 firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_event", default=None)
@@ -83,9 +83,9 @@ class HookSettings:
     """The `cwd` input field; None = the workspace root."""
     sandbox: SandboxSettings | None = None
     """The merged sandbox settings: with `hooks: true`, command handlers run in the sandbox (None = off)."""
+    writes: WritesRecord | None = None  # the user's record of runs' writes (rewind/workspace_writes.py); None: none
     trace_context: TraceContext | None = None
-    """The W3C trace context of a run's hook (the tracing plugin's answer): http handlers send it as headers,
-    command handlers get `TRACEPARENT`/`TRACESTATE` (None: nothing is sent)."""
+    """The run's W3C trace context (plugins'): http headers, commands' `TRACEPARENT`/`TRACESTATE` (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +225,7 @@ class HookDispatcher:
             mcp=self._mcp_caller or current_mcp_caller.get(),
             trace=of_call(settings.trace_context, run_id, fields.get("tool_use_id")),
             session_id=settings.session_id,
+            writes=settings.writes,
         )
         waited = [item for item in selected if not item.spec.run_async]
         for item in selected:

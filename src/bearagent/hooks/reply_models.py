@@ -10,11 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from bearagent.domain._base import JsonValue
 
+# defer_build, as on `DomainModel` (issue 29): the schema is built when a hook's output is first parsed.
+
 
 class PermissionRequestAnswer(BaseModel):
     """PermissionRequest's `hookSpecificOutput.decision` (Claude Code's shape)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     behavior: Literal["allow", "deny"]
     updatedInput: dict[str, JsonValue] | None = None
@@ -24,7 +26,7 @@ class PermissionRequestAnswer(BaseModel):
 
 
 class HookSpecificOutput(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     hookEventName: StrictStr | None = None
     permissionDecision: Literal["allow", "deny", "ask", "defer"] | None = None
@@ -43,7 +45,7 @@ class HookJsonOutput(BaseModel):
     """The JSON object a hook may print on exit 0 (Claude Code's fields). Unknown keys are tolerated (Claude Code
     has many more) and reported as ignored."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True, defer_build=True)
 
     continue_: StrictBool = Field(default=True, alias="continue")
     stopReason: StrictStr | None = None

@@ -50,6 +50,7 @@ from bearagent.hooks.protocol import (
 )
 
 if TYPE_CHECKING:
+    from bearagent.rewind.workspace_writes import WritesRecord
     from bearagent.sandbox.launch import ShellLaunch
     from bearagent.sandbox.settings import SandboxSettings
 
@@ -85,6 +86,8 @@ class RunnerContext:
     """The W3C trace context to send (`traceparent`...): http headers, command environment; empty: none."""
     session_id: str | None = None
     """The session whose hooks these are: after its first call that may write, command hooks run confined."""
+    writes: WritesRecord | None = None
+    """The user's durable record of runs' writes: after one in this workspace since its trust, hooks run confined."""
 
 
 def describe_handler(spec: HookHandlerSpec) -> str:
@@ -222,7 +225,7 @@ async def run_command(spec: HookHandlerSpec, event: str, hook_input: JsonDict, c
     argv = command_argv(spec, ctx.workspace_root)
     env = command_env(ctx)
     launch: ShellLaunch | None = None
-    why = await asyncio.to_thread(confinement, ctx.sandbox, ctx.workspace_root, ctx.session_id)
+    why = await asyncio.to_thread(confinement, ctx.sandbox, ctx.workspace_root, ctx.session_id, ctx.writes)
     if why is not None:
         confined = _sandboxed(argv, env, ctx, why)
         if isinstance(confined, HandlerFailure):

@@ -101,9 +101,12 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
-def confine(launch: Launch, sandbox: SandboxSettings, workspace_root: Path, server: str) -> Launch | McpFailure:
+def confine(
+    launch: Launch, sandbox: SandboxSettings, workspace_root: Path, server: str, why: tuple[str, str] | None = None
+) -> Launch | McpFailure:
     """The stdio launch wrapped in the sandbox (`bearagent.sandbox.launch.confined_launch`, same environment), or
-    why the server cannot start (the sandbox is unavailable or could not be prepared): it never runs unconfined."""
+    why the server cannot start (the sandbox is unavailable or could not be prepared): it never runs unconfined.
+    `why`: the reason and fix to name when it is confined for runs' writes (`mcp/after_writes.py`), not `mcp: true`."""
     from bearagent.sandbox.launch import SandboxUnavailableError, confined_launch, unavailable_message
 
     try:
@@ -116,6 +119,10 @@ def confine(launch: Launch, sandbox: SandboxSettings, workspace_root: Path, serv
         )
     except (SandboxUnavailableError, OSError) as exc:
         what = f"MCP server {server!r}"
+        if isinstance(exc, SandboxUnavailableError) and why is not None:
+            return McpFailure(
+                "sandbox_unavailable", f"{why[0]}, and the sandbox cannot start ({exc.status.reason}).", why[1]
+            )
         if isinstance(exc, SandboxUnavailableError):
             message = unavailable_message(what, "mcp", exc.status)
         else:

@@ -11,6 +11,9 @@
 - With `sandbox.mcp: true` a stdio server's command runs in the Bash sandbox (`bearagent.sandbox.launch.
   confined_launch`, same environment); when the sandbox cannot start, the server is `failed` with that reason
   (not retried) and never runs unconfined.
+- A workspace's stdio server runs confined the same way once any run may have written in the workspace since its
+  last trust decision (`writes`, `mcp/after_writes.py`): it starts confined, and one running unconfined is started
+  again confined before its next call.
 
 The `mcp` SDK is imported on first connect, not at import time.
 
@@ -32,6 +35,7 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.specs import McpServerSpec
 from bearagent.domain.tools import ToolResult, ToolSpec
 from bearagent.domain.trace_context import of_call
+from bearagent.mcp.after_writes import why_confined, written_before
 from bearagent.mcp.calls import CallFailure, call_remote, failed_result
 from bearagent.mcp.code_pins import pin_servers, server_code_changed
 from bearagent.mcp.errors import McpConnectError, McpFailure, describe_failure
@@ -54,6 +58,7 @@ from bearagent.ports import Tool, ToolContext
 if TYPE_CHECKING:
     from bearagent.domain.trace_context import TraceContext
     from bearagent.mcp._sdk import Connection
+    from bearagent.rewind.workspace_writes import RecordedWrite, WritesRecord
     from bearagent.sandbox.settings import SandboxSettings
 
 
@@ -80,11 +85,15 @@ class McpConnectionManager:
         max_backoff_s: float = DEFAULT_MAX_BACKOFF_S,
         sandbox: SandboxSettings | None = None,
         trace_context: TraceContext | None = None,
+        writes: WritesRecord | None = None,
     ) -> None:
         """`trace_context` gives the W3C trace context each call sends in `params._meta` (the plugins' answer)."""
         self._env = dict(env)
         self._trace = trace_context
         self._sandbox = sandbox
+        self._writes = writes
+        self._confined: set[str] = set()
+        """The servers whose current connection runs in the sandbox."""
         self._root = workspace_root
         self._policy = ReconnectPolicy(max_connect_attempts, max_restarts, backoff_s, max_backoff_s)
         self._slots: dict[str, ServerSlot] = {}
@@ -307,6 +316,11 @@ class McpConnectionManager:
                 return "The next call restarts it."
             return f"It will not be restarted again in this session ({slot.restarts} restart(s) so far)."
 
+        if slot.in_process is None and slot.spec.name not in self._confined and self._written(slot) is not None:
+            restarted = await self._restart_confined(slot, conn)
+            if isinstance(restarted, McpFailure):
+                return failed(CallFailure("server_unavailable", restarted.text()))
+            conn = restarted
         changed = (
             server_code_changed(self._pins, slot.spec, self._root, running=True) if slot.in_process is None else None
         )
@@ -383,8 +397,15 @@ class McpConnectionManager:
             slot.record_failure(changed)
             slot.give_up()
             return
-        if launch.transport == "stdio" and slot.in_process is None and self._sandbox is not None and self._sandbox.mcp:
-            confined = self._confine(slot, launch)
+        written = self._written(slot) if slot.in_process is None else None
+        confining = (
+            launch.transport == "stdio"
+            and slot.in_process is None
+            and ((self._sandbox is not None and self._sandbox.mcp) or written is not None)
+        )
+        if confining:
+            why = why_confined(spec.name, self._root, written) if written is not None else None
+            confined = self._confine(slot, launch, why)
             if confined is None:
                 return
             launch = confined
@@ -408,17 +429,35 @@ class McpConnectionManager:
             slot.state = "closed"
             return
         slot.conn = conn
+        (self._confined.add if confining else self._confined.discard)(spec.name)
         slot.tools = build_tools(self, spec, conn.tools, conn.server_version)
         slot.state = "ready"
         slot.failure = None
         slot.failed_in_row = 0
         slot.had_connection = True
 
-    def _confine(self, slot: ServerSlot, launch: Launch) -> Launch | None:
+    def _written(self, slot: ServerSlot) -> RecordedWrite | None:
+        """The run's write that makes this (workspace, stdio) server run confined; None: it runs as configured."""
+        return written_before(slot.spec, self._root, self._sandbox, self._writes)
+
+    async def _restart_confined(self, slot: ServerSlot, conn: Connection) -> Connection | McpFailure:
+        """Stop the unconfined server (a run may have written what it loads) and start it again in the sandbox."""
+        async with slot.lock:
+            if slot.conn is conn:
+                slot.conn, slot.state, slot.tools = None, "failed", ()
+                await conn.close()
+            if slot.state != "ready" or slot.conn is None:
+                await self._connect(slot)
+            if slot.state != "ready" or slot.conn is None:
+                return slot.failure or McpFailure("sandbox_unavailable", "it did not start confined.", "see above")
+            return slot.conn
+
+    def _confine(self, slot: ServerSlot, launch: Launch, why: tuple[str, str] | None) -> Launch | None:
         """The launch wrapped in the sandbox, or None after recording why the server cannot start (not retried:
         the sandbox will not start on the next attempt either)."""
-        assert self._sandbox is not None
-        confined = confine(launch, self._sandbox, self._root, slot.spec.name)
+        from bearagent.sandbox.settings import SandboxSettings
+
+        confined = confine(launch, self._sandbox or SandboxSettings(), self._root, slot.spec.name, why)
         if isinstance(confined, McpFailure):
             slot.record_failure(confined)
             slot.give_up()

@@ -9,8 +9,8 @@ executes (`tools/gate.py`): marking before, not after, covers a call that fails 
 keeps writing and hooks that run while the call is in flight.
 
 The record is per session (a subagent shares its parent's session, so its writes count for the parent's hooks too)
-and per process: a later run of the session in another process starts from the trust check, which fingerprints
-what the hooks reach again. At most `MAX_SESSIONS` sessions are remembered, the least recently used forgotten
+and per process. Across sessions and processes the gate also records each call's directories in the user's durable
+record (`rewind.workspace_writes`), which confines a workspace's hooks and MCP servers until its next trust decision. At most `MAX_SESSIONS` sessions are remembered, the least recently used forgotten
 first (a forgotten session's hooks run as configured until its next writing call).
 """
 

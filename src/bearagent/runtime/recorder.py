@@ -7,7 +7,9 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from bearagent.domain._base import JsonValue, frozen_json
+import orjson
+
+from bearagent.domain._base import JsonMapping, frozen_json, frozen_parsed_json
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import EVENT_TYPE_RE, Event
 from bearagent.domain.ids import CausationId, CorrelationId, EventId, IdGenerator, RunId, retyped
@@ -20,6 +22,23 @@ from bearagent.runtime.run_writer import RunWriter
 _log = logging.getLogger("bearagent.events")
 
 
+def encoded_payload(payload: RunEventPayload) -> tuple[JsonMapping, str | None]:
+    """A payload model's JSON form, bounded and frozen, and its stored text (what the store's `dumps_json` writes),
+    from one dump: the text is encoded first, and its length vouches for the size bounds (`frozen_parsed_json`),
+    so the dump is frozen in place without the full walk. A dump with a float (its text may say `null` for a NaN,
+    which the full check refuses) or an integer beyond 64 bits (orjson refuses it) takes the full check, and its
+    text is left to the store (None)."""
+    dumped = payload.model_dump(mode="json")
+    try:
+        text = orjson.dumps(dumped).decode()
+    except TypeError:
+        return frozen_json(dumped), None
+    frozen, floats = frozen_parsed_json(text, dumped)
+    if floats:
+        return frozen_json(payload.model_dump(mode="json")), None
+    return frozen, text
+
+
 def _event(
     *,
     event_id: EventId,
@@ -30,12 +49,12 @@ def _event(
     occurred_at: datetime,
     causation_id: CausationId | None,
     correlation_id: CorrelationId,
-    payload: dict[str, JsonValue],
+    payload: JsonMapping,
 ) -> Event:
     """The envelope of a fact this recorder made. Its fields are typed by construction (ids from the generator,
-    the type and version from the payload registry, the sequence counted here), so only what can still be wrong
-    is checked: the payload's JSON bounds (the same check `Event` applies) and the clock's time zone; anything
-    unexpected goes through full validation instead."""
+    the type and version from the payload registry, the sequence counted here, the payload bounded and frozen by
+    `encoded_payload`), so only what can still be wrong is checked: the clock's time zone; anything unexpected
+    goes through full validation instead."""
     if (
         type(event_id) is EventId
         and type(run_id) is RunId
@@ -57,7 +76,7 @@ def _event(
                 "occurred_at": occurred_at,
                 "causation_id": causation_id,
                 "correlation_id": correlation_id,
-                "payload": frozen_json(payload),
+                "payload": payload,
             },
         )
     return Event(
@@ -153,9 +172,12 @@ class RunRecorder:
         now = self._clock.now()
         held = tuple(self._held)
         stamped = [*held, *((payload, now) for payload in payloads)] if held else [(p, now) for p in payloads]
+        texts: list[str | None] = []
         for payload, occurred_at in stamped:
             event_type, version = event_type_of(payload)
             sequence += 1
+            frozen, text = encoded_payload(payload)
+            texts.append(text)
             event = _event(
                 event_id=self._ids.new(EventId),
                 run_id=self.run_id,
@@ -165,7 +187,7 @@ class RunRecorder:
                 occurred_at=occurred_at,
                 causation_id=retyped(CausationId, last_event_id) if last_event_id is not None else None,
                 correlation_id=self.correlation_id,
-                payload=payload.model_dump(mode="json"),
+                payload=frozen,
             )
             events.append(event)
             last_event_id = event.event_id
@@ -178,7 +200,9 @@ class RunRecorder:
                 del self._held[: len(held)]
 
         dumped_from = [payload for payload, _ in stamped] if held else payloads
-        projection = await self._writer.append_many(events, on_commit=committed, dumped_from=dumped_from)
+        projection = await self._writer.append_many(
+            events, on_commit=committed, dumped_from=dumped_from, payload_texts=texts
+        )
         for event in events:
             for sink in self._sinks:
                 try:

@@ -66,7 +66,9 @@ Published = Committed | TokenDelta
 Subscriber = Callable[[Published], None]
 
 
-def prepare_commit(stored: StoredRun | None, events: Sequence[Event]) -> RunCommit:
+def prepare_commit(
+    stored: StoredRun | None, events: Sequence[Event], payload_texts: Sequence[str | None] = ()
+) -> RunCommit:
     """The commit the reducer makes of consecutive `events` of one run on top of `stored` (None: a new run).
     Raises what the reducer raises (`InvalidTransition`, `BudgetExceeded`, `SequenceConflict`). The reducer works
     on `stored` in place (as the store and replay do, so an append never copies a run): it is used up either way."""
@@ -108,6 +110,7 @@ def prepare_commit(stored: StoredRun | None, events: Sequence[Event]) -> RunComm
         active=active,
         finished=tuple(finished),
         requested_activity_ids=tuple(requested),
+        payload_texts=tuple(payload_texts),
     )
 
 
@@ -165,6 +168,7 @@ class RunWriter:
         *,
         on_commit: Callable[[RunProjection], None] | None = None,
         dumped_from: Sequence[RunEventPayload] | None = None,
+        payload_texts: Sequence[str | None] = (),
     ) -> RunProjection:
         """Validate, reduce and commit consecutive events of ONE run: all become facts, or none does. Returns the
         run projection after the last. Raises `SequenceConflict` (another writer took the sequence),
@@ -173,6 +177,8 @@ class RunWriter:
         `dumped_from`: the payload models the events' payloads were dumped from (the recorder's), one per event.
         A model instance was validated when it was built, so its dump is not parsed back into a model here; the
         pair (type, version) of each is still checked against its event. Without it, every payload is validated.
+        `payload_texts` (only with `dumped_from`): each payload's JSON text as the store writes it, encoded by the
+        recorder from the same dump it froze (None for one: the store encodes it), so a payload is encoded once.
 
         A commit handed to the store is awaited to its end even if the caller is cancelled meanwhile: `on_commit`
         is called once it is a fact (before the cancellation goes on), so the caller's view of the log stays true.
@@ -182,12 +188,14 @@ class RunWriter:
         run_id = str(events[0].run_id)
         if dumped_from is not None and len(dumped_from) != len(events):
             raise ValueError("dumped_from needs one payload model per event")
+        if payload_texts and (dumped_from is None or len(payload_texts) != len(events)):
+            raise ValueError("payload_texts needs dumped_from and one text (or None) per event")
         for i, event in enumerate(events):
             if str(event.run_id) != run_id:
                 raise ValueError("append_many takes events of one run")
             if dumped_from is None or event_type_of(dumped_from[i]) != (event.event_type, event.schema_version):
                 parse_run_event_payload(event.event_type, event.schema_version, event.payload)
-        state, cancelled = await self._write(run_id, events)
+        state, cancelled = await self._write(run_id, events, payload_texts)
         projection = state.to_projection()
         if on_commit is not None:
             on_commit(projection)
@@ -196,11 +204,13 @@ class RunWriter:
             raise cancelled
         return projection
 
-    async def _write(self, run_id: str, events: Sequence[Event]) -> tuple[RunState, asyncio.CancelledError | None]:
+    async def _write(
+        self, run_id: str, events: Sequence[Event], texts: Sequence[str | None]
+    ) -> tuple[RunState, asyncio.CancelledError | None]:
         cached = self._cache.pop(run_id, None)  # put back only after a commit
         if cached is not None:
             try:
-                commit = prepare_commit(cached, events)
+                commit = prepare_commit(cached, events, texts)
             except BearAgentError:
                 pass  # maybe stale: decide on what the store says
             else:
@@ -208,7 +218,7 @@ class RunWriter:
                     return commit.state, await self._commit(commit)
                 except VersionConflict:
                     pass
-        commit = prepare_commit(await self.storage.load_run(RunId(run_id)), events)
+        commit = prepare_commit(await self.storage.load_run(RunId(run_id)), events, texts)
         try:
             return commit.state, await self._commit(commit)
         except VersionConflict as exc:  # another writer got in between the load and the commit

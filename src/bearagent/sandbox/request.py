@@ -5,7 +5,7 @@ Hidden by default (each under the user's home as the environment names it and as
 it exists): the secret stores in `HIDDEN_IN_HOME`, BearAgent's own user directory, `$XDG_CONFIG_HOME`,
 `$XDG_RUNTIME_DIR` (the user's agent and bus sockets) and the container-engine sockets in `HIDDEN_SOCKETS`; plus
 every `sandbox.hide` entry. With `sandbox.home: hidden` (the default) every home of the machine's people (yours and
-`_other_homes`) is hidden as a whole but for your toolchains; with `visible`, the deny-list holds in other people's
+`_other_homes`; all of `/home` as one directory) is hidden as a whole but for your toolchains; with `visible`, the deny-list holds in other people's
 homes too. A hidden directory becomes an empty private tmpfs, a hidden file (or socket) `/dev/null`.
 Inside the hidden `~/.config`, git's own files (`READABLE_IN_HIDDEN`) stay readable so `git commit` finds the
 user's identity and ignore rules.
@@ -389,6 +389,18 @@ def _other_homes(own: list[Path]) -> list[Path]:
     return [h for h in found if h not in own]
 
 
+def _whole_homes_dir(homes: list[Path]) -> list[Path]:
+    """`homes` with those in `HOMES_DIR` replaced by `HOMES_DIR` itself (when it is a real directory): one empty
+    directory over all of `/home`, rather than one per home. A home made or removed between the call's preparation
+    and its start (an account added or deleted, another test's fake home) then cannot break the call's mounts (bubblewrap
+    cannot mount over a directory that is gone: the call failed with "Can't mkdir /home/x"), and it is one mount, not
+    up to `MAX_OTHER_HOMES`. What stays readable, and a workspace inside a home, are bound on top as before."""
+    whole = Path(HOMES_DIR)
+    if not whole.is_dir() or whole.is_symlink():
+        return homes
+    return [whole, *(h for h in homes if h != whole and whole not in h.parents)]
+
+
 def _expand(raw: str, homes: list[Path]) -> list[Path]:
     if raw == "~" or raw.startswith("~/"):
         rest = raw[2:]
@@ -415,7 +427,7 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
     readable = [h / rel for h in homes for rel in READABLE_IN_HIDDEN]
     others = _other_homes(homes)
     if settings.home == "hidden":
-        hidden_homes: list[Path] = [*homes, *others]
+        hidden_homes: list[Path] = _whole_homes_dir([*homes, *others])
     else:  # your own home visible: other people's homes keep their credential stores hidden
         hidden_homes = []
         hidden.extend(h / rel for h in others for rel in HIDDEN_IN_HOME if os.path.lexists(h / rel))

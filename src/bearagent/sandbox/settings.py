@@ -18,8 +18,9 @@ sandbox:
   home: hidden                      # visible (user config only): the home readable but for the credential stores
   unix_sockets: deny                # allow (user config only): commands may make Unix sockets
   pin_hook_code: true               # false (user config only): do not re-check a command hook's code before each run
-  hooks_after_writes: sandbox       # unconfined (user config only): after the model's first writing call of a
-                                    # session, command hooks run as configured instead of in the sandbox
+  hooks_after_writes: sandbox       # unconfined (user config only): after a writing call (this session's, or any
+                                    # run's since the last trust decision), command hooks, statusLine and the
+                                    # workspace's MCP servers run as configured instead of in the sandbox
 shell_env:
   inherit: core                     # core (default) | all | none
   include: [NODE_OPTIONS, "AWS_*"]  # more variables (glob patterns) to pass, even secret-looking ones
@@ -188,9 +189,10 @@ class SandboxSettings(DomainModel):
     """Re-check the workspace files a command hook reaches right before each execution and refuse to run it when
     one changed since the run started (`trust.reach.CodePins`); `false` only from the user config."""
     hooks_after_writes: Literal["sandbox", "unconfined"] = "sandbox"
-    """`sandbox`: once a call that may write has run in a session (`rewind.written`), its command hooks run in the
-    sandbox (`hooks.after_writes`), and are refused when it cannot start; `unconfined` (user config only): they run
-    as configured (unconfined unless `hooks: true`)."""
+    """`sandbox`: once a call that may write has run in a session (`rewind.written`), or any run's since the
+    workspace's last trust decision (`rewind.workspace_writes`), command hooks, `statusLine` and the workspace's
+    stdio MCP servers run in the sandbox (`hooks.after_writes`, `mcp.after_writes`), and are refused when it cannot
+    start; `unconfined` (user config only): they run as configured (unconfined unless `hooks`/`mcp: true`)."""
     credentials: tuple[str, ...] = ()
     """More credential stores to hide (user config only), on top of `request.HIDDEN_IN_HOME`."""
     limits: SandboxLimits = Field(default_factory=lambda: SandboxLimits())

@@ -45,6 +45,8 @@ class SessionHookWiring:
 
     def hooks(self, session_id: str, permission_mode: str) -> SessionHooks:
         """The hooks of a session: one group assembly (`hooks/bridge.py`), executions recorded as facts."""
+        from bearagent.rewind.workspace_writes import record_for_env
+
         groups, functions = assemble_hook_groups(
             self._rt.loaded.hooks.all(),
             self._rt.loaded.agents.all(),
@@ -59,6 +61,7 @@ class SessionHookWiring:
             permission_mode=permission_mode,
             env=self._rt.loaded.child_env(),
             sandbox=self._rt.loaded.config.sandbox,
+            writes=record_for_env(self._rt.loaded.env),
             trace_context=self._rt.loaded.plugins.trace_context,
         )
         dispatcher = HookDispatcher(

@@ -100,11 +100,18 @@ def load_on(conn: sqlite3.Connection, path: Path, run_id: str) -> StoredRun | No
     return StoredRun(run, active)
 
 
-def _event_rows(run_id: str, events: Sequence[Event]) -> list[tuple[object, ...]]:
+def payload_text(commit: RunCommit, index: int) -> str:
+    """The stored JSON text of the payload of `commit.events[index]`: the writer's, when it encoded it already."""
+    texts = commit.payload_texts
+    text = texts[index] if texts else None
+    return dumps_json(commit.events[index].payload) if text is None else text
+
+
+def _event_rows(run_id: str, commit: RunCommit) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     previous: Event | None = None
     previous_text = ""
-    for event in events:
+    for index, event in enumerate(commit.events):
         event_text = str(event.event_id)
         cause = event.causation_id
         if cause is None:
@@ -124,7 +131,7 @@ def _event_rows(run_id: str, events: Sequence[Event]) -> list[tuple[object, ...]
                 iso(event.occurred_at),
                 cause_text,
                 None if correlation is None else str(correlation),
-                dumps_json(event.payload),
+                payload_text(commit, index),
             )
         )
         previous, previous_text = event, event_text
@@ -135,7 +142,7 @@ def commit_on(cursor: sqlite3.Cursor, path: Path, commit: RunCommit) -> None:
     """The commit of the storage port: one `BEGIN IMMEDIATE` transaction on `cursor`'s connection."""
     run_id = str(commit.run_id)
     state, active = commit.state, commit.active
-    rows = _event_rows(run_id, commit.events)
+    rows = _event_rows(run_id, commit)
     data = dumps_json(state.to_json(with_goal=False))
     active_data = None if active is None else dumps_json(active.to_json())
     requested = commit.requested_activity_ids

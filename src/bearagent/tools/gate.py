@@ -30,10 +30,12 @@ from bearagent.ports import (
 from bearagent.ports import AskAnswer as AskAnswer
 from bearagent.ports import Asker as Asker
 from bearagent.ports import AskRequest as AskRequest
+from bearagent.rewind.workspace_writes import WritesRecord
 from bearagent.rewind.written import counts_as_write
 from bearagent.rewind.written import mark as mark_written
 from bearagent.tools.permissions import PermissionRule, RuleError
 from bearagent.tools.policy import PolicyDecision, ToolPolicy, permission_config_line
+from bearagent.tools.roots import additional_directories
 from bearagent.tools.spill import spill
 from bearagent.tools.walk import HIDDEN_PATHS_SETTING
 
@@ -55,11 +57,14 @@ class ToolGate:
         policy: ToolPolicy | None = None,
         interceptor: ToolInterceptor | None = None,
         ask: Asker | None = None,
+        writes: WritesRecord | None = None,
     ) -> None:
         self._tools: dict[str, Tool] = dict(tools)
         self.policy = policy or ToolPolicy()
         self._interceptor = interceptor
         self._ask = ask
+        self._writes = writes
+        """The user's durable record of where runs wrote (`rewind/workspace_writes.py`); None: this process only."""
 
     @property
     def tools(self) -> Mapping[str, Tool]:
@@ -69,6 +74,20 @@ class ToolGate:
     def asker(self) -> Asker | None:
         """Who answers this gate's approvals (None: nobody, an `ask` is denied): `sandbox.review` asks it too."""
         return self._ask
+
+    async def _record_write(self, tool: str, request: ToolRequest, context: ToolContext) -> ErrorInfo | None:
+        """Record durably, before it runs, that this call may write the workspace and the additional directories,
+        so a later process's hooks and MCP servers of those workspaces run confined until the next trust decision.
+        A record that cannot be written refuses the call (a later process could not know of its writes)."""
+        if self._writes is None:
+            return None
+        roots = [str(context.workspace_root), *additional_directories(context.settings)]
+        first = f"the model's {tool} call {request.tool_call_id} of session {context.session_id}"
+        try:
+            await asyncio.to_thread(self._writes.note, roots, first)
+        except OSError as exc:
+            return self._writes.unwritable(tool, exc)
+        return None
 
     def specs(self) -> list[ToolSpec]:
         """The specs the model may see: tools the policy makes available and no bare deny rule removes."""
@@ -161,6 +180,9 @@ class ToolGate:
                 context = dataclasses.replace(context, settings={**context.settings, HIDDEN_PATHS_SETTING: hidden})
         if counts_as_write(spec.side_effect):  # from here on the session's command hooks run confined
             mark_written(context.workspace_root, context.session_id, spec.name, request.tool_call_id)
+            unrecorded = await self._record_write(spec.name, request, context)
+            if unrecorded is not None:
+                return _failed(request, unrecorded)
         try:
             async with asyncio.timeout(spec.timeout_ms / 1000):
                 result = await tool.execute(arguments, context)

@@ -17,6 +17,7 @@ from typing import Literal, TypeAlias, cast
 from bearagent.config.workspace import user_config_dir
 from bearagent.domain._base import JsonValue
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.rewind.workspace_writes import writes_record
 from bearagent.trust.surface import TrustSurface
 
 TRUST_FILE = "trust.json"
@@ -125,6 +126,9 @@ class TrustStore:
         return self.status(root, surface) in ("trusted", "not_needed")
 
     def trust(self, root: Path, surface: TrustSurface) -> None:
+        """Record the decision; the runs' writes recorded for the workspace so far no longer confine its hooks and
+        MCP servers (`rewind/workspace_writes.py`): the user looked at what it now holds."""
+        writes_record(self.path.parent).trusted(root)
         workspaces = self._load()
         workspaces[workspace_key(root)] = {
             "surface_sha256": surface.digest(),

@@ -561,11 +561,28 @@
         pane,
       );
       const open = state.diffs.get(`${runId} ${callId}`);
-      if (open) renderDiff(pane, open); // the timeline was redrawn: the diff stays open
+      if (open === DIFF_LOADING) pane.replaceChildren(loadingLabel());
+      else if (open) renderDiff(pane, open); // the timeline was redrawn: the diff stays open
     }
   }
 
-  // a tool call's file changes as diffs, on demand; shown as text (the workspace's and the model's: never markup)
+  // a tool call's file changes as diffs, on demand; shown as text (the workspace's and the model's: never markup).
+  // While the diff loads the key holds DIFF_LOADING, so a refresh that redraws the timeline meanwhile keeps the
+  // pane loading, and the answer goes to the pane on the page then, not to the one the click came from (replaced).
+  const DIFF_LOADING = Symbol("loading");
+
+  function loadingLabel() {
+    return el("div", { className: "label" }, "loading the diff…");
+  }
+
+  function currentPane(callId, clicked) {
+    if (clicked.isConnected) return clicked;
+    for (const item of $("timeline").querySelectorAll("li[data-tool-call-id]")) {
+      if (item.dataset.toolCallId === callId) return item.querySelector(":scope > .file-diffs") || clicked;
+    }
+    return clicked;
+  }
+
   async function toggleDiff(runId, callId, pane) {
     const key = `${runId} ${callId}`;
     if (state.diffs.has(key)) {
@@ -573,13 +590,16 @@
       pane.replaceChildren();
       return;
     }
-    pane.replaceChildren(el("div", { className: "label" }, "loading the diff…"));
+    state.diffs.set(key, DIFF_LOADING);
+    pane.replaceChildren(loadingLabel());
     try {
       const found = await api(`/v1/runs/${encodeURIComponent(runId)}/diff?tool_call_id=${encodeURIComponent(callId)}`);
+      if (state.diffs.get(key) !== DIFF_LOADING) return; // closed again meanwhile
       state.diffs.set(key, found);
-      renderDiff(pane, found);
+      renderDiff(currentPane(callId, pane), found);
     } catch (error) {
-      pane.replaceChildren(el("div", { className: "error" }, `The diff could not be read: ${error.message}`));
+      if (state.diffs.get(key) === DIFF_LOADING) state.diffs.delete(key);
+      currentPane(callId, pane).replaceChildren(el("div", { className: "error" }, `The diff could not be read: ${error.message}`));
     }
   }
 

@@ -24,7 +24,7 @@ from bearagent.store.errors import StoreError
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.location import Conn, Queries
 from bearagent.store.postgres.notify import is_lifecycle, notify_statement
-from bearagent.store.run_commit import dumps_json
+from bearagent.store.run_commit import dumps_json, payload_text
 
 INSERT_RUN = (
     "INSERT INTO {s}.run_projections (run_id, session_id, parent_run_id, status, created_at, last_sequence, data,"
@@ -100,9 +100,9 @@ async def commit(conn: Conn, q: Queries, where: str, commit: RunCommit) -> None:
             event.occurred_at,
             None if event.causation_id is None else str(event.causation_id),
             None if event.correlation_id is None else str(event.correlation_id),
-            dumps_json(event.payload),
+            payload_text(commit, index),
         )
-        for event in commit.events
+        for index, event in enumerate(commit.events)
     ]
     try:
         async with conn.transaction():
