@@ -264,7 +264,7 @@ class Cell:
             "sys.argv[0] = 'bearagent'\n"
         ) + _TREE_SCRIPT  # the console script's path: `entry`, which answers `--version` before click loads
         done = subprocess.run(
-            [sys.executable, "-c", code, *self.argv(base, f"count-{len(self.label)}")],
+            [sys.executable, "-c", code, *self.argv(base, f"count-{id(self)}")],
             cwd=base,
             env=self.env,
             capture_output=True,

@@ -47,7 +47,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Imported by something a scripted run without hooks, MCP servers or web tools never does (docs/benchmarks.md,
 # issue 22): the SDKs, httpx (WebFetch, the HTTP providers), jsonschema (a schema outside the fast subset), Grep's
 # regex engine, path-rule matching, rich's Markdown and live regions (the interactive session), the hook handler
-# machinery, the MCP connection manager, the shell launcher (Bash), the PostgreSQL store.
+# machinery, the MCP connection manager, the shell launcher (Bash), the PostgreSQL store; and (issue 37) the models
+# of run event versions only old logs hold, the web search services (none configured), hook replies' models.
 LAZY_ON_A_SCRIPTED_RUN = (
     "openai",
     "anthropic",
@@ -68,6 +69,9 @@ LAZY_ON_A_SCRIPTED_RUN = (
     "bearagent.store.postgres.storage",
     "bearagent.providers.openai_responses",
     "bearagent.providers.anthropic_messages",
+    "bearagent.domain.run_events_legacy",
+    "bearagent.tools.search_backends",
+    "bearagent.hooks.reply_models",
 )
 
 
@@ -126,3 +130,32 @@ def test_the_console_script_is_the_fast_entry() -> None:
     assert done.stdout.startswith("bearagent, version ")
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True, timeout=60)
     assert "Commands:" in done.stdout
+
+
+def test_imports_run_without_collection_and_what_they_built_is_frozen() -> None:
+    """`cli.startup.importing` (issue 37): the collector is off while a command imports, what was imported is frozen
+    once per stage, and the collector comes back on only if it was on (a process that turned it off keeps it off)."""
+    code = (
+        "import gc\n"
+        "from bearagent.cli.startup import importing\n"
+        "before = gc.get_freeze_count()\n"
+        "with importing('run_imports'):\n"
+        "    assert not gc.isenabled()\n"
+        "    import decimal\n"
+        "assert gc.isenabled()\n"
+        "frozen = gc.get_freeze_count()\n"
+        "assert frozen > before, (before, frozen)\n"
+        "with importing('run_imports'):\n"
+        "    kept = [[] for _ in range(1000)]\n"
+        "assert gc.get_freeze_count() == frozen  # a stage freezes once per process\n"
+        "gc.disable()\n"
+        "try:\n"
+        "    with importing('command'):\n"
+        "        raise KeyError('x')\n"
+        "except KeyError:\n"
+        "    pass\n"
+        "assert not gc.isenabled()\n"
+        "print('OK')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "OK", done.stderr

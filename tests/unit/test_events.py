@@ -404,3 +404,24 @@ def test_nested_payload_collections_are_read_only() -> None:
     with pytest.raises(TypeError):
         completed.tool_calls[0].arguments["p"] = 2  # type: ignore[index]
     assert completed.model_dump(mode="json")["tool_calls"][0]["arguments"] == {"p": 1}
+
+
+def test_old_versions_are_catalogued_without_loading_their_models() -> None:
+    """The pairs BearAgent no longer writes are known to `run_events` by name and defined in `run_events_legacy`,
+    which a run does not import (issue 37); the two lists agree, and looking one up or importing its name from
+    `run_events` gives the same model."""
+    from bearagent.domain import run_events, run_events_legacy
+
+    assert dict(run_events.LEGACY_PAIRS) == {
+        pair: model.__name__ for pair, model in run_events_legacy.LEGACY_RUN_EVENT_PAYLOADS.items()
+    }
+    for pair, name in run_events.LEGACY_PAIRS.items():
+        model = getattr(run_events_legacy, name)
+        assert pair in RUN_EVENT_PAYLOADS and RUN_EVENT_PAYLOADS[pair] is model
+        assert getattr(run_events, name) is model
+        assert event_type_of(model.model_construct()) == pair
+    # no pair is both old and current, and no old version is an event type's latest
+    assert len(set(RUN_EVENT_PAYLOADS)) == len(RUN_EVENT_PAYLOADS) == len(list(RUN_EVENT_PAYLOADS.items()))
+    assert all(run_events.LATEST_VERSIONS[t] > v for (t, v) in run_events.LEGACY_PAIRS)
+    with pytest.raises(AttributeError, match="no attribute 'RunCreatedV9'"):
+        getattr(run_events, "RunCreatedV9")  # noqa: B009 - the module's __getattr__ is what is tested

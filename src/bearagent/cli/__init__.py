@@ -29,7 +29,10 @@ def entry() -> None:
         sys.stdout.write(f"bearagent, version {__version__}\n")
         sys.stdout.flush()
         return
-    from bearagent.cli.main import main as group
+    from bearagent.cli.startup import importing
+
+    with importing("cli"):  # click and the command table, without collections over what they build
+        from bearagent.cli.main import main as group
 
     group(prog_name="bearagent")
 

@@ -74,12 +74,12 @@ class LazyGroup(click.Group):
         target = LAZY_COMMANDS.get(cmd_name)
         if target is None:
             return super().get_command(ctx, cmd_name) or _plugin_commands().get(cmd_name)
-        module_name, attr = target[0].split(":")
-        command = getattr(importlib.import_module(module_name), attr)
-        assert isinstance(command, click.Command)
-        from bearagent.cli.startup import start_up_over  # a leaf; `--help` loads no module of cli/ but this one
+        from bearagent.cli.startup import importing  # a leaf; `--help` loads no module of cli/ but this one
 
-        start_up_over("command")
+        module_name, attr = target[0].split(":")
+        with importing("command"):
+            command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
         return command
 
     def invoke(self, ctx: click.Context) -> object:

@@ -87,15 +87,18 @@ def run(
     """Run PROMPT once (`-` reads it from stdin; piped stdin is appended to a PROMPT) and exit: 0 success, 1 run
     failed or cancelled, 2 usage or configuration error, 3 a budget stopped the run, 4 the run waits for an
     approval (--wait-approvals)."""
-    from bearagent.app.runtime import open_runtime
-    from bearagent.cli.render import make_console
-    from bearagent.cli.terminal_stream import attach_terminal
-    from bearagent.domain.errors import BearAgentError
-    from bearagent.domain.ids import RunId
-    from bearagent.domain.stream import StreamEventModel, encode_stream_event
-    from bearagent.runtime.observer import NullObserver, RunObserver
-    from bearagent.runtime.streaming import RunTreeStream
-    from bearagent.service.runner import RunOptions, RunResult
+    from bearagent.cli.startup import importing
+
+    with importing("run_imports"):
+        from bearagent.app.runtime import open_runtime
+        from bearagent.cli.render import make_console
+        from bearagent.cli.terminal_stream import attach_terminal
+        from bearagent.domain.errors import BearAgentError
+        from bearagent.domain.ids import RunId
+        from bearagent.domain.stream import StreamEventModel, encode_stream_event
+        from bearagent.runtime.observer import NullObserver, RunObserver
+        from bearagent.runtime.streaming import RunTreeStream
+        from bearagent.service.runner import RunOptions, RunResult
 
     handle_termination_like_ctrl_c()  # SIGTERM / SIGHUP from here on: as Ctrl-C (cancel the run, exit 1)
     if as_json and stream_json:

@@ -7,15 +7,18 @@ are versioned the same way.
 
 Why one long module: it is the catalogue of what a run log may contain. Each payload is a small model, and keeping
 every type and version beside the one registry (`RUN_EVENT_PAYLOADS`) is what makes "a v1 payload never changes
-meaning" checkable by reading one file.
+meaning" checkable by reading one file. The exception is the versions BearAgent no longer writes (`LEGACY_PAIRS`):
+their models are in `run_events_legacy.py`, loaded the first time an old log's pair is looked up, so a run does not
+build them at start-up (issue 37).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Annotated, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias
 
 from pydantic import AfterValidator, Field, PlainSerializer, ValidationError
 
@@ -24,7 +27,21 @@ from bearagent.domain.budgets import BudgetLimits, TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import ActivityId, ModelCallId, RunId, SessionId, ToolCallId
 from bearagent.domain.models import StopReason
+from bearagent.domain.run_event_payload import RunEventPayload as RunEventPayload  # the base (its own module)
 from bearagent.domain.tools import ToolResult
+
+if TYPE_CHECKING:  # at run time these load on first use (`__getattr__` below)
+    from bearagent.domain.run_events_legacy import ChildRunFinishedV1 as ChildRunFinishedV1
+    from bearagent.domain.run_events_legacy import ModelCallCompletedV1 as ModelCallCompletedV1
+    from bearagent.domain.run_events_legacy import ModelCallFailedV1 as ModelCallFailedV1
+    from bearagent.domain.run_events_legacy import ModelCallRequestedV1 as ModelCallRequestedV1
+    from bearagent.domain.run_events_legacy import ModelCallRequestedV2 as ModelCallRequestedV2
+    from bearagent.domain.run_events_legacy import RunCreatedV1 as RunCreatedV1
+    from bearagent.domain.run_events_legacy import RunFailedV1 as RunFailedV1
+    from bearagent.domain.run_events_legacy import RunSucceededV1 as RunSucceededV1
+    from bearagent.domain.run_events_legacy import ToolCallCompletedV1 as ToolCallCompletedV1
+    from bearagent.domain.run_events_legacy import ToolCallFailedV1 as ToolCallFailedV1
+    from bearagent.domain.run_events_legacy import ToolCallRequestedV1 as ToolCallRequestedV1
 
 TriggerType: TypeAlias = Literal["message", "manual_action", "api_action", "hook", "system", "subagent"]
 
@@ -37,16 +54,7 @@ FrozenStrMap = Annotated[Mapping[str, str], AfterValidator(_freeze_str_map), Pla
 """A string-to-string mapping copied into a read-only view (a plain `Mapping` field would stay a mutable dict)."""
 
 
-class RunEventPayload(DomainModel):
-    """Base of every run event payload."""
-
-
 # ---- run lifecycle -------------------------------------------------------------------------------------------
-
-
-class RunCreatedV1(RunEventPayload):
-    session_id: SessionId | None = None
-    budget_limits: BudgetLimits
 
 
 class RunCreatedV2(RunEventPayload):
@@ -176,17 +184,9 @@ def run_plan_facts(created: RunCreatedV2, started: RunEventPayload | None = None
     )
 
 
-class RunSucceededV1(RunEventPayload):
-    pass
-
-
 class RunSucceededV2(RunEventPayload):
     final_text: str = Field(default="", max_length=1_048_576)
     stop_reason: StopReason = "end_turn"
-
-
-class RunFailedV1(RunEventPayload):
-    pass
 
 
 class RunFailedV2(RunEventPayload):
@@ -299,28 +299,9 @@ class ApprovalResolvedV1(RunEventPayload):
 # ---- model activity ------------------------------------------------------------------------------------------
 
 
-class ModelCallRequestedV1(RunEventPayload):
-    activity_id: ActivityId
-    model_call_id: ModelCallId
-
-
-class ModelCallRequestedV2(RunEventPayload):
-    activity_id: ActivityId
-    model_call_id: ModelCallId
-    model_ref: str = Field(min_length=1, max_length=256)
-    attempt: int = Field(default=1, ge=1, le=100)
-
-
 class ModelCallStartedV1(RunEventPayload):
     activity_id: ActivityId
     model_call_id: ModelCallId
-
-
-class ModelCallCompletedV1(RunEventPayload):
-    activity_id: ActivityId
-    model_call_id: ModelCallId
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    cost_microusd: int = Field(default=0, ge=0)
 
 
 class RecordedToolCall(DomainModel):
@@ -346,13 +327,6 @@ class ModelCallCompletedV2(RunEventPayload):
     refusal: str | None = Field(default=None, max_length=16_384)
 
 
-class ModelCallFailedV1(RunEventPayload):
-    activity_id: ActivityId
-    model_call_id: ModelCallId
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    cost_microusd: int = Field(default=0, ge=0)
-
-
 class ModelCallFailedV2(RunEventPayload):
     activity_id: ActivityId
     model_call_id: ModelCallId
@@ -364,12 +338,6 @@ class ModelCallFailedV2(RunEventPayload):
 
 
 # ---- tool activity -------------------------------------------------------------------------------------------
-
-
-class ToolCallRequestedV1(RunEventPayload):
-    activity_id: ActivityId
-    tool_call_id: ToolCallId
-    tool_name: str = Field(min_length=1, max_length=256)
 
 
 class ToolCallRequestedV2(RunEventPayload):
@@ -386,20 +354,10 @@ class ToolCallStartedV1(RunEventPayload):
     tool_call_id: ToolCallId
 
 
-class ToolCallCompletedV1(RunEventPayload):
-    activity_id: ActivityId
-    tool_call_id: ToolCallId
-
-
 class ToolCallCompletedV2(RunEventPayload):
     activity_id: ActivityId
     tool_call_id: ToolCallId
     result: ToolResult
-
-
-class ToolCallFailedV1(RunEventPayload):
-    activity_id: ActivityId
-    tool_call_id: ToolCallId
 
 
 class ToolCallFailedV2(RunEventPayload):
@@ -437,11 +395,6 @@ class ChildRunStartedV1(RunEventPayload):
     child_run_id: RunId
     agent_name: str = Field(min_length=1, max_length=64)
     tool_call_id: ToolCallId | None = None
-
-
-class ChildRunFinishedV1(RunEventPayload):
-    child_run_id: RunId
-    status: Literal["succeeded", "failed", "cancelled"]
 
 
 class MessageInjectedV1(RunEventPayload):
@@ -598,8 +551,7 @@ class ConversationRewoundV1(RunEventPayload):
     """The tool call the conversation was rewound to (before its request), when that is how it was named."""
 
 
-RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
-    ("RunCreated", 1): RunCreatedV1,
+_CURRENT_PAYLOADS: dict[tuple[str, int], type[RunEventPayload]] = {
     ("RunCreated", 2): RunCreatedV2,
     ("RunCreated", 3): RunCreatedV3,
     ("RunCreated", 4): RunCreatedV4,
@@ -611,30 +563,20 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("ToolCallAbandoned", 1): ToolCallAbandonedV1,
     ("ApprovalRequested", 1): ApprovalRequestedV1,
     ("ApprovalResolved", 1): ApprovalResolvedV1,
-    ("RunSucceeded", 1): RunSucceededV1,
     ("RunSucceeded", 2): RunSucceededV2,
-    ("RunFailed", 1): RunFailedV1,
     ("RunFailed", 2): RunFailedV2,
     ("RunCancelled", 1): RunCancelledV1,
-    ("ModelCallRequested", 1): ModelCallRequestedV1,
-    ("ModelCallRequested", 2): ModelCallRequestedV2,
     ("ModelCallStarted", 1): ModelCallStartedV1,
-    ("ModelCallCompleted", 1): ModelCallCompletedV1,
     ("ModelCallCompleted", 2): ModelCallCompletedV2,
-    ("ModelCallFailed", 1): ModelCallFailedV1,
     ("ModelCallFailed", 2): ModelCallFailedV2,
-    ("ToolCallRequested", 1): ToolCallRequestedV1,
     ("ToolCallRequested", 2): ToolCallRequestedV2,
     ("ToolCallStarted", 1): ToolCallStartedV1,
-    ("ToolCallCompleted", 1): ToolCallCompletedV1,
     ("ToolCallCompleted", 2): ToolCallCompletedV2,
-    ("ToolCallFailed", 1): ToolCallFailedV1,
     ("ToolCallFailed", 2): ToolCallFailedV2,
     ("AgentSwitched", 1): AgentSwitchedV1,
     ("HookExecuted", 1): HookExecutedV1,
     ("TodosUpdated", 1): TodosUpdatedV1,
     ("ChildRunStarted", 1): ChildRunStartedV1,
-    ("ChildRunFinished", 1): ChildRunFinishedV1,
     ("ChildRunFinished", 2): ChildRunFinishedV2,
     ("MessageInjected", 1): MessageInjectedV1,
     ("MessageInjected", 2): MessageInjectedV2,
@@ -645,6 +587,59 @@ RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = {
     ("FilesRewound", 1): FilesRewoundV1,
     ("ConversationRewound", 1): ConversationRewoundV1,
 }
+
+LEGACY_PAIRS: Mapping[tuple[str, int], str] = MappingProxyType(
+    {
+        ("RunCreated", 1): "RunCreatedV1",
+        ("RunSucceeded", 1): "RunSucceededV1",
+        ("RunFailed", 1): "RunFailedV1",
+        ("ModelCallRequested", 1): "ModelCallRequestedV1",
+        ("ModelCallRequested", 2): "ModelCallRequestedV2",
+        ("ModelCallCompleted", 1): "ModelCallCompletedV1",
+        ("ModelCallFailed", 1): "ModelCallFailedV1",
+        ("ToolCallRequested", 1): "ToolCallRequestedV1",
+        ("ToolCallCompleted", 1): "ToolCallCompletedV1",
+        ("ToolCallFailed", 1): "ToolCallFailedV1",
+        ("ChildRunFinished", 1): "ChildRunFinishedV1",
+    }
+)
+"""The versions BearAgent no longer writes, by the name of their model in `run_events_legacy` (loaded on first use)."""
+_LEGACY_MODULE = "bearagent.domain.run_events_legacy"
+
+
+def _legacy_payloads() -> Mapping[tuple[str, int], type[RunEventPayload]]:
+    from bearagent.domain.run_events_legacy import LEGACY_RUN_EVENT_PAYLOADS
+
+    return LEGACY_RUN_EVENT_PAYLOADS
+
+
+class _PayloadCatalogue(Mapping[tuple[str, int], type[RunEventPayload]]):
+    """Every known `(event_type, schema_version)` pair and its model. The pairs of old versions are known without
+    their models: membership, iteration and `len` never load them; looking one up does (`run_events_legacy`)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: tuple[str, int]) -> type[RunEventPayload]:
+        model = _CURRENT_PAYLOADS.get(key)
+        if model is not None:
+            return model
+        if key in LEGACY_PAIRS:
+            return _legacy_payloads()[key]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in _CURRENT_PAYLOADS or key in LEGACY_PAIRS
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        yield from _CURRENT_PAYLOADS
+        yield from LEGACY_PAIRS
+
+    def __len__(self) -> int:
+        return len(_CURRENT_PAYLOADS) + len(LEGACY_PAIRS)
+
+
+RUN_EVENT_PAYLOADS: Mapping[tuple[str, int], type[RunEventPayload]] = _PayloadCatalogue()
+"""The model of each `(event_type, schema_version)` pair, fail-closed lookups through `payload_type_for`."""
 
 LATEST_VERSIONS: Mapping[str, int] = {
     event_type: max(v for (t, v) in RUN_EVENT_PAYLOADS if t == event_type)
@@ -689,12 +684,30 @@ def parse_run_event_payload(event_type: str, schema_version: int, payload: Mappi
         ) from exc
 
 
-_PAIR_OF_MODEL: Mapping[type[RunEventPayload], tuple[str, int]] = {m: k for k, m in RUN_EVENT_PAYLOADS.items()}
+_PAIR_OF_MODEL: Mapping[type[RunEventPayload], tuple[str, int]] = {m: k for k, m in _CURRENT_PAYLOADS.items()}
+
+
+def _pair_of(payload: RunEventPayload) -> tuple[str, int] | None:
+    pair = _PAIR_OF_MODEL.get(type(payload))
+    if pair is None and _LEGACY_MODULE in sys.modules:  # an old version's payload exists only once they are loaded
+        pair = next((k for k, m in _legacy_payloads().items() if m is type(payload)), None)
+    return pair
 
 
 def event_type_of(payload: RunEventPayload) -> tuple[str, int]:
     """The `(event_type, schema_version)` pair a payload instance is stored under."""
-    pair = _PAIR_OF_MODEL.get(type(payload))
+    pair = _pair_of(payload)
     if pair is None:
         raise KeyError(f"{type(payload).__name__} is not a registered run event payload")
     return pair
+
+
+def __getattr__(name: str) -> type[RunEventPayload]:
+    """PEP 562: the old versions' models, still importable from here (`from bearagent.domain.run_events import
+    RunCreatedV1`), load `run_events_legacy` when first named."""
+    if name in LEGACY_PAIRS.values():
+        from bearagent.domain import run_events_legacy
+
+        model: type[RunEventPayload] = getattr(run_events_legacy, name)
+        return model
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,6 +25,7 @@ generated from or checked against this one file.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -266,7 +267,12 @@ STREAM_EVENT_MODELS: Final[Mapping[str, type[StreamEventModel]]] = {
 }
 STREAM_EVENT_TYPES: Final[tuple[str, ...]] = tuple(STREAM_EVENT_MODELS)
 
-_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
+
+@functools.cache
+def _adapter() -> TypeAdapter[StreamEvent]:
+    """The union's validator, built on first use: a run only encodes stream events, so building it at import
+    (~5 ms of schema build) would be paid by every `bearagent run` for nothing (issue 37)."""
+    return TypeAdapter(StreamEvent)
 
 
 def _decode_error(message: str, hint: str) -> BearAgentError:
@@ -302,7 +308,7 @@ def parse_stream_event(obj: object) -> StreamEvent:
     # Plain dicts and lists all the way down (a read-only mapping from Python code is as good as JSON's dict).
     plain = thaw_json_mapping(cast(Mapping[str, JsonValue], mapping))
     try:
-        return _ADAPTER.validate_python(plain)
+        return _adapter().validate_python(plain)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = [str(part) for part in first["loc"]]
@@ -395,7 +401,7 @@ def encode_stream_event(event: StreamEventModel) -> str:
 
 def stream_json_schema() -> dict[str, object]:
     """The JSON Schema of the stream union (committed as schemas/stream.schema.json)."""
-    schema = _ADAPTER.json_schema()
+    schema = _adapter().json_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "BearAgent stream event",

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+from pydantic import ValidationError
 
 from bearagent.domain._base import JsonValue
 
@@ -52,51 +52,6 @@ def bound_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
         return text
     marker = f"\n… [hook output truncated: {len(text) - limit} more characters]"
     return text[: max(0, limit - len(marker))] + marker
-
-
-# defer_build on the three models below, as on `DomainModel`: built when a hook's output is first parsed, not in
-# every `bearagent` process that imports the hook machinery (~0.05 s of each start).
-class PermissionRequestAnswer(BaseModel):
-    """PermissionRequest's `hookSpecificOutput.decision` (Claude Code's shape)."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
-
-    behavior: Literal["allow", "deny"]
-    updatedInput: dict[str, JsonValue] | None = None
-    updatedPermissions: list[JsonValue] | None = None
-    message: StrictStr | None = None
-    interrupt: StrictBool = False
-
-
-class HookSpecificOutput(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
-
-    hookEventName: StrictStr | None = None
-    permissionDecision: Literal["allow", "deny", "ask", "defer"] | None = None
-    permissionDecisionReason: StrictStr | None = None
-    updatedInput: dict[str, JsonValue] | None = None
-    updatedRequest: dict[str, JsonValue] | None = None
-    updatedToolOutput: JsonValue = None
-    additionalContext: StrictStr | None = None
-    decision: PermissionRequestAnswer | None = None
-    action: Literal["accept", "decline", "cancel"] | None = None
-    """Elicitation / ElicitationResult: the answer to the MCP server's question (read by `hooks/elicitation.py`)."""
-    content: dict[str, JsonValue] | None = None
-
-
-class HookJsonOutput(BaseModel):
-    """The JSON object a hook may print on exit 0 (Claude Code's fields). Unknown keys are tolerated (Claude Code
-    has many more) and reported as ignored."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True, defer_build=True)
-
-    continue_: StrictBool = Field(default=True, alias="continue")
-    stopReason: StrictStr | None = None
-    systemMessage: StrictStr | None = None
-    suppressOutput: StrictBool = False
-    decision: Literal["block", "approve"] | None = None
-    reason: StrictStr | None = None
-    hookSpecificOutput: HookSpecificOutput | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +109,8 @@ def reply_from_json(event: str, value: object) -> HookReply:
         raise HookOutputError(f"hook output must be a JSON object, got {type(value).__name__}")
     obj = cast(Mapping[str, object], value)
     try:
+        from bearagent.hooks.reply_models import HookJsonOutput  # built when a hook first answers in JSON
+
         parsed = HookJsonOutput.model_validate(dict(obj))
     except ValidationError as exc:
         first = exc.errors()[0]

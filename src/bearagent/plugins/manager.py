@@ -87,6 +87,8 @@ class PluginHost:
     def from_entry_points(cls, env: Mapping[str, str]) -> PluginHost:
         host = cls()
         wanted = parse_load_filter(env)
+        if wanted is not None and not wanted:  # BEARAGENT_LOAD_PLUGINS="": none, so no scan of every installed
+            return host  # distribution's entry points (~5 ms a process, issue 37)
         for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = ep.dist
             dist_name = dist.metadata["Name"] if dist is not None else None

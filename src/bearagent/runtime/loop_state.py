@@ -5,6 +5,7 @@ activity's Requested + Started facts are admitted."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bearagent.domain.budgets import BudgetUsage, TokenUsage
 from bearagent.domain.errors import BearAgentError, ErrorInfo
@@ -12,7 +13,6 @@ from bearagent.domain.ids import ActivityId, ModelCallId, RunId, ToolCallId
 from bearagent.domain.messages import Message, TextPart, ToolCallPart
 from bearagent.domain.models import ModelCompleted, ModelRequest, ModelToolCall, StopReason
 from bearagent.domain.run_events import (
-    ModelCallRequestedV2,
     ModelCallRequestedV3,
     ModelCallStartedV1,
     ToolCallRequestedV2,
@@ -22,6 +22,9 @@ from bearagent.domain.state import ActivityKind
 from bearagent.runtime.context_size import ContextState
 from bearagent.runtime.plan import AgentPlan
 from bearagent.runtime.recorder import RunRecorder
+
+if TYPE_CHECKING:
+    from bearagent.domain.run_events_legacy import ModelCallRequestedV2  # an old log's; loaded only to read one
 
 SWITCH_TOOL = "SwitchAgent"
 TODO_TOOL = "TodoWrite"

@@ -11,6 +11,7 @@ events to a sink as the writer publishes them (`bearagent run --stream-json`, `W
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
+from typing import TYPE_CHECKING, cast
 
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.events import Event
@@ -19,7 +20,6 @@ from bearagent.domain.run_events import (
     AgentSwitchedV1,
     ApprovalRequestedV1,
     ApprovalResolvedV1,
-    ChildRunFinishedV1,
     ChildRunFinishedV2,
     ChildRunStartedV1,
     ModelCallCompletedV2,
@@ -48,6 +48,9 @@ from bearagent.domain.stream import (
     ToolCallEvent,
     ToolResultEvent,
 )
+
+if TYPE_CHECKING:
+    from bearagent.domain.run_events_legacy import ChildRunFinishedV1
 from bearagent.ports import RunStorage
 from bearagent.runtime.log_follower import follow_log
 from bearagent.runtime.run_writer import Published, RunWriter, TokenDelta
@@ -168,11 +171,12 @@ class LogStream:
                     run_id=payload.child_run_id, parent_run_id=run_id, agent=payload.agent_name, seq=seq
                 )
             ]
-        if isinstance(payload, ChildRunFinishedV1 | ChildRunFinishedV2):
-            agent = self._children.get(str(payload.child_run_id), "subagent")
+        if kind == "ChildRunFinished":  # v2, or v1 from an old log (its model is loaded only to read one)
+            finished = cast("ChildRunFinishedV1 | ChildRunFinishedV2", payload)
+            agent = self._children.get(str(finished.child_run_id), "subagent")
             return [
                 SubagentFinishedEvent(
-                    run_id=payload.child_run_id, parent_run_id=run_id, agent=agent, status=payload.status, seq=seq
+                    run_id=finished.child_run_id, parent_run_id=run_id, agent=agent, status=finished.status, seq=seq
                 )
             ]
         return []

@@ -172,19 +172,24 @@ class AgentPlans:
             [s.name for s in skills if s is not None], budget_chars=config.skill_catalog_chars
         )
         instructions = self._rt.loaded.instructions
-        from bearagent.tools.search_backends import key_variable, web_search_settings
-
         search = config.web_search.model_dump(exclude_none=True)
+        search_settings: dict[str, JsonValue] = {}
+        search_key: str | None = None
+        if search.get("provider") or search.get("api_key_env"):  # a search service is configured: its settings
+            from bearagent.tools.search_backends import key_variable, web_search_settings  # (loaded only then)
+
+            search_settings = web_search_settings(search, self._rt.loaded.env)
+            search_key = key_variable(search)
         settings: dict[str, JsonValue] = {
             "allow_private_network": bool(config.web_fetch.allow_private_network),
-            **web_search_settings(search, self._rt.loaded.env),
+            **search_settings,
             # a result over its tool's cap is kept whole beside the run's state (tools/spill.py)
             **({SPILL_DIR_SETTING: str(self._rt.loaded.state_dir)} if config.kind == "project" else {}),
             **sandbox_request.tool_settings(
                 _with_dirs(config.sandbox, choices.add_dirs),
                 config.shell_env,
                 self._rt.loaded.env,
-                [*(m.api_key_env for m in self._rt.loaded.models.all() if m.api_key_env), key_variable(search) or ""],
+                [*(m.api_key_env for m in self._rt.loaded.models.all() if m.api_key_env), search_key or ""],
                 # user-installed Claude Code plugins' bin/ (a workspace plugin's is not put on PATH)
                 [p.manifest.root for p in self._rt.loaded.claude_plugins if p.level == "platform"],
             ),
