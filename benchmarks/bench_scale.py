@@ -14,6 +14,12 @@ Needs Debian's `postgresql` package (a throwaway cluster is started in a tempora
    updated and read, bytes the database grew, lifecycle notices (counted by a LISTEN on `bearagent_runs`), and the
    peak of client connections (sampled every 50 ms from `pg_stat_activity`), per run, at 1, 2 and 4 workers.
 
+Worker CPU per run is printed twice: over the workers' whole lives (start-up included: about 1-1.5 s of imports and
+connections per process, and the first run's imports and per-process caches) and, after a warm-up of one run per
+session, from the first measured POST to the last run's end (what a run costs once the fleet is up, the figure that
+should not grow with the number of workers). `--profile DIR` runs the PostgreSQL fleets' workers
+under cProfile (their event loop thread's CPU time) and writes `worker-<W>of<N>.prof` into DIR.
+
 Each figure is the median of `--rounds` rounds (the machine is shared and noisy); print them as a markdown table.
 """
 
@@ -134,7 +140,7 @@ class Fleet:
     worker_ms: float
     """worker CPU ms per run over the workers' whole lives (start-up, the idle second, the runs, the stop)"""
     worker_busy_ms: float
-    """worker CPU ms per run from the moment every worker said it was ready to the last run's end (no start-up)"""
+    """worker CPU ms per measured run, from after the warm-up (a run per session) to the last run's end"""
     server_ms: float
     """server CPU ms per run, whole life"""
 
@@ -163,7 +169,7 @@ def _fleet_round(
     time) and writes `worker-<W>of<N>.prof` there."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        per_session = -(-runs // sessions)
+        per_session = -(-runs // sessions) + 1  # and the warm-up's
         script = "turns:\n" + "".join(f'  - text: "answer {n}"\n    delay_ms: 20\n' for n in range(per_session))
         root = scripted_workspace(base / "ws", script, agents={"main": agent_md("Main.", mode="primary")})
         home = base / "home"
@@ -197,7 +203,7 @@ def _fleet_round(
             )
             for n in range(workers)
         ]
-        watch = DbWatch(dsn) if dsn is not None and costs is not None else None
+        watch: DbWatch | None = None
         try:
             for proc in procs:
                 _await_line(proc, r"executing queued runs")
@@ -205,17 +211,21 @@ def _fleet_round(
                 threading.Thread(target=_drain, args=(proc,), daemon=True).start()
             with httpx.Client(base_url=url, headers={"authorization": f"Bearer {TOKEN}"}, timeout=60) as c:
                 ids = [c.post("/v1/workspaces/ws/sessions", json={}).json()["id"] for _ in range(sessions)]
-                time.sleep(0.5)  # the workers' first scans are done: they are idle
+                # warm-up: a run per session, so that every worker imported its run path and built what it keeps
+                # per process (the runtime, providers) before the measured runs
+                warm = [c.post(f"/v1/sessions/{i}/runs", json={"prompt": "warm up"}).json()["run_id"] for i in ids]
+                _all_idle(c)
+                for run_id in warm:
+                    assert c.get(f"/v1/runs/{run_id}").json()["status"] == "succeeded", run_id
+                time.sleep(0.5)  # the workers' last scans are done: they are idle
+                watch = DbWatch(dsn) if dsn is not None and costs is not None else None  # the measured runs only
                 ready_cpu = sum(_proc_cpu_s(proc.pid) for proc in procs)
                 started = time.monotonic()
                 sent = [
                     c.post(f"/v1/sessions/{ids[n % sessions]}/runs", json={"prompt": f"q{n}"}).json()["run_id"]
                     for n in range(runs)
                 ]
-                while any(  # one listing per poll: the client must not be the server's main load
-                    s["status"] != "active" for s in c.get("/v1/workspaces/ws/sessions").json()["sessions"]
-                ):
-                    time.sleep(0.05)
+                _all_idle(c)
                 rate = runs / (time.monotonic() - started)
                 busy_cpu = sum(_proc_cpu_s(proc.pid) for proc in procs) - ready_cpu
                 for run_id in sent:
@@ -228,7 +238,15 @@ def _fleet_round(
         cpu_server = _cpu_s(server)
         if watch is not None and costs is not None:
             costs.append(watch.stop())
-        return Fleet(rate, cpu_workers / runs * 1000, busy_cpu / runs * 1000, cpu_server / runs * 1000)
+        total = runs + sessions  # the warm-up's too
+        return Fleet(rate, cpu_workers / total * 1000, busy_cpu / runs * 1000, cpu_server / total * 1000)
+
+
+def _all_idle(c: httpx.Client) -> None:
+    while any(  # one listing per poll: the client must not be the server's main load
+        s["status"] != "active" for s in c.get("/v1/workspaces/ws/sessions").json()["sessions"]
+    ):
+        time.sleep(0.05)
 
 
 def _await_line(proc: subprocess.Popen[str], pattern: str) -> str:
@@ -347,6 +365,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=120)
     parser.add_argument("--sessions", type=int, default=40)
+    parser.add_argument("--profile", help="a directory: every PostgreSQL fleet's workers run under cProfile there")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     runs = 40 if args.quick else args.runs
@@ -365,7 +384,8 @@ def main() -> None:
     for workers in (1, 2, 4):
         for label, dsn_of in (("PostgreSQL", postgres_cluster.new_database), ("SQLite", lambda: None)):
             costs = db_costs.setdefault(workers, []) if label == "PostgreSQL" else None
-            results = [_fleet_round(dsn_of(), workers, runs, args.sessions, costs) for _ in range(rounds)]
+            profile = Path(args.profile) if args.profile and label == "PostgreSQL" else None
+            results = [_fleet_round(dsn_of(), workers, runs, args.sessions, costs, profile) for _ in range(rounds)]
             rate, life, busy, server = (
                 statistics.median(getattr(r, name) for r in results)
                 for name in ("rate", "worker_ms", "worker_busy_ms", "server_ms")
