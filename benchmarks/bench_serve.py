@@ -126,14 +126,22 @@ async def loop_lag(out: list[float], every_s: float = 0.005) -> None:
 
 
 async def one_round(client: httpx.AsyncClient, runs: int, clients: int, *, gate: bool) -> dict[str, float | int]:
-    sessions = await asyncio.gather(*(client.post("/v1/workspaces/bench/sessions", json={}) for _ in range(runs)))
+    # at most 64 requests in flight (1,000 at once were connections the loaded server reset); the streams are not
+    # bounded: every client must be connected when its run commits
+    gate_requests = asyncio.Semaphore(64)
+
+    async def post(url: str, body: dict[str, str]) -> httpx.Response:
+        async with gate_requests:
+            return (await client.post(url, json=body)).raise_for_status()
+
+    sessions = await asyncio.gather(*(post("/v1/workspaces/bench/sessions", {}) for _ in range(runs)))
     per_run = max(clients // runs, 1)
     cpu0, t0 = time.process_time(), time.perf_counter()
 
     async def run_and_follow(session: str) -> tuple[str, list[tuple[float, list[Frame]]]]:
         if gate:  # the session's first run holds the measured one in the session's queue (see the module docstring)
-            await client.post(f"/v1/sessions/{session}/runs", json={"prompt": "gate"})
-        accepted = await client.post(f"/v1/sessions/{session}/runs", json={"prompt": "hi"})
+            await post(f"/v1/sessions/{session}/runs", {"prompt": "gate"})
+        accepted = await post(f"/v1/sessions/{session}/runs", {"prompt": "hi"})
         run_id = accepted.json()["run_id"]
         return run_id, list(await asyncio.gather(*(follow(client, run_id) for _ in range(per_run))))
 
