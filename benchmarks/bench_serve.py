@@ -194,7 +194,9 @@ async def clients_role(base: str, runs: int, clients: int, *, gate: bool) -> Non
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) as client:
         base_rounds = [await one_round(client, 1, 1, gate=gate) for _ in range(5 if not gate else 3)]
         print(json.dumps({"phase": "baseline", "rounds": base_rounds}), flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    # a new client: the baseline's pooled connections sat idle past the server's keep-alive and were closed
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) as client:
         print(json.dumps({"phase": "load", **(await one_round(client, runs, clients, gate=gate))}), flush=True)
 
 
