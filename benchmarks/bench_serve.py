@@ -42,10 +42,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -230,11 +232,27 @@ def serve(tmp: Path, config: str, profile: Path | None, concurrency: int) -> Ser
         line = proc.stderr.readline()
         match = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
         if match:
+            # the rest of its output goes to server.log: a pipe nobody reads fills and blocks the server
+            threading.Thread(target=_to_file, args=(proc, tmp / "server.log"), daemon=True).start()
             return Served(match.group(1), proc)
         if proc.poll() is not None:
             raise SystemExit(f"serve exited {proc.returncode}: {line}{proc.stderr.read()}")
     proc.kill()
     raise SystemExit("serve did not start")
+
+
+def _to_file(proc: subprocess.Popen[str], path: Path) -> None:
+    """Copy the server's stdout and stderr to `path` until it exits."""
+
+    def copy(stream: IO[str]) -> None:
+        with path.open("a") as out:
+            for line in stream:
+                out.write(line)
+                out.flush()
+
+    for stream in (proc.stderr, proc.stdout):
+        if stream is not None:
+            threading.Thread(target=copy, args=(stream,), daemon=True).start()
 
 
 def cpu_seconds(pid: int) -> float:
