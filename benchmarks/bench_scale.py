@@ -14,6 +14,12 @@ Needs Debian's `postgresql` package (a throwaway cluster is started in a tempora
    updated and read, bytes the database grew, lifecycle notices (counted by a LISTEN on `bearagent_runs`), and the
    peak of client connections (sampled every 50 ms from `pg_stat_activity`), per run, at 1, 2 and 4 workers.
 
+Worker CPU per run is printed twice: over the workers' whole lives (start-up included: about 1-1.5 s of imports and
+connections per process, and the first run's imports and per-process caches) and, after a warm-up of one run per
+session, from the first measured POST to the last run's end (what a run costs once the fleet is up, the figure that
+should not grow with the number of workers). `--profile DIR` runs the PostgreSQL fleets' workers
+under cProfile (their event loop thread's CPU time) and writes `worker-<W>of<N>.prof` into DIR.
+
 Each figure is the median of `--rounds` rounds (the machine is shared and noisy); print them as a markdown table.
 """
 
@@ -32,6 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
@@ -124,14 +131,45 @@ class DbWatch:
         return [a - b for a, b in zip(after, self.before, strict=True)] + [float(self.notices), float(self.peak)]
 
 
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    """One fleet round's figures."""
+
+    rate: float
+    """runs/s, from the first POST to the last run's end"""
+    worker_ms: float
+    """worker CPU ms per run over the workers' whole lives (start-up, the idle second, the runs, the stop)"""
+    worker_busy_ms: float
+    """worker CPU ms per measured run, from after the warm-up (a run per session) to the last run's end"""
+    server_ms: float
+    """server CPU ms per run, whole life"""
+
+
+_PROFILE = (
+    "import cProfile, runpy, sys, time\n"
+    "p = cProfile.Profile(time.thread_time)\n"  # CPU of the event loop's thread, not wall time on a loaded machine
+    "sys.argv = ['bearagent', *sys.argv[2:]]\n"
+    "p.enable()\n"
+    "try:\n    runpy.run_module('bearagent', run_name='__main__')\n"
+    "except SystemExit:\n    pass\n"
+    "finally:\n    p.disable()\n    p.dump_stats(OUT)\n"
+)
+
+
 def _fleet_round(
-    dsn: str | None, workers: int, runs: int, sessions: int, costs: list[list[float]] | None = None
-) -> tuple[float, float, float]:
-    """(runs/s, worker CPU ms per run, server CPU ms per run) of one fleet: an API-only server and `workers` worker
-    processes (their CPU includes start-up). With `costs`, appends what the round cost the database (`DbWatch`)."""
+    dsn: str | None,
+    workers: int,
+    runs: int,
+    sessions: int,
+    costs: list[list[float]] | None = None,
+    profile: Path | None = None,
+) -> Fleet:
+    """One fleet: an API-only server and `workers` worker processes. With `costs`, appends what the round cost the
+    database (`DbWatch`). With `profile` (a directory), every worker runs under cProfile (its main thread's CPU
+    time) and writes `worker-<W>of<N>.prof` there."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        per_session = -(-runs // sessions)
+        per_session = -(-runs // sessions) + 1  # and the warm-up's
         script = "turns:\n" + "".join(f'  - text: "answer {n}"\n    delay_ms: 20\n' for n in range(per_session))
         root = scripted_workspace(base / "ws", script, agents={"main": agent_md("Main.", mode="primary")})
         home = base / "home"
@@ -150,38 +188,46 @@ def _fleet_round(
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert server.stderr is not None
-        url = ""
-        while not url:
-            line = server.stderr.readline()
-            if not line:
-                raise RuntimeError("serve did not start")
-            match = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
-            url = match.group(1) if match else ""
+        url = _await_line(server, r"on (http://127\.0\.0\.1:\d+)")
+        worker_argv = ["worker", "--config", str(base / "server.yaml"), "--concurrency", "4", "--poll", "0.2"]
+
+        def command(n: int) -> list[str]:
+            if profile is None:
+                return [BEARAGENT]
+            out = profile / f"worker-{n + 1}of{workers}.prof"
+            return [sys.executable, "-c", f"OUT = {str(out)!r}\n{_PROFILE}", "bearagent"]
+
         procs = [
             subprocess.Popen(
-                [BEARAGENT, "worker", "--config", str(base / "server.yaml"), "--concurrency", "4", "--poll", "0.2"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                [*command(n), *worker_argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
             )
-            for _ in range(workers)
+            for n in range(workers)
         ]
-        watch = DbWatch(dsn) if dsn is not None and costs is not None else None
+        watch: DbWatch | None = None
         try:
+            for proc in procs:
+                _await_line(proc, r"executing queued runs")
+            for proc in procs:  # the rest of its stderr (warnings) must not fill the pipe and block it
+                threading.Thread(target=_drain, args=(proc,), daemon=True).start()
             with httpx.Client(base_url=url, headers={"authorization": f"Bearer {TOKEN}"}, timeout=60) as c:
                 ids = [c.post("/v1/workspaces/ws/sessions", json={}).json()["id"] for _ in range(sessions)]
-                time.sleep(1.0)  # the workers are up and idle
+                # warm-up: a run per session, so that every worker imported its run path and built what it keeps
+                # per process (the runtime, providers) before the measured runs
+                warm = [c.post(f"/v1/sessions/{i}/runs", json={"prompt": "warm up"}).json()["run_id"] for i in ids]
+                _all_idle(c)
+                for run_id in warm:
+                    assert c.get(f"/v1/runs/{run_id}").json()["status"] == "succeeded", run_id
+                time.sleep(0.5)  # the workers' last scans are done: they are idle
+                watch = DbWatch(dsn) if dsn is not None and costs is not None else None  # the measured runs only
+                ready_cpu = sum(_proc_cpu_s(proc.pid) for proc in procs)
                 started = time.monotonic()
                 sent = [
                     c.post(f"/v1/sessions/{ids[n % sessions]}/runs", json={"prompt": f"q{n}"}).json()["run_id"]
                     for n in range(runs)
                 ]
-                while any(  # one listing per poll: the client must not be the server's main load
-                    s["status"] != "active" for s in c.get("/v1/workspaces/ws/sessions").json()["sessions"]
-                ):
-                    time.sleep(0.05)
+                _all_idle(c)
                 rate = runs / (time.monotonic() - started)
+                busy_cpu = sum(_proc_cpu_s(proc.pid) for proc in procs) - ready_cpu
                 for run_id in sent:
                     assert c.get(f"/v1/runs/{run_id}").json()["status"] == "succeeded", run_id
         finally:
@@ -192,7 +238,39 @@ def _fleet_round(
         cpu_server = _cpu_s(server)
         if watch is not None and costs is not None:
             costs.append(watch.stop())
-        return rate, cpu_workers / runs * 1000, cpu_server / runs * 1000
+        total = runs + sessions  # the warm-up's too
+        return Fleet(rate, cpu_workers / total * 1000, busy_cpu / runs * 1000, cpu_server / total * 1000)
+
+
+def _all_idle(c: httpx.Client) -> None:
+    while any(  # one listing per poll: the client must not be the server's main load
+        s["status"] != "active" for s in c.get("/v1/workspaces/ws/sessions").json()["sessions"]
+    ):
+        time.sleep(0.05)
+
+
+def _await_line(proc: subprocess.Popen[str], pattern: str) -> str:
+    """The first group (or the whole match) of the first stderr line of `proc` that matches `pattern`."""
+    assert proc.stderr is not None
+    while True:
+        line = proc.stderr.readline()
+        if not line:
+            raise RuntimeError(f"{proc.args!r} exited before saying {pattern!r}")
+        match = re.search(pattern, line)
+        if match:
+            return match.group(1) if match.groups() else match.group(0)
+
+
+def _drain(proc: subprocess.Popen[str]) -> None:
+    assert proc.stderr is not None
+    for _ in proc.stderr:
+        pass
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """utime + stime of a live process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_s(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> float:
@@ -287,6 +365,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=120)
     parser.add_argument("--sessions", type=int, default=40)
+    parser.add_argument("--profile", help="a directory: every PostgreSQL fleet's workers run under cProfile there")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     runs = 40 if args.quick else args.runs
@@ -297,15 +376,21 @@ def main() -> None:
     print(f"python {platform.python_version()}, {rounds} round(s), median\n")
 
     print(f"## 1. runs/s through the queue ({runs} runs over {args.sessions} sessions, 20 ms per model turn)\n")
-    print("| workers | store | runs/s | worker CPU ms/run | server CPU ms/run |")
-    print("|---:|---|---:|---:|---:|")
+    print(
+        "| workers | store | runs/s | worker CPU ms/run (whole life) | worker CPU ms/run (runs only) | server CPU ms/run |"
+    )
+    print("|---:|---|---:|---:|---:|---:|")
     db_costs: dict[int, list[list[float]]] = {}
     for workers in (1, 2, 4):
         for label, dsn_of in (("PostgreSQL", postgres_cluster.new_database), ("SQLite", lambda: None)):
             costs = db_costs.setdefault(workers, []) if label == "PostgreSQL" else None
-            results = [_fleet_round(dsn_of(), workers, runs, args.sessions, costs) for _ in range(rounds)]
-            rate, worker_cpu, server_cpu = (statistics.median(r[i] for r in results) for i in range(3))
-            print(f"| {workers} | {label} | {rate:.1f} | {worker_cpu:.0f} | {server_cpu:.0f} |")
+            profile = Path(args.profile) if args.profile and label == "PostgreSQL" else None
+            results = [_fleet_round(dsn_of(), workers, runs, args.sessions, costs, profile) for _ in range(rounds)]
+            rate, life, busy, server = (
+                statistics.median(getattr(r, name) for r in results)
+                for name in ("rate", "worker_ms", "worker_busy_ms", "server_ms")
+            )
+            print(f"| {workers} | {label} | {rate:.1f} | {life:.0f} | {busy:.0f} | {server:.0f} |")
 
     print(f"\n## 4. what one run costs PostgreSQL (part 1's fleets; per run, median of rounds; {runs} runs)\n")
     print("| workers | " + " | ".join(DB_COST) + " | lifecycle notices | peak client connections |")

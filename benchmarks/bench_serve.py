@@ -18,6 +18,10 @@ printed beside the latencies. `--profile FILE` runs the server under cProfile an
 loop's thread: the store's SQLite threads are not in it).
 
 Run: `uv run python benchmarks/bench_serve.py [--clients 200] [--runs 50] [--quick] [--profile serve.prof]`.
+Issue 37's load: `--clients 1000 --runs 1000 --steps 5 --model-ms 200 --gate-ms 20000` (1,000 sessions, each a
+5-turn run, 1,000 SSE clients); the throughput is printed beside its ideal (the model's time only: runs x steps x
+model-ms spread over the server's concurrency). "Commit-to-client" is the stored event's `occurred_at` (stamped
+just before its commit) to the client's receipt: it slightly overstates the commit-to-client time, never understates.
 
 `--sessions N [--active K]` (issue 37) measures memory instead: one server, its resident memory (VmRSS) once up
 (the baseline), after N sessions are created (per idle session), and at its peak while K of them (default 100)
@@ -38,10 +42,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -122,14 +128,22 @@ async def loop_lag(out: list[float], every_s: float = 0.005) -> None:
 
 
 async def one_round(client: httpx.AsyncClient, runs: int, clients: int, *, gate: bool) -> dict[str, float | int]:
-    sessions = await asyncio.gather(*(client.post("/v1/workspaces/bench/sessions", json={}) for _ in range(runs)))
+    # at most 64 requests in flight (1,000 at once were connections the loaded server reset); the streams are not
+    # bounded: every client must be connected when its run commits
+    gate_requests = asyncio.Semaphore(64)
+
+    async def post(url: str, body: dict[str, str]) -> httpx.Response:
+        async with gate_requests:
+            return (await client.post(url, json=body)).raise_for_status()
+
+    sessions = await asyncio.gather(*(post("/v1/workspaces/bench/sessions", {}) for _ in range(runs)))
     per_run = max(clients // runs, 1)
     cpu0, t0 = time.process_time(), time.perf_counter()
 
     async def run_and_follow(session: str) -> tuple[str, list[tuple[float, list[Frame]]]]:
         if gate:  # the session's first run holds the measured one in the session's queue (see the module docstring)
-            await client.post(f"/v1/sessions/{session}/runs", json={"prompt": "gate"})
-        accepted = await client.post(f"/v1/sessions/{session}/runs", json={"prompt": "hi"})
+            await post(f"/v1/sessions/{session}/runs", {"prompt": "gate"})
+        accepted = await post(f"/v1/sessions/{session}/runs", {"prompt": "hi"})
         run_id = accepted.json()["run_id"]
         return run_id, list(await asyncio.gather(*(follow(client, run_id) for _ in range(per_run))))
 
@@ -182,7 +196,9 @@ async def clients_role(base: str, runs: int, clients: int, *, gate: bool) -> Non
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) as client:
         base_rounds = [await one_round(client, 1, 1, gate=gate) for _ in range(5 if not gate else 3)]
         print(json.dumps({"phase": "baseline", "rounds": base_rounds}), flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    # a new client: the baseline's pooled connections sat idle past the server's keep-alive and were closed
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) as client:
         print(json.dumps({"phase": "load", **(await one_round(client, runs, clients, gate=gate))}), flush=True)
 
 
@@ -216,11 +232,27 @@ def serve(tmp: Path, config: str, profile: Path | None, concurrency: int) -> Ser
         line = proc.stderr.readline()
         match = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
         if match:
+            # the rest of its output goes to server.log: a pipe nobody reads fills and blocks the server
+            threading.Thread(target=_to_file, args=(proc, tmp / "server.log"), daemon=True).start()
             return Served(match.group(1), proc)
         if proc.poll() is not None:
             raise SystemExit(f"serve exited {proc.returncode}: {line}{proc.stderr.read()}")
     proc.kill()
     raise SystemExit("serve did not start")
+
+
+def _to_file(proc: subprocess.Popen[str], path: Path) -> None:
+    """Copy the server's stdout and stderr to `path` until it exits."""
+
+    def copy(stream: IO[str]) -> None:
+        with path.open("a") as out:
+            for line in stream:
+                out.write(line)
+                out.flush()
+
+    for stream in (proc.stderr, proc.stdout):
+        if stream is not None:
+            threading.Thread(target=copy, args=(stream,), daemon=True).start()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -231,16 +263,21 @@ def cpu_seconds(pid: int) -> float:
 
 def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
-    # every session has a scripted provider of its own, which starts at the script's first turn: one turn per run is
-    # what the model needs (a longer script only costs its YAML parse, once per session, on the server's event loop)
+    # every session has a scripted provider of its own, which starts at the script's first turn: a run is `--steps`
+    # model turns (a Read of a small file each, then the answer), each answered after `--model-ms`
     gate = f'  - {{text: "gate", delay_ms: {args.gate_ms}}}\n' if args.gate_ms > 0 else ""
-    script = "turns:\n" + gate + '  - {text: "ok", delay_ms: 50}\n' * args.turns
-    ws = scripted_workspace(tmp / "bench", script, agents={"main": agent_md("Main.", mode="primary")})
+    read = f"  - {{tool_calls: [{{name: Read, arguments: {{file_path: notes.txt}}}}], delay_ms: {args.model_ms}}}\n"
+    script = "turns:\n" + gate + read * (args.steps - 1) + f'  - {{text: "ok", delay_ms: {args.model_ms}}}\n'
+    agents = {"main": agent_md("Main.", mode="primary", tools="[Read]")}
+    ws = scripted_workspace(tmp / "bench", script, agents=agents)
+    (ws / "notes.txt").write_text("a small file the model reads at each step\n")
+    concurrency = args.concurrency or max(runs, 16)
     config = (
         f"workspaces:\n  - {{id: bench, path: {ws}}}\n"
-        "limits: {max_active_runs_per_caller: 10000, max_sse_per_caller: 100000}\n"
+        "limits: {max_active_runs_per_caller: 100000, max_sse_per_caller: 100000, "
+        f"max_connections: {clients + runs + 500}}}\n"
     )
-    srv = serve(tmp, config, Path(args.profile).resolve() if args.profile else None, max(runs, 16))
+    srv = serve(tmp, config, Path(args.profile).resolve() if args.profile else None, concurrency)
     role = [sys.executable, __file__, "--role", "clients", "--base", srv.base]
     role += ["--clients", str(clients), "--runs", str(runs), "--gate-ms", str(args.gate_ms)]
     try:
@@ -268,6 +305,13 @@ def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
         f"{result['events']} deliveries; live (committed after the stream opened) p50 {result['live_p50']:.1f} ms, "
         f"p99 {result['live_p99']:.1f} ms over {result['live']}; caught up p99 {result['caught_up_p99']:.1f} ms over "
         f"{result['caught_up']}"
+    )
+    # the model's time only: every run's steps back to back, `concurrency` runs at once
+    ideal = min(runs, concurrency) / (args.steps * args.model_ms / 1000)
+    print(
+        f"  throughput {result['runs_per_s']:.1f} runs/s = {100 * result['runs_per_s'] / ideal:.0f}% of the ideal "
+        f"{ideal:.1f} runs/s ({runs} runs x {args.steps} model turns x {args.model_ms} ms over a concurrency of "
+        f"{concurrency}; target >= 80%); server CPU {1000 * server_cpu / runs:.1f} ms per run"
     )
     print(
         f"  {result['runs_per_s']:.1f} runs/s, {result['elapsed_s']:.2f} s; CPU during the round: server "
@@ -350,7 +394,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--quick", action="store_true", help="40 clients, 10 runs")
     parser.add_argument("--profile", help="run the server under cProfile, stats to this file")
-    parser.add_argument("--turns", type=int, default=2, help="turns in the fake model's script (one is used per run)")
+    parser.add_argument("--steps", type=int, default=1, help="model turns per run (a Read each, then the answer)")
+    parser.add_argument("--model-ms", type=int, default=50, help="how long the scripted model takes per turn")
+    parser.add_argument(
+        "--concurrency", type=int, default=0, help="the server's `--concurrency` (default: every run at once)"
+    )
     parser.add_argument(
         "--gate-ms",
         type=int,

@@ -7,6 +7,13 @@ owner died (`leases.recover_interrupted`), so a dead worker's runs become pendin
 every `RECOVER_EVERY_S`. A worker wakes at once when its own process enqueues (`wake`), on a commit notice from
 another process where the store sends them (PostgreSQL LISTEN/NOTIFY), and otherwise every `poll_s`.
 
+Several workers share one database without a claim storm (issue 37): a lifecycle notice reaches every listening
+process, so (1) a worker with no free slot ignores it (its own runs' ends wake it), (2) a notice wakes the cancel
+look only if it is a cancel request (else that look runs at the poll and at wakes from this process), and (3) of
+the oldest lane heads a worker could take, it tries them in an order of its own (`SPREAD`), so workers woken by the
+same notice mostly try different lanes instead of all racing for the oldest one (the loser of a race had read the
+run and tried its session's lock for nothing).
+
 Graceful stop (`stop`): no new claims; runs in flight may finish for `grace_s`; what still runs after it is handed
 back (its task is cancelled with `HAND_BACK`: the loop records `RunInterrupted`, not `RunCancelled`), and the next
 worker's scan resumes it.
@@ -17,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +53,13 @@ RETRY_RESUME_S = 60.0
 before it tries again."""
 COALESCE_S = 0.01
 """After a wake, how long a worker lets further wakes gather before it scans once for all of them."""
+SPREAD = 4
+"""A worker with `free` slots takes its lanes from the oldest `free * SPREAD` lane heads of a scan, in an order of
+its own (random per worker and scan): workers woken together spread over different lanes. The queue's order across
+sessions stays near oldest-first (a head waits at most while the `free * SPREAD` older ones are taken); within a
+session it is exact (one lane, oldest first)."""
+CANCEL_REQUESTED = "cancel_requested"
+"""The status of a cancel request's notice (`store/postgres/notify.py`)."""
 
 RuntimeFor = Callable[[str], WorkspaceRuntime]
 """workspace id -> the runtime that executes every caller's runs in that workspace (the caller goes with the run)."""
@@ -90,6 +105,8 @@ class Worker:
         self._track = track
         self.resume_interrupted = resume_interrupted
         self._wake = asyncio.Event()
+        self._look_for_cancels = True  # the next pass asks the store for cancel requests of this worker's runs
+        self._order = random.Random()
         self._lanes: set[tuple[str, str]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._executions: set[asyncio.Task[RunResult]] = set()
@@ -119,6 +136,7 @@ class Worker:
 
     def wake(self) -> None:
         """Scan now (a run was enqueued, or a run of a busy lane finished)."""
+        self._look_for_cancels = True
         self._wake.set()
 
     @property
@@ -134,14 +152,18 @@ class Worker:
             while not self._stopping:
                 self._wake.clear()
                 try:
-                    await self.cancel_requested()
+                    if self._look_for_cancels:
+                        self._look_for_cancels = False
+                        await self.cancel_requested()
                     await self.scan()
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # keep serving: the next scan may succeed
                     _log.warning("worker scan failed: %s", exc)
-                with contextlib.suppress(TimeoutError):
+                try:
                     await asyncio.wait_for(self._wake.wait(), timeout=self.poll_s)
+                except TimeoutError:  # the poll: a cancel request whose notice was missed (or SQLite: none)
+                    self._look_for_cancels = True
                 await asyncio.sleep(COALESCE_S)  # a burst of commits elsewhere: one scan for all of them
         finally:
             for stop in unlisten:
@@ -154,8 +176,13 @@ class Worker:
         stops: list[Callable[[], None]] = []
 
         def noticed(notice: CommitNotice) -> None:
-            if notice.status != "running":  # also a cancel request ("cancel_requested"): looked for at the wake
-                self.wake()
+            if notice.status == CANCEL_REQUESTED:
+                if self.stats.in_flight:  # perhaps one of this worker's runs
+                    self.wake()
+            elif notice.status != "running" and self.free > 0 and not self._stopping:
+                # a run queued, ended (its lane is free), interrupted or answered: one this worker could take; a
+                # worker with every slot busy has nothing to take (its own runs' ends wake it)
+                self._wake.set()
 
         for workspace_id in self._workspaces():
             try:
@@ -205,7 +232,10 @@ class Worker:
                 self._problem(workspace_id, exc)
                 continue
             self._problems.pop(workspace_id, None)
-            for item in pending:
+            window = max(self.free, 1) * SPREAD
+            head, rest = pending[:window], pending[window:]
+            self._order.shuffle(head)
+            for item in [*head, *rest]:
                 if self.free <= 0 or self._stopping:
                     break
                 key = (workspace_id, item.lane)
