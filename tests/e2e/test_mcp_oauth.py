@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -40,6 +41,7 @@ class OAuthServer:
     def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
         self.proc = proc
         self.url = f"http://127.0.0.1:{port}/mcp"
+        self.port = port
         self.log = log
 
     def grants(self) -> list[dict[str, object]]:
@@ -165,11 +167,64 @@ def test_login_call_refresh_logout(server: OAuthServer, tmp_path: Path) -> None:
 
     out = _cli("mcp", "logout", "secure", root=root, home=home)
     assert out.returncode == 0 and "Logged out of secure" in out.stdout
+    assert f"The tokens were revoked at http://127.0.0.1:{server.port}/revoke" in out.stdout, out
+    assert [(g["grant"], g["token"]) for g in server.grants()[-2:]] == [("revoke", "rt-2-"), ("revoke", "at-2-")]
     assert not stored[0].exists()
     after = _status(root, home)
     assert after["state"] == "failed" and "bearagent mcp login secure" in str(after["fix"])
     again = _cli("mcp", "logout", "secure", root=root, home=home)
     assert again.returncode == 0 and "not logged in" in again.stdout
+
+
+def test_a_pre_registered_client_and_a_fixed_callback_port(tmp_path: Path) -> None:
+    # Claude Code's `.mcp.json` `oauth: {clientId, callbackPort}`: no dynamic registration, the redirect on that port
+    port, callback = free_port(), free_port()
+    log = tmp_path / "grants.jsonl"
+    argv = [sys.executable, str(SERVER), str(port), str(log), str(LIFETIME_S), "-", "bear-app", str(callback)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for_port(port, proc)
+        server = OAuthServer(proc, port, log)
+        root, home = _workspace(tmp_path, server.url)
+        entry = {"type": "http", "url": server.url, "oauth": {"clientId": "bear-app", "callbackPort": callback}}
+        (root / ".bearagent" / "config.yaml").write_text(
+            (root / ".bearagent" / "config.yaml").read_text().split("mcp_servers:")[0]
+        )
+        (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"secure": entry}}))
+        trust(root, workspace_trust_surface(load(root, home)), env=isolated_env(home))
+
+        done = _login(root, home)
+        assert done.returncode == 0, done.stderr
+        assert "client_id=bear-app" in done.stderr
+        assert f"redirect_uri=http%3A%2F%2F127.0.0.1%3A{callback}%2Fcallback" in done.stderr
+        assert [g["grant"] for g in server.grants()] == ["authorization_code"]  # nothing registered
+        assert "client bear-app, token generation 1" in _whoami(root, home)
+
+        with socket.socket() as busy:  # the fixed port taken: a clear error naming it, no other port tried
+            busy.bind(("127.0.0.1", callback))
+            busy.listen()
+            taken = _cli("mcp", "login", "secure", "--no-browser", "--timeout", "5", root=root, home=home)
+        assert taken.returncode == 1
+        assert f"127.0.0.1:{callback}" in taken.stderr and "oauth.callbackPort" in taken.stderr
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_logout_without_a_revocation_endpoint_says_the_tokens_were_not_revoked(tmp_path: Path) -> None:
+    root, home = _workspace(tmp_path, "http://127.0.0.1:9/mcp")
+    done = _cli("mcp", "list", "--json", root=root, home=home)
+    assert done.returncode == 0
+    store = next(iter(json.loads(done.stdout)), None)
+    assert store is not None
+    from bearagent.mcp.oauth import token_path
+
+    path = token_path(home / "bearagent", "secure", "http://127.0.0.1:9/mcp")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"version": 1, "tokens": {"access_token": "a", "token_type": "Bearer"}}))
+    out = _cli("mcp", "logout", "secure", root=root, home=home)
+    assert out.returncode == 0 and "Logged out of secure" in out.stdout and not path.exists()
+    assert "NOT revoked" in out.stderr and "did not advertise a revocation endpoint" in out.stderr
 
 
 def test_login_to_a_stdio_server_is_a_clear_error(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -175,6 +176,20 @@ def test_shell_form_runs_under_sh(tmp_path: Path) -> None:
     spec = command('echo "$CLAUDE_PROJECT_DIR" | tr a-z A-Z >&2; exit 2')
     result = run(spec, "PreToolUse", bash_input(tmp_path, "ls"), ctx(tmp_path))
     assert isinstance(result, HookReply) and result.block and result.block_reason == str(tmp_path).upper()
+
+
+def test_shell_form_is_bash_so_a_script_without_a_shebang_line_runs_under_bash(tmp_path: Path) -> None:
+    # Anthropic's plugins start hooks through `run-hook.cmd NAME.sh`: no `#!` line (it is also a cmd.exe batch file),
+    # so the calling shell runs it, and its `${@:2}` is bash only (dash: "Bad substitution", exit 2)
+    wrapper = tmp_path / "run-hook.cmd"
+    wrapper.write_text(':; HERE="$(cd "$(dirname "$0")" && pwd)"\n:; exec bash "$HERE/$1" "${@:2}"\n')
+    wrapper.chmod(0o755)
+    write_script(tmp_path, "start.sh", '#!/bin/sh\necho "context from $1"\n')
+    spec = command(f"{shlex.quote(str(wrapper))} start.sh hello")
+    data = hook_input(tmp_path, "SessionStart", {"source": "startup"})
+    result = run(spec, "SessionStart", data, ctx(tmp_path))
+    assert isinstance(result, HookReply), result
+    assert result.additional_context == "context from hello"
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:

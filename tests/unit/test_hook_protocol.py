@@ -165,6 +165,17 @@ def test_exit_0_json_is_parsed_when_stdout_starts_with_a_brace() -> None:
     assert (reply.permission, reply.permission_reason) == ("deny", "no")
 
 
+def test_a_deny_without_a_reason_gives_the_model_the_system_message() -> None:
+    # hookify's shape: the rule's message only in systemMessage, no permissionDecisionReason
+    out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"}, "systemMessage": "rule"}
+    reply = reply_from_command("PreToolUse", 0, json.dumps(out), "")
+    assert isinstance(reply, HookReply)
+    assert (reply.permission, reply.permission_reason, reply.system_message) == ("deny", "rule", "rule")
+    out["hookSpecificOutput"] = {"hookEventName": "PreToolUse", "permissionDecision": "allow"}
+    reply = reply_from_command("PreToolUse", 0, json.dumps(out), "")
+    assert isinstance(reply, HookReply) and (reply.permission, reply.permission_reason) == ("allow", None)
+
+
 def test_leading_noise_before_json_is_tolerated_with_a_note() -> None:
     stdout = "Welcome to bash!\n" + json.dumps({"decision": "block", "reason": "stop"})
     reply = reply_from_command("Stop", 0, stdout, "")

@@ -74,3 +74,21 @@ def test_mcp_json_timeout_is_milliseconds(tmp_path: Path) -> None:
     write(tmp_path, ".mcp.json", json.dumps({"mcpServers": {"s": {"command": "x", "timeout": 5000}}}))
     ws = load(tmp_path, tmp_path / "home")
     assert ws.mcp.get("s") and ws.mcp.get("s").call_timeout_s == 5.0  # type: ignore[union-attr]
+
+
+def test_mcp_json_oauth_client_id_and_callback_port(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:1/mcp"
+    servers = {
+        "ok": {"type": "http", "url": url, "oauth": {"clientId": "app-1", "callbackPort": 8976, "scopes": "x"}},
+        "port": {"type": "http", "url": url, "oauth": {"callbackPort": 70000}},
+        "kind": {"type": "http", "url": url, "oauth": "app-1"},
+    }
+    write(tmp_path, ".mcp.json", json.dumps({"mcpServers": servers}))
+    ws = load(tmp_path, tmp_path / "home")
+    ok = ws.mcp.get("ok")
+    assert ok is not None and (ok.oauth_client_id, ok.oauth_callback_port) == ("app-1", 8976)
+    assert ws.mcp.get("port") is None and ws.mcp.get("kind") is None  # a wrong value skips the server, named
+    messages = [d.message for d in ws.mcp.diagnostics if d.code == "mcp.invalid"]
+    assert any("mcpServers.port.oauth.callbackPort must be a port number" in m for m in messages), messages
+    assert any("mcpServers.kind.oauth must be a mapping" in m for m in messages), messages
+    assert "oauth.scopes" in only(ws.mcp.diagnostics, "config.unknown_key").message

@@ -277,6 +277,8 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
                     open_browser=not no_browser,
                     timeout_s=timeout_s,
                     connect_timeout_s=spec.startup_timeout_s,
+                    client_id=launch.oauth_client_id,
+                    callback_port=launch.oauth_callback_port,
                 )
             )
         except McpLoginError as exc:
@@ -294,17 +296,31 @@ def make_mcp_command(loader: McpCliLoader) -> click.Group:
     @click.argument("server")
     @workspace_option
     def logout_cmd(server: str, workspace: Path | None) -> None:
-        """Forget the OAuth login of SERVER (its tokens and client registration in the user config dir)."""
+        """Log out of SERVER: revoke its tokens at the authorization server when it offers revocation (RFC 7009),
+        then delete the login (tokens and client registration) from the user config dir either way."""
+        import asyncio
+
         from bearagent.mcp.oauth import TokenFile
+        from bearagent.mcp.oauth_revoke import revoke
 
         ws = _prepare(loader, workspace)
         spec = _find_spec(ws, server)
         launch = _http_launch(ws, spec, "logout")
         assert launch.oauth_store is not None
-        if TokenFile(Path(launch.oauth_store)).remove():
-            click.echo(f"Logged out of {server} (removed {launch.oauth_store}).")
-        else:
+        store = TokenFile(Path(launch.oauth_store))
+        revoked = asyncio.run(revoke(store)) if store.path.is_file() else None
+        if not store.remove():
             click.echo(f"{server}: not logged in; nothing to remove.")
+            return
+        click.echo(f"Logged out of {server} (removed {launch.oauth_store}).")
+        if revoked is not None and revoked.revoked:
+            click.echo(f"The tokens were {revoked.detail}.")
+        elif revoked is not None:
+            click.echo(
+                f"The tokens were NOT revoked at the server: {revoked.detail}. They stay valid there until they "
+                "expire; revoke the access in the service's own settings if that matters.",
+                err=True,
+            )
 
     return mcp
 

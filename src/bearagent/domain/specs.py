@@ -86,6 +86,10 @@ class McpServerSpec(DomainModel):
     cwd: str | None = Field(default=None, max_length=4_096)
     url: str | None = Field(default=None, max_length=2_048)
     headers: Mapping[str, str] = Field(default_factory=dict[str, str])
+    oauth_client_id: str | None = Field(default=None, min_length=1, max_length=512)
+    """http: Claude Code's `oauth.clientId`, a client registered in advance (no dynamic registration)."""
+    oauth_callback_port: int | None = Field(default=None, ge=1, le=65_535)
+    """http: Claude Code's `oauth.callbackPort`, the fixed loopback port of the login redirect."""
     startup_timeout_s: float = Field(default=30.0, gt=0, le=600)
     call_timeout_s: float = Field(default=60.0, gt=0, le=3_600)
     source: str = Field(default="", max_length=4_096)

@@ -147,6 +147,10 @@ def reply_from_json(event: str, value: object) -> HookReply:
                 notes.append(f"permissionDecision is only read on PreToolUse, ignored on {event}")
             else:
                 permission_reason = specific.permissionDecisionReason or parsed.reason
+                if permission_reason is None and specific.permissionDecision == "deny" and parsed.systemMessage:
+                    # hookify denies with its rule's message in `systemMessage` only: without it the model would
+                    # read "no reason given" and could not tell which rule to respect
+                    permission_reason = parsed.systemMessage
                 if specific.permissionDecision == "defer":
                     # Claude Code's `defer`: the call waits for an answer from outside (here: an approval, the
                     # run's waiting state, recorded as ApprovalRequested); it ranks as `ask` (deny > defer/ask > allow)

@@ -2,9 +2,9 @@
 handler's own misbehaviour (timeout, crash, bad output, missing executable): those become `HandlerFailure`s that
 the dispatcher resolves with the handler's `on_failure`.
 
-- `command`: `command` + `args` is the exec form (no shell); `command` alone runs under `/bin/sh -c`. cwd is the
-  workspace root, stdin is the JSON, no controlling terminal (own session and process group), env adds
-  `BEARAGENT_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`. A timeout kills the whole process group. With `sandbox.hooks:
+- `command`: `command` + `args` is the exec form (no shell); `command` alone runs under `bash -c` (Claude Code's
+  default `shell`; `/bin/sh -c` without bash). cwd is the workspace root, stdin is the JSON, no controlling terminal
+  (own session and process group), env adds `BEARAGENT_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`. A timeout kills the whole process group. With `sandbox.hooks:
   true` (`RunnerContext.sandbox`), and after the session's first call that may write (`hooks/after_writes.py`), it
   runs in the Bash sandbox (same environment); when the sandbox cannot start, the handler fails
   (`sandbox_unavailable`) and is never run unconfined.
@@ -14,15 +14,20 @@ the dispatcher resolves with the handler's `on_failure`.
 - `python`: a callable contributed by a plugin, looked up by `handler` name; takes the input dict, returns the
   output dict or None. Sync callables run in a worker thread.
 - `mcp_tool`: calls a tool of a configured MCP server (`hooks/mcp_tool.py`).
+
+Why it is over 400 lines: the six handler types share one contract (input JSON in, `HandlerResult` out, failures as
+values, bounded output), and the command type's process handling (shell, sandbox, process group) is most of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import json
 import os
+import shutil
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -143,12 +148,19 @@ def _substitute_project_dir(word: str, workspace_root: Path) -> str:
     return word
 
 
+@functools.cache
+def hook_shell() -> str:
+    """bash, as Claude Code runs a hook's shell form (its `shell` defaults to `bash`): plugin scripts use bash syntax,
+    and a file without `#!` (Anthropic's `run-hook.cmd`) runs in the calling shell (dash fails on `${@:2}`)."""
+    return shutil.which("bash") or "/bin/sh"
+
+
 def command_argv(spec: HookHandlerSpec, workspace_root: Path) -> list[str]:
-    """Shell form: `/bin/sh -c command`. Exec form: `command` + `args`, no shell; `$CLAUDE_PROJECT_DIR` /
+    """Shell form: `bash -c command`. Exec form: `command` + `args`, no shell; `$CLAUDE_PROJECT_DIR` /
     `$BEARAGENT_PROJECT_DIR` are substituted in each element, and a relative path starts at the workspace root."""
     command = spec.command or ""
     if spec.args is None:
-        return ["/bin/sh", "-c", command]
+        return [hook_shell(), "-c", command]
     command = _substitute_project_dir(command, workspace_root)
     if "/" in command and not os.path.isabs(command):
         command = str(workspace_root / command)
@@ -213,7 +225,8 @@ def _sandboxed(
     if not os.access(program, os.X_OK) and "/" in program:
         return HandlerFailure("missing_executable", f"{program!r} is not executable (chmod +x it)")
     try:
-        own = own_scripts(argv, ctx.workspace_root, ctx.env)
+        shell_form = len(argv) == 3 and argv[1] == "-c" and argv[0] == hook_shell()  # read by own_scripts as sh -c
+        own = own_scripts(["/bin/sh", *argv[1:]] if shell_form else argv, ctx.workspace_root, ctx.env)
         return confined_launch(argv, ctx.sandbox or SandboxSettings(), env, ctx.workspace_root, readable=own)
     except SandboxUnavailableError as exc:
         return HandlerFailure("sandbox_unavailable", why.unavailable(exc.status))

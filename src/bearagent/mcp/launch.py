@@ -47,6 +47,8 @@ class Launch:
     secrets: tuple[str, ...] = ()
     oauth_store: str | None = None
     """http: the file that holds this server's OAuth login (`bearagent mcp login`), whether or not it exists."""
+    oauth_client_id: str | None = None
+    oauth_callback_port: int | None = None
     cleanup: Callable[[], None] | None = field(default=None, compare=False)
 
 
@@ -68,7 +70,13 @@ def resolve_launch(spec: McpServerSpec, env: Mapping[str, str], workspace_root: 
 
         store = token_path(user_config_dir(env), spec.name, url)
         return Launch(
-            transport="http", url=url, headers=headers, secrets=_secrets(headers.values()), oauth_store=str(store)
+            transport="http",
+            url=url,
+            headers=headers,
+            secrets=_secrets(headers.values()),
+            oauth_store=str(store),
+            oauth_client_id=spec.oauth_client_id,
+            oauth_callback_port=spec.oauth_callback_port,
         )
     if not spec.command:
         from bearagent.domain.errors import BearAgentError, ErrorInfo

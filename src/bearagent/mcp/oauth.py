@@ -205,6 +205,50 @@ class TokenFile:
         data["client_info"] = client_info.model_dump(mode="json", exclude_none=True)
         self._write(data)
 
+    def use_client(self, client_id: str, redirect_uri: str) -> None:
+        """A pre-registered client (`oauth.clientId`): stored as the registration, so the SDK never registers one;
+        a stored registration of another client is replaced."""
+        data = self._read()
+        info = data.get("client_info")
+        if isinstance(info, dict) and cast(dict[str, Any], info).get("client_id") == client_id:
+            cast(dict[str, Any], info)["redirect_uris"] = [redirect_uri]
+        else:
+            data.pop("tokens", None)
+            data["client_info"] = {
+                "client_id": client_id,
+                "redirect_uris": [redirect_uri],
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+            }
+        self._write(data)
+
+    def set_revocation_endpoint(self, url: str | None) -> None:
+        """Where `logout` revokes the tokens (RFC 7009), as the authorization server's metadata said at login."""
+        data = self._read()
+        if url:
+            data["revocation_endpoint"] = url
+        else:
+            data.pop("revocation_endpoint", None)
+        self._write(data)
+
+    def revocation(self) -> tuple[str | None, dict[str, Any], list[tuple[str, str]]]:
+        """(revocation endpoint, client registration, [(token, token_type_hint)]) of the stored login: the refresh
+        token first (revoking it ends the grant), then the access token."""
+        data = self._read()
+        endpoint = data.get("revocation_endpoint")
+        info = data.get("client_info")
+        if not isinstance(info, dict):
+            info = {}
+        tokens = data.get("tokens")
+        found: list[tuple[str, str]] = []
+        if isinstance(tokens, dict):
+            for key, hint in (("refresh_token", "refresh_token"), ("access_token", "access_token")):
+                value = cast(dict[str, Any], tokens).get(key)
+                if isinstance(value, str) and value:
+                    found.append((value, hint))
+        return (endpoint if isinstance(endpoint, str) else None, cast(dict[str, Any], info) if info else {}, found)
+
     def registered_redirect_port(self) -> int | None:
         """The loopback port of the stored registration's redirect URI (reused so the registration stays valid)."""
         info = self._read().get("client_info")

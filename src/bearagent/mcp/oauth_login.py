@@ -41,14 +41,23 @@ class _Loopback:
         self.port = 0
         self.result: asyncio.Future[dict[str, str]] | None = None
 
-    async def start(self, preferred_port: int | None) -> None:
+    async def start(self, preferred_port: int | None, fixed_port: int | None = None) -> None:
         self.result = asyncio.get_running_loop().create_future()
-        for port in (preferred_port, 0) if preferred_port else (0,):
+        ports = (fixed_port,) if fixed_port else (preferred_port, 0) if preferred_port else (0,)
+        failure: OSError | None = None
+        for port in ports:
             try:
                 self.server = await asyncio.start_server(self._handle, "127.0.0.1", port)
-            except OSError:
+            except OSError as exc:
+                failure = exc
                 continue
             break
+        if self.server is None and fixed_port:
+            raise McpLoginError(
+                f"could not listen on 127.0.0.1:{fixed_port} for the login redirect (the server's oauth.callbackPort): "
+                f"{failure.strerror if failure else 'failed'}; free that port, or change oauth.callbackPort (the "
+                "authorization server must accept the new redirect URI)"
+            )
         if self.server is None:
             raise McpLoginError("could not listen on 127.0.0.1 for the login redirect")
         sock = self.server.sockets[0]
@@ -132,6 +141,8 @@ async def login(
     timeout_s: float = DEFAULT_LOGIN_TIMEOUT_S,
     connect_timeout_s: float = 30.0,
     scope: str | None = None,
+    client_id: str | None = None,
+    callback_port: int | None = None,
 ) -> LoginOutcome:
     """Log in to `server` (always a fresh authorization: the old tokens are dropped first), then list its tools with
     the new token to prove it works. Raises `McpLoginError` with a user-facing message."""
@@ -147,11 +158,13 @@ async def login(
 
     store = TokenFile(store_path)
     loop = _Loopback()
-    await loop.start(store.registered_redirect_port())
+    await loop.start(store.registered_redirect_port(), callback_port)
     asked = False
     try:
         store.clear_tokens()
-        if store.registered_redirect_port() not in (None, loop.port):
+        if client_id:
+            store.use_client(client_id, loop.redirect_uri)  # pre-registered: no dynamic registration
+        elif store.registered_redirect_port() not in (None, loop.port):
             store.forget_client()  # the registration names another redirect URI: register again
 
         async def redirect_handler(authorization_url: str) -> None:
@@ -197,6 +210,10 @@ async def login(
             if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
                 raise
             raise McpLoginError(_login_failure(exc, url, list(leaves(exc)))) from exc
+        metadata = provider.context.oauth_metadata
+        revocation = metadata.revocation_endpoint if metadata is not None else None
+        if asked:
+            store.set_revocation_endpoint(str(revocation) if revocation else None)
         return LoginOutcome(needed_login=asked, tool_count=len(tools), path=store_path)
     finally:
         await loop.close()

@@ -10,8 +10,8 @@ Frontmatter (all optional; lenient as Claude Code): `description` (default: the 
 `argument-hint`, `allowed-tools` (permission rules pre-approved while the command runs, Claude Code's meaning; a
 workspace command's are on the trust surface), `model` (a model entry name; a Claude model alias or id that is no
 entry is a warning and the agent's model is used), `agent` (which agent runs it; default: the session's, or
-`default_agent`), `disable-model-invocation` (accepted: commands are never offered to a model unless an agent's
-`actions` names them), `arguments` (names of the positional arguments). `context`, `hooks`, `when_to_use` and the
+`default_agent`), `disable-model-invocation` and `hide-from-slash-command-tool` (Anthropic's ralph-wiggum plugin;
+both accepted: commands are never offered to a model unless an agent's `actions` names them), `arguments` (names of the positional arguments). `context`, `hooks`, `when_to_use` and the
 like are reported as not supported.
 
 The body is the prompt: `$ARGUMENTS` is the argument string as typed, `$ARGUMENTS[N]` the N-th argument (0-based)
@@ -63,7 +63,17 @@ DEFAULT_INPUTS: dict[str, object] = {
 `actions`, which imports this module for `command_candidates`) so the two modules do not import each other."""
 
 COMMAND_KEYS = frozenset(
-    {"description", "argument-hint", "allowed-tools", "model", "agent", "disable-model-invocation", "name", "arguments"}
+    {
+        "description",
+        "argument-hint",
+        "allowed-tools",
+        "model",
+        "agent",
+        "disable-model-invocation",
+        "hide-from-slash-command-tool",
+        "name",
+        "arguments",
+    }
 )
 UNSUPPORTED_COMMAND_KEYS = frozenset(
     {

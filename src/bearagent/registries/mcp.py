@@ -17,7 +17,7 @@ from bearagent.config.safe_read import check_workspace_file, stray_file
 from bearagent.config.workspace import Source, config_file_source, contribution_source, mcp_json_source
 from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import McpServerSpec
-from bearagent.registries._base import LayeredRegistry, entry_reporter, first_error, unknown_key
+from bearagent.registries._base import EntryReporter, LayeredRegistry, entry_reporter, first_error, unknown_key
 
 if TYPE_CHECKING:
     from bearagent.config.config_files import ConfigFiles
@@ -25,8 +25,22 @@ if TYPE_CHECKING:
     from bearagent.plugins.contributions import PluginContributions
 
 MCP_KEYS = frozenset(
-    {"type", "command", "args", "env", "cwd", "url", "headers", "startup_timeout_s", "call_timeout_s", "timeout"}
+    {
+        "type",
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "oauth",
+        "startup_timeout_s",
+        "call_timeout_s",
+        "timeout",
+    }
 )
+OAUTH_KEYS = {"clientId": "oauth_client_id", "client_id": "oauth_client_id", "callbackPort": "oauth_callback_port"}
+OAUTH_KEYS["callback_port"] = "oauth_callback_port"
 _HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
 
 
@@ -72,6 +86,11 @@ def parse_mcp_servers(
                 add("warning", "config.unknown_key", *unknown_key(key, MCP_KEYS, f"'{prefix}.{name}.{key}'"))
                 del data[key]
         kind = data.pop("type", None)
+        if "oauth" in data:
+            oauth = _oauth(data.pop("oauth"), add, f"{prefix}.{name}.oauth")
+            if oauth is None:
+                continue
+            data.update(oauth)
         if "timeout" in data:  # .mcp.json's per-server timeout is in milliseconds
             timeout = data.pop("timeout")
             if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and "call_timeout_s" not in data:
@@ -129,6 +148,30 @@ def parse_mcp_servers(
             key, problem = first_error(exc)
             add("error", "mcp.invalid", f"{prefix}.{name}.{key}: {problem}; skipped", f"fix {prefix}.{name}.{key}")
     return out, diags
+
+
+def _oauth(value: object, add: EntryReporter, where: str) -> dict[str, object] | None:
+    """Claude Code's `oauth: {clientId, callbackPort}` (a pre-registered client, a fixed redirect port); None (the
+    server is skipped) when a value is wrong, since a login with another client or port would not be the one meant."""
+    if not isinstance(value, dict):
+        add("error", "mcp.invalid", f"{where} must be a mapping; skipped", 'write `"oauth": {"clientId": "..."}`')
+        return None
+    out: dict[str, object] = {}
+    for key, item in cast(dict[str, object], value).items():
+        field = OAUTH_KEYS.get(key)
+        if field is None:
+            add("warning", "config.unknown_key", *unknown_key(key, frozenset(OAUTH_KEYS), f"'{where}.{key}'"))
+        elif field == "oauth_client_id" and (not isinstance(item, str) or not item.strip() or len(item) > 512):
+            add("error", "mcp.invalid", f"{where}.{key} must be a non-empty string; skipped", f"fix {where}.{key}")
+            return None
+        elif field == "oauth_callback_port" and (
+            not isinstance(item, int) or isinstance(item, bool) or not 1 <= item <= 65_535
+        ):
+            add("error", "mcp.invalid", f"{where}.{key} must be a port number (1-65535); skipped", f"fix {where}.{key}")
+            return None
+        else:
+            out[field] = item.strip() if isinstance(item, str) else item
+    return out
 
 
 def load_mcp_json(path: Path, source: Source, diagnostics: list[Diagnostic]) -> list[McpServerSpec]:

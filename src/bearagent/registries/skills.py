@@ -61,6 +61,10 @@ CLAUDE_SKILL_KEYS = frozenset(
         "when_to_use",
         "model",
         "version",
+        "disallowed-tools",
+        "effort",
+        "background",
+        "shell",
     }
 )
 MAX_BUNDLED_FILES = 200

@@ -139,17 +139,37 @@ class Provider:
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         self.access.pop(token.token, None)
         self.refresh.pop(token.token, None)
+        self._note(grant="revoke", client_id=token.client_id, token=token.token[:5])
 
     async def exchange_identity_assertion(self, *args: object, **kwargs: object) -> OAuthToken:
         raise TokenError("unsupported_grant_type", "not supported")
 
 
+def _public_clients_may_revoke() -> None:
+    """The SDK's revocation form model declares `client_secret: str | None` without a default, so a public client's
+    RFC 7009 request (no secret, as BearAgent sends it) is refused as "Field required"; give the field its default."""
+    from mcp.server.auth.handlers import revoke
+
+    revoke.RevocationRequest.model_fields["client_secret"].default = None
+    revoke.RevocationRequest.model_rebuild(force=True)
+
+
 def main(argv: list[str]) -> None:
+    _public_clients_may_revoke()
     port = int(argv[1])
     log = Path(argv[2])
     lifetime = int(argv[3]) if len(argv) > 3 else 3600
     base = f"http://127.0.0.1:{port}"
     provider = Provider(log, lifetime, deny=len(argv) > 4 and argv[4] == "deny")
+    if len(argv) > 6:  # a client registered in advance: CLIENT_ID CALLBACK_PORT (the user's oauth.clientId)
+        provider.clients[argv[5]] = OAuthClientInformationFull(
+            client_id=argv[5],
+            redirect_uris=[f"http://127.0.0.1:{argv[6]}/callback"],  # pyright: ignore[reportArgumentType]
+            token_endpoint_auth_method="none",
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            scope="mcp",
+        )
     server = MCPServer(
         "oauth-demo",
         auth_server_provider=provider,  # pyright: ignore[reportArgumentType]
