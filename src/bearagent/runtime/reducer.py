@@ -506,7 +506,7 @@ def _on_child_finished(run: RunState, active: Active, fact: Fact) -> Active:
 
 
 def _on_record(run: RunState, active: Active, fact: Fact) -> Active:
-    """HookExecuted, TodosUpdated, ChildRunStarted, MessageInjected: facts for the log, no state besides
+    """HookExecuted, TodosUpdated, ChildRunStarted, MessageInjected, Elicitation*: facts for the log, no state besides
     last_sequence."""
     return None
 
@@ -529,6 +529,8 @@ _HANDLERS: Mapping[str, _Handler] = {
     "ToolCallAbandoned": _on_abandoned,
     "ApprovalRequested": _on_approval_requested,
     "ApprovalResolved": _on_approval_resolved,
+    "ElicitationRequested": _on_record,
+    "ElicitationResolved": _on_record,
     "ModelCallRequested": _request,
     "ModelCallStarted": _start,
     "ModelCallCompleted": _finish,
