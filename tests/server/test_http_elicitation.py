@@ -136,6 +136,7 @@ def test_a_servers_question_is_answered_over_the_approvals_api(server: Server) -
         assert "deploy staging: accept proceed=True reason=staging is fine" in results[0]
         assert "deploy prod: decline" in results[1]
         resolved = [e["payload"] for e in events if e["event_type"] == "ElicitationResolved"]
+        assert all(x["waited_ms"] > 0 for x in resolved)  # the wait is not the run's wall time (reducer)
         assert [(x["action"], x["answered_by"], x.get("content")) for x in resolved] == [
             ("accept", "alice", {"proceed": True, "reason": "staging is fine"}),
             ("decline", "alice", None),

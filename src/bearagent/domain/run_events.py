@@ -326,6 +326,8 @@ class ElicitationResolvedV1(RunEventPayload):
     content: JsonObject | None = None
     answered_by: str = Field(min_length=1, max_length=256)
     message: str | None = Field(default=None, max_length=2_000)
+    waited_ms: int = Field(default=0, ge=0)
+    """How long the call waited for the answer, from the request: not counted as the run's wall time."""
 
 
 # ---- model activity ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue, thaw_json_mapping
@@ -143,6 +144,7 @@ def logged_asker(
                                 action="decline",
                                 answered_by="nobody",
                                 message=f"nobody answered within {wait_s:g} s",
+                                waited_ms=int((time.monotonic() - started) * 1000),
                             )
                         )
                         return ElicitationAnswer("decline", None, answered_by="nobody")
@@ -229,8 +231,14 @@ async def answer_elicitation(
                 f"the answer to question {elicitation_id} of run {run_id} does not fit the server's form: {exc}",
                 "send `content` with the fields of `requested_schema` (GET /v1/runs/{run_id}/approvals shows it)",
             ) from None
+        asked_at = datetime.fromisoformat(str(asked["requested_at"]))
         answer = ElicitationResolvedV1(
-            elicitation_id=elicitation_id, action=action, content=checked, answered_by=answered_by, message=message
+            elicitation_id=elicitation_id,
+            action=action,
+            content=checked,
+            answered_by=answered_by,
+            message=message,
+            waited_ms=max(0, (runtime.clock.now() - asked_at) // timedelta(milliseconds=1)),
         )
         try:
             return await append_outside_loop(
