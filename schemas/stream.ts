@@ -11,9 +11,10 @@
 // Protocol 2 adds, all optional (protocol-1 lines still decode): `run_id` on every event (child runs' events name
 // the child), `seq` (the sequence of the run's log event a stream event comes from; a consumer that reconnects asks
 // for what follows the last `seq` it has all events of), and `activity_id` + `offset` on `token`. Protocol 3 adds
-// the types `approval.requested` and `approval.resolved`.
+// the types `approval.requested` and `approval.resolved`. Protocol 4 adds `elicitation.requested` and
+// `elicitation.resolved` (an MCP server's question mid-call; its answer).
 
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 // Present on every event: where it comes from in the run's log.
 export interface Position {
@@ -68,6 +69,24 @@ export type AgentEvent = Position &
         tool_call_id?: string;
         message?: string;
       }
+    | {
+        type: "elicitation.requested";
+        run_id: string;
+        elicitation_id: string;
+        tool_call_id?: string;
+        server: string;
+        message: string;
+        mode: "form" | "url";
+        requested_schema?: Record<string, unknown>;
+        url?: string;
+      }
+    | {
+        type: "elicitation.resolved";
+        run_id: string;
+        elicitation_id: string;
+        action: "accept" | "decline" | "cancel";
+        answered_by: string;
+      }
   );
 
 export type AgentEventType = AgentEvent["type"];
@@ -86,6 +105,8 @@ export const AGENT_EVENT_TYPES: readonly AgentEventType[] = [
   "subagent.finished",
   "approval.requested",
   "approval.resolved",
+  "elicitation.requested",
+  "elicitation.resolved",
 ];
 
 type Raw = Record<string, unknown>;
@@ -267,6 +288,28 @@ function decodeFields(raw: Raw): AgentEvent {
         ...optStr(raw, type, "tool_call_id"),
         ...optStr(raw, type, "message"),
       };
+    case "elicitation.requested": {
+      const schema = raw["requested_schema"];
+      return {
+        type,
+        run_id: str(raw, type, "run_id"),
+        elicitation_id: str(raw, type, "elicitation_id"),
+        ...optStr(raw, type, "tool_call_id"),
+        server: str(raw, type, "server"),
+        message: str(raw, type, "message"),
+        mode: oneOf(raw, type, "mode", ["form", "url"] as const),
+        ...(schema === undefined || schema === null ? {} : { requested_schema: obj(raw, type, "requested_schema") }),
+        ...optStr(raw, type, "url"),
+      };
+    }
+    case "elicitation.resolved":
+      return {
+        type,
+        run_id: str(raw, type, "run_id"),
+        elicitation_id: str(raw, type, "elicitation_id"),
+        action: oneOf(raw, type, "action", ["accept", "decline", "cancel"] as const),
+        answered_by: str(raw, type, "answered_by"),
+      };
     default:
       throw new Error(
         `unknown stream event type ${JSON.stringify(type)}; known types: ${AGENT_EVENT_TYPES.join(", ")}`,
@@ -304,5 +347,9 @@ export function describe(ev: AgentEvent): string {
       return `approval.requested ${ev.approval_id} ${ev.tool_name}(${JSON.stringify(ev.arguments)})`;
     case "approval.resolved":
       return `approval.resolved ${ev.approval_id} ${ev.decision} by ${ev.answered_by}`;
+    case "elicitation.requested":
+      return `elicitation.requested ${ev.elicitation_id} ${ev.server}: ${ev.message}`;
+    case "elicitation.resolved":
+      return `elicitation.resolved ${ev.elicitation_id} ${ev.action} by ${ev.answered_by}`;
   }
 }

@@ -102,7 +102,7 @@ def test_unknown_type_fails_clearly() -> None:
     assert str(caught.value) == (
         "unknown stream event type 'thinking'; known types: run.started, step, token, tool_call, tool_result, final, "
         "run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished, approval.requested, "
-        "approval.resolved"
+        "approval.resolved, elicitation.requested, elicitation.resolved"
     )
     assert (
         caught.value.hint == "upgrade the client if the producer is a newer BearAgent, otherwise fix the 'type' value"
@@ -320,7 +320,7 @@ def test_typescript_decoder_agrees_with_python(ts_workdir: tuple[Path, Path]) ->
     assert result["invalid"][0] == (
         'unknown stream event type "thinking"; known types: run.started, step, token, tool_call, tool_result, final, '
         "run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished, approval.requested, "
-        "approval.resolved"
+        "approval.resolved, elicitation.requested, elicitation.resolved"
     )
 
 

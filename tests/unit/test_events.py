@@ -189,6 +189,19 @@ SAMPLES: dict[tuple[str, int], dict[str, JsonValue]] = {
         "suggested_rule": "Bash(rm -rf build)",
     },
     ("ApprovalResolved", 1): {"approval_id": "ap_1", "decision": "allow_once", "answered_by": "cli:alice"},
+    ("ElicitationRequested", 1): {
+        "elicitation_id": "el_1",
+        "server": "asker",
+        "message": "Really deploy to prod?",
+        "requested_schema": {"type": "object", "properties": {"proceed": {"type": "boolean"}}},
+    },
+    ("ElicitationResolved", 1): {
+        "elicitation_id": "el_1",
+        "action": "accept",
+        "content": {"proceed": True},
+        "answered_by": "alice",
+        "waited_ms": 1200,
+    },
 }
 
 

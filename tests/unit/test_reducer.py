@@ -27,6 +27,8 @@ from bearagent.domain.run_events import (
     ChildUsage,
     ContextCompactedV1,
     ConversationRewoundV1,
+    ElicitationRequestedV1,
+    ElicitationResolvedV1,
     FileChange,
     FilesChangedV1,
     FilesRewoundV1,
@@ -311,6 +313,8 @@ def test_every_payload_type_v1_and_v2_is_handled() -> None:
         ChildRunFinishedV1(child_run_id=child, status="succeeded"),
         MessageInjectedV1(kind="stop_feedback", text="Stop hook feedback: again"),
         FilesChangedV1(tool_name="Bash", changes=(FileChange(path="a.txt", after=FileState(kind="file", mode=0o644)),)),
+        ElicitationRequestedV1(elicitation_id="el_1", server="asker", message="Really deploy?"),
+        ElicitationResolvedV1(elicitation_id="el_1", action="decline", answered_by="alice"),  # waited 0 ms
     ):
         previous = folder.state
         folder.feed(f.event(payload))
@@ -686,6 +690,18 @@ def test_wall_time_over_the_limit_blocks_the_next_request() -> None:
     assert caught.value.info.code == "budget.max_wall_time_ms"
     assert caught.value.info.details["used"] == 8_000
     assert "--max-wall-time-ms" in str(caught.value)
+
+
+def test_the_wait_for_an_mcp_servers_answer_is_not_wall_time() -> None:
+    f, folder = running(BudgetLimits(max_wall_time_ms=5_000))
+    folder.feed_all(f.model_call())  # +3 s
+    folder.feed(f.event(ElicitationRequestedV1(elicitation_id="el_1", server="asker", message="Really?")))  # +4 s
+    f.clock.advance(timedelta(minutes=10))  # nobody answered for ten minutes
+    answered = ElicitationResolvedV1(elicitation_id="el_1", action="accept", answered_by="alice", waited_ms=601_000)
+    folder.feed(f.event(answered))
+    assert folder.state.usage.wall_time_ms == 4_000  # the ten minutes are not the run's
+    folder.feed(f.model_requested())  # +5 s of running: at the limit, still allowed
+    assert folder.state.usage.wall_time_ms == 5_000
 
 
 def test_check_budget_lets_the_runtime_ask_first() -> None:

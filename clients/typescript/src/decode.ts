@@ -493,6 +493,36 @@ function build(f: Fields): AgentEvent {
         ...(message === undefined ? {} : { message }),
       };
     }
+    case "elicitation.requested": {
+      const run_id = f.runId("run_id");
+      const elicitation_id = f.token("elicitation_id", APPROVAL_ID);
+      const tool_call_id = f.optStr("tool_call_id", ID);
+      const server = f.str("server", ID);
+      const message = f.str("message", { max: 2_000 });
+      const mode = f.oneOf("mode", ["form", "url"] as const);
+      const raw_schema = own(f.raw, "requested_schema");
+      const requested_schema =
+        raw_schema === undefined || raw_schema === null ? undefined : f.jsonObject("requested_schema");
+      const url = f.optStr("url", { max: 2_000 });
+      return {
+        type: f.type,
+        ...at,
+        run_id,
+        elicitation_id,
+        ...(tool_call_id === undefined ? {} : { tool_call_id }),
+        server,
+        message,
+        mode,
+        ...(requested_schema === undefined ? {} : { requested_schema }),
+        ...(url === undefined ? {} : { url }),
+      };
+    }
+    case "elicitation.resolved": {
+      const run_id = f.runId("run_id");
+      const elicitation_id = f.token("elicitation_id", APPROVAL_ID);
+      const action = f.oneOf("action", ["accept", "decline", "cancel"] as const);
+      return { type: f.type, ...at, run_id, elicitation_id, action, answered_by: f.str("answered_by", ID) };
+    }
   }
 }
 

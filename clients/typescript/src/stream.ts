@@ -8,12 +8,13 @@
 // is absent, never `undefined` or `null` (the compiler enforces it with exactOptionalPropertyTypes).
 //
 // Protocol 3 adds the types `approval.requested` (a tool call waits for someone's answer) and `approval.resolved`
-// (the answer); a protocol-2 decoder refuses them as unknown types.
+// (the answer); a protocol-2 decoder refuses them as unknown types. Protocol 4 adds `elicitation.requested` (an MCP
+// server asks the user a question in the middle of a tool call) and `elicitation.resolved` (its answer).
 //
 // Compatibility: a `type` is never renamed or removed; fields are only added, as optional; a decoder ignores fields
 // it does not know. A new `type` makes `describe` below stop compiling until its branch is written.
 
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /** The largest value of an integer field (`seq`, `index`, `offset`, `steps`): Number.MAX_SAFE_INTEGER. */
 export const MAX_STREAM_INT = 9007199254740991;
@@ -152,6 +153,35 @@ export interface ApprovalResolved extends Position {
   message?: string;
 }
 
+/**
+ * An MCP server asks the user a question in the middle of tool call `tool_call_id` (MCP elicitation); the call
+ * waits. Answer with `POST /v1/runs/{run_id}/approvals/{elicitation_id}` and `decision` accept/decline/cancel, plus
+ * `content` fitting `requested_schema` to accept a form.
+ */
+export interface ElicitationRequested extends Position {
+  type: "elicitation.requested";
+  run_id: string;
+  /** `el_` then letters, digits, `_` and `-` (1-64). */
+  elicitation_id: string;
+  tool_call_id?: string;
+  /** The MCP server's name. */
+  server: string;
+  message: string;
+  /** `form`: fill `requested_schema`; `url`: open `url`. */
+  mode: "form" | "url";
+  requested_schema?: Record<string, unknown>;
+  url?: string;
+}
+
+export interface ElicitationResolved extends Position {
+  type: "elicitation.resolved";
+  run_id: string;
+  elicitation_id: string;
+  action: "accept" | "decline" | "cancel";
+  /** Who answered: a subject, `cli:USER`, or `nobody` (the wait ran out). */
+  answered_by: string;
+}
+
 export type AgentEvent =
   | RunStarted
   | Step
@@ -165,7 +195,9 @@ export type AgentEvent =
   | SubagentStarted
   | SubagentFinished
   | ApprovalRequested
-  | ApprovalResolved;
+  | ApprovalResolved
+  | ElicitationRequested
+  | ElicitationResolved;
 
 export type AgentEventType = AgentEvent["type"];
 
@@ -184,6 +216,8 @@ const EVERY_TYPE: Record<AgentEventType, true> = {
   "subagent.finished": true,
   "approval.requested": true,
   "approval.resolved": true,
+  "elicitation.requested": true,
+  "elicitation.resolved": true,
 };
 
 export const AGENT_EVENT_TYPES: readonly AgentEventType[] = Object.freeze(
@@ -228,5 +262,9 @@ export function describe(event: AgentEvent): string {
       return `approval.requested ${event.approval_id} ${event.tool_name}(${JSON.stringify(event.arguments)})`;
     case "approval.resolved":
       return `approval.resolved ${event.approval_id} ${event.decision} by ${event.answered_by}`;
+    case "elicitation.requested":
+      return `elicitation.requested ${event.elicitation_id} ${event.server}: ${event.message}`;
+    case "elicitation.resolved":
+      return `elicitation.resolved ${event.elicitation_id} ${event.action} by ${event.answered_by}`;
   }
 }

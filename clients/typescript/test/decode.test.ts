@@ -72,7 +72,7 @@ describe("the shared samples", () => {
         error.message ===
           'unknown stream event type "thinking"; known types: run.started, step, token, tool_call, tool_result, ' +
             "final, run.succeeded, run.failed, agent.switched, subagent.started, subagent.finished, approval.requested, " +
-            "approval.resolved",
+            "approval.resolved, elicitation.requested, elicitation.resolved",
     );
   });
 });

@@ -17,6 +17,8 @@ from bearagent.cli._groups import ListGroup
 from bearagent.cli.safe_text import visible
 
 DECISIONS = {"allow": "allow_once", "allow-once": "allow_once", "allow-always": "allow_always", "deny": "deny"}
+QUESTION_ANSWERS = ("accept", "decline", "cancel")
+"""The answers to an MCP server's question mid-call (an `el_` id, `service/elicitations.py`)."""
 
 
 @click.group("approvals", cls=ListGroup)
@@ -61,6 +63,24 @@ def list_approvals(workspace: Path | None, as_json: bool) -> None:
                 "goal": run.goal or "",
             }
         )
+    from bearagent.service.elicitations import pending_elicitations
+
+    for run in store.list_runs(status="running", limit=10_000):  # MCP servers' questions its calls wait on
+        for question in pending_elicitations(run, store.read_events(run.run_id)):
+            rows.append(
+                {
+                    "run_id": str(run.run_id),
+                    "approval_id": question["approval_id"],
+                    "tool": f"MCP {question['server']}",
+                    "arguments": question["requested_schema"] or {},
+                    "reason": question["reason"],
+                    "kind": "elicitation",
+                    "requested_schema": question["requested_schema"],
+                    "requested_at": question["requested_at"],
+                    "answered": None,
+                    "goal": run.goal or "",
+                }
+            )
     if as_json:
         emit_json(rows)  # pyright: ignore[reportArgumentType]
         return
@@ -80,13 +100,23 @@ def list_approvals(workspace: Path | None, as_json: bool) -> None:
     ]
     print_table(["RUN", "APPROVAL", "TOOL", "ARGUMENTS", "WHY", "ANSWERED"], [[visible(c) for c in r] for r in table])
     click.echo("answer with: bearagent approvals answer RUN APPROVAL allow|allow-always|deny")
+    if any(row.get("kind") == "elicitation" for row in rows):
+        click.echo(
+            "an MCP server's question (el_...): bearagent approvals answer RUN ID accept --content JSON|decline|cancel"
+        )
 
 
 @approvals.command("answer")
 @click.argument("run_ref", metavar="RUN")
 @click.argument("approval_id", metavar="APPROVAL")
-@click.argument("decision", type=click.Choice(sorted(DECISIONS)))
+@click.argument("decision", type=click.Choice(sorted([*DECISIONS, *QUESTION_ANSWERS])))
 @click.option("--message", default=None, help="A note kept with the answer (shown to nobody but the log).")
+@click.option(
+    "--content",
+    default=None,
+    metavar="JSON",
+    help="Accepting an MCP server's question: the form's fields as a JSON object (checked against its schema).",
+)
 @click.option("--no-continue", "no_continue", is_flag=True, help="Only record the answer; do not continue the run.")
 @workspace_option
 @json_option
@@ -96,6 +126,7 @@ def answer(
     approval_id: str,
     decision: str,
     message: str | None,
+    content: str | None,
     no_continue: bool,
     workspace: Path | None,
     as_json: bool,
@@ -121,6 +152,9 @@ def answer(
     run_id = resolve_ref(store, run_ref)
     run = store.get_run(run_id)
     store.close()
+    if approval_id.startswith("el_") or decision in QUESTION_ANSWERS or content is not None:
+        _answer_question(workspace, run_id, approval_id, decision, content, message, debug=debug)
+        return
     go_on = not no_continue and run is not None and not attached_elsewhere(run)
     try:
         runtime = open_runtime(load(workspace))
@@ -155,3 +189,65 @@ def answer(
         return await runtime.resume(run_id, observer)
 
     execute_and_exit(runtime, answer_and_continue, output="json" if as_json else "text", debug=debug)
+
+
+def _answer_question(
+    workspace: Path | None,
+    run_id: object,
+    question_id: str,
+    decision: str,
+    content: str | None,
+    message: str | None,
+    *,
+    debug: bool,
+) -> None:
+    """Answer an MCP server's question a running run's call waits on: recorded once, read there by the call."""
+    import asyncio
+    import getpass
+    import json
+
+    from bearagent.app.runtime import open_runtime
+    from bearagent.cli._config_common import load
+    from bearagent.cli._run_common import die_from
+    from bearagent.domain.errors import BearAgentError, ErrorInfo
+    from bearagent.domain.ids import RunId
+    from bearagent.service.elicitations import answer_elicitation
+
+    def refuse(text: str, hint: str) -> BearAgentError:
+        return BearAgentError(ErrorInfo.of("invalid_request", "elicitation_answer", text), hint=hint)
+
+    try:
+        if not question_id.startswith("el_") or decision not in QUESTION_ANSWERS:
+            raise refuse(
+                f"{question_id} with {decision}: an MCP server's question (el_...) takes accept, decline or cancel; "
+                "a tool approval allow, allow-always or deny",
+                "`bearagent approvals list` shows each id and what it waits for",
+            )
+        try:
+            parsed: object = json.loads(content) if content is not None else None
+        except json.JSONDecodeError as exc:
+            raise refuse(f"--content is not JSON: {exc}", "e.g. --content '{\"proceed\": true}'") from None
+        runtime = open_runtime(load(workspace))
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    who = f"cli:{getpass.getuser()}"
+
+    async def record() -> None:
+        try:
+            await answer_elicitation(
+                runtime,
+                RunId(str(run_id)),
+                question_id,
+                decision,  # pyright: ignore[reportArgumentType]
+                parsed,
+                answered_by=who,
+                message=message,
+            )
+        finally:
+            await runtime.aclose()
+
+    try:
+        asyncio.run(record())
+    except BearAgentError as exc:
+        die_from(exc, debug=debug)
+    click.echo(f"question {question_id} of run {str(run_id)[:8]}: {decision} (by {who}); the run goes on", err=True)

@@ -296,6 +296,40 @@ class ApprovalResolvedV1(RunEventPayload):
     a resume acts on an answer only if its seal verifies with the resuming user's key."""
 
 
+ElicitAnswerAction: TypeAlias = Literal["accept", "decline", "cancel"]
+
+
+class ElicitationRequestedV1(RunEventPayload):
+    """An MCP server asked the user a question in the middle of a tool call (MCP elicitation) and the run waits for
+    someone to answer it: its process keeps the call open (the run stays `running`, its wall time paused) until
+    `ElicitationResolved` (answered over HTTP, by `bearagent approvals answer`, or declined when the wait ran out).
+    `requested_schema` is the server's form (a flat JSON Schema object); `url` a page to open instead."""
+
+    elicitation_id: str = Field(min_length=1, max_length=64, pattern=r"^el_[A-Za-z0-9_-]+$")
+    tool_call_id: ToolCallId | None = None
+    tool_name: str | None = Field(default=None, max_length=256)
+    server: str = Field(min_length=1, max_length=256)
+    message: str = Field(max_length=2_000)
+    mode: Literal["form", "url"] = "form"
+    requested_schema: JsonObject | None = None
+    url: str | None = Field(default=None, max_length=2_000)
+    wait_s: float | None = Field(default=None, ge=0)
+    """How long the run waits for an answer before it declines (None: until the run ends)."""
+
+
+class ElicitationResolvedV1(RunEventPayload):
+    """The answer to `ElicitationRequested` `elicitation_id`, once: `answered_by` is who gave it (a subject, `cli:USER`,
+    or `nobody` when the wait ran out or the run ended); `content` the accepted form's values as sent to the server."""
+
+    elicitation_id: str = Field(min_length=1, max_length=64, pattern=r"^el_[A-Za-z0-9_-]+$")
+    action: ElicitAnswerAction
+    content: JsonObject | None = None
+    answered_by: str = Field(min_length=1, max_length=256)
+    message: str | None = Field(default=None, max_length=2_000)
+    waited_ms: int = Field(default=0, ge=0)
+    """How long the call waited for the answer, from the request: not counted as the run's wall time."""
+
+
 # ---- model activity ------------------------------------------------------------------------------------------
 
 
@@ -563,6 +597,8 @@ _CURRENT_PAYLOADS: dict[tuple[str, int], type[RunEventPayload]] = {
     ("ToolCallAbandoned", 1): ToolCallAbandonedV1,
     ("ApprovalRequested", 1): ApprovalRequestedV1,
     ("ApprovalResolved", 1): ApprovalResolvedV1,
+    ("ElicitationRequested", 1): ElicitationRequestedV1,
+    ("ElicitationResolved", 1): ElicitationResolvedV1,
     ("RunSucceeded", 2): RunSucceededV2,
     ("RunFailed", 2): RunFailedV2,
     ("RunCancelled", 1): RunCancelledV1,

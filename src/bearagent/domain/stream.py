@@ -12,6 +12,7 @@ ignored, may nest deeper than 64 levels, hold a number that is no finite double 
 Protocol 2 adds `run_id` to every event and `seq` (the log sequence it comes from), and `activity_id`/`offset` to
 `token`, all optional: protocol-1 lines still parse, and a protocol-1 client ignores them. Protocol 3 adds the types
 `approval.requested` and `approval.resolved` (a run waits for someone's answer to a tool call; the answer).
+Protocol 4 adds `elicitation.requested` and `elicitation.resolved` (an MCP server's question mid-call; its answer).
 
 Compatibility rules (see docs/stream-protocol.md):
 - a `type` value, once published, is never renamed or removed; new facts get a new `type`;
@@ -40,7 +41,7 @@ from bearagent.domain._base import DomainModel, JsonObject, JsonValue, thaw_json
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId
 
-STREAM_PROTOCOL_VERSION: Final = 3
+STREAM_PROTOCOL_VERSION: Final = 4
 """1: the first published events. 2: optional `run_id` and `seq` on every event, `activity_id`/`offset` on `token`.
 3: `approval.requested` and `approval.resolved`."""
 
@@ -232,6 +233,32 @@ class ApprovalResolvedEvent(StreamEventModel):
     message: str | None = Field(default=None, max_length=2_000)
 
 
+class ElicitationRequestedEvent(StreamEventModel):
+    """An MCP server asks the user a question in the middle of tool call `tool_call_id` (MCP elicitation); the call
+    waits for an answer: `POST /v1/runs/{run_id}/approvals/{elicitation_id}` with `action` (accept, decline,
+    cancel) and, to accept a form, `content` fitting `requested_schema`; or `bearagent approvals answer`."""
+
+    type: Literal["elicitation.requested"] = "elicitation.requested"
+    run_id: RunId
+    elicitation_id: str = Field(min_length=1, max_length=64, pattern=APPROVAL_ID_PATTERN)
+    tool_call_id: str | None = Field(default=None, min_length=1, max_length=256)
+    server: str = Field(min_length=1, max_length=256)
+    message: str = Field(max_length=2_000)
+    mode: Literal["form", "url"] = "form"
+    requested_schema: JsonObject | None = None
+    url: str | None = Field(default=None, max_length=2_000)
+
+
+class ElicitationResolvedEvent(StreamEventModel):
+    """The answer to `elicitation.requested` `elicitation_id`: `action`, who gave it (`nobody`: the wait ran out)."""
+
+    type: Literal["elicitation.resolved"] = "elicitation.resolved"
+    run_id: RunId
+    elicitation_id: str = Field(min_length=1, max_length=64, pattern=APPROVAL_ID_PATTERN)
+    action: Literal["accept", "decline", "cancel"]
+    answered_by: str = Field(min_length=1, max_length=256)
+
+
 StreamEvent: TypeAlias = Annotated[
     RunStartedEvent
     | StepEvent
@@ -245,7 +272,9 @@ StreamEvent: TypeAlias = Annotated[
     | SubagentStartedEvent
     | SubagentFinishedEvent
     | ApprovalRequestedEvent
-    | ApprovalResolvedEvent,
+    | ApprovalResolvedEvent
+    | ElicitationRequestedEvent
+    | ElicitationResolvedEvent,
     Field(discriminator="type"),
 ]
 """One event of the live stream (a discriminated union on `type`)."""
@@ -264,6 +293,8 @@ STREAM_EVENT_MODELS: Final[Mapping[str, type[StreamEventModel]]] = {
     "subagent.finished": SubagentFinishedEvent,
     "approval.requested": ApprovalRequestedEvent,
     "approval.resolved": ApprovalResolvedEvent,
+    "elicitation.requested": ElicitationRequestedEvent,
+    "elicitation.resolved": ElicitationResolvedEvent,
 }
 STREAM_EVENT_TYPES: Final[tuple[str, ...]] = tuple(STREAM_EVENT_MODELS)
 

@@ -90,12 +90,97 @@ def wire_content(content: dict[str, JsonValue] | None) -> dict[str, WireValue]:
     return out
 
 
+MAX_FIELDS = 30
+
+
+def _field(name: str, spec: dict[str, JsonValue], value: JsonValue) -> JsonValue:
+    """`value` as field `name` of the form takes it (MCP's primitive schemas); ValueError names the field."""
+    kind = spec.get("type")
+    enum = spec.get("enum")
+    one_of = spec.get("oneOf")
+    if isinstance(one_of, list):  # a titled enum: [{const, title}, ...]
+        enum = [o.get("const") for o in one_of if isinstance(o, dict)]
+    if kind == "array":
+        items = spec.get("items")
+        allowed = items.get("enum") if isinstance(items, dict) else None
+        if isinstance(items, dict) and isinstance(items.get("anyOf"), list):
+            allowed = [o.get("const") for o in cast(list[JsonValue], items["anyOf"]) if isinstance(o, dict)]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"field {name!r}: expected a list of strings")
+        if isinstance(allowed, list):
+            bad = [v for v in value if v not in allowed]
+            if bad:
+                raise ValueError(f"field {name!r}: {bad[0]!r} is not one of {allowed}")
+        return list(value)
+    if isinstance(enum, list):
+        if value not in enum:
+            raise ValueError(f"field {name!r}: {value!r} is not one of {enum}")
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise ValueError(f"field {name!r}: expected true or false, not {value!r}")
+        return value
+    if kind in ("number", "integer"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"field {name!r}: expected a number, not {value!r}")
+        if kind == "integer" and not float(value).is_integer():
+            raise ValueError(f"field {name!r}: expected a whole number, not {value!r}")
+        low, high = spec.get("minimum"), spec.get("maximum")
+        if isinstance(low, int | float) and value < low:
+            raise ValueError(f"field {name!r}: {value!r} is below the minimum {low}")
+        if isinstance(high, int | float) and value > high:
+            raise ValueError(f"field {name!r}: {value!r} is above the maximum {high}")
+        return int(value) if kind == "integer" else value
+    if not isinstance(value, str):
+        raise ValueError(f"field {name!r}: expected text, not {value!r}")
+    shortest, longest = spec.get("minLength"), spec.get("maxLength")
+    if isinstance(shortest, int) and len(value) < shortest:
+        raise ValueError(f"field {name!r}: at least {shortest} characters")
+    if isinstance(longest, int) and len(value) > longest:
+        raise ValueError(f"field {name!r}: at most {longest} characters")
+    return value
+
+
+def checked_content(
+    action: str, content: object, schema: dict[str, JsonValue] | None, *, url_mode: bool = False
+) -> dict[str, JsonValue] | None:
+    """The answer's content as the server's form takes it: only an accepted form carries content, every required
+    field present, no field the form does not have, each of the type it asks for. ValueError names the field."""
+    if action != "accept" or url_mode:
+        if content not in (None, {}):
+            raise ValueError(
+                f"only an accepted form carries content, not a {action} answer" + (" to a URL" if url_mode else "")
+            )
+        return None
+    if not isinstance(content, dict):
+        raise ValueError("content: expected an object with the form's fields")
+    given = cast(dict[str, JsonValue], content)
+    props_raw = (schema or {}).get("properties")
+    props: dict[str, JsonValue] = props_raw if isinstance(props_raw, dict) else {}
+    required_raw = (schema or {}).get("required")
+    required = [str(r) for r in required_raw] if isinstance(required_raw, list) else []
+    for name in given:
+        if name not in props:
+            raise ValueError(f"field {name!r}: the form has no such field (it has: {', '.join(props) or 'none'})")
+    missing = [name for name in required if name not in given or given[name] is None]
+    if missing:
+        raise ValueError(f"field {missing[0]!r}: required")
+    out: dict[str, JsonValue] = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        spec = props[name]
+        out[name] = _field(name, spec if isinstance(spec, dict) else {}, value)
+    return out
+
+
 __all__ = [
     "ElicitAction",
     "ElicitationAnswer",
     "ElicitationQuestion",
     "Elicitor",
     "PersonAsker",
+    "checked_content",
     "current_elicitor",
     "question_of",
     "wire_content",

@@ -331,11 +331,23 @@ class McpConnectionManager:
             slot.give_up()
             return failed(CallFailure("code_changed", changed.text()))
         declined_before = conn.declined_inputs
-        from bearagent.mcp.elicitation import current_elicitor
+        from bearagent.mcp.elicitation import ElicitationAnswer, ElicitationQuestion, current_elicitor
 
         elicitor, before = current_elicitor.get(), conn.elicitor
         if elicitor is not None:  # the server's questions during this call go to the run's elicitor
-            conn.elicitor = lambda question: elicitor(question, context)
+            import asyncio
+            import contextvars
+
+            call_context = contextvars.copy_context()  # the SDK calls back in the connection's task: answer in
+            # the call's context (its run, `current_run`), where the answer's facts are recorded
+
+            async def answer(question: ElicitationQuestion) -> ElicitationAnswer:
+                return await elicitor(question, context)
+
+            def elicit(question: ElicitationQuestion) -> asyncio.Task[ElicitationAnswer]:
+                return asyncio.get_running_loop().create_task(answer(question), context=call_context)
+
+            conn.elicitor = elicit
         try:
             outcome = await call_remote(
                 conn,

@@ -506,8 +506,20 @@ def _on_child_finished(run: RunState, active: Active, fact: Fact) -> Active:
 
 
 def _on_record(run: RunState, active: Active, fact: Fact) -> Active:
-    """HookExecuted, TodosUpdated, ChildRunStarted, MessageInjected: facts for the log, no state besides
+    """HookExecuted, TodosUpdated, ChildRunStarted, MessageInjected, Elicitation*: facts for the log, no state besides
     last_sequence."""
+    return None
+
+
+def _on_elicitation_resolved(run: RunState, active: Active, fact: Fact) -> Active:
+    """An MCP server's question answered: the time its call waited for a person is not the run's wall time (as a
+    tool approval's wait is not), so the running stretch's origin moves later by `waited_ms`."""
+    waited = fact.payload.get("waited_ms")
+    if isinstance(waited, int) and waited > 0 and run.status == "running":
+        origin = run.wall_origin if run.wall_origin is not None else run.started_at
+        if origin is not None:
+            run.wall_origin = min(origin + timedelta(milliseconds=waited), fact.at)
+            run.wall_time_ms = (fact.at - run.wall_origin) // _MS
     return None
 
 
@@ -529,6 +541,8 @@ _HANDLERS: Mapping[str, _Handler] = {
     "ToolCallAbandoned": _on_abandoned,
     "ApprovalRequested": _on_approval_requested,
     "ApprovalResolved": _on_approval_resolved,
+    "ElicitationRequested": _on_record,
+    "ElicitationResolved": _on_elicitation_resolved,
     "ModelCallRequested": _request,
     "ModelCallStarted": _start,
     "ModelCallCompleted": _finish,

@@ -22,6 +22,8 @@ from bearagent.domain.run_events import (
     ApprovalResolvedV1,
     ChildRunFinishedV2,
     ChildRunStartedV1,
+    ElicitationRequestedV1,
+    ElicitationResolvedV1,
     ModelCallCompletedV2,
     RunFailedV2,
     RunSucceededV2,
@@ -35,6 +37,8 @@ from bearagent.domain.stream import (
     AgentSwitchedEvent,
     ApprovalRequestedEvent,
     ApprovalResolvedEvent,
+    ElicitationRequestedEvent,
+    ElicitationResolvedEvent,
     FinalEvent,
     RunFailedEvent,
     RunStartedEvent,
@@ -149,6 +153,30 @@ class LogStream:
                     seq=seq,
                 )
             ]
+        if isinstance(payload, ElicitationRequestedV1):
+            return [
+                ElicitationRequestedEvent(
+                    run_id=run_id,
+                    elicitation_id=payload.elicitation_id,
+                    tool_call_id=str(payload.tool_call_id) if payload.tool_call_id is not None else None,
+                    server=payload.server,
+                    message=payload.message,
+                    mode=payload.mode,
+                    requested_schema=payload.requested_schema,
+                    url=payload.url,
+                    seq=seq,
+                )
+            ]
+        if isinstance(payload, ElicitationResolvedV1):
+            return [
+                ElicitationResolvedEvent(
+                    run_id=run_id,
+                    elicitation_id=payload.elicitation_id,
+                    action=payload.action,
+                    answered_by=payload.answered_by,
+                    seq=seq,
+                )
+            ]
         if isinstance(payload, RunSucceededV2):
             self._steps += 1
             return [
@@ -200,6 +228,8 @@ _SHOWN = frozenset(
         "ToolCallAbandoned",
         "ApprovalRequested",
         "ApprovalResolved",
+        "ElicitationRequested",
+        "ElicitationResolved",
         "RunSucceeded",
         "RunFailed",
         "RunCancelled",

@@ -92,8 +92,16 @@ class ActionRunCreate(BaseModel):
 
 
 class ApprovalAnswer(BaseModel):
-    decision: Literal["allow_once", "allow_always", "deny"]
+    decision: Literal["allow_once", "allow_always", "deny", "accept", "decline", "cancel"] = Field(
+        description="A tool approval: allow_once, allow_always or deny; an MCP server's question (an `el_` id): "
+        "accept, decline or cancel"
+    )
     message: str | None = Field(default=None, max_length=2_000, description="A note kept with the answer in the log")
+    content: dict[str, Any] | None = Field(
+        default=None,
+        description="Accepting an MCP server's form: its fields' values, as its `requested_schema` asks "
+        "(strings, numbers, booleans, enum values)",
+    )
 
 
 class RunAccepted(BaseModel):

@@ -37,7 +37,7 @@ from bearagent.trust.seals import Sealer
 from bearagent.workspace import LoadedWorkspace
 
 if TYPE_CHECKING:
-    from bearagent.mcp.elicitation import PersonAsker
+    from bearagent.mcp.elicitation import Elicitor, PersonAsker
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
     from bearagent.service.planner import RunChoices
 
@@ -110,6 +110,7 @@ class HookWiring(Protocol):
     """The runtime's session hook wiring (`session_hooks.SessionHookWiring`): a session's hook dispatcher."""
 
     def hooks(self, session_id: str, permission_mode: str) -> SessionHooks: ...
+    def elicitor(self, hooks: SessionHooks, *, wait: bool = False) -> Elicitor | None: ...
 
 
 class WorkspaceHost(Protocol):
@@ -141,6 +142,8 @@ class HookHost(WorkspaceHost, Protocol):
 
     @property
     def answer_elicitation(self) -> PersonAsker | None: ...
+    @property
+    def ids(self) -> IdGenerator: ...
 
     @property
     def children(self) -> ChildRunners: ...

@@ -26,6 +26,7 @@ from bearagent.domain.run_events import (
 )
 from bearagent.domain.state import RunProjection
 from bearagent.hooks.bridge import LoopHookAdapter
+from bearagent.mcp.elicitation import current_elicitor
 from bearagent.runtime.compaction_run import COMPACT_TRIGGER_REF
 from bearagent.runtime.cursor import RunCursor, run_cursor
 from bearagent.runtime.observer import NullObserver, RunObserver
@@ -227,15 +228,21 @@ async def resume_run(
             hooks=LoopHookAdapter(hooks, runtime.sessions.transcript(session_key)) if hooks.enabled else None,
             observer=observer or NullObserver(),
         )
-        outcome = await loop.resume(
-            spec,
-            plan,
-            planner,
-            cursor,
-            changes=_changes(runtime, cursor, plan, created_agent),
-            wall_time_used_ms=run.usage.wall_time_ms,
-            reason=reason,  # pyright: ignore[reportArgumentType]
-        )
+        elicitor = runtime.hook_wiring.elicitor(hooks, wait=True)  # MCP servers' questions, as in `start`
+        token = current_elicitor.set(elicitor) if elicitor is not None else None
+        try:
+            outcome = await loop.resume(
+                spec,
+                plan,
+                planner,
+                cursor,
+                changes=_changes(runtime, cursor, plan, created_agent),
+                wall_time_used_ms=run.usage.wall_time_ms,
+                reason=reason,  # pyright: ignore[reportArgumentType]
+            )
+        finally:
+            if token is not None:
+                current_elicitor.reset(token)
         if session is not None:
             fresh = await runtime.store.fetch_session(session.session_id) or session
             await runtime.store.save_session(

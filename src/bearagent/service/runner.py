@@ -373,7 +373,7 @@ class WorkspaceRuntime:
                 hooks=LoopHookAdapter(hooks, self.sessions.transcript(session_key)) if hooks.enabled else None,
                 observer=observer or NullObserver(),
             )
-            elicitor = self.hook_wiring.elicitor(hooks)  # who answers MCP servers' questions during its calls
+            elicitor = self.hook_wiring.elicitor(hooks, wait=options.wait_approvals)  # MCP servers' questions
             token = current_elicitor.set(elicitor) if elicitor is not None else None
             try:
                 if queued is None:

@@ -91,12 +91,22 @@ class SessionHookWiring:
 
         return record
 
-    def elicitor(self, hooks: SessionHooks) -> Elicitor | None:
+    def elicitor(self, hooks: SessionHooks, *, wait: bool = False) -> Elicitor | None:
         """Who answers MCP servers' questions in a run's tool calls: its Elicitation hooks (with the
-        ElicitationResult hooks after), then a person (the interactive session), else nobody (declined, the
-        model reads the question)."""
+        ElicitationResult hooks after), then a person (the interactive session; with `wait`, as for tool
+        approvals, whoever answers it through the approvals API or CLI: `service/elicitations.py`), else nobody
+        (declined, the model reads the question)."""
         dispatcher = hooks.dispatcher
         person = self._rt.answer_elicitation
+        if person is None and wait:
+            from bearagent.domain.ids import SessionId
+            from bearagent.service.elicitations import logged_asker
+
+            ids = self._rt.ids
+            person = logged_asker(
+                lambda run_id, after: self._rt.store.fetch_events(run_id, after_sequence=after),
+                lambda: str(ids.new(SessionId)).replace("-", "")[-12:],
+            )
         with_hooks = hooks.enabled and (
             dispatcher.has_hooks("Elicitation") or dispatcher.has_hooks("ElicitationResult")
         )

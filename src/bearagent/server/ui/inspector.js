@@ -316,6 +316,7 @@
     $("events").append(el("li", null, el("code", null, id || "-"), " ", event.type, detail ? ` ${detail}` : ""));
     if (event.type === "final" || event.type === "step") $("live").textContent = "";
     if (event.type === "approval.requested" || event.type === "approval.resolved") onApproval(runId, event);
+    if (event.type === "elicitation.requested" || event.type === "elicitation.resolved") onQuestion(runId, event);
     if (TERMINAL_EVENTS.has(event.type) && event.run_id === runId) {
       state.ended = true; // an approval still unanswered is moot now
       $("live").textContent = "";
@@ -346,6 +347,33 @@
       const known = state.approvals.get(event.approval_id);
       if (!known) return;
       known.decision = DECISIONS.includes(event.decision) ? event.decision : "answered";
+      known.answered_by = text(event.answered_by);
+    }
+    renderApprovals(runId);
+  }
+
+  // An MCP server's question mid-call (elicitation.requested / .resolved), kept beside the approvals: same list,
+  // same answer route, with a form for the server's requested_schema.
+  function onQuestion(runId, event) {
+    const text = (value) => (typeof value === "string" ? value : "");
+    if (event.run_id !== runId || typeof event.elicitation_id !== "string" || event.elicitation_id === "") return;
+    if (event.type === "elicitation.requested") {
+      const schema = event.requested_schema !== null && typeof event.requested_schema === "object" ? event.requested_schema : {};
+      state.approvals.set(event.elicitation_id, {
+        kind: "elicitation",
+        approval_id: event.elicitation_id,
+        server: text(event.server),
+        message: text(event.message),
+        mode: event.mode === "url" ? "url" : "form",
+        url: text(event.url),
+        schema,
+        decision: null,
+        answered_by: null,
+      });
+    } else {
+      const known = state.approvals.get(event.elicitation_id);
+      if (!known) return;
+      known.decision = ["accept", "decline", "cancel"].includes(event.action) ? event.action : "answered";
       known.answered_by = text(event.answered_by);
     }
     renderApprovals(runId);
@@ -475,6 +503,7 @@
     $("approvals").replaceChildren(
       ...approvals.map((a) => {
         const status = approvalStatus(a);
+        if (a.kind === "elicitation") return questionItem(runId, a, status, said);
         const item = el(
           "li",
           { className: `approval approval-${status}`, dataset: { approvalId: a.approval_id } },
@@ -500,13 +529,85 @@
     );
   }
 
-  async function answer(runId, approvalId, decision, buttons) {
+  // The form of an MCP server's question: one field per property of its requested_schema (text, number, a
+  // checkbox for a boolean, a list for an enum, a multiple list for an array of enum values). The server's text
+  // is shown as text; the answer is checked again by the server (a field that does not fit is named in the error).
+  function questionItem(runId, q, status, said) {
+    const item = el(
+      "li",
+      { className: `approval approval-${status}`, dataset: { approvalId: q.approval_id } },
+      el("strong", null, `MCP server ${q.server} asks`),
+      " ",
+      el("span", { className: "status" }, said[status] || `${q.decision} by ${q.answered_by}`),
+      el("p", { className: "reason" }, q.message),
+      q.mode === "url" && q.url ? el("p", null, "open: ", el("code", null, q.url)) : null,
+    );
+    if (status !== "pending") return item;
+    const props = q.schema.properties !== null && typeof q.schema.properties === "object" ? q.schema.properties : {};
+    const required = Array.isArray(q.schema.required) ? q.schema.required : [];
+    const fields = el("div", { className: "question-fields" });
+    if (q.mode === "form") {
+      for (const [name, raw] of Object.entries(props).slice(0, 30)) {
+        const spec = raw !== null && typeof raw === "object" ? raw : {};
+        const options = Array.isArray(spec.enum) ? spec.enum : Array.isArray(spec.oneOf) ? spec.oneOf.map((o) => o && o.const) : null;
+        const items = spec.items !== null && typeof spec.items === "object" ? spec.items : {};
+        let input;
+        if (spec.type === "array") {
+          input = el("select", { dataset: { field: name, kind: "array" } });
+          input.multiple = true;
+          const values = Array.isArray(items.enum) ? items.enum : Array.isArray(items.anyOf) ? items.anyOf.map((o) => o && o.const) : [];
+          for (const v of values) input.append(el("option", { value: String(v) }, String(v)));
+        } else if (options) {
+          input = el("select", { dataset: { field: name, kind: "enum" } });
+          if (!required.includes(name)) input.append(el("option", { value: "" }, ""));
+          for (const v of options) input.append(el("option", { value: String(v) }, String(v)));
+        } else if (spec.type === "boolean") {
+          input = el("input", { type: "checkbox", dataset: { field: name, kind: "boolean" } });
+          if (spec.default === true) input.checked = true;
+        } else if (spec.type === "number" || spec.type === "integer") {
+          input = el("input", { type: "number", dataset: { field: name, kind: spec.type } });
+        } else {
+          input = el("input", { type: "text", dataset: { field: name, kind: "string" } });
+        }
+        const title = typeof spec.title === "string" ? spec.title : name;
+        fields.append(el("label", { className: "question-field" }, `${title}${required.includes(name) ? " *" : ""} `, input));
+      }
+    }
+    const buttons = el("div", { className: "buttons" });
+    const labels = { accept: q.mode === "url" ? "Done" : "Submit", decline: "Decline", cancel: "Cancel" };
+    for (const choice of ["accept", "decline", "cancel"]) {
+      const button = el("button", { type: "button", className: `answer answer-${choice}`, dataset: { decision: choice } }, labels[choice]);
+      button.addEventListener("click", () => {
+        const content = choice === "accept" && q.mode === "form" ? formContent(fields, required) : undefined;
+        void answer(runId, q.approval_id, choice, buttons, content);
+      });
+      buttons.append(button);
+    }
+    item.append(fields, buttons);
+    return item;
+  }
+
+  function formContent(fields, required) {
+    const content = {};
+    for (const input of fields.querySelectorAll("[data-field]")) {
+      const name = input.dataset.field;
+      const kind = input.dataset.kind;
+      if (kind === "boolean") content[name] = input.checked;
+      else if (kind === "array") content[name] = [...input.selectedOptions].map((o) => o.value);
+      else if (input.value === "" && !required.includes(name)) continue;
+      else if (kind === "number" || kind === "integer") content[name] = input.value === "" ? input.value : Number(input.value);
+      else content[name] = input.value;
+    }
+    return content;
+  }
+
+  async function answer(runId, approvalId, decision, buttons, content) {
     for (const b of buttons.querySelectorAll("button")) b.disabled = true;
     try {
       await api(`/v1/runs/${encodeURIComponent(runId)}/approvals/${encodeURIComponent(approvalId)}`, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ decision }),
+        body: JSON.stringify(content === undefined ? { decision } : { decision, content }),
       });
     } catch (error) {
       showError("run-error", error);
