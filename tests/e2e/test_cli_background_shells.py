@@ -19,25 +19,16 @@ import pytest
 from click.testing import CliRunner, Result
 from tests.support.config_ws import isolated_env, write
 from tests.support.run_ws import agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 from tests.support.tools import native_gate, request
 
 from bearagent.cli import main
 from bearagent.domain.ids import RunId
 from bearagent.ports import ToolContext
-from bearagent.sandbox.probe import find_bwrap
 from bearagent.tools.background import MAX_SHELLS, end_session_shells
 from bearagent.tools.policy import ToolPolicy
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="background shells are tested in the sandbox: Linux and bubblewrap (scripts/ci-extras.sh)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox("background shells are tested in the sandbox: Linux and bubblewrap (scripts/ci-extras.sh)")
 MAIN = {"main": agent_md("Main agent.", mode="primary")}
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
 UNSANDBOXED = 'sandbox: off\npermissions: {allow: ["Bash"]}\n'

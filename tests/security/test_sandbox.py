@@ -29,6 +29,7 @@ import pytest
 import yaml
 from tests.support.config_ws import isolated_env, write
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.api import open_workspace
 from bearagent.config.model import ConfigFile, load_config_file, merge_config
@@ -37,19 +38,9 @@ from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import Level
 from bearagent.plugins.manager import PluginHost
 from bearagent.sandbox.env import build_shell_env
-from bearagent.sandbox.probe import find_bwrap
 from bearagent.sandbox.settings import ShellEnvPolicy, loosening
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
 REPO = Path(__file__).resolve().parents[2]
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")

@@ -28,6 +28,7 @@ from click.testing import CliRunner
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.mcp_helpers import pids_with_arg, wait_until_gone
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.api import open_workspace
 from bearagent.cli.main import main
@@ -38,20 +39,10 @@ from bearagent.domain.specs import HookHandlerSpec, Level
 from bearagent.hooks.protocol import HandlerFailure
 from bearagent.hooks.runners import RunnerContext, run_handler
 from bearagent.plugins.manager import PluginHost
-from bearagent.sandbox.probe import find_bwrap
 from bearagent.sandbox.settings import SandboxSettings
 from bearagent.trust import trust, workspace_trust_surface
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
 REPO = Path(__file__).resolve().parents[2]
 ESCAPE = REPO / "tests" / "support" / "mcp_servers" / "escape.py"
