@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.e2e.test_rewind import tree
 from tests.support.config_ws import isolated_env, write
+from tests.support.rewind_ws import tree
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.api import open_workspace
