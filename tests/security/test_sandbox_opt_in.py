@@ -16,9 +16,7 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -26,6 +24,7 @@ from typing import cast
 import pytest
 from click.testing import CliRunner
 from tests.support.config_ws import isolated_env, load, write
+from tests.support.host_probes import Listener
 from tests.support.mcp_helpers import pids_with_arg, wait_until_gone
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 from tests.support.sandbox_marks import needs_sandbox
@@ -88,37 +87,6 @@ def home(sandbox_home_base: Path) -> Path:
     (path / "bearagent").mkdir(parents=True)
     write(path, ".ssh/id_rsa", SECRET)
     return path
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1 that counts the connections it accepted."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = int(self.sock.getsockname()[1])
-        self.accepted = 0
-        self._stop = False
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop = True
-        self._thread.join(2)
-        self.sock.close()
 
 
 @pytest.fixture
