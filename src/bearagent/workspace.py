@@ -358,20 +358,8 @@ def _settings_model(
     if chosen is None:
         return config
     name, cf = chosen
-    entry = models.get(name) or next((e for e in models.all() if e.model == name), None)
+    entry = _named_model(models, cf, "model", name, "the default model runs", diags)
     if entry is None:
-        diags.append(
-            Diagnostic(
-                severity="warning",
-                code="config.unknown_settings_model",
-                message=f"model {name!r} in {cf.path.name} is not a model entry (nor an entry's model); the default "
-                "model runs",
-                source=str(cf.path),
-                line=cf.line_of("model"),
-                field="model",
-                fix=f"use one of: {name_list(models.refs()) or 'none'}, or add a `models:` entry named {name!r}",
-            )
-        )
         return config
     return config.model_copy(update={"default_model": entry.ref})
 
@@ -382,23 +370,31 @@ def _fallback_model(files: ConfigFiles, models: ModelRegistry, diags: list[Diagn
     cf = next((cf for cf in reversed(files.claude) if "fallback_model" in cf.settings), None)
     if cf is None:
         return None
-    name = str(cf.settings["fallback_model"])
+    entry = _named_model(
+        models, cf, "fallbackModel", str(cf.settings["fallback_model"]), "runs have no fallback model", diags
+    )
+    return entry.ref if entry is not None else None
+
+
+def _named_model(
+    models: ModelRegistry, cf: ConfigFile, key: str, name: str, otherwise: str, diags: list[Diagnostic]
+) -> ModelEntry | None:
+    """The model entry a settings file's `key` names (an entry's name or its `model:`); anything else is a warning
+    that says what happens `otherwise`, and None."""
     entry = models.get(name) or next((e for e in models.all() if e.model == name), None)
     if entry is None:
         diags.append(
             Diagnostic(
                 severity="warning",
                 code="config.unknown_settings_model",
-                message=f"fallbackModel {name!r} in {cf.path.name} is not a model entry (nor an entry's model); runs "
-                "have no fallback model",
+                message=f"{key} {name!r} in {cf.path.name} is not a model entry (nor an entry's model); {otherwise}",
                 source=str(cf.path),
-                line=cf.line_of("fallbackModel"),
-                field="fallbackModel",
+                line=cf.line_of(key),
+                field=key,
                 fix=f"use one of: {name_list(models.refs()) or 'none'}, or add a `models:` entry named {name!r}",
             )
         )
-        return None
-    return entry.ref
+    return entry
 
 
 def _available_models(files: ConfigFiles) -> tuple[tuple[str, ...], str] | None:

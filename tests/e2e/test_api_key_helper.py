@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from tests.support.config_ws import isolated_env, load, write
+from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.run_ws import agent_md
 
 from bearagent.api import open_workspace
@@ -34,62 +33,11 @@ exit 3
 """
 
 
-class FakeAnthropic:
-    """Answers every POST /v1/messages with one non-streamed message; keeps each request's key."""
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.tool_calls: list[str] = []
-        """Bash commands to answer with (one tool_use each, first), before the plain text answers."""
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ")
-                fake.keys.append(self.headers.get("x-api-key") or bearer)  # the SDK sends one or the other
-                content: list[dict[str, object]] = [{"type": "text", "text": "Hello from the fake."}]
-                stop = "end_turn"
-                if fake.tool_calls:
-                    command = fake.tool_calls.pop(0)
-                    content = [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": command}}]
-                    stop = "tool_use"
-                body = json.dumps(
-                    {
-                        "id": "msg_fake",
-                        "type": "message",
-                        "role": "assistant",
-                        "model": "claude-fake",
-                        "content": content,
-                        "stop_reason": stop,
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 5, "output_tokens": 4},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeAnthropic]:
     forget_cached_keys()
-    server = FakeAnthropic()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
+    with FakeAnthropic() as server:
+        yield server
     forget_cached_keys()
 
 

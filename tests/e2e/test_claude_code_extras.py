@@ -17,6 +17,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from tests.support.cli_events import tool_outcomes
+
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
 
 LOG_HOOK = """#!/bin/sh
@@ -104,20 +106,7 @@ class Project:
 
     def outcomes(self) -> list[tuple[str, str, str]]:
         """(tool name, Completed|Failed, result payload) of the last top-level run, in order."""
-        events = self.events()
-        names = {
-            call["tool_call_id"]: call["name"]
-            for e in events
-            if e["event_type"] == "ModelCallCompleted"
-            for call in e["payload"].get("tool_calls", [])
-        }
-        out: list[tuple[str, str, str]] = []
-        for e in events:
-            if e["event_type"] in ("ToolCallCompleted", "ToolCallFailed"):
-                payload = e["payload"]
-                kind = str(e["event_type"]).removeprefix("ToolCall")
-                out.append((str(names.get(payload.get("tool_call_id"), "?")), kind, json.dumps(payload)))
-        return out
+        return [(name, kind.removeprefix("ToolCall"), payload) for name, kind, payload in tool_outcomes(self.events())]
 
     def goal(self) -> str:
         return str(self.payloads("RunCreated")[0]["goal"])

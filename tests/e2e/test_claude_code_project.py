@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from tests.support.cli_events import tool_outcomes
 
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "claude_project"
@@ -94,19 +95,7 @@ class Project:
         """(tool name, ToolCallCompleted|ToolCallFailed, result text) of the last top-level run, in order."""
         result = self.bear("events", "last", "--json")
         assert result.returncode == 0, result.stderr
-        events = [json.loads(line) for line in result.stdout.splitlines()]
-        names = {
-            call["tool_call_id"]: call["name"]
-            for e in events
-            if e["event_type"] == "ModelCallCompleted"
-            for call in e["payload"].get("tool_calls", [])
-        }
-        out: list[tuple[str, str, str]] = []
-        for e in events:
-            if e["event_type"] in ("ToolCallCompleted", "ToolCallFailed"):
-                payload = e["payload"]
-                out.append((names.get(payload.get("tool_call_id"), "?"), e["event_type"], json.dumps(payload)))
-        return out
+        return tool_outcomes([json.loads(line) for line in result.stdout.splitlines()])
 
     def goal(self) -> str:
         result = self.bear("events", "last", "--json")

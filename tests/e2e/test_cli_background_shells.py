@@ -18,26 +18,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from tests.support.config_ws import isolated_env, write
+from tests.support.host_probes import processes_with
 from tests.support.run_ws import agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 from tests.support.tools import native_gate, request
 
 from bearagent.cli import main
 from bearagent.domain.ids import RunId
 from bearagent.ports import ToolContext
-from bearagent.sandbox.probe import find_bwrap
 from bearagent.tools.background import MAX_SHELLS, end_session_shells
 from bearagent.tools.policy import ToolPolicy
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="background shells are tested in the sandbox: Linux and bubblewrap (scripts/ci-extras.sh)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox("background shells are tested in the sandbox: Linux and bubblewrap (scripts/ci-extras.sh)")
 MAIN = {"main": agent_md("Main agent.", mode="primary")}
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
 UNSANDBOXED = 'sandbox: off\npermissions: {allow: ["Bash"]}\n'
@@ -57,26 +49,11 @@ def _invoke(args: list[str], home: Path) -> Result:
     return CliRunner().invoke(main, args, env=isolated_env(home), prog_name="bearagent")
 
 
-def _with_marker(marker: str) -> list[int]:
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode("utf-8", "replace")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if marker in argv and state != "Z":
-            found.append(int(entry))
-    return found
-
-
 def _gone(marker: str, within_s: float = 10.0) -> bool:
     deadline = time.monotonic() + within_s
-    while _with_marker(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _with_marker(marker)
+    return not processes_with(marker)
 
 
 def _results(root: Path, home: Path, output: str) -> list[dict[str, object]]:
@@ -182,17 +159,17 @@ def test_sigkill_of_bearagent_run_leaves_no_background_process(tmp_path: Path, u
     )
     try:
         deadline = time.monotonic() + 60  # generous: a loaded machine starts bearagent slowly
-        while len(_with_marker(marker)) < 2 and time.monotonic() < deadline:
+        while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
             assert proc.poll() is None, "bearagent run ended before the background shell started"
             time.sleep(0.1)
-        assert len(_with_marker(marker)) >= 2, "the background processes never appeared"
+        assert len(processes_with(marker)) >= 2, "the background processes never appeared"
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         assert _gone(marker), "a background process survived SIGKILL of bearagent"
     finally:
         if proc.poll() is None:
             proc.kill()
-        for pid in _with_marker(marker):
+        for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
 
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 from tests.support.config_ws import isolated_env, write
 from tests.support.events import SEED_RUN_ID, seed_001_steps
-from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.run_ws import CONFIG, agent_md, scout_workspace, scripted_workspace
 
 from bearagent.cli import main
 from bearagent.store.sqlite import SqliteEventStore
@@ -208,19 +208,7 @@ turns:
 
 
 def test_a_run_with_a_subagent_replays_the_parent_and_then_the_child_from_its_log(tmp_path: Path) -> None:
-    script = """
-turns:
-  - tool_calls: [{name: Task, arguments: {subagent_type: scout, prompt: "read the notes", description: look}}]
-  - tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
-  - text: "scout: the notes say hello"
-  - text: "All done."
-"""
-    agents = {
-        "main": agent_md("Main agent.", mode="primary", tools="[Read, Task]", subagents="[scout]"),
-        "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
-    }
-    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
-    write(root, "notes.md", "hello notes\n")
+    root = scout_workspace(tmp_path / "ws")
     run_id = run_once(root, tmp_path, "go")
     code, report = replay_json(root, tmp_path, run_id)
     assert code == 0, report

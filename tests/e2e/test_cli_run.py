@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 from tests.support.config_ws import isolated_env, write
 from tests.support.foreground import as_foreground
-from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.run_ws import CONFIG, agent_md, scout_workspace, scripted_workspace
 
 from bearagent.cli import main
 from bearagent.domain.stream import FinalEvent, RunStartedEvent, RunSucceededEvent, parse_stream_event_json
@@ -377,19 +377,7 @@ turns:
 
 
 def test_a_subagents_tool_calls_are_nested_under_its_task(tmp_path: Path) -> None:
-    script = """
-turns:
-  - tool_calls: [{name: Task, arguments: {subagent_type: scout, prompt: "read the notes", description: look}}]
-  - tool_calls: [{name: Read, arguments: {file_path: notes.md}}]
-  - text: "scout: the notes say hello"
-  - text: "All done."
-"""
-    agents = {
-        "main": agent_md("Main agent.", mode="primary", tools="[Read, Task]", subagents="[scout]"),
-        "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
-    }
-    root = scripted_workspace(tmp_path / "ws", script, agents=agents)
-    write(root, "notes.md", "hello notes\n")
+    root = scout_workspace(tmp_path / "ws")
     result = invoke(["run", "-w", str(root), "go"], tmp_path)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()

@@ -114,14 +114,44 @@ def _tool_results(root: Path, home: Path) -> list[tuple[str, str]]:
     return out
 
 
-def test_disallowed_tools_and_add_dir_shape_one_run_only(tmp_path: Path) -> None:
+def _shared_notes_ws(
+    tmp_path: Path, script: str = SCRIPT, tools: str = "[Read, Write]", permissions: str = ""
+) -> tuple[Path, Path, dict[str, str], Path]:
+    """A workspace whose scripted model reads `shared/notes.txt` (a directory beside it) and writes out.txt, edits
+    accepted: its root, the home, the environment of its runs and the shared directory."""
     shared = tmp_path / "shared"
     write(shared, "notes.txt", "shared secret notes\n")
     home = tmp_path / "home"
-    agents = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
-    config = CONFIG + "permission_mode: acceptEdits\n"
-    root = scripted_workspace(tmp_path / "ws", SCRIPT.format(shared=shared), agents=agents, config=config)
-    env = isolated_env(home)
+    agents = {"main": agent_md("Main.", mode="primary", tools=tools)}
+    config = CONFIG + "permission_mode: acceptEdits\n" + permissions
+    root = scripted_workspace(tmp_path / "ws", script.format(shared=shared), agents=agents, config=config)
+    return root, home, isolated_env(home), shared
+
+
+def _add_dir_to_the_record(root: Path, add_dir: Path, run_id: str | None = None) -> None:
+    """Edit the log: a directory added to the record of the run (the only one, or `run_id`); its seal no longer
+    verifies."""
+    db = sqlite3.connect(root / ".bearagent" / "state.db")
+    try:
+        query = "SELECT rowid, payload FROM events WHERE event_type = 'RunCreated'"
+        row = db.execute(query + " AND run_id = ?", (run_id,)).fetchone() if run_id else db.execute(query).fetchone()
+        payload = json.loads(row[1])
+        payload["request"]["add_dirs"] = [str(add_dir)]
+        db.execute("UPDATE events SET payload = ? WHERE rowid = ?", (json.dumps(payload), row[0]))
+        db.commit()
+    finally:
+        db.close()
+
+
+def _replay_last(root: Path, env: Mapping[str, str]) -> dict[str, object]:
+    """`bearagent replay last --json` (it must exit 0): its report."""
+    replayed = _run(root, env, "replay", "last", "--json")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    return cast(dict[str, object], json.loads(replayed.stdout))
+
+
+def test_disallowed_tools_and_add_dir_shape_one_run_only(tmp_path: Path) -> None:
+    root, home, env, shared = _shared_notes_ws(tmp_path)
     chosen = _run(root, env, "run", "--add-dir", str(shared), "--disallowedTools", "Write", "go")
     assert chosen.returncode == 0, chosen.stderr
     assert not (root / "out.txt").exists()  # Write denied for this run
@@ -130,11 +160,9 @@ def test_disallowed_tools_and_add_dir_shape_one_run_only(tmp_path: Path) -> None
     assert write_call[0] == "ToolCallFailed"
     assert "--disallowed-tools" in write_call[1]  # the denial names the flag that caused it: the user's fix
     # the replay plans the run as it was (its sealed choices): the re-executed Read reaches --add-dir again
-    replayed = _run(root, env, "replay", "last", "--json")
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-    report = json.loads(replayed.stdout)
+    report = _replay_last(root, env)
     assert report["ok"] and report["mismatches"] == 0, report
-    assert not any("without the run's own choices" in note for note in report["notes"]), report
+    assert not any("without the run's own choices" in note for note in cast(list[str], report["notes"])), report
     plain = _run(root, env, "run", "go")  # a new run: neither choice carries over
     assert plain.returncode == 0, plain.stderr
     assert (root / "out.txt").read_text() == "written\n"
@@ -157,31 +185,15 @@ def test_a_denial_by_a_disallowed_tools_rule_names_the_flag_and_a_replay_keeps_i
     assert write_call[0] == "ToolCallFailed"
     assert "Write(out.txt)" in write_call[1] and "this run's --disallowed-tools" in write_call[1], write_call
     assert "run again without that rule in --disallowed-tools" in write_call[1], write_call
-    replayed = _run(root, env, "replay", "last", "--json")
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-    assert json.loads(replayed.stdout)["ok"]
+    assert _replay_last(root, env)["ok"]
 
 
 def test_a_replay_of_a_record_not_sealed_by_you_drops_its_choices_with_a_note(tmp_path: Path) -> None:
-    shared = tmp_path / "shared"
-    write(shared, "notes.txt", "shared secret notes\n")
-    home = tmp_path / "home"
-    agents = {"main": agent_md("Main.", mode="primary", tools="[Read, Write]")}
-    config = CONFIG + "permission_mode: acceptEdits\n"
-    root = scripted_workspace(tmp_path / "ws", SCRIPT.format(shared=shared), agents=agents, config=config)
-    env = isolated_env(home)
+    root, home, env, shared = _shared_notes_ws(tmp_path)
     plain = _run(root, env, "run", "go")
     assert plain.returncode == 0, plain.stderr
     assert "shared secret notes" not in _tool_results(root, home)[0][1]
-    db = sqlite3.connect(root / ".bearagent" / "state.db")
-    try:  # a log edited to add a directory to the run's record: its seal no longer verifies
-        row = db.execute("SELECT rowid, payload FROM events WHERE event_type = 'RunCreated'").fetchone()
-        payload = json.loads(row[1])
-        payload["request"]["add_dirs"] = [str(shared)]
-        db.execute("UPDATE events SET payload = ? WHERE rowid = ?", (json.dumps(payload), row[0]))
-        db.commit()
-    finally:
-        db.close()
+    _add_dir_to_the_record(root, shared)  # a log edited to add a directory to the run's record
     replayed = _run(root, env, "replay", "last", "--json")
     report = json.loads(replayed.stdout)
     assert any("without the run's own choices" in note for note in report["notes"]), report
@@ -211,13 +223,9 @@ def _wait(root: Path, env: Mapping[str, str], *flags: str) -> tuple[str, str]:
 
 
 def test_a_resumed_run_keeps_its_choices_and_an_edited_record_is_refused(tmp_path: Path) -> None:
-    shared = tmp_path / "shared"
-    write(shared, "notes.txt", "shared secret notes\n")
-    home = tmp_path / "home"
-    agents = {"main": agent_md("Main.", mode="primary", tools="[Read, Write, Bash]")}
-    config = CONFIG + "permission_mode: acceptEdits\npermissions:\n  ask: [Bash]\n"
-    root = scripted_workspace(tmp_path / "ws", WAIT_SCRIPT.format(shared=shared), agents=agents, config=config)
-    env = isolated_env(home)
+    root, home, env, shared = _shared_notes_ws(
+        tmp_path, WAIT_SCRIPT, tools="[Read, Write, Bash]", permissions="permissions:\n  ask: [Bash]\n"
+    )
     run_id, approval = _wait(root, env, "--add-dir", str(shared), "--disallowed-tools", "Write")
     # the answer is given by another process, which resumes the run from its sealed record
     answered = _run(root, env, "approvals", "answer", run_id, approval, "allow")
@@ -229,17 +237,7 @@ def test_a_resumed_run_keeps_its_choices_and_an_edited_record_is_refused(tmp_pat
 
     # a log edited to add a directory to a waiting run's record: refused, never executed
     other, approval = _wait(root, env)
-    db = sqlite3.connect(root / ".bearagent" / "state.db")
-    try:
-        row = db.execute(
-            "SELECT rowid, payload FROM events WHERE run_id = ? AND event_type = 'RunCreated'", (other,)
-        ).fetchone()
-        payload = json.loads(row[1])
-        payload["request"]["add_dirs"] = [str(shared)]
-        db.execute("UPDATE events SET payload = ? WHERE rowid = ?", (json.dumps(payload), row[0]))
-        db.commit()
-    finally:
-        db.close()
+    _add_dir_to_the_record(root, shared, other)
     refused = _run(root, env, "approvals", "answer", other, approval, "allow")
     assert refused.returncode != 0, refused.stdout + refused.stderr
     assert "not executed" in refused.stdout + refused.stderr, refused.stdout + refused.stderr

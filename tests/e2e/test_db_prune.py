@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from tests.security.test_shipped_logs_postgres import PG_STORE, user_env
 from tests.support import postgres_cluster
 from tests.support.config_ws import isolated_env, write
-from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.run_ws import CONFIG, SCOUT_AGENTS, scripted_workspace
 
 from bearagent.cli import main
 
@@ -29,10 +29,7 @@ turns:
   - text: "scout: wombat"
   - text: "The notes mention a wombat."
 """
-AGENTS = {
-    "main": agent_md("Main agent.", mode="primary", tools="[Read, Task]", subagents="[scout]"),
-    "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
-}
+AGENTS = SCOUT_AGENTS
 
 
 class Ws:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,26 +13,18 @@ from types import ModuleType
 
 import pytest
 from tests.support.config_ws import isolated_env, write
+from tests.support.doc_blocks import doc_block, python_blocks
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent import open_workspace
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.plugin import PluginHost
 
-REPO = Path(__file__).resolve().parents[2]
-BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
-
-
-def _block(starting: str) -> str:
-    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
-    blocks = [b for b in BLOCK.findall(text) if b.startswith(starting)]
-    assert len(blocks) == 1, f"docs/plugins.md must have one python block starting with {starting!r}"
-    return blocks[0]
+PAGE = "docs/plugins.md"
 
 
 def test_every_python_block_of_the_page_is_run_by_a_test() -> None:
-    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
-    firsts = {b.splitlines()[0] for b in BLOCK.findall(text)}
+    firsts = {b.splitlines()[0] for b in python_blocks(PAGE)}
     run_here = {"# src/bearagent_hello/__init__.py", "from bearagent.plugin import PythonHookHandler, hookimpl"}
     run_elsewhere = {"# src/bearagent_wordcount/__init__.py", "# src/bearagent_wren/__init__.py"}
     in_process = {"import bearagent_hello  # your plugin module (or any object with @hookimpl methods)"}
@@ -42,7 +33,7 @@ def test_every_python_block_of_the_page_is_run_by_a_test() -> None:
 
 def test_the_hello_plugin_ships_an_agent_and_registers_in_process_as_written(tmp_path: Path) -> None:
     package = tmp_path / "site" / "bearagent_hello"
-    write(package, "__init__.py", _block("# src/bearagent_hello/__init__.py"))
+    write(package, "__init__.py", doc_block(PAGE, "# src/bearagent_hello/__init__.py"))
     write(package, "agents/hello.md", agent_md("Says hello.", mode="primary"))
     # the workspace has no agent of its own: its default agent `hello` exists only through the plugin
     config = """
@@ -54,7 +45,7 @@ models:
     root = scripted_workspace(tmp_path / "ws", "turns:\n  - text: 'Hello from the plugin agent.'\n", config=config)
     env = {**os.environ, **isolated_env(tmp_path / "home"), "PYTHONPATH": str(tmp_path / "site")}
     done = subprocess.run(
-        [sys.executable, "-c", _block("import bearagent_hello")],
+        [sys.executable, "-c", doc_block(PAGE, "import bearagent_hello")],
         cwd=root,
         env=env,
         capture_output=True,
@@ -69,7 +60,7 @@ models:
 @pytest.fixture
 def force_push_guard(tmp_path: Path) -> ModuleType:
     path = tmp_path / "no_force_push.py"
-    path.write_text(_block("from bearagent.plugin import PythonHookHandler, hookimpl"), encoding="utf-8")
+    path.write_text(doc_block(PAGE, "from bearagent.plugin import PythonHookHandler, hookimpl"), encoding="utf-8")
     module = ModuleType("no_force_push")
     module.__file__ = str(path)
     exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)

@@ -4,9 +4,7 @@ through the whole runtime (a run with a tool call), and directly for the failure
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -17,6 +15,7 @@ from types import ModuleType
 from typing import Any, cast
 
 import pytest
+from tests.support.doc_blocks import import_doc_block
 
 from bearagent import BearAgentError, open_workspace
 from bearagent.plugin import (
@@ -59,16 +58,7 @@ class FakeWren:
 
 @pytest.fixture(scope="module")
 def wren_module(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if b.startswith(FIRST_LINE)]
-    assert len(blocks) == 1, f"docs/plugins.md must have one python block starting with {FIRST_LINE!r}"
-    path = tmp_path_factory.mktemp("wren") / "bearagent_wren.py"
-    path.write_text(blocks[0], encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("bearagent_wren", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_doc_block("docs/plugins.md", FIRST_LINE, tmp_path_factory.mktemp("wren"), "bearagent_wren")
 
 
 @pytest.fixture

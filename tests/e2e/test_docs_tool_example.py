@@ -4,21 +4,19 @@ why)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import re
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from tests.support.config_ws import isolated_env, write
+from tests.support.doc_blocks import import_doc_block
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent import open_workspace
 from bearagent.domain._base import thaw_json_mapping
 from bearagent.plugin import PluginHost
 
-REPO = Path(__file__).resolve().parents[2]
 FIRST_LINE = "# src/bearagent_wordcount/__init__.py"
 
 SCRIPT = """
@@ -33,16 +31,7 @@ turns:
 
 @pytest.fixture(scope="module")
 def wordcount(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if b.startswith(FIRST_LINE)]
-    assert len(blocks) == 1, f"docs/plugins.md must have one python block starting with {FIRST_LINE!r}"
-    path = tmp_path_factory.mktemp("wordcount") / "bearagent_wordcount.py"
-    path.write_text(blocks[0], encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("bearagent_wordcount", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_doc_block("docs/plugins.md", FIRST_LINE, tmp_path_factory.mktemp("wordcount"), "bearagent_wordcount")
 
 
 def test_the_tool_example_runs_in_a_real_run(wordcount: ModuleType, tmp_path: Path) -> None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import pexpect
 import pytest
 from tests.support.foreground import as_foreground
+from tests.support.pty_session import session_env, spawn_session
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,17 +35,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def _spawn(ws: Path, home: Path) -> pexpect.spawn[str]:
-    env = dict(os.environ)
-    env.update({"BEARAGENT_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
-    return pexpect.spawn(
-        sys.executable,
-        ["-m", "bearagent", "-w", str(ws)],
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 160),
-        preexec_fn=as_foreground,
-    )
+    return spawn_session(ws, session_env(home), preexec_fn=as_foreground)  # Ctrl-C is pressed
 
 
 def _wait_for_running_run(workspace: Path, timeout_s: float = 20.0) -> None:

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 from pathlib import Path
 
 import pexpect
+from tests.support.pty_session import interactive_session, session_env
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 SCRIPT = """
@@ -23,8 +23,8 @@ turns:
 """
 
 
-def _session(tmp_path: Path) -> tuple[Path, dict[str, str], pexpect.spawn[str]]:
-    """A workspace whose Write asks (permission mode default), and an interactive session on it in a pty."""
+def _workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A workspace whose Write asks (permission mode default), and the environment of a session on it."""
     root = scripted_workspace(
         tmp_path / "ws",
         SCRIPT,
@@ -32,23 +32,12 @@ def _session(tmp_path: Path) -> tuple[Path, dict[str, str], pexpect.spawn[str]]:
         config=CONFIG + "permission_mode: default\n",
     )
     home = tmp_path / "home"
-    env = {**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "NO_COLOR": "1"}
-    env.update({"TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
-    child: pexpect.spawn[str] = pexpect.spawn(
-        sys.executable,
-        ["-m", "bearagent", "-w", str(root)],
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 160),
-    )
-    return root, env, child
+    return root, session_env(home / "bearagent", HOME=str(home))
 
 
 def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Path) -> None:
-    root, _env, child = _session(tmp_path)
-    try:
-        child.expect("main>")
+    root, env = _workspace(tmp_path)
+    with interactive_session(root, env) as child:
         child.sendline("write it")
         child.expect("needs approval")
         child.expect(r"\[a\]lways this session")
@@ -64,8 +53,6 @@ def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Pat
         child.expect("main>")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
     assert (root / "out.txt").read_text() == "two\n"
     with sqlite3.connect(root / ".bearagent" / "state.db") as conn:
         rows = conn.execute("SELECT event_type, payload FROM events ORDER BY seq_no").fetchall()
@@ -85,9 +72,8 @@ def test_always_in_the_terminal_is_a_fact_and_lives_on_the_session(tmp_path: Pat
 def test_an_answer_from_another_terminal_wins_over_a_later_one_here(tmp_path: Path) -> None:
     import subprocess
 
-    root, env, child = _session(tmp_path)
-    try:
-        child.expect("main>")
+    root, env = _workspace(tmp_path)
+    with interactive_session(root, env) as child:
         child.sendline("write it")
         child.expect(r"\[a\]lways this session")
         listed = subprocess.run(
@@ -115,6 +101,4 @@ def test_an_answer_from_another_terminal_wins_over_a_later_one_here(tmp_path: Pa
         child.expect("main>")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
     assert (root / "out.txt").read_text() == "one\n"

@@ -4,12 +4,11 @@ next prompt goes on from the compacted history."""
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pexpect
 from tests.support.config_ws import write
+from tests.support.pty_session import interactive_session, session_env
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent.domain.run_events import ContextCompactedV1, parse_run_event_payload
@@ -39,20 +38,7 @@ def test_compact_in_the_session_compacts_now_and_the_next_prompt_goes_on_from_th
         tmp_path / "ws", SCRIPT, agents={"main": agent_md("Main.", mode="primary", tools="[]")}, config=CONFIG
     )
     write(root, ".bearagent/summary.yaml", SUMMARY)
-    env = dict(os.environ)
-    env.update(
-        {"BEARAGENT_HOME": str(tmp_path / "home"), "NO_COLOR": "1", "TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""}
-    )
-    child: pexpect.spawn[str] = pexpect.spawn(
-        sys.executable,
-        ["-m", "bearagent", "-w", str(root)],
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 160),
-    )
-    try:
-        child.expect("main>")
+    with interactive_session(root, session_env(tmp_path / "home")) as child:
         child.sendline("/compact")
         child.expect("nothing to compact: the session has no runs yet")
         child.expect("main>")
@@ -72,8 +58,6 @@ def test_compact_in_the_session_compacts_now_and_the_next_prompt_goes_on_from_th
         child.expect("/compact \\[FOCUS\\]")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
 
     store = SqliteEventStore(root / ".bearagent" / "state.db")
     try:

@@ -5,13 +5,12 @@ named with the range."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import pexpect
 import pytest
+from tests.support.pty_session import interactive_session, session_env
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 
@@ -36,22 +35,7 @@ def test_diff_shows_a_prompts_changes_bash_included(tmp_path: Path) -> None:
         agents={"main": agent_md("Main.", mode="primary", tools="[Write, Bash]")},
         config=CONFIG + "permissions:\n  allow: [Write, Bash]\n",
     )
-    env = dict(os.environ)
-    env.update(
-        {"BEARAGENT_HOME": str(tmp_path / "home"), "NO_COLOR": "1", "TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""}
-    )
-    child: pexpect.spawn[str] = pexpect.spawn(
-        sys.executable,
-        ["-m", "bearagent", "-w", str(root)],
-        env=env,
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(40, 160),
-    )
-    try:
-        child.expect("Trust this workspace\\? \\[y/N\\]")
-        child.sendline("y")
-        child.expect("main>")
+    with interactive_session(root, session_env(tmp_path / "home"), timeout=60, trust=True) as child:
         child.sendline("/diff")
         child.expect("the session has no prompts yet")
         child.sendline("look around")
@@ -76,6 +60,4 @@ def test_diff_shows_a_prompts_changes_bash_included(tmp_path: Path) -> None:
         child.expect("main>")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
     assert (root / "notes.txt").read_text() == "alpha\ngamma\n"

@@ -5,7 +5,6 @@ are asked one by one, a bad value is asked again, the server gets the typed answ
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pexpect
 from tests.support.config_ws import write
 from tests.support.mcp_helpers import server_in_workspace
+from tests.support.pty_session import interactive_session, session_env
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 SCRIPT = """
@@ -35,20 +35,9 @@ def test_a_person_answers_a_servers_question_in_the_terminal(tmp_path: Path) -> 
         ),
     )
     home = tmp_path / "home"
-    env = {**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "NO_COLOR": "1"}
-    env.update({"TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
-    child: pexpect.spawn[str] = pexpect.spawn(
-        sys.executable,
-        ["-m", "bearagent", "-w", str(root)],
-        env=env,
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(40, 160),
-    )
-    try:
-        child.expect("Trust this workspace\\? \\[y/N\\] ")  # its .mcp.json server is on the trust surface
-        child.sendline("y")
-        child.expect("main>")
+    env = session_env(home / "bearagent", HOME=str(home))
+    # trusted: its .mcp.json server is on the trust surface
+    with interactive_session(root, env, timeout=60, trust=True) as child:
         child.sendline("deploy staging")
         child.expect("MCP server asker asks: Really deploy to staging\\?")
         child.expect("answer it\\? \\[y\\]es")
@@ -69,8 +58,6 @@ def test_a_person_answers_a_servers_question_in_the_terminal(tmp_path: Path) -> 
         child.expect("main>")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
     # the tool results as the log keeps them (the state database exists now: read-only)
     with sqlite3.connect(f"file:{root / '.bearagent' / 'state.db'}?mode=ro", uri=True) as db:
         rows = [

@@ -5,11 +5,10 @@ fact in the log, and the next prompt goes on from before the picked one."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import pexpect
+from tests.support.pty_session import interactive_session, session_env
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.runtime.session_history import Timeline
@@ -40,23 +39,9 @@ def test_rewind_in_the_session_puts_files_and_conversation_back(tmp_path: Path) 
         agents={"main": agent_md("Main.", mode="primary", tools="[Read, Write]")},
         config=CONFIG + "permissions:\n  allow: [Write]\n",
     )
-    env = dict(os.environ)
-    env.update(
-        {"BEARAGENT_HOME": str(tmp_path / "home"), "NO_COLOR": "1", "TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""}
-    )
-    child: pexpect.spawn[str] = pexpect.spawn(
-        sys.executable,
-        ["-m", "bearagent", "-w", str(root)],
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 160),
-    )
     notes = root / "notes.txt"
-    try:
-        child.expect("Trust this workspace\\? \\[y/N\\]")  # it allows Write without asking
-        child.sendline("y")
-        child.expect("main>")
+    # trusted: it allows Write without asking
+    with interactive_session(root, session_env(tmp_path / "home"), trust=True) as child:
         child.sendline("/rewind")
         child.expect("nothing to rewind: the session has no prompts yet")
         child.expect("main>")
@@ -131,8 +116,6 @@ def test_rewind_in_the_session_puts_files_and_conversation_back(tmp_path: Path) 
         child.expect("/rewind")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
 
     store = SqliteEventStore(root / ".bearagent" / "state.db")
     try:

@@ -4,7 +4,6 @@ second rewind is a no-op, and a file edited outside BearAgent since is named and
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -13,10 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from tests.security.test_shipped_logs_postgres import user_env
-from tests.support import postgres_cluster
 from tests.support.config_ws import isolated_env, write
-from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.rewind_ws import MAIN, Tree, bearagent, run_killed_in_bash, store_env, tool_call, tree
+from tests.support.run_ws import CONFIG, scripted_workspace
 
 from bearagent.cli import main
 from bearagent.sandbox.probe import find_bwrap
@@ -28,7 +26,6 @@ pytestmark = [
     ),
 ]
 
-MAIN = {"main": agent_md("Main agent.", mode="primary")}
 BASH = (
     "sed -i s/one/ONE/ a.txt && rm gone.txt && mv old.txt new.txt && mkdir -p deep/er/dir && "
     "chmod 755 run.sh && ln -s a.txt link && printf '\\000\\001\\377bin' > blob.bin && echo x > deep/er/dir/f"
@@ -42,39 +39,14 @@ def invoke(args: list[str], env: dict[str, str]) -> Result:
 @pytest.fixture(params=["sqlite", "postgres"])
 def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     """The same rewinds over either store: the workspace's SQLite log, or a user config's PostgreSQL database."""
-    if request.param == "postgres":
-        postgres_cluster.require()
-        return user_env(tmp_path / "home", postgres_cluster.new_database())
-    return isolated_env(tmp_path / "home")
-
-
-def _call(name: str, **arguments: object) -> dict[str, object]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def tree(root: Path) -> dict[str, tuple[str, int, bytes | str]]:
-    """Every path but .bearagent: kind, mode, content (or link target)."""
-    out: dict[str, tuple[str, int, bytes | str]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != ".bearagent" or Path(dirpath) != root]
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            rel = str(path.relative_to(root))
-            st = path.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", 0, os.readlink(path))
-            elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("dir", stat.S_IMODE(st.st_mode), "")
-            else:
-                out[rel] = ("file", stat.S_IMODE(st.st_mode), path.read_bytes())
-    return out
+    return store_env(request.param, tmp_path / "home")
 
 
 def _workspace(tmp_path: Path) -> Path:
     turns = [
-        _call("Write", file_path="new_file.py", content="print('hi')\n"),
-        _call("Edit", file_path="edit_me.py", old_string="x = 1", new_string="x = 2"),
-        _call("Bash", command=BASH),
+        tool_call("Write", file_path="new_file.py", content="print('hi')\n"),
+        tool_call("Edit", file_path="edit_me.py", old_string="x = 1", new_string="x = 2"),
+        tool_call("Bash", command=BASH),
         {"text": "done"},
     ]
     config = CONFIG
@@ -191,8 +163,8 @@ def test_db_prune_removes_the_contents_no_kept_run_names(tmp_path: Path, env: di
     import time
 
     turns = [
-        _call("Write", file_path="f.txt", content="first\n"),
-        _call("Write", file_path="f.txt", content="second\n"),
+        tool_call("Write", file_path="f.txt", content="first\n"),
+        tool_call("Write", file_path="f.txt", content="second\n"),
         {"text": "done"},
     ]
     root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
@@ -225,7 +197,7 @@ def test_the_user_config_sets_the_blob_limits_and_a_workspace_cannot(tmp_path: P
     """`rewind: {max_file_size: ...}` of the user config: a larger content is recorded by hash only, "not
     restorable", and a rewind that needs it names it; the same section in a workspace's config is an error (the
     user's limits apply) and a bad size names the key and the fix."""
-    turns = [_call("Write", file_path="big.txt", content="small\n"), {"text": "done"}]
+    turns = [tool_call("Write", file_path="big.txt", content="small\n"), {"text": "done"}]
     root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
     write(root, "big.txt", "x" * 100)
     user = Path(env["BEARAGENT_HOME"]) / "config.yaml"
@@ -255,7 +227,7 @@ def test_the_user_config_sets_the_blob_limits_and_a_workspace_cannot(tmp_path: P
     assert "rewind.max_file_size" in bad.output and "must be a size such as 16MiB" in bad.output
 
 
-def _without(found: dict[str, tuple[str, int, bytes | str]], litter: Path) -> dict[str, tuple[str, int, bytes | str]]:
+def _without(found: Tree, litter: Path) -> Tree:
     if litter.is_dir() and not any(litter.iterdir()):
         return {k: v for k, v in found.items() if k != litter.name}
     return found
@@ -269,50 +241,23 @@ def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(
     """`bearagent run` killed with SIGKILL while its Bash call ran: whichever command comes next (a rewind, the
     run's resume, another run's Bash call) records the dead call's changes in the dead run, marked as recorded
     late, so that rewinding that run puts them back; nothing is absorbed silently."""
-    import signal
     import subprocess
-    import time
 
     home = tmp_path / "home"
     env = {**os.environ, **isolated_env(home), "NO_COLOR": "1"}
-    turns = [_call("Bash", command=LONG_BASH), {"text": "done"}]
+    turns = [tool_call("Bash", command=LONG_BASH), {"text": "done"}]
     root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
     write(root, "a.txt", "one\n")
     before = tree(root)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "go"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not (root / "d" / "flag").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "the Bash call never started"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)  # bearagent only: the sandbox dies with it
-        proc.wait(timeout=30)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    with run_killed_in_bash(root, env, "go", root / "d" / "flag"):
+        pass  # killed as soon as its Bash call runs
     assert len(list((root / ".bearagent" / "rewind" / "pending").glob("*.json"))) == 1
     # the killed sandbox leaves its mount points behind; `.git` is never captured nor restored (docs/rewind.md)
     litter = root / ".git"
     run_id = json.loads(invoke(["runs", "list", "-w", str(root), "--json"], env).output)[0]["run_id"]
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "bearagent", *args, "-w", str(root)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
-        return done
+        return bearagent(root, env, *args)
 
     # the killed run is interrupted: its files can be rewound, its conversation not before it is resumed or cancelled
     dry = cli("rewind", run_id[:8], "--code", "--dry-run")
@@ -326,7 +271,9 @@ def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(
             cli("runs", "resume", run_id[:8])
         else:
             write(
-                root, ".bearagent/script.yaml", json.dumps({"turns": [_call("Bash", command="true"), {"text": "ok"}]})
+                root,
+                ".bearagent/script.yaml",
+                json.dumps({"turns": [tool_call("Bash", command="true"), {"text": "ok"}]}),
             )
             cli("run", "another")
         assert not list((root / ".bearagent" / "rewind" / "pending").glob("*.json"))
@@ -341,13 +288,15 @@ def test_kill_9_during_a_bash_call_its_changes_are_recorded_by_the_next_command(
     assert {"a.txt", "made.txt", "d", "d/flag"} <= {c["path"] for c in late[0]["payload"]["changes"]}
 
 
-def test_two_bash_calls_with_a_directory_moved_are_rewound_call_by_call(tmp_path: Path, env: dict[str, str]) -> None:
+def test_two_bash_calls_with_a_directory_moved_are_rewound_call_bytool_call(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
     """A directory renamed (the watches then hand over to a full scan), a hard link, a subtree removed and a
     directory's mode, over two Bash calls of one run: each call records only its own changes, `--to` the second
     call leaves the first's, and a full rewind gives the tree back byte for byte."""
     first = "mv olddir newdir && echo more >> newdir/x.txt && ln newdir/x.txt hard && chmod 700 newdir/sub"
     second = "rm -r newdir/sub && printf '\\377' > newdir/bin && ln -s newdir/x.txt newdir/link && echo 2 > hard"
-    turns = [_call("Bash", command=first), _call("Bash", command=second), {"text": "done"}]
+    turns = [tool_call("Bash", command=first), tool_call("Bash", command=second), {"text": "done"}]
     root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
     write(root, "olddir/x.txt", "x\n")
     write(root, "olddir/sub/deep.txt", "deep\n")

@@ -5,21 +5,16 @@ included; rewinding the dead run's files puts them back. On SQLite and PostgreSQ
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.test_rewind import MAIN, _call, tree  # pyright: ignore[reportPrivateUsage]
-from tests.security.test_shipped_logs_postgres import user_env
-from tests.support import postgres_cluster
-from tests.support.config_ws import isolated_env, write
+from tests.support.config_ws import write
+from tests.support.rewind_ws import MAIN, bearagent, run_killed_in_bash, store_env, tool_call, tree
 from tests.support.run_ws import scripted_workspace
 
 from bearagent.sandbox.probe import find_bwrap
@@ -34,10 +29,7 @@ pytestmark = [
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    if request.param == "postgres":
-        postgres_cluster.require()
-        return user_env(tmp_path / "home", postgres_cluster.new_database())
-    return isolated_env(tmp_path / "home")
+    return store_env(request.param, tmp_path / "home")
 
 
 # the first run to get here takes the slot and is the one killed; the second writes its own files and ends
@@ -48,45 +40,19 @@ BASH = (
 
 
 def test_kill_9_of_one_of_two_concurrent_runs(tmp_path: Path, env: dict[str, str]) -> None:
-    turns = [_call("Bash", command=BASH), {"text": "done"}]
+    turns = [tool_call("Bash", command=BASH), {"text": "done"}]
     root = scripted_workspace(tmp_path / "ws", json.dumps({"turns": turns}), agents=MAIN)
     write(root, "a.txt", "one\n")
     before = tree(root)
     run_env = {**os.environ, **env, "NO_COLOR": "1"}
 
-    def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "bearagent", *args, "-w", str(root)],
-            env=run_env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        assert not check or done.returncode == 0, (args, done.stdout, done.stderr)
-        return done
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return bearagent(root, run_env, *args, timeout=180)
 
-    killed = subprocess.Popen(
-        [sys.executable, "-m", "bearagent", "run", "-w", str(root), "the one killed"],
-        env=run_env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 90
-        while not (root / "started-a").exists():
-            assert killed.poll() is None and time.monotonic() < deadline, "the first Bash call never started"
-            time.sleep(0.05)
+    with run_killed_in_bash(root, run_env, "the one killed", root / "started-a", timeout=90):
         cli("run", "the one that ends")  # runs its Bash call while the first one's is in flight
         proc_markers = list((root / ".bearagent" / "rewind" / "pending").glob("*.json"))
         assert len(proc_markers) == 1, "the first call's marker is its own, still there"
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(timeout=30)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(killed.pid, signal.SIGKILL)
 
     runs = json.loads(cli("runs", "list", "--json").stdout)
     by_goal = {r.get("goal") or r.get("prompt") or "": r["run_id"] for r in runs}

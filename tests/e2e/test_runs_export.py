@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 from tests.support.config_ws import isolated_env, write
 from tests.support.harbor_atif import uv_missing_reason, validate_atif
-from tests.support.run_ws import agent_md, scripted_workspace
+from tests.support.run_ws import SCOUT_AGENTS, scripted_workspace
 
 from bearagent.cli import main
 
@@ -28,10 +28,7 @@ turns:
   - text: "All done: ```the notes``` say hello \\u001b[31mred"
     usage: {input_tokens: 200, output_tokens: 20}
 """
-AGENTS = {
-    "main": agent_md("Main agent.", mode="primary", tools="[Read, Task]", subagents="[scout]"),
-    "scout": agent_md("Finds things.", mode="subagent", tools="[Read]"),
-}
+AGENTS = SCOUT_AGENTS
 
 
 def invoke(args: list[str], home: Path) -> Result:

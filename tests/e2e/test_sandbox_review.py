@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.e2e.test_rewind import tree
 from tests.support.config_ws import isolated_env, write
+from tests.support.rewind_ws import tree
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.api import open_workspace
@@ -145,10 +145,10 @@ def test_a_content_the_blob_store_did_not_keep_is_named_as_not_reverted(tmp_path
 def test_the_terminal_asks_and_always_adds_no_rule(tmp_path: Path) -> None:
     """In the interactive session (a real pseudo-terminal) the review is the usual approval prompt, with the diff:
     `n` reverts; `a` keeps the changes and, unlike a tool call's "always", remembers no `Bash` rule."""
-    import os
     import sqlite3
 
     import pexpect
+    from tests.support.pty_session import interactive_session, session_env
 
     rm = {"tool_calls": [{"name": "Bash", "arguments": {"command": "rm -rf src"}}]}
     turns = [rm, {"text": "Refused then."}, rm, {"text": "Removed now."}]
@@ -158,18 +158,7 @@ def test_the_terminal_asks_and_always_adds_no_rule(tmp_path: Path) -> None:
     write(root, "src/app.py", "print('app')\n")
     before = tree(root)
     home = tmp_path / "home"
-    env = {**os.environ, "HOME": str(home), "BEARAGENT_HOME": str(home / "bearagent"), "NO_COLOR": "1"}
-    env.update({"TERM": "xterm", "BEARAGENT_LOAD_PLUGINS": ""})
-    child: pexpect.spawn[str] = pexpect.spawn(
-        sys.executable,
-        ["-m", "bearagent", "-w", str(root)],
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(40, 160),
-    )
-    try:
-        child.expect("main>")
+    with interactive_session(root, session_env(home / "bearagent", HOME=str(home))) as child:
         child.sendline("clean up")
         child.expect("needs approval")
         child.expect("deleted src/app.py")
@@ -186,8 +175,6 @@ def test_the_terminal_asks_and_always_adds_no_rule(tmp_path: Path) -> None:
         child.expect("main>")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
     assert not (root / "src").exists()
     with sqlite3.connect(f"file:{root / '.bearagent' / 'state.db'}?mode=ro", uri=True) as conn:
         (rules,) = conn.execute("SELECT allowed_rules FROM sessions").fetchone()

@@ -58,6 +58,14 @@ def test_an_unknown_settings_model_warns_and_the_default_stays(tmp_path: Path) -
     assert loaded.config.default_model is None
 
 
+def test_an_unknown_fallback_model_warns_that_runs_have_none(tmp_path: Path) -> None:
+    root = _ws(tmp_path, {"fallbackModel": "opus"})
+    loaded = load(root, tmp_path / "home")
+    (warning,) = [d for d in loaded.diagnostics() if d.code == "config.unknown_settings_model"]
+    assert warning.message.startswith("fallbackModel 'opus' in settings") and "no fallback model" in warning.message
+    assert warning.field == "fallbackModel" and "fast" in (warning.fix or "")
+
+
 def test_available_models_limit_what_model_may_pick(tmp_path: Path) -> None:
     home = tmp_path / "home"
     root = _ws(tmp_path, {"model": "fast", "availableModels": ["fast", "claude-smart-9"]})

@@ -11,9 +11,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from bearagent_otel.semconv import OPT_IN_VAR, Semconv
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.support.config_ws import isolated_env, load, write
+from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import Answer, FakeOpenAI
 from tests.support.otel_plugin import PLUGIN_SRC, installed_site, otlp_receiver
 from tests.support.run_ws import agent_md, scripted_workspace
@@ -36,49 +35,13 @@ PROVIDER_KEYS = ("gen_ai.system", "gen_ai.provider.name")
 LATEST_CONTENT = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments")
 
 
-class FakeAnthropic:
-    """Answers every POST /v1/messages with one non-streamed message."""
-
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                body = json.dumps(
-                    {
-                        "id": "msg_fake",
-                        "type": "message",
-                        "role": "assistant",
-                        "model": "claude-fake",
-                        "content": [{"type": "text", "text": "Bonjour from the quokka."}],
-                        "stop_reason": "end_turn",
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 5, "output_tokens": 4},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
 @pytest.fixture
 def servers() -> Iterator[tuple[FakeOpenAI, FakeAnthropic]]:
-    claude = FakeAnthropic()
-    with FakeOpenAI([Answer(text="Hello from the wombat.")] * 4) as local:
+    with (
+        FakeAnthropic("Bonjour from the quokka.") as claude,
+        FakeOpenAI([Answer(text="Hello from the wombat.")] * 4) as local,
+    ):
         yield local, claude
-    claude.server.shutdown()
-    claude.server.server_close()
 
 
 def workspace(tmp: Path, local: FakeOpenAI, claude: FakeAnthropic) -> tuple[Path, Path]:

@@ -7,12 +7,12 @@ in their argv (`exec -a MARKER sleep ...`) across the host's /proc."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from tests.support.host_probes import processes_with
 from tests.support.tools import call, context_for, native_gate, request
 
 from bearagent.domain._base import JsonValue
@@ -37,28 +37,10 @@ def _marker() -> str:
     return f"bearagent-test-{uuid.uuid4().hex[:12]}"
 
 
-def _with_marker(marker: str) -> list[int]:
-    """Live (non-zombie) processes on the host whose argv contains `marker`."""
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                argv = fh.read().decode("utf-8", "replace")
-            with open(f"/proc/{entry}/stat") as fh:
-                state = fh.read().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if marker in argv and state != "Z" and int(entry) != os.getpid():
-            found.append(int(entry))
-    return found
-
-
 def _wait_gone(marker: str, within: float = 5.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if not _with_marker(marker):
+        if not processes_with(marker):
             return True
         time.sleep(0.05)
     return False
@@ -126,7 +108,7 @@ def test_setsid_daemons_are_ended_too(tmp_path: Path, settings: dict[str, JsonVa
     command = f"(setsid {_sleeper(marker)} &) ; (setsid bash -c '{_sleeper(marker)} &' &) ; sleep 0.3; echo spawned"
     result = bash(tmp_path, command, settings)
     assert result.status == "succeeded" and "spawned" in result.content
-    assert _wait_gone(marker), f"survivors: {_with_marker(marker)}"
+    assert _wait_gone(marker), f"survivors: {processes_with(marker)}"
 
 
 @MODES
@@ -140,16 +122,16 @@ def test_cancellation_kills_the_tree(tmp_path: Path, settings: dict[str, JsonVal
             _gate().call(request("Bash", {"command": command}), context_for(tmp_path, **settings))
         )
         for _ in range(200):
-            if started.exists() and len(_with_marker(marker)) >= 2:
+            if started.exists() and len(processes_with(marker)) >= 2:
                 break
             await asyncio.sleep(0.05)
-        assert len(_with_marker(marker)) >= 2
+        assert len(processes_with(marker)) >= 2
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
     asyncio.run(main())
-    assert _wait_gone(marker), f"survivors: {_with_marker(marker)}"
+    assert _wait_gone(marker), f"survivors: {processes_with(marker)}"
 
 
 def test_timeout_argument_is_validated(tmp_path: Path) -> None:

@@ -17,32 +17,21 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
 
 import pytest
 import yaml
 from tests.support.config_ws import isolated_env, load, write
+from tests.support.hook_attack import PY, PYVER, hook_events, hooked_workspace
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.api import open_workspace
 from bearagent.plugins.manager import PluginHost
-from bearagent.sandbox.probe import find_bwrap
 from bearagent.trust import trust, workspace_trust_surface
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
 MAIN = {"main": agent_md("Main agent.", mode="primary", tools="[Bash, Read]")}
-PY = os.path.realpath(sys.executable)
-PYVER = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def _exe(ws: Path, rel: str, text: str) -> None:
@@ -167,25 +156,8 @@ VARIANTS: dict[str, Callable[[Path], tuple[str, str]]] = {
 def _workspace(ws: Path, home: Path, variant: str, bash: list[str]) -> str:
     """A workspace with a PostToolUse hook on Bash (the variant's command), a script of Bash calls, trusted.
     Returns the file the attack rewrites."""
-    turns: list[dict[str, object]] = [{"tool_calls": [{"name": "Bash", "arguments": {"command": c}}]} for c in bash]
-    script = yaml.safe_dump({"turns": [*turns, {"text": "done"}]}, sort_keys=False)
-    scripted_workspace(ws, script, agents=MAIN)
-    command, target = VARIANTS[variant](ws)
-    hooks = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}
-    write(ws, ".bearagent/config.yaml", CONFIG + yaml.safe_dump(hooks))
-    trust(ws, workspace_trust_surface(load(ws, home)), env=isolated_env(home))
-    return target
-
-
-def _hook_events(ws: Path, home: Path) -> list[dict[str, object]]:
-    with open_workspace(ws, env=isolated_env(home), plugins=PluginHost()) as workspace:
-        result = workspace.run_sync("go")
-        assert result.status == "succeeded", result.error
-        return [
-            cast(dict[str, object], json.loads(json.dumps(e.model_dump(mode="json")["payload"])))
-            for e in workspace.events(str(result.run_id))
-            if e.event_type == "HookExecuted"
-        ]
+    turns = [{"tool_calls": [{"name": "Bash", "arguments": {"command": c}}]} for c in bash]
+    return hooked_workspace(ws, home, turns=turns, agents=MAIN, plant=VARIANTS[variant], matcher="Bash")
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -206,7 +178,7 @@ def test_a_hook_does_not_run_code_the_model_rewrote_in_the_same_run(tmp_path: Pa
         "echo third",
     ]
     _workspace(ws, home, variant, bash)
-    events = _hook_events(ws, home)
+    events = hook_events(ws, home)
     assert not marker.exists(), "the hook ran the code the model wrote"
     assert str(marker) in (ws / target).read_text(), "the rewrite itself happened (the sandbox allows it)"
     assert (ws / "hook.log").read_text().count("ok") == 1, "the trusted code ran once, before the rewrite"
@@ -220,7 +192,7 @@ def test_the_user_can_turn_the_recheck_off(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     write(home / "bearagent", "config.yaml", "sandbox: {pin_hook_code: false}\n")
     _workspace(ws, home, "script", ["echo first", "printf '#!/bin/sh\\necho changed >> hook.log\\n' > scripts/post.sh"])
-    events = _hook_events(ws, home)
+    events = hook_events(ws, home)
     assert "code_changed" not in json.dumps(events)
     assert (ws / "hook.log").read_text().split() == ["ok", "changed"]
 
@@ -462,7 +434,7 @@ def test_a_hook_does_not_run_code_its_tool_chain_would_discover(tmp_path: Path, 
     hooks = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}
     write(ws, ".bearagent/config.yaml", CONFIG + yaml.safe_dump(hooks))
     trust(ws, workspace_trust_surface(load(ws, home)), env=isolated_env(home))
-    events = _hook_events(ws, home)
+    events = hook_events(ws, home)
     assert not marker.exists(), "the hook ran the code the model planted"
     refused = [e for e in events if "code_changed" in json.dumps(e)]
     assert len(refused) == 2, events

@@ -11,39 +11,26 @@ attacker's endpoint.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import socket
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import cast
 
 import pytest
 import yaml
 from tests.support.config_ws import isolated_env, load, write
+from tests.support.hook_attack import PY, hook_events, hooked_workspace
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.api import open_workspace
 from bearagent.domain.errors import BearAgentError
 from bearagent.plugins.manager import PluginHost
-from bearagent.sandbox.probe import find_bwrap
 from bearagent.trust import trust, workspace_trust_surface
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
-PY = os.path.realpath(sys.executable)
-PYVER = f"python{sys.version_info.major}.{sys.version_info.minor}"
 MAIN = {"main": agent_md("Main agent.", mode="primary", tools="[Bash, Write, Read]")}
 
 
@@ -158,25 +145,9 @@ def _setup(ws: Path, home: Path, variant: str, rewrite: str, user_config: str, c
         {"tool_calls": [{"name": "Bash", "arguments": {"command": "echo third"}}]},
         {"text": "done"},
     ]
-    script = yaml.safe_dump({"turns": [*turns, {"text": "done"}]}, sort_keys=False)
-    scripted_workspace(ws, script, agents=MAIN)
-    command, _ = VARIANTS[variant](ws)
-    hooks = {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}}
-    write(ws, ".bearagent/config.yaml", CONFIG + yaml.safe_dump(hooks))
     write(home / "bearagent", "config.yaml", user_config)
-    trust(ws, workspace_trust_surface(load(ws, home)), env=isolated_env(home))
+    hooked_workspace(ws, home, turns=turns, agents=MAIN, plant=VARIANTS[variant], matcher="*")
     return target
-
-
-def _run(ws: Path, home: Path) -> list[dict[str, object]]:
-    with open_workspace(ws, env=isolated_env(home), plugins=PluginHost()) as workspace:
-        result = workspace.run_sync("go")
-        assert result.status == "succeeded", result.error
-        return [
-            cast(dict[str, object], json.loads(json.dumps(e.model_dump(mode="json")["payload"])))
-            for e in workspace.events(str(result.run_id))
-            if e.event_type == "HookExecuted"
-        ]
 
 
 ALLOW_WRITE = "permissions: {allow: [Write]}\n"
@@ -192,7 +163,7 @@ def test_a_hook_after_the_models_writes_runs_its_code_confined(
     ws, home, marker = tmp_path / "ws", tmp_path / "home", tmp_path / "PWNED"
     user = f"sandbox: {{network: deny, pin_hook_code: false}}\n{ALLOW_WRITE}"
     target = _setup(ws, home, variant, rewrite, user, _payload(marker, listener.port))
-    events = _run(ws, home)
+    events = hook_events(ws, home)
     assert "PWNED" in (ws / target).read_text(), "the rewrite itself happened"
     assert (ws / "hook.log").read_text().split() == ["ok"], "the trusted code ran once, before the model wrote"
     assert (ws / "model-code-ran.txt").exists(), f"the hook did not run the model's code: {events}"
@@ -209,7 +180,7 @@ def test_the_user_can_run_hooks_unconfined_after_writes(tmp_path: Path, listener
     ws, home, marker = tmp_path / "ws", tmp_path / "home", tmp_path / "PWNED"
     user = f"sandbox: {{hooks_after_writes: unconfined, pin_hook_code: false}}\n{ALLOW_WRITE}"
     _setup(ws, home, "script", "write", user, _payload(marker, listener.port))
-    _run(ws, home)
+    hook_events(ws, home)
     assert marker.exists()
     assert "connected" in (ws / "net.txt").read_text()
     assert listener.accepted >= 1
@@ -260,7 +231,7 @@ def test_without_a_sandbox_the_hook_after_writes_is_refused(tmp_path: Path) -> N
     text = yaml.safe_load(script.read_text())
     text["turns"][2] = {"tool_calls": [{"name": "Read", "arguments": {"file_path": str(ws / "scripts/post.sh")}}]}
     script.write_text(yaml.safe_dump(text, sort_keys=False))
-    events = _run(ws, home)
+    events = hook_events(ws, home)
     assert not marker.exists()
     assert (ws / "hook.log").read_text().split() == ["ok"]
     refused = [e for e in events if "sandbox_unavailable" in json.dumps(e)]
@@ -339,7 +310,7 @@ def test_a_users_hook_script_in_the_hidden_home_still_runs_confined(tmp_path: Pa
     hook = {"type": "command", "command": f"sh {shlex.quote(str(home / where / 'fmt.sh'))}"}
     user = yaml.safe_dump({"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [hook]}]}})
     write(home / "bearagent", "config.yaml", user)
-    events = _run(ws, home)
+    events = hook_events(ws, home)
     log = (ws / "hook.log").read_text()
     assert "formatted" in log, events
     assert "sk-secret" not in log

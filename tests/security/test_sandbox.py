@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,7 +27,9 @@ from typing import cast
 import pytest
 import yaml
 from tests.support.config_ws import isolated_env, write
+from tests.support.host_probes import Listener, processes_with
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.api import open_workspace
 from bearagent.config.model import ConfigFile, load_config_file, merge_config
@@ -37,19 +38,9 @@ from bearagent.domain.diagnostics import Diagnostic
 from bearagent.domain.specs import Level
 from bearagent.plugins.manager import PluginHost
 from bearagent.sandbox.env import build_shell_env
-from bearagent.sandbox.probe import find_bwrap
 from bearagent.sandbox.settings import ShellEnvPolicy, loosening
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
 REPO = Path(__file__).resolve().parents[2]
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
@@ -137,54 +128,8 @@ def q(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def _with_marker(marker: str) -> list[int]:
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode("utf-8", "replace")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if marker in argv and state != "Z":
-            found.append(int(entry))
-    return found
-
-
 def _cli_env(home: Path, **extra: str) -> dict[str, str]:
     return {**isolated_env(home, NO_COLOR="1"), **extra}
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1 that counts the connections it accepted."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = int(self.sock.getsockname()[1])
-        self.accepted = 0
-        self._stop = False
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop = True
-        self._thread.join(2)
-        self.sock.close()
 
 
 @pytest.fixture
@@ -473,22 +418,22 @@ def test_sigkill_of_bearagent_run_leaves_no_process_behind(tmp_path: Path, home:
     )
     try:
         deadline = time.monotonic() + 60
-        while len(_with_marker(marker)) < 2 and time.monotonic() < deadline:
+        while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
             assert proc.poll() is None, "bearagent run ended before the Bash call started"
             time.sleep(0.1)
-        assert len(_with_marker(marker)) >= 2, "the sleeping processes never appeared"
+        assert len(processes_with(marker)) >= 2, "the sleeping processes never appeared"
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         # the reaper (or bubblewrap's PID namespace) kills the tree within milliseconds of bearagent's death; the
         # wait only allows for a loaded machine scheduling it late: a survivor (a 60 s sleep) is still here after it
         deadline = time.monotonic() + 30
-        while _with_marker(marker) and time.monotonic() < deadline:
+        while processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _with_marker(marker) == [], "a process of the Bash call survived SIGKILL of bearagent"
+        assert processes_with(marker) == [], "a process of the Bash call survived SIGKILL of bearagent"
     finally:
         if proc.poll() is None:
             proc.kill()
-        for pid in _with_marker(marker):
+        for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)
 
 

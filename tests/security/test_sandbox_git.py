@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,19 +18,9 @@ import pytest
 import yaml
 from tests.security.test_sandbox import run_bash
 from tests.support.run_ws import agent_md, open_ws, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
-from bearagent.sandbox.probe import find_bwrap
-
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
 MAIN = {"main": agent_md("Main agent.", mode="primary", tools="[Bash, Read, Write]")}
 GIT_ENV = {

@@ -13,7 +13,6 @@ import shlex
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
@@ -23,19 +22,11 @@ from typing import cast
 import pytest
 from tests.security.test_sandbox import run_bash
 from tests.support import postgres_cluster
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.sandbox.probe import find_bwrap
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
 REPO = Path(__file__).resolve().parents[2]
 CANARY = "canary-credential-5b7e"

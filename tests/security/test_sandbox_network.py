@@ -21,6 +21,7 @@ from typing import cast
 import pytest
 import yaml
 from tests.support.config_ws import isolated_env, write
+from tests.support.host_probes import processes_with
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.api import open_workspace
@@ -128,21 +129,6 @@ def _stdout(result: Mapping[str, object]) -> str:
     return str(cast(Mapping[str, object], result.get("data") or {}).get("stdout", ""))
 
 
-def _processes_with(marker: str) -> list[int]:
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode("utf-8", "replace")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if marker in argv and state != "Z":
-            found.append(int(entry))
-    return found
-
-
 # ---- real runs ------------------------------------------------------------------------------------------------
 
 
@@ -183,9 +169,9 @@ def test_no_forwarder_survives_the_call(tmp_path: Path, server: Server) -> None:
     )
     assert _stdout(results[0]).split()[-1] != "0"  # the forwarder ran during the call
     deadline = time.monotonic() + 15  # gone within milliseconds; generous for a loaded machine (a survivor sleeps 30 s)
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 @needs_bwrap

@@ -16,9 +16,7 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -26,8 +24,10 @@ from typing import cast
 import pytest
 from click.testing import CliRunner
 from tests.support.config_ws import isolated_env, load, write
+from tests.support.host_probes import Listener
 from tests.support.mcp_helpers import pids_with_arg, wait_until_gone
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.api import open_workspace
 from bearagent.cli.main import main
@@ -38,20 +38,10 @@ from bearagent.domain.specs import HookHandlerSpec, Level
 from bearagent.hooks.protocol import HandlerFailure
 from bearagent.hooks.runners import RunnerContext, run_handler
 from bearagent.plugins.manager import PluginHost
-from bearagent.sandbox.probe import find_bwrap
 from bearagent.sandbox.settings import SandboxSettings
 from bearagent.trust import trust, workspace_trust_surface
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
 REPO = Path(__file__).resolve().parents[2]
 ESCAPE = REPO / "tests" / "support" / "mcp_servers" / "escape.py"
@@ -97,37 +87,6 @@ def home(sandbox_home_base: Path) -> Path:
     (path / "bearagent").mkdir(parents=True)
     write(path, ".ssh/id_rsa", SECRET)
     return path
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1 that counts the connections it accepted."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = int(self.sock.getsockname()[1])
-        self.accepted = 0
-        self._stop = False
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop = True
-        self._thread.join(2)
-        self.sock.close()
 
 
 @pytest.fixture

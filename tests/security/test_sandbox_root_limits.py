@@ -22,9 +22,9 @@ import pytest
 import yaml
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import agent_md, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.sandbox import cgroups
-from bearagent.sandbox.probe import find_bwrap
 
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
 NO_CGROUPS = 'mount -t tmpfs none /sys/fs/cgroup && exec "$@"'
@@ -45,14 +45,7 @@ def _can_hide_cgroups() -> bool:
 
 
 pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
+    *needs_sandbox(),
     pytest.mark.skipif(
         not _can_hide_cgroups(),
         reason="needs root and a private mount namespace (unshare) to take the control groups away",

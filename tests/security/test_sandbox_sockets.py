@@ -10,9 +10,7 @@ injected model, the real bubblewrap, the host's listener is the attacker's endpo
 
 from __future__ import annotations
 
-import os
 import shlex
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -25,22 +23,13 @@ from tests.security.test_sandbox import MAIN, run_bash
 from tests.security.test_sandbox_host import UnixListener
 from tests.support.config_ws import isolated_env, write
 from tests.support.run_ws import CONFIG, scripted_workspace
+from tests.support.sandbox_marks import needs_sandbox
 
 from bearagent.api import open_workspace
 from bearagent.domain.errors import BearAgentError
 from bearagent.plugins.manager import PluginHost
-from bearagent.sandbox.probe import find_bwrap
 
-pytestmark = [
-    pytest.mark.skipif(
-        not sys.platform.startswith("linux") or find_bwrap(None) is None,
-        reason="the sandbox tests need Linux and bubblewrap (scripts/ci-extras.sh installs it)",
-    ),
-    pytest.mark.skipif(
-        "BEARAGENT_SANDBOX" in os.environ and os.environ["BEARAGENT_SANDBOX"] != "off",
-        reason="running inside a BearAgent sandbox: bubblewrap cannot nest there (see docs/sandbox.md)",
-    ),
-]
+pytestmark = needs_sandbox()
 
 PROBE = """\
 import os, socket, sys, time

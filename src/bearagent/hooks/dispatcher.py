@@ -1,8 +1,7 @@
 """Fire one hook event: select the matching handlers, run them in parallel, merge their answers (docs/hooks.md).
 
-- Selection (`hooks/matching.py`): a group's `matcher`, then each handler's `if`; identical handlers of one event
-  run once; a handler with `once: true` runs once per session (the first event that selects it; the session is the
-  one of the transcript the dispatcher writes, so every run and child run of a session shares it).
+- Selection (`hooks/selection.py`, over `hooks/matching.py`): a group's `matcher`, then each handler's `if`;
+  identical handlers of one event run once; a handler with `once: true` runs once per session.
 - Handlers of one event run concurrently, as in Claude Code; their answers are merged in config order
   (`hooks/outcome.py`), so the result never depends on who finished first.
 - `async: true` (a command handler) starts in the background and the event does not wait for it: nothing it
@@ -20,34 +19,31 @@ An event no group names returns at once; the input builder, matchers and runners
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import time
-import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bearagent.domain._base import JsonValue
-from bearagent.domain.errors import ErrorInfo
-from bearagent.domain.run_events import HookExecutedV1
 from bearagent.domain.specs import HookEventName, HookHandlerSpec, HookMatcherSpec
 from bearagent.domain.trace_context import of_call
 from bearagent.hooks.code_pins import code_changed, pin_code
+from bearagent.hooks.execution_facts import HookRecorder, executed_fact, record_fact, stop_cap_fact
 from bearagent.hooks.outcome import (
     HandlerOutcome,
     HookDecision,
     HookOutcome,
     background_outcome,
-    bounded_output,
     merge,
     refuse_beyond_capabilities,
     resolve,
     rewake_text,
 )
 from bearagent.hooks.protocol import MAX_TEXT_CHARS, HandlerFailure, HandlerResult, HookReply, JsonDict, bound_text
+from bearagent.hooks.selection import SelectedHandler, select_handlers
 from bearagent.hooks.transcript import TranscriptWriter
 from bearagent.runtime.plan import STOP_BLOCK_CAP
 
@@ -63,11 +59,7 @@ firing_hook_event: ContextVar[str | None] = ContextVar("bearagent_firing_hook_ev
 uses it to never fire hooks of the same event again."""
 
 DEFAULT_STOP_BLOCK_CAP = STOP_BLOCK_CAP
-HookRecorder = Callable[[HookExecutedV1], "None | Awaitable[None]"]
 STOP_EVENTS: frozenset[str] = frozenset({"Stop", "SubagentStop"})
-
-_ONCE_DONE: weakref.WeakKeyDictionary[TranscriptWriter, set[str]] = weakref.WeakKeyDictionary()
-"""The `once` handlers that already ran, per session (its transcript writer: one per session and runtime)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +78,6 @@ class HookSettings:
     writes: WritesRecord | None = None  # the user's record of runs' writes (rewind/workspace_writes.py); None: none
     trace_context: TraceContext | None = None
     """The run's W3C trace context (plugins'): http headers, commands' `TRACEPARENT`/`TRACESTATE` (None: none)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Selected:
-    group: HookMatcherSpec
-    spec: HookHandlerSpec
 
 
 class HookDispatcher:
@@ -141,39 +127,6 @@ class HookDispatcher:
     def has_hooks(self, event_name: HookEventName) -> bool:
         return any(group.event == event_name for group in self._groups)
 
-    def _select(
-        self, event: str, target: str | None, agent_name: str | None, fields: Mapping[str, JsonValue]
-    ) -> tuple[list[_Selected], list[str]]:
-        from bearagent.hooks.matching import condition_selects, matcher_matches
-
-        selected: list[_Selected] = []
-        problems: list[str] = []
-        seen: set[str] = set()
-        once_done = _ONCE_DONE.setdefault(self.transcript, set())
-        for group in self._groups:
-            if group.event != event or (group.agent is not None and group.agent != agent_name):
-                continue
-            try:
-                if not matcher_matches(group.matcher, target):
-                    continue
-            except ValueError as exc:
-                problems.append(f"{group.source or 'hooks'}: {exc}; fix the matcher (this group did not run)")
-                continue
-            for spec in group.hooks:
-                key = spec.model_dump_json()
-                if key in seen:
-                    continue
-                seen.add(key)
-                if not condition_selects(spec.condition, event, fields, self.settings.workspace_root):
-                    continue
-                if spec.once:
-                    once_key = f"{event}\0{group.matcher}\0{key}"
-                    if once_key in once_done:
-                        continue
-                    once_done.add(once_key)
-                selected.append(_Selected(group, spec))
-        return selected, problems
-
     async def fire(
         self,
         event_name: HookEventName,
@@ -212,7 +165,15 @@ class HookDispatcher:
         )
         hook_input = build_hook_input(common, fields)
         target = tool_name if tool_name is not None else match_target(event_name, fields)
-        selected, problems = self._select(event_name, target, agent_name, fields)
+        selected, problems = select_handlers(
+            self._groups,
+            event_name,
+            target,
+            agent_name,
+            fields,
+            workspace_root=settings.workspace_root,
+            session=self.transcript,
+        )
         if not selected and not problems:
             return HookOutcome(event=event_name)
         ctx = RunnerContext(
@@ -275,7 +236,7 @@ class HookDispatcher:
 
     # ---- async handlers ----------------------------------------------------------------------------------------
 
-    def _start_background(self, item: _Selected, event: str, hook_input: JsonDict, ctx: RunnerContext) -> None:
+    def _start_background(self, item: SelectedHandler, event: str, hook_input: JsonDict, ctx: RunnerContext) -> None:
         from bearagent.hooks.runners import describe_handler
 
         async def run() -> None:
@@ -320,36 +281,8 @@ class HookDispatcher:
     # ---- the log -------------------------------------------------------------------------------------------------
 
     async def _emit(self, event: str, outcome: HandlerOutcome, spec: HookHandlerSpec) -> None:
-        if self._record is None:
-            return
-        error: ErrorInfo | None = None
-        reply = outcome.reply
-        if outcome.failure is not None:
-            error = ErrorInfo.of(
-                "hook", outcome.failure.kind, bound_text(f"{outcome.label}: {outcome.failure.message}", 1_900)
-            )
-        elif outcome.refused:
-            error = ErrorInfo.of(
-                "hook",
-                "capability_refused",
-                bound_text(f"{outcome.label}: refused {', '.join(outcome.refused)}", 1_900),
-            )
-        reason = reply.block_reason or reply.stop_reason or reply.permission_reason
-        if reason is None and outcome.failure is not None:
-            reason = outcome.failure.message
-        payload = HookExecutedV1(
-            hook_event=event,
-            handler=outcome.label[:512],
-            handler_type=spec.type,
-            duration_ms=outcome.duration_ms,
-            decision=outcome.decision,
-            reason=bound_text(reason, 4_000) if reason else None,
-            error=error,
-            output=bounded_output(reply.raw),
-        )
-        result = self._record(payload)
-        if inspect.isawaitable(result):
-            await result
+        if self._record is not None:
+            await record_fact(self._record, executed_fact(event, outcome, spec))
 
     async def _apply_stop_cap(self, outcome: HookOutcome, key: tuple[str, str | None, str | None]) -> HookOutcome:
         if not outcome.blocked:
@@ -365,19 +298,7 @@ class HookDispatcher:
             f"{outcome.event} hooks blocked stopping {count} times in a row; the cap ({cap}) overrides them and lets "
             "the agent stop (make the hook honour `stop_hook_active`: when it is true, let the agent stop)"
         )
-        if self._record is not None:
-            result = self._record(
-                HookExecutedV1(
-                    hook_event=outcome.event,
-                    handler="bearagent: stop-hook block cap",
-                    handler_type="builtin",
-                    duration_ms=0,
-                    decision="allow",
-                    reason=note,
-                )
-            )
-            if inspect.isawaitable(result):
-                await result
+        await record_fact(self._record, stop_cap_fact(outcome.event, note))
         return replace(
             outcome,
             blocked=False,

@@ -1,22 +1,19 @@
 """One tool call of a run: `ToolCallRequested` (the budget check), the call through the agent's gate (or the
 failure the loop decides itself: invalid arguments, an unknown tool, a turn's limits, the switch limit), its
 result as a fact, the to-do list it updates; and, for a resumed run, the call that was in flight when the run
-stopped (run again if read-only, answered from its approval, else abandoned, never repeated)."""
+stopped (run again if read-only, answered from its approval, else abandoned, never repeated). The failures the
+loop decides itself are `tool_refusals.py`; a call's file changes, `call_capture.py`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 
-from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import ActivityId, IdGenerator, RunId
 from bearagent.domain.models import ModelToolCall
 from bearagent.domain.run_events import (
-    FilesChangedV1,
     TodosUpdatedV1,
     ToolCallAbandonedV1,
     ToolCallCompletedV2,
@@ -26,13 +23,14 @@ from bearagent.domain.run_events import (
 )
 from bearagent.domain.tools import ToolRequest, ToolResult
 from bearagent.ports import ApprovalDeferred, ToolContext
-from bearagent.rewind.capture import CAPTURED_TOOLS, Late, capture_for
+from bearagent.rewind.capture import CAPTURED_TOOLS
+from bearagent.runtime.call_capture import CallCapture
 from bearagent.runtime.cursor import InFlightCall
-from bearagent.runtime.loop_state import SWITCH_TOOL, TODO_TOOL, Active, LoopState, admit
+from bearagent.runtime.loop_state import TODO_TOOL, Active, LoopState, admit
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.plan import AgentPlan, RunSpec
 from bearagent.runtime.recorder import RunRecorder
-from bearagent.runtime.review import review_changes, review_on
+from bearagent.runtime.tool_refusals import refusal
 
 MAX_PARALLEL_TOOLS = 8
 """How many read-only calls of one turn run at once."""
@@ -54,8 +52,7 @@ class ToolCalls:
     ) -> None:
         self._ids = ids
         self._observer = observer
-        self._recorder_of = recorder_of
-        """Another run's recorder at its last sequence (the loop's), for a dead call's changes recorded late."""
+        self._capture = CallCapture(observer=observer, recorder_of=recorder_of)
 
     async def call(
         self,
@@ -93,10 +90,12 @@ class ToolCalls:
         state.active = activity
         self._observer.tool_call(recorder.run_id, str(call.tool_call_id), call.name, call.arguments)
         request = ToolRequest(tool_call_id=call.tool_call_id, name=internal, arguments=call.arguments)
-        result = self._refused(state, call, request, limit_error)
+        result = refusal(state, call, request, limit_error)
         if result is None:
             if internal in CAPTURED_TOOLS:
-                result = await self._captured(spec, recorder, state, call, request, internal)
+                result = await self._capture.captured(
+                    spec, recorder, state, call, request, internal, lambda: self._context(spec, recorder, state, call)
+                )
             else:
                 result = await plan.gate.call(request, self._context(spec, recorder, state, call))
         await self._finish(recorder, state, call, activity, result)
@@ -162,159 +161,14 @@ class ToolCalls:
             results.append(result)
         return results
 
-    async def _record_late(self, recorder: RunRecorder, late: Late) -> None:
-        """A dead call's file changes, recorded in its own run when that run still takes them (so that rewinding it
-        undoes them), else in this one (the note names the dead run)."""
-        where = recorder
-        if late.run_id != str(recorder.run_id) and self._recorder_of is not None:
-            with contextlib.suppress(Exception):  # no such run, or it moved on meanwhile: recorded here instead
-                dead = await self._recorder_of(RunId(late.run_id))
-                if dead is not None:
-                    await dead.append(late.event)
-                    where = dead
-        if where is recorder:
-            await recorder.append(late.event)
-        self._observer.notice(
-            recorder.run_id,
-            f"recorded {len(late.event.changes)} file change(s) of a call whose process stopped (run {where.run_id})",
-        )
-
     async def settle(self, spec: RunSpec, recorder: RunRecorder) -> None:
-        """On resuming a run whose process died during a captured call: record that call's file changes in it now,
-        before anything else changes the tree (`WorkspaceCapture.settle`)."""
-        capture = capture_for(spec.workspace_root)
-        try:
-            late = await asyncio.to_thread(capture.settle, str(recorder.run_id))
-        except OSError:
-            return
-        if late is None:
-            return
-        try:
-            if late.event.changes:
-                await recorder.append(late.event)
-                self._observer.notice(
-                    recorder.run_id, f"recorded {len(late.event.changes)} file change(s) of the call that was cut off"
-                )
-        except BaseException:
-            capture.forget()  # not recorded: the marker stays and the next look finds them again
-            raise
-        await asyncio.to_thread(capture.settled)
+        """On resuming a run whose process died during a captured call: record that call's file changes in it now
+        (`CallCapture.settle`)."""
+        await self._capture.settle(spec, recorder)
 
     def warm(self, spec: RunSpec, plan: AgentPlan) -> None:
-        """When the run may call Bash, start the workspace's first look (a full scan in a new process, the contents
-        a new workspace stores once) in the background, while the model answers: the first Bash call then only
-        waits for what is left of it (`WorkspaceCapture.warm`)."""
-        if not any(tool.internal_name == "Bash" for tool in plan.tools.values()):
-            return
-        capture = capture_for(spec.workspace_root)
-
-        def look() -> None:
-            with contextlib.suppress(Exception):  # best effort: the call's own look does whatever is left undone
-                capture.warm()
-
-        threading.Thread(target=look, name="bearagent-rewind-warm", daemon=True).start()
-
-    async def _captured(
-        self,
-        spec: RunSpec,
-        recorder: RunRecorder,
-        state: LoopState,
-        call: ModelToolCall,
-        request: ToolRequest,
-        internal: str,
-    ) -> ToolResult:
-        """A call that may change workspace files, between two scans of the tree (`rewind/capture.py`): what it
-        changed is recorded as `FilesChanged` before its result, each change with what it replaced."""
-        capture = capture_for(spec.workspace_root)
-        tool_call_id = str(call.tool_call_id)
-        run_id = str(recorder.run_id)
-        paths = capture.paths_of(call.arguments) if internal != "Bash" else None
-        if paths is not None and capture.pending() is not None:
-            paths = None  # a dead call's changes are pending: the whole tree is looked at, to record them
-        try:
-            if paths is not None:  # a file tool: only the path it names is read, before and after
-                await asyncio.to_thread(capture.before_paths, run_id, tool_call_id, internal, paths)
-                late = None
-            else:
-                _scanned, late = await asyncio.to_thread(capture.before, run_id, tool_call_id, internal)
-        except OSError as exc:  # the state directory cannot be written: the call runs, reported as not captured
-            result = await state.plan.gate.call(request, self._context(spec, recorder, state, call))
-            await recorder.append(
-                FilesChangedV1.model_validate(
-                    {"tool_call_id": tool_call_id, "tool_name": internal, "note": f"not captured: {exc}"[:2_000]}
-                )
-            )
-            return result
-        if late is not None and late.event.changes:
-            await self._record_late(recorder, late)
-        context = self._context(spec, recorder, state, call)
-        try:
-            result = await state.plan.gate.call(request, context)
-        finally:
-            try:
-                if paths is not None:
-                    changed = await asyncio.to_thread(capture.after_paths, tool_call_id, internal, paths)
-                else:
-                    changed = await asyncio.to_thread(capture.after, tool_call_id, internal)
-            except OSError as exc:
-                changed = FilesChangedV1.model_validate(
-                    {"tool_call_id": tool_call_id, "tool_name": internal, "note": f"not captured: {exc}"[:2_000]}
-                )
-            if changed.changes or changed.note is not None:
-                await recorder.append(changed)
-        if internal == "Bash" and changed.changes and review_on(context):  # sandbox.review: approve or revert
-            result = await review_changes(state.plan.gate, context, request, result, changed, recorder, self._observer)
-        return result
-
-    def _refused(
-        self, state: LoopState, call: ModelToolCall, request: ToolRequest, limit_error: ErrorInfo | None
-    ) -> ToolResult | None:
-        """The failure the loop decides itself, without the gate (None: the call goes to the gate)."""
-        plan = state.plan
-        if limit_error is not None:
-            return ToolResult.failure(request, limit_error)
-        if call.invalid_arguments is not None:
-            return ToolResult.failure(
-                request,
-                ErrorInfo.of(
-                    "validation",
-                    "invalid_tool_arguments",
-                    f"the arguments for {call.name} could not be used: {call.invalid_arguments}. "
-                    "Call the tool again with a valid JSON object.",
-                ),
-            )
-        if request.name == SWITCH_TOOL and state.switch_count >= plan.max_switches:
-            return ToolResult.failure(
-                request,
-                ErrorInfo.of(
-                    "permission",
-                    "switch_limit",
-                    f"this run already switched agents {state.switch_count} time(s), the most agent "
-                    f"{plan.agent_name}'s policy allows (policy.max_switches: {plan.max_switches}); continue the "
-                    "task with the current agent",
-                ),
-            )
-        if plan.tools.get(call.name) is None and call.name in plan.taken_by_run:
-            return ToolResult.failure(
-                request,
-                ErrorInfo.of(
-                    "permission",
-                    "tool_denied",
-                    f"{call.name} call denied: this run's --disallowed-tools takes the tool {call.name!r} away. "
-                    "To allow it, run again without it in --disallowed-tools.",
-                ),
-            )
-        if plan.tools.get(call.name) is None:
-            available = name_list(sorted(plan.tools)) or "none"
-            return ToolResult.failure(
-                request,
-                ErrorInfo.of(
-                    "tool",
-                    "unknown_tool",
-                    f"there is no tool named {call.name!r} for agent {plan.agent_name}; available tools: {available}",
-                ),
-            )
-        return None
+        """When the run may call Bash, start the workspace's first look in the background (`CallCapture.warm`)."""
+        self._capture.warm(spec, plan)
 
     def _context(self, spec: RunSpec, recorder: RunRecorder, state: LoopState, call: ModelToolCall) -> ToolContext:
         plan = state.plan
