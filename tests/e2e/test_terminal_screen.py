@@ -3,6 +3,7 @@ and after a resize mid-stream, the waiting spinner goes away when text arrives."
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.mcp_helpers import server_in_workspace
+from tests.support.run_ws import agent_md, scripted_workspace
 from tests.support.tmux import TmuxScreen, base_env, require_tmux, words
 
 REPO = Path(__file__).resolve().parents[2]
@@ -300,3 +303,42 @@ def test_an_approval_is_one_key_and_drawn_once(tmp_path: Path) -> None:
         end = term.wait_for(r"Second done")
         assert not (root / "two.txt").exists()
         assert "[n]o? (one key) no" in end, end
+
+
+BACKGROUND_SCRIPT = """
+turns:
+  - tool_calls: [{name: mcp__demo__echo, arguments: {message: hi}}]
+  - tool_calls: [{name: Bash, arguments: {command: "sleep 300", run_in_background: true}}]
+  - text: "Started it."
+  - tool_calls: [{name: KillShell, arguments: {shell_id: bash_1}}]
+  - text: "Stopped it."
+"""
+
+
+def test_the_status_line_shows_the_mcp_servers_and_the_running_background_shells(tmp_path: Path) -> None:
+    """Issue 33: the MCP servers' state and the background shells still running are on the status line, and it
+    follows them (a shell stopped by KillShell leaves it)."""
+    ws = tmp_path / "ws"
+    server = server_in_workspace(ws, "demo.py")
+    config = (
+        "default_agent: main\ndefault_model: scripted\n"
+        "models:\n  scripted: {provider: scripted, script: script.yaml}\n"
+        f"mcp_servers:\n  demo: {{command: {json.dumps(sys.executable)}, args: [{json.dumps(str(server))}]}}\n"
+        "permissions: {allow: [Bash, KillShell, mcp__demo__echo]}\n"
+    )
+    agents = {"main": agent_md("Main.", mode="primary", tools="[Bash, KillShell]", mcp="[demo]")}
+    scripted_workspace(ws, BACKGROUND_SCRIPT, agents=agents, config=config)
+    with _session(tmp_path, ws, 160) as term:
+        term.wait_for(r"Trust this workspace\? \[y/N\]")
+        term.send_text("y")
+        term.send("Enter")
+        screen = term.wait_for(r"main · scripted · \S+ · sandbox \S+ · 0 tokens")  # nothing started yet
+        assert "mcp " not in screen.splitlines()[-1]
+        term.send_text("start it")
+        term.send("Enter")
+        term.wait_for("Started it.")
+        term.wait_for(r"main · scripted · \S+ · sandbox \S+ · mcp 1 ready · 1 shell · [\d,]+ tokens")
+        term.send_text("stop it")
+        term.send("Enter")
+        term.wait_for("Stopped it.")
+        term.wait_for(r"main · scripted · \S+ · sandbox \S+ · mcp 1 ready · [\d,]+ tokens")

@@ -154,6 +154,8 @@ def terminal_reader(
         enable_history_search=False,
         mouse_support=False,
         bottom_toolbar=(lambda: FormattedText([("class:status", status())])) if status is not None else None,
+        # redrawn every 2 s while you type: a background shell that ends or an MCP server that fails shows
+        refresh_interval=2.0 if status is not None else 0,
     )
 
     def read(prompt: str) -> str:

@@ -1,8 +1,9 @@
 """The interactive session's status line and its `/model`, `/mcp`, `/permissions` and `/cost` commands.
 
 The status line (shown under the prompt by the line editor) holds the agent, the model, the permission mode, the
-sandbox state and the session's tokens and cost so far. Every name in it comes from workspace files: it goes
-through `safe_text.visible`.
+sandbox state, the MCP servers' state once they started (`mcp 2/3 ready`), the background shells still running
+(`1 shell`) and the session's tokens and cost so far. Every name in it comes from workspace files: it goes through
+`safe_text.visible`.
 """
 
 from __future__ import annotations
@@ -81,15 +82,45 @@ def permission_mode(runtime: WorkspaceRuntime, agent: str) -> str:
     return runtime.mode_in_force(spec).mode
 
 
+def activity(runtime: WorkspaceRuntime, session: str | None) -> tuple[str, ...]:
+    """What runs in the session's background: its MCP servers' state once they started (`mcp 3 ready`, `mcp 2/3
+    ready`, failed ones named: `mcp 2/3 ready, deploy failed`) and its running background shells (`2 shells`)."""
+    parts: list[str] = []
+    states = runtime.resources.mcp_status()
+    if states:
+        ready = sum(1 for s in states if s.state == "ready")
+        failed = [s.name for s in states if s.state == "failed"]
+        text = f"mcp {ready} ready" if ready == len(states) else f"mcp {ready}/{len(states)} ready"
+        if failed:
+            shown = ", ".join(failed[:2]) + (f" +{len(failed) - 2}" if len(failed) > 2 else "")
+            text += f", {shown} failed"
+        parts.append(text)
+    if session is not None:
+        from bearagent.tools.background import running_shells
+
+        shells = running_shells(session)
+        if shells:
+            parts.append(f"{shells} shell{'s' if shells != 1 else ''}")
+    return tuple(parts)
+
+
 def status_line(
-    runtime: WorkspaceRuntime, agent: str, model: str | None, sandbox: str, totals: SessionTotals, width: int = 0
+    runtime: WorkspaceRuntime,
+    agent: str,
+    model: str | None,
+    sandbox: str,
+    totals: SessionTotals,
+    width: int = 0,
+    extra: Sequence[str] = (),
 ) -> str:
-    """`writer · gpt · default · sandbox bubblewrap · 1,234 tokens · $0.0012`, cut to the terminal width."""
+    """`writer · gpt · default · sandbox bubblewrap · mcp 2 ready · 1 shell · 1,234 tokens · $0.0012`, cut to the
+    terminal width (`extra`: `activity`'s parts)."""
     parts = [
         agent,
         model_in_use(runtime, agent, model),
         permission_mode(runtime, agent),
         f"sandbox {sandbox}",
+        *extra,
         f"{totals.tokens:,} tokens",
         f"${totals.cost_microusd / 1_000_000:.4f}",
     ]
@@ -100,22 +131,23 @@ def status_line(
 
 class StatusLine:
     """`status_line` for the line editor, which asks on every redraw: the model and mode are looked up again only
-    when the agent, the model choice, the session or the number of runs changed. With Claude Code's `statusLine`
+    when the agent, the model choice, the session, the number of runs or the background activity changed. With Claude Code's `statusLine`
     command (`command`, only for a trusted workspace) its first line is shown instead."""
 
     def __init__(self, runtime: WorkspaceRuntime, sandbox: str, command: StatusCommand | None = None) -> None:
         self._runtime = runtime
         self._sandbox = sandbox
         self._command = command
-        self._key: tuple[str, str | None, int, int, str | None] | None = None
+        self._key: tuple[str, str | None, int, int, str | None, tuple[str, ...]] | None = None
         self._line = ""
 
     def __call__(self, agent: str, model: str | None, totals: SessionTotals, session: str | None = None) -> str:
         width = shutil.get_terminal_size((80, 24)).columns
-        key = (agent, model, totals.runs, width, session)
+        extra = activity(self._runtime, session)
+        key = (agent, model, totals.runs, width, session, extra)
         if key != self._key:
             self._key = key
-            own = status_line(self._runtime, agent, model, self._sandbox, totals, width)
+            own = status_line(self._runtime, agent, model, self._sandbox, totals, width, extra)
             self._line = self._commanded(agent, model, totals, session, width) or own
         return self._line
 

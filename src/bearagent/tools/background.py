@@ -216,6 +216,12 @@ def read_new(shell: BackgroundShell, pattern: re.Pattern[str] | None) -> tuple[s
     return text(out), text(err), dropped_out + dropped_err
 
 
+def running_shells(owner: str) -> int:
+    """How many of `owner`'s background shells are still running (the interactive session's status line)."""
+    with _LOCK:
+        return sum(1 for s in _SHELLS.values() if s.owner == owner and s.status == "running")
+
+
 def end_session_shells(owner: str) -> int:
     """End every background shell of `owner`; how many were still running."""
     with _LOCK:
