@@ -18,13 +18,13 @@ from click.testing import CliRunner
 from httpx_sse import connect_sse
 from tests.server.test_http_api import Server, gateway_token, start, wait_for
 from tests.support.config_ws import isolated_env
+from tests.support.mcp_helpers import server_in_workspace
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.cli import main
 
 pytestmark = pytest.mark.timeout(180)  # a real server process, an MCP server per run
 
-ASKER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "asker.py"
 SCRIPT = """
 turns:
   - tool_calls: [{name: mcp__asker__deploy, arguments: {target: staging}}]
@@ -39,7 +39,9 @@ def asker_workspace(tmp: Path, script: str = SCRIPT) -> Path:
     agents = {"main": agent_md("Main.", mode="primary", tools="[]", mcp="[asker]")}
     root = scripted_workspace(tmp / "ws", script, agents=agents, config=CONFIG)
     (root / ".mcp.json").write_text(
-        json.dumps({"mcpServers": {"asker": {"command": sys.executable, "args": [str(ASKER)]}}})
+        json.dumps(
+            {"mcpServers": {"asker": {"command": sys.executable, "args": [str(server_in_workspace(root, "asker.py"))]}}}
+        )
     )
     trusted = CliRunner().invoke(main, ["trust", "-w", str(root)], env=isolated_env(tmp / "home"))
     assert trusted.exit_code == 0, trusted.output
