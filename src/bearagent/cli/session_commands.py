@@ -131,8 +131,8 @@ def status_line(
 
 class StatusLine:
     """`status_line` for the line editor, which asks on every redraw: the model and mode are looked up again only
-    when the agent, the model choice, the session, the number of runs or the background activity changed. With Claude Code's `statusLine`
-    command (`command`, only for a trusted workspace) its first line is shown instead."""
+    when the agent, the model choice, the session, the number of runs or the background activity changed. With
+    Claude Code's `statusLine` command (`command`, only for a trusted workspace) its first line is shown instead."""
 
     def __init__(self, runtime: WorkspaceRuntime, sandbox: str, command: StatusCommand | None = None) -> None:
         self._runtime = runtime

@@ -440,10 +440,12 @@ def build_request(settings: SandboxSettings, env: Mapping[str, str]) -> SandboxR
         home_readable = [h / rel for h in homes for rel in HOME_READABLE if (h / rel).is_dir()]
     # BearAgent's own Python stays readable wherever it is installed: under a hidden home, or under /tmp or
     # /var/tmp, which the sandbox replaces with private ones (a checkout tried out under /tmp, its venv there)
-    covered = [*hidden_homes, *(Path(p) for p in PRIVATE_TMP)]
+    # (strictly inside /tmp: a prefix that is /tmp itself would show all of it)
+    private = [Path(p) for p in PRIVATE_TMP]
     for prefix in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}:
         real = Path(os.path.realpath(prefix))
-        if any(real == h or h in real.parents for h in covered) and real not in home_readable:
+        in_home = any(real == h or h in real.parents for h in hidden_homes)
+        if (in_home or any(t in real.parents for t in private)) and real not in home_readable:
             home_readable.append(real)
     unique = list(dict.fromkeys(str(Path(os.path.normpath(p))) for p in hidden))
     return SandboxRequest(
