@@ -201,6 +201,9 @@ def test_a_pre_registered_client_and_a_fixed_callback_port(tmp_path: Path) -> No
         assert "client bear-app, token generation 1" in _whoami(root, home)
 
         with socket.socket() as busy:  # the fixed port taken: a clear error naming it, no other port tried
+            # the login's own callback connection may leave the port in TIME_WAIT, which a plain bind refuses; a
+            # listening socket still takes the port from the next login (Linux refuses a second bind beside a listener)
+            busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             busy.bind(("127.0.0.1", callback))
             busy.listen()
             taken = _cli("mcp", "login", "secure", "--no-browser", "--timeout", "5", root=root, home=home)
