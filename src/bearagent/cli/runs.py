@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from bearagent.domain.state import RunProjection
     from bearagent.ports import WorkspaceStore
     from bearagent.runtime.step_records import RunStepRecord
+    from bearagent.workspace import LoadedWorkspace
 
 FOLLOW_POLL_S = 0.2
 
@@ -30,16 +31,21 @@ FOLLOW_POLL_S = 0.2
 def open_recovered(workspace: Path | None) -> WorkspaceStore:
     """The workspace's store, after recording `RunInterrupted` for runs whose process died (`service/leases.py`), so a
     listing never shows a phantom `running`."""
+    from bearagent.cli._config_common import load
+
+    return recovered_store(load(workspace))
+
+
+def recovered_store(loaded: LoadedWorkspace) -> WorkspaceStore:
+    """`open_recovered` for a workspace the command loaded already."""
     import asyncio
 
     from bearagent.app.resources import open_store, writer_over
-    from bearagent.cli._config_common import load
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import Uuid4IdGenerator
     from bearagent.ports import SystemClock
     from bearagent.service.leases import recover_interrupted
 
-    loaded = load(workspace)
     try:
         store = open_store(loaded, create=False)
         asyncio.run(recover_interrupted(store, writer_over(loaded, store), SystemClock(), Uuid4IdGenerator()))
@@ -68,6 +74,9 @@ def when(value: datetime | None) -> str:
         "export": "bearagent.cli.run_export:export",
         "search": "bearagent.cli.run_search:search",
         "diff": "bearagent.cli.run_files_diff:diff",
+        "pin": "bearagent.cli.run_state:pin",
+        "unpin": "bearagent.cli.run_state:unpin",
+        "cancel": "bearagent.cli.run_state:cancel",
     },
 )
 def runs() -> None:
@@ -335,32 +344,3 @@ async def _follow_events(store: WorkspaceStore, run_id: RunId, show: Callable[[E
     async for item in follow_log(store, None, run_id, poll_s=FOLLOW_POLL_S, max_poll_s=FOLLOW_POLL_S):
         if not isinstance(item, TokenDelta):  # no writer here: only the log's events come
             show(item)
-
-
-@runs.command("pin")
-@click.argument("run_ref", metavar="RUN")
-@workspace_option
-def pin(run_ref: str, workspace: Path | None) -> None:
-    """Keep RUN (and its subagents' runs) through every `bearagent db prune`."""
-    _set_pin(run_ref, workspace, pinned=True)
-
-
-@runs.command("unpin")
-@click.argument("run_ref", metavar="RUN")
-@workspace_option
-def unpin(run_ref: str, workspace: Path | None) -> None:
-    """Let `bearagent db prune` remove RUN again once it is old enough."""
-    _set_pin(run_ref, workspace, pinned=False)
-
-
-def _set_pin(run_ref: str, workspace: Path | None, *, pinned: bool) -> None:
-    from bearagent.domain.errors import BearAgentError
-
-    store = open_recovered(workspace)
-    run_id = resolve_ref(store, run_ref)
-    try:
-        changed = store.set_pinned(run_id, pinned)
-    except BearAgentError as exc:
-        fail(exc.info.message, exc.hint)
-    state = "pinned" if pinned else "not pinned"
-    click.echo(f"run {run_id} is {state}" + ("" if changed else " (it already was)"))

@@ -31,9 +31,8 @@ from bearagent.config.model import ExecutionPolicy
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
-from bearagent.domain.run_events import RunCancelledV1
 from bearagent.domain.state import RunProjection, WorkspaceRecord
-from bearagent.service.facts import append_outside_loop
+from bearagent.service.cancelling import STOPPED, cancel_stopped
 from bearagent.service.leases import is_self
 from bearagent.service.queue import pending_runs
 from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
@@ -44,8 +43,6 @@ _log = logging.getLogger("bearagent.server")
 Strategy: TypeAlias = Literal["enqueue", "reject", "interrupt"]
 RuntimeListener: TypeAlias = Callable[[str, WorkspaceRuntime], None]
 _ID_RE = re.compile(r"[^a-z0-9-]+")
-STOPPED = frozenset({"waiting", "interrupted", "queued"})
-"""Run states no process executes: cancelling one records `RunCancelled` (the reducer accepts it in each)."""
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 _STOP_ATTEMPTS = 50
 DEFAULT_CONCURRENCY = 16
@@ -234,7 +231,7 @@ class RunManager:
                 return False
             if run.status in STOPPED:
                 try:
-                    await cancel_stopped(runtime, run, reason)
+                    await cancel_stopped(runtime.writer, runtime.clock, runtime.ids, run, reason)
                     return True
                 except BearAgentError:  # it moved on meanwhile (started): look again
                     continue
@@ -326,12 +323,3 @@ class RunManager:
         for runtime in self._runtimes.values():
             await runtime.aclose()
         self._runtimes.clear()
-
-
-async def cancel_stopped(runtime: WorkspaceRuntime, run: RunProjection, reason: str) -> RunProjection:
-    """Record `RunCancelled` for a run no process executes (waiting, interrupted, queued); a run that moved on
-    meanwhile refuses it (the reducer) and that error propagates."""
-    cancelled = RunCancelledV1(reason=reason[:500])
-    return await append_outside_loop(
-        runtime.writer, runtime.clock, runtime.ids, run.run_id, run.last_sequence, (cancelled,)
-    )

@@ -90,7 +90,7 @@ def is_next(run: RunProjection, session_runs: Sequence[RunProjection]) -> bool:
 def not_queued(run: RunProjection) -> BearAgentError:
     return BearAgentError(
         ErrorInfo.of("conflict", "not_queued", f"run {run.run_id} is {run.status}, not queued: someone else took it"),
-        hint="nothing to do: `bearagent runs inspect` shows where it runs",
+        hint="nothing to do: `bearagent inspect` shows where it runs",
     )
 
 

@@ -301,7 +301,7 @@ async def answer_approval(
             raise _refuse(
                 "already_answered",
                 f"approval {approval_id} of run {run_id} was answered by someone else just now",
-                f"see the answer: bearagent runs inspect {run_id}",
+                f"see the answer: bearagent inspect {run_id}",
             ) from exc
         raise
 

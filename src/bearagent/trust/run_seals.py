@@ -102,7 +102,7 @@ def _refused(run_id: RunId, why: str) -> BearAgentError:
             f"run {run_id} is not executed: {why}. The workspace's log (.bearagent/state.db) is a workspace file "
             "(a cloned repository can ship one), so only runs recorded by you through BearAgent run from it",
         ),
-        hint=f"read what it asked (bearagent runs inspect {run_id}); to do it, start it again yourself "
+        hint=f"read what it asked (bearagent inspect {run_id}); to do it, start it again yourself "
         f"(bearagent run ...) and cancel this one (bearagent runs cancel {run_id})",
     )
 
