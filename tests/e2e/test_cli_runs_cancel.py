@@ -159,3 +159,53 @@ def test_a_subagents_run_is_cancelled_through_its_parent(tmp_path: Path) -> None
     assert refused.returncode == 2
     assert f"run {child['run_id']} is a subagent's run" in refused.stderr
     assert f"bearagent runs cancel {child['parent_run_id']}" in refused.stderr
+
+
+def test_a_run_that_changes_under_every_try_is_a_clear_error_and_stays_as_it_was(tmp_path: Path) -> None:
+    # the store's conditional commit refuses a cancel written on top of a stale read; a run that moved on at each of
+    # the tries (here: every read is one event behind) is refused with a clear error, and nothing is appended
+    import asyncio
+
+    from tests.support.config_ws import load
+
+    from bearagent.app.resources import open_store, writer_over
+    from bearagent.domain.errors import BearAgentError
+    from bearagent.domain.ids import RunId, Uuid4IdGenerator
+    from bearagent.domain.state import RunProjection
+    from bearagent.ports import SystemClock, WorkspaceStore
+    from bearagent.service.cancelling import cancel_from_outside
+
+    root = scripted_workspace(tmp_path / "ws", WRITE, agents=MAIN, config=CONFIG + "permission_mode: default\n")
+    home = tmp_path / "home"
+    env = isolated_env(home)
+    waiting = _cli(root, env, "run", "--json", "--wait-approvals", "write the notes")
+    assert waiting.returncode == 4, waiting.stdout + waiting.stderr
+    run_id = RunId(json.loads(waiting.stdout)["run_id"])
+    loaded = load(root, home)
+    store = open_store(loaded, create=False)
+
+    class BehindByOne:
+        """The real store, but its run reads are one event behind the log."""
+
+        def __init__(self, real: WorkspaceStore) -> None:
+            self.real = real
+
+        async def fetch_run(self, wanted: RunId) -> RunProjection | None:
+            run = await self.real.fetch_run(wanted)
+            return None if run is None else run.model_copy(update={"last_sequence": run.last_sequence - 1})
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    stale: Any = BehindByOne(store)
+    try:
+        with pytest.raises(BearAgentError) as refused:
+            asyncio.run(
+                cancel_from_outside(
+                    stale, writer_over(loaded, store), SystemClock(), Uuid4IdGenerator(), run_id, "test", wait_s=0
+                )
+            )
+    finally:
+        store.close()
+    assert refused.value.info.code == "conflict.run_changing" and "try again" in str(refused.value.hint)
+    assert [r["status"] for r in _runs(root, env)] == ["waiting"]

@@ -73,7 +73,6 @@ def cancel(run_ref: str, workspace: Path | None, wait_s: float) -> None:
     loaded = load(workspace)
     store = recovered_store(loaded)
     run_id = resolve_ref(store, run_ref)
-    before = store.get_run(run_id)
     writer = writer_over(loaded, store)
     reason = f"cancelled by {getpass.getuser()} with `bearagent runs cancel`"
     try:
@@ -84,8 +83,7 @@ def cancel(run_ref: str, workspace: Path | None, wait_s: float) -> None:
         fail(exc.info.message, exc.hint, 1 if exc.info.code == "conflict.run_ended" else EXIT_CONFIG)
     status = outcome.run.status
     if not outcome.asked:
-        was = before.status if before is not None else "stopped"
-        click.echo(f"run {run_id} cancelled (it was {was})")
+        click.echo(f"run {run_id} cancelled (it was {outcome.was})")
         return
     if status == "cancelled":
         click.echo(f"run {run_id} cancelled by the process that executed it")

@@ -30,10 +30,12 @@ _POLL_S = 0.1
 
 @dataclass(frozen=True, slots=True)
 class CancelOutcome:
-    """What a cancel from outside did: `run` as it stands after it; `asked` when the run was running and its
-    executor was asked to stop (`run.status` says whether it has stopped within the wait)."""
+    """What a cancel from outside did: `run` as it stands after it; `was` the state the cancel found it in; `asked`
+    when the run was running and its executor was asked to stop (`run.status` says whether it stopped within the
+    wait)."""
 
     run: RunProjection
+    was: str
     asked: bool
 
 
@@ -69,16 +71,21 @@ async def cancel_from_outside(
         if run.status not in STOPPED:
             break
         try:
-            return CancelOutcome(await cancel_stopped(writer, clock, ids, run, reason), asked=False)
+            return CancelOutcome(await cancel_stopped(writer, clock, ids, run, reason), run.status, asked=False)
         except BearAgentError:  # it moved on (a worker started it, an answer came): look again
             run = await _top_level(store, run_id)
+    else:
+        raise BearAgentError(
+            ErrorInfo.of("conflict", "run_changing", f"run {run_id} changed state at each of {_ATTEMPTS} tries"),
+            hint="try again; `bearagent inspect` shows what it is doing",
+        )
     await store.request_cancel(run_id, reason, clock.now())
     deadline = time.monotonic() + wait_s
     now = run
     while True:
         now = await store.fetch_run(run_id) or now
         if now.status != "running" or time.monotonic() >= deadline:
-            return CancelOutcome(now, asked=True)
+            return CancelOutcome(now, run.status, asked=True)
         await asyncio.sleep(_POLL_S)
 
 
