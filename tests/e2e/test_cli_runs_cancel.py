@@ -209,3 +209,51 @@ def test_a_run_that_changes_under_every_try_is_a_clear_error_and_stays_as_it_was
         store.close()
     assert refused.value.info.code == "conflict.run_changing" and "try again" in str(refused.value.hint)
     assert [r["status"] for r in _runs(root, env)] == ["waiting"]
+
+
+def test_a_refusal_that_is_not_a_race_is_reported_as_it_is_and_not_retried(tmp_path: Path) -> None:
+    # only a conflict (the run moved on) is worth another read and try; any other refusal of the cancel's append (here
+    # the store going away) is the answer, at the first try, and the run stays as it was
+    import asyncio
+
+    from tests.support.config_ws import load
+
+    from bearagent.app.resources import open_store, writer_over
+    from bearagent.domain.errors import BearAgentError, ErrorInfo
+    from bearagent.domain.ids import RunId, Uuid4IdGenerator
+    from bearagent.ports import SystemClock
+    from bearagent.runtime.run_writer import RunWriter
+    from bearagent.service.cancelling import cancel_from_outside
+
+    root = scripted_workspace(tmp_path / "ws", WRITE, agents=MAIN, config=CONFIG + "permission_mode: default\n")
+    home = tmp_path / "home"
+    env = isolated_env(home)
+    waiting = _cli(root, env, "run", "--json", "--wait-approvals", "write the notes")
+    assert waiting.returncode == 4, waiting.stdout + waiting.stderr
+    run_id = RunId(json.loads(waiting.stdout)["run_id"])
+    loaded = load(root, home)
+    store = open_store(loaded, create=False)
+    tries: list[int] = []
+
+    class StoreGone:
+        """The real writer, but every append fails as a store that went away does."""
+
+        def __init__(self, real: RunWriter) -> None:
+            self.real = real
+
+        async def append_many(self, *args: Any, **kwargs: Any) -> Any:
+            tries.append(1)
+            raise BearAgentError(ErrorInfo.of("storage", "unreachable", "the store went away"), hint="start it again")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    gone: Any = StoreGone(writer_over(loaded, store))
+    try:
+        with pytest.raises(BearAgentError) as refused:
+            asyncio.run(cancel_from_outside(store, gone, SystemClock(), Uuid4IdGenerator(), run_id, "test", wait_s=0))
+    finally:
+        store.close()
+    assert refused.value.info.code == "storage.unreachable", refused.value.info.code
+    assert tries == [1]
+    assert [r["status"] for r in _runs(root, env)] == ["waiting"]

@@ -72,8 +72,10 @@ async def cancel_from_outside(
             break
         try:
             return CancelOutcome(await cancel_stopped(writer, clock, ids, run, reason), run.status, asked=False)
-        except BearAgentError:  # it moved on (a worker started it, an answer came): look again
-            run = await _top_level(store, run_id)
+        except BearAgentError as refused:
+            if refused.info.category != "conflict":
+                raise  # not a race (the store, a budget...): that error is the answer
+            run = await _top_level(store, run_id)  # it moved on (a worker started it, an answer came): look again
     else:
         raise BearAgentError(
             ErrorInfo.of("conflict", "run_changing", f"run {run_id} changed state at each of {_ATTEMPTS} tries"),
