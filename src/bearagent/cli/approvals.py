@@ -135,7 +135,6 @@ def answer(
     """Answer approval APPROVAL of run RUN once (a second or late answer is refused), then continue the run here
     (unless its asking process is still attached, or --no-continue). Exit codes as for `bearagent run`."""
     import asyncio
-    import getpass
 
     from bearagent.app.runtime import open_runtime
     from bearagent.cli._config_common import load
@@ -146,6 +145,7 @@ def answer(
     from bearagent.domain.errors import BearAgentError
     from bearagent.runtime.observer import NullObserver, RunObserver
     from bearagent.service.resuming import answer_approval, attached_elsewhere
+    from bearagent.service.run_types import local_user_name
     from bearagent.service.runner import RunResult
 
     store = open_recovered(workspace)
@@ -160,7 +160,7 @@ def answer(
         runtime = open_runtime(load(workspace))
     except BearAgentError as exc:
         die_from(exc, debug=debug)
-    who = f"cli:{getpass.getuser()}"
+    who = f"cli:{local_user_name()}"
     choice = DECISIONS[decision]
 
     async def record() -> None:
@@ -203,7 +203,6 @@ def _answer_question(
 ) -> None:
     """Answer an MCP server's question a running run's call waits on: recorded once, read there by the call."""
     import asyncio
-    import getpass
     import json
 
     from bearagent.app.runtime import open_runtime
@@ -212,6 +211,7 @@ def _answer_question(
     from bearagent.domain.errors import BearAgentError, ErrorInfo
     from bearagent.domain.ids import RunId
     from bearagent.service.elicitations import answer_elicitation
+    from bearagent.service.run_types import local_user_name
 
     def refuse(text: str, hint: str) -> BearAgentError:
         return BearAgentError(ErrorInfo.of("invalid_request", "elicitation_answer", text), hint=hint)
@@ -230,7 +230,7 @@ def _answer_question(
         runtime = open_runtime(load(workspace))
     except BearAgentError as exc:
         die_from(exc, debug=debug)
-    who = f"cli:{getpass.getuser()}"
+    who = f"cli:{local_user_name()}"
 
     async def record() -> None:
         try:

@@ -61,7 +61,6 @@ def cancel(run_ref: str, workspace: Path | None, wait_s: float) -> None:
     executes is stopped there (Ctrl-C); once that process is gone the run is interrupted, and this cancels it.
     """
     import asyncio
-    import getpass
 
     from bearagent.app.resources import writer_over
     from bearagent.cli._config_common import load
@@ -69,12 +68,13 @@ def cancel(run_ref: str, workspace: Path | None, wait_s: float) -> None:
     from bearagent.domain.ids import Uuid4IdGenerator
     from bearagent.ports import SystemClock
     from bearagent.service.cancelling import cancel_from_outside
+    from bearagent.service.run_types import local_user_name
 
     loaded = load(workspace)
     store = recovered_store(loaded)
     run_id = resolve_ref(store, run_ref)
     writer = writer_over(loaded, store)
-    reason = f"cancelled by {getpass.getuser()} with `bearagent runs cancel`"
+    reason = f"cancelled by {local_user_name()} with `bearagent runs cancel`"
     try:
         outcome = asyncio.run(
             cancel_from_outside(store, writer, SystemClock(), Uuid4IdGenerator(), run_id, reason, wait_s=wait_s)

@@ -115,6 +115,20 @@ def local_initiator() -> str:
     return f"local:{getpass.getuser()}"
 
 
+def local_user_name() -> str:
+    """The name of this process's user, for what a person reads (an answer's `cli:NAME`, a cancel's reason):
+    `getpass.getuser()` (the LOGNAME/USER variables, then the password database), else `uid N` where neither
+    knows it (a container's uid without an entry), never an error."""
+    import getpass
+    import os
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError, ImportError):  # 3.11 raises KeyError, 3.13 OSError; ImportError without pwd
+        getuid = getattr(os, "getuid", None)
+        return f"uid {getuid()}" if getuid is not None else "unknown user"
+
+
 RESERVED_METADATA = frozenset({"model_ref", "depth", "prompt_hash", "prompt_version"})
 """Keys of a run record's `metadata` the runtime fills itself (`server/records.py`); a client may not set them."""
 
