@@ -55,8 +55,9 @@ def kind(argv: str, clone: str) -> str:
     if first == "-c":
         return "python -c (xdist workers, inline scripts)"
     if first.endswith(("bin/bearagent", "bearagent/__main__.py")):
-        rest = [w for w in words[1:] if not w.startswith("-")]
-        return "bearagent " + (rest[0] if rest else "(session)")
+        # the first command word; option values (`-w /path`) are paths or numbers, never a lowercase word alone
+        command = next((w for w in words[1:] if re.fullmatch(r"[a-z][a-z-]*", w)), None)
+        return "bearagent " + (command or "(session)")
     if "pytest" in first:
         return "pytest"
     return re.sub(r"^.*/(tests|examples)/", r"\1/", first)
