@@ -225,6 +225,11 @@ class RunManager:
             if task is not None and not task.done():
                 task.cancel()
                 await asyncio.wait({task}, timeout=wait_s)
+                after = await runtime.store.fetch_run(run_id) if task.done() else None
+                if after is not None and after.status in STOPPED:
+                    # cancelled before it began (the worker tracks a queued run's task before it first runs): nothing
+                    # recorded its end, and the worker would take the still queued run again. Record it here.
+                    continue
                 return True
             run = await runtime.store.fetch_run(run_id)
             if run is None or run.parent_run_id is not None:

@@ -1,0 +1,41 @@
+"""A run cancelled while the worker's task for it has not begun yet ends cancelled and is not taken again."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tests.support.config_ws import isolated_env
+from tests.support.run_ws import agent_md, scripted_workspace
+
+from bearagent.server.registry import RunManager, WorkspaceEntry
+from bearagent.service.run_types import RunOptions
+
+
+def test_a_queued_run_whose_task_never_began_is_recorded_cancelled(tmp_path: Path) -> None:
+    # the worker tracks a queued run's execution task before the task first runs (`service/worker.py` `_take`); a
+    # cancel that lands in between cancels a coroutine that never started, so nothing in it records the end: the
+    # run stayed `queued` and the worker took it again (a cancelled run that then ran, seen under load)
+    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
+    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
+    env = isolated_env(tmp_path / "home")
+
+    async def scenario() -> tuple[str, str, bool]:
+        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=0)
+        try:
+            run = await manager.start("ws", "local:tester", "hello", RunOptions())
+            runtime = manager.runtime("ws")
+            task = asyncio.create_task(runtime.start_queued(run.run_id, caller="local:tester"))
+            manager._track(run.run_id, "local:tester", task, None)  # pyright: ignore[reportPrivateUsage]
+            stopped = await manager.stop(runtime, run.run_id, "cancelled by the test", wait_s=5)
+            after = await runtime.store.fetch_run(run.run_id)
+            assert after is not None
+            events = [e.event_type for e in await runtime.store.fetch_events(run.run_id)]
+            return after.status, ",".join(events), stopped
+        finally:
+            await manager.aclose()
+
+    status, events, stopped = asyncio.run(scenario())
+    assert stopped
+    assert status == "cancelled", (status, events)
+    assert events.endswith("RunCancelled") and "RunStarted" not in events, events
