@@ -4,10 +4,11 @@
 
 Clones this checkout's HEAD (or REV) into a new directory under /tmp whose name has a space and a non-ASCII letter
 (as `.ci/run` does), runs `uv sync --locked` there, and puts a `sitecustomize.py` into that clone's own virtual
-environment (never this checkout's): at exit, every Python process started from it appends its pid, its own CPU time
-(user + system, not its children's: each process counts once) and its command line to a log. Then it runs `uv run pytest` in the
-clone with PYTHONDONTWRITEBYTECODE=1 and prints the wall time, the suite's CPU (every process it waited for) and the
-logged CPU grouped by command (`bearagent run`, `bearagent runs`, the xdist workers, MCP test servers...).
+environment (never this checkout's): at exit, every Python process started from it appends its pid, its own CPU
+time (user + system, not its children's: each process counts once) and its command line to a log. Then it runs
+`uv run pytest` in the clone with PYTHONDONTWRITEBYTECODE=1 and prints the wall time, the suite's CPU (every process
+it waited for) and the logged CPU grouped by command (`bearagent run`, `bearagent runs`, the xdist workers, MCP test
+servers...).
 
 Not in the log: processes ended by SIGKILL or `os._exit`, sandboxed processes (their /tmp is private), and what is
 not this environment's Python (node, PostgreSQL, chromium, bwrap). The clone is removed unless `--keep`.
@@ -79,9 +80,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         # the npm and PyPI packages some tests install, already fetched into this checkout's .cache/ (as CI has them)
-        for cached in (HERE / ".cache").glob("npm-*"):
-            shutil.copytree(cached, clone / ".cache" / cached.name, symlinks=True)
-        for cached in (HERE / ".cache").glob("pypi-*"):
+        for cached in [*(HERE / ".cache").glob("npm-*"), *(HERE / ".cache").glob("pypi-*")]:
             shutil.copytree(cached, clone / ".cache" / cached.name, symlinks=True)
         subprocess.run(["uv", "sync", "--locked", "-q"], cwd=clone, env=env, check=True)
         site = subprocess.run(
