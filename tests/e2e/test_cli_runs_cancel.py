@@ -61,6 +61,11 @@ def _runs(root: Path, env: Mapping[str, str]) -> list[dict[str, Any]]:
 def _until_running(root: Path, env: Mapping[str, str]) -> str:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
+        if not (root / ".bearagent" / "state.db").exists():
+            # the terminal's `bearagent run` has not created the store yet (a slow start under load): `runs list`
+            # would rightly answer "no runs have been stored"
+            time.sleep(0.3)
+            continue
         running = [r["run_id"] for r in _runs(root, env) if r["status"] == "running"]
         if running:
             return str(running[0])
