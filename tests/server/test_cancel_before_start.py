@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import agent_md, scripted_workspace
 
+from bearagent.runtime.reducer import InvalidTransition, SequenceConflict
+from bearagent.server import registry
 from bearagent.server.registry import RunManager, WorkspaceEntry
+from bearagent.service.cancelling import moved_on
 from bearagent.service.run_types import RunOptions
+from bearagent.store.errors import StoreError
 
 
 def test_a_queued_run_whose_task_never_began_is_recorded_cancelled(tmp_path: Path) -> None:
@@ -39,3 +44,38 @@ def test_a_queued_run_whose_task_never_began_is_recorded_cancelled(tmp_path: Pat
     assert stopped
     assert status == "cancelled", (status, events)
     assert events.endswith("RunCancelled") and "RunStarted" not in events, events
+
+
+def test_stopping_a_queued_run_retries_only_when_it_moved_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `service/cancelling.moved_on` is the one owner of which refusal of `RunCancelled` means "read it again": the
+    # server's `stop` and `bearagent runs cancel` both ask it. A refusal that is not a race (here the store failing
+    # as on a full disk) is the answer at once, not retried 50 times and then reported as "not cancelling"
+    assert moved_on(SequenceConflict("r", expected=3, got=2))
+    assert moved_on(InvalidTransition("RunCancelled", "running", "a worker started it"))
+    assert not moved_on(StoreError("state.db", "disk_full", "the disk is full", "free some space"))
+    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
+    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
+    env = isolated_env(tmp_path / "home")
+    calls: list[str] = []
+
+    async def full_disk(*args: object) -> object:
+        calls.append("cancel")
+        raise StoreError("state.db", "disk_full", "the disk is full", "free some space")
+
+    monkeypatch.setattr(registry, "cancel_stopped", full_disk)
+
+    async def scenario() -> str:
+        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=0)
+        try:
+            run = await manager.start("ws", "local:tester", "hello", RunOptions())
+            runtime = manager.runtime("ws")
+            with pytest.raises(StoreError, match="the disk is full"):
+                await manager.stop(runtime, run.run_id, "cancelled by the test", wait_s=5)
+            after = await runtime.store.fetch_run(run.run_id)
+            assert after is not None
+            return after.status
+        finally:
+            await manager.aclose()
+
+    assert asyncio.run(scenario()) == "queued"
+    assert calls == ["cancel"]

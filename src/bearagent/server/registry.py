@@ -32,7 +32,7 @@ from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.state import RunProjection, WorkspaceRecord
-from bearagent.service.cancelling import STOPPED, cancel_stopped
+from bearagent.service.cancelling import STOPPED, cancel_stopped, moved_on
 from bearagent.service.leases import is_self
 from bearagent.service.queue import pending_runs
 from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
@@ -238,8 +238,10 @@ class RunManager:
                 try:
                     await cancel_stopped(runtime.writer, runtime.clock, runtime.ids, run, reason)
                     return True
-                except BearAgentError:  # it moved on meanwhile (started): look again
-                    continue
+                except BearAgentError as refused:
+                    if not moved_on(refused):
+                        raise
+                    continue  # it moved on meanwhile (started): look again
             if run.status != "running":
                 return False  # it ended
             if run.owner is None or not is_self(run.owner):

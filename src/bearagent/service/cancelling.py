@@ -43,9 +43,16 @@ async def cancel_stopped(
     writer: RunWriter, clock: Clock, ids: IdGenerator, run: RunProjection, reason: str
 ) -> RunProjection:
     """Record `RunCancelled` for a run no process executes (waiting, interrupted, queued); a run that moved on
-    meanwhile refuses it (the reducer) and that error propagates."""
+    meanwhile refuses it (the reducer) and that error propagates (`moved_on` tells the two apart)."""
     cancelled = RunCancelledV1(reason=reason[:500])
     return await append_outside_loop(writer, clock, ids, run.run_id, run.last_sequence, (cancelled,))
+
+
+def moved_on(refused: BearAgentError) -> bool:
+    """Whether `cancel_stopped`'s refusal means the run moved on meanwhile (another writer appended first, or its
+    new state does not take `RunCancelled`): read it again and decide anew. Any other error (the store, a budget)
+    is the answer and is not retried."""
+    return refused.info.category == "conflict"
 
 
 async def cancel_from_outside(
@@ -73,8 +80,8 @@ async def cancel_from_outside(
         try:
             return CancelOutcome(await cancel_stopped(writer, clock, ids, run, reason), run.status, asked=False)
         except BearAgentError as refused:
-            if refused.info.category != "conflict":
-                raise  # not a race (the store, a budget...): that error is the answer
+            if not moved_on(refused):
+                raise
             run = await _top_level(store, run_id)  # it moved on (a worker started it, an answer came): look again
     else:
         raise BearAgentError(
