@@ -27,7 +27,7 @@ def _ws(tmp_path: Path, settings: dict[str, object], config: str = CONFIG) -> Pa
     write(root, ".bearagent/fast.yaml", 'turns:\n  - text: "from fast"\n')
     write(root, ".bearagent/smart.yaml", 'turns:\n  - text: "from smart"\n')
     write(root, ".bearagent/agents/main.md", agent_md("Main.", mode="primary"))
-    write(root, ".claude/settings.json", json.dumps(settings))
+    write(root, ".claude/settings.json", json.dumps(settings, indent=2))  # one key a line
     return root
 
 
@@ -55,6 +55,7 @@ def test_an_unknown_settings_model_warns_and_the_default_stays(tmp_path: Path) -
     loaded = load(root, tmp_path / "home")
     (warning,) = [d for d in loaded.diagnostics() if d.code == "config.unknown_settings_model"]
     assert "'opus'" in warning.message and "fast" in (warning.fix or "") and warning.field == "model"
+    assert warning.source.endswith("settings.json") and warning.line == 2  # the line of "model"
     assert loaded.config.default_model is None
 
 
@@ -64,6 +65,7 @@ def test_an_unknown_fallback_model_warns_that_runs_have_none(tmp_path: Path) -> 
     (warning,) = [d for d in loaded.diagnostics() if d.code == "config.unknown_settings_model"]
     assert warning.message.startswith("fallbackModel 'opus' in settings") and "no fallback model" in warning.message
     assert warning.field == "fallbackModel" and "fast" in (warning.fix or "")
+    assert warning.source.endswith("settings.json") and warning.line == 2
 
 
 def test_available_models_limit_what_model_may_pick(tmp_path: Path) -> None:
