@@ -236,8 +236,11 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
         parent_run_id: RunId | None = None,
         limit: int = 50,
         oldest_first: bool = False,
+        answered: bool = False,
     ) -> Sequence[RunProjection]:
-        """Runs, newest first (by creation); with `oldest_first`, the oldest first (a queue's head)."""
+        """Runs, newest first (by creation); with `oldest_first`, the oldest first (a queue's head). With
+        `answered`, only runs whose pending approval has its answer (waiting runs a worker may resume): however many
+        unanswered ones wait beside them, the answered ones are what the limit counts."""
         ...
 
     async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:

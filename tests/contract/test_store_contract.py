@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import pytest
 from tests.support.events import (
@@ -31,12 +31,13 @@ from tests.support.storage_factories import FACTORIES, StorageFactory
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import DeterministicIdGenerator, RunId, SessionId, Uuid4IdGenerator
-from bearagent.domain.run_events import HookExecutedV1, RunCreatedV2
+from bearagent.domain.run_events import ApprovalRequestedV1, ApprovalResolvedV1, HookExecutedV1, RunCreatedV2
 from bearagent.domain.state import SessionRecord
-from bearagent.ports import ActivityIdTaken, EventIdTaken, RunStorage, VersionConflict
+from bearagent.ports import ActivityIdTaken, EventIdTaken, RunStorage, VersionConflict, WorkspaceStore
 from bearagent.runtime.reducer import BudgetExceeded, InvalidTransition, SequenceConflict
 from bearagent.runtime.run_refs import resolve_run_ref
 from bearagent.runtime.run_writer import Committed, Published, RunWriter, prepare_commit
+from bearagent.service.queue import pending_runs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -306,6 +307,51 @@ def test_runs_filter_and_order_newest_first(harness: Harness) -> None:
         assert oldest == list(reversed(newest_first))  # a queue's head first
         assert [r.run_id for r in await storage.fetch_runs(limit=1, oldest_first=True)] == [newest_first[-1]]
         assert await storage.fetch_runs(status="cancelled") == []
+
+    run(go)
+
+
+def test_answered_waiting_runs_are_listed_apart_from_the_unanswered(harness: Harness) -> None:
+    # a worker's scan asks for waiting runs whose approval has its answer: unanswered ones (nobody may ever answer)
+    # never take the limit's places (`service/queue.py`)
+    storage = harness.open()
+
+    async def waiting(writer: RunWriter, *, answer: bool) -> RunId:
+        f = await started(writer, created=CREATED)
+        await writer.append(f.tool_requested("Bash"))
+        await writer.append(f.tool_started())
+        assert f.activity_id is not None and f.tool_call_id is not None
+        asked = ApprovalRequestedV1(
+            approval_id="ap1",
+            activity_id=f.activity_id,
+            tool_call_id=f.tool_call_id,
+            tool_name="Bash",
+            arguments={"command": "make"},
+            reason="Bash asks in default mode",
+        )
+        await writer.append(f.event(asked))
+        if answer:
+            decided = {"approval_id": "ap1", "decision": "allow_once", "answered_by": "cli:test"}
+            await writer.append(f.event(ApprovalResolvedV1.model_validate(decided)))
+        return f.run_id
+
+    async def go() -> None:
+        writer = RunWriter(storage)
+        oldest = await waiting(writer, answer=True)
+        unanswered = [await waiting(writer, answer=False) for _ in range(3)]
+        newest = await waiting(writer, answer=True)
+        everyone = [r.run_id for r in await storage.fetch_runs(status="waiting")]
+        assert everyone == [newest, *reversed(unanswered), oldest]
+        answered = await storage.fetch_runs(status="waiting", answered=True, limit=2)
+        assert [r.run_id for r in answered] == [newest, oldest]
+        assert all(r.pending_approval is not None and r.pending_approval.decision for r in answered)
+        oldest_first = await storage.fetch_runs(status="waiting", answered=True, limit=1, oldest_first=True)
+        assert [r.run_id for r in oldest_first] == [oldest]
+        assert [r.run_id for r in await storage.fetch_runs(answered=True)] == [newest, oldest]
+        # a worker's scan with room for two runs of each state still finds both answered runs behind the three
+        # unanswered (it looked only at the newest waiting ones and left `oldest` waiting for good)
+        found = await pending_runs(cast(WorkspaceStore, storage), limit=2)
+        assert {(p.run.run_id, p.action) for p in found} == {(newest, "resume"), (oldest, "resume")}
 
     run(go)
 

@@ -31,7 +31,8 @@ from bearagent.service.run_types import RunOptions
 
 SCAN_LIMIT = 200
 """How many runs of each pending state one scan looks at: of the queued ones the oldest (a scan reads them all, and
-a worker scans whenever a run ends; lanes whose heads are newer are seen once the older ones went)."""
+a worker scans whenever a run ends; lanes whose heads are newer are seen once the older ones went); of the waiting
+ones only those with their answer (the store filters them), so runs nobody answers never crowd one out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,9 @@ async def pending_runs(store: WorkspaceStore, *, interrupted: bool = True, limit
     busy = {str(r.session_id) for r in running if r.session_id is not None and r.parent_run_id is None}
     candidates: list[Pending] = []
     for status in ("interrupted", "waiting") if interrupted else ("waiting",):
-        for run in await store.fetch_runs(status=status, limit=limit):
+        # waiting: only the answered ones, in the store, so that any number of unanswered runs (nobody may ever
+        # answer them) cannot push an answered one out of the scan's limit and leave it waiting for good
+        for run in await store.fetch_runs(status=status, limit=limit, answered=status == "waiting"):
             if run.parent_run_id is None and (status == "interrupted" or _answered(run)):
                 candidates.append(Pending(run, "resume"))
     candidates.extend(

@@ -233,15 +233,18 @@ def runs_on(
     parent_run_id: RunId | None,
     limit: int,
     oldest_first: bool = False,
+    answered: bool = False,
 ) -> Sequence[RunProjection]:
     """Runs, newest first (by creation; `oldest_first` the other way), optionally of one session, one status and/or
-    one parent run."""
+    one parent run; `answered`: only those whose pending approval has its answer."""
     where: list[str] = []
     params: list[object] = []
     for column, value in (("session_id", session_id), ("status", status), ("parent_run_id", parent_run_id)):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(str(value))
+    if answered:
+        where.append("json_extract(data, '$.pending_approval.decision') IS NOT NULL")
     sql = SELECT_RUN
     if where:
         sql += " WHERE " + " AND ".join(where)

@@ -171,9 +171,12 @@ class SqliteEventStore:
         parent_run_id: RunId | None = None,
         limit: int = 50,
         oldest_first: bool = False,
+        answered: bool = False,
     ) -> Sequence[RunProjection]:
         return await self._reader.call(
-            lambda conn: run_reads.runs_on(conn, self.path, session_id, status, parent_run_id, limit, oldest_first)
+            lambda conn: run_reads.runs_on(
+                conn, self.path, session_id, status, parent_run_id, limit, oldest_first, answered
+            )
         )
 
     async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:

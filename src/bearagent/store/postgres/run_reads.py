@@ -83,6 +83,9 @@ async def run(conn: Conn, q: Queries, where: str, run_id: RunId) -> RunProjectio
     return _run_of(rows[0]) if rows else None
 
 
+_ANSWERED: LiteralString = "(data -> 'pending_approval' ->> 'decision') IS NOT NULL"
+"""A run whose pending approval has its answer (`fetch_runs(answered=True)`)."""
+
 # every combination of the three filters, as literal SQL (prepared once each)
 _FILTERS: dict[tuple[bool, bool, bool], LiteralString] = {
     (False, False, False): "",
@@ -105,11 +108,14 @@ async def runs(
     parent_run_id: RunId | None,
     limit: int,
     oldest_first: bool = False,
+    answered: bool = False,
 ) -> Sequence[RunProjection]:
     """Runs, newest first (by creation; `oldest_first` the other way), optionally of one session, one status and/or
-    one parent run."""
+    one parent run; `answered`: only those whose pending approval has its answer."""
     given = [value for value in (session_id, status, parent_run_id) if value is not None]
     template = _FILTERS[(session_id is not None, status is not None, parent_run_id is not None)]
+    if answered:
+        template += (" AND " if template else " WHERE ") + _ANSWERED
     order = " ORDER BY created_order ASC LIMIT %s" if oldest_first else " ORDER BY created_order DESC LIMIT %s"
     statement = q(_RUN + template + order)
     rows = await rows_of(conn, statement, [*(str(v) for v in given), limit], where, "listing runs")

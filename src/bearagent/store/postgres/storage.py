@@ -158,10 +158,11 @@ class PostgresRunStorage(SyncFace):
         parent_run_id: RunId | None = None,
         limit: int = 50,
         oldest_first: bool = False,
+        answered: bool = False,
     ) -> Sequence[RunProjection]:
         return await self._port(
             lambda conn: run_reads.runs(
-                conn, self._q, self.path, session_id, status, parent_run_id, limit, oldest_first
+                conn, self._q, self.path, session_id, status, parent_run_id, limit, oldest_first, answered
             )
         )
 
