@@ -1,4 +1,5 @@
-"""A run cancelled while the worker's task for it has not begun yet ends cancelled and is not taken again."""
+"""A run stopped between its claim and its RunStarted: a caller's cancel ends it cancelled (not taken again), a stopping
+worker's hand-back leaves it queued for the next worker; only a conflict is retried when the cancel is refused."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from bearagent.server import registry
 from bearagent.server.registry import RunManager, WorkspaceEntry
 from bearagent.service.cancelling import moved_on
 from bearagent.service.run_types import RunOptions
+from bearagent.service.runner import WorkspaceRuntime
 from bearagent.store.errors import StoreError
 
 
@@ -79,3 +81,38 @@ def test_stopping_a_queued_run_retries_only_when_it_moved_on(tmp_path: Path, mon
 
     assert asyncio.run(scenario()) == "queued"
     assert calls == ["cancel"]
+
+
+def test_a_stopping_worker_hands_back_a_run_it_had_not_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a graceful stop whose grace ran out cancels its runs' tasks with HAND_BACK: a started run is left interrupted
+    # for the next worker (`runtime/loop.py`); one caught between its claim and its RunStarted was recorded
+    # "cancelled by the caller before it started", as if someone had cancelled it, and no worker ever ran it
+    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
+    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
+    env = isolated_env(tmp_path / "home")
+    preparing = asyncio.Event()
+
+    async def held(self: WorkspaceRuntime, run_id: object, observer: object, caller: str) -> object:
+        preparing.set()  # the worker claimed it (its lane's lock is held) and prepares it: no RunStarted yet
+        await asyncio.sleep(3600)
+        raise AssertionError("the stop cancels this")
+
+    monkeypatch.setattr(WorkspaceRuntime, "_start_locked", held)
+
+    async def scenario() -> tuple[str, str]:
+        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=1)
+        manager.start_worker()
+        try:
+            run = await manager.start("ws", "local:tester", "hello", RunOptions())
+            await asyncio.wait_for(preparing.wait(), timeout=120)
+            await manager.worker.stop(grace_s=0)
+            runtime = manager.runtime("ws")
+            after = await runtime.store.fetch_run(run.run_id)
+            assert after is not None
+            events = [e.event_type for e in await runtime.store.fetch_events(run.run_id)]
+            return after.status, ",".join(events)
+        finally:
+            await manager.aclose()
+
+    status, events = asyncio.run(scenario())
+    assert status == "queued" and events == "RunCreated", (status, events)

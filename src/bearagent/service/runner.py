@@ -51,7 +51,7 @@ from bearagent.hooks.bridge import LoopHookAdapter
 from bearagent.ports import Clock, WorkspaceStore
 from bearagent.registries.actions import invoke_action
 from bearagent.runtime.approvals import ApprovalBroker
-from bearagent.runtime.loop import AgentLoop
+from bearagent.runtime.loop import HAND_BACK, AgentLoop
 from bearagent.runtime.observer import NullObserver, RunObserver
 from bearagent.runtime.plan import (
     AgentPlan,
@@ -187,18 +187,21 @@ class WorkspaceRuntime:
         if it is its session's next (`queue.py`). It is claimed under its session's lock (the run's own for a run
         without a session), so of two processes only one starts it: the other gets `SessionBusy`, or a `conflict`
         error (`not_queued`, `not_next`) once it holds the lock. Cancelled before its RunStarted, it is recorded
-        cancelled (no worker takes it again). `caller`: whose run it is (the worker says)."""
+        cancelled (no worker takes it again), unless a stopping worker hands it back (`HAND_BACK`): then it stays
+        queued for the next worker. `caller`: whose run it is (the worker says)."""
         from bearagent.service.queue import no_queued_run
 
-        run = await self.store.fetch_run(run_id)
-        if run is None:
-            raise no_queued_run(run_id)
-        lane = run.session_id if run.session_id is not None else SessionId(str(run.run_id))
         try:
+            run = await self.store.fetch_run(run_id)
+            if run is None:
+                raise no_queued_run(run_id)
+            lane = run.session_id if run.session_id is not None else SessionId(str(run.run_id))
             async with self.store.session_lock(lane, wait=False):
                 return await self._start_locked(run_id, observer, caller)
-        except asyncio.CancelledError:  # cancelled before its RunStarted: the log says so, no worker takes it again
-            await self._cancel_if_queued(run_id)
+        except asyncio.CancelledError as stopped:
+            if stopped.args != (HAND_BACK,):  # cancelled before its RunStarted: the log says so, none takes it again
+                await self._cancel_if_queued(run_id)
+            # a stopping worker hands its runs back (`worker.py`): one that never started stays queued for the next
             raise
 
     async def _start_locked(self, run_id: RunId, observer: RunObserver | None, caller: str) -> RunResult:
