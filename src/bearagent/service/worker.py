@@ -16,7 +16,7 @@ run and tried its session's lock for nothing).
 
 Graceful stop (`stop`): no new claims; runs in flight may finish for `grace_s`; what still runs after it is handed
 back (its task is cancelled with `HAND_BACK`: the loop records `RunInterrupted`, not `RunCancelled`), and the next
-worker's scan resumes it.
+worker's scan resumes it; a run claimed but not yet started stays queued (`WorkspaceRuntime.start_queued`).
 """
 
 from __future__ import annotations
