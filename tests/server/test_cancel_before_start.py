@@ -10,6 +10,7 @@ import pytest
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import agent_md, scripted_workspace
 
+from bearagent.ports import RunCommit
 from bearagent.runtime.reducer import InvalidTransition, SequenceConflict
 from bearagent.server import registry
 from bearagent.server.registry import RunManager, WorkspaceEntry
@@ -17,6 +18,7 @@ from bearagent.service.cancelling import moved_on
 from bearagent.service.run_types import RunOptions
 from bearagent.service.runner import WorkspaceRuntime
 from bearagent.store.errors import StoreError
+from bearagent.store.sqlite import SqliteEventStore
 
 
 def test_a_queued_run_whose_task_never_began_is_recorded_cancelled(tmp_path: Path) -> None:
@@ -116,3 +118,51 @@ def test_a_stopping_worker_hands_back_a_run_it_had_not_started(tmp_path: Path, m
 
     status, events = asyncio.run(scenario())
     assert status == "queued" and events == "RunCreated", (status, events)
+
+
+def test_a_stopping_worker_hands_back_a_run_whose_run_started_was_committing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the hand-back landing while RunStarted commits (a commit the store makes in a task, as on PostgreSQL): the
+    # commit finishes, so the run has started and is handed back interrupted for the next worker to resume; it was
+    # recorded cancelled ("cancelled by the caller"), a run nobody cancelled and nobody resumed
+    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
+    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
+    env = isolated_env(tmp_path / "home")
+    committing, release = asyncio.Event(), asyncio.Event()
+    real_commit = SqliteEventStore.commit
+    real_now = SqliteEventStore.commit_now
+
+    def now_unless_started(self: SqliteEventStore, commit: RunCommit) -> bool:
+        return commit.events[0].event_type != "RunStarted" and real_now(self, commit)
+
+    async def slow_started(self: SqliteEventStore, commit: RunCommit) -> None:
+        if commit.events[0].event_type == "RunStarted":
+            committing.set()
+            await release.wait()
+        await real_commit(self, commit)
+
+    monkeypatch.setattr(SqliteEventStore, "commit_now", now_unless_started)
+    monkeypatch.setattr(SqliteEventStore, "commit", slow_started)
+
+    async def scenario() -> tuple[str, str]:
+        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=1)
+        manager.start_worker()
+        try:
+            run = await manager.start("ws", "local:tester", "hello", RunOptions())
+            await asyncio.wait_for(committing.wait(), timeout=120)
+            stopping = asyncio.create_task(manager.worker.stop(grace_s=0))
+            await asyncio.sleep(0.2)  # the hand-back reaches the run while its RunStarted commits
+            release.set()
+            await stopping
+            runtime = manager.runtime("ws")
+            after = await runtime.store.fetch_run(run.run_id)
+            assert after is not None
+            events = [e.event_type for e in await runtime.store.fetch_events(run.run_id)]
+            return after.status, ",".join(events)
+        finally:
+            release.set()
+            await manager.aclose()
+
+    status, events = asyncio.run(scenario())
+    assert status == "interrupted" and events == "RunCreated,RunStarted,RunInterrupted", (status, events)

@@ -256,8 +256,12 @@ class AgentLoop:
             await recorder.append(started)
             if spec.prelude:
                 await recorder.append_many(spec.prelude)
-        except asyncio.CancelledError:
-            await _cancel_recorded(recorder)
+        except asyncio.CancelledError as exc:
+            if exc.args == (HAND_BACK,):  # a stopping worker: handed back once started, else it stays queued
+                with contextlib.suppress(BearAgentError):
+                    await self._hand_back(recorder)
+            else:
+                await _cancel_recorded(recorder)
             raise
         self._observer.run_started(run_id, plan.agent_name)
         self._tools.warm(spec, plan)
