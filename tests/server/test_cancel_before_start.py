@@ -10,12 +10,15 @@ import pytest
 from tests.support.config_ws import isolated_env
 from tests.support.run_ws import agent_md, scripted_workspace
 
+from bearagent.domain.ids import RunId
 from bearagent.ports import RunCommit
+from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.reducer import InvalidTransition, SequenceConflict
 from bearagent.server import registry
 from bearagent.server.registry import RunManager, WorkspaceEntry
+from bearagent.service import worker as worker_module
 from bearagent.service.cancelling import moved_on
-from bearagent.service.run_types import RunOptions
+from bearagent.service.run_types import RunOptions, RunResult
 from bearagent.service.runner import WorkspaceRuntime
 from bearagent.store.errors import StoreError
 from bearagent.store.sqlite import SqliteEventStore
@@ -166,3 +169,45 @@ def test_a_stopping_worker_hands_back_a_run_whose_run_started_was_committing(
 
     status, events = asyncio.run(scenario())
     assert status == "interrupted" and events == "RunCreated,RunStarted,RunInterrupted", (status, events)
+
+
+def test_a_queued_run_the_store_refused_for_a_moment_stays_queued_and_starts_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a refusal that may pass (the store locked by another writer for too long, the disk full: retryable) used to
+    # fail the queued run for good with that error; it stays queued now and the worker starts it at a later scan
+    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
+    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
+    env = isolated_env(tmp_path / "home")
+    real_start = WorkspaceRuntime._start_locked  # pyright: ignore[reportPrivateUsage]
+    refusals: list[str] = []
+
+    async def busy_once(self: WorkspaceRuntime, run_id: RunId, observer: RunObserver | None, caller: str) -> RunResult:
+        if not refusals:
+            refusals.append(str(run_id))
+            what = "the event store was locked by another writer for too long while starting a run"
+            raise StoreError("state.db", "busy", what, "Retry", retryable=True)
+        return await real_start(self, run_id, observer, caller)
+
+    monkeypatch.setattr(WorkspaceRuntime, "_start_locked", busy_once)
+    monkeypatch.setattr(worker_module, "RETRY_RESUME_S", 0.3)  # the product waits a minute before it tries again
+
+    async def scenario() -> tuple[str, str]:
+        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=1, poll_s=0.1)
+        manager.start_worker()
+        try:
+            run = await manager.start("ws", "local:tester", "hello", RunOptions())
+            runtime = manager.runtime("ws")
+            deadline = asyncio.get_running_loop().time() + 120
+            after = run
+            while after.status in ("queued", "running") and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.1)
+                after = await runtime.store.fetch_run(run.run_id) or after
+            events = [e.event_type for e in await runtime.store.fetch_events(run.run_id)]
+            return after.status, ",".join(events)
+        finally:
+            await manager.aclose()
+
+    status, events = asyncio.run(scenario())
+    assert refusals, "the first start was refused"
+    assert status == "succeeded" and "RunFailed" not in events, (status, events)

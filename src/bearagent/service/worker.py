@@ -49,8 +49,9 @@ LOST_BACKOFF_S = 0.5
 """How long a worker leaves a lane alone after another worker took it first (the winner ends the run, and its end
 wakes every worker)."""
 RETRY_RESUME_S = 60.0
-"""How long a worker leaves a stopped run that it could not resume (its agent gone, its workspace untrusted, …)
-before it tries again."""
+"""How long a worker leaves a stopped run that it could not resume (its agent gone, its workspace untrusted, …), or
+a queued one that could not start for a retryable reason (the store locked too long, the disk full), before it
+tries again. A queued run refused for any other reason is failed with that reason (`_record_start_failure`)."""
 COALESCE_S = 0.01
 """After a wake, how long a worker lets further wakes gather before it scans once for all of them."""
 SPREAD = 4
@@ -275,11 +276,12 @@ class Worker:
                     self._lost[key] = time.monotonic() + LOST_BACKOFF_S
                     lost = True
                     return
-                if item.action == "start":
+                if item.action == "start" and not exc.info.retryable:
                     self.stats.failed_to_start += 1
                     await _record_start_failure(runtime, run_id, exc)
-                else:  # it stays stopped (`runs resume` says why); try again later, not at every scan
-                    self._failed[run_id] = time.monotonic() + RETRY_RESUME_S
+                else:  # it stays stopped (`runs resume` says why), or queued when the refusal may pass (the store
+                    # busy or its disk full for a moment): try again later, not at every scan
+                    self._failed[run_id] = time.monotonic() + (exc.info.retry_after_s or RETRY_RESUME_S)
                 _log.warning("run %s could not %s: %s", run_id, item.action, exc.info.message)
                 return
             except asyncio.CancelledError:
