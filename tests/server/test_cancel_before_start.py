@@ -4,6 +4,8 @@ worker's hand-back leaves it queued for the next worker; only a conflict is retr
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
@@ -24,28 +26,50 @@ from bearagent.store.errors import StoreError
 from bearagent.store.sqlite import SqliteEventStore
 
 
+def _workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A workspace whose one agent answers "done" at once, and an isolated user environment."""
+    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
+    return scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main), isolated_env(
+        tmp_path / "home"
+    )
+
+
+@contextlib.asynccontextmanager
+async def _serving(root: Path, env: dict[str, str], *, workers: int, poll_s: float = 0.5) -> AsyncGenerator[RunManager]:
+    """The server's run manager over the workspace (`ws`), its in-process worker started when it has one."""
+    manager = RunManager(
+        {"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=workers, poll_s=poll_s
+    )
+    if workers:
+        manager.start_worker()
+    try:
+        yield manager
+    finally:
+        await manager.aclose()
+
+
+async def _outcome(manager: RunManager, run_id: RunId) -> tuple[str, str]:
+    """The run's status and its event types, comma-separated."""
+    runtime = manager.runtime("ws")
+    after = await runtime.store.fetch_run(run_id)
+    assert after is not None
+    return after.status, ",".join(e.event_type for e in await runtime.store.fetch_events(run_id))
+
+
 def test_a_queued_run_whose_task_never_began_is_recorded_cancelled(tmp_path: Path) -> None:
     # the worker tracks a queued run's execution task before the task first runs (`service/worker.py` `_take`); a
     # cancel that lands in between cancels a coroutine that never started, so nothing in it records the end: the
     # run stayed `queued` and the worker took it again (a cancelled run that then ran, seen under load)
-    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
-    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
-    env = isolated_env(tmp_path / "home")
+    root, env = _workspace(tmp_path)
 
     async def scenario() -> tuple[str, str, bool]:
-        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=0)
-        try:
+        async with _serving(root, env, workers=0) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
             runtime = manager.runtime("ws")
             task = asyncio.create_task(runtime.start_queued(run.run_id, caller="local:tester"))
             manager._track(run.run_id, "local:tester", task, None)  # pyright: ignore[reportPrivateUsage]
             stopped = await manager.stop(runtime, run.run_id, "cancelled by the test", wait_s=5)
-            after = await runtime.store.fetch_run(run.run_id)
-            assert after is not None
-            events = [e.event_type for e in await runtime.store.fetch_events(run.run_id)]
-            return after.status, ",".join(events), stopped
-        finally:
-            await manager.aclose()
+            return (*await _outcome(manager, run.run_id), stopped)
 
     status, events, stopped = asyncio.run(scenario())
     assert stopped
@@ -60,9 +84,7 @@ def test_stopping_a_queued_run_retries_only_when_it_moved_on(tmp_path: Path, mon
     assert moved_on(SequenceConflict("r", expected=3, got=2))
     assert moved_on(InvalidTransition("RunCancelled", "running", "a worker started it"))
     assert not moved_on(StoreError("state.db", "disk_full", "the disk is full", "free some space"))
-    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
-    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
-    env = isolated_env(tmp_path / "home")
+    root, env = _workspace(tmp_path)
     calls: list[str] = []
 
     async def full_disk(*args: object) -> object:
@@ -72,17 +94,12 @@ def test_stopping_a_queued_run_retries_only_when_it_moved_on(tmp_path: Path, mon
     monkeypatch.setattr(registry, "cancel_stopped", full_disk)
 
     async def scenario() -> str:
-        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=0)
-        try:
+        async with _serving(root, env, workers=0) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
-            runtime = manager.runtime("ws")
             with pytest.raises(StoreError, match="the disk is full"):
-                await manager.stop(runtime, run.run_id, "cancelled by the test", wait_s=5)
-            after = await runtime.store.fetch_run(run.run_id)
-            assert after is not None
-            return after.status
-        finally:
-            await manager.aclose()
+                await manager.stop(manager.runtime("ws"), run.run_id, "cancelled by the test", wait_s=5)
+            status, _events = await _outcome(manager, run.run_id)
+            return status
 
     assert asyncio.run(scenario()) == "queued"
     assert calls == ["cancel"]
@@ -92,9 +109,7 @@ def test_a_stopping_worker_hands_back_a_run_it_had_not_started(tmp_path: Path, m
     # a graceful stop whose grace ran out cancels its runs' tasks with HAND_BACK: a started run is left interrupted
     # for the next worker (`runtime/loop.py`); one caught between its claim and its RunStarted was recorded
     # "cancelled by the caller before it started", as if someone had cancelled it, and no worker ever ran it
-    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
-    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
-    env = isolated_env(tmp_path / "home")
+    root, env = _workspace(tmp_path)
     preparing = asyncio.Event()
 
     async def held(self: WorkspaceRuntime, run_id: object, observer: object, caller: str) -> object:
@@ -105,19 +120,11 @@ def test_a_stopping_worker_hands_back_a_run_it_had_not_started(tmp_path: Path, m
     monkeypatch.setattr(WorkspaceRuntime, "_start_locked", held)
 
     async def scenario() -> tuple[str, str]:
-        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=1)
-        manager.start_worker()
-        try:
+        async with _serving(root, env, workers=1) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
             await asyncio.wait_for(preparing.wait(), timeout=120)
             await manager.worker.stop(grace_s=0)
-            runtime = manager.runtime("ws")
-            after = await runtime.store.fetch_run(run.run_id)
-            assert after is not None
-            events = [e.event_type for e in await runtime.store.fetch_events(run.run_id)]
-            return after.status, ",".join(events)
-        finally:
-            await manager.aclose()
+            return await _outcome(manager, run.run_id)
 
     status, events = asyncio.run(scenario())
     assert status == "queued" and events == "RunCreated", (status, events)
@@ -129,9 +136,7 @@ def test_a_stopping_worker_hands_back_a_run_whose_run_started_was_committing(
     # the hand-back landing while RunStarted commits (a commit the store makes in a task, as on PostgreSQL): the
     # commit finishes, so the run has started and is handed back interrupted for the next worker to resume; it was
     # recorded cancelled ("cancelled by the caller"), a run nobody cancelled and nobody resumed
-    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
-    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
-    env = isolated_env(tmp_path / "home")
+    root, env = _workspace(tmp_path)
     committing, release = asyncio.Event(), asyncio.Event()
     real_commit = SqliteEventStore.commit
     real_now = SqliteEventStore.commit_now
@@ -149,23 +154,17 @@ def test_a_stopping_worker_hands_back_a_run_whose_run_started_was_committing(
     monkeypatch.setattr(SqliteEventStore, "commit", slow_started)
 
     async def scenario() -> tuple[str, str]:
-        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=1)
-        manager.start_worker()
-        try:
-            run = await manager.start("ws", "local:tester", "hello", RunOptions())
-            await asyncio.wait_for(committing.wait(), timeout=120)
-            stopping = asyncio.create_task(manager.worker.stop(grace_s=0))
-            await asyncio.sleep(0.2)  # the hand-back reaches the run while its RunStarted commits
-            release.set()
-            await stopping
-            runtime = manager.runtime("ws")
-            after = await runtime.store.fetch_run(run.run_id)
-            assert after is not None
-            events = [e.event_type for e in await runtime.store.fetch_events(run.run_id)]
-            return after.status, ",".join(events)
-        finally:
-            release.set()
-            await manager.aclose()
+        async with _serving(root, env, workers=1) as manager:
+            try:
+                run = await manager.start("ws", "local:tester", "hello", RunOptions())
+                await asyncio.wait_for(committing.wait(), timeout=120)
+                stopping = asyncio.create_task(manager.worker.stop(grace_s=0))
+                await asyncio.sleep(0.2)  # the hand-back reaches the run while its RunStarted commits
+                release.set()
+                await stopping
+                return await _outcome(manager, run.run_id)
+            finally:
+                release.set()
 
     status, events = asyncio.run(scenario())
     assert status == "interrupted" and events == "RunCreated,RunStarted,RunInterrupted", (status, events)
@@ -176,9 +175,7 @@ def test_a_queued_run_the_store_refused_for_a_moment_stays_queued_and_starts_lat
 ) -> None:
     # a refusal that may pass (the store locked by another writer for too long, the disk full: retryable) used to
     # fail the queued run for good with that error; it stays queued now and the worker starts it at a later scan
-    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
-    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
-    env = isolated_env(tmp_path / "home")
+    root, env = _workspace(tmp_path)
     real_start = WorkspaceRuntime._start_locked  # pyright: ignore[reportPrivateUsage]
     refusals: list[str] = []
 
@@ -193,20 +190,14 @@ def test_a_queued_run_the_store_refused_for_a_moment_stays_queued_and_starts_lat
     monkeypatch.setattr(worker_module, "RETRY_RESUME_S", 0.3)  # the product waits a minute before it tries again
 
     async def scenario() -> tuple[str, str]:
-        manager = RunManager({"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=1, poll_s=0.1)
-        manager.start_worker()
-        try:
+        async with _serving(root, env, workers=1, poll_s=0.1) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
-            runtime = manager.runtime("ws")
             deadline = asyncio.get_running_loop().time() + 120
-            after = run
-            while after.status in ("queued", "running") and asyncio.get_running_loop().time() < deadline:
+            status, events = await _outcome(manager, run.run_id)
+            while status in ("queued", "running") and asyncio.get_running_loop().time() < deadline:
                 await asyncio.sleep(0.1)
-                after = await runtime.store.fetch_run(run.run_id) or after
-            events = [e.event_type for e in await runtime.store.fetch_events(run.run_id)]
-            return after.status, ",".join(events)
-        finally:
-            await manager.aclose()
+                status, events = await _outcome(manager, run.run_id)
+            return status, events
 
     status, events = asyncio.run(scenario())
     assert refusals, "the first start was refused"
