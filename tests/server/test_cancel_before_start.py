@@ -29,17 +29,17 @@ from bearagent.store.sqlite import SqliteEventStore
 def _workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A workspace whose one agent answers "done" at once, and an isolated user environment."""
     main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
-    return scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main), isolated_env(
-        tmp_path / "home"
-    )
+    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
+    return root, isolated_env(tmp_path / "home")
 
 
 @contextlib.asynccontextmanager
-async def _serving(root: Path, env: dict[str, str], *, workers: int, poll_s: float = 0.5) -> AsyncGenerator[RunManager]:
+async def _serving(
+    root: Path, env: dict[str, str], *, workers: int, poll_s: float = 0.5, resume_interrupted: bool = False
+) -> AsyncGenerator[RunManager]:
     """The server's run manager over the workspace (`ws`), its in-process worker started when it has one."""
-    manager = RunManager(
-        {"ws": WorkspaceEntry(id="ws", name="ws", root_path=root)}, env, workers=workers, poll_s=poll_s
-    )
+    entry = WorkspaceEntry(id="ws", name="ws", root_path=root)
+    manager = RunManager({"ws": entry}, env, workers=workers, poll_s=poll_s, resume_interrupted=resume_interrupted)
     if workers:
         manager.start_worker()
     try:
@@ -202,3 +202,68 @@ def test_a_queued_run_the_store_refused_for_a_moment_stays_queued_and_starts_lat
     status, events = asyncio.run(scenario())
     assert refusals, "the first start was refused"
     assert status == "succeeded" and "RunFailed" not in events, (status, events)
+
+
+HELD = """
+turns:
+  - text: "Waiting for the release."
+    wait_for_file: release
+    wait_timeout_ms: 120000
+  - text: "done"
+"""
+
+
+def test_a_cancel_while_run_resumed_commits_ends_the_run_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a caller's cancel landing while a worker records the RunResumed that takes an interrupted run over (a commit
+    # the store makes in a task, as on PostgreSQL): the commit finishes, the run is `running` with nobody executing
+    # it, and the cancel was lost (the lease scan later found it interrupted and a worker resumed it)
+    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
+    root = scripted_workspace(tmp_path / "ws", HELD, agents=main)
+    env = isolated_env(tmp_path / "home")
+    committing, release = asyncio.Event(), asyncio.Event()
+    real_commit = SqliteEventStore.commit
+    real_now = SqliteEventStore.commit_now
+
+    def now_unless_resumed(self: SqliteEventStore, commit: RunCommit) -> bool:
+        return commit.events[0].event_type != "RunResumed" and real_now(self, commit)
+
+    async def slow_resumed(self: SqliteEventStore, commit: RunCommit) -> None:
+        if commit.events[0].event_type == "RunResumed":
+            committing.set()
+            await release.wait()
+        await real_commit(self, commit)
+
+    async def interrupted() -> RunId:
+        async with _serving(root, env, workers=1, poll_s=0.1) as manager:
+            run = await manager.start("ws", "local:tester", "hello", RunOptions())
+            status, _events = await _outcome(manager, run.run_id)
+            while status != "running":
+                await asyncio.sleep(0.05)
+                status, _events = await _outcome(manager, run.run_id)
+            await manager.worker.stop(grace_s=0)  # handed back: interrupted, for another worker to resume
+            assert (await _outcome(manager, run.run_id))[0] == "interrupted"
+            return run.run_id
+
+    run_id = asyncio.run(interrupted())
+    monkeypatch.setattr(SqliteEventStore, "commit_now", now_unless_resumed)
+    monkeypatch.setattr(SqliteEventStore, "commit", slow_resumed)
+
+    async def cancelled_while_resuming() -> tuple[str, str]:
+        async with _serving(root, env, workers=1, poll_s=0.1, resume_interrupted=True) as manager:
+            try:
+                assert await manager.resume_interrupted() == [run_id]
+                await asyncio.wait_for(committing.wait(), timeout=120)
+                runtime = manager.runtime("ws")
+                stopping = asyncio.create_task(manager.stop(runtime, run_id, "cancelled by the test", wait_s=30))
+                await asyncio.sleep(0.2)  # the cancel reaches the run while its RunResumed commits
+                release.set()
+                assert await stopping
+                return await _outcome(manager, run_id)
+            finally:
+                release.set()
+
+    status, events = asyncio.run(cancelled_while_resuming())
+    assert status == "cancelled", (status, events)
+    assert events.endswith("RunResumed,RunCancelled") and events.count("RunResumed") == 1, events

@@ -99,12 +99,18 @@ HAND_BACK = "bearagent:hand-back"
 `RunInterrupted`, not `RunCancelled`."""
 
 
-async def _cancel_recorded(recorder: RunRecorder) -> None:
+async def _cancel_recorded(recorder: RunRecorder, reason: str = "cancelled by the caller") -> None:
     """Cancelled while the run was being recorded (a commit finishes before the cancellation goes on): once the run
     exists, its log still ends with RunCancelled instead of staying queued or running forever."""
     if recorder.projection is not None:
         with contextlib.suppress(BearAgentError):
-            await recorder.append(RunCancelledV1(reason="cancelled by the caller"))
+            await recorder.append(RunCancelledV1(reason=reason[:500]))
+
+
+def _reason_of(cancelled: asyncio.CancelledError) -> str | None:
+    """The reason passed with a cancellation (`task.cancel(reason)`: a worker cancelling on a request), if any."""
+    said = cancelled.args[0] if len(cancelled.args) == 1 else None
+    return said if isinstance(said, str) and said else None
 
 
 class AgentLoop:
@@ -257,11 +263,7 @@ class AgentLoop:
             if spec.prelude:
                 await recorder.append_many(spec.prelude)
         except asyncio.CancelledError as exc:
-            if exc.args == (HAND_BACK,):  # a stopping worker: handed back once started, else it stays queued
-                with contextlib.suppress(BearAgentError):
-                    await self._hand_back(recorder)
-            else:
-                await _cancel_recorded(recorder)
+            await self._stopped_while_taking(recorder, exc)
             raise
         self._observer.run_started(run_id, plan.agent_name)
         self._tools.warm(spec, plan)
@@ -299,8 +301,12 @@ class AgentLoop:
         )
         if self._owner is None:
             raise ValueError("resuming a run needs the owner that takes it over")
-        await recorder.append(RunResumedV1(owner=self._owner, reason=reason, changes=tuple(changes)))
-        await self._tools.settle(spec, recorder)
+        try:
+            await recorder.append(RunResumedV1(owner=self._owner, reason=reason, changes=tuple(changes)))
+            await self._tools.settle(spec, recorder)
+        except asyncio.CancelledError as exc:
+            await self._stopped_while_taking(recorder, exc)
+            raise
         self._observer.run_started(spec.run_id, plan.agent_name)
         for change in changes:
             self._observer.notice(spec.run_id, f"since this run started: {change}")
@@ -417,14 +423,24 @@ class AgentLoop:
                 raise
             cancelled = ErrorInfo.of("cancelled", "by_caller", "the run was cancelled")
             await self._close_active(recorder, state, cancelled)
-            # a reason passed with the cancellation (`task.cancel(reason)`: a worker cancelling on a request)
-            said = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) and exc.args[0] else None
-            with contextlib.suppress(BearAgentError):
-                await recorder.append(RunCancelledV1(reason=(said or "cancelled by the caller")[:500]))
+            with contextlib.suppress(BearAgentError):  # with the reason passed with the cancellation, if any
+                await recorder.append(RunCancelledV1(reason=(_reason_of(exc) or "cancelled by the caller")[:500]))
             self._observer.run_failed(run_id, cancelled)
             raise
         finally:
             current_run.reset(token)
+
+    async def _stopped_while_taking(self, recorder: RunRecorder, cancelled: asyncio.CancelledError) -> None:
+        """Cancelled while the facts that take a run over were recorded (RunStarted, RunResumed and what settles the
+        calls a crash left open), before the loop's own handling: a stopping worker's hand-back leaves it interrupted
+        once it runs (and as it was before, queued or stopped, otherwise); anyone else's cancel ends it cancelled
+        once it runs. Without this, a run whose RunResumed had committed stayed `running` with nobody executing it
+        and was resumed again later, the cancel lost; a handed-back one was recorded cancelled."""
+        if cancelled.args == (HAND_BACK,):
+            with contextlib.suppress(BearAgentError):
+                await self._hand_back(recorder)
+        else:
+            await _cancel_recorded(recorder, _reason_of(cancelled) or "cancelled by the caller")
 
     async def _hand_back(self, recorder: RunRecorder) -> None:
         """Record `RunInterrupted` for a run this process stops executing without ending it (a worker's graceful
