@@ -69,11 +69,14 @@ def test_cancelling_the_consuming_task_closes_the_http_stream(replay: ReplayServ
                     started.set()
 
         task = asyncio.create_task(consume())
-        await asyncio.wait_for(started.wait(), 10)
+        # generous bounds, neither a speed figure: the first delta includes a worker's first import of the SDK
+        # (~16 s seen under load), and the stream never ends by itself (a delta every 20 ms), so only a client
+        # that closes it sets `closed`, however long the wait
+        await asyncio.wait_for(started.wait(), 120)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        closed = await asyncio.to_thread(replay.closed.wait, 3.0)
+        closed = await asyncio.to_thread(replay.closed.wait, 60.0)
         await provider.aclose()
         return count, closed
 
