@@ -51,6 +51,16 @@ servers, terminals) or a large workload, seconds apiece; `uv run pytest -m "not 
 to the full run. Slow tests elsewhere carry `@pytest.mark.slow` themselves."""
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (the `addopts` in pyproject.toml): one worker more than the cores this process may use. Much of the
+    suite's time is spent waiting on the processes its tests start (CLI runs, servers, terminals, PostgreSQL), so a
+    third worker on two cores keeps both busy: the inner loop took 6 min 25 s against 8 min 18 s with two workers,
+    for the same CPU (docs/testing.md). `PYTEST_XDIST_AUTO_NUM_WORKERS`, or `-n N`, still decides when given."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = item.path.relative_to(TESTS).parts if item.path.is_relative_to(TESTS) else ()
