@@ -56,6 +56,27 @@ async def _outcome(manager: RunManager, run_id: RunId) -> tuple[str, str]:
     return after.status, ",".join(e.event_type for e in await runtime.store.fetch_events(run_id))
 
 
+def _held_commits(monkeypatch: pytest.MonkeyPatch, event_type: str) -> tuple[asyncio.Event, asyncio.Event]:
+    """Commits whose first event is `event_type` go through a task (as PostgreSQL's do; SQLite commits most at once)
+    and wait for `release` once they set `committing`: a cancellation can land while one commits."""
+    committing, release = asyncio.Event(), asyncio.Event()
+    real_commit = SqliteEventStore.commit
+    real_now = SqliteEventStore.commit_now
+
+    def now_unless_held(self: SqliteEventStore, commit: RunCommit) -> bool:
+        return commit.events[0].event_type != event_type and real_now(self, commit)
+
+    async def held(self: SqliteEventStore, commit: RunCommit) -> None:
+        if commit.events[0].event_type == event_type:
+            committing.set()
+            await release.wait()
+        await real_commit(self, commit)
+
+    monkeypatch.setattr(SqliteEventStore, "commit_now", now_unless_held)
+    monkeypatch.setattr(SqliteEventStore, "commit", held)
+    return committing, release
+
+
 def test_a_queued_run_whose_task_never_began_is_recorded_cancelled(tmp_path: Path) -> None:
     # the worker tracks a queued run's execution task before the task first runs (`service/worker.py` `_take`); a
     # cancel that lands in between cancels a coroutine that never started, so nothing in it records the end: the
@@ -137,21 +158,7 @@ def test_a_stopping_worker_hands_back_a_run_whose_run_started_was_committing(
     # commit finishes, so the run has started and is handed back interrupted for the next worker to resume; it was
     # recorded cancelled ("cancelled by the caller"), a run nobody cancelled and nobody resumed
     root, env = _workspace(tmp_path)
-    committing, release = asyncio.Event(), asyncio.Event()
-    real_commit = SqliteEventStore.commit
-    real_now = SqliteEventStore.commit_now
-
-    def now_unless_started(self: SqliteEventStore, commit: RunCommit) -> bool:
-        return commit.events[0].event_type != "RunStarted" and real_now(self, commit)
-
-    async def slow_started(self: SqliteEventStore, commit: RunCommit) -> None:
-        if commit.events[0].event_type == "RunStarted":
-            committing.set()
-            await release.wait()
-        await real_commit(self, commit)
-
-    monkeypatch.setattr(SqliteEventStore, "commit_now", now_unless_started)
-    monkeypatch.setattr(SqliteEventStore, "commit", slow_started)
+    committing, release = _held_commits(monkeypatch, "RunStarted")
 
     async def scenario() -> tuple[str, str]:
         async with _serving(root, env, workers=1) as manager:
@@ -222,18 +229,6 @@ def test_a_cancel_while_run_resumed_commits_ends_the_run_cancelled(
     main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
     root = scripted_workspace(tmp_path / "ws", HELD, agents=main)
     env = isolated_env(tmp_path / "home")
-    committing, release = asyncio.Event(), asyncio.Event()
-    real_commit = SqliteEventStore.commit
-    real_now = SqliteEventStore.commit_now
-
-    def now_unless_resumed(self: SqliteEventStore, commit: RunCommit) -> bool:
-        return commit.events[0].event_type != "RunResumed" and real_now(self, commit)
-
-    async def slow_resumed(self: SqliteEventStore, commit: RunCommit) -> None:
-        if commit.events[0].event_type == "RunResumed":
-            committing.set()
-            await release.wait()
-        await real_commit(self, commit)
 
     async def interrupted() -> RunId:
         async with _serving(root, env, workers=1, poll_s=0.1) as manager:
@@ -247,8 +242,7 @@ def test_a_cancel_while_run_resumed_commits_ends_the_run_cancelled(
             return run.run_id
 
     run_id = asyncio.run(interrupted())
-    monkeypatch.setattr(SqliteEventStore, "commit_now", now_unless_resumed)
-    monkeypatch.setattr(SqliteEventStore, "commit", slow_resumed)
+    committing, release = _held_commits(monkeypatch, "RunResumed")
 
     async def cancelled_while_resuming() -> tuple[str, str]:
         async with _serving(root, env, workers=1, poll_s=0.1, resume_interrupted=True) as manager:
