@@ -73,12 +73,18 @@ def _until_running(root: Path, env: Mapping[str, str]) -> str:
     raise AssertionError("the run never showed as running")
 
 
-def test_a_waiting_run_is_cancelled_at_once_and_never_runs_its_tool(tmp_path: Path) -> None:
+def _waiting_for_write(tmp_path: Path) -> tuple[Path, dict[str, str], str]:
+    """A workspace whose run waits for the approval of its Write (`bearagent run --wait-approvals` exits 4), the
+    user environment (home `tmp_path/home`) and the run's id."""
     root = scripted_workspace(tmp_path / "ws", WRITE, agents=MAIN, config=CONFIG + "permission_mode: default\n")
     env = isolated_env(tmp_path / "home")
     waiting = _cli(root, env, "run", "--json", "--wait-approvals", "write the notes")
     assert waiting.returncode == 4, waiting.stdout + waiting.stderr
-    run_id = json.loads(waiting.stdout)["run_id"]
+    return root, env, str(json.loads(waiting.stdout)["run_id"])
+
+
+def test_a_waiting_run_is_cancelled_at_once_and_never_runs_its_tool(tmp_path: Path) -> None:
+    root, env, run_id = _waiting_for_write(tmp_path)
     listed = _cli(root, env, "approvals", "list", "--json")
     (approval,) = [a["approval_id"] for a in json.loads(listed.stdout) if a["run_id"] == run_id]
 
@@ -180,13 +186,9 @@ def test_a_run_that_changes_under_every_try_is_a_clear_error_and_stays_as_it_was
     from bearagent.ports import SystemClock, WorkspaceStore
     from bearagent.service.cancelling import cancel_from_outside
 
-    root = scripted_workspace(tmp_path / "ws", WRITE, agents=MAIN, config=CONFIG + "permission_mode: default\n")
-    home = tmp_path / "home"
-    env = isolated_env(home)
-    waiting = _cli(root, env, "run", "--json", "--wait-approvals", "write the notes")
-    assert waiting.returncode == 4, waiting.stdout + waiting.stderr
-    run_id = RunId(json.loads(waiting.stdout)["run_id"])
-    loaded = load(root, home)
+    root, env, waiting_id = _waiting_for_write(tmp_path)
+    run_id = RunId(waiting_id)
+    loaded = load(root, tmp_path / "home")
     store = open_store(loaded, create=False)
 
     class BehindByOne:
@@ -230,13 +232,9 @@ def test_a_refusal_that_is_not_a_race_is_reported_as_it_is_and_not_retried(tmp_p
     from bearagent.runtime.run_writer import RunWriter
     from bearagent.service.cancelling import cancel_from_outside
 
-    root = scripted_workspace(tmp_path / "ws", WRITE, agents=MAIN, config=CONFIG + "permission_mode: default\n")
-    home = tmp_path / "home"
-    env = isolated_env(home)
-    waiting = _cli(root, env, "run", "--json", "--wait-approvals", "write the notes")
-    assert waiting.returncode == 4, waiting.stdout + waiting.stderr
-    run_id = RunId(json.loads(waiting.stdout)["run_id"])
-    loaded = load(root, home)
+    root, env, waiting_id = _waiting_for_write(tmp_path)
+    run_id = RunId(waiting_id)
+    loaded = load(root, tmp_path / "home")
     store = open_store(loaded, create=False)
     tries: list[int] = []
 
