@@ -32,8 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-PROMPT = "Read docs/project.md and write a summary to outputs/intro.md"
+from bench_cli import QUICKSTART_PROMPT, REPO, cpu_model  # the script's own directory is first on sys.path
 
 # (kind, a frame that marks it), the first match from the top of this list wins
 KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -79,7 +78,7 @@ def main() -> None:
             workspace = base / f"qs{i}"
             shutil.copytree(REPO / "examples" / "quickstart", workspace, ignore=shutil.ignore_patterns("state.db*"))
             if i == 0:
-                subprocess.run([*command, str(workspace), PROMPT], env=env, check=True, capture_output=True)
+                subprocess.run([*command, str(workspace), QUICKSTART_PROMPT], env=env, check=True, capture_output=True)
                 continue
             raw = base / f"run{i}.txt"
             subprocess.run(
@@ -95,7 +94,7 @@ def main() -> None:
                     "--",
                     *command,
                     str(workspace),
-                    PROMPT,
+                    QUICKSTART_PROMPT,
                 ],
                 env=env,
                 check=True,
@@ -108,14 +107,7 @@ def main() -> None:
                 args.keep.mkdir(parents=True, exist_ok=True)
                 shutil.copy(raw, args.keep / raw.name)
     total = sum(kinds.values())
-    cpu = next(
-        (
-            ln.split(":", 1)[1].strip()
-            for ln in Path("/proc/cpuinfo").read_text().splitlines()
-            if ln.startswith("model name")
-        ),
-        platform.processor(),
-    )
+    cpu = cpu_model()
     print(
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {cpu}, {os.cpu_count()} cores, "
         f"load {os.getloadavg()[0]:.1f}, Python {platform.python_version()}; {args.runs} runs at {args.rate} Hz, "
