@@ -1,0 +1,158 @@
+"""A bytecode cache for the methods `dataclasses` generates, so a process does not compile them again.
+
+`@dataclass` writes each class's `__init__`, `__repr__`, `__eq__`, `__hash__` and the frozen `__setattr__` /
+`__delattr__` as source text and `exec`s it: on CPython 3.11 that is ~1,000 `compile` calls for the ~200 classes a
+`bearagent run` imports, ~190 ms of a scripted run's ~900 ms here (issue 37; docs/benchmarks.md). Python caches
+modules' bytecode in `__pycache__`, not this code, so every process paid it again.
+
+`install()` gives the `dataclasses` module its own `exec`: a name a module's code looks up in its globals before the
+builtins, so the standard library's code is not copied or changed. The stand-in looks the source text up in a table
+of code objects, compiles what it has not seen (exactly as `exec` would: no inherited `__future__` flags, file name
+`<string>`) and runs the code object with the same globals and namespace. The class built is the one `exec` of the
+same text builds; the table only skips the compiler.
+
+The table lives where Python keeps this package's bytecode (`__pycache__/`, or under `sys.pycache_prefix`), with the
+same trust: it is written by the user's own processes beside the package's own code, never from a workspace. It is
+read once, on the first class a process builds, and written at exit, atomically, only when the process compiled
+something new and bytecode writing is allowed (`PYTHONDONTWRITEBYTECODE` and `-B` are honoured, as for `.pyc`). A
+table of another Python (its magic number), a damaged file or one of an unexpected shape is ignored and rewritten.
+Bounded: at most `MAX_ENTRIES` texts and `MAX_BYTES` on disk; past that, only what this process used is kept.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import contextlib
+import dataclasses
+import importlib.util
+import marshal
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+MAX_ENTRIES = 8192
+"""The most source texts the table keeps (BearAgent itself builds ~1,000 in one process)."""
+MAX_BYTES = 32 * 1024 * 1024
+"""A table file larger than this is not read (BearAgent's own is ~1 MB)."""
+
+_exec = builtins.exec
+
+
+class CodeTable:
+    """The table of one file: read on first use, written back by `save` when it grew."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.loaded: dict[str, CodeType] | None = None
+        self.used: dict[str, CodeType] = {}
+        self.compiled = 0
+
+    def code(self, source: str) -> CodeType:
+        if self.loaded is None:
+            self.loaded = read_table(self.path) if self.path is not None else {}
+        code = self.loaded.get(source)
+        if code is None:
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            self.compiled += 1
+            if len(self.loaded) < MAX_ENTRIES:
+                self.loaded[source] = code
+        if len(self.used) < MAX_ENTRIES:
+            self.used[source] = code
+        return code
+
+    def exec(self, source: str | bytes | CodeType, globals: Any = None, locals: Any = None, /) -> None:
+        """`exec` as `dataclasses` calls it; anything but source text goes to the real `exec` unchanged."""
+        if globals is None:  # as `exec` does: the caller's namespaces, not this module's
+            frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+            globals = frame.f_globals
+            if locals is None:
+                locals = frame.f_locals
+        _exec(self.code(source) if type(source) is str else source, globals, locals)
+
+    def save(self) -> None:
+        """Write the table if this process compiled something and may write bytecode; never raises.
+
+        A full table (texts of older versions pile up) is replaced by what this process used."""
+        if self.path is None or self.loaded is None or not self.compiled or sys.dont_write_bytecode:
+            return
+        with contextlib.suppress(Exception):
+            data = _header() + marshal.dumps(self.loaded if len(self.loaded) < MAX_ENTRIES else self.used)
+            if len(data) > MAX_BYTES:
+                data = _header() + marshal.dumps(self.used)
+            if len(data) <= MAX_BYTES:
+                write_atomically(self.path, data, _mode())
+
+
+def _header() -> bytes:
+    return b"BADC" + importlib.util.MAGIC_NUMBER
+
+
+def read_table(path: Path) -> dict[str, CodeType]:
+    """The table at `path`, or an empty one when it is absent, too large, damaged or another Python's."""
+    try:
+        with path.open("rb") as file:
+            if os.fstat(file.fileno()).st_size > MAX_BYTES:
+                return {}
+            data = file.read(MAX_BYTES + 1)
+    except OSError:
+        return {}
+    header = _header()
+    if not data.startswith(header):
+        return {}
+    try:
+        table: object = marshal.loads(data[len(header) :])  # one read, then loads: marshal.load(file) is ~10x slower
+    except (EOFError, ValueError, TypeError):
+        return {}
+    if not isinstance(table, dict):
+        return {}
+    entries: dict[str, CodeType] = {}
+    for source, code in table.items():  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(source, str) or not isinstance(code, CodeType):
+            return {}
+        entries[source] = code
+    return entries
+
+
+def _mode() -> int:
+    """The mode Python gives a `.pyc`: its source's, writable by the owner."""
+    return (os.stat(__file__).st_mode | 0o200) & 0o666
+
+
+def write_atomically(path: Path, data: bytes, mode: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def table_path() -> Path | None:
+    """Where this Python keeps the table: beside this package's bytecode, honouring `sys.pycache_prefix`."""
+    try:
+        pyc = importlib.util.cache_from_source(str(Path(__file__).with_name("dataclass_code.py")))
+    except NotImplementedError:  # no cache tag: this Python keeps no bytecode
+        return None
+    return Path(pyc).with_suffix(".marshal")
+
+
+_table: CodeTable | None = None
+
+
+def install() -> None:
+    """Give `dataclasses` the caching `exec` (once a process) and write the table at exit."""
+    global _table
+    if _table is not None or "exec" in vars(dataclasses):
+        return
+    _table = CodeTable(table_path())
+    dataclasses.__dict__["exec"] = _table.exec
+    atexit.register(_table.save)

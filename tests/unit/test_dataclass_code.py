@@ -1,0 +1,228 @@
+"""The bytecode cache of the methods `dataclasses` generates (`bearagent._dataclass_code`): a class built from the
+table behaves as one `exec` builds, across processes; a damaged, foreign or oversized table is ignored and rewritten;
+`PYTHONDONTWRITEBYTECODE` is honoured; the table stays bounded."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import CodeType
+
+import pytest
+
+import bearagent
+from bearagent import _dataclass_code
+from bearagent._dataclass_code import CodeTable, read_table
+
+# A dataclass of every kind of generated method: frozen (`__setattr__`, `__delattr__`, `__hash__`), ordered, with
+# defaults, a factory, an `InitVar`, `__post_init__` and keyword-only fields. The field names are unique to this test,
+# so their source texts are in no table built before.
+_PROBE = """
+import dataclasses, json, sys
+import bearagent._dataclass_code as cache
+
+@dataclasses.dataclass(frozen=True, order=True)
+class ProbeCachedA:
+    probe_alpha: int
+    probe_beta: str = "b"
+    probe_gamma: tuple[int, ...] = dataclasses.field(default_factory=lambda: (1,))
+    probe_scale: dataclasses.InitVar[int] = 2
+    probe_kw: int = dataclasses.field(default=7, kw_only=True)
+
+    def __post_init__(self, probe_scale: int) -> None:
+        object.__setattr__(self, "probe_alpha", self.probe_alpha * probe_scale)
+
+@dataclasses.dataclass(slots=True)
+class ProbeCachedB:
+    probe_delta: float
+    probe_eps: tuple[int, ...] = ()
+
+a, a2 = ProbeCachedA(3, probe_kw=9), ProbeCachedA(3, probe_kw=9)
+try:
+    a.probe_beta = "x"
+    frozen = False
+except dataclasses.FrozenInstanceError:
+    frozen = True
+try:
+    ProbeCachedA()
+    missing = ""
+except TypeError as exc:
+    missing = str(exc)
+b = ProbeCachedB(1.5)
+b.probe_delta = 2.5
+table = cache._table
+print(json.dumps({
+    "repr": [repr(a), repr(b)],
+    "eq": a == a2, "hash": hash(a) == hash(a2), "lt": ProbeCachedA(1) < ProbeCachedA(2), "frozen": frozen,
+    "missing": missing, "alpha": a.probe_alpha, "slots": ProbeCachedB.__slots__, "b": b.probe_delta,
+    "compiled": table.compiled if table is not None else None,
+    "path": str(table.path) if table is not None else None,
+}))
+"""
+
+
+@pytest.fixture
+def pycache(tmp_path: Path) -> Path:
+    return tmp_path / "pycache"
+
+
+def _probe(pycache: Path, *, dont_write: bool = False) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    if dont_write:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def _table_file(result: dict[str, object], pycache: Path) -> Path:
+    path = Path(str(result["path"]))
+    assert path.is_relative_to(pycache), path  # beside the bytecode, under the prefix
+    return path
+
+
+def test_a_second_process_builds_the_same_classes_from_the_table_without_compiling(pycache: Path) -> None:
+    first = _probe(pycache)
+    table = _table_file(first, pycache)
+    assert table.is_file(), sorted(str(p) for p in pycache.rglob("*"))
+    assert isinstance(first["compiled"], int) and first["compiled"] > 0
+    second = _probe(pycache)
+    assert second["compiled"] == 0  # every method of every class came from the table
+    assert {**second, "compiled": 0} == {**first, "compiled": 0}
+    assert first["frozen"] is True and first["eq"] is True and first["hash"] is True and first["lt"] is True
+    assert first["alpha"] == 6 and first["b"] == 2.5 and first["slots"] == ["probe_delta", "probe_eps"]
+    assert "probe_alpha" in str(first["missing"])
+    assert first["repr"] == [
+        "ProbeCachedA(probe_alpha=6, probe_beta='b', probe_gamma=(1,), probe_kw=9)",
+        "ProbeCachedB(probe_delta=2.5, probe_eps=())",
+    ]
+
+
+def test_dont_write_bytecode_is_honoured(pycache: Path) -> None:
+    result = _probe(pycache, dont_write=True)
+    assert isinstance(result["compiled"], int) and result["compiled"] > 0
+    assert not _table_file(result, pycache).exists()
+
+
+def _source(name: str) -> str:
+    return f"def __create_fn__():\n def {name}(self):\n  return {name!r}\n return {name}"
+
+
+def _run(table: CodeTable, name: str) -> object:
+    namespace: dict[str, object] = {}
+    table.exec(_source(name), {}, namespace)
+    make = namespace["__create_fn__"]
+    assert callable(make)
+    method = make()
+    assert callable(method)
+    return method(None)
+
+
+def test_the_table_is_written_atomically_and_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "__pycache__" / "dataclass_code.cpython-311.marshal"
+    table = CodeTable(path)
+    assert _run(table, "first") == "first" and table.compiled == 1
+    table.save()
+    assert path.is_file() and [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left
+    again = CodeTable(path)
+    assert _run(again, "first") == "first" and again.compiled == 0
+    assert sorted(read_table(path)) == [_source("first")]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"BADC",
+        b"not a table at all",
+        b"BADC" + b"\x00\x00\r\n" + marshal.dumps({"x": 1}),  # another Python's magic number
+        b"BADC" + importlib.util.MAGIC_NUMBER + b"\xff\xfe garbage",
+        b"BADC" + importlib.util.MAGIC_NUMBER + marshal.dumps([1, 2]),
+        b"BADC" + importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": "not code"}),
+        b"BADC" + importlib.util.MAGIC_NUMBER + marshal.dumps({1: compile("1", "<string>", "exec")}),
+    ],
+    ids=["empty", "header-only", "foreign", "other-python", "damaged", "a-list", "not-code", "not-text"],
+)
+def test_a_damaged_or_foreign_table_is_ignored_and_rewritten(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "table.marshal"
+    path.write_bytes(content)
+    assert read_table(path) == {}
+    table = CodeTable(path)
+    assert _run(table, "fresh") == "fresh" and table.compiled == 1
+    table.save()
+    assert sorted(read_table(path)) == [_source("fresh")]
+
+
+def test_a_table_over_the_size_limit_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "table.marshal"
+    table = CodeTable(path)
+    _run(table, "big")
+    table.save()
+    assert read_table(path) != {}
+    monkeypatch.setattr(_dataclass_code, "MAX_BYTES", path.stat().st_size - 1)
+    assert read_table(path) == {}
+
+
+def test_a_full_table_keeps_only_what_this_process_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_dataclass_code, "MAX_ENTRIES", 3)
+    path = tmp_path / "table.marshal"
+    old = CodeTable(path)
+    for name in ("old1", "old2", "old3"):
+        _run(old, name)
+    old.save()
+    assert len(read_table(path)) == 3
+    new = CodeTable(path)
+    assert _run(new, "old1") == "old1" and _run(new, "new1") == "new1"
+    assert len(new.loaded or {}) == 3  # the full table takes nothing more in memory
+    new.save()
+    assert sorted(read_table(path)) == sorted([_source("old1"), _source("new1")])
+
+
+def test_a_process_that_compiled_nothing_does_not_write(tmp_path: Path) -> None:
+    path = tmp_path / "table.marshal"
+    first = CodeTable(path)
+    _run(first, "one")
+    first.save()
+    before = path.stat().st_mtime_ns
+    os.utime(path, ns=(before - 10**9, before - 10**9))
+    second = CodeTable(path)
+    _run(second, "one")
+    second.save()
+    assert path.stat().st_mtime_ns == before - 10**9
+
+
+def test_code_objects_and_missing_namespaces_behave_as_exec(tmp_path: Path) -> None:
+    table = CodeTable(tmp_path / "t.marshal")
+    namespace: dict[str, object] = {}
+    table.exec(compile("x = 41 + 1", "<string>", "exec"), {}, namespace)
+    assert namespace["x"] == 42 and table.compiled == 0
+    seen_here = "the caller's"  # exec with no namespaces runs in the caller's: its locals, its globals
+    table.exec("global _SEEN_BY_EXEC\n_SEEN_BY_EXEC = seen_here")
+    assert globals().pop("_SEEN_BY_EXEC") == seen_here
+
+
+def test_the_package_installs_it_once_into_dataclasses() -> None:
+    assert bearagent is not None
+    table = _dataclass_code._table  # pyright: ignore[reportPrivateUsage]
+    installed = dataclasses.__dict__.get("exec")
+    assert table is not None and installed == table.exec
+    _dataclass_code.install()
+    assert dataclasses.__dict__.get("exec") == installed and _dataclass_code._table is table  # pyright: ignore[reportPrivateUsage]
+
+    @dataclasses.dataclass(frozen=True)
+    class Built:
+        field_only_in_this_test_xyz: int
+
+    assert Built(1) == Built(1) and hash(Built(1)) == hash(Built(1))
+    assert any("field_only_in_this_test_xyz" in source for source in table.used)
+    assert all(isinstance(code, CodeType) for code in table.used.values())
