@@ -64,10 +64,7 @@ if TYPE_CHECKING:
     from bearagent.service.runner import RunResult
     from bearagent.tools.gate import AskAnswer, Asker, AskRequest
 
-from bearagent._dataclass_code import install as _install_dataclass_code
 from bearagent._version import __version__ as __version__
-
-_install_dataclass_code()  # before any of the package's classes are built: docs/architecture.md, "Start-up"
 
 _STREAM = "bearagent.domain.stream"
 _EXPORTS: dict[str, str] = {

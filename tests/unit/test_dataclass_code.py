@@ -1,10 +1,9 @@
-"""The bytecode cache of the methods `dataclasses` generates (`bearagent._dataclass_code`): a class built from the
+"""The bytecode cache of the methods `dataclasses` generates (`bearagent.cli.dataclass_code`): a class built from the
 table behaves as one `exec` builds, across processes; a damaged, foreign or oversized table is ignored and rewritten;
 `PYTHONDONTWRITEBYTECODE` is honoured; the table stays bounded."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import marshal
@@ -12,20 +11,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import CodeType
 
 import pytest
 
-import bearagent
-from bearagent import _dataclass_code
-from bearagent._dataclass_code import CodeTable, read_table
+from bearagent._version import __version__
+from bearagent.cli import dataclass_code
+from bearagent.cli.dataclass_code import CodeTable, read_table
 
 # A dataclass of every kind of generated method: frozen (`__setattr__`, `__delattr__`, `__hash__`), ordered, with
 # defaults, a factory, an `InitVar`, `__post_init__` and keyword-only fields. The field names are unique to this test,
 # so their source texts are in no table built before.
 _PROBE = """
 import dataclasses, json, sys
-import bearagent._dataclass_code as cache
+import bearagent.cli.dataclass_code as cache
+cache.install()
 
 @dataclasses.dataclass(frozen=True, order=True)
 class ProbeCachedA:
@@ -169,12 +168,12 @@ def test_a_table_over_the_size_limit_is_not_read(tmp_path: Path, monkeypatch: py
     _run(table, "big")
     table.save()
     assert read_table(path) != {}
-    monkeypatch.setattr(_dataclass_code, "MAX_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(dataclass_code, "MAX_BYTES", path.stat().st_size - 1)
     assert read_table(path) == {}
 
 
 def test_a_full_table_keeps_only_what_this_process_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_dataclass_code, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(dataclass_code, "MAX_ENTRIES", 3)
     path = tmp_path / "table.marshal"
     old = CodeTable(path)
     for name in ("old1", "old2", "old3"):
@@ -211,18 +210,37 @@ def test_code_objects_and_missing_namespaces_behave_as_exec(tmp_path: Path) -> N
     assert globals().pop("_SEEN_BY_EXEC") == seen_here
 
 
-def test_the_package_installs_it_once_into_dataclasses() -> None:
-    assert bearagent is not None
-    table = _dataclass_code._table  # pyright: ignore[reportPrivateUsage]
-    installed = dataclasses.__dict__.get("exec")
-    assert table is not None and installed == table.exec
-    _dataclass_code.install()
-    assert dataclasses.__dict__.get("exec") == installed and _dataclass_code._table is table  # pyright: ignore[reportPrivateUsage]
+_ENTRY = """
+import dataclasses, json, sys
+sys.argv = ["bearagent", *sys.argv[1:]]
+from bearagent.cli import entry
+try:
+    entry()
+except SystemExit:
+    pass
+import bearagent.cli.dataclass_code as cache
+table = cache._table
+installed = dataclasses.__dict__.get("exec")
+cache.install()
+print(json.dumps({
+    "installed": table is not None and installed == table.exec,
+    "once": dataclasses.__dict__.get("exec") == installed and cache._table is table,
+}))
+"""
 
-    @dataclasses.dataclass(frozen=True)
-    class Built:
-        field_only_in_this_test_xyz: int
 
-    assert Built(1) == Built(1) and hash(Built(1)) == hash(Built(1))
-    assert any("field_only_in_this_test_xyz" in source for source in table.used)
-    assert all(isinstance(code, CodeType) for code in table.used.values())
+@pytest.mark.parametrize("args", [["--help"], ["agents", "list"]])
+def test_the_console_script_installs_it_once_before_a_command(tmp_path: Path, args: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _ENTRY, *args], capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"installed": True, "once": True}
+
+
+def test_version_does_not_import_dataclasses() -> None:
+    code = "import sys; sys.argv = ['bearagent', '--version']\nfrom bearagent.cli import entry; entry()\n"
+    code += "print('dataclasses' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["bearagent, version " + __version__, "False"]

@@ -1,7 +1,8 @@
 """The `bearagent` command. `entry` is the console script: it answers `bearagent --version` (and `-V`) from the
 version leaf before click or any command module is imported (issue 37: `--version` <= 60 ms), and hands every
 other command line to the click group `main`, which is itself imported on first use (`_CliPackage`), so importing
-`bearagent.cli` costs nothing."""
+`bearagent.cli` costs nothing. Before that it installs the bytecode table of the methods `dataclasses` generates
+(`dataclass_code`, ~150 ms of a scripted run's start-up)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ def entry() -> None:
         sys.stdout.write(f"bearagent, version {__version__}\n")
         sys.stdout.flush()
         return
+    from bearagent.cli.dataclass_code import install
     from bearagent.cli.startup import importing
 
+    install()  # before any class is built: the methods dataclasses generates come from a bytecode table
     with importing("cli"):  # click and the command table, without collections over what they build
         from bearagent.cli.main import main as group
 

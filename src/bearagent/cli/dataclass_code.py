@@ -5,7 +5,8 @@
 `bearagent run` imports, ~190 ms of a scripted run's ~900 ms here (issue 37; docs/benchmarks.md). Python caches
 modules' bytecode in `__pycache__`, not this code, so every process paid it again.
 
-`install()` gives the `dataclasses` module its own `exec`: a name a module's code looks up in its globals before the
+`install()`, called by the console script (`bearagent.cli.entry`) before any command module is imported, gives the
+`dataclasses` module its own `exec`: a name a module's code looks up in its globals before the
 builtins, so the standard library's code is not copied or changed. The stand-in looks the source text up in a table
 of code objects, compiles what it has not seen (exactly as `exec` would: no inherited `__future__` flags, file name
 `<string>`) and runs the code object with the same globals and namespace. The class built is the one `exec` of the
@@ -25,14 +26,14 @@ import atexit
 import builtins
 import contextlib
 import dataclasses
-import importlib.util
 import marshal
 import os
 import sys
-import tempfile
-from pathlib import Path
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MAX_ENTRIES = 8192
 """The most source texts the table keeps (BearAgent itself builds ~1,000 in one process)."""
@@ -43,17 +44,24 @@ _exec = builtins.exec
 
 
 class CodeTable:
-    """The table of one file: read on first use, written back by `save` when it grew."""
+    """The table of one file (`table_path()` unless given): read on first use, written back by `save` when it grew."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
+    def __init__(self, path: Path | None | Literal["default"] = "default") -> None:
+        self._path = path
         self.loaded: dict[str, CodeType] | None = None
         self.used: dict[str, CodeType] = {}
         self.compiled = 0
 
+    @property
+    def path(self) -> Path | None:
+        if isinstance(self._path, str):  # "default": found on first use, so installing imports nothing more
+            self._path = table_path()
+        return self._path
+
     def code(self, source: str) -> CodeType:
         if self.loaded is None:
-            self.loaded = read_table(self.path) if self.path is not None else {}
+            path = self.path
+            self.loaded = read_table(path) if path is not None else {}
         code = self.loaded.get(source)
         if code is None:
             code = compile(source, "<string>", "exec", dont_inherit=True)
@@ -77,18 +85,21 @@ class CodeTable:
         """Write the table if this process compiled something and may write bytecode; never raises.
 
         A full table (texts of older versions pile up) is replaced by what this process used."""
-        if self.path is None or self.loaded is None or not self.compiled or sys.dont_write_bytecode:
+        path = self.path
+        if path is None or self.loaded is None or not self.compiled or sys.dont_write_bytecode:
             return
         with contextlib.suppress(Exception):
             data = _header() + marshal.dumps(self.loaded if len(self.loaded) < MAX_ENTRIES else self.used)
             if len(data) > MAX_BYTES:
                 data = _header() + marshal.dumps(self.used)
             if len(data) <= MAX_BYTES:
-                write_atomically(self.path, data, _mode())
+                write_atomically(path, data, _mode())
 
 
 def _header() -> bytes:
-    return b"BADC" + importlib.util.MAGIC_NUMBER
+    from importlib.util import MAGIC_NUMBER
+
+    return b"BADC" + MAGIC_NUMBER
 
 
 def read_table(path: Path) -> dict[str, CodeType]:
@@ -123,6 +134,8 @@ def _mode() -> int:
 
 
 def write_atomically(path: Path, data: bytes, mode: int) -> None:
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -138,8 +151,11 @@ def write_atomically(path: Path, data: bytes, mode: int) -> None:
 
 def table_path() -> Path | None:
     """Where this Python keeps the table: beside this package's bytecode, honouring `sys.pycache_prefix`."""
+    from importlib.util import cache_from_source
+    from pathlib import Path
+
     try:
-        pyc = importlib.util.cache_from_source(str(Path(__file__).with_name("dataclass_code.py")))
+        pyc = cache_from_source(__file__)
     except NotImplementedError:  # no cache tag: this Python keeps no bytecode
         return None
     return Path(pyc).with_suffix(".marshal")
@@ -153,6 +169,6 @@ def install() -> None:
     global _table
     if _table is not None or "exec" in vars(dataclasses):
         return
-    _table = CodeTable(table_path())
+    _table = CodeTable()
     dataclasses.__dict__["exec"] = _table.exec
     atexit.register(_table.save)
