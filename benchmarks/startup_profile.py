@@ -13,7 +13,10 @@ its stack:
 - the rest of importing: finding modules, reading and unmarshalling bytecode, running module bodies;
 - everything after the imports (the run itself, the store, the exit).
 
-Samples with no Python frame (py-spy could not read the stack, threads waiting) are counted apart. The printed table
+py-spy samples with `--nonblocking`: its default stops the process for every sample, which on the 2-core VM made a
+~0.9 s run last ~40 s (~78,000 samples a run at 2,000 Hz instead of ~1,800) and skewed the shares. Without stopping,
+a stack is sometimes read while it changes: samples with no readable Python frame (those, and threads waiting) are
+counted apart. The printed table
 is the share of all samples; `--keep DIR` keeps py-spy's raw files (one line per stack) for a flame graph. py-spy is
 in the `bench` dependency group; bytecode caches are written before the first sampled run, so no run compiles
 sources.
@@ -89,6 +92,7 @@ def main() -> None:
                     str(args.rate),
                     "-f",
                     "raw",
+                    "--nonblocking",
                     "-o",
                     str(raw),
                     "--",
