@@ -2,7 +2,7 @@
 version leaf before click or any command module is imported (issue 37: `--version` <= 60 ms), and hands every
 other command line to the click group `main`, which is itself imported on first use (`_CliPackage`), so importing
 `bearagent.cli` costs nothing. Before that it installs the bytecode table of the methods `dataclasses` generates
-(`dataclass_code`, ~150 ms of a scripted run's start-up)."""
+(`generated_code`, ~150 ms of a scripted run's start-up)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def entry() -> None:
         sys.stdout.write(f"bearagent, version {__version__}\n")
         sys.stdout.flush()
         return
-    from bearagent.cli.dataclass_code import install
+    from bearagent.cli.generated_code import install
     from bearagent.cli.startup import importing
 
     install()  # before any class is built: the methods dataclasses generates come from a bytecode table

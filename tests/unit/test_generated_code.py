@@ -1,5 +1,6 @@
-"""The bytecode cache of the methods `dataclasses` generates (`bearagent.cli.dataclass_code`): a class built from the
-table behaves as one `exec` builds, across processes; a damaged, foreign or oversized table is ignored and rewritten;
+"""The bytecode cache of the methods `dataclasses` generates and of the annotations `typing.ForwardRef` compiles
+(`bearagent.cli.generated_code`): a class built from the table behaves as one `exec` builds, and a reference resolves
+as a compiled one does, across processes; a damaged, foreign or oversized table is ignored and rewritten;
 `PYTHONDONTWRITEBYTECODE` is honoured; the table stays bounded."""
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ from pathlib import Path
 import pytest
 
 from bearagent._version import __version__
-from bearagent.cli import dataclass_code
-from bearagent.cli.dataclass_code import CodeTable, read_table
+from bearagent.cli import generated_code
+from bearagent.cli.generated_code import CodeTable, read_table
 
 # A dataclass of every kind of generated method: frozen (`__setattr__`, `__delattr__`, `__hash__`), ordered, with
 # defaults, a factory, an `InitVar`, `__post_init__` and keyword-only fields. The field names are unique to this test,
 # so their source texts are in no table built before.
 _PROBE = """
 import dataclasses, json, sys
-import bearagent.cli.dataclass_code as cache
+import bearagent.cli.generated_code as cache
 cache.install()
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -55,11 +56,24 @@ except TypeError as exc:
     missing = str(exc)
 b = ProbeCachedB(1.5)
 b.probe_delta = 2.5
+
+class ProbeHints:
+    probe_zeta: "dict[str, list[ProbeCachedB]]"
+    probe_eta: "ProbeCachedA | None"
+
+import typing
+hints = {name: repr(hint) for name, hint in typing.get_type_hints(ProbeHints).items()}
+try:
+    typing.ForwardRef("not valid (")
+    bad = ""
+except SyntaxError as exc:
+    bad = type(exc).__name__
 table = cache._table
 print(json.dumps({
     "repr": [repr(a), repr(b)],
     "eq": a == a2, "hash": hash(a) == hash(a2), "lt": ProbeCachedA(1) < ProbeCachedA(2), "frozen": frozen,
     "missing": missing, "alpha": a.probe_alpha, "slots": ProbeCachedB.__slots__, "b": b.probe_delta,
+    "hints": hints, "bad": bad,
     "compiled": table.compiled if table is not None else None,
     "path": str(table.path) if table is not None else None,
 }))
@@ -96,11 +110,16 @@ def test_a_second_process_builds_the_same_classes_from_the_table_without_compili
     assert table.is_file(), sorted(str(p) for p in pycache.rglob("*"))
     assert isinstance(first["compiled"], int) and first["compiled"] > 0
     second = _probe(pycache)
-    assert second["compiled"] == 0  # every method of every class came from the table
+    assert second["compiled"] == 0  # every method of every class and every reference came from the table
     assert {**second, "compiled": 0} == {**first, "compiled": 0}
     assert first["frozen"] is True and first["eq"] is True and first["hash"] is True and first["lt"] is True
     assert first["alpha"] == 6 and first["b"] == 2.5 and first["slots"] == ["probe_delta", "probe_eps"]
     assert "probe_alpha" in str(first["missing"])
+    assert first["hints"] == {
+        "probe_zeta": "dict[str, list[__main__.ProbeCachedB]]",
+        "probe_eta": "__main__.ProbeCachedA | None",
+    }
+    assert first["bad"] == "SyntaxError"  # a text that does not compile raises as before, in both processes
     assert first["repr"] == [
         "ProbeCachedA(probe_alpha=6, probe_beta='b', probe_gamma=(1,), probe_kw=9)",
         "ProbeCachedB(probe_delta=2.5, probe_eps=())",
@@ -128,7 +147,7 @@ def _run(table: CodeTable, name: str) -> object:
 
 
 def test_the_table_is_written_atomically_and_read_back(tmp_path: Path) -> None:
-    path = tmp_path / "__pycache__" / "dataclass_code.cpython-311.marshal"
+    path = tmp_path / "__pycache__" / "generated_code.cpython-311.marshal"
     table = CodeTable(path)
     assert _run(table, "first") == "first" and table.compiled == 1
     table.save()
@@ -168,12 +187,12 @@ def test_a_table_over_the_size_limit_is_not_read(tmp_path: Path, monkeypatch: py
     _run(table, "big")
     table.save()
     assert read_table(path) != {}
-    monkeypatch.setattr(dataclass_code, "MAX_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(generated_code, "MAX_BYTES", path.stat().st_size - 1)
     assert read_table(path) == {}
 
 
 def test_a_full_table_keeps_only_what_this_process_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dataclass_code, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(generated_code, "MAX_ENTRIES", 3)
     path = tmp_path / "table.marshal"
     old = CodeTable(path)
     for name in ("old1", "old2", "old3"):
@@ -218,13 +237,14 @@ try:
     entry()
 except SystemExit:
     pass
-import bearagent.cli.dataclass_code as cache
+import bearagent.cli.generated_code as cache
 table = cache._table
-installed = dataclasses.__dict__.get("exec")
+import typing
+installed = dataclasses.__dict__.get("exec"), typing.__dict__.get("compile")
 cache.install()
 print(json.dumps({
-    "installed": table is not None and installed == table.exec,
-    "once": dataclasses.__dict__.get("exec") == installed and cache._table is table,
+    "installed": table is not None and installed == (table.exec, table.compile),
+    "once": (dataclasses.__dict__.get("exec"), typing.__dict__.get("compile")) == installed and cache._table is table,
 }))
 """
 
@@ -244,3 +264,27 @@ def test_version_does_not_import_dataclasses() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["bearagent, version " + __version__, "False"]
+
+
+def test_annotations_compile_as_the_real_compile_and_other_calls_pass_through(tmp_path: Path) -> None:
+    path = tmp_path / "t.marshal"
+    table = CodeTable(path)
+    code = table.compile("dict[str, int] | None", "<string>", "eval")
+    assert eval(code, {}) == (dict[str, int] | None) and table.compiled == 1
+    assert table.compile("dict[str, int] | None", "<string>", "eval") is code and table.compiled == 1
+    with pytest.raises(SyntaxError):
+        table.compile("not valid (", "<string>", "eval")
+    assert table.compiled == 1 and not any("not valid" in key for key in table.used)
+    # what ForwardRef never asks for is compiled by the real compile and not kept
+    other = table.compile("x = 1", "a_file.py", "exec")
+    assert other.co_filename == "a_file.py"
+    table.compile("1 + 1", "<string>", "eval", 0, False, 2)
+    assert table.compiled == 1 and len(table.used) == 1
+    # the same text as an exec source and as an annotation are two entries
+    namespace: dict[str, object] = {}
+    table.exec("dict", {}, namespace)
+    assert len(table.used) == 2 and table.compiled == 2
+    table.save()
+    again = CodeTable(path)
+    assert eval(again.compile("dict[str, int] | None", "<string>", "eval"), {}) == (dict[str, int] | None)
+    assert again.compiled == 0

@@ -1,23 +1,29 @@
-"""A bytecode cache for the methods `dataclasses` generates, so a process does not compile them again.
+"""A bytecode cache for code the standard library generates and compiles in every process: the methods of
+dataclasses, and the forward references of string annotations.
 
 `@dataclass` writes each class's `__init__`, `__repr__`, `__eq__`, `__hash__` and the frozen `__setattr__` /
 `__delattr__` as source text and `exec`s it: on CPython 3.11 that is ~1,000 `compile` calls for the ~200 classes a
-`bearagent run` imports, ~190 ms of a scripted run's ~900 ms here (issue 37; docs/benchmarks.md). Python caches
-modules' bytecode in `__pycache__`, not this code, so every process paid it again.
+`bearagent run` imports, ~190 ms of a scripted run's ~900 ms here (issue 37; docs/benchmarks.md). And every
+annotation a pydantic model or `get_type_hints` reads from a module with `from __future__ import annotations` is a
+text that `typing.ForwardRef` compiles (~650 of them for the domain's models alone). Python caches modules' bytecode
+in `__pycache__`, not this code, so every process compiled it again.
 
 `install()`, called by the console script (`bearagent.cli.entry`) before any command module is imported, gives the
-`dataclasses` module its own `exec`: a name a module's code looks up in its globals before the
-builtins, so the standard library's code is not copied or changed. The stand-in looks the source text up in a table
-of code objects, compiles what it has not seen (exactly as `exec` would: no inherited `__future__` flags, file name
-`<string>`) and runs the code object with the same globals and namespace. The class built is the one `exec` of the
-same text builds; the table only skips the compiler.
+`dataclasses` module its own `exec` and the `typing` module its own `compile`: names a module's code looks up in its
+globals before the builtins, so the standard library's code is not copied or changed. The stand-ins look the source
+text up in a table of code objects, compile what is not there exactly as the real call would (no inherited
+`__future__` flags, file name `<string>`; a text that does not compile raises as before and is not kept) and hand
+the code object on: `exec` runs it with the same globals and namespace, `compile` returns it. The classes and
+references built are the ones the real calls build; the table only skips the compiler. Any other call (code
+objects, other file names, flags) goes to the real function unchanged.
 
 The table lives where Python keeps this package's bytecode (`__pycache__/`, or under `sys.pycache_prefix`), with the
-same trust: it is written by the user's own processes beside the package's own code, never from a workspace. It is
-read once, on the first class a process builds, and written at exit, atomically, only when the process compiled
-something new and bytecode writing is allowed (`PYTHONDONTWRITEBYTECODE` and `-B` are honoured, as for `.pyc`). A
-table of another Python (its magic number), a damaged file or one of an unexpected shape is ignored and rewritten.
-Bounded: at most `MAX_ENTRIES` texts and `MAX_BYTES` on disk; past that, only what this process used is kept.
+same trust: it is written by the user's own processes beside the package's own code, and an entry is only ever the
+compilation of its own key's text, so no text (a workspace's included) can make another text run other code. It is
+read once, on first use, and written at exit, atomically, only when the process compiled something new and
+bytecode writing is allowed (`PYTHONDONTWRITEBYTECODE` and `-B` are honoured, as for `.pyc`). A table of another
+Python (its magic number), a damaged file or one of an unexpected shape is ignored and rewritten. Bounded: at most
+`MAX_ENTRIES` texts and `MAX_BYTES` on disk; past that, only what this process used is kept.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import dataclasses
 import marshal
 import os
 import sys
+import typing
 from types import CodeType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +48,7 @@ MAX_BYTES = 32 * 1024 * 1024
 """A table file larger than this is not read (BearAgent's own is ~1 MB)."""
 
 _exec = builtins.exec
+_compile = builtins.compile
 
 
 class CodeTable:
@@ -58,18 +66,21 @@ class CodeTable:
             self._path = table_path()
         return self._path
 
-    def code(self, source: str) -> CodeType:
+    def code(self, source: str, mode: Literal["exec", "eval"] = "exec") -> CodeType:
+        """The code of `source` compiled as `compile(source, "<string>", mode)` from a module without `__future__`
+        imports compiles it. An `eval` text is kept under a key no source text can be (NUL is never in one)."""
         if self.loaded is None:
             path = self.path
             self.loaded = read_table(path) if path is not None else {}
-        code = self.loaded.get(source)
+        key = source if mode == "exec" else f"\0{mode}\0{source}"
+        code = self.loaded.get(key)
         if code is None:
-            code = compile(source, "<string>", "exec", dont_inherit=True)
+            code = _compile(source, "<string>", mode, dont_inherit=True)  # a SyntaxError is raised, not kept
             self.compiled += 1
             if len(self.loaded) < MAX_ENTRIES:
-                self.loaded[source] = code
+                self.loaded[key] = code
         if len(self.used) < MAX_ENTRIES:
-            self.used[source] = code
+            self.used[key] = code
         return code
 
     def exec(self, source: str | bytes | CodeType, globals: Any = None, locals: Any = None, /) -> None:
@@ -80,6 +91,15 @@ class CodeTable:
             if locals is None:
                 locals = frame.f_locals
         _exec(self.code(source) if type(source) is str else source, globals, locals)
+
+    def compile(
+        self, source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False, optimize: int = -1
+    ) -> Any:
+        """`compile` as `typing.ForwardRef` calls it (an annotation's text, `"<string>"`, `"eval"`); any other call goes
+        to the real `compile` unchanged."""
+        if type(source) is str and filename == "<string>" and mode == "eval" and not flags and optimize == -1:
+            return self.code(source, "eval")
+        return _compile(source, filename, mode, flags, dont_inherit, optimize)
 
     def save(self) -> None:
         """Write the table if this process compiled something and may write bytecode; never raises.
@@ -165,10 +185,14 @@ _table: CodeTable | None = None
 
 
 def install() -> None:
-    """Give `dataclasses` the caching `exec` (once a process) and write the table at exit."""
+    """Give `dataclasses` the caching `exec` and `typing` the caching `compile` (once a process; not where either
+    module already has its own), and write the table at exit."""
     global _table
-    if _table is not None or "exec" in vars(dataclasses):
+    if _table is not None:
         return
     _table = CodeTable()
-    dataclasses.__dict__["exec"] = _table.exec
+    if "exec" not in vars(dataclasses):
+        dataclasses.__dict__["exec"] = _table.exec
+    if "compile" not in vars(typing):
+        typing.__dict__["compile"] = _table.compile
     atexit.register(_table.save)
