@@ -157,6 +157,9 @@ def test_the_table_is_written_atomically_and_read_back(tmp_path: Path) -> None:
     assert sorted(read_table(path)) == [_source("first")]
 
 
+_OURS = b"BADC" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize,))
+
+
 @pytest.mark.parametrize(
     "content",
     [
@@ -164,12 +167,23 @@ def test_the_table_is_written_atomically_and_read_back(tmp_path: Path) -> None:
         b"BADC",
         b"not a table at all",
         b"BADC" + b"\x00\x00\r\n" + marshal.dumps({"x": 1}),  # another Python's magic number
-        b"BADC" + importlib.util.MAGIC_NUMBER + b"\xff\xfe garbage",
-        b"BADC" + importlib.util.MAGIC_NUMBER + marshal.dumps([1, 2]),
-        b"BADC" + importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": "not code"}),
-        b"BADC" + importlib.util.MAGIC_NUMBER + marshal.dumps({1: compile("1", "<string>", "exec")}),
+        b"BADC" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize,)) + b"\xff\xfe garbage",
+        b"BADC" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize + 1,)) + marshal.dumps({}),
+        _OURS + marshal.dumps([1, 2]),
+        _OURS + marshal.dumps({"def f(): pass": "not code"}),
+        _OURS + marshal.dumps({1: compile("1", "<string>", "exec")}),
     ],
-    ids=["empty", "header-only", "foreign", "other-python", "damaged", "a-list", "not-code", "not-text"],
+    ids=[
+        "empty",
+        "header-only",
+        "foreign",
+        "other-python",
+        "damaged",
+        "other-optimize",
+        "a-list",
+        "not-code",
+        "not-text",
+    ],
 )
 def test_a_damaged_or_foreign_table_is_ignored_and_rewritten(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "table.marshal"
@@ -275,6 +289,10 @@ def test_annotations_compile_as_the_real_compile_and_other_calls_pass_through(tm
     with pytest.raises(SyntaxError):
         table.compile("not valid (", "<string>", "eval")
     assert table.compiled == 1 and not any("not valid" in key for key in table.used)
+    with pytest.raises(
+        (SyntaxError, ValueError), match="null bytes"
+    ):  # an exec text cannot reach an annotation's entry
+        table.exec("\0eval\0dict[str, int] | None", {}, {})
     # what ForwardRef never asks for is compiled by the real compile and not kept
     other = table.compile("x = 1", "a_file.py", "exec")
     assert other.co_filename == "a_file.py"

@@ -69,6 +69,8 @@ class CodeTable:
     def code(self, source: str, mode: Literal["exec", "eval"] = "exec") -> CodeType:
         """The code of `source` compiled as `compile(source, "<string>", mode)` from a module without `__future__`
         imports compiles it. An `eval` text is kept under a key no source text can be (NUL is never in one)."""
+        if "\0" in source:  # never in a text these callers make; compile refuses it as it always did
+            return _compile(source, "<string>", mode, dont_inherit=True)
         if self.loaded is None:
             path = self.path
             self.loaded = read_table(path) if path is not None else {}
@@ -117,9 +119,10 @@ class CodeTable:
 
 
 def _header() -> bytes:
+    """This Python's bytecode version and optimisation level (`-O`): code of another is never read."""
     from importlib.util import MAGIC_NUMBER
 
-    return b"BADC" + MAGIC_NUMBER
+    return b"BADC" + MAGIC_NUMBER + bytes((sys.flags.optimize,))
 
 
 def read_table(path: Path) -> dict[str, CodeType]:
