@@ -15,10 +15,13 @@ docs/rewind.md).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import struct
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 _IN_MODIFY = 0x2
 _IN_ATTRIB = 0x4
@@ -58,6 +61,8 @@ MAX_DIRTY = 50_000
 
 
 def _libc() -> ctypes.CDLL | None:
+    import ctypes  # here, not at the top: a run imports this module, and only a capture that watches needs ctypes
+
     try:
         return ctypes.CDLL(None, use_errno=True)
     except OSError:
@@ -75,6 +80,8 @@ class Watcher:
             raise OSError("inotify is not available on this system")
         fd = int(init(_IN_NONBLOCK | _IN_CLOEXEC))
         if fd < 0:
+            import ctypes
+
             err = ctypes.get_errno()
             raise OSError(err, f"inotify_init1: {os.strerror(err)}")
         self._fd = fd
