@@ -48,7 +48,8 @@ _bytecode_to_the_checkout_cache()
 SLOW_DIRECTORIES = ("e2e", "scale")
 """Every test in these is `slow`: each drives real `bearagent` processes end to end (runs killed and resumed,
 servers, terminals) or a large workload, seconds apiece; `uv run pytest -m "not slow"`, the inner loop, leaves them
-to the full run. Slow tests elsewhere carry `@pytest.mark.slow` themselves."""
+to the full run. Tests elsewhere that take 2 s or more on the 2-core machine carry `@pytest.mark.slow` themselves
+(the rule and its measurement: docs/testing.md, "Which tests are slow")."""
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:

@@ -192,6 +192,7 @@ def test_shell_form_is_bash_so_a_script_without_a_shebang_line_runs_under_bash(t
     assert result.additional_context == "context from hello"
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "child.pid"
     spec = command(f"sleep 30 & echo $! > {marker}; wait", timeout_s=0.5)

@@ -27,6 +27,7 @@ def marker() -> str:
     return f"bearagent-test-{uuid.uuid4().hex}"
 
 
+@pytest.mark.slow
 def test_normal_close_and_cancel_mid_call_leave_no_process(tmp_path: Path) -> None:
     tag = marker()
 
@@ -52,6 +53,7 @@ def test_normal_close_and_cancel_mid_call_leave_no_process(tmp_path: Path) -> No
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_server_ignoring_eof_and_sigterm_is_killed_with_its_group_on_close(tmp_path: Path) -> None:
     tag = marker()
 
@@ -122,6 +124,7 @@ def _wait_ready(proc: subprocess.Popen[str]) -> None:
         raise AssertionError(f"owner did not get ready: {line!r}\n{err[-3000:]}")
 
 
+@pytest.mark.slow
 def test_sigkilled_owner_leaves_no_server(tmp_path: Path) -> None:
     tag = marker()
     proc = _owner(tmp_path, tag, "wait")
@@ -140,6 +143,7 @@ def test_sigkilled_owner_leaves_no_server(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["cancel-and-return", "raise"])
+@pytest.mark.slow
 def test_owner_that_never_closes_leaves_no_server(tmp_path: Path, mode: str) -> None:
     tag = marker()
     proc = _owner(tmp_path, tag, mode)

@@ -245,6 +245,7 @@ def test_env_is_inherited_whole_and_cwd_defaults_to_workspace(tmp_path: Path) ->
     run(main)
 
 
+@pytest.mark.slow
 def test_garbage_on_stdout_is_tolerated_or_explained(tmp_path: Path) -> None:
     async def main() -> None:
         specs = [
@@ -262,6 +263,7 @@ def test_garbage_on_stdout_is_tolerated_or_explained(tmp_path: Path) -> None:
     run(main)
 
 
+@pytest.mark.slow
 def test_crash_mid_call_fails_the_call_then_next_call_restarts(tmp_path: Path) -> None:
     async def main() -> None:
         async with McpConnectionManager([stdio_spec("demo", DEMO)], os.environ, tmp_path) as m:
@@ -283,6 +285,7 @@ def test_crash_mid_call_fails_the_call_then_next_call_restarts(tmp_path: Path) -
     run(main)
 
 
+@pytest.mark.slow
 def test_restarts_are_bounded(tmp_path: Path) -> None:
     async def main() -> None:
         m = McpConnectionManager(
@@ -356,6 +359,7 @@ def test_background_retry_stops_after_bounded_attempts(tmp_path: Path) -> None:
 # ----- streamable HTTP -----
 
 
+@pytest.mark.slow
 def test_http_server_calls_and_mid_call_death(tmp_path: Path) -> None:
     with http_server([sys.executable, str(DEMO), "http", "{port}"]) as server:
 

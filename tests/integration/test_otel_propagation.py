@@ -114,6 +114,7 @@ def _parts(traceparent: str) -> tuple[int, int]:
     return int(trace_id, 16), int(span_id, 16)
 
 
+@pytest.mark.slow
 def test_mcp_calls_and_hooks_carry_the_spans_trace_context(tmp_path: Path) -> None:
     with hook_receiver() as (url, seen):
         root, home = workspace(tmp_path, url)
@@ -141,6 +142,7 @@ def test_mcp_calls_and_hooks_carry_the_spans_trace_context(tmp_path: Path) -> No
     assert _parts(command_trace) == (uuid.UUID(run_id).int, tool.context.span_id), "PostToolUse: inside the call"
 
 
+@pytest.mark.slow
 def test_without_a_tracing_plugin_nothing_is_sent(tmp_path: Path) -> None:
     with hook_receiver() as (url, seen):
         root, home = workspace(tmp_path, url)

@@ -201,6 +201,7 @@ def test_well_known_values_of_each_revision() -> None:
     assert not Semconv.from_env({OPT_IN_VAR: "database, http"}).latest
 
 
+@pytest.mark.slow
 def test_a_real_process_exports_the_provider_over_otlp_http(
     tmp_path: Path, servers: tuple[FakeOpenAI, FakeAnthropic]
 ) -> None:

@@ -100,6 +100,7 @@ def test_the_request_deadline_ends_a_silent_stream(replay: ReplayServer, protoco
 
 
 @pytest.mark.network_local
+@pytest.mark.slow
 def test_a_slow_but_streaming_answer_outlives_timeout_s(replay: ReplayServer) -> None:
     """A chunk every second for 5 s with `timeout_s: 2`: every protocol answers in full (`timeout_s` is the time to
     the first event, and the silence allowed between events defaults to it)."""
@@ -219,6 +220,7 @@ def test_a_provider_error_is_a_bearagent_error() -> None:
 
 @pytest.mark.network_local
 @pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.slow
 def test_the_request_deadline_ends_a_stream_that_never_finishes(replay: ReplayServer, protocol: str) -> None:
     """Deltas every 20 ms keep the idle timeout happy; the whole-call deadline still ends the call."""
     provider = make_provider(protocol, replay.route_url(f"slow/{protocol}", protocol), timeout_s=30)

@@ -130,6 +130,7 @@ def test_db_check_passes_a_whole_store_and_says_so(filled: tuple[Path, Path, str
 
 
 @pytest.mark.parametrize("where", ["header", "not_a_database"])
+@pytest.mark.slow
 def test_a_worker_names_a_damaged_store_and_keeps_serving_the_others(
     filled: tuple[Path, Path, str], tmp_path: Path, where: str
 ) -> None:

@@ -123,6 +123,7 @@ def test_output_is_bounded_and_a_slow_git_is_stopped(tmp_path: Path) -> None:
     assert slow.returncode == 124 and slow.reason is not None and "longer than 0.5s" in slow.reason
 
 
+@pytest.mark.slow
 def test_a_runs_system_prompt_carries_the_git_facts(tmp_path: Path) -> None:
     from tests.support.config_ws import isolated_env, load, write
     from tests.support.run_ws import agent_md

@@ -31,6 +31,7 @@ def _sqlite_row(root: Path, run_id: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.slow
 def test_a_worker_refuses_a_run_whose_session_names_another_caller(tmp_path: Path, backend: str) -> None:
     clone = workspace(tmp_path / "clone")
     own = workspace(tmp_path / "own")

@@ -177,6 +177,7 @@ def test_the_hosts_tmp_is_not_the_sandboxs(tmp_path: Path, home: Path) -> None:
     assert host_file.read_text() == "host tmp content\n"
 
 
+@pytest.mark.slow
 def test_control_files_are_read_only_to_the_shell_and_missing_ones_cannot_be_created(
     tmp_path: Path, home: Path
 ) -> None:
@@ -387,6 +388,7 @@ models:
 # ---- no survivors ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_setsid_child_does_not_outlive_the_call(tmp_path: Path, home: Path) -> None:
     ws = tmp_path / "ws"
     marker = ws / "late-marker"

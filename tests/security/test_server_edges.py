@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from tests.server.test_http_api import BEARAGENT, Server, start
 from tests.support.run_ws import agent_md, scripted_workspace
 
@@ -88,6 +89,7 @@ def test_a_declared_length_over_the_cap_is_refused_before_a_byte_is_read(tmp_pat
         server.proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_idle_and_slow_connections_are_closed_after_the_header_timeout(tmp_path: Path) -> None:
     server = _serve(tmp_path)
     try:
@@ -186,6 +188,7 @@ def _open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+@pytest.mark.slow
 def test_connections_over_max_connections_are_answered_503_at_once_and_closed(tmp_path: Path) -> None:
     server = _serve_with_limits(tmp_path, "max_connections: 4, header_timeout_s: 60, keep_alive_timeout_s: 60")
     held: list[socket.socket] = []
@@ -228,6 +231,7 @@ def _answer_all(sock: socket.socket) -> bytes:
     return answer
 
 
+@pytest.mark.slow
 def test_a_slow_body_is_answered_408_before_authentication(tmp_path: Path) -> None:
     server = _serve_with_limits(tmp_path, "body_timeout_s: 2, header_timeout_s: 30")
     try:

@@ -241,6 +241,7 @@ def _preapprove_write(db: Path, run_id: str, sealer: Sealer) -> None:
         )
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_of_another_user_is_refused_by_runs_resume_and_a_resuming_server(tmp_path: Path) -> None:
     clone = workspace(tmp_path / "clone", SLOW_WRITE)
     (clone / "notes.md").write_text("notes\n")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import cast
 
 import psycopg
+import pytest
 from psycopg import sql
 from tests.security.test_shipped_logs import BEARAGENT, SLOW_WRITE, wait_for, workspace
 from tests.support.config_ws import isolated_env
@@ -181,6 +182,7 @@ def _preapprove_write(dsn: str, root: Path, run_id: str, sealer: Sealer) -> None
     _edit_created(dsn, root, run_id, change)
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_of_another_user_on_postgres_is_refused_by_runs_resume(
     tmp_path: Path, postgres_dsn: str
 ) -> None:

@@ -84,6 +84,7 @@ def _assert_no_raw_controls(output: bytes, where: str) -> None:
         assert control not in output, f"{where} printed a raw {control!r}: {output[:2000]!r}"
 
 
+@pytest.mark.slow
 def test_bearagent_run_piped_shows_the_escapes_and_prints_none(tmp_path: Path) -> None:
     root = _workspace(tmp_path)
     done = _bearagent(["run", "-w", str(root), "read evil.txt"], tmp_path)
@@ -152,6 +153,7 @@ def test_interactive_session_shows_the_escapes(tmp_path: Path) -> None:
     assert "Main ␛]0;agent-title␇ agent." in out  # an agent description from a workspace file
 
 
+@pytest.mark.slow
 def test_interactive_session_on_a_terminal_renders_markdown_without_the_models_sequences(tmp_path: Path) -> None:
     root = _workspace(tmp_path)
     child = _spawn_tty(["-w", str(root)], tmp_path)

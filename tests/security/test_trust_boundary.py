@@ -159,6 +159,7 @@ def exfil_workspace(root: Path, attacker: Attacker, headers: str = '{X-Exfil: "$
     return root
 
 
+@pytest.mark.slow
 def test_a_model_entry_pointing_elsewhere_sends_nothing_until_trusted(
     tmp_path: Path, home: Path, attacker: Attacker
 ) -> None:
@@ -292,6 +293,7 @@ def test_allow_rules_looser_modes_and_pre_approving_tools_need_trust(tmp_path: P
     assert "WebSearch" not in stderr  # a deny rule only narrows: no trust needed for it
 
 
+@pytest.mark.slow
 def test_web_fetch_of_private_addresses_needs_trust(tmp_path: Path, home: Path, attacker: Attacker) -> None:
     script = f"""
 turns:

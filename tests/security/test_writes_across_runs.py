@@ -92,6 +92,7 @@ def _plant_hook_code(ws: Path, home: Path, canary: Path) -> None:
     assert not canary.exists(), "run 1's own hooks after its write already run confined"
 
 
+@pytest.mark.slow
 def test_an_earlier_processs_write_confines_the_next_processs_hooks(tmp_path: Path) -> None:
     """Run 2 writes nothing: its SessionStart hook and the PostToolUse hook after a Read run the planted code, in
     the sandbox: the canary outside the workspace is never made."""
@@ -108,6 +109,7 @@ def test_an_earlier_processs_write_confines_the_next_processs_hooks(tmp_path: Pa
     assert record is not None and "Bash" in record.first, record
 
 
+@pytest.mark.slow
 def test_a_trust_decision_clears_the_record_and_then_the_hook_runs_as_configured(tmp_path: Path) -> None:
     """`bearagent trust` shows that runs wrote since the last decision; trusting again clears the record, and the
     next process's hook runs unconfined (the user's decision): the canary is made, so the test above can fail."""
@@ -125,6 +127,7 @@ def test_a_trust_decision_clears_the_record_and_then_the_hook_runs_as_configured
     assert canary.exists(), "after the user's trust decision the SessionStart hook runs as configured"
 
 
+@pytest.mark.slow
 def test_a_write_in_an_enclosing_workspace_confines_a_nested_ones_hooks(tmp_path: Path) -> None:
     """A run in /repo writes /repo/sub's data: /repo/sub's hooks (trusted on their own) run confined."""
     outer, home, canary = tmp_path / "repo", tmp_path / "home", tmp_path / "CANARY"
@@ -212,6 +215,7 @@ def _results(ws: Path, home: Path) -> list[str]:
         ]
 
 
+@pytest.mark.slow
 def test_a_running_workspace_mcp_server_is_restarted_confined_after_the_models_write(tmp_path: Path) -> None:
     """The server's first call runs unconfined (nothing written yet: `trusted`); the model's Bash rewrites the JSON
     it reads its command from (not code the pins follow); before the next call the server is stopped and started
@@ -226,6 +230,7 @@ def test_a_running_workspace_mcp_server_is_restarted_confined_after_the_models_w
     assert not canary.exists(), "the server ran the model's command unconfined"
 
 
+@pytest.mark.slow
 def test_an_earlier_processs_write_starts_the_workspace_mcp_server_confined(tmp_path: Path) -> None:
     """Run 1 plants the command; run 2, a new process whose first call is the server's, starts it in the sandbox."""
     ws, home, canary = tmp_path / "ws", tmp_path / "home", tmp_path / "CANARY"

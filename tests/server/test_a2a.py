@@ -130,6 +130,7 @@ def _final_text(task: Any) -> str:
     return "".join(p.text for a in task.artifacts for p in a.parts)
 
 
+@pytest.mark.slow
 def test_the_card_then_a_streamed_task_to_completion_and_a_blocking_one_in_the_same_context(server: Any) -> None:
     started, _gate = server
     assert isinstance(started, Server)

@@ -94,6 +94,7 @@ def assert_tells_nothing(body: Body, served: Served, *secrets: str) -> None:
         assert set(store) <= {*STORE_KEYS, "error"}
 
 
+@pytest.mark.slow
 def test_health_reports_each_sqlite_store_without_auth(sqlite_server: Served) -> None:
     with sqlite_server.client() as client:
         session_a, done = start_run(client, "alpha")

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
+import pytest
 from tests.server.test_http_api import BEARAGENT, JWT_SECRET, gateway_token, start, wait_for
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.run_ws import scripted_workspace
@@ -80,6 +81,7 @@ def _what_ran(root: Path, home: Path, run_id: str) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_a_command_action_runs_the_same_over_http_and_the_cli(tmp_path: Path) -> None:
     root, home = _workspace(tmp_path)
     cli = subprocess.run(

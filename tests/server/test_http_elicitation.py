@@ -86,6 +86,7 @@ def start_run(client: httpx.Client) -> str:
     return str(accepted.json()["run_id"])
 
 
+@pytest.mark.slow
 def test_a_servers_question_is_answered_over_the_approvals_api(server: Server) -> None:
     alice = gateway_token("alice", ALICE, ["ws"])
     reader = gateway_token("alice", "runs:read runs:write", ["ws"])  # alice again, without approvals:write

@@ -113,6 +113,7 @@ def run_stream(client: httpx.Client, run_id: str) -> list[str]:
         return [sse.data for sse in source.iter_sse() if sse.event != "token"]
 
 
+@pytest.mark.slow
 def test_the_feed_interleaves_the_callers_runs_and_resumes_without_gaps_or_duplicates(
     served: Served,
 ) -> None:
@@ -174,6 +175,7 @@ def _first_frame_id(client: httpx.Client, run_id: str) -> str:
     return f"{run_id}:{started}-1"
 
 
+@pytest.mark.slow
 def test_a_connection_dropped_mid_run_resumes_live(served: Served) -> None:
     srv = served.server
     with srv.client(gateway_token("alice", RW, ["ws"])) as a:
@@ -201,6 +203,7 @@ def wait_for_status(client: httpx.Client, run_id: str) -> str:
     return str(client.get(f"/v1/runs/{run_id}").json()["status"])
 
 
+@pytest.mark.slow
 def test_an_id_the_feed_no_longer_holds_starts_with_a_reset(served: Served) -> None:
     srv = served.server
     with srv.client() as c:
@@ -215,6 +218,7 @@ def test_an_id_the_feed_no_longer_holds_starts_with_a_reset(served: Served) -> N
         assert e.get("/v1/workspaces/ws/events").status_code == 403
 
 
+@pytest.mark.slow
 def test_runs_another_process_writes_appear_in_the_feed(served: Served) -> None:
     srv = served.server
     with srv.client() as c:  # the local token: the CLI's runs are subject `local`'s

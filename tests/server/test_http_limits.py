@@ -76,6 +76,7 @@ def test_sse_connections_per_caller_are_limited(server: Server) -> None:
             time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_an_idle_stream_is_closed_after_the_idle_timeout(server: Server) -> None:
     with server.client(TOKEN) as c:
         started = time.monotonic()

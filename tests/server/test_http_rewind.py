@@ -55,6 +55,7 @@ auth:
         srv.proc.wait(timeout=15)
 
 
+@pytest.mark.slow
 def test_rewind_and_fork_a_session_over_http(served: tuple[Server, Path]) -> None:
     server, root = served
     notes = root / "notes.txt"
@@ -132,6 +133,7 @@ def test_rewind_and_fork_a_session_over_http(served: tuple[Server, Path]) -> Non
         assert "/v1/sessions/{session_id}/rewind" in paths and "/v1/sessions/{session_id}/fork" in paths
 
 
+@pytest.mark.slow
 def test_scopes_and_isolation(served: tuple[Server, Path]) -> None:
     server, _ = served
     alice = gateway_token("alice", "runs:read runs:write", ["alpha"])

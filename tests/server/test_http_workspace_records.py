@@ -23,6 +23,7 @@ def listed(tmp_path: Path, config: str) -> dict[str, object]:
         server.proc.wait(timeout=15)
 
 
+@pytest.mark.slow
 def test_a_workspace_record_survives_restarts_and_moves_when_its_config_changes(tmp_path: Path) -> None:
     root = scripted_workspace(tmp_path / "ws", SCRIPT, agents={"main": agent_md("Main.", mode="primary")})
     first = listed(tmp_path, f"workspaces:\n  - {{id: docs, path: {root}, name: Docs, metadata: {{team: web}}}}\n")

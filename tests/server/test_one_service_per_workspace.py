@@ -109,6 +109,7 @@ def _starts(starts: Path) -> list[str]:
     return starts.read_text().split() if starts.exists() else []
 
 
+@pytest.mark.slow
 def test_fifty_callers_of_one_workspace_share_one_mcp_server_process(tmp_path: Path, stopper: list[Server]) -> None:
     root, starts = _workspace(tmp_path)
     server = _serve(tmp_path, root)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 from tests.server.test_http_api import start
 from tests.support.run_ws import agent_md, scripted_workspace
 
@@ -36,6 +37,7 @@ def _until(c: httpx.Client, runs: list[str], done: Callable[[list[str]], bool], 
     return statuses
 
 
+@pytest.mark.slow
 def test_a_run_beyond_the_servers_concurrency_waits_queued_and_runs_when_a_slot_frees(tmp_path: Path) -> None:
     root = scripted_workspace(tmp_path / "ws", SCRIPT, agents={"main": agent_md("Main.", mode="primary")})
     config = f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{max_active_runs_per_caller: 100}}\n"

@@ -120,6 +120,7 @@ def container_depth(value: object) -> int:
 # ---- round trips within bounds --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(json_objects)
 def test_validate_freeze_thaw_round_trips_exactly(value: dict[str, JsonValue]) -> None:
@@ -131,6 +132,7 @@ def test_validate_freeze_thaw_round_trips_exactly(value: dict[str, JsonValue]) -
     assert same(thaw_json_mapping(frozen_json(value)), value)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(json_objects)
 def test_model_field_round_trips_exactly(value: dict[str, JsonValue]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+import pytest
 from pydantic import BaseModel
 
 import bearagent
@@ -20,6 +21,7 @@ def _subclasses(cls: type[BaseModel]) -> list[type[BaseModel]]:
     return found
 
 
+@pytest.mark.slow
 def test_every_model_of_every_module_builds() -> None:
     for info in pkgutil.walk_packages(bearagent.__path__, "bearagent."):
         if info.name.rsplit(".", 1)[-1] != "__main__":  # __main__ runs the CLI

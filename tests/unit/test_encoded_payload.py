@@ -50,6 +50,7 @@ def _requested(arguments: dict[str, JsonValue]) -> ToolCallRequestedV2:
     )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(objects)
 def test_the_frozen_payload_and_its_text_are_what_the_two_steps_gave(arguments: dict[str, JsonValue]) -> None:

@@ -109,6 +109,7 @@ def _set_bounds(monkeypatch: pytest.MonkeyPatch, bounds: dict[str, int]) -> None
         monkeypatch.setattr(_base, name, limit)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(value=_objects, bounds=_bounds, frozen=st.booleans())
 def test_quick_walk_equals_the_full_walk(value: object, bounds: dict[str, int], frozen: bool) -> None:
@@ -121,6 +122,7 @@ def test_quick_walk_equals_the_full_walk(value: object, bounds: dict[str, int], 
     assert quick == full
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(value=_objects)
 def test_quick_walk_equals_the_full_walk_at_the_real_bounds(value: object) -> None:
@@ -149,6 +151,7 @@ _json_values = st.recursive(
     ensure_ascii=st.booleans(),
     indent=st.sampled_from([None, 1]),
 )
+@pytest.mark.slow
 def test_parsed_text_is_frozen_as_the_full_check_freezes_it(
     value: dict[str, object], bounds: dict[str, int], ensure_ascii: bool, indent: int | None
 ) -> None:
@@ -201,6 +204,7 @@ def _leaves_of(value: object) -> list[object]:
     return [value]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(value=st.dictionaries(_keys, _json_values, max_size=5), bounds=st.one_of(_bounds, _text_bounds))
 def test_a_stored_payload_reads_as_the_stdlib_reads_it(value: dict[str, object], bounds: dict[str, int]) -> None:

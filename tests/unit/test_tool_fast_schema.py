@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -66,6 +67,7 @@ def test_unsupported_keywords_fall_back() -> None:
     assert compile_fast_check({"type": "object", "properties": {"a": {"pattern": "x"}}}) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(objects, st.integers(0, len(SCHEMAS) - 1))
 def test_fast_accept_implies_valid(instance: dict[str, Any], index: int) -> None:
@@ -163,6 +165,7 @@ def _jsonschema_accepts(schema: object) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=800, deadline=None)
 @given(schemas)
 def test_plainly_valid_implies_a_valid_schema(schema: object) -> None:
