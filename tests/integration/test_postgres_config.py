@@ -142,3 +142,58 @@ def test_runs_execute_on_a_postgres_store_in_a_session(tmp_path: Path, postgres_
         types = [e.event_type for e in ws.events(str(first.run_id))]
     assert types[0] == "RunCreated" and types[-1] == "RunSucceeded" and "ToolCallCompleted" in types
     assert not (root / ".bearagent" / "state.db").exists(), "nothing was written to the workspace's SQLite"
+
+
+def _connections_to(dsn: str) -> int:
+    """Client connections to the DSN's database other than this check's own."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_read_command_leaves_no_connection_or_store_thread_behind(tmp_path: Path, postgres_dsn: str) -> None:
+    """Each read command opens the store and must close it when it ends, whichever way it ends: on PostgreSQL an
+    unclosed store keeps its pooled connections and its loop thread until the process exits (in a long-lived
+    process that calls the CLI, such as a test worker or an embedding app, for ever), and at exit its pending tasks
+    are destroyed with "Task was destroyed but it is pending!" on stderr."""
+    import threading
+
+    root = workspace(tmp_path)
+    home = tmp_path / "home"
+    write(home / "bearagent", "config.yaml", USER_STORE)
+    env = isolated_env(home, TEAM_PG=postgres_dsn)
+    loaded = load(root, home, env=env)
+    f = EventFactory(ids=Uuid4IdGenerator())
+    goal = {"goal": "summarise the notes", "agent_name": "build", "prompt_hash": "0" * 64}
+    store = open_store(loaded)
+    try:
+        store.append_many(
+            [f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **goal})), f.run_started()]
+        )
+    finally:
+        store.close()
+    assert _connections_to(postgres_dsn) == 0
+
+    run = str(f.run_id)[:8]
+    commands = [
+        ["runs", "list"],
+        ["runs", "list", "--json"],
+        ["runs", "show", run],
+        ["events", run],
+        ["inspect", run],
+        ["approvals", "list"],
+        ["sessions", "list"],
+        ["runs", "show", "ffffffff"],  # an unknown run: the command fails, and still closes the store
+    ]
+    for args in commands:
+        before = {t.ident for t in threading.enumerate()}
+        result = CliRunner().invoke(main, [*args, "-w", str(root)], env=env, prog_name="bearagent")
+        assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.output)
+        left = [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+        assert not [name for name in left if name.startswith("bearagent-")], (args, left)
+        assert _connections_to(postgres_dsn) == 0, (args, result.output)

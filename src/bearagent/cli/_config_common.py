@@ -20,6 +20,7 @@ from bearagent.domain.diagnostics import name_list
 if TYPE_CHECKING:
     from bearagent.config.layers import Resolved
     from bearagent.domain.diagnostics import Diagnostic
+    from bearagent.ports import WorkspaceStore
     from bearagent.registries._base import LayeredRegistry
     from bearagent.workspace import LoadedWorkspace
 
@@ -71,6 +72,21 @@ def load(workspace: Path | None) -> LoadedWorkspace:
         return load_workspace(workspace)
     except BearAgentError as exc:
         fail(exc.info.message, exc.hint)
+
+
+def open_command_store(loaded: LoadedWorkspace) -> WorkspaceStore:
+    """The workspace's store for one command, closed when the command ends, however it ends (output, `fail`, an
+    error): an unclosed PostgreSQL store keeps its pooled connections and its loop thread, for ever in a process
+    that invokes commands in-process, and its pending tasks are destroyed at exit with a warning on stderr. Never
+    creates a store (`create=False`: a read of a workspace where nothing has run is `no_state`). Raises
+    `BearAgentError` as `open_store` does."""
+    from bearagent.app.resources import open_store
+
+    store = open_store(loaded, create=False)
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(store.close)
+    return store
 
 
 def emit_json(value: object) -> None:

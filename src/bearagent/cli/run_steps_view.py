@@ -44,13 +44,12 @@ def fail_with(exc: BearAgentError, fix: str | None = None) -> NoReturn:
 
 
 def open_log(workspace: Path | None) -> tuple[LoadedWorkspace, WorkspaceStore]:
-    from bearagent.app.resources import open_store
-    from bearagent.cli._config_common import load
+    from bearagent.cli._config_common import load, open_command_store
     from bearagent.domain.errors import BearAgentError
 
     loaded = load(workspace)
     try:
-        return loaded, open_store(loaded, create=False)
+        return loaded, open_command_store(loaded)
     except BearAgentError as exc:
         fail_with(exc)
 

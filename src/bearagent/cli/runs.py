@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from bearagent.cli._config_common import emit_json, fail, json_option, print_table, short, workspace_option
+from bearagent.cli._config_common import (
+    emit_json,
+    fail,
+    json_option,
+    open_command_store,
+    print_table,
+    short,
+    workspace_option,
+)
 from bearagent.cli._groups import ListGroup
 from bearagent.cli.safe_text import visible
 
@@ -40,14 +48,14 @@ def recovered_store(loaded: LoadedWorkspace) -> WorkspaceStore:
     """`open_recovered` for a workspace the command loaded already."""
     import asyncio
 
-    from bearagent.app.resources import open_store, writer_over
+    from bearagent.app.resources import writer_over
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import Uuid4IdGenerator
     from bearagent.ports import SystemClock
     from bearagent.service.leases import recover_interrupted
 
     try:
-        store = open_store(loaded, create=False)
+        store = open_command_store(loaded)
         asyncio.run(recover_interrupted(store, writer_over(loaded, store), SystemClock(), Uuid4IdGenerator()))
         return store
     except BearAgentError as exc:
