@@ -1,6 +1,7 @@
-"""Shared helpers of the config commands (agents, skills, actions, models, tools, plugins, doctor, init): the
-`-w/--workspace` and `--json` options, loading the workspace, errors (what + how to fix, exit 2) and tables that
-respect NO_COLOR and non-TTY output."""
+"""Shared helpers of the commands (agents, skills, actions, models, tools, plugins, doctor, init, and the read
+commands of the run log): the `-w/--workspace` and `--json` options, loading the workspace, opening its store for one
+command (`open_command_store`), errors (what + how to fix, exit 2) and tables that respect NO_COLOR and non-TTY
+output."""
 
 from __future__ import annotations
 
