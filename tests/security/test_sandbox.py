@@ -11,6 +11,7 @@ and a test there would pass for the wrong reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -396,6 +397,45 @@ def test_a_setsid_child_does_not_outlive_the_call(tmp_path: Path, home: Path) ->
     assert "started" in _stdout(results[0])
     time.sleep(5)
     assert not marker.exists()
+
+
+def test_the_reaper_kills_the_whole_tree_however_many_stop_signals_arrive(tmp_path: Path) -> None:
+    """The parent-death signal comes once per exiting thread of BearAgent (Linux re-attaches the reaper to the next
+    thread and signals again), so a stop can arrive several times in a burst. A reaper that handled each one by
+    raising died of a second one that landed while it was switching its handlers off, before it killed anything,
+    and the command's processes went to init (`_reaper.py`). Here SIGTERMs sent until the reaper exits stand for
+    BearAgent's threads exiting: the reaper must still kill the command and its `setsid` daemon, and exit as
+    stopped."""
+    from bearagent.sandbox.launch import REAPER
+
+    marker = f"bearagent-burst-{uuid.uuid4().hex[:10]}"
+    script = tmp_path / "command.sh"  # in a file: the reaper's own command line must not carry the marker
+    script.write_text(f"(setsid bash -c 'exec -a {marker}-daemon sleep 60' &)\nexec -a {marker} sleep 60\n")
+    reaper = subprocess.Popen(
+        [sys.executable, "-I", "-S", REAPER, str(os.getpid()), "/bin/bash", str(script)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
+            assert reaper.poll() is None, "the reaper ended before its command started"
+            time.sleep(0.05)
+        assert len(processes_with(marker)) == 2, "the command and its daemon never appeared"
+        deadline = time.monotonic() + 60
+        while reaper.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(reaper.pid, signal.SIGTERM)
+        _, err = reaper.communicate(timeout=60)
+        assert processes_with(marker) == [], f"a process of the command survived its reaper: {err.decode()!r}"
+        assert reaper.returncode == 137, (reaper.returncode, err.decode(errors="replace"))
+    finally:
+        for pid in processes_with(marker):
+            os.kill(pid, signal.SIGKILL)
+        if reaper.poll() is None:
+            reaper.kill()
+            reaper.wait()
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,13 @@ It makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every process t
 when the reaper gets SIGTERM/SIGHUP/SIGINT, or when BearAgent dies (`PR_SET_PDEATHSIG` delivers SIGTERM), it kills
 every process still below it and exits with the command's status (128 + signal when a signal ended it). Only a
 SIGKILL of the reaper itself leaves the tree to init: BearAgent therefore stops it with SIGTERM first.
+
+The stop signals are never handled asynchronously: they stay blocked and the reaper takes them, and SIGCHLD, with
+`sigwaitinfo`. A stop can arrive more than once: Linux sends the parent-death signal each time the thread the
+reaper is attached to exits, and when BearAgent dies its threads exit one after another, the reaper re-attached to
+the next each time. With a handler that raised on each signal, a second SIGTERM landing after the first was handled
+but before the handlers were switched off ended the reaper with an uncaught exception, before it killed anything,
+and the command's processes went to init (seen as "a process of the Bash call survived SIGKILL of bearagent").
 """
 
 from __future__ import annotations
@@ -25,12 +32,7 @@ it is done in milliseconds). A guard against a child that never dies (stuck in t
 when the machine is loaded a round may wait seconds for the CPU, and giving up early leaves survivors to init."""
 
 
-class _Stop(Exception):
-    pass
-
-
-def _on_signal(signum: int, frame: object) -> None:
-    raise _Stop
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
 
 
 def _children(pid: int) -> list[int]:
@@ -80,37 +82,43 @@ def _kill_all(me: int, shell: int, code: int | None) -> int | None:
     return code
 
 
+def _reap(shell: int) -> int | None:
+    """Reap every child that has ended (one SIGCHLD may stand for several); the shell's status if it is one."""
+    code: int | None = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return code
+        if pid == 0:
+            return code
+        if pid == shell:
+            code = _status_code(status)
+
+
 def main() -> int:
     parent = int(sys.argv[1])
     argv = sys.argv[2:]
+    waited = {*STOP_SIGNALS, signal.SIGCHLD}
+    signal.pthread_sigmask(signal.SIG_BLOCK, waited)  # before PDEATHSIG is armed: a stop waits to be taken
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, _on_signal)
     me = os.getpid()
+    if os.getppid() != parent:
+        return 137  # BearAgent died before PR_SET_PDEATHSIG was armed
+    shell = os.posix_spawn(
+        argv[0],
+        argv,
+        os.environ,
+        setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGHUP, signal.SIGINT),
+        setsigmask=(),  # the command starts with no signal blocked
+    )
     code: int | None = None
-    shell = -1
-    try:
-        if os.getppid() != parent:
-            return 137  # BearAgent died before PR_SET_PDEATHSIG was armed
-        shell = os.posix_spawn(
-            argv[0],
-            argv,
-            os.environ,
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGHUP, signal.SIGINT),
-            setsigmask=(),
-        )
-        while code is None:
-            pid, status = os.waitpid(-1, 0)
-            if pid == shell:
-                code = _status_code(status)
-    except _Stop:
-        pass
-    except ChildProcessError:
-        pass
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
+    while code is None:
+        if signal.sigwaitinfo(waited).si_signo in STOP_SIGNALS:
+            break  # any further stop signal stays pending, blocked, until the reaper exits
+        code = _reap(shell)
     code = _kill_all(me, shell, code)
     return 137 if code is None else code
 
