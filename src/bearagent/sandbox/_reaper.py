@@ -107,6 +107,8 @@ def main() -> int:
     me = os.getpid()
     if os.getppid() != parent:
         return 137  # BearAgent died before PR_SET_PDEATHSIG was armed
+    if signal.sigpending() & STOP_SIGNALS:
+        return 137  # stopped before the command started: do not start it
     shell = os.posix_spawn(
         argv[0],
         argv,
