@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from tests.support.config_ws import isolated_env, write
-from tests.support.host_probes import processes_with
+from tests.support.host_probes import processes_with, wait_for_processes
 from tests.support.run_ws import agent_md, scripted_workspace
 from tests.support.sandbox_marks import needs_sandbox
 from tests.support.tools import native_gate, request
@@ -158,11 +158,12 @@ def test_sigkill_of_bearagent_run_leaves_no_background_process(tmp_path: Path, u
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60  # generous: a loaded machine starts bearagent slowly
-        while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
-            assert proc.poll() is None, "bearagent run ended before the background shell started"
-            time.sleep(0.1)
-        assert len(processes_with(marker)) >= 2, "the background processes never appeared"
+        wait_for_processes(
+            marker,
+            proc,
+            "bearagent run ended before the background shell started",
+            "the background processes never appeared",
+        )
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         assert _gone(marker), "a background process survived SIGKILL of bearagent"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.support import postgres_cluster
 from tests.support.config_ws import codes, isolated_env, load, write
 from tests.support.events import EventFactory
 from tests.support.run_ws import agent_md, scripted_workspace
@@ -144,18 +145,6 @@ def test_runs_execute_on_a_postgres_store_in_a_session(tmp_path: Path, postgres_
     assert not (root / ".bearagent" / "state.db").exists(), "nothing was written to the workspace's SQLite"
 
 
-def _connections_to(dsn: str) -> int:
-    """Client connections to the DSN's database other than this check's own."""
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def test_a_read_command_leaves_no_connection_or_store_thread_behind(tmp_path: Path, postgres_dsn: str) -> None:
     """Each read command opens the store and must close it when it ends, whichever way it ends: on PostgreSQL an
     unclosed store keeps its pooled connections and its loop thread until the process exits (in a long-lived
@@ -177,7 +166,7 @@ def test_a_read_command_leaves_no_connection_or_store_thread_behind(tmp_path: Pa
         )
     finally:
         store.close()
-    assert _connections_to(postgres_dsn) == 0
+    assert postgres_cluster.other_connections(postgres_dsn) == 0
 
     run = str(f.run_id)[:8]
     commands = [
@@ -196,4 +185,4 @@ def test_a_read_command_leaves_no_connection_or_store_thread_behind(tmp_path: Pa
         assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.output)
         left = [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
         assert not [name for name in left if name.startswith("bearagent-")], (args, left)
-        assert _connections_to(postgres_dsn) == 0, (args, result.output)
+        assert postgres_cluster.other_connections(postgres_dsn) == 0, (args, result.output)

@@ -19,6 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
+from tests.support import postgres_cluster
 from tests.support.events import EventFactory
 from tests.support.storage_factories import FACTORIES
 
@@ -266,15 +267,6 @@ def test_a_cancelled_waiter_and_a_closed_store_hold_no_lock(
     asyncio.run(free())
 
 
-def _backends(dsn: str) -> int:
-    """Connections to this test's database other than the one asking."""
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
 def test_many_held_session_locks_share_one_connection(postgres_dsn: str, stores: list[PostgresRunStorage]) -> None:
     """Issue 37: the connections a process opens do not grow with its sessions (a thousand sessions of one server
     on a default `max_connections`); one handle's locks still exclude each other and other handles'."""
@@ -285,7 +277,7 @@ def test_many_held_session_locks_share_one_connection(postgres_dsn: str, stores:
         async with contextlib.AsyncExitStack() as stack:
             for session in sessions:
                 await stack.enter_async_context(one.session_lock(session, wait=False))
-            held = _backends(postgres_dsn)
+            held = postgres_cluster.other_connections(postgres_dsn)
             assert held <= 2, f"{held} connections for 60 held locks: one lock connection (and the pool's first)"
             with pytest.raises(SessionBusy):  # the same session on the same handle: refused before the server
                 async with one.session_lock(sessions[7], wait=False):
@@ -294,7 +286,9 @@ def test_many_held_session_locks_share_one_connection(postgres_dsn: str, stores:
                 async with other.session_lock(sessions[7], wait=False):
                     pass
             await created_run(RunWriter(one))  # the pool too: still bounded
-            assert _backends(postgres_dsn) <= 2 * (DEFAULT_POOL_SIZE + 2), "both handles, each pool + LISTEN + locks"
+            assert postgres_cluster.other_connections(postgres_dsn) <= 2 * (DEFAULT_POOL_SIZE + 2), (
+                "both handles, each pool + LISTEN + locks"
+            )
         async with other.session_lock(sessions[7], wait=False):  # released with the stack
             pass
         async with one.session_lock(sessions[7], wait=False):

@@ -28,7 +28,7 @@ from typing import cast
 import pytest
 import yaml
 from tests.support.config_ws import isolated_env, write
-from tests.support.host_probes import Listener, processes_with
+from tests.support.host_probes import Listener, processes_with, wait_for_processes
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 from tests.support.sandbox_marks import needs_sandbox
 
@@ -399,16 +399,6 @@ def test_a_setsid_child_does_not_outlive_the_call(tmp_path: Path, home: Path) ->
     assert not marker.exists()
 
 
-def _wait_for_the_two(marker: str, proc: subprocess.Popen[bytes], ended: str) -> None:
-    """Until the two sleeping processes that carry `marker` run (a command and its `setsid` daemon); `ended` is the
-    failure when `proc`, which starts them, ends first. 60 s: generous for a loaded machine, not a speed figure."""
-    deadline = time.monotonic() + 60
-    while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
-        assert proc.poll() is None, ended
-        time.sleep(0.05)
-    assert len(processes_with(marker)) >= 2, "the sleeping processes never appeared"
-
-
 def test_the_reaper_kills_the_whole_tree_however_many_stop_signals_arrive(tmp_path: Path) -> None:
     """The parent-death signal comes once per exiting thread of BearAgent (Linux re-attaches the reaper to the next
     thread and signals again), so a stop can arrive several times in a burst. A reaper that handled each one by
@@ -428,7 +418,9 @@ def test_the_reaper_kills_the_whole_tree_however_many_stop_signals_arrive(tmp_pa
         stderr=subprocess.PIPE,
     )
     try:
-        _wait_for_the_two(marker, reaper, "the reaper ended before its command started")
+        wait_for_processes(
+            marker, reaper, "the reaper ended before its command started", "the sleeping processes never appeared"
+        )
         deadline = time.monotonic() + 60
         while reaper.poll() is None and time.monotonic() < deadline:
             with contextlib.suppress(ProcessLookupError):
@@ -465,7 +457,9 @@ def test_sigkill_of_bearagent_run_leaves_no_process_behind(tmp_path: Path, home:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for_the_two(marker, proc, "bearagent run ended before the Bash call started")
+        wait_for_processes(
+            marker, proc, "bearagent run ended before the Bash call started", "the sleeping processes never appeared"
+        )
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         # the reaper (or bubblewrap's PID namespace) kills the tree within milliseconds of bearagent's death; the

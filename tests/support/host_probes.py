@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 
@@ -24,6 +26,17 @@ def processes_with(marker: str) -> list[int]:
         if marker in argv and state != "Z":
             found.append(int(entry))
     return found
+
+
+def wait_for_processes(marker: str, starter: subprocess.Popen[bytes], ended: str, missing: str) -> None:
+    """Until two live processes carry `marker` (a command and the daemon it left, say); `ended` is the failure when
+    `starter`, which starts them, ends first, `missing` when they never appear. 60 s: generous for a loaded machine
+    starting `bearagent`, not a speed figure."""
+    deadline = time.monotonic() + 60
+    while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
+        assert starter.poll() is None, ended
+        time.sleep(0.05)
+    assert len(processes_with(marker)) >= 2, missing
 
 
 class Listener:

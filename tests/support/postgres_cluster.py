@@ -261,3 +261,12 @@ def database_in(running: Cluster, name: str) -> str:
 
 def started() -> bool:
     return _cluster is not None
+
+
+def other_connections(dsn: str) -> int:
+    """Client connections to the DSN's database other than the one asking (what a store left open)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
