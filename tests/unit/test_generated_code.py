@@ -9,9 +9,11 @@ import importlib.util
 import json
 import marshal
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,8 +70,12 @@ try:
     bad = ""
 except SyntaxError as exc:
     bad = type(exc).__name__
+import re
+probe_re = re.compile(r"(?P<probe_word>probe_[a-z]+)(?:-(\\d+))?", re.IGNORECASE)
+found = probe_re.fullmatch("PROBE_word-42")
 table = cache._table
 print(json.dumps({
+    "regex": [found.groupdict(), found.groups(), probe_re.groupindex == {"probe_word": 1}, probe_re.flags],
     "repr": [repr(a), repr(b)],
     "eq": a == a2, "hash": hash(a) == hash(a2), "lt": ProbeCachedA(1) < ProbeCachedA(2), "frozen": frozen,
     "missing": missing, "alpha": a.probe_alpha, "slots": ProbeCachedB.__slots__, "b": b.probe_delta,
@@ -120,6 +126,12 @@ def test_a_second_process_builds_the_same_classes_from_the_table_without_compili
         "probe_eta": "__main__.ProbeCachedA | None",
     }
     assert first["bad"] == "SyntaxError"  # a text that does not compile raises as before, in both processes
+    assert first["regex"] == [
+        {"probe_word": "PROBE_word"},
+        ["PROBE_word", "42"],
+        True,
+        int(re.IGNORECASE | re.UNICODE),
+    ]
     assert first["repr"] == [
         "ProbeCachedA(probe_alpha=6, probe_beta='b', probe_gamma=(1,), probe_kw=9)",
         "ProbeCachedB(probe_delta=2.5, probe_eps=())",
@@ -306,3 +318,104 @@ def test_annotations_compile_as_the_real_compile_and_other_calls_pass_through(tm
     again = CodeTable(path)
     assert eval(again.compile("dict[str, int] | None", "<string>", "eval"), {}) == (dict[str, int] | None)
     assert again.compiled == 0
+
+
+# Patterns of every kind the engine's program has: groups named and not, inline and given flags, lookarounds,
+# backreferences, possessive and lazy repeats, classes, case folding and a large Unicode class like PyYAML's.
+_PATTERNS: list[tuple[str, int]] = [
+    (r"(?P<key>[a-z_][a-z0-9_]*)\s*=\s*(?P<value>.*)", 0),
+    (r"(?i)ünïcödé|ß", 0),
+    (r"^\s*#.*$", re.MULTILINE),
+    (r"(?<=@)\w+(?!\.)", 0),
+    (r"(a|b)\1{2,}?", re.DOTALL),
+    (r"x*+y??", re.ASCII),
+    (r"[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]", 0),
+    (
+        r"""(?x) \d+  # digits
+         (?:\.\d+)?""",
+        0,
+    ),
+]
+_SUBJECTS = ["a_b = 1", "ÜNÏCÖDÉ", "SS", " # c\nx", "@name.", "@name x", "abbb", "aab", "xxxy", "3.25", "\x01"]
+
+
+def _matches(pattern: re.Pattern[str]) -> list[Any]:
+    return [(m.span(), m.groups(), m.groupdict()) if (m := pattern.search(s)) else None for s in _SUBJECTS]
+
+
+@pytest.mark.parametrize(("text", "flags"), _PATTERNS)
+def test_a_pattern_from_the_table_is_the_one_re_compiles(tmp_path: Path, text: str, flags: int) -> None:
+    real = re._compiler.compile(text, flags)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownVariableType]
+    path = tmp_path / "t.marshal"
+    first = CodeTable(path)
+    compiled = first.regex(text, flags)
+    assert compiled == real and first.compiled == 1
+    first.save()
+    again = CodeTable(path)
+    rebuilt = again.regex(text, flags)
+    assert again.compiled == 0  # from the table
+    assert rebuilt == real and rebuilt.pattern == text and rebuilt.flags == real.flags  # pyright: ignore[reportUnknownMemberType]
+    assert rebuilt.groups == real.groups and rebuilt.groupindex == real.groupindex  # pyright: ignore[reportUnknownMemberType]
+    assert _matches(rebuilt) == _matches(real)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def test_an_invalid_pattern_raises_as_before_and_is_not_kept(tmp_path: Path) -> None:
+    table = CodeTable(tmp_path / "t.marshal")
+    with pytest.raises(re.error, match="missing \\)"):
+        table.regex("(unclosed", 0)
+    assert table.compiled == 0 and table.used == {}
+
+
+def _damaged(entry: Any, damage: str) -> tuple[Any, ...]:
+    if damage == "bad-opcode":  # a program the engine refuses
+        return (entry[0], [9999, *entry[1][1:]], *entry[2:])
+    if damage == "not-a-list":
+        return (entry[0], "not a program", *entry[2:])
+    return ("flags?", *entry[1:])
+
+
+@pytest.mark.parametrize("damage", ["bad-opcode", "not-a-list", "bad-flags"])
+def test_a_damaged_regex_entry_is_compiled_again_and_replaced(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "t.marshal"
+    first = CodeTable(path)
+    first.regex(r"(?P<n>\d+)-x", 0)
+    first.save()
+    [(key, entry)] = read_table(path).items()
+    path.write_bytes(_OURS + marshal.dumps({key: _damaged(entry, damage)}))
+    again = CodeTable(path)
+    pattern = again.regex(r"(?P<n>\d+)-x", 0)
+    assert pattern.fullmatch("12-x") is not None and pattern.groupindex == {"n": 1}
+    assert again.compiled == 1 and (again.loaded or {})[key] == entry  # compiled again, the damage replaced
+
+
+def test_the_stand_in_leaves_bytes_debug_and_locale_patterns_to_re(tmp_path: Path) -> None:
+    code = """
+import json, re, sys
+import bearagent.cli.generated_code as cache
+cache.install()
+installed = type(vars(re)["_compiler"]).__name__
+before = cache._table.compiled
+by = re.compile(rb"probe_bytes(\\d)")
+lo = re.compile(rb"probe_locale\\w", re.LOCALE)
+text = re.compile(r"probe_text_[0-9]+")
+print(json.dumps({
+    "installed": installed, "kept": cache._table.compiled - before,
+    "bytes": by.match(b"probe_bytes7").group(1).decode(), "locale": bool(lo.match(b"probe_localeA")),
+    "text": bool(text.fullmatch("probe_text_12")),
+    "scanner": re.Scanner([(r"\\d+", lambda s, t: int(t)), (r"\\s+", None)]).scan("1 22")[0],
+}))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "installed": "_CompilerStandIn",
+        "kept": 1,  # the text pattern only
+        "bytes": "7",
+        "locale": True,
+        "text": True,
+        "scanner": [1, 22],
+    }

@@ -1,12 +1,14 @@
 """A bytecode cache for code the standard library generates and compiles in every process: the methods of
-dataclasses, and the forward references of string annotations.
+dataclasses, the forward references of string annotations, and the programs of regular expressions.
 
 `@dataclass` writes each class's `__init__`, `__repr__`, `__eq__`, `__hash__` and the frozen `__setattr__` /
 `__delattr__` as source text and `exec`s it: on CPython 3.11 that is ~1,000 `compile` calls for the ~200 classes a
 `bearagent run` imports, ~190 ms of a scripted run's ~900 ms here (issue 37; docs/benchmarks.md). And every
 annotation a pydantic model or `get_type_hints` reads from a module with `from __future__ import annotations` is a
-text that `typing.ForwardRef` compiles (~650 of them for the domain's models alone). Python caches modules' bytecode
-in `__pycache__`, not this code, so every process compiled it again.
+text that `typing.ForwardRef` compiles (~650 of them for the domain's models alone). And every `re.compile` at a
+module's top level parses its pattern and compiles it to the regular expression engine's program in Python code
+(`re._parser`, `re._compiler`): ~45 ms of a scripted run, 10 ms of it one pattern of PyYAML's reader. Python caches
+modules' bytecode in `__pycache__`, none of this, so every process compiled it again.
 
 `install()`, called by the console script (`bearagent.cli.entry`) before any command module is imported, gives the
 `dataclasses` module its own `exec` and the `typing` module its own `compile`: names a module's code looks up in its
@@ -15,7 +17,12 @@ text up in a table of code objects, compile what is not there exactly as the rea
 `__future__` flags, file name `<string>`; a text that does not compile raises as before and is not kept) and hand
 the code object on: `exec` runs it with the same globals and namespace, `compile` returns it. The classes and
 references built are the ones the real calls build; the table only skips the compiler. Any other call (code
-objects, other file names, flags) goes to the real function unchanged.
+objects, other file names, flags) goes to the real function unchanged. For regular expressions, `re`'s own
+`_compiler` name is given a stand-in whose `compile` keeps, per pattern text and flags, the arguments the real
+`re._compiler.compile` hands to the engine (`_sre.compile`: the program, its flags and groups), and rebuilds the
+pattern from them; `re`'s own in-process cache is untouched. An entry is kept only when the pattern it rebuilds
+equals the one the real `compile` returned (same program, flags and groups), and an entry the engine refuses falls
+back to the real `compile`; bytes patterns and the `DEBUG` and `LOCALE` flags always take the real path.
 
 The table lives where Python keeps this package's bytecode (`__pycache__/`, or under `sys.pycache_prefix`), with the
 same trust: it is written by the user's own processes beside the package's own code, and an entry is only ever the
@@ -34,9 +41,10 @@ import contextlib
 import dataclasses
 import marshal
 import os
+import re
 import sys
 import typing
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -50,14 +58,28 @@ MAX_BYTES = 32 * 1024 * 1024
 _exec = builtins.exec
 _compile = builtins.compile
 
+RegexEntry = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
+"""What `re._compiler.compile` hands to `_sre.compile` after the pattern text: the flags (the pattern's inline flags
+added), the program, the number of groups minus one, the group names and their reverse."""
+Entry = CodeType | RegexEntry
+
+# `re`'s compiler and parser, and the engine (the C module `_sre`), which importing `re` has imported.
+_re_compiler: ModuleType = sys.modules["re._compiler"]
+_re_parser: ModuleType = sys.modules["re._parser"]
+_engine: ModuleType = sys.modules["_sre"]
+_REGEX_KEY = f"\0re\0{_engine.MAGIC}\0"
+"""The prefix of a regular expression's key (then its flags, NUL, its text): the engine's version is part of it, and
+no `exec` text (never a NUL) or annotation key (`\0eval\0`) starts with it."""
+_REAL_PATH_FLAGS = re.DEBUG | re.LOCALE
+
 
 class CodeTable:
     """The table of one file (`table_path()` unless given): read on first use, written back by `save` when it grew."""
 
     def __init__(self, path: Path | None | Literal["default"] = "default") -> None:
         self._path = path
-        self.loaded: dict[str, CodeType] | None = None
-        self.used: dict[str, CodeType] = {}
+        self.loaded: dict[str, Entry] | None = None
+        self.used: dict[str, Entry] = {}
         self.compiled = 0
 
     @property
@@ -71,19 +93,49 @@ class CodeTable:
         imports compiles it. An `eval` text is kept under a key no source text can be (NUL is never in one)."""
         if "\0" in source:  # never in a text these callers make; compile refuses it as it always did
             return _compile(source, "<string>", mode, dont_inherit=True)
+        key = source if mode == "exec" else f"\0{mode}\0{source}"
+        code = self._entries().get(key)
+        if not isinstance(code, CodeType):
+            code = _compile(source, "<string>", mode, dont_inherit=True)  # a SyntaxError is raised, not kept
+            self._keep(key, code)
+        self._used(key, code)
+        return code
+
+    def regex(self, pattern: str, flags: int) -> re.Pattern[str]:
+        """`re._compiler.compile(pattern, flags)` for a text pattern, its program taken from the table when there."""
+        flags = int(flags)  # `re` passes a plain int; a `RegexFlag` would neither key nor marshal as one
+        key = f"{_REGEX_KEY}{flags}\0{pattern}"
+        entry = self._entries().get(key)
+        if isinstance(entry, tuple):
+            try:
+                compiled: re.Pattern[str] | None = _engine.compile(pattern, *entry)
+            except Exception:  # a damaged entry: the engine refused it, compile as if absent
+                compiled = None
+            if compiled is not None:
+                self._used(key, entry)
+                return compiled
+        real: re.Pattern[str] = _re_compiler.compile(pattern, flags)  # an invalid pattern raises here, not kept
+        entry = _regex_entry(pattern, flags, real)
+        if entry is not None:
+            self._keep(key, entry)
+            self._used(key, entry)
+        return real
+
+    def _entries(self) -> dict[str, Entry]:
         if self.loaded is None:
             path = self.path
             self.loaded = read_table(path) if path is not None else {}
-        key = source if mode == "exec" else f"\0{mode}\0{source}"
-        code = self.loaded.get(key)
-        if code is None:
-            code = _compile(source, "<string>", mode, dont_inherit=True)  # a SyntaxError is raised, not kept
-            self.compiled += 1
-            if len(self.loaded) < MAX_ENTRIES:
-                self.loaded[key] = code
+        return self.loaded
+
+    def _keep(self, key: str, entry: Entry) -> None:
+        self.compiled += 1
+        loaded = self._entries()
+        if len(loaded) < MAX_ENTRIES:
+            loaded[key] = entry
+
+    def _used(self, key: str, entry: Entry) -> None:
         if len(self.used) < MAX_ENTRIES:
-            self.used[key] = code
-        return code
+            self.used[key] = entry
 
     def exec(self, source: str | bytes | CodeType, globals: Any = None, locals: Any = None, /) -> None:
         """`exec` as `dataclasses` calls it; anything but source text goes to the real `exec` unchanged."""
@@ -118,6 +170,41 @@ class CodeTable:
                 write_atomically(path, data, _mode())
 
 
+def _regex_entry(pattern: str, flags: int, real: re.Pattern[str]) -> RegexEntry | None:
+    """What `re._compiler.compile(pattern, flags)` hands to the engine, or None when the pattern rebuilt from it is not
+    equal to the real one (same program, flags and groups): an entry never differs from what the real call builds."""
+    parsed = _re_parser.parse(pattern, flags)
+    code: list[int] = [int(op) for op in _re_compiler._code(parsed, flags)]  # its opcodes are an int subclass
+    groupindex: dict[str, int] = dict(parsed.state.groupdict)
+    indexgroup: list[str | None] = [None] * parsed.state.groups
+    for name, index in groupindex.items():
+        indexgroup[index] = name
+    entry: RegexEntry = (flags | parsed.state.flags, code, parsed.state.groups - 1, groupindex, tuple(indexgroup))
+    try:
+        rebuilt: re.Pattern[str] = _engine.compile(pattern, *entry)
+    except Exception:  # this Python's engine takes other arguments: keep nothing
+        return None
+    same = rebuilt == real and rebuilt.groups == real.groups and rebuilt.groupindex == real.groupindex
+    return entry if same else None
+
+
+class _CompilerStandIn(ModuleType):
+    """`re._compiler` as `re` sees it once installed: `compile` of a text pattern goes through the table, every other
+    name (and every other call) is the real module's."""
+
+    def __init__(self, table: CodeTable) -> None:
+        super().__init__(_re_compiler.__name__, _re_compiler.__doc__)
+        self._table = table
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_re_compiler, name)
+
+    def compile(self, p: Any, flags: int = 0) -> Any:
+        if type(p) is str and not flags & _REAL_PATH_FLAGS:
+            return self._table.regex(p, flags)
+        return _re_compiler.compile(p, flags)
+
+
 def _header() -> bytes:
     """This Python's bytecode version and optimisation level (`-O`): code of another is never read."""
     from importlib.util import MAGIC_NUMBER
@@ -125,7 +212,7 @@ def _header() -> bytes:
     return b"BADC" + MAGIC_NUMBER + bytes((sys.flags.optimize,))
 
 
-def read_table(path: Path) -> dict[str, CodeType]:
+def read_table(path: Path) -> dict[str, Entry]:
     """The table at `path`, or an empty one when it is absent, too large, damaged or another Python's."""
     try:
         with path.open("rb") as file:
@@ -143,11 +230,16 @@ def read_table(path: Path) -> dict[str, CodeType]:
         return {}
     if not isinstance(table, dict):
         return {}
-    entries: dict[str, CodeType] = {}
+    entries: dict[str, Entry] = {}
     for source, code in table.items():  # pyright: ignore[reportUnknownVariableType]
-        if not isinstance(source, str) or not isinstance(code, CodeType):
+        if not isinstance(source, str):
             return {}
-        entries[source] = code
+        if isinstance(code, CodeType) or (
+            isinstance(code, tuple) and len(code) == 5 and source.startswith(_REGEX_KEY)  # pyright: ignore[reportUnknownArgumentType]
+        ):  # a regular expression's entry is checked by the engine when used (`CodeTable.regex`)
+            entries[source] = code  # pyright: ignore[reportArgumentType]
+        else:
+            return {}
     return entries
 
 
@@ -188,8 +280,8 @@ _table: CodeTable | None = None
 
 
 def install() -> None:
-    """Give `dataclasses` the caching `exec` and `typing` the caching `compile` (once a process; not where either
-    module already has its own), and write the table at exit."""
+    """Give `dataclasses` the caching `exec`, `typing` the caching `compile` and `re` the caching `_compiler` (once a
+    process; not where a module already has its own), and write the table at exit."""
     global _table
     if _table is not None:
         return
@@ -198,4 +290,7 @@ def install() -> None:
         dataclasses.__dict__["exec"] = _table.exec
     if "compile" not in vars(typing):
         typing.__dict__["compile"] = _table.compile
+    if vars(re).get("_compiler") is _re_compiler:
+        _table.path  # noqa: B018 - found now: finding it imports `pathlib`, which compiles patterns of its own
+        re.__dict__["_compiler"] = _CompilerStandIn(_table)
     atexit.register(_table.save)
