@@ -106,6 +106,8 @@ def main() -> None:
             )
             for line in raw.read_text().splitlines():
                 stack, _, count = line.rpartition(" ")
+                if not count.isdigit():  # py-spy ends some files with a blank line
+                    continue
                 kinds[kind_of(stack)] += int(count)
             if args.keep is not None:
                 args.keep.mkdir(parents=True, exist_ok=True)
