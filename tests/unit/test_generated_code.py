@@ -388,34 +388,57 @@ def test_a_damaged_regex_entry_is_compiled_again_and_replaced(tmp_path: Path, da
     assert again.compiled == 1 and (again.loaded or {})[key] == entry  # compiled again, the damage replaced
 
 
-def test_the_stand_in_leaves_bytes_debug_and_locale_patterns_to_re(tmp_path: Path) -> None:
-    code = """
+# A module whose top level compiles patterns (as PyYAML's reader does), imported after `install()`; the script then
+# compiles at run time what a workspace's settings could hold (a hook's matcher), and `re`'s Scanner.
+_IMPORTED_PATTERNS = """
+import re
+TEXT = re.compile(r"probe_text_[0-9]+")
+LONG = re.compile("(?:probe_long)?" + "x" * 5000)
+BYTES = re.compile(rb"probe_bytes(\\d)")
+LOCALE = re.compile(rb"probe_locale\\w", re.LOCALE)
+"""
+_STAND_IN = """
 import json, re, sys
 import bearagent.cli.generated_code as cache
 cache.install()
 installed = type(vars(re)["_compiler"]).__name__
-before = cache._table.compiled
-by = re.compile(rb"probe_bytes(\\d)")
-lo = re.compile(rb"probe_locale\\w", re.LOCALE)
-text = re.compile(r"probe_text_[0-9]+")
+def kept():
+    return sorted(k.rsplit("\\0", 1)[1] for k in cache._table.used if k.startswith(cache._REGEX_KEY))
+import probe_patterns as m
+at_import = kept()
+matcher = re.compile(sys.argv[1])
 print(json.dumps({
-    "installed": installed, "kept": cache._table.compiled - before,
-    "bytes": by.match(b"probe_bytes7").group(1).decode(), "locale": bool(lo.match(b"probe_localeA")),
-    "text": bool(text.fullmatch("probe_text_12")),
+    "installed": installed, "kept": at_import, "kept_after": kept(),
+    "bytes": m.BYTES.match(b"probe_bytes7").group(1).decode(), "locale": bool(m.LOCALE.match(b"probe_localeA")),
+    "text": bool(m.TEXT.fullmatch("probe_text_12")), "long": bool(m.LONG.fullmatch("x" * 5000)),
+    "matcher": bool(matcher.fullmatch("mcp__probe_x__tool")),
     "scanner": re.Scanner([(r"\\d+", lambda s, t: int(t)), (r"\\s+", None)]).scan("1 22")[0],
 }))
 """
+
+
+def test_only_patterns_compiled_by_an_import_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "probe_patterns.py").write_text(_IMPORTED_PATTERNS)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *sys.path])
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+        [sys.executable, "-c", _STAND_IN, "mcp__probe_[a-z]+__.*"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
         "installed": "_CompilerStandIn",
-        "kept": 1,  # the text pattern only
+        "kept": ["probe_text_[0-9]+"],  # not bytes, LOCALE, or longer than MAX_PATTERN_CHARS
+        "kept_after": ["probe_text_[0-9]+"],  # a pattern built at run time is never written to the table
         "bytes": "7",
         "locale": True,
         "text": True,
+        "long": True,
+        "matcher": True,
         "scanner": [1, 22],
     }

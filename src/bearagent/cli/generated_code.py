@@ -22,7 +22,10 @@ objects, other file names, flags) goes to the real function unchanged. For regul
 `re._compiler.compile` hands to the engine (`_sre.compile`: the program, its flags and groups), and rebuilds the
 pattern from them; `re`'s own in-process cache is untouched. An entry is kept only when the pattern it rebuilds
 equals the one the real `compile` returned (same program, flags and groups), and an entry the engine refuses falls
-back to the real `compile`; bytes patterns and the `DEBUG` and `LOCALE` flags always take the real path.
+back to the real `compile`; bytes patterns and the `DEBUG` and `LOCALE` flags always take the real path. Only the
+patterns compiled while a module is being imported go through the table (at most `MAX_PATTERN_CHARS` long): those
+are the same texts in every process, while a pattern built at run time may come from a workspace's files (a hook's
+matcher, a permission rule), and no workspace content is written to the table or grows it.
 
 The table lives where Python keeps this package's bytecode (`__pycache__/`, or under `sys.pycache_prefix`), with the
 same trust: it is written by the user's own processes beside the package's own code, and an entry is only ever the
@@ -54,6 +57,8 @@ MAX_ENTRIES = 8192
 """The most source texts the table keeps (BearAgent itself builds ~1,000 in one process)."""
 MAX_BYTES = 32 * 1024 * 1024
 """A table file larger than this is not read (BearAgent's own is ~1 MB)."""
+MAX_PATTERN_CHARS = 4096
+"""The longest regular expression the table keeps (the patterns modules compile at import are far shorter)."""
 
 _exec = builtins.exec
 _compile = builtins.compile
@@ -200,9 +205,20 @@ class _CompilerStandIn(ModuleType):
         return getattr(_re_compiler, name)
 
     def compile(self, p: Any, flags: int = 0) -> Any:
-        if type(p) is str and not flags & _REAL_PATH_FLAGS:
+        if type(p) is str and not flags & _REAL_PATH_FLAGS and len(p) <= MAX_PATTERN_CHARS and _importing():
             return self._table.regex(p, flags)
         return _re_compiler.compile(p, flags)
+
+
+def _importing() -> bool:
+    """Whether the import system is running a module's code on this thread (a frame of `importlib._bootstrap` is on
+    the stack): the patterns a module compiles at its top level, the same text in every process."""
+    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _header() -> bytes:
