@@ -155,3 +155,57 @@ def test_a_failed_first_read_raises_and_leaves_nothing_subscribed(tmp_path: Path
             assert follower.followed == 0
 
     asyncio.run(go())
+
+
+def test_a_token_published_while_the_store_is_read_comes_before_the_commit_the_read_finds(tmp_path: Path) -> None:
+    """The race of a loaded machine (a reconnecting consumer lost the last token of an answer, 2026-12-07): the tail
+    reads the store (its poll), the model publishes its last token and the writer commits the next event, and the
+    read, finishing, finds that commit. The token must still be delivered, before the event."""
+
+    class Gated(SqliteEventStore):
+        gate: asyncio.Event | None = None
+        entered = asyncio.Event()
+
+        async def fetch_events(
+            self, run_id: RunId, after_sequence: int = 0, limit: int | None = None
+        ) -> Sequence[Event]:
+            if self.gate is not None:
+                self.entered.set()
+                await self.gate.wait()  # the read is in flight: what is published now waits for it
+            return await super().fetch_events(run_id, after_sequence, limit)
+
+    class Ordered(Seen):
+        def __init__(self) -> None:
+            super().__init__()
+            self.order: list[str] = []
+
+        def event(self, event: Event) -> None:
+            super().event(event)
+            self.order.append(f"event {event.sequence}")
+
+        def token(self, delta: TokenDelta) -> None:
+            super().token(delta)
+            self.order.append(f"token {delta.text}")
+
+    async def go() -> None:
+        with Gated(tmp_path / "state.db") as store:
+            writer = RunWriter(store)
+            f = EventFactory()
+            await writer.append(f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED})))
+            await writer.append(f.run_started())
+            follower = LogFollower.of(store)
+            follower.watch(writer)
+            seen = Ordered()
+            stop = await follower.follow(f.run_id, seen, poll_s=0.02, max_poll_s=0.02)
+            writer.publish_token(f.run_id, "a1", 0, "twice ")  # live, delivered at once
+            store.gate = asyncio.Event()
+            Gated.entered = asyncio.Event()
+            await asyncio.wait_for(Gated.entered.wait(), 5)  # the poll is reading the store
+            writer.publish_token(f.run_id, "a1", 6, "over.")
+            await writer.append(f.event(RunSucceededV2(final_text="twice over.")))
+            store.gate.set()
+            await asyncio.wait_for(seen.done.wait(), 5)
+            assert seen.order == ["event 1", "event 2", "token twice ", "token over.", "event 3"]
+            stop()
+
+    asyncio.run(go())

@@ -350,13 +350,21 @@ class LogFollower:
         finally:
             tail.reading = False
         fed = False
+        pending, tail.pending = tail.pending, []
         for event in events:
             if tail.finished:
                 break
             if event.sequence == tail.known + 1:
+                # Tokens published while the store was read, after the event before this one: they were generated
+                # before this event was committed (a token names the last commit when it is published), so they
+                # go first. Left for after the loop, they would be older than what the read delivered, and dropped.
+                early = [i for i in pending if isinstance(i, TokenDelta) and i.after == tail.known]
+                if early:
+                    pending = [i for i in pending if not (isinstance(i, TokenDelta) and i.after == tail.known)]
+                    for token in early:
+                        self._deliver(tail, token)
                 self._deliver(tail, event)
                 fed = True
-        pending, tail.pending = tail.pending, []
         for item in pending:  # in the order published; a gap left is stashed again (and wakes the poll)
             self._published(tail, item)
         return fed
