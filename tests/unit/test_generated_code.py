@@ -91,9 +91,15 @@ def pycache(tmp_path: Path) -> Path:
     return tmp_path / "pycache"
 
 
-def _probe(pycache: Path, *, dont_write: bool = False) -> dict[str, object]:
+def _writing_env(pycache: Path) -> dict[str, str]:
+    """This environment for a child that may write bytecode, all of it under `pycache`."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+def _probe(pycache: Path, *, dont_write: bool = False) -> dict[str, object]:
+    env = _writing_env(pycache)
     if dont_write:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     done = subprocess.run(
@@ -419,8 +425,7 @@ print(json.dumps({
 
 def test_only_patterns_compiled_by_an_import_are_kept(tmp_path: Path) -> None:
     (tmp_path / "probe_patterns.py").write_text(_IMPORTED_PATTERNS)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    env = _writing_env(tmp_path / "pycache")
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *sys.path])
     done = subprocess.run(
         [sys.executable, "-c", _STAND_IN, "mcp__probe_[a-z]+__.*"],

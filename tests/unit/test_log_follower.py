@@ -50,13 +50,19 @@ class Seen:
         self.done.set()
 
 
+async def started_run(store: SqliteEventStore) -> tuple[RunWriter, EventFactory]:
+    """A writer over `store` and a run it has created and started (sequences 1 and 2)."""
+    writer = RunWriter(store)
+    f = EventFactory()
+    await writer.append(f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED})))
+    await writer.append(f.run_started())
+    return writer, f
+
+
 def test_readers_of_one_run_share_the_follower_and_a_late_one_gets_it_from_the_start(tmp_path: Path) -> None:
     async def go() -> None:
         with CountingStore(tmp_path / "state.db") as store:
-            writer = RunWriter(store)
-            f = EventFactory()
-            await writer.append(f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED})))
-            await writer.append(f.run_started())
+            writer, f = await started_run(store)
             follower = LogFollower.of(store)
             assert LogFollower.of(store) is follower  # one per store
             follower.watch(writer)
@@ -189,10 +195,7 @@ def test_a_token_published_while_the_store_is_read_comes_before_the_commit_the_r
 
     async def go() -> None:
         with Gated(tmp_path / "state.db") as store:
-            writer = RunWriter(store)
-            f = EventFactory()
-            await writer.append(f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED})))
-            await writer.append(f.run_started())
+            writer, f = await started_run(store)
             follower = LogFollower.of(store)
             follower.watch(writer)
             seen = Ordered()
