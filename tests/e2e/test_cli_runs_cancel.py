@@ -179,7 +179,7 @@ def test_a_run_that_changes_under_every_try_is_a_clear_error_and_stays_as_it_was
 
     from tests.support.config_ws import load
 
-    from bearagent.app.resources import open_store, writer_over
+    from bearagent.app.stores import open_store, writer_over
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import RunId, Uuid4IdGenerator
     from bearagent.domain.state import RunProjection
@@ -225,7 +225,7 @@ def test_a_refusal_that_is_not_a_race_is_reported_as_it_is_and_not_retried(tmp_p
 
     from tests.support.config_ws import load
 
-    from bearagent.app.resources import open_store, writer_over
+    from bearagent.app.stores import open_store, writer_over
     from bearagent.domain.errors import BearAgentError, ErrorInfo
     from bearagent.domain.ids import RunId, Uuid4IdGenerator
     from bearagent.ports import SystemClock

@@ -19,7 +19,7 @@ from psycopg import sql
 from tests.support.config_ws import isolated_env, load, write
 from tests.support.events import EventFactory
 
-from bearagent.app.resources import open_store
+from bearagent.app.stores import open_store
 from bearagent.cli import main
 from bearagent.domain.ids import Uuid4IdGenerator
 from bearagent.store import schema as sqlite_schema

@@ -14,7 +14,7 @@ from tests.support.events import EventFactory
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent.api import open_workspace, runtime_of
-from bearagent.app.resources import open_store, postgres_schema
+from bearagent.app.stores import open_store, postgres_schema
 from bearagent.cli import main
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from tests.support.config_ws import isolated_env, load, write
 
-from bearagent.app.resources import open_store
+from bearagent.app.stores import open_store
 from bearagent.cli import main
 from bearagent.config.store_settings import DATABASE_URL_ENV
 from bearagent.domain.errors import BearAgentError

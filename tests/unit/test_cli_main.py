@@ -97,6 +97,39 @@ def test_a_scripted_run_imports_none_of_what_only_other_runs_need(tmp_path: Path
     assert "LOADED []" in done.stderr, done.stderr
 
 
+RUNTIME_ONLY = ("bearagent.app.resources", "bearagent.runtime.loop", "bearagent.tools.gate")
+"""What only a command that runs an agent needs: the read commands open the store through `app/stores.py`."""
+
+
+def test_reading_the_log_imports_no_agent_loop(tmp_path: Path) -> None:
+    workspace = tmp_path / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", workspace, ignore=shutil.ignore_patterns("state.db*", "outputs"))
+    env = {**os.environ, "BEARAGENT_LOAD_PLUGINS": "", "BEARAGENT_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    prompt = "Read docs/project.md and write a summary to outputs/intro.md"
+    ran = subprocess.run(
+        [sys.executable, "-m", "bearagent", "run", "-w", str(workspace), prompt],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    code = (
+        "import sys\n"
+        "from bearagent.cli import main\n"
+        "try:\n    main(['runs', 'list', '-w', sys.argv[1]], prog_name='bearagent')\n"
+        "except SystemExit as exc:\n    print('EXIT', exc.code, file=sys.stderr)\n"
+        f"print('LOADED', sorted(m for m in {RUNTIME_ONLY!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(workspace)], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert "EXIT 0" in done.stderr, done.stderr
+    assert "succeeded" in done.stdout  # the listing shows the run
+    assert "LOADED []" in done.stderr, done.stderr
+
+
 def test_version_is_answered_before_click_is_imported() -> None:
     """The console script's fast path (issue 37): `bearagent --version` loads the version leaf and nothing else."""
     code = (

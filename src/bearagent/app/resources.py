@@ -4,32 +4,27 @@ and model entry, so a scripted model's turns run on in order), and the MCP conne
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bearagent.config.store_settings import DATABASE_URL_ENV, StoreSettings
+from bearagent.app.stores import open_store, writer_over
 from bearagent.domain._base import frozen_json
-from bearagent.domain.errors import BearAgentError, ErrorInfo
-from bearagent.domain.events import Event
 from bearagent.domain.ids import IdGenerator, RunId
 from bearagent.domain.specs import McpServerSpec, ModelEntry
 from bearagent.domain.tools import ToolResult
 from bearagent.hooks.mcp_tool import McpCaller, current_mcp_caller
 from bearagent.hooks.protocol import JsonDict
-from bearagent.ports import Asker, Clock, ModelProvider, RunStorage, SystemClock, Tool, ToolInterceptor, WorkspaceStore
+from bearagent.ports import Asker, Clock, ModelProvider, SystemClock, Tool, ToolInterceptor, WorkspaceStore
 from bearagent.providers.factory import create_provider
 from bearagent.runtime.loop import AgentLoop
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.plan import LoopHooks
 from bearagent.runtime.retry import RetryPolicy
-from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
-from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
+from bearagent.runtime.run_writer import RunWriter
 from bearagent.service.leases import LeaseKeeper, recover_interrupted
-from bearagent.service.sessions import state_dir as state_dir
-from bearagent.store.sqlite import SqliteEventStore
+from bearagent.service.sessions import state_dir
 from bearagent.tools.gate import ToolGate
 from bearagent.tools.policy import ToolPolicy
 from bearagent.workspace import LoadedWorkspace
@@ -37,100 +32,6 @@ from bearagent.workspace import LoadedWorkspace
 if TYPE_CHECKING:
     from bearagent.mcp.manager import McpConnectionManager, McpServerStatus
     from bearagent.sandbox.settings import SandboxSettings
-
-STATE_DB = "state.db"
-
-
-def writer_over(loaded: LoadedWorkspace, storage: RunStorage) -> RunWriter:
-    """A run writer over `storage` whose subscribers include the plugins' event sinks (they see every commit)."""
-    writer = RunWriter(storage)
-    for _plugin, sink in loaded.plugins.contributions().event_sinks:
-        writer.subscribe(_event_sink(sink))
-    return writer
-
-
-def _event_sink(sink: Callable[[Event], None]) -> Subscriber:
-    """A plugin's event sink as a run writer subscriber: committed events only (tokens are not log events)."""
-
-    def subscriber(item: Published) -> None:
-        if isinstance(item, Committed):
-            sink(item.event)
-
-    return subscriber
-
-
-def open_store(loaded: LoadedWorkspace, *, create: bool = True) -> WorkspaceStore:
-    """The workspace's event store, of the backend the user's config chose (`store:`; never a workspace file's):
-    SQLite in the workspace by default, or a schema of a PostgreSQL database. With `create=False` a store nothing has
-    been written to is a clear error (nothing has run)."""
-    settings = loaded.config.store
-    refuse_unusable(settings)
-    if settings.backend == "postgres":
-        return _open_postgres(loaded, settings, create=create)
-    return open_sqlite_store(loaded, create=create)
-
-
-def refuse_unusable(settings: StoreSettings) -> None:
-    """Raise the error of a `store:` section that cannot be used as written (a literal `dsn:`), naming the file and
-    the key (never the value)."""
-    if settings.refusal is not None:
-        code, what, fix = settings.refusal
-        raise BearAgentError(ErrorInfo.of("configuration", code, f"{settings.source}: {what}"), hint=fix)
-
-
-def store_dsn(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
-    """The DSN of a PostgreSQL store, from BearAgent's own environment (never a settings file's `env`). Only ever
-    handed to libpq: messages name the store by its display form (`store/postgres/location.py`)."""
-    dsn = loaded.env.get(settings.dsn_env)
-    if not dsn:
-        hint = f"export {settings.dsn_env}='postgresql://USER@HOST/DB' (see docs/store.md, PostgreSQL)"
-        if loaded.env.get(DATABASE_URL_ENV) and settings.dsn_env != DATABASE_URL_ENV:
-            hint = f"write `dsn: ${{{DATABASE_URL_ENV}}}` in the store section ({DATABASE_URL_ENV} is set), or {hint}"
-        raise BearAgentError(
-            ErrorInfo.of(
-                "configuration",
-                "missing_store_dsn",
-                f"the store is PostgreSQL ({settings.where}) but the environment variable {settings.dsn_env}, "
-                "which holds its connection string, is not set",
-                variable=settings.dsn_env,
-            ),
-            hint=hint,
-        )
-    return dsn
-
-
-def postgres_schema(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
-    """The configured schema, else one per workspace: `bearagent_` and the hash of the workspace's path (as separate
-    as one state.db per workspace; hosts that share a store name its schema in their config)."""
-    if settings.pg_schema is not None:
-        return settings.pg_schema
-    return "bearagent_" + hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
-
-
-def _open_postgres(loaded: LoadedWorkspace, settings: StoreSettings, *, create: bool) -> WorkspaceStore:
-    from bearagent.store.postgres import PostgresRunStorage
-
-    return PostgresRunStorage(
-        store_dsn(loaded, settings),
-        schema=postgres_schema(loaded, settings),
-        pool_size=settings.pool_size,
-        create=create,
-    )
-
-
-def open_sqlite_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
-    """The workspace's SQLite store. The data dir (`.bearagent`) and the database are never reached through a
-    symlink (`runtime/state_files.py`)."""
-    data_dir = state_dir(loaded)
-    path = data_dir / STATE_DB
-    refuse_symlinks([data_dir, path])
-    if not create and not path.exists():
-        raise BearAgentError(
-            ErrorInfo.of("not_found", "no_state", f"no runs have been stored in {loaded.root} yet ({path} is missing)"),
-            hint='start a run with `bearagent run "..."` in this workspace first',
-        )
-    os.close(open_state_dir(data_dir))  # a real directory, created 0700 if missing
-    return SqliteEventStore(path)
 
 
 def _hook_mcp_caller(manager: McpConnectionManager, root: Path) -> McpCaller:
@@ -339,7 +240,6 @@ async def connect_mcp_servers(
 ) -> McpConnectionManager:
     """`bearagent mcp list/tools/test`'s connections: each server tried once, no background retry. `user_env` names
     the user config dir whose record of runs' writes confines a workspace's servers (None: `os.environ`)."""
-    import os
 
     from bearagent.mcp.manager import McpConnectionManager
     from bearagent.rewind.workspace_writes import record_for_env

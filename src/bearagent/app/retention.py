@@ -13,10 +13,10 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime
 
-from bearagent.app.resources import state_dir
 from bearagent.domain.retention import PruneResult
 from bearagent.ports import WorkspaceStore
 from bearagent.runtime.state_files import open_state_dir
+from bearagent.service.sessions import state_dir
 from bearagent.tools.spill import SPILL_SUBDIR
 from bearagent.workspace import LoadedWorkspace
 

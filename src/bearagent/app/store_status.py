@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from bearagent.app.resources import STATE_DB, open_sqlite_store, postgres_schema, refuse_unusable, state_dir, store_dsn
+from bearagent.app.stores import STATE_DB, open_sqlite_store, postgres_schema, refuse_unusable, store_dsn
 from bearagent.runtime.state_files import open_state_dir, prepare_sqlite_file, refuse_symlinks
+from bearagent.service.sessions import state_dir
 from bearagent.store import schema as sqlite_schema
 from bearagent.store.connection import create_store_file, refuse_empty_store
 from bearagent.store.errors import StoreError, translate_sqlite_error

@@ -81,7 +81,7 @@ def open_command_store(loaded: LoadedWorkspace) -> WorkspaceStore:
     that invokes commands in-process, and its pending tasks are destroyed at exit with a warning on stderr. Never
     creates a store (`create=False`: a read of a workspace where nothing has run is `no_state`). Raises
     `BearAgentError` as `open_store` does."""
-    from bearagent.app.resources import open_store
+    from bearagent.app.stores import open_store
 
     store = open_store(loaded, create=False)
     context = click.get_current_context(silent=True)

@@ -54,9 +54,10 @@ def _targets(workspace: Path | None, config_file: Path | None, *, debug: bool) -
     """The workspace's store; with a server config, each distinct store of its workspaces once."""
     if config_file is None:
         return [_Target(load(workspace), ())]
-    from bearagent.app.resources import postgres_schema, state_dir
+    from bearagent.app.stores import postgres_schema
     from bearagent.domain.errors import BearAgentError
     from bearagent.server.config import load_server_config
+    from bearagent.service.sessions import state_dir
     from bearagent.workspace import load_workspace
 
     try:
@@ -188,9 +189,10 @@ def migrate(workspace: Path | None, config_file: Path | None, debug: bool) -> No
 def check(workspace: Path | None, debug: bool) -> None:
     """Check the workspace's SQLite store without changing it: SQLite's full integrity check, then every stored row
     read once. A damaged file is named with what to do (exit 2); BearAgent never repairs or replaces it itself."""
-    from bearagent.app.resources import STATE_DB, state_dir
     from bearagent.app.store_check import check_sqlite_store
+    from bearagent.app.stores import STATE_DB
     from bearagent.domain.errors import BearAgentError
+    from bearagent.service.sessions import state_dir
 
     loaded = load(workspace)
     if loaded.config.store.backend == "postgres":
@@ -234,8 +236,8 @@ def prune(
     """
     from datetime import UTC, datetime, timedelta
 
-    from bearagent.app.resources import open_store
     from bearagent.app.retention import prune_workspace
+    from bearagent.app.stores import open_store
     from bearagent.cli._ages import AgeError, parse_age
     from bearagent.domain.errors import BearAgentError
 

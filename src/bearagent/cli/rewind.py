@@ -53,7 +53,7 @@ def rewind(
     its session) or --to a tool call of it."""
     import asyncio
 
-    from bearagent.app.resources import writer_over
+    from bearagent.app.stores import writer_over
     from bearagent.cli._config_common import load
     from bearagent.cli.runs import open_recovered, resolve_ref
     from bearagent.domain.errors import BearAgentError
@@ -172,7 +172,7 @@ def _record_late(capture: WorkspaceCapture, store: WorkspaceStore, loaded: Loade
     are then rewound like any other. If they cannot be recorded the rewind stops (the marker stays)."""
     import asyncio
 
-    from bearagent.app.resources import writer_over
+    from bearagent.app.stores import writer_over
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import RunId, Uuid4IdGenerator
     from bearagent.ports import SystemClock

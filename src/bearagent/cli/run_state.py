@@ -62,7 +62,7 @@ def cancel(run_ref: str, workspace: Path | None, wait_s: float) -> None:
     """
     import asyncio
 
-    from bearagent.app.resources import writer_over
+    from bearagent.app.stores import writer_over
     from bearagent.cli._config_common import load
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import Uuid4IdGenerator

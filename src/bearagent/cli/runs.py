@@ -48,7 +48,7 @@ def recovered_store(loaded: LoadedWorkspace) -> WorkspaceStore:
     """`open_recovered` for a workspace the command loaded already."""
     import asyncio
 
-    from bearagent.app.resources import writer_over
+    from bearagent.app.stores import writer_over
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import Uuid4IdGenerator
     from bearagent.ports import SystemClock

@@ -46,7 +46,7 @@ def fork(
     restore changed. Exits through `fail` on any refusal, before anything is written."""
     import asyncio
 
-    from bearagent.app.resources import writer_over
+    from bearagent.app.stores import writer_over
     from bearagent.cli.runs import resolve_ref
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import Uuid4IdGenerator
