@@ -113,7 +113,7 @@ def main() -> int:
         argv[0],
         argv,
         os.environ,
-        setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGHUP, signal.SIGINT),
+        setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, *STOP_SIGNALS),
         setsigmask=(),  # the command starts with no signal blocked
     )
     code: int | None = None
