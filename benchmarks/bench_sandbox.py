@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
-import bearagent.tools.bash as bash_module
+import bearagent.sandbox.launch as launch_module
 from bearagent.domain._base import JsonValue, frozen_json
 from bearagent.ports import ToolContext
 from bearagent.sandbox.launch import ShellLaunch
@@ -60,13 +60,13 @@ def tool_call(
     arguments = frozen_json({"command": command})
 
     async def call() -> None:
-        original = bash_module.shell_launch
+        original = launch_module.shell_launch  # Bash imports it from the module at each call
         if bare:
-            bash_module.shell_launch = _bare_launch
+            launch_module.shell_launch = _bare_launch
         try:
             result = await tool.execute(arguments, context)
         finally:
-            bash_module.shell_launch = original
+            launch_module.shell_launch = original
         assert result.status == "succeeded", result.content
 
     return call
