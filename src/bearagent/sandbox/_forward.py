@@ -84,6 +84,8 @@ def main() -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)  # the call's pipes close when the command ends, not when the forwarder does
+        os.closerange(3, listener.fileno())  # and so does the call's stderr, passed on above them (`_start.py`)
+        os.closerange(listener.fileno() + 1, 1 << 16)
         try:
             _serve(listener, path)
         finally:

@@ -27,6 +27,9 @@
   stopped); the kernel does not apply it to root in the sandbox's user namespace.
 
 Otherwise the exit status is the command's (128 + the signal when a signal ended it).
+
+Started by `_start.py` (a call that covers host sockets), it first puts the call's real stderr back on fd 2
+(`STDERR_VARIABLE`): until then fd 2 is a pipe that only bubblewrap writes on.
 """
 
 from __future__ import annotations
@@ -184,7 +187,20 @@ def _count() -> int:
         return 0
 
 
+STDERR_VARIABLE = "BEARAGENT_SANDBOX_STDERR_FD"
+"""Set by `_start.py`: the fd of the call's real stderr (bubblewrap's own fd 2 is a pipe `_start.py` reads, to tell
+a failed set-up from the command's failure), put back on fd 2 here, before anything of the command runs."""
+
+
+def _restore_stderr() -> None:
+    fd = os.environ.pop(STDERR_VARIABLE, None)
+    if fd is not None and fd.isdigit():
+        os.dup2(int(fd), 2)
+        os.close(int(fd))
+
+
 def main(argv: list[str]) -> int:
+    _restore_stderr()
     procs, data, fsize, unix, sep, *command = argv
     if sep != "--" or not command or unix not in ("deny", "allow"):
         sys.stderr.write("usage: _limits.py PROCS DATA FSIZE deny|allow -- command...\n")

@@ -39,6 +39,10 @@ The argv, in mount order (later mounts cover earlier ones):
    inside the call's own (`cgroups.py`): the kernel's ceiling on the call's processes and on its memory as a whole.
    As root (whom the kernel exempts from `RLIMIT_NPROC`) with a process limit and no `pids` group for the call,
    the call is not started at all (`cgroups.ProcessLimitUnenforceableError`, naming `sandbox.limits.processes`).
+
+When step 5 covers any host socket (and bubblewrap has `--json-status-fd`), the whole argv runs under `_start.py`,
+which starts bubblewrap again without a cover whose socket vanished between this plan and bubblewrap's mounts (a
+read-only directory gives bubblewrap no mount point for it, and it refused to start).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -64,6 +69,7 @@ from bearagent.tools.protected import PROTECTED_FILES, SHELL_READ_ONLY
 FORWARDER = str(Path(__file__).with_name("_forward.py"))
 SANDBOX_FORWARDER = "/tmp/.bearagent-forward.py"
 LIMITER = str(Path(__file__).with_name("_limits.py"))
+STARTER = str(Path(__file__).with_name("_start.py"))
 SANDBOX_LIMITER = "/tmp/.bearagent-limits.py"
 _NAMESPACE_ARGS = ("--new-session", "--die-with-parent", "--unshare-all")
 _BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
@@ -74,13 +80,22 @@ in memory, and without a size a command could fill the host's memory through one
 
 
 @functools.cache
-def supports_size(program: str) -> bool:
-    """Whether this bubblewrap has `--size` for a tmpfs (0.7.0 and later)."""
+def _help(program: str) -> str:
     try:
         done = subprocess.run([program, "--help"], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
-        return False
-    return "--size" in done.stdout + done.stderr
+        return ""
+    return done.stdout + done.stderr
+
+
+def supports_size(program: str) -> bool:
+    """Whether this bubblewrap has `--size` for a tmpfs (0.7.0 and later)."""
+    return "--size" in _help(program)
+
+
+def supports_status(program: str) -> bool:
+    """Whether this bubblewrap reports the command's end on `--json-status-fd` (what `_start.py` relies on)."""
+    return "--json-status-fd" in _help(program)
 
 
 def probe_argv(program: str) -> list[str]:
@@ -103,6 +118,8 @@ class _Plan:
     placeholders: list[tuple[str, bool]] = field(default_factory=lambda: [])  # (path, is_dir), newly created
     bound_dirs: set[str] = field(default_factory=lambda: set())
     ro: set[str] = field(default_factory=lambda: set())
+    socket_covers: list[int] = field(default_factory=lambda: [])
+    """The index in `args` of the path of each `--ro-bind /dev/null SOCKET` (`_start.py` may drop a vanished one)."""
     tmpfs_bytes: int | None = None
     """The size of each writable tmpfs (None: bubblewrap's default, half the memory)."""
 
@@ -189,7 +206,13 @@ def _hide(plan: _Plan, path: Path, root: Path, *, home: bool = False) -> None:
             if target.is_dir():
                 plan.tmpfs(str(target), hidden=not home)
             else:
+                try:
+                    socket = stat.S_ISSOCK(os.stat(target).st_mode)
+                except OSError:
+                    socket = False
                 plan.args += ["--ro-bind", "/dev/null", str(target if path.is_symlink() else path)]
+                if socket:
+                    plan.socket_covers.append(len(plan.args) - 1)
     except OSError:
         return
 
@@ -318,5 +341,12 @@ class BwrapBackend:
         except cgroups.ProcessLimitUnenforceableError:
             PreparedCommand((), {}, tuple(plan.placeholders), lease, groups).finish()
             raise
-        full = (*groups.argv_prefix(), *plan.args) if groups is not None else tuple(plan.args)
-        return PreparedCommand(full, env, tuple(plan.placeholders), lease, groups, tuple(repositories))
+        prefix = groups.argv_prefix() if groups is not None else []
+        full = [*prefix, *plan.args]
+        if plan.socket_covers and supports_status(self.program):
+            # started again if a socket it covers vanishes before its mounts are made: `_start.py`, which reads
+            # bubblewrap's report on fd 3 (did the command start at all?)
+            full[len(prefix) + 1 : len(prefix) + 1] = ["--json-status-fd", "3"]
+            covers = [str(index + len(prefix) + 2) for index in plan.socket_covers]
+            full = [python, "-I", "-S", STARTER, str(os.getpid()), *covers, "--", *full]
+        return PreparedCommand(tuple(full), env, tuple(plan.placeholders), lease, groups, tuple(repositories))

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -119,19 +118,6 @@ class Capture:
         return f"{head}\n… [{cut} bytes of output cut] …\n{tail}", cut
 
 
-_VANISHED = re.compile(r"^bwrap: Can't (?:mkdir parents for|create file at) (/[^\n:]*)")
-
-
-def _vanished_mount_point(result: ToolResult) -> bool:
-    """Whether bubblewrap failed before running the command because a mount point it was given no longer exists."""
-    data = result.data or {}
-    stderr = data.get("stderr")
-    if data.get("exit_code") != 1 or not isinstance(stderr, str):
-        return False
-    found = _VANISHED.match(stderr)
-    return found is not None and not os.path.lexists(found.group(1))
-
-
 async def _pump(stream: asyncio.StreamReader, capture: Capture) -> None:
     while True:
         chunk = await stream.read(65_536)
@@ -206,18 +192,9 @@ class BashTool(NativeTool):
         if arguments.get("run_in_background") is True:
             return self._background(command, context)
         timeout_ms = int_arg(arguments, "timeout", DEFAULT_TIMEOUT_MS)
-        result = await self._run_once(arguments, command, timeout_ms, context)
-        for _ in range(2):
-            if not _vanished_mount_point(result):
-                break
-            # bubblewrap refused to start because a path it was to cover (a host socket another program had just
-            # removed) was gone: the command never ran, so it is started again with a fresh mount plan
-            result = await self._run_once(arguments, command, timeout_ms, context)
-        return result
+        return await self._foreground(command, timeout_ms, context)
 
-    async def _run_once(
-        self, arguments: JsonMapping, command: str, timeout_ms: int, context: ToolContext
-    ) -> ToolResult:
+    async def _foreground(self, command: str, timeout_ms: int, context: ToolContext) -> ToolResult:
         from bearagent.sandbox.launch import shell_launch  # the launcher and its backend: on the first command
 
         launch = shell_launch((SHELL, "-c", command), context.settings, context.workspace_root)
