@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -521,9 +522,11 @@ class BearAcpAgent:
         return None
 
     async def aclose(self) -> None:
-        for session in list(self._sessions.values()):
-            await self._close(session)
+        from bearagent.service.closing import close_all
+
+        sessions = list(self._sessions.values())
         self._sessions.clear()
+        await close_all(functools.partial(self._close, session) for session in sessions)
 
     # ---- parts ----------------------------------------------------------------------------------------------------
 

@@ -222,12 +222,24 @@ class Resources:
         return ToolGate(tools, policy=policy, interceptor=interceptor, ask=ask, writes=writes)
 
     async def aclose(self) -> None:
-        if self._mcp is not None:
-            await self._mcp.aclose()
-        self._mcp = None
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        """Close the MCP connections, each provider's client (its connection pool) and the store: all of them even
+        when one fails (`service.closing`)."""
+        from bearagent.service.closing import Closer, close_all
+
+        mcp, self._mcp = self._mcp, None
+        store, self._store = self._store, None
+        providers = list(self._providers.values())
+        self._providers.clear()
+        closers: list[Closer] = []
+        if mcp is not None:
+            closers.append(mcp.aclose)
+        for provider in providers:
+            close = getattr(provider, "aclose", None)  # not part of `ModelProvider`: a plugin's may have none
+            if callable(close):
+                closers.append(close)
+        if store is not None:
+            closers.append(store.close)
+        await close_all(closers)
 
 
 async def connect_mcp_servers(

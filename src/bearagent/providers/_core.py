@@ -162,11 +162,13 @@ class ProviderCore(Generic[ClientT]):
         return request.temperature if request.temperature is not None else self.settings.temperature
 
     async def aclose(self) -> None:
-        """Close the client (its connection pool). The provider stays usable: a new client is made."""
-        client = self._client
+        """Close the client (its connection pool). The provider stays usable: a new client is made. A client made in
+        another event loop is only let go: its connections belong to that loop, and closing them from this one fails
+        (the runtime closes its providers from whatever loop closes it, e.g. `Workspace.close()`'s own)."""
+        client, loop = self._client, self._client_loop
         self._client = None
         self._client_loop = None
-        if client is not None:
+        if client is not None and loop is asyncio.get_running_loop():
             await close_resource(client)
 
     def _client_for_loop(self) -> ClientT:

@@ -33,6 +33,7 @@ from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
 from bearagent.domain.state import RunProjection, WorkspaceRecord
 from bearagent.service.cancelling import STOPPED, cancel_stopped, moved_on
+from bearagent.service.closing import close_all
 from bearagent.service.leases import is_self
 from bearagent.service.queue import pending_runs
 from bearagent.service.runner import RunOptions, RunResult, WorkspaceRuntime
@@ -316,7 +317,11 @@ class RunManager:
         return count
 
     async def aclose(self) -> None:
-        await self.worker.stop(grace_s=0.0)
+        """Stop the worker and the runs this process executes, then close every workspace's runtime: each step
+        even when an earlier one failed (`service.closing`)."""
+        await close_all([lambda: self.worker.stop(grace_s=0.0), self._end_tasks, self._close_runtimes])
+
+    async def _end_tasks(self) -> None:
         if self._worker_task is not None:
             self._worker_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -327,6 +332,8 @@ class RunManager:
         for task in list(self._tasks.values()):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        for runtime in self._runtimes.values():
-            await runtime.aclose()
+
+    async def _close_runtimes(self) -> None:
+        runtimes = list(self._runtimes.values())
         self._runtimes.clear()
+        await close_all(runtime.aclose for runtime in runtimes)  # one that fails does not keep the others open

@@ -155,8 +155,11 @@ class WorkspaceRuntime:
         return admission.mode_for(self.loaded, agent, flag=self.permission_mode_flag)
 
     async def aclose(self) -> None:
-        await self.hook_wiring.close()
-        await self.resources.aclose()
+        """SessionEnd hooks and the sessions' shells, then what the runtime holds open; the second even when the
+        first fails."""
+        from bearagent.service.closing import close_all
+
+        await close_all([self.hook_wiring.close, self.resources.aclose])
 
     # ---- running -----------------------------------------------------------------------------------------------
 
