@@ -21,6 +21,15 @@ from bearagent.domain.models import ModelEvent, TextDelta
 PROTOCOLS = ("openai_chat", "openai_responses", "anthropic_messages")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _sdks_imported() -> None:
+    """The SDKs imported before any timed call: a worker's first import of one took seconds under load (4.3 and
+    9.4 s were seen inside a 0.5 s limit's window at load ~9), which is no part of what these tests time. The
+    bounds that remain say which other limit the call ended before; none is a speed figure."""
+    import anthropic  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    import openai  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+
 @pytest.fixture
 def replay() -> Iterator[ReplayServer]:
     with ReplayServer() as server:
@@ -96,7 +105,7 @@ def test_the_request_deadline_ends_a_silent_stream(replay: ReplayServer, protoco
     assert error.info.code == "timeout.deadline"
     assert error.info.retryable
     assert "0.4s" in error.info.message and "timeout_ms" in error.info.message
-    assert elapsed < 5
+    assert elapsed < 30  # before `timeout_s` would have (not a speed figure: see `_sdks_imported`)
 
 
 @pytest.mark.network_local
@@ -137,7 +146,7 @@ def test_a_silent_server_fails_at_timeout_s_naming_it(replay: ReplayServer, prot
     assert error.info.code == "timeout.first_byte" and error.info.retryable
     assert "`timeout_s`" in error.info.message and "0.5s" in error.info.message
     assert error.info.details["timeout"] == "first_byte" and error.info.details["limit_s"] == 0.5
-    assert 0.4 <= elapsed < 4
+    assert 0.4 <= elapsed < 60  # waited the limit; ended before the request's deadline
 
 
 @pytest.mark.network_local
@@ -146,7 +155,7 @@ def test_a_server_that_sends_not_even_its_headers_fails_at_timeout_s(replay: Rep
     started = time.monotonic()
     outcome = collect(provider, simple_request(timeout_ms=60_000))
     assert outcome.stream_error.info.code == "timeout.first_byte"
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 10  # before the headers would have come
 
 
 @pytest.mark.network_local
@@ -162,7 +171,7 @@ def test_an_answer_that_stops_midway_fails_at_the_idle_timeout(replay: ReplaySer
     assert error.info.code == "timeout.stream_idle" and error.info.retryable
     assert "`stream_idle_timeout_s`" in error.info.message and "0.5s" in error.info.message
     assert error.partial_text == outcome.text == "t0 t1 t2 "
-    assert 0.4 <= elapsed < 4
+    assert 0.4 <= elapsed < 30  # waited the idle limit; ended before `timeout_s`
     if protocol == "anthropic_messages":
         # the usage the stream reported before it stopped (message_start) goes with the failure
         assert error.usage.input_tokens == 5 and error.usage.output_tokens == 1
@@ -192,7 +201,7 @@ def test_max_stream_s_caps_a_live_answer(replay: ReplayServer, protocol: str) ->
     assert error.info.code == "timeout.max_stream" and error.info.retryable
     assert "`max_stream_s`" in error.info.message
     assert error.partial_text.startswith("t0 t1 ") and error.partial_text == outcome.text
-    assert 0.9 <= elapsed < 4
+    assert 0.9 <= elapsed < 60  # waited the cap; ended before the request's deadline
 
 
 @pytest.mark.network_local
@@ -229,4 +238,4 @@ def test_the_request_deadline_ends_a_stream_that_never_finishes(replay: ReplaySe
     error = outcome.stream_error
     assert error.info.code == "timeout.deadline" and error.info.retryable
     assert error.partial_text.startswith("t0 ") and error.partial_text == outcome.text
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 30  # before `timeout_s`: the deadline, not another limit, ended it
