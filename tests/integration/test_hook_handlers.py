@@ -198,7 +198,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     spec = command(f"sleep 30 & echo $! > {marker}; wait", timeout_s=0.5)
     started = time.monotonic()
     result = run(spec, "PreToolUse", bash_input(tmp_path, "ls"), ctx(tmp_path))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # the timeout, not the sleep's end, ended it
     assert (
         isinstance(result, HandlerFailure) and result.kind == "timeout" and "process group was killed" in result.message
     )
@@ -218,7 +218,7 @@ def test_background_child_holding_the_pipes_does_not_hang_the_hook(tmp_path: Pat
     spec = command("sleep 30 & echo '{}'", timeout_s=20)
     started = time.monotonic()
     result = run(spec, "PreToolUse", bash_input(tmp_path, "ls"), ctx(tmp_path))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # the hook's own exit ended it: neither its timeout nor the child
     assert isinstance(result, HookReply)
 
 

@@ -84,7 +84,7 @@ def test_timeout_kills_the_whole_tree_including_grandchildren(tmp_path: Path, se
     command = f"({_sleeper(marker)} & wait) & {_sleeper(marker + '-main')}"
     started = time.monotonic()
     result = bash(tmp_path, command, settings, timeout=500)
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 60  # the timeout ended it, not the sleepers (1000 s)
     assert result.status == "failed" and result.error is not None and result.error.category == "timeout"
     assert result.data is not None and result.data["interrupted"] is True
     assert "timed out after 500 ms" in result.content
