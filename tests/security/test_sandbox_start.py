@@ -23,7 +23,7 @@ import pytest
 from tests.security.test_sandbox_host import UnixListener
 from tests.support.sandbox_marks import needs_sandbox
 
-from bearagent.sandbox.bwrap import BwrapBackend, PreparedCommand, supports_status
+from bearagent.sandbox.bwrap import STARTER, BwrapBackend, PreparedCommand, supports_status
 from bearagent.sandbox.launch import confined_launch
 from bearagent.sandbox.probe import find_bwrap
 from bearagent.sandbox.request import SandboxRequest
@@ -147,11 +147,13 @@ def test_a_command_that_prints_bubblewraps_refusal_is_not_started_twice(
     assert done.returncode == 1 and done.stderr.strip() == forged, done.stderr
 
 
-def test_a_real_refusal_is_reported_as_is(program: str, tmp_path: Path) -> None:
-    """A set-up failure that names no socket cover is passed on unchanged, with bubblewrap's status."""
+def test_a_real_refusal_is_reported_as_is(program: str, socket_dir: Path, tmp_path: Path) -> None:
+    """A set-up failure that names no socket cover is passed on unchanged, with bubblewrap's status (the socket
+    makes the call go through the starter)."""
     ws = _workspace(tmp_path)
     prepared = BwrapBackend(program).prepare(["sh", "-c", "echo ran"], SandboxRequest(), ws)
     argv = list(prepared.argv)
+    assert STARTER in argv
     end = argv.index("--", argv.index(program) if program in argv else 0)
     argv[end:end] = ["--ro-bind", "/no/such/source", "/srv/x"]  # bubblewrap refuses: no source
     try:
