@@ -520,7 +520,10 @@ def test_the_sandboxs_own_file_systems_cannot_fill_the_hosts_memory(tmp_path: Pa
     sized by the memory limit (a hidden credential directory by 16 MiB), so many files each under the file-size
     limit do not add up past it."""
     (home / ".config").mkdir(exist_ok=True)  # a hidden credential directory (an empty 16 MiB tmpfs inside)
-    fill = "for i in 1 2 3 4 5 6; do dd if=/dev/zero of={d}/f$i bs=1M count=64 2>/dev/null; done; du -sm {d} | cut -f1"
+    # `du -x`: what was written to that file system only. Mounts below it are not its size: BearAgent's own venv,
+    # bound read-only into the private /tmp when the checkout is under /tmp (345 MB counted as "/tmp" once, as an
+    # ordinary user, who has no memory control group to stop the writes first)
+    fill = "for i in 1 2 3 4 5 6; do dd if=/dev/zero of={d}/f$i bs=1M count=64 2>/dev/null; done; du -xsm {d} | cut -f1"
     results = run_bash(
         tmp_path / "ws",
         home,
