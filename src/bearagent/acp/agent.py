@@ -525,8 +525,10 @@ class BearAcpAgent:
         from bearagent.service.closing import close_all
 
         sessions = list(self._sessions.values())
-        self._sessions.clear()
-        await close_all(functools.partial(self._close, session) for session in sessions)
+        try:  # a prompt being cancelled may still look its session up: forgotten only once all are closed
+            await close_all(functools.partial(self._close, session) for session in sessions)
+        finally:
+            self._sessions.clear()
 
     # ---- parts ----------------------------------------------------------------------------------------------------
 
