@@ -203,15 +203,15 @@ def _hide(plan: _Plan, path: Path, root: Path, *, home: bool = False) -> None:
                 plan.tmpfs(real, hidden=not home)
         elif os.path.lexists(path):
             target = Path(os.path.realpath(path))
-            if target.is_dir():
+            try:
+                mode = os.stat(target).st_mode
+            except OSError:
+                mode = 0  # gone just now, or a dangling link: covered as a file
+            if stat.S_ISDIR(mode):
                 plan.tmpfs(str(target), hidden=not home)
             else:
-                try:
-                    socket = stat.S_ISSOCK(os.stat(target).st_mode)
-                except OSError:
-                    socket = False
                 plan.args += ["--ro-bind", "/dev/null", str(target if path.is_symlink() else path)]
-                if socket:
+                if stat.S_ISSOCK(mode):
                     plan.socket_covers.append(len(plan.args) - 1)
     except OSError:
         return
