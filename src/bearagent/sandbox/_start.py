@@ -49,15 +49,19 @@ STDERR_FD = 4
 STDERR_VARIABLE = "BEARAGENT_SANDBOX_STDERR_FD"
 KEEP_BYTES = 65_536
 """What is kept of bubblewrap's own stderr (its set-up messages are one line)."""
-REFUSALS = ("bwrap: Can't mkdir parents for ", "bwrap: Can't create file at ")
-MOUNT_REFUSAL = "bwrap: Can't bind mount /oldroot/dev/null on /newroot"
+REFUSALS = (
+    "bwrap: Can't mkdir parents for ",
+    "bwrap: Can't create file at ",
+    "bwrap: Can't bind mount /oldroot/dev/null on /newroot",
+)
+"""bubblewrap's words before the path of a mount point it could not make, or that went just before the mount."""
 
 
 def vanished_cover(stderr: str, covers: set[str]) -> str | None:
     """The socket cover bubblewrap's set-up stopped at, when its last line names one (else None)."""
     lines = stderr.rstrip("\n").splitlines()
     last = lines[-1] if lines else ""
-    for prefix in (*REFUSALS, MOUNT_REFUSAL):
+    for prefix in REFUSALS:
         if last.startswith(prefix):
             rest = last[len(prefix) :]
             return next((c for c in covers if rest.startswith(c + ":")), None)
