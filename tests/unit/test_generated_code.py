@@ -175,21 +175,27 @@ def test_the_table_is_written_atomically_and_read_back(tmp_path: Path) -> None:
     assert sorted(read_table(path)) == [_source("first")]
 
 
-_OURS = b"BADC" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize,))
+_OURS = b"BAD2" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize,))
 
 
 @pytest.mark.parametrize(
     "content",
     [
         b"",
-        b"BADC",
+        b"BAD2",
         b"not a table at all",
-        b"BADC" + b"\x00\x00\r\n" + marshal.dumps({"x": 1}),  # another Python's magic number
-        b"BADC" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize,)) + b"\xff\xfe garbage",
-        b"BADC" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize + 1,)) + marshal.dumps({}),
+        b"BAD2" + b"\x00\x00\r\n" + marshal.dumps({"x": 1}),  # another Python's magic number
+        b"BAD2" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize,)) + b"\xff\xfe garbage",
+        b"BAD2" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize + 1,)) + marshal.dumps({}),
         _OURS + marshal.dumps([1, 2]),
         _OURS + marshal.dumps({"def f(): pass": "not code"}),
-        _OURS + marshal.dumps({1: compile("1", "<string>", "exec")}),
+        _OURS + marshal.dumps({1: marshal.dumps(compile("1", "<string>", "exec"))}),
+        # the first format (each code object unmarshalled with the table): read by no version since
+        b"BADC"
+        + importlib.util.MAGIC_NUMBER
+        + bytes((sys.flags.optimize,))
+        + marshal.dumps({"x = 1": compile("x = 1", "<string>", "exec")}),
+        _OURS + marshal.dumps({"x = 1": compile("x = 1", "<string>", "exec")}),
     ],
     ids=[
         "empty",
@@ -201,6 +207,8 @@ _OURS = b"BADC" + importlib.util.MAGIC_NUMBER + bytes((sys.flags.optimize,))
         "a-list",
         "not-code",
         "not-text",
+        "first-format",
+        "code-not-marshalled-on-its-own",
     ],
 )
 def test_a_damaged_or_foreign_table_is_ignored_and_rewritten(tmp_path: Path, content: bytes) -> None:
@@ -211,6 +219,49 @@ def test_a_damaged_or_foreign_table_is_ignored_and_rewritten(tmp_path: Path, con
     assert _run(table, "fresh") == "fresh" and table.compiled == 1
     table.save()
     assert sorted(read_table(path)) == [_source("fresh")]
+
+
+def test_only_the_entries_a_process_looks_up_are_unmarshalled_and_the_rest_are_written_back_as_read(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "table.marshal"
+    first = CodeTable(path)
+    for name in ("kept1", "kept2", "looked_up"):
+        _run(first, name)
+    first.save()
+    stored = read_table(path)
+    assert all(type(entry) is bytes for entry in stored.values())  # each code object marshalled on its own
+    second = CodeTable(path)
+    assert _run(second, "looked_up") == "looked_up" and _run(second, "new") == "new" and second.compiled == 1
+    loaded = second.loaded or {}
+    assert isinstance(loaded[_source("looked_up")], type(compile("", "<string>", "exec")))  # unmarshalled when used
+    assert type(loaded[_source("kept1")]) is bytes and type(loaded[_source("kept2")]) is bytes  # never unmarshalled
+    second.save()
+    again = read_table(path)
+    assert again[_source("kept1")] == stored[_source("kept1")] and again[_source("kept2")] == stored[_source("kept2")]
+    third = CodeTable(path)
+    assert [_run(third, name) for name in ("kept1", "kept2", "looked_up", "new")] == [
+        "kept1",
+        "kept2",
+        "looked_up",
+        "new",
+    ]
+    assert third.compiled == 0
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [b"\xff\xfe not marshal", marshal.dumps("a text, not code"), marshal.dumps(compile("1", "<string>", "exec"))[:-3]],
+    ids=["not-marshal", "not-code", "truncated"],
+)
+def test_a_damaged_code_entry_is_compiled_again_and_replaced(tmp_path: Path, damaged: bytes) -> None:
+    path = tmp_path / "t.marshal"
+    path.write_bytes(_OURS + marshal.dumps({_source("fixed"): damaged}))
+    assert read_table(path) == {_source("fixed"): damaged}  # whole as a table: the entry is checked when used
+    table = CodeTable(path)
+    assert _run(table, "fixed") == "fixed" and table.compiled == 1
+    table.save()
+    assert marshal.loads(read_table(path)[_source("fixed")]) == (table.loaded or {})[_source("fixed")]  # pyright: ignore[reportArgumentType]
 
 
 def test_a_table_over_the_size_limit_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,9 @@ matcher, a permission rule), and no workspace content is written to the table or
 The table lives where Python keeps this package's bytecode (`__pycache__/`, or under `sys.pycache_prefix`), with the
 same trust: it is written by the user's own processes beside the package's own code, and an entry is only ever the
 compilation of its own key's text, so no text (a workspace's included) can make another text run other code. It is
-read once, on first use, and written at exit, atomically, only when the process compiled something new and
+read once, on first use (each code object is kept there as its own marshalled bytes and unmarshalled only when a
+process looks its text up: a process uses ~1,300 of the table's entries, and unmarshalling all of them took ~25 ms
+of every start), and written at exit, atomically, only when the process compiled something new and
 bytecode writing is allowed (`PYTHONDONTWRITEBYTECODE` and `-B` are honoured, as for `.pyc`). A table of another
 Python (its magic number), a damaged file or one of an unexpected shape is ignored and rewritten. Bounded: at most
 `MAX_ENTRIES` texts and `MAX_BYTES` on disk; past that, only what this process used is kept.
@@ -67,6 +69,9 @@ RegexEntry = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
 """What `re._compiler.compile` hands to `_sre.compile` after the pattern text: the flags (the pattern's inline flags
 added), the program, the number of groups minus one, the group names and their reverse."""
 Entry = CodeType | RegexEntry
+Stored = bytes | RegexEntry
+"""An entry as the file holds it: a code object marshalled on its own (read when its text is looked up), or a
+regular expression's arguments."""
 
 # `re`'s compiler and parser, and the engine (the C module `_sre`), which importing `re` has imported.
 _re_compiler: ModuleType = sys.modules["re._compiler"]
@@ -83,7 +88,7 @@ class CodeTable:
 
     def __init__(self, path: Path | None | Literal["default"] = "default") -> None:
         self._path = path
-        self.loaded: dict[str, Entry] | None = None
+        self.loaded: dict[str, Entry | bytes] | None = None
         self.used: dict[str, Entry] = {}
         self.compiled = 0
 
@@ -99,7 +104,12 @@ class CodeTable:
         if "\0" in source:  # never in a text these callers make; compile refuses it as it always did
             return _compile(source, "<string>", mode, dont_inherit=True)
         key = source if mode == "exec" else f"\0{mode}\0{source}"
-        code = self._entries().get(key)
+        entries = self._entries()
+        code = entries.get(key)
+        if type(code) is bytes:  # as the file holds it: unmarshalled on first use, and kept so
+            code = _unmarshal_code(code)
+            if code is not None:
+                entries[key] = code
         if not isinstance(code, CodeType):
             code = _compile(source, "<string>", mode, dont_inherit=True)  # a SyntaxError is raised, not kept
             self._keep(key, code)
@@ -126,7 +136,7 @@ class CodeTable:
             self._used(key, entry)
         return real
 
-    def _entries(self) -> dict[str, Entry]:
+    def _entries(self) -> dict[str, Entry | bytes]:
         if self.loaded is None:
             path = self.path
             self.loaded = read_table(path) if path is not None else {}
@@ -168,11 +178,29 @@ class CodeTable:
         if path is None or self.loaded is None or not self.compiled or sys.dont_write_bytecode:
             return
         with contextlib.suppress(Exception):
-            data = _header() + marshal.dumps(self.loaded if len(self.loaded) < MAX_ENTRIES else self.used)
+            data = _header() + _dumps(self.loaded if len(self.loaded) < MAX_ENTRIES else self.used)
             if len(data) > MAX_BYTES:
-                data = _header() + marshal.dumps(self.used)
+                data = _header() + _dumps(self.used)
             if len(data) <= MAX_BYTES:
                 write_atomically(path, data, _mode())
+
+
+def _unmarshal_code(data: bytes) -> CodeType | None:
+    """The code object a table entry holds, or None when the bytes are damaged or hold something else."""
+    try:
+        code: object = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, CodeType) else None
+
+
+def _dumps(entries: dict[str, Entry] | dict[str, Entry | bytes]) -> bytes:
+    """The table as the file holds it: each code object marshalled on its own (an entry never unmarshalled in this
+    process is written back as it was read)."""
+    stored: dict[str, Stored] = {
+        key: marshal.dumps(entry) if isinstance(entry, CodeType) else entry for key, entry in entries.items()
+    }
+    return marshal.dumps(stored)
 
 
 def _regex_entry(pattern: str, flags: int, real: re.Pattern[str]) -> RegexEntry | None:
@@ -225,10 +253,10 @@ def _header() -> bytes:
     """This Python's bytecode version and optimisation level (`-O`): code of another is never read."""
     from importlib.util import MAGIC_NUMBER
 
-    return b"BADC" + MAGIC_NUMBER + bytes((sys.flags.optimize,))
+    return b"BAD2" + MAGIC_NUMBER + bytes((sys.flags.optimize,))
 
 
-def read_table(path: Path) -> dict[str, Entry]:
+def read_table(path: Path) -> dict[str, Entry | bytes]:
     """The table at `path`, or an empty one when it is absent, too large, damaged or another Python's."""
     try:
         with path.open("rb") as file:
@@ -246,13 +274,13 @@ def read_table(path: Path) -> dict[str, Entry]:
         return {}
     if not isinstance(table, dict):
         return {}
-    entries: dict[str, Entry] = {}
+    entries: dict[str, Entry | bytes] = {}
     for source, code in table.items():  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(source, str):
             return {}
-        if isinstance(code, CodeType) or (
+        if type(code) is bytes or (  # pyright: ignore[reportUnknownArgumentType]
             isinstance(code, tuple) and len(code) == 5 and source.startswith(_REGEX_KEY)  # pyright: ignore[reportUnknownArgumentType]
-        ):  # a regular expression's entry is checked by the engine when used (`CodeTable.regex`)
+        ):  # a code object is checked when first looked up, a regular expression's entry by the engine when used
             entries[source] = code  # pyright: ignore[reportArgumentType]
         else:
             return {}
