@@ -20,7 +20,7 @@ from typing import cast
 from pydantic import Field
 
 from bearagent.domain._base import DomainModel
-from bearagent.rewind.tree import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_STORE_BYTES
+from bearagent.rewind.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_STORE_BYTES
 from bearagent.sandbox.problems import Problem
 
 REWIND_KEYS = ("max_file_size", "max_store_size")

@@ -18,16 +18,13 @@ from pathlib import Path
 from typing import Literal
 
 from bearagent.domain.run_events import FileState
+from bearagent.rewind.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_STORE_BYTES
 from bearagent.rewind.watch import Watcher
 
 SKIPPED_DIRS = frozenset({".git", ".bearagent"})
 """Top-level directories never captured nor restored: the repository's own history and BearAgent's state."""
 MAX_SCAN_ENTRIES = 200_000
 """A tree with more entries than this is not scanned (capture is reported as partial, never silent)."""
-DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
-"""A file larger than this is recorded by hash only (`rewind.max_file_bytes` in the user config)."""
-DEFAULT_MAX_STORE_BYTES = 1024 * 1024 * 1024
-"""The blob store's size limit (`rewind.max_store_bytes`); a content that would exceed it is recorded by hash only."""
 
 Kind = Literal["file", "symlink", "dir"]
 
