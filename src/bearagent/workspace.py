@@ -107,6 +107,14 @@ class LoadedWorkspace:
 
     @property
     def state_dir(self) -> Path:
+        """Where this workspace's store, transcripts and config state live: `<ws>/.bearagent/` for a project workspace;
+        for a chat workspace (no history in the workspace) a directory under the user's BearAgent home keyed by the
+        workspace's path."""
+        if self.config.kind == "chat":
+            import hashlib
+
+            key = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
+            return self.user_dir / "chat-state" / key
         return self.root / WORKSPACE_DIR
 
     @property

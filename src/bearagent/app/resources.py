@@ -24,7 +24,6 @@ from bearagent.runtime.plan import LoopHooks
 from bearagent.runtime.retry import RetryPolicy
 from bearagent.runtime.run_writer import RunWriter
 from bearagent.service.leases import LeaseKeeper, recover_interrupted
-from bearagent.service.sessions import state_dir
 from bearagent.tools.gate import ToolGate
 from bearagent.tools.policy import ToolPolicy
 from bearagent.workspace import LoadedWorkspace
@@ -127,7 +126,7 @@ class Resources:
         key = (session_key, entry.ref)
         provider = self._providers.get(key)
         if provider is None:
-            config_dir = state_dir(self.loaded) if entry.level == "workspace" else self.loaded.user_dir
+            config_dir = self.loaded.state_dir if entry.level == "workspace" else self.loaded.user_dir
             if entry.source:
                 config_dir = Path(entry.source).parent
             env = self._env_for(entry)

@@ -16,7 +16,6 @@ from datetime import datetime
 from bearagent.domain.retention import PruneResult
 from bearagent.ports import WorkspaceStore
 from bearagent.runtime.state_files import open_state_dir
-from bearagent.service.sessions import state_dir
 from bearagent.tools.spill import SPILL_SUBDIR
 from bearagent.workspace import LoadedWorkspace
 
@@ -69,7 +68,7 @@ def _spilled(loaded: LoadedWorkspace, tool_call_ids: tuple[str, ...], *, remove:
     if not tool_call_ids:
         return 0, 0
     try:
-        dfd = open_state_dir(state_dir(loaded), SPILL_SUBDIR, create=False)
+        dfd = open_state_dir(loaded.state_dir, SPILL_SUBDIR, create=False)
     except (FileNotFoundError, NotADirectoryError):
         return 0, 0
     files = total = 0

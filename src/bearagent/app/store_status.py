@@ -20,7 +20,6 @@ from typing import Literal
 
 from bearagent.app.stores import STATE_DB, open_sqlite_store, postgres_schema, refuse_unusable, store_dsn
 from bearagent.runtime.state_files import open_state_dir, prepare_sqlite_file, refuse_symlinks
-from bearagent.service.sessions import state_dir
 from bearagent.store import schema as sqlite_schema
 from bearagent.store.connection import create_store_file, refuse_empty_store
 from bearagent.store.errors import StoreError, translate_sqlite_error
@@ -113,7 +112,7 @@ async def read_status(loaded: LoadedWorkspace, *, connect_timeout_s: float = DEF
     refuse_unusable(settings)
     if settings.backend == "postgres":
         return await _postgres_status(loaded, connect_timeout_s)
-    path = state_dir(loaded) / STATE_DB
+    path = loaded.state_dir / STATE_DB
     version, runs = await asyncio.to_thread(_sqlite_read, path)
     from bearagent.store.retention import size_on
 
@@ -134,7 +133,7 @@ def migrate_store(loaded: LoadedWorkspace) -> Migration:
     refuse_unusable(settings)
     if settings.backend == "postgres":
         return asyncio.run(_postgres_migrate(loaded))
-    path = state_dir(loaded) / STATE_DB
+    path = loaded.state_dir / STATE_DB
     _sqlite_read(path)  # refuses a foreign file before anything is created
     os.close(open_state_dir(path.parent))  # a real directory, created 0700 if missing
     try:

@@ -15,7 +15,6 @@ from bearagent.domain.events import Event
 from bearagent.ports import RunStorage, WorkspaceStore
 from bearagent.runtime.run_writer import Committed, Published, RunWriter, Subscriber
 from bearagent.runtime.state_files import open_state_dir, refuse_symlinks
-from bearagent.service.sessions import state_dir
 from bearagent.store.sqlite import SqliteEventStore
 from bearagent.workspace import LoadedWorkspace
 
@@ -102,7 +101,7 @@ def _open_postgres(loaded: LoadedWorkspace, settings: StoreSettings, *, create: 
 def open_sqlite_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:
     """The workspace's SQLite store. The data dir (`.bearagent`) and the database are never reached through a
     symlink (`runtime/state_files.py`)."""
-    data_dir = state_dir(loaded)
+    data_dir = loaded.state_dir
     path = data_dir / STATE_DB
     refuse_symlinks([data_dir, path])
     if not create and not path.exists():

@@ -57,7 +57,6 @@ def _targets(workspace: Path | None, config_file: Path | None, *, debug: bool) -
     from bearagent.app.stores import postgres_schema
     from bearagent.domain.errors import BearAgentError
     from bearagent.server.config import load_server_config
-    from bearagent.service.sessions import state_dir
     from bearagent.workspace import load_workspace
 
     try:
@@ -71,7 +70,7 @@ def _targets(workspace: Path | None, config_file: Path | None, *, debug: bool) -
         if settings.backend == "postgres":  # the variable's value is only a key here, never shown
             key = ("postgres", loaded.env.get(settings.dsn_env, ""), postgres_schema(loaded, settings))
         else:
-            key = ("sqlite", str(state_dir(loaded)), "")
+            key = ("sqlite", str(loaded.state_dir), "")
         found.setdefault(key, (loaded, []))[1].append(ws_id)
     return [_Target(loaded, tuple(ids)) for loaded, ids in found.values()]
 
@@ -192,7 +191,6 @@ def check(workspace: Path | None, debug: bool) -> None:
     from bearagent.app.store_check import check_sqlite_store
     from bearagent.app.stores import STATE_DB
     from bearagent.domain.errors import BearAgentError
-    from bearagent.service.sessions import state_dir
 
     loaded = load(workspace)
     if loaded.config.store.backend == "postgres":
@@ -201,7 +199,7 @@ def check(workspace: Path | None, debug: bool) -> None:
             "check it with PostgreSQL's own tools (amcheck, pg_amcheck); `bearagent db status` shows where it is",
             EXIT_USAGE,
         )
-    path = state_dir(loaded) / STATE_DB
+    path = loaded.state_dir / STATE_DB
     try:
         found = check_sqlite_store(path)
     except BearAgentError as exc:

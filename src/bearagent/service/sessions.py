@@ -4,7 +4,6 @@ from its runs' events, and keep its hook transcript."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Protocol
 
@@ -20,15 +19,6 @@ from bearagent.workspace import LoadedWorkspace
 
 MAX_FORK_DEPTH = 50
 """How many forks deep a session's origin may be followed (a fork of a fork of ...)."""
-
-
-def state_dir(loaded: LoadedWorkspace) -> Path:
-    """`<ws>/.bearagent/` for project workspaces; for chat workspaces (no local history) a directory under the
-    user's BearAgent home keyed by the workspace path."""
-    if loaded.config.kind == "chat":
-        key = hashlib.sha256(str(loaded.root.resolve()).encode()).hexdigest()[:16]
-        return loaded.user_dir / "chat-state" / key
-    return loaded.state_dir
 
 
 class StoreHolder(Protocol):
@@ -152,6 +142,6 @@ class SessionService:
     def transcript(self, session_id: str) -> TranscriptWriter:
         writer = self._transcripts.get(session_id)
         if writer is None:
-            writer = TranscriptWriter.for_session(state_dir(self.loaded), session_id, cwd=self.root)
+            writer = TranscriptWriter.for_session(self.loaded.state_dir, session_id, cwd=self.root)
             self._transcripts[session_id] = writer
         return writer
