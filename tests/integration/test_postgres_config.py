@@ -166,7 +166,7 @@ def test_a_read_command_leaves_no_connection_or_store_thread_behind(tmp_path: Pa
         )
     finally:
         store.close()
-    assert postgres_cluster.other_connections(postgres_dsn) == 0
+    assert postgres_cluster.connections_left_open(postgres_dsn) == 0
 
     run = str(f.run_id)[:8]
     commands = [
@@ -185,4 +185,4 @@ def test_a_read_command_leaves_no_connection_or_store_thread_behind(tmp_path: Pa
         assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.output)
         left = [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
         assert not [name for name in left if name.startswith("bearagent-")], (args, left)
-        assert postgres_cluster.other_connections(postgres_dsn) == 0, (args, result.output)
+        assert postgres_cluster.connections_left_open(postgres_dsn) == 0, (args, result.output)

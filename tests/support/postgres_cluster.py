@@ -23,6 +23,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,3 +271,16 @@ def other_connections(dsn: str) -> int:
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchone()
     return int(row[0]) if row else 0
+
+
+def connections_left_open(dsn: str, *, settle_s: float = 15.0) -> int:
+    """`other_connections` once the connections a client has closed are gone from the server: PostgreSQL ends a
+    backend after its client's goodbye arrives, on its own time, so a connection closed a moment ago can still be
+    listed (seen under load: one listed right after a store's `close()` had returned, its loop thread gone). A
+    connection left open never goes away, so it is still counted after `settle_s`; a count of 0 returns at once."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        count = other_connections(dsn)
+        if count == 0 or time.monotonic() >= deadline:
+            return count
+        time.sleep(0.05)
