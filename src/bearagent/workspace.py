@@ -104,6 +104,7 @@ class LoadedWorkspace:
     """`a2a_agents:` of the config files (the workspace's entry wins over the user's of the same name): each is a tool
     `a2a__<name>` that delegates to that remote A2A agent (`a2a/tool.py`)."""
     _tools: NativeToolRegistry | None = None
+    _capabilities: tuple[tuple[object, ...], Capabilities] | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -147,6 +148,17 @@ class LoadedWorkspace:
         return {p.id: p.factory for p in accepted}
 
     def capabilities(self) -> Capabilities:
+        """Everything an agent of this workspace could be granted: built once for the registries it is made of
+        (every `project` reads it; `bearagent doctor` projects every agent, and rebuilding its maps of every skill,
+        action and agent for each made the command quadratic in the number of definitions), and again when one of
+        them is replaced (`use_tools`, or an MCP registry with an editor's servers added: `acp/agent.py`)."""
+        parts = (self.tools, self.mcp, self.skills, self.actions, self.agents, self.a2a_agents, self.config)
+        cached = self._capabilities
+        if cached is None or any(old is not new for old, new in zip(cached[0], parts, strict=True)):
+            cached = self._capabilities = (parts, self._build_capabilities())
+        return cached[1]
+
+    def _build_capabilities(self) -> Capabilities:
         from bearagent.runtime.projection import AvailableTool, Capabilities
 
         tools = self.tools

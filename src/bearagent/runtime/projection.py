@@ -67,6 +67,13 @@ class Capabilities:
     workspace_kind: Literal["project", "chat"] = "project"
     execution_policy: Literal["local", "none"] = "local"
     """`none` (a chat workspace, or one marked so: `config/execution.py`): no tool is projected."""
+    invocable_skills: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The skills the model may load (not `disable-model-invocation`), sorted: what an agent without a `skills` list
+    is offered, computed once rather than for every agent projected."""
+
+    def __post_init__(self) -> None:
+        invocable = tuple(name for name in sorted(self.skills) if self.skills[name].model_invocable)
+        object.__setattr__(self, "invocable_skills", invocable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,8 +288,9 @@ def _skills(agent: AgentSpec, caps: Capabilities, grant: ToolGrant, diags: list[
     """The skills the one `Skill` tool offers (none when the grant removes `Skill`)."""
     skill_names: list[str] = []
     if grant.permits(SKILL_TOOL):
-        candidates = sorted(caps.skills) if agent.skills is None else list(dict.fromkeys(agent.skills))
-        for name in candidates:
+        if agent.skills is None:
+            return list(caps.invocable_skills)
+        for name in dict.fromkeys(agent.skills):
             if name in caps.skills:
                 if caps.skills[name].model_invocable:  # `disable-model-invocation`: only `/name` loads it
                     skill_names.append(name)

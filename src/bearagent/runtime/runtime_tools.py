@@ -6,6 +6,7 @@ The Task tool's description lists the agents with their descriptions, bounded: t
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 
@@ -34,7 +35,14 @@ def _object_schema(properties: Mapping[str, JsonValue], required: Sequence[str])
 
 
 def skill_spec(skills: Sequence[str]) -> ToolSpec:
-    """The one `Skill` tool: its `name` an enum of the skills the agent may load."""
+    """The one `Skill` tool: its `name` an enum of the skills the agent may load. Agents mostly share one skill set
+    (every skill of the workspace), so the spec of a set is made once (`ToolSpec` is immutable): `bearagent doctor`
+    projects every agent, and with 2,000 agents and 2,000 skills it built and checked 2,000 copies of one schema."""
+    return _skill_spec(tuple(skills))
+
+
+@functools.lru_cache(maxsize=16)
+def _skill_spec(skills: tuple[str, ...]) -> ToolSpec:
     schema = _object_schema(
         {
             "name": {"type": "string", "enum": list(skills), "description": "the skill to load"},
