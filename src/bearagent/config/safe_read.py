@@ -36,12 +36,16 @@ def source_root(source: Source) -> Path | None:
 
 
 def _relative(root: Path, path: Path) -> str | None:
-    for base in (root, Path(os.path.realpath(root))):
-        try:
-            return path.relative_to(base).as_posix()
-        except ValueError:
-            continue
-    return None
+    """`path` relative to `root`, or to `root` resolved (the resolution only when the first fails: loading a
+    workspace checks every file it reads, thousands in a large `.claude/`)."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        pass
+    try:
+        return path.relative_to(os.path.realpath(root)).as_posix()
+    except ValueError:
+        return None
 
 
 def refusal(root: Path, path: Path) -> str | None:
