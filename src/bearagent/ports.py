@@ -228,6 +228,11 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
 
     async def fetch_run(self, run_id: RunId) -> RunProjection | None: ...
 
+    async def fetch_run_statuses(self, run_ids: Sequence[RunId]) -> Mapping[RunId, RunStatus]:
+        """The status of each of `run_ids` that exists, in one read (a server's per-caller count of open runs);
+        an unknown id is left out."""
+        ...
+
     async def fetch_runs(
         self,
         *,

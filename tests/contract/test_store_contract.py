@@ -311,6 +311,23 @@ def test_runs_filter_and_order_newest_first(harness: Harness) -> None:
     run(go)
 
 
+def test_run_statuses_are_read_in_one_call_and_unknown_ids_left_out(harness: Harness) -> None:
+    storage = harness.open()
+
+    async def go() -> None:
+        writer = RunWriter(storage)
+        running = await started(writer, created=CREATED)
+        done = await started(writer, created=CREATED)
+        await writer.append(done.run_succeeded())
+        # more ids than one statement's parameter list holds (the SQLite store reads 500 at a time)
+        unknown = [RunId(f"33333333-3333-4333-8333-{n:012d}") for n in range(700)]
+        asked = [*unknown[:350], done.run_id, *unknown[350:], running.run_id]
+        assert await storage.fetch_run_statuses(asked) == {running.run_id: "running", done.run_id: "succeeded"}
+        assert await storage.fetch_run_statuses([]) == {}
+
+    run(go)
+
+
 def test_answered_waiting_runs_are_listed_apart_from_the_unanswered(harness: Harness) -> None:
     # a worker's scan asks for waiting runs whose approval has its answer: unanswered ones (nobody may ever answer)
     # never take the limit's places (`service/queue.py`)

@@ -1,7 +1,7 @@
 """The server's run concurrency limit is an explicit setting (issue 37): `bearagent serve --workers N --concurrency C`
 executes at most N x C runs at once, and a run beyond it is accepted (202) and waits `queued` until a slot frees,
 then runs; the per-caller limit (`limits.max_active_runs_per_caller`) is the other explicit setting, and refuses with
-429 instead (tests/server/test_http_limits.py). A real server process; the scripted model holds every turn until the
+429 instead (below). A real server process; the scripted model holds every turn until the
 test creates a file, so "two running, the third queued" is a state, not a race."""
 
 from __future__ import annotations
@@ -61,6 +61,39 @@ def test_a_run_beyond_the_servers_concurrency_waits_queued_and_runs_when_a_slot_
             (root / ".bearagent" / RELEASE).touch()
             finals = _until(c, runs, lambda s: all(x == "succeeded" for x in s), 60)
             assert finals == ["succeeded"] * 3, finals
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=20)
+
+
+@pytest.mark.slow
+def test_runs_beyond_the_per_caller_limit_are_refused_until_one_ends(tmp_path: Path) -> None:
+    """One run executing in the server, two queued behind it (read from the store): three are the caller's limit,
+    a fourth is refused with 429 and nothing recorded; once they end, the caller may send again."""
+    root = scripted_workspace(tmp_path / "ws", SCRIPT, agents={"main": agent_md("Main.", mode="primary")})
+    config = f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{max_active_runs_per_caller: 3}}\n"
+    server = start(tmp_path, "--workers", "1", "--concurrency", "1", config=config)
+    try:
+        with server.client() as c:
+            sessions = [c.post("/v1/workspaces/ws/sessions", json={}).json()["id"] for _ in range(5)]
+            accepted = [c.post(f"/v1/sessions/{s}/runs", json={"prompt": "q"}) for s in sessions[:3]]
+            assert [a.status_code for a in accepted] == [202, 202, 202]
+            runs = [a.json()["run_id"] for a in accepted]
+            statuses = _until(c, runs, lambda s: s.count("running") == 1, 60)
+            assert sorted(statuses) == ["queued", "queued", "running"], statuses
+            refused = c.post(f"/v1/sessions/{sessions[3]}/runs", json={"prompt": "q"})
+            assert refused.status_code == 429, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "rate_limit.active_runs"
+            assert "limits.max_active_runs_per_caller" in error["message"]
+            assert c.get(f"/v1/sessions/{sessions[3]}").json()["status"] == "active"  # nothing was queued
+            (root / ".bearagent" / RELEASE).touch()
+            finals = _until(c, runs, lambda s: all(x == "succeeded" for x in s), 60)
+            assert finals == ["succeeded"] * 3, finals
+            again = [c.post(f"/v1/sessions/{s}/runs", json={"prompt": "q"}) for s in sessions[3:]]
+            assert [a.status_code for a in again] == [202, 202], [a.text for a in again]
+            later = _until(c, [a.json()["run_id"] for a in again], lambda s: all(x == "succeeded" for x in s), 60)
+            assert later == ["succeeded"] * 2, later
     finally:
         server.proc.terminate()
         server.proc.wait(timeout=20)

@@ -118,7 +118,8 @@ class RunManager:
         self._tasks: dict[RunId, asyncio.Task[RunResult]] = {}
         self._session_of: dict[RunId, str] = {}
         self._owner: dict[RunId, str] = {}
-        self._open: dict[RunId, str] = {}  # accepted here and not seen finished: run id -> workspace id
+        # accepted here and not seen finished, by the subject that sent them: run id -> workspace id
+        self._open: dict[str, dict[RunId, str]] = {}
         self._listeners: list[RuntimeListener] = []
         self.worker = Worker(
             lambda: list(self.workspaces),
@@ -185,7 +186,7 @@ class RunManager:
             await self._settle(runtime, SessionId(session), subject, strategy)
         run = await runtime.enqueue(prompt, options)
         self._owner[run.run_id] = subject
-        self._open[run.run_id] = workspace_id
+        self._open.setdefault(subject, {})[run.run_id] = workspace_id
         self.worker.wake()
         return run
 
@@ -276,8 +277,8 @@ class RunManager:
     def resume(self, workspace_id: str, subject: str, run: RunProjection) -> None:
         """A stopped run may continue (its approval was answered): the worker takes it, behind its session's
         earlier runs (here, or in whichever worker process sees it first)."""
-        self._owner.setdefault(run.run_id, subject)
-        self._open.setdefault(run.run_id, workspace_id)
+        owner = self._owner.setdefault(run.run_id, subject)
+        self._open.setdefault(owner, {}).setdefault(run.run_id, workspace_id)
         self.worker.wake()
 
     async def resume_interrupted(self) -> list[RunId]:
@@ -301,19 +302,28 @@ class RunManager:
 
     async def active_count(self, subject: str) -> int:
         """Runs `subject` sent here that are not finished yet, wherever they execute (the per-caller limit); a run
-        that waits for an answer executes nothing and is not counted."""
+        that waits for an answer executes nothing and is not counted. One status read per workspace, however many
+        runs the caller has open (a read per run made a burst of N runs cost N² reads)."""
+        open_runs = self._open.get(subject)
+        if not open_runs:
+            return 0
         count = 0
-        for run_id, workspace_id in list(self._open.items()):
-            if self._owner.get(run_id) != subject:
-                continue
-            if not self.is_running(run_id):
-                run = await self.runtime(workspace_id).store.fetch_run(run_id)
-                if run is None or run.status in FINISHED:
-                    self._open.pop(run_id, None)
-                    continue
-                if run.status == "waiting":
-                    continue
-            count += 1
+        elsewhere: dict[str, list[RunId]] = {}  # by workspace: not executing in this process, so ask the store
+        for run_id, workspace_id in open_runs.items():
+            if self.is_running(run_id):
+                count += 1
+            else:
+                elsewhere.setdefault(workspace_id, []).append(run_id)
+        for workspace_id, run_ids in elsewhere.items():
+            statuses = await self.runtime(workspace_id).store.fetch_run_statuses(run_ids)
+            for run_id in run_ids:
+                status = statuses.get(run_id)
+                if status is None or status in FINISHED:
+                    open_runs.pop(run_id, None)
+                elif status != "waiting":
+                    count += 1
+        if not open_runs and self._open.get(subject) is open_runs:  # not one a later start made meanwhile
+            del self._open[subject]
         return count
 
     async def aclose(self) -> None:

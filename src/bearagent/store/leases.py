@@ -15,7 +15,7 @@ from pathlib import Path
 from bearagent.domain.ids import RunId
 from bearagent.runtime.run_state import iso
 from bearagent.store.errors import translate_sqlite_error
-from bearagent.store.run_reads import query_on
+from bearagent.store.run_reads import rows_of_runs
 
 
 def renew_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId], at: datetime) -> None:
@@ -32,22 +32,9 @@ def renew_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId], at:
         raise translate_sqlite_error(path, exc, "renewing run leases") from exc
 
 
-def _rows_of_runs(
-    conn: sqlite3.Connection, path: Path, select: str, table: str, run_ids: Sequence[RunId], doing: str
-) -> list[tuple[object, ...]]:
-    """`SELECT {select} FROM {table} WHERE run_id IN (...)` for `run_ids`, in bounded parameter lists."""
-    rows: list[tuple[object, ...]] = []
-    ids = [str(run_id) for run_id in run_ids]
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        rows += query_on(conn, path, f"SELECT {select} FROM {table} WHERE run_id IN ({marks})", chunk, doing)
-    return rows
-
-
 def heartbeats_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) -> Mapping[RunId, datetime]:
     """The last heartbeat of each of `run_ids` that has one."""
-    rows = _rows_of_runs(conn, path, "run_id, heartbeat_at", "run_leases", run_ids, "reading run leases")
+    rows = rows_of_runs(conn, path, "run_id, heartbeat_at", "run_leases", run_ids, "reading run leases")
     return {RunId(str(run_id)): datetime.fromisoformat(str(at)) for run_id, at in rows}
 
 
@@ -65,5 +52,5 @@ def request_cancel_on(conn: sqlite3.Connection, path: Path, run_id: RunId, reaso
 
 def cancel_requests_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) -> Mapping[RunId, str]:
     """The reason of each of `run_ids` someone asked to cancel."""
-    rows = _rows_of_runs(conn, path, "run_id, reason", "run_cancel_requests", run_ids, "reading cancel requests")
+    rows = rows_of_runs(conn, path, "run_id, reason", "run_cancel_requests", run_ids, "reading cancel requests")
     return {RunId(str(run_id)): str(reason) for run_id, reason in rows}

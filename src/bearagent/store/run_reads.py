@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
@@ -41,6 +41,19 @@ def query_on(
         return conn.execute(sql, params).fetchall()
     except sqlite3.Error as exc:
         raise translate_sqlite_error(path, exc, doing) from exc
+
+
+def rows_of_runs(
+    conn: sqlite3.Connection, path: Path, select: str, table: str, run_ids: Sequence[RunId], doing: str
+) -> list[tuple[object, ...]]:
+    """`SELECT {select} FROM {table} WHERE run_id IN (...)` for `run_ids`, in bounded parameter lists."""
+    rows: list[tuple[object, ...]] = []
+    ids = [str(run_id) for run_id in run_ids]
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows += query_on(conn, path, f"SELECT {select} FROM {table} WHERE run_id IN ({marks})", chunk, doing)
+    return rows
 
 
 def run_json(data: str, goal: str | None) -> dict[str, JsonValue]:
@@ -223,6 +236,12 @@ def _event_of(path: Path, row: tuple[object, ...], seen: dict[object, object]) -
 def run_on(conn: sqlite3.Connection, path: Path, run_id: RunId) -> RunProjection | None:
     rows = query_on(conn, path, f"{SELECT_RUN} WHERE run_id = ?", (str(run_id),), f"reading run {run_id}")
     return _run_of(rows[0]) if rows else None
+
+
+def statuses_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) -> Mapping[RunId, RunStatus]:
+    """The status of each of `run_ids` that exists (one indexed lookup per id, no projection decoded)."""
+    rows = rows_of_runs(conn, path, "run_id, status", "run_projections", run_ids, "reading run statuses")
+    return {RunId(str(run_id)): cast(RunStatus, status) for run_id, status in rows}
 
 
 def runs_on(

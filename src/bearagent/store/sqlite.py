@@ -163,6 +163,11 @@ class SqliteEventStore:
     async def fetch_run(self, run_id: RunId) -> RunProjection | None:
         return await self._reader.call(lambda conn: run_reads.run_on(conn, self.path, run_id))
 
+    async def fetch_run_statuses(self, run_ids: Sequence[RunId]) -> Mapping[RunId, RunStatus]:
+        if not run_ids:
+            return {}
+        return await self._reader.call(lambda conn: run_reads.statuses_on(conn, self.path, run_ids))
+
     async def fetch_runs(
         self,
         *,

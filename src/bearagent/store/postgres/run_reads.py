@@ -83,6 +83,18 @@ async def run(conn: Conn, q: Queries, where: str, run_id: RunId) -> RunProjectio
     return _run_of(rows[0]) if rows else None
 
 
+async def statuses(conn: Conn, q: Queries, where: str, run_ids: Sequence[RunId]) -> Mapping[RunId, RunStatus]:
+    """The status of each of `run_ids` that exists (no projection decoded)."""
+    rows = await rows_of(
+        conn,
+        q("SELECT run_id, status FROM {s}.run_projections WHERE run_id = ANY(%s)"),
+        ([str(run_id) for run_id in run_ids],),
+        where,
+        "reading run statuses",
+    )
+    return {RunId(cast(str, row[0])): cast(RunStatus, row[1]) for row in rows}
+
+
 _ANSWERED: LiteralString = "(data -> 'pending_approval' ->> 'decision') IS NOT NULL"
 """A run whose pending approval has its answer (`fetch_runs(answered=True)`)."""
 

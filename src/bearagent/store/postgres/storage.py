@@ -150,6 +150,11 @@ class PostgresRunStorage(SyncFace):
     async def fetch_run(self, run_id: RunId) -> RunProjection | None:
         return await self._port(lambda conn: run_reads.run(conn, self._q, self.path, run_id))
 
+    async def fetch_run_statuses(self, run_ids: Sequence[RunId]) -> Mapping[RunId, RunStatus]:
+        if not run_ids:
+            return {}
+        return await self._port(lambda conn: run_reads.statuses(conn, self._q, self.path, run_ids))
+
     async def fetch_runs(
         self,
         *,
