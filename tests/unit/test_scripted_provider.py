@@ -266,3 +266,21 @@ def test_request_conversation_calls_places_it_in_the_script(tmp_path: Path) -> N
     past_end = _request().model_copy(update={"conversation_calls": 99})
     with pytest.raises(ProviderStreamError, match="ran out of turns"):
         _run(provider, past_end)
+
+
+def test_a_script_read_again_unchanged_is_not_parsed_again_and_an_edit_is(tmp_path: Path) -> None:
+    """A server builds a provider per session: the second read of the same text reuses the parsed script, each
+    provider still keeps its own position, and an edited file is parsed again (so is a broken one, every time)."""
+    path = tmp_path / "script.yaml"
+    path.write_text('turns:\n  - text: "one"\n  - text: "two"\n')
+    first, second = ScriptedProvider.from_file(path), ScriptedProvider.from_file(path)
+    assert first.script is second.script
+    _run(first, _request())
+    assert (first.turns_left, second.turns_left) == (1, 2)
+    path.write_text('turns:\n  - text: "edited"\n')
+    edited = load_script(path)
+    assert edited is not first.script and edited.turns[0].text == "edited"
+    path.write_text("turns: [\n")
+    for _ in range(2):
+        with pytest.raises(ScriptError, match="not valid YAML"):
+            load_script(path)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
 import json
 import math
 import re
@@ -335,6 +336,14 @@ def load_script(path: Path) -> Script:
         raise _fail(
             path, None, f"cannot read the script ({exc})", "Check the file's permissions and encoding."
         ) from None
+    return _parsed(text, path)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str, path: Path) -> Script:
+    """`parse_script`, kept for the last texts read: a server builds a provider for every session, and parsing the
+    YAML again for each cost ~15 ms (a `Script` is immutable; an edited file is a new text, so it is parsed again;
+    a script that fails is not kept)."""
     return parse_script(text, path)
 
 
