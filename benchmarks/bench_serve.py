@@ -14,7 +14,8 @@ terminal event. Baseline in the same run: one client following one run alone on 
 
 The clients run in a process of their own (`--role clients`, started by this script), so what they cost is measured
 apart: the CPU seconds of the client process and of the server process (from /proc) during the load round are
-printed beside the latencies. `--profile FILE` runs the server under cProfile and writes its stats to FILE (the event
+printed beside the latencies (the server's up to the moment every stream ended: the check of each stream against
+its run's replay, which the server answers afterwards, is not counted). `--profile FILE` runs the server under cProfile and writes its stats to FILE (the event
 loop's thread: the store's SQLite threads are not in it).
 
 Run: `uv run python benchmarks/bench_serve.py [--clients 200] [--runs 50] [--quick] [--profile serve.prof]`.
@@ -44,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -127,7 +129,11 @@ async def loop_lag(out: list[float], every_s: float = 0.005) -> None:
         out.append((time.perf_counter() - start - every_s) * 1000)
 
 
-async def one_round(client: httpx.AsyncClient, runs: int, clients: int, *, gate: bool) -> dict[str, float | int]:
+async def one_round(
+    client: httpx.AsyncClient, runs: int, clients: int, *, gate: bool, ran: Callable[[], None] = lambda: None
+) -> dict[str, float | int]:
+    """Create the sessions, send their runs and follow them; `ran()` is called once every stream ended, before the
+    streams are checked against each run's replay (so the server CPU the parent counts leaves the check out)."""
     # at most 64 requests in flight (1,000 at once were connections the loaded server reset); the streams are not
     # bounded: every client must be connected when its run commits
     gate_requests = asyncio.Semaphore(64)
@@ -152,6 +158,7 @@ async def one_round(client: httpx.AsyncClient, runs: int, clients: int, *, gate:
     results = await asyncio.gather(*(run_and_follow(s.json()["id"]) for s in sessions))
     lagging.cancel()
     elapsed, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    ran()
     live: list[float] = []
     caught_up: list[float] = []
     lost = 0
@@ -199,7 +206,8 @@ async def clients_role(base: str, runs: int, clients: int, *, gate: bool) -> Non
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     # a new client: the baseline's pooled connections sat idle past the server's keep-alive and were closed
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) as client:
-        print(json.dumps({"phase": "load", **(await one_round(client, runs, clients, gate=gate))}), flush=True)
+        ran = lambda: print(json.dumps({"phase": "ran"}), flush=True)  # noqa: E731
+        print(json.dumps({"phase": "load", **(await one_round(client, runs, clients, gate=gate, ran=ran))}), flush=True)
 
 
 # ---- the server and the orchestration -----------------------------------------------------------------------------
@@ -287,8 +295,9 @@ def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
             server0 = cpu_seconds(srv.proc.pid)
             load.stdin.write("go\n")
             load.stdin.flush()
-            result = json.loads(load.stdout.readline())
+            assert json.loads(load.stdout.readline())["phase"] == "ran"  # every stream ended; the check follows
             server_cpu = cpu_seconds(srv.proc.pid) - server0
+            result = json.loads(load.stdout.readline())
     finally:
         # SIGINT, not SIGTERM: uvicorn re-raises the signal it stopped on, and only SIGINT's (a KeyboardInterrupt)
         # leaves cProfile the chance to write its stats
