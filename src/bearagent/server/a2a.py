@@ -406,7 +406,7 @@ class _Call:
         if task_ref:
             return await self._answer(await self._run(task_ref), text)
         manager = self.access.manager
-        if await manager.active_count(self.who.subject_ref) >= self.max_active:
+        if not await manager.has_room(self.who.subject_ref, self.max_active):
             raise RpcError(
                 INVALID_REQUEST,
                 f"you have {self.max_active} tasks submitted or working already (limits.max_active_runs_per_caller); "

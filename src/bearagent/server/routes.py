@@ -28,7 +28,7 @@ def register(app: FastAPI, access: Access, *, max_active_runs_per_caller: int) -
     need = access.need
 
     async def room_for_a_run(who: CallerContext) -> None:
-        if await manager.active_count(who.subject_ref) >= max_active_runs_per_caller:
+        if not await manager.has_room(who.subject_ref, max_active_runs_per_caller):
             raise ApiError(
                 429,
                 "rate_limit",
