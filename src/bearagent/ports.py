@@ -248,6 +248,13 @@ class RunStorage(RunCommits, SessionLockPort, Protocol):
         unanswered ones wait beside them, the answered ones are what the limit counts."""
         ...
 
+    async def fetch_queue_heads(self, limit: int) -> Sequence[RunProjection]:
+        """The queue's lane heads, oldest first, at most `limit`: of each session, its oldest queued top-level run,
+        unless a top-level run of the session is running (the lane is busy); every queued top-level run without a
+        session (its own lane). A worker's scan reads as many heads as it could take, not every queued run
+        (`service/queue.py`)."""
+        ...
+
     async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:
         """The run's activities (ended and active) by `requested_sequence`."""
         ...

@@ -31,7 +31,13 @@ from tests.support.storage_factories import FACTORIES, StorageFactory
 from bearagent.domain.budgets import BudgetLimits
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import DeterministicIdGenerator, RunId, SessionId, Uuid4IdGenerator
-from bearagent.domain.run_events import ApprovalRequestedV1, ApprovalResolvedV1, HookExecutedV1, RunCreatedV2
+from bearagent.domain.run_events import (
+    ApprovalRequestedV1,
+    ApprovalResolvedV1,
+    HookExecutedV1,
+    RunCancelledV1,
+    RunCreatedV2,
+)
 from bearagent.domain.state import SessionRecord
 from bearagent.ports import ActivityIdTaken, EventIdTaken, RunStorage, VersionConflict, WorkspaceStore
 from bearagent.runtime.reducer import BudgetExceeded, InvalidTransition, SequenceConflict
@@ -324,6 +330,45 @@ def test_run_statuses_are_read_in_one_call_and_unknown_ids_left_out(harness: Har
         asked = [*unknown[:350], done.run_id, *unknown[350:], running.run_id]
         assert await storage.fetch_run_statuses(asked) == {running.run_id: "running", done.run_id: "succeeded"}
         assert await storage.fetch_run_statuses([]) == {}
+
+    run(go)
+
+
+def test_the_queue_heads_are_each_lanes_oldest_queued_run_of_lanes_not_busy(harness: Harness) -> None:
+    # a worker reads only the heads it could take (`service/queue.py`), so the store must pick them: one per session
+    # (its oldest queued top-level run), none of a session whose run is running, every run without a session
+    storage = harness.open()
+    free, busy, other = (SessionId(f"44444444-4444-4444-8444-00000000000{n}") for n in (1, 2, 3))
+
+    async def queued(writer: RunWriter, **fields: object) -> RunId:
+        return (await queued_factory(writer, **fields)).run_id
+
+    async def queued_factory(writer: RunWriter, **fields: object) -> EventFactory:
+        f = EventFactory(ids=Uuid4IdGenerator())
+        await writer.append(
+            f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED, **fields}))
+        )
+        return f
+
+    async def go() -> None:
+        writer = RunWriter(storage)
+        assert await storage.fetch_queue_heads(10) == []
+        alone = await queued(writer)
+        free_first = await queued(writer, session_id=free)
+        running = await started(writer, created={**CREATED, "session_id": busy})
+        await queued(writer, session_id=busy)  # behind its session's running run
+        await queued(writer, session_id=free)  # behind `free_first`
+        await queued(writer, session_id=other, parent_run_id=running.run_id)  # a subagent's run is no lane's head
+        other_first = await queued(writer, session_id=other)
+        alone_too = await queued(writer)
+        ended = await queued_factory(writer, session_id=SessionId("44444444-4444-4444-8444-000000000009"))
+        await writer.append(ended.event(RunCancelledV1(reason="cancelled before it started")))  # not queued now
+        heads = [r.run_id for r in await storage.fetch_queue_heads(10)]
+        assert heads == [alone, free_first, other_first, alone_too]
+        assert [r.run_id for r in await storage.fetch_queue_heads(2)] == [alone, free_first]
+        # the running run ends: its session's queued run is the lane's head now, in its place by age
+        await writer.append(running.run_succeeded())
+        assert len(await storage.fetch_queue_heads(10)) == 5
 
     run(go)
 

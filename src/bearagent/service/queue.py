@@ -30,9 +30,11 @@ from bearagent.service.planner import RunChoices
 from bearagent.service.run_types import RunOptions
 
 SCAN_LIMIT = 200
-"""How many runs of each pending state one scan looks at: of the queued ones the oldest (a scan reads them all, and
-a worker scans whenever a run ends; lanes whose heads are newer are seen once the older ones went); of the waiting
-ones only those with their answer (the store filters them), so runs nobody answers never crowd one out."""
+"""How many runs of each pending state one scan looks at at most: the running ones (whose lanes are busy), the
+interrupted ones, the waiting ones with their answer (the store filters them, so runs nobody answers never crowd one
+out), and the queue's lane heads (the store picks them: a session's oldest queued run, of lanes not busy). A worker
+asks for fewer heads, as many as it could take (`worker.py`); a lane whose head is newer than the ones read is seen
+once the older ones went."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +54,13 @@ def _answered(run: RunProjection) -> bool:
     return run.pending_approval is not None and run.pending_approval.decision is not None
 
 
-async def pending_runs(store: WorkspaceStore, *, interrupted: bool = True, limit: int = SCAN_LIMIT) -> list[Pending]:
+async def pending_runs(
+    store: WorkspaceStore, *, interrupted: bool = True, limit: int = SCAN_LIMIT, heads: int | None = None
+) -> list[Pending]:
     """The next run of every lane that has one, oldest lane head first; `interrupted=False` leaves interrupted runs
-    out (they neither go nor hold their session up)."""
+    out (they neither go nor hold their session up). `heads`: how many of the queue's lane heads to read (default
+    `limit`); the store reads only those, not every queued run behind them (a scan read 200 queued runs, decoding
+    each, whenever a run ended: at a thousand queued runs a tenth of a busy server's time)."""
     running = await store.fetch_runs(status="running", limit=limit)
     busy = {str(r.session_id) for r in running if r.session_id is not None and r.parent_run_id is None}
     candidates: list[Pending] = []
@@ -64,18 +70,14 @@ async def pending_runs(store: WorkspaceStore, *, interrupted: bool = True, limit
         for run in await store.fetch_runs(status=status, limit=limit, answered=status == "waiting"):
             if run.parent_run_id is None and (status == "interrupted" or _answered(run)):
                 candidates.append(Pending(run, "resume"))
-    candidates.extend(
-        Pending(run, "start")
-        for run in await store.fetch_runs(status="queued", limit=limit, oldest_first=True)  # the queue's head
-        if run.parent_run_id is None
-    )
+    candidates.extend(Pending(run, "start") for run in await store.fetch_queue_heads(limit if heads is None else heads))
     # a session's interrupted run goes before its queued ones; within each, the oldest first
     candidates.sort(key=lambda p: (p.action != "resume", p.run.created_at))
-    heads: dict[str, Pending] = {}
+    first: dict[str, Pending] = {}
     for item in candidates:
-        if item.lane not in busy and item.lane not in heads:
-            heads[item.lane] = item
-    return sorted(heads.values(), key=lambda p: p.run.created_at)
+        if item.lane not in busy and item.lane not in first:
+            first[item.lane] = item
+    return sorted(first.values(), key=lambda p: p.run.created_at)
 
 
 def is_next(run: RunProjection, session_runs: Sequence[RunProjection]) -> bool:

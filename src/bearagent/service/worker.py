@@ -34,7 +34,7 @@ from bearagent.domain.ids import RunId
 from bearagent.ports import CommitNotice, commit_feed
 from bearagent.runtime.loop import HAND_BACK
 from bearagent.service.leases import recover_interrupted
-from bearagent.service.queue import Pending, pending_runs
+from bearagent.service.queue import SCAN_LIMIT, Pending, pending_runs
 from bearagent.service.run_types import RunResult
 from bearagent.service.runner import WorkspaceRuntime
 
@@ -215,9 +215,11 @@ class Worker:
         """One pass over every workspace: recover dead owners' runs, then claim lane heads while slots are free.
         Returns how many runs this pass took."""
         taken = 0
+        moment = time.monotonic()  # what is left alone for a while is forgotten once the while is over
         if self._lost:
-            moment = time.monotonic()
             self._lost = {lane: until for lane, until in self._lost.items() if until > moment}
+        if self._failed:
+            self._failed = {run_id: until for run_id, until in self._failed.items() if until > moment}
         for workspace_id in self._workspaces():
             if self.free <= 0 or self._stopping:
                 break
@@ -227,7 +229,12 @@ class Worker:
                 if now - self._recovered.get(workspace_id, -RECOVER_EVERY_S) >= RECOVER_EVERY_S:
                     self._recovered[workspace_id] = now
                     await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
-                pending = await pending_runs(probe.store, interrupted=self.resume_interrupted)
+                # as many heads as this worker could take: its window, and the lanes it passes over (its own being
+                # started, and those it leaves for a while)
+                heads = max(self.free, 1) * SPREAD + len(self._lanes) + len(self._failed) + len(self._lost)
+                pending = await pending_runs(
+                    probe.store, interrupted=self.resume_interrupted, heads=min(heads, SCAN_LIMIT)
+                )
             except BearAgentError as exc:
                 self._recovered.pop(workspace_id, None)
                 self._problem(workspace_id, exc)

@@ -244,6 +244,22 @@ def statuses_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) 
     return {RunId(str(run_id)): cast(RunStatus, status) for run_id, status in rows}
 
 
+QUEUE_HEADS = (
+    SELECT_RUN + " AS r WHERE r.status = 'queued' AND r.parent_run_id IS NULL AND (r.session_id IS NULL OR ("
+    " NOT EXISTS (SELECT 1 FROM run_projections AS o WHERE o.session_id = r.session_id AND o.status = 'queued'"
+    " AND o.parent_run_id IS NULL AND o.rowid < r.rowid)"
+    " AND NOT EXISTS (SELECT 1 FROM run_projections AS b WHERE b.session_id = r.session_id AND b.status = 'running'"
+    " AND b.parent_run_id IS NULL))) ORDER BY r.rowid ASC LIMIT ?"
+)
+"""`fetch_queue_heads`: the oldest queued top-level run of each session whose lane is not busy, and every queued
+top-level run without one, oldest first."""
+
+
+def queue_heads_on(conn: sqlite3.Connection, path: Path, limit: int) -> Sequence[RunProjection]:
+    """The queue's lane heads, oldest first (`ports.RunStorage.fetch_queue_heads`)."""
+    return [_run_of(row) for row in query_on(conn, path, QUEUE_HEADS, [limit], "reading the queue's heads")]
+
+
 def runs_on(
     conn: sqlite3.Connection,
     path: Path,

@@ -184,6 +184,9 @@ class SqliteEventStore:
             )
         )
 
+    async def fetch_queue_heads(self, limit: int) -> Sequence[RunProjection]:
+        return await self._reader.call(lambda conn: run_reads.queue_heads_on(conn, self.path, limit))
+
     async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:
         return await self._reader.call(lambda conn: run_reads.activities_on(conn, self.path, run_id))
 

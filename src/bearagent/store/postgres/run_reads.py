@@ -95,6 +95,23 @@ async def statuses(conn: Conn, q: Queries, where: str, run_ids: Sequence[RunId])
     return {RunId(cast(str, row[0])): cast(RunStatus, row[1]) for row in rows}
 
 
+_QUEUE_HEADS: LiteralString = (
+    "SELECT r.data, r.goal FROM {s}.run_projections AS r"
+    " WHERE r.status = 'queued' AND r.parent_run_id IS NULL AND (r.session_id IS NULL OR ("
+    " NOT EXISTS (SELECT 1 FROM {s}.run_projections AS o WHERE o.session_id = r.session_id AND o.status = 'queued'"
+    " AND o.parent_run_id IS NULL AND o.created_order < r.created_order)"
+    " AND NOT EXISTS (SELECT 1 FROM {s}.run_projections AS b WHERE b.session_id = r.session_id"
+    " AND b.status = 'running' AND b.parent_run_id IS NULL)))"
+    " ORDER BY r.created_order ASC LIMIT %s"
+)
+
+
+async def queue_heads(conn: Conn, q: Queries, where: str, limit: int) -> Sequence[RunProjection]:
+    """The queue's lane heads, oldest first (`ports.RunStorage.fetch_queue_heads`)."""
+    rows = await rows_of(conn, q(_QUEUE_HEADS), [limit], where, "reading the queue's heads")
+    return [_run_of(row) for row in rows]
+
+
 _ANSWERED: LiteralString = "(data -> 'pending_approval' ->> 'decision') IS NOT NULL"
 """A run whose pending approval has its answer (`fetch_runs(answered=True)`)."""
 

@@ -171,6 +171,9 @@ class PostgresRunStorage(SyncFace):
             )
         )
 
+    async def fetch_queue_heads(self, limit: int) -> Sequence[RunProjection]:
+        return await self._port(lambda conn: run_reads.queue_heads(conn, self._q, self.path, limit))
+
     async def fetch_activities(self, run_id: RunId) -> Sequence[ActivityProjection]:
         return await self._port(lambda conn: run_reads.activities(conn, self._q, self.path, run_id))
 
