@@ -198,7 +198,10 @@ async def one_round(
 async def clients_role(base: str, runs: int, clients: int, *, gate: bool) -> None:
     """Run the baseline and the load round against `base`; one JSON line per phase on stdout, waiting for a line on
     stdin before the load round (so the parent can read the server's CPU counters around it)."""
-    limits = httpx.Limits(max_connections=clients + runs + 50)
+    # idle connections are dropped after 2 s, before the server's 5 s keep-alive closes them: with both at 5 s (httpx's
+    # default) a POST could go out on a connection the server was closing, and fail with a ReadError (it did, once
+    # in a few 300-run rounds, more often with the server paused by a sampling profiler)
+    limits = httpx.Limits(max_connections=clients + runs + 50, keepalive_expiry=2.0)
     headers = {"authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) as client:
         base_rounds = [await one_round(client, 1, 1, gate=gate) for _ in range(5 if not gate else 3)]
