@@ -113,6 +113,34 @@ def test_a_run_another_handle_writes_is_read_by_the_poll(tmp_path: Path) -> None
     asyncio.run(go())
 
 
+def test_a_run_written_here_is_not_looked_up_while_quiet_and_a_commit_from_elsewhere_still_comes(
+    tmp_path: Path,
+) -> None:
+    """A writer of this process publishes every commit, so a quiet run it writes (a model thinking) is looked up in
+    the store only at the longest poll, not at the shortest: under a thousand live runs those looks were a tenth
+    of a server's time. A commit another process makes is still found by that look."""
+
+    async def go() -> None:
+        with CountingStore(tmp_path / "state.db") as store, SqliteEventStore(tmp_path / "state.db") as other:
+            writer, f = await started_run(store)
+            follower = LogFollower.of(store)
+            follower.watch(writer)
+            seen = Seen()
+            stop = await follower.follow(f.run_id, seen, poll_s=0.02, max_poll_s=0.5)
+            for event in f.model_call(3, 2):
+                await writer.append(event)
+            reads = store.reads
+            await asyncio.sleep(0.3)  # quiet: a run written elsewhere would be looked up at 0.02, 0.04, 0.08, 0.16 s
+            assert store.reads == reads
+            elsewhere = RunWriter(other)  # another process: what it commits is not published here
+            await elsewhere.append(f.event(RunSucceededV2(final_text="done")))
+            await asyncio.wait_for(seen.done.wait(), 5)
+            assert seen.events == list(range(1, f.sequence + 1))
+            stop()
+
+    asyncio.run(go())
+
+
 def test_a_workspace_watcher_hears_of_runs_published_here_and_written_elsewhere(tmp_path: Path) -> None:
     async def go() -> None:
         with SqliteEventStore(tmp_path / "state.db") as store, SqliteEventStore(tmp_path / "state.db") as other:
