@@ -18,7 +18,9 @@ printed beside the latencies (the server's up to the moment every stream ended: 
 its run's replay, which the server answers afterwards, is not counted). `--profile FILE` runs the server under cProfile and writes its stats to FILE (the event
 loop's thread: the store's SQLite threads are not in it).
 
-Run: `uv run python benchmarks/bench_serve.py [--clients 200] [--runs 50] [--quick] [--profile serve.prof]`.
+Run: `uv run python benchmarks/bench_serve.py [--clients 200] [--runs 50] [--quick] [--profile serve.prof]
+[--server-src DIR]` (`--server-src`: the server runs the package of another tree's `src/`, for a before/after in one
+sitting; the clients are this checkout's).
 Issue 37's load: `--clients 1000 --runs 1000 --steps 5 --model-ms 200 --gate-ms 20000` (1,000 sessions, each a
 5-turn run, 1,000 SSE clients); the throughput is printed beside its ideal (the model's time only: runs x steps x
 model-ms spread over the server's concurrency). "Commit-to-client" is the stored event's `occurred_at` (stamped
@@ -222,6 +224,10 @@ class Served:
     proc: subprocess.Popen[str]
 
 
+server_src: Path | None = None
+"""`--server-src`: the `src/` directory whose package the server process runs (first on its PYTHONPATH)."""
+
+
 def serve(tmp: Path, config: str, profile: Path | None, concurrency: int) -> Served:
     home = tmp / "home"
     (home / "bearagent").mkdir(parents=True, exist_ok=True)
@@ -233,6 +239,8 @@ def serve(tmp: Path, config: str, profile: Path | None, concurrency: int) -> Ser
         "BEARAGENT_LOAD_PLUGINS": "",
         "BEARAGENT_SERVE_TOKEN": TOKEN,
     }
+    if server_src is not None:
+        env["PYTHONPATH"] = str(server_src)
     profiler = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
     argv = [sys.executable, *profiler, "-m", "bearagent", "serve", "--port", "0", "--config", str(tmp / "server.yaml")]
     argv += ["--concurrency", str(concurrency)]  # every run at once (the in-process worker's default is 16)
@@ -309,6 +317,7 @@ def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
     load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, ", end="")
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {load_avg}")
+    print(f"server: {'the package in ' + str(server_src) if server_src else 'this checkout'}")
     b50 = statistics.median(float(b["p50"]) for b in baseline)
     b99 = statistics.median(float(b["p99"]) for b in baseline)
     print(f"baseline (1 client, 1 run, median of {len(baseline)}): p50 {b50:.1f} ms, p99 {b99:.1f} ms")
@@ -418,11 +427,18 @@ def main() -> None:
         help="how long each session's first run holds the measured one queued while the clients connect (0: none, "
         "the clients connect after the run started)",
     )
+    parser.add_argument(
+        "--server-src",
+        help="run the server from this src/ directory (first on its PYTHONPATH), e.g. an older tree's "
+        "(`git worktree add /tmp/before REV`, then `--server-src /tmp/before/src`): before and after in one sitting",
+    )
     parser.add_argument("--sessions", type=int, default=0, help="memory mode: create this many sessions")
     parser.add_argument("--active", type=int, default=100, help="memory mode: runs at once (<= --sessions)")
     parser.add_argument("--role", choices=["orchestrator", "clients"], default="orchestrator", help=argparse.SUPPRESS)
     parser.add_argument("--base", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global server_src
+    server_src = Path(args.server_src).resolve() if args.server_src else None
     clients, runs = (40, 10) if args.quick else (args.clients, args.runs)
     if args.sessions:
         sessions_mode(args.sessions, min(args.active, args.sessions))
