@@ -4,12 +4,11 @@ worker's hand-back leaves it queued for the next worker; only a conflict is retr
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
 from tests.support.config_ws import isolated_env
+from tests.support.run_manager import done_workspace, serving
 from tests.support.run_ws import agent_md, scripted_workspace
 
 from bearagent.domain.ids import RunId
@@ -17,35 +16,13 @@ from bearagent.ports import RunCommit
 from bearagent.runtime.observer import RunObserver
 from bearagent.runtime.reducer import InvalidTransition, SequenceConflict
 from bearagent.server import registry
-from bearagent.server.registry import RunManager, WorkspaceEntry
+from bearagent.server.registry import RunManager
 from bearagent.service import worker as worker_module
 from bearagent.service.cancelling import moved_on
 from bearagent.service.run_types import RunOptions, RunResult
 from bearagent.service.runner import WorkspaceRuntime
 from bearagent.store.errors import StoreError
 from bearagent.store.sqlite import SqliteEventStore
-
-
-def _workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A workspace whose one agent answers "done" at once, and an isolated user environment."""
-    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read]")}
-    root = scripted_workspace(tmp_path / "ws", 'turns:\n  - text: "done"\n', agents=main)
-    return root, isolated_env(tmp_path / "home")
-
-
-@contextlib.asynccontextmanager
-async def _serving(
-    root: Path, env: dict[str, str], *, workers: int, poll_s: float = 0.5, resume_interrupted: bool = False
-) -> AsyncGenerator[RunManager]:
-    """The server's run manager over the workspace (`ws`), its in-process worker started when it has one."""
-    entry = WorkspaceEntry(id="ws", name="ws", root_path=root)
-    manager = RunManager({"ws": entry}, env, workers=workers, poll_s=poll_s, resume_interrupted=resume_interrupted)
-    if workers:
-        manager.start_worker()
-    try:
-        yield manager
-    finally:
-        await manager.aclose()
 
 
 async def _outcome(manager: RunManager, run_id: RunId) -> tuple[str, str]:
@@ -81,10 +58,10 @@ def test_a_queued_run_whose_task_never_began_is_recorded_cancelled(tmp_path: Pat
     # the worker tracks a queued run's execution task before the task first runs (`service/worker.py` `_take`); a
     # cancel that lands in between cancels a coroutine that never started, so nothing in it records the end: the
     # run stayed `queued` and the worker took it again (a cancelled run that then ran, seen under load)
-    root, env = _workspace(tmp_path)
+    root, env = done_workspace(tmp_path)
 
     async def scenario() -> tuple[str, str, bool]:
-        async with _serving(root, env, workers=0) as manager:
+        async with serving(root, env, workers=0) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
             runtime = manager.runtime("ws")
             task = asyncio.create_task(runtime.start_queued(run.run_id, caller="local:tester"))
@@ -105,7 +82,7 @@ def test_stopping_a_queued_run_retries_only_when_it_moved_on(tmp_path: Path, mon
     assert moved_on(SequenceConflict("r", expected=3, got=2))
     assert moved_on(InvalidTransition("RunCancelled", "running", "a worker started it"))
     assert not moved_on(StoreError("state.db", "disk_full", "the disk is full", "free some space"))
-    root, env = _workspace(tmp_path)
+    root, env = done_workspace(tmp_path)
     calls: list[str] = []
 
     async def full_disk(*args: object) -> object:
@@ -115,7 +92,7 @@ def test_stopping_a_queued_run_retries_only_when_it_moved_on(tmp_path: Path, mon
     monkeypatch.setattr(registry, "cancel_stopped", full_disk)
 
     async def scenario() -> str:
-        async with _serving(root, env, workers=0) as manager:
+        async with serving(root, env, workers=0) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
             with pytest.raises(StoreError, match="the disk is full"):
                 await manager.stop(manager.runtime("ws"), run.run_id, "cancelled by the test", wait_s=5)
@@ -130,7 +107,7 @@ def test_a_stopping_worker_hands_back_a_run_it_had_not_started(tmp_path: Path, m
     # a graceful stop whose grace ran out cancels its runs' tasks with HAND_BACK: a started run is left interrupted
     # for the next worker (`runtime/loop.py`); one caught between its claim and its RunStarted was recorded
     # "cancelled by the caller before it started", as if someone had cancelled it, and no worker ever ran it
-    root, env = _workspace(tmp_path)
+    root, env = done_workspace(tmp_path)
     preparing = asyncio.Event()
 
     async def held(self: WorkspaceRuntime, run_id: object, observer: object, caller: str) -> object:
@@ -141,7 +118,7 @@ def test_a_stopping_worker_hands_back_a_run_it_had_not_started(tmp_path: Path, m
     monkeypatch.setattr(WorkspaceRuntime, "_start_locked", held)
 
     async def scenario() -> tuple[str, str]:
-        async with _serving(root, env, workers=1) as manager:
+        async with serving(root, env, workers=1) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
             await asyncio.wait_for(preparing.wait(), timeout=120)
             await manager.worker.stop(grace_s=0)
@@ -157,11 +134,11 @@ def test_a_stopping_worker_hands_back_a_run_whose_run_started_was_committing(
     # the hand-back landing while RunStarted commits (a commit the store makes in a task, as on PostgreSQL): the
     # commit finishes, so the run has started and is handed back interrupted for the next worker to resume; it was
     # recorded cancelled ("cancelled by the caller"), a run nobody cancelled and nobody resumed
-    root, env = _workspace(tmp_path)
+    root, env = done_workspace(tmp_path)
     committing, release = _held_commits(monkeypatch, "RunStarted")
 
     async def scenario() -> tuple[str, str]:
-        async with _serving(root, env, workers=1) as manager:
+        async with serving(root, env, workers=1) as manager:
             try:
                 run = await manager.start("ws", "local:tester", "hello", RunOptions())
                 await asyncio.wait_for(committing.wait(), timeout=120)
@@ -182,7 +159,7 @@ def test_a_queued_run_the_store_refused_for_a_moment_stays_queued_and_starts_lat
 ) -> None:
     # a refusal that may pass (the store locked by another writer for too long, the disk full: retryable) used to
     # fail the queued run for good with that error; it stays queued now and the worker starts it at a later scan
-    root, env = _workspace(tmp_path)
+    root, env = done_workspace(tmp_path)
     real_start = WorkspaceRuntime._start_locked  # pyright: ignore[reportPrivateUsage]
     refusals: list[str] = []
 
@@ -197,7 +174,7 @@ def test_a_queued_run_the_store_refused_for_a_moment_stays_queued_and_starts_lat
     monkeypatch.setattr(worker_module, "RETRY_RESUME_S", 0.3)  # the product waits a minute before it tries again
 
     async def scenario() -> tuple[str, str]:
-        async with _serving(root, env, workers=1, poll_s=0.1) as manager:
+        async with serving(root, env, workers=1, poll_s=0.1) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
             deadline = asyncio.get_running_loop().time() + 120
             status, events = await _outcome(manager, run.run_id)
@@ -231,7 +208,7 @@ def test_a_cancel_while_run_resumed_commits_ends_the_run_cancelled(
     env = isolated_env(tmp_path / "home")
 
     async def interrupted() -> RunId:
-        async with _serving(root, env, workers=1, poll_s=0.1) as manager:
+        async with serving(root, env, workers=1, poll_s=0.1) as manager:
             run = await manager.start("ws", "local:tester", "hello", RunOptions())
             status, _events = await _outcome(manager, run.run_id)
             while status != "running":
@@ -245,7 +222,7 @@ def test_a_cancel_while_run_resumed_commits_ends_the_run_cancelled(
     committing, release = _held_commits(monkeypatch, "RunResumed")
 
     async def cancelled_while_resuming() -> tuple[str, str]:
-        async with _serving(root, env, workers=1, poll_s=0.1, resume_interrupted=True) as manager:
+        async with serving(root, env, workers=1, poll_s=0.1, resume_interrupted=True) as manager:
             try:
                 assert await manager.resume_interrupted() == [run_id]
                 await asyncio.wait_for(committing.wait(), timeout=120)

@@ -61,8 +61,6 @@ async def pending_runs(
     out (they neither go nor hold their session up). `heads`: how many of the queue's lane heads to read (default
     `limit`); the store reads only those, not every queued run behind them (a scan read 200 queued runs, decoding
     each, whenever a run ended: at a thousand queued runs a tenth of a busy server's time)."""
-    running = await store.fetch_runs(status="running", limit=limit)
-    busy = {str(r.session_id) for r in running if r.session_id is not None and r.parent_run_id is None}
     candidates: list[Pending] = []
     for status in ("interrupted", "waiting") if interrupted else ("waiting",):
         # waiting: only the answered ones, in the store, so that any number of unanswered runs (nobody may ever
@@ -70,6 +68,10 @@ async def pending_runs(
         for run in await store.fetch_runs(status=status, limit=limit, answered=status == "waiting"):
             if run.parent_run_id is None and (status == "interrupted" or _answered(run)):
                 candidates.append(Pending(run, "resume"))
+    busy: set[str] = set()
+    if candidates:  # the heads leave busy sessions out already (the store's query): only runs to resume need this
+        running = await store.fetch_runs(status="running", limit=limit)
+        busy = {str(r.session_id) for r in running if r.session_id is not None and r.parent_run_id is None}
     candidates.extend(Pending(run, "start") for run in await store.fetch_queue_heads(limit if heads is None else heads))
     # a session's interrupted run goes before its queued ones; within each, the oldest first
     candidates.sort(key=lambda p: (p.action != "resume", p.run.created_at))

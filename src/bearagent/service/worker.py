@@ -223,39 +223,56 @@ class Worker:
         for workspace_id in self._workspaces():
             if self.free <= 0 or self._stopping:
                 break
-            try:  # one workspace that cannot be served (a damaged store) does not stop the others
-                probe = self._runtime_for(workspace_id)
-                now = time.monotonic()
-                if now - self._recovered.get(workspace_id, -RECOVER_EVERY_S) >= RECOVER_EVERY_S:
-                    self._recovered[workspace_id] = now
-                    await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
-                # as many heads as this worker could take: its window, and the lanes it passes over (its own being
-                # started, and those it leaves for a while)
-                heads = max(self.free, 1) * SPREAD + len(self._lanes) + len(self._failed) + len(self._lost)
-                pending = await pending_runs(
-                    probe.store, interrupted=self.resume_interrupted, heads=min(heads, SCAN_LIMIT)
-                )
-            except BearAgentError as exc:
-                self._recovered.pop(workspace_id, None)
-                self._problem(workspace_id, exc)
-                continue
-            self._problems.pop(workspace_id, None)
-            window = max(self.free, 1) * SPREAD
-            head, rest = pending[:window], pending[window:]
-            self._order.shuffle(head)
-            for item in [*head, *rest]:
-                if self.free <= 0 or self._stopping:
+            # as many lane heads as this worker could take (its window), and those it leaves alone for a while; its
+            # own lanes being started (their runs still queued) are read past only when they took places among them
+            ask = max(self.free, 1) * SPREAD + len(self._failed) + len(self._lost)
+            for _ in range(2):
+                try:  # one workspace that cannot be served (a damaged store) does not stop the others
+                    probe = self._runtime_for(workspace_id)
+                    now = time.monotonic()
+                    if now - self._recovered.get(workspace_id, -RECOVER_EVERY_S) >= RECOVER_EVERY_S:
+                        self._recovered[workspace_id] = now
+                        await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
+                    pending = await pending_runs(
+                        probe.store, interrupted=self.resume_interrupted, heads=min(ask, SCAN_LIMIT)
+                    )
+                except BearAgentError as exc:
+                    self._recovered.pop(workspace_id, None)
+                    self._problem(workspace_id, exc)
                     break
-                key = (workspace_id, item.lane)
-                if key in self._lanes or max(self._failed.get(item.run.run_id, 0.0), self._lost.get(key, 0.0)) > now:
-                    continue
-                subject = await _subject_of(probe, item)
-                self._lanes.add(key)
-                task = asyncio.create_task(self._take(workspace_id, subject, item, key))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-                taken += 1
+                self._problems.pop(workspace_id, None)
+                took, own = await self._claim(workspace_id, probe, pending, now)
+                taken += took
+                if not own or self.free <= 0 or self._stopping or ask >= SCAN_LIMIT:
+                    break
+                ask += len(self._lanes)
         return taken
+
+    async def _claim(
+        self, workspace_id: str, probe: WorkspaceRuntime, pending: list[Pending], now: float
+    ) -> tuple[int, int]:
+        """Take lane heads of `pending` while slots are free: the oldest `free * SPREAD` in an order of this worker's
+        own, then the rest in order. Returns how many it took, and how many it passed over as its own lanes."""
+        taken = own = 0
+        window = max(self.free, 1) * SPREAD
+        head, rest = pending[:window], pending[window:]
+        self._order.shuffle(head)
+        for item in [*head, *rest]:
+            if self.free <= 0 or self._stopping:
+                break
+            key = (workspace_id, item.lane)
+            if key in self._lanes:
+                own += 1
+                continue
+            if max(self._failed.get(item.run.run_id, 0.0), self._lost.get(key, 0.0)) > now:
+                continue
+            subject = await _subject_of(probe, item)
+            self._lanes.add(key)
+            task = asyncio.create_task(self._take(workspace_id, subject, item, key))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            taken += 1
+        return taken, own
 
     async def _take(self, workspace_id: str, subject: str, item: Pending, key: tuple[str, str]) -> None:
         run_id = item.run.run_id
