@@ -246,13 +246,15 @@ def statuses_on(conn: sqlite3.Connection, path: Path, run_ids: Sequence[RunId]) 
 
 QUEUE_HEADS = (
     SELECT_RUN + " AS r WHERE r.status = 'queued' AND r.parent_run_id IS NULL AND (r.session_id IS NULL OR ("
-    " NOT EXISTS (SELECT 1 FROM run_projections AS o WHERE o.session_id = r.session_id AND o.status = 'queued'"
+    " NOT EXISTS (SELECT 1 FROM run_projections AS o WHERE o.session_id = r.session_id AND +o.status = 'queued'"
     " AND o.parent_run_id IS NULL AND o.rowid < r.rowid)"
-    " AND NOT EXISTS (SELECT 1 FROM run_projections AS b WHERE b.session_id = r.session_id AND b.status = 'running'"
+    " AND NOT EXISTS (SELECT 1 FROM run_projections AS b WHERE b.session_id = r.session_id AND +b.status = 'running'"
     " AND b.parent_run_id IS NULL))) ORDER BY r.rowid ASC LIMIT ?"
 )
 """`fetch_queue_heads`: the oldest queued top-level run of each session whose lane is not busy, and every queued
-top-level run without one, oldest first."""
+top-level run without one, oldest first. The `+` keeps the status index out of the two look-ups (without table
+statistics SQLite picked it, and each candidate scanned every older queued run and every running one): a session's
+own runs, by the session index, are what they look at."""
 
 
 def queue_heads_on(conn: sqlite3.Connection, path: Path, limit: int) -> Sequence[RunProjection]:
