@@ -58,6 +58,14 @@ class Collector:
 
     root: Path | None
     items: dict[str, TrustItem] = field(default_factory=dict[str, TrustItem])
+    _real_root: Path | None = field(default=None, init=False, repr=False)
+
+    def _resolved_root(self) -> Path:
+        """The workspace root with its links resolved, once per collector (each resolve reads every component)."""
+        assert self.root is not None
+        if self._real_root is None:
+            self._real_root = self.root.resolve()
+        return self._real_root
 
     def sorted_items(self) -> tuple[TrustItem, ...]:
         return tuple(sorted(self.items.values(), key=lambda i: (i.file, i.line or 0, i.key)))
@@ -74,7 +82,7 @@ class Collector:
         p = Path(path)
         if self.root is not None:
             try:
-                return p.resolve().relative_to(self.root.resolve()).as_posix()
+                return p.resolve().relative_to(self._resolved_root()).as_posix()
             except (ValueError, OSError):
                 pass
         return str(p)
@@ -83,7 +91,7 @@ class Collector:
         if self.root is None:
             return False
         try:
-            path.resolve().relative_to(self.root.resolve())
+            path.resolve().relative_to(self._resolved_root())
         except (ValueError, OSError):
             return False
         return True

@@ -46,7 +46,7 @@ _AGENT_GUARD_KEYS = re.compile(
 def guard_failures(diagnostics: Iterable[Diagnostic], agent_dirs: Sequence[Path] = ()) -> list[Diagnostic]:
     """The diagnostics that must stop a run (see the module docstring)."""
     out: list[Diagnostic] = []
-    agent_roots = [d.resolve() for d in agent_dirs]
+    agent_roots: list[Path] | None = None  # resolved when a diagnostic asks (most checks have none to ask)
     for d in diagnostics:
         name = Path(d.source).name if d.source else ""
         if name in GUARD_FILES:
@@ -55,7 +55,11 @@ def guard_failures(diagnostics: Iterable[Diagnostic], agent_dirs: Sequence[Path]
             ):
                 out.append(d)
             continue
-        broken_agent = d.severity == "error" and d.code in FILE_FAILURES and _is_agent_file(d.source, agent_roots)
+        if not (d.severity == "error" and d.code in FILE_FAILURES):
+            continue
+        if agent_roots is None:
+            agent_roots = [root.resolve() for root in agent_dirs]
+        broken_agent = _is_agent_file(d.source, agent_roots)
         if broken_agent and _declares_guards(Path(d.source)):
             out.append(d)
     return out

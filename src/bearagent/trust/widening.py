@@ -55,8 +55,6 @@ class ConfigFileLike(Protocol):
 
 def model_entry(c: Collector, entry: ModelEntry) -> None:
     """A workspace model entry that sends requests or keys anywhere but its provider's defaults."""
-    file = c.rel(entry.source)
-    line = nested_line(entry.source, "models", entry.name)
     reasons: list[str] = []
     official = OFFICIAL_ENDPOINTS.get(entry.provider, ())
     if entry.base_url is not None and entry.base_url.rstrip("/") not in official:
@@ -75,7 +73,9 @@ def model_entry(c: Collector, entry: ModelEntry) -> None:
     if entry.script and not c.inside(Path(entry.script)):
         reasons.append(f"reads its script from {entry.script}, outside the workspace")
     if not reasons:
-        return
+        return  # nothing to trust: where it is written is not read (a run checks trust twice; it read the file)
+    file = c.rel(entry.source)
+    line = nested_line(entry.source, "models", entry.name)
     canonical = cast(JsonValue, entry.model_dump(mode="json", exclude={"source"}))
     c.add(
         "model",
@@ -89,7 +89,10 @@ def model_entry(c: Collector, entry: ModelEntry) -> None:
 
 def agent(c: Collector, agent: AgentSpec, *, ceiling_set: bool) -> None:
     """A workspace agent's hooks, a looser permission mode (without a user ceiling) and pre-approving `tools`."""
-    file = c.rel(agent.source)
+
+    def file() -> str:  # where it is written, looked up only for an item (most agents add none)
+        return c.rel(agent.source)
+
     for group in agent.hooks:
         hook_group(c, group.model_copy(update={"source": agent.source}), owner=f"agent {agent.name} ")
     mode = agent.policy.permission_mode
@@ -99,7 +102,7 @@ def agent(c: Collector, agent: AgentSpec, *, ceiling_set: bool) -> None:
             f"agent {agent.name} permission_mode",
             f"agent {agent.name!r} sets permission_mode {mode} (looser than the default {BUILTIN_DEFAULT_MODE})",
             mode,
-            file=file,
+            file=file(),
             line=line_containing(agent.source, "permission_mode"),
         )
     for entry in agent.tools or ():
@@ -109,7 +112,7 @@ def agent(c: Collector, agent: AgentSpec, *, ceiling_set: bool) -> None:
                 f"agent {agent.name} tools {entry}",
                 f"agent {agent.name!r} pre-approves {entry!r} in `tools`",
                 entry,
-                file=file,
+                file=file(),
                 line=line_containing(agent.source, entry),
             )
 
