@@ -133,7 +133,7 @@ async def loop_lag(out: list[float], every_s: float = 0.005) -> None:
 
 async def one_round(
     client: httpx.AsyncClient, runs: int, clients: int, *, gate: bool, ran: Callable[[], None] = lambda: None
-) -> dict[str, float | int]:
+) -> dict[str, float | int | str]:
     """Create the sessions, send their runs and follow them; `ran()` is called once every stream ended, before the
     streams are checked against each run's replay (so the server CPU the parent counts leaves the check out)."""
     # at most 64 requests in flight (1,000 at once were connections the loaded server reset); the streams are not
@@ -146,15 +146,17 @@ async def one_round(
 
     sessions = await asyncio.gather(*(post("/v1/workspaces/bench/sessions", {}) for _ in range(runs)))
     per_run = max(clients // runs, 1)
-    cpu0, t0 = time.process_time(), time.perf_counter()
+    cpu0, t0, t0_wall = time.process_time(), time.perf_counter(), time.time()
 
     async def run_and_follow(session: str) -> tuple[str, list[tuple[float, list[Frame]]]]:
         if gate:  # the session's first run holds the measured one in the session's queue (see the module docstring)
             await post(f"/v1/sessions/{session}/runs", {"prompt": "gate"})
         accepted = await post(f"/v1/sessions/{session}/runs", {"prompt": "hi"})
+        accepted_at.append(time.time())
         run_id = accepted.json()["run_id"]
         return run_id, list(await asyncio.gather(*(follow(client, run_id) for _ in range(per_run))))
 
+    accepted_at: list[float] = []
     lags: list[float] = []
     lagging = asyncio.ensure_future(loop_lag(lags))
     results = await asyncio.gather(*(run_and_follow(s.json()["id"]) for s in sessions))
@@ -163,6 +165,7 @@ async def one_round(
     ran()
     live: list[float] = []
     caught_up: list[float] = []
+    timed: list[tuple[float, float, str]] = []  # (committed at, latency ms, frame type) of every delivery
     lost = 0
     first_start, last_end = float("inf"), 0.0
     for run_id, streams in results:
@@ -174,10 +177,21 @@ async def one_round(
             ok = [f[:3] for f in frames] == replay and seqs == sorted(seqs) and frames[-1][1] in {"run.succeeded"}
             lost += 0 if ok else 1
             last_end = max(last_end, frames[-1][3])
-            for _, _, seq, received in frames:
+            for _, kind, seq, received in frames:
                 if seq in times:
-                    (live if times[seq] >= opened else caught_up).append((received - times[seq]) * 1000)
+                    latency = (received - times[seq]) * 1000
+                    (live if times[seq] >= opened else caught_up).append(latency)
+                    timed.append((times[seq], latency, kind))
     every = live + caught_up
+    # the tail, split: commits made while runs were still being sent (the burst of POSTs and stream connections)
+    # and after the last was accepted; and which frames the slowest 1% were
+    burst_end = max(accepted_at, default=0.0)
+    during = [t[1] for t in timed if t[0] <= burst_end]
+    after = [t[1] for t in timed if t[0] > burst_end]
+    slowest = sorted(timed, key=lambda t: t[1])[-max(len(timed) // 100, 1) :]
+    kinds: dict[str, int] = {}
+    for _, _, kind in slowest:
+        kinds[kind] = kinds.get(kind, 0) + 1
     return {
         "p50": statistics.median(every),
         "p99": _p(every, 0.99),
@@ -194,6 +208,12 @@ async def one_round(
         "client_lag_max": max(lags, default=float("nan")),
         "streams": sum(len(s) for _, s in results),
         "bad_streams": lost,
+        "burst_p99": _p(during, 0.99),
+        "burst": len(during),
+        "after_p99": _p(after, 0.99),
+        "after": len(after),
+        "burst_s": burst_end - t0_wall,
+        "slowest_kinds": json.dumps(dict(sorted(kinds.items(), key=lambda kv: -kv[1]))),
     }
 
 
@@ -342,6 +362,11 @@ def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
     print(
         f"  the client process's own event loop was late by up to {result['client_lag_max']:.1f} ms (p99 "
         f"{result['client_lag_p99']:.1f} ms): frames waited that long in the client"
+    )
+    print(
+        f"  p99 of the commits made while runs were still being sent (the first {result['burst_s']:.1f} s): "
+        f"{result['burst_p99']:.1f} ms over {result['burst']}; after: {result['after_p99']:.1f} ms over "
+        f"{result['after']}; the slowest 1% by frame: {result['slowest_kinds']}"
     )
     if args.profile:
         print(f"server profile: {args.profile} (python -m pstats {args.profile})")
