@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.server.test_http_api import start
+from tests.server.test_http_api import Server, start
 from tests.support.run_ws import agent_md, scripted_workspace
 
 RELEASE = "release-held-turns"
@@ -22,6 +22,14 @@ turns:
     wait_for_file: {RELEASE}
     wait_timeout_ms: 120000
 """
+
+
+def _serve(tmp_path: Path, *, concurrency: int, per_caller: int) -> tuple[Path, Server]:
+    """A real server over a workspace whose turns wait for `RELEASE`: one in-process worker running `concurrency`
+    runs at once, `per_caller` the caller's limit of active runs."""
+    root = scripted_workspace(tmp_path / "ws", SCRIPT, agents={"main": agent_md("Main.", mode="primary")})
+    config = f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{max_active_runs_per_caller: {per_caller}}}\n"
+    return root, start(tmp_path, "--workers", "1", "--concurrency", str(concurrency), config=config)
 
 
 def _statuses(c: httpx.Client, runs: list[str]) -> list[str]:
@@ -39,9 +47,7 @@ def _until(c: httpx.Client, runs: list[str], done: Callable[[list[str]], bool], 
 
 @pytest.mark.slow
 def test_a_run_beyond_the_servers_concurrency_waits_queued_and_runs_when_a_slot_frees(tmp_path: Path) -> None:
-    root = scripted_workspace(tmp_path / "ws", SCRIPT, agents={"main": agent_md("Main.", mode="primary")})
-    config = f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{max_active_runs_per_caller: 100}}\n"
-    server = start(tmp_path, "--workers", "1", "--concurrency", "2", config=config)
+    root, server = _serve(tmp_path, concurrency=2, per_caller=100)
     try:
         with server.client() as c:
             sessions = [c.post("/v1/workspaces/ws/sessions", json={}).json()["id"] for _ in range(3)]
@@ -70,9 +76,7 @@ def test_a_run_beyond_the_servers_concurrency_waits_queued_and_runs_when_a_slot_
 def test_runs_beyond_the_per_caller_limit_are_refused_until_one_ends(tmp_path: Path) -> None:
     """One run executing in the server, two queued behind it (read from the store): three are the caller's limit,
     a fourth is refused with 429 and nothing recorded; once they end, the caller may send again."""
-    root = scripted_workspace(tmp_path / "ws", SCRIPT, agents={"main": agent_md("Main.", mode="primary")})
-    config = f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{max_active_runs_per_caller: 3}}\n"
-    server = start(tmp_path, "--workers", "1", "--concurrency", "1", config=config)
+    root, server = _serve(tmp_path, concurrency=1, per_caller=3)
     try:
         with server.client() as c:
             sessions = [c.post("/v1/workspaces/ws/sessions", json={}).json()["id"] for _ in range(5)]
