@@ -15,8 +15,8 @@ terminal event. Baseline in the same run: one client following one run alone on 
 The clients run in a process of their own (`--role clients`, started by this script), so what they cost is measured
 apart: the CPU seconds of the client process and of the server process (from /proc) during the load round are
 printed beside the latencies (the server's up to the moment every stream ended: the check of each stream against
-its run's replay, which the server answers afterwards, is not counted). `--profile FILE` runs the server under cProfile and writes its stats to FILE (the event
-loop's thread: the store's SQLite threads are not in it).
+its run's replay, which the server answers afterwards, is not counted). `--profile FILE` runs the server under
+cProfile and writes its stats to FILE (the event loop's thread: the store's SQLite threads are not in it).
 
 Run: `uv run python benchmarks/bench_serve.py [--clients 200] [--runs 50] [--quick] [--profile serve.prof]
 [--server-src DIR]` (`--server-src`: the server runs the package of another tree's `src/`, for a before/after in one

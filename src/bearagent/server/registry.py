@@ -304,8 +304,8 @@ class RunManager:
         """Whether `subject` may send another run under the per-caller limit of `limit` active runs. The runs this
         server recorded as the caller's and has not yet seen end are at least as many as the active ones, so while
         they are fewer than `limit` the answer is yes without a read; only at the limit are their statuses read
-        (`active_count`, which forgets the ended ones, so a caller's set stays near `limit` runs). Without that, every request of a caller with N open runs
-        read N statuses: a burst of 1,000 runs read ~500,000 (issue 37)."""
+        (`active_count`, which forgets the ended ones, so a caller's set stays near `limit` runs). Without that,
+        every request of a caller with N open runs read N statuses: a burst of 1,000 runs read ~500,000 (issue 37)."""
         open_runs = self._open.get(subject)
         if open_runs is None or len(open_runs) < limit:
             return True
