@@ -11,11 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.support.config_ws import isolated_env
 from tests.support.run_manager import done_workspace, serving
+from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.domain.ids import RunId
 from bearagent.ports import RunCommit
+from bearagent.service.resuming import answer_approval
 from bearagent.service.run_types import RunOptions
+from bearagent.service.runner import WorkspaceRuntime
 from bearagent.store.sqlite import SqliteEventStore
 
 
@@ -77,3 +81,70 @@ def test_a_slot_that_frees_while_its_own_lanes_are_starting_takes_the_next_sessi
     taken, more, finals = asyncio.run(scenario())
     assert taken[5] == more[0], (taken, more)  # the oldest session after its own
     assert finals == ["succeeded"] * 9, finals
+
+
+ASK_THEN_HOLD = """
+turns:
+  - text: "Writing."
+    tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "made\\n"}}]
+  - text: "Second."
+    wait_for_file: release
+  - text: "Done."
+"""
+
+
+@pytest.mark.slow
+def test_an_answer_given_while_its_session_was_busy_is_taken_when_the_session_frees(
+    tmp_path: Path, postgres_dsn: str
+) -> None:
+    # PostgreSQL, where the worker hears other processes' commits: a scan woken by a run queued or ended reads only
+    # the lane heads, unless the previous scan found runs to resume. Here run A waits for an approval, and its
+    # session's next run B starts meanwhile (an unanswered wait does not hold the session up) and is held in its model
+    # call. A's answer comes through another handle (an API-only manager's): the worker's scan sees A answered but
+    # its lane busy. When B ends, the scan must read A again (B's end alone adds no run to resume) and resume it at
+    # once, not at the poll (60 s here)
+    agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")}
+    root = scripted_workspace(
+        tmp_path / "ws", ASK_THEN_HOLD, agents=agents, config=CONFIG + "permission_mode: default\n"
+    )
+    env = {**isolated_env(tmp_path / "home"), "BEARAGENT_DATABASE_URL": postgres_dsn}
+    caller = "local:tester"
+
+    async def settled(runtime: WorkspaceRuntime, run_id: RunId, status: str, within_s: float) -> str:
+        deadline = time.monotonic() + within_s
+        while True:
+            run = await runtime.store.fetch_run(run_id)
+            assert run is not None
+            if run.status == status or time.monotonic() > deadline:
+                return run.status
+            await asyncio.sleep(0.05)
+
+    async def scenario() -> tuple[str, float]:
+        async with (
+            serving(root, env, workers=0) as api,
+            serving(root, env, workers=1, concurrency=2, poll_s=60.0) as fleet,
+        ):
+            runtime = api.runtime("ws")
+            session = await runtime.create_session(None, caller=caller)
+            options = RunOptions(session=str(session.session_id), wait_approvals=True)
+            first = (await api.start("ws", caller, "write it", options)).run_id
+            assert await settled(runtime, first, "waiting", 30) == "waiting"
+            second = (await api.start("ws", caller, "and then", options)).run_id
+            assert await settled(runtime, second, "running", 30) == "running"
+            waiting = await runtime.store.fetch_run(first)
+            assert waiting is not None and waiting.pending_approval is not None
+            await answer_approval(
+                runtime, first, waiting.pending_approval.approval_id, "allow_once", answered_by=caller
+            )
+            await asyncio.sleep(1.0)  # the answer's notice reached the worker, and its scan found the lane busy
+            (root / ".bearagent" / "release").write_text("")
+            assert await settled(runtime, second, "succeeded", 30) == "succeeded"
+            ended = time.monotonic()
+            status = await settled(runtime, first, "succeeded", 30)
+            assert fleet.worker.stats.resumed == 1, fleet.worker.stats.to_json()
+            return status, time.monotonic() - ended
+
+    status, after_s = asyncio.run(scenario())
+    # not taken within 30 s of its session freeing: only the worker's poll (60 s) would have looked at it again
+    assert status == "succeeded", (status, after_s)
+    assert (root / "out.txt").read_text() == "made\n"

@@ -54,6 +54,17 @@ def _answered(run: RunProjection) -> bool:
     return run.pending_approval is not None and run.pending_approval.decision is not None
 
 
+@dataclass(frozen=True, slots=True)
+class Lanes:
+    """What one look at the queue found."""
+
+    pending: list[Pending]
+    """The next run of every lane that has one, oldest lane head first."""
+    resumable: bool
+    """The look read runs to resume and found some (perhaps in busy lanes, or failing to resume): a worker's next
+    look must read them again, whatever woke it."""
+
+
 async def pending_runs(
     store: WorkspaceStore, *, interrupted: bool = True, limit: int = SCAN_LIMIT, heads: int | None = None
 ) -> list[Pending]:
@@ -61,13 +72,28 @@ async def pending_runs(
     out (they neither go nor hold their session up). `heads`: how many of the queue's lane heads to read (default
     `limit`); the store reads only those, not every queued run behind them (a scan read 200 queued runs, decoding
     each, whenever a run ended: at a thousand queued runs a tenth of a busy server's time)."""
+    return (await look_at_lanes(store, interrupted=interrupted, limit=limit, heads=heads)).pending
+
+
+async def look_at_lanes(
+    store: WorkspaceStore,
+    *,
+    interrupted: bool = True,
+    limit: int = SCAN_LIMIT,
+    heads: int | None = None,
+    resumes: bool = True,
+) -> Lanes:
+    """`pending_runs`, and whether there were runs to resume. `resumes=False` reads only the queue's lane heads (one
+    store read instead of two or three): for a look after what can only have added queued lane heads (a run queued,
+    a run ended), when the previous look found nothing to resume (`Lanes.resumable`)."""
     candidates: list[Pending] = []
-    for status in ("interrupted", "waiting") if interrupted else ("waiting",):
+    for status in (("interrupted", "waiting") if interrupted else ("waiting",)) if resumes else ():
         # waiting: only the answered ones, in the store, so that any number of unanswered runs (nobody may ever
         # answer them) cannot push an answered one out of the scan's limit and leave it waiting for good
         for run in await store.fetch_runs(status=status, limit=limit, answered=status == "waiting"):
             if run.parent_run_id is None and (status == "interrupted" or _answered(run)):
                 candidates.append(Pending(run, "resume"))
+    resumable = bool(candidates)
     busy: set[str] = set()
     if candidates:  # the heads leave busy sessions out already (the store's query): only runs to resume need this
         running = await store.fetch_runs(status="running", limit=limit)
@@ -79,7 +105,7 @@ async def pending_runs(
     for item in candidates:
         if item.lane not in busy and item.lane not in first:
             first[item.lane] = item
-    return sorted(first.values(), key=lambda p: p.run.created_at)
+    return Lanes(sorted(first.values(), key=lambda p: p.run.created_at), resumable)
 
 
 def is_next(run: RunProjection, session_runs: Sequence[RunProjection]) -> bool:

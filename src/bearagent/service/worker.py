@@ -12,7 +12,9 @@ process, so (1) a worker with no free slot ignores it (its own runs' ends wake i
 look only if it is a cancel request (else that look runs at the poll and at wakes from this process), and (3) of
 the oldest lane heads a worker could take, it tries them in an order of its own (`SPREAD`), so workers woken by the
 same notice mostly try different lanes instead of all racing for the oldest one (the loser of a race had read the
-run and tried its session's lock for nothing).
+run and tried its session's lock for nothing), and (4) a scan after what can only have added queued lane heads (a
+run queued or ended, here or elsewhere) reads only the lane heads, one store read, unless the previous scan found
+runs to resume; the poll, a wake from this process, and a run interrupted or answered read those as well.
 
 Graceful stop (`stop`): no new claims; runs in flight may finish for `grace_s`; what still runs after it is handed
 back (its task is cancelled with `HAND_BACK`: the loop records `RunInterrupted`, not `RunCancelled`), and the next
@@ -31,10 +33,11 @@ from dataclasses import dataclass, field
 
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.ids import RunId
+from bearagent.domain.state import TERMINAL_RUN_STATUSES
 from bearagent.ports import CommitNotice, commit_feed
 from bearagent.runtime.loop import HAND_BACK
 from bearagent.service.leases import recover_interrupted
-from bearagent.service.queue import SCAN_LIMIT, Pending, pending_runs
+from bearagent.service.queue import SCAN_LIMIT, Pending, look_at_lanes
 from bearagent.service.run_types import RunResult
 from bearagent.service.runner import WorkspaceRuntime
 
@@ -61,6 +64,9 @@ sessions stays near oldest-first (a head waits at most while the `free * SPREAD`
 session it is exact (one lane, oldest first)."""
 CANCEL_REQUESTED = "cancel_requested"
 """The status of a cancel request's notice (`store/postgres/notify.py`)."""
+HEADS_ONLY = frozenset({"queued", *TERMINAL_RUN_STATUSES})
+"""Statuses of a lifecycle notice after which only the queue's lane heads can have changed (a run queued; a run
+ended, so its lane's next may go): the scan it wakes reads the heads alone, unless there are runs to resume."""
 
 RuntimeFor = Callable[[str], WorkspaceRuntime]
 """workspace id -> the runtime that executes every caller's runs in that workspace (the caller goes with the run)."""
@@ -107,6 +113,7 @@ class Worker:
         self.resume_interrupted = resume_interrupted
         self._wake = asyncio.Event()
         self._look_for_cancels = True  # the next pass asks the store for cancel requests of this worker's runs
+        self._look_for_resumes = True  # the next scan reads interrupted and answered runs, not only lane heads
         self._order = random.Random()
         self._lanes: set[tuple[str, str]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -136,8 +143,10 @@ class Worker:
             self.report(workspace_id, said)
 
     def wake(self) -> None:
-        """Scan now (a run was enqueued, or a run of a busy lane finished)."""
+        """Scan now, every kind of pending run (a run was enqueued or answered in this process, or the worker
+        stops)."""
         self._look_for_cancels = True
+        self._look_for_resumes = True
         self._wake.set()
 
     @property
@@ -163,8 +172,10 @@ class Worker:
                     _log.warning("worker scan failed: %s", exc)
                 try:
                     await asyncio.wait_for(self._wake.wait(), timeout=self.poll_s)
-                except TimeoutError:  # the poll: a cancel request whose notice was missed (or SQLite: none)
+                except TimeoutError:  # the poll: a cancel request or a run to resume whose notice was missed (or
+                    # SQLite: none)
                     self._look_for_cancels = True
+                    self._look_for_resumes = True
                 await asyncio.sleep(COALESCE_S)  # a burst of commits elsewhere: one scan for all of them
         finally:
             for stop in unlisten:
@@ -183,6 +194,8 @@ class Worker:
             elif notice.status != "running" and self.free > 0 and not self._stopping:
                 # a run queued, ended (its lane is free), interrupted or answered: one this worker could take; a
                 # worker with every slot busy has nothing to take (its own runs' ends wake it)
+                if notice.status not in HEADS_ONLY:
+                    self._look_for_resumes = True
                 self._wake.set()
 
         for workspace_id in self._workspaces():
@@ -215,6 +228,7 @@ class Worker:
         """One pass over every workspace: recover dead owners' runs, then claim lane heads while slots are free.
         Returns how many runs this pass took."""
         taken = 0
+        resumes, self._look_for_resumes = self._look_for_resumes, False  # a notice during the scan sets it again
         moment = time.monotonic()  # what is left alone for a while is forgotten once the while is over
         if self._lost:
             self._lost = {lane: until for lane, until in self._lost.items() if until > moment}
@@ -232,16 +246,20 @@ class Worker:
                     now = time.monotonic()
                     if now - self._recovered.get(workspace_id, -RECOVER_EVERY_S) >= RECOVER_EVERY_S:
                         self._recovered[workspace_id] = now
-                        await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids)
-                    pending = await pending_runs(
-                        probe.store, interrupted=self.resume_interrupted, heads=min(ask, SCAN_LIMIT)
+                        if await recover_interrupted(probe.store, probe.writer, probe.clock, probe.ids):
+                            resumes = True
+                    lanes = await look_at_lanes(
+                        probe.store, interrupted=self.resume_interrupted, heads=min(ask, SCAN_LIMIT), resumes=resumes
                     )
                 except BearAgentError as exc:
                     self._recovered.pop(workspace_id, None)
+                    self._look_for_resumes = True
                     self._problem(workspace_id, exc)
                     break
                 self._problems.pop(workspace_id, None)
-                took, own = await self._claim(workspace_id, probe, pending, now)
+                if lanes.resumable:  # still there (or busy, or failing): the next scan reads them again
+                    self._look_for_resumes = True
+                took, own = await self._claim(workspace_id, probe, lanes.pending, now)
                 taken += took
                 if not own or self.free <= 0 or self._stopping or ask >= SCAN_LIMIT:
                     break
@@ -320,8 +338,10 @@ class Worker:
             self.stats.in_flight.pop(run_id, None)
             self._running.pop(run_id, None)
             self._lanes.discard(key)
-            if not lost:
-                self.wake()  # the lane's next run may go now (and the slot is free for another lane)
+            if not lost:  # the lane's next run may go now (and the slot is free for another lane); a run to resume
+                # that waited for this lane was seen by the last scan, which keeps `_look_for_resumes` set
+                self._look_for_cancels = True
+                self._wake.set()
 
     async def stop(self, *, grace_s: float = 10.0) -> None:
         """Claim nothing more; let runs in flight finish for up to `grace_s`, then hand the rest back (cancel their
