@@ -184,18 +184,25 @@ class WorkspaceRuntime:
         return recorder.projection
 
     async def start_queued(
-        self, run_id: RunId, observer: RunObserver | None = None, *, caller: str = "local"
+        self,
+        run_id: RunId,
+        observer: RunObserver | None = None,
+        *,
+        caller: str = "local",
+        seen: RunProjection | None = None,
     ) -> RunResult:
         """Execute the queued run `run_id` (recorded by `enqueue`, perhaps in another process) to a terminal state,
         if it is its session's next (`queue.py`). It is claimed under its session's lock (the run's own for a run
         without a session), so of two processes only one starts it: the other gets `SessionBusy`, or a `conflict`
         error (`not_queued`, `not_next`) once it holds the lock. Cancelled before its RunStarted, it is recorded
         cancelled (no worker takes it again), unless a stopping worker hands it back (`HAND_BACK`): then it stays
-        queued for the next worker. `caller`: whose run it is (the worker says)."""
+        queued for the next worker. `caller`: whose run it is (the worker says). `seen`: the run as a scan read it
+        (a worker's): its session, which never changes, names the lock without a read first, so a claim that
+        another process won costs one try of the lock; everything else is read again under the lock."""
         from bearagent.service.queue import no_queued_run
 
         try:
-            run = await self.store.fetch_run(run_id)
+            run = seen if seen is not None and seen.run_id == run_id else await self.store.fetch_run(run_id)
             if run is None:
                 raise no_queued_run(run_id)
             lane = run.session_id if run.session_id is not None else SessionId(str(run.run_id))

@@ -62,6 +62,9 @@ SPREAD = 4
 its own (random per worker and scan): workers woken together spread over different lanes. The queue's order across
 sessions stays near oldest-first (a head waits at most while the `free * SPREAD` older ones are taken); within a
 session it is exact (one lane, oldest first)."""
+CALLERS_KEPT = 10_000
+"""How many sessions' callers a worker remembers (a session's caller never changes): a claim, won or lost, then
+reads nothing before it tries the session's lock."""
 CANCEL_REQUESTED = "cancel_requested"
 """The status of a cancel request's notice (`store/postgres/notify.py`)."""
 HEADS_ONLY = frozenset({"queued", *TERMINAL_RUN_STATUSES})
@@ -123,6 +126,7 @@ class Worker:
         self._recovered: dict[str, float] = {}  # workspace id -> when its dead owners were last looked for
         self._failed: dict[RunId, float] = {}  # a run that could not resume -> when to try it again
         self._lost: dict[tuple[str, str], float] = {}  # a lane another worker took first -> when to look again
+        self._callers: dict[tuple[str, str], str] = {}  # (workspace id, session id) -> the session's caller
         self.stats = WorkerStats()
         self.report: Callable[[str, str], None] | None = None
         """Told `(workspace id, what is wrong and what to do)` when a workspace cannot be served (a damaged store,
@@ -284,7 +288,7 @@ class Worker:
                 continue
             if max(self._failed.get(item.run.run_id, 0.0), self._lost.get(key, 0.0)) > now:
                 continue
-            subject = await _subject_of(probe, item)
+            subject = await self._subject_of(workspace_id, probe, item)
             self._lanes.add(key)
             task = asyncio.create_task(self._take(workspace_id, subject, item, key))
             self._tasks.add(task)
@@ -299,7 +303,7 @@ class Worker:
         lost = False
         try:
             execution = asyncio.create_task(
-                runtime.start_queued(run_id, caller=subject)
+                runtime.start_queued(run_id, caller=subject, seen=item.run)
                 if item.action == "start"
                 else runtime.resume(run_id, wait=False, caller=subject)
             )
@@ -343,6 +347,24 @@ class Worker:
                 self._look_for_cancels = True
                 self._wake.set()
 
+    async def _subject_of(self, workspace_id: str, probe: WorkspaceRuntime, item: Pending) -> str:
+        """Whose run it is: its session's caller, else the subject that started it, else the local user."""
+        run = item.run
+        if run.session_id is not None:
+            key = (workspace_id, str(run.session_id))
+            known = self._callers.get(key)
+            if known is not None:
+                return known
+            session = await probe.store.fetch_session(run.session_id)
+            if session is not None and session.caller:
+                if len(self._callers) >= CALLERS_KEPT:
+                    del self._callers[next(iter(self._callers))]  # the longest known
+                self._callers[key] = session.caller
+                return session.caller
+        if run.request is not None and run.request.initiator_ref:
+            return run.request.initiator_ref
+        return "local"
+
     async def stop(self, *, grace_s: float = 10.0) -> None:
         """Claim nothing more; let runs in flight finish for up to `grace_s`, then hand the rest back (cancel their
         tasks in this process without recording an end: the next worker finds them interrupted and resumes)."""
@@ -355,18 +377,6 @@ class Worker:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-async def _subject_of(probe: WorkspaceRuntime, item: Pending) -> str:
-    """Whose run it is: its session's caller, else the subject that started it, else the local user."""
-    run = item.run
-    if run.session_id is not None:
-        session = await probe.store.fetch_session(run.session_id)
-        if session is not None and session.caller:
-            return session.caller
-    if run.request is not None and run.request.initiator_ref:
-        return run.request.initiator_ref
-    return "local"
 
 
 async def _record_start_failure(runtime: WorkspaceRuntime, run_id: RunId, exc: BearAgentError) -> None:
