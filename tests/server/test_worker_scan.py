@@ -6,8 +6,9 @@ commits are held, so "four of its lanes still starting when a slot frees" is a s
 from __future__ import annotations
 
 import asyncio
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableSequence
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,75 @@ def test_an_answer_given_while_its_session_was_busy_is_taken_when_the_session_fr
     # not taken within 30 s of its session freeing: only the worker's poll (60 s) would have looked at it again
     assert status == "succeeded", (status, after_s)
     assert (root / "out.txt").read_text() == "made\n"
+
+
+class _InOrder(random.Random):
+    """A worker's order of its window without the randomness: the oldest lane head first."""
+
+    def shuffle(self, x: MutableSequence[object]) -> None:  # type: ignore[override]
+        return None
+
+
+def test_a_worker_takes_a_lane_it_served_before_older_lanes_it_never_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # of the heads in its window, a worker takes first the lanes it executed a run of (it holds their sessions'
+    # provider and plan caches already), so a fleet's workers keep to their sessions instead of all building every
+    # session's state. Concurrency 1: session A's first run is served; C's run holds the slot (its RunStarted
+    # commit waits) while B1, B2, B3 and then A queue. When C ends, the window holds B1, B2, B3, A (oldest first,
+    # the random order replaced by that one): A must go first
+    root, env = done_workspace(tmp_path)
+    came: list[RunId] = []
+    gates: dict[RunId, asyncio.Event] = {}
+    real_commit, real_now = SqliteEventStore.commit, SqliteEventStore.commit_now
+
+    def gate(run_id: RunId) -> asyncio.Event:
+        return gates.setdefault(run_id, asyncio.Event())
+
+    def now_unless_start(self: SqliteEventStore, commit: RunCommit) -> bool:
+        return commit.events[0].event_type != "RunStarted" and real_now(self, commit)
+
+    async def held(self: SqliteEventStore, commit: RunCommit) -> None:
+        if commit.events[0].event_type == "RunStarted":
+            came.append(commit.events[0].run_id)
+            await gate(commit.events[0].run_id).wait()
+        await real_commit(self, commit)
+
+    monkeypatch.setattr(SqliteEventStore, "commit_now", now_unless_start)
+    monkeypatch.setattr(SqliteEventStore, "commit", held)
+
+    async def scenario() -> tuple[list[RunId], list[RunId]]:
+        async with serving(root, env, workers=1, concurrency=1) as manager:
+            manager.worker._order = _InOrder()  # pyright: ignore[reportPrivateUsage]
+            runtime = manager.runtime("ws")
+
+            async def run_in(session: str) -> RunId:
+                options = RunOptions(session=session)
+                return (await manager.start("ws", "local:tester", "hello", options)).run_id
+
+            a, c, *bs = [str((await runtime.create_session(None, caller="local:tester")).session_id) for _ in range(5)]
+            first = await run_in(a)
+            gate(first).set()
+            assert await _until(lambda: len(came) == 1)
+            store = runtime.store
+
+            async def finished(run_id: RunId) -> bool:
+                run = await store.fetch_run(run_id)
+                return run is not None and run.status == "succeeded"
+
+            deadline = time.monotonic() + 20
+            while not await finished(first) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            holding = await run_in(c)
+            assert await _until(lambda: len(came) == 2), came
+            later = [await run_in(b) for b in bs] + [await run_in(a)]
+            gate(holding).set()
+            assert await _until(lambda: len(came) == 3), came
+            order = list(came)
+            for run_id in later:
+                gate(run_id).set()
+            assert await _until(lambda: len(came) == 6), came
+            return order, later
+
+    order, later = asyncio.run(scenario())
+    assert order[2] == later[-1], (order, later)  # A's second run, not B1's older one

@@ -59,9 +59,13 @@ COALESCE_S = 0.01
 """After a wake, how long a worker lets further wakes gather before it scans once for all of them."""
 SPREAD = 4
 """A worker with `free` slots takes its lanes from the oldest `free * SPREAD` lane heads of a scan, in an order of
-its own (random per worker and scan): workers woken together spread over different lanes. The queue's order across
+its own: first the lanes it executed a run of lately (`SERVED_KEPT`; it holds their sessions' state already: the
+provider, the plan's caches), then the others, each group in a random order (per worker and scan), so workers woken
+together spread over different lanes. The queue's order across
 sessions stays near oldest-first (a head waits at most while the `free * SPREAD` older ones are taken); within a
 session it is exact (one lane, oldest first)."""
+SERVED_KEPT = 1_000
+"""How many lanes a worker remembers having executed a run of, the latest kept (`SPREAD`)."""
 CALLERS_KEPT = 10_000
 """How many sessions' callers a worker remembers (a session's caller never changes): a claim, won or lost, then
 reads nothing before it tries the session's lock."""
@@ -127,6 +131,7 @@ class Worker:
         self._failed: dict[RunId, float] = {}  # a run that could not resume -> when to try it again
         self._lost: dict[tuple[str, str], float] = {}  # a lane another worker took first -> when to look again
         self._callers: dict[tuple[str, str], str] = {}  # (workspace id, session id) -> the session's caller
+        self._served: dict[tuple[str, str], None] = {}  # lanes this worker executed a run of, the latest last
         self.stats = WorkerStats()
         self.report: Callable[[str, str], None] | None = None
         """Told `(workspace id, what is wrong and what to do)` when a workspace cannot be served (a damaged store,
@@ -279,6 +284,7 @@ class Worker:
         window = max(self.free, 1) * SPREAD
         head, rest = pending[:window], pending[window:]
         self._order.shuffle(head)
+        head.sort(key=lambda item: (workspace_id, item.lane) not in self._served)  # stable: random within each
         for item in [*head, *rest]:
             if self.free <= 0 or self._stopping:
                 break
@@ -338,6 +344,10 @@ class Worker:
                 self.stats.started += 1
             else:
                 self.stats.resumed += 1
+            self._served.pop(key, None)
+            self._served[key] = None
+            if len(self._served) > SERVED_KEPT:
+                del self._served[next(iter(self._served))]
         finally:
             self.stats.in_flight.pop(run_id, None)
             self._running.pop(run_id, None)
