@@ -21,6 +21,12 @@ should not grow with the number of workers). `--profile DIR` runs the PostgreSQL
 under cProfile (their event loop thread's CPU time) and writes `worker-<W>of<N>.prof` into DIR.
 
 Each figure is the median of `--rounds` rounds (the machine is shared and noisy); print them as a markdown table.
+
+`--ab SRC` runs only part 1's PostgreSQL fleets, at `--workers` (default 1,4), in alternating rounds between the
+package in SRC (another tree's `src/`, first on the processes' PYTHONPATH: e.g. `git archive REV src | tar -x -C
+/tmp/before`) and this checkout's, with the transactions per run of each round. `--statements` (with or without
+`--ab`) preloads `pg_stat_statements` in the cluster and prints, for each PostgreSQL fleet, the statements its
+measured runs made, per run (calls and rows), the most called first: which reads and claims a run costs.
 """
 
 from __future__ import annotations
@@ -67,6 +73,10 @@ BEARAGENT = str(Path(sys.executable).parent / "bearagent")
 TOKEN = "bench-scale-token"
 
 
+SOURCE: dict[str, str] = {}
+"""`{"src": DIR}` while a fleet runs another tree's package (`--ab`)."""
+
+
 def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -74,6 +84,7 @@ def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
         "BEARAGENT_HOME": str(home / "bearagent"),
         "BEARAGENT_LOAD_PLUGINS": "",
         "BEARAGENT_SERVE_TOKEN": TOKEN,
+        **({"PYTHONPATH": SOURCE["src"]} if "src" in SOURCE else {}),
         **extra,
     }
 
@@ -93,14 +104,43 @@ def _db_stats(dsn: str) -> list[float]:
         return [float(v) for v in row]
 
 
+STATEMENTS: dict[str, bool] = {}
+"""`{"on": True}` with `--statements`: `DbWatch` resets and reads `pg_stat_statements`."""
+_TOP_STATEMENTS = (
+    "SELECT s.calls, s.rows, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 140) FROM pg_stat_statements AS s"
+    " JOIN pg_database AS d ON d.oid = s.dbid WHERE d.datname = current_database() ORDER BY s.calls DESC LIMIT 20"
+)
+
+
+def _preload_statements(running: postgres_cluster.Cluster) -> None:
+    """Restart the cluster with `pg_stat_statements` loaded (Debian's postgresql package ships it)."""
+    with psycopg.connect(running.dsn(), autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+    pg_ctl = str(running.bin_dir / "pg_ctl")
+    restart = [pg_ctl, "-D", str(running.data_dir), "-l", str(running.root / "server.log"), "-w", "restart"]
+    subprocess.run(
+        running._command(*restart),  # pyright: ignore[reportPrivateUsage]
+        check=True,
+        stdout=subprocess.DEVNULL,  # the server keeps an inherited pipe open
+        stderr=subprocess.DEVNULL,
+        cwd=running.root,
+    )
+
+
 class DbWatch:
     """While a fleet runs: the peak of client connections to the database and the lifecycle notices sent."""
 
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
+        if STATEMENTS:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                conn.execute("SELECT pg_stat_statements_reset()")
         self.peak = 0
         self.notices = 0
         self.before = _db_stats(dsn)
+        self.statements: list[tuple[int, int, str]] = []
+        """(calls, rows, statement) of the measured runs, with `--statements`"""
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._sample), threading.Thread(target=self._listen)]
         for thread in self._threads:
@@ -128,6 +168,9 @@ class DbWatch:
             thread.join()
         time.sleep(1.2)  # the stopped processes' statistics reach pg_stat_database
         after = _db_stats(self.dsn)
+        if STATEMENTS:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                self.statements = [(int(c), int(r), str(q)) for c, r, q in conn.execute(_TOP_STATEMENTS).fetchall()]
         return [a - b for a, b in zip(after, self.before, strict=True)] + [float(self.notices), float(self.peak)]
 
 
@@ -157,6 +200,27 @@ _PROFILE = (
 
 
 def _fleet_round(
+    dsn: str | None,
+    workers: int,
+    runs: int,
+    sessions: int,
+    costs: list[list[float]] | None = None,
+    profile: Path | None = None,
+) -> Fleet:
+    fleet = _fleet(dsn, workers, runs, sessions, costs, profile)
+    if STATEMENTS and dsn is not None and costs is not None:
+        print(f"\nstatements of {runs} measured runs, {workers} worker(s), per run (calls, rows):\n")
+        for calls, rows, statement in WATCHED[-1].statements:
+            print(f"    {calls / runs:6.2f} {rows / runs:7.1f}  {statement}")
+        print()
+    return fleet
+
+
+WATCHED: list[DbWatch] = []
+"""Every fleet's `DbWatch`, the last one last."""
+
+
+def _fleet(
     dsn: str | None,
     workers: int,
     runs: int,
@@ -238,6 +302,7 @@ def _fleet_round(
         cpu_server = _cpu_s(server)
         if watch is not None and costs is not None:
             costs.append(watch.stop())
+            WATCHED.append(watch)
         total = runs + sessions  # the warm-up's too
         return Fleet(rate, cpu_workers / total * 1000, busy_cpu / runs * 1000, cpu_server / total * 1000)
 
@@ -366,12 +431,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=120)
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--profile", help="a directory: every PostgreSQL fleet's workers run under cProfile there")
+    parser.add_argument("--ab", metavar="SRC", help="part 1 on PostgreSQL only: SRC's package against this one's")
+    parser.add_argument("--workers", default="1,4", help="with --ab: the numbers of workers (default 1,4)")
+    parser.add_argument("--statements", action="store_true", help="the statements a run makes (pg_stat_statements)")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     runs = 40 if args.quick else args.runs
     postgres_cluster.require = lambda: None  # type: ignore[assignment]
     if postgres_cluster.unavailable():
         raise SystemExit(postgres_cluster.unavailable())
+    if args.statements:
+        _preload_statements(postgres_cluster.cluster())
+        STATEMENTS["on"] = True
+    if args.ab:
+        _ab(Path(args.ab), [int(w) for w in args.workers.split(",")], rounds, runs, args.sessions)
+        return
     print(f"# bench_scale on {platform.node()} ({os.cpu_count()} cores), {datetime.now(UTC).isoformat()[:16]}Z")
     print(f"python {platform.python_version()}, {rounds} round(s), median\n")
 
@@ -436,6 +510,42 @@ def main() -> None:
             reading.close()
         label = "LISTEN/NOTIFY" if notices else f"poll only ({streaming.POLL_INTERVAL_S * 1000:.0f} ms)"
         print(f"| {label} | {_pct(seen, 0.5) * 1000:.1f} | {_pct(seen, 0.99) * 1000:.1f} | {len(seen)} |")
+    postgres_cluster.stop_cluster()
+
+
+def _ab(before: Path, workers: list[int], rounds: int, runs: int, sessions: int) -> None:
+    """Part 1 on PostgreSQL, `before`'s package against this checkout's, in alternating rounds."""
+    here = Path(__file__).resolve().parents[1] / "src"
+    print(f"## PostgreSQL fleets, {runs} runs over {sessions} sessions, before = {before}, after = {here}\n")
+    print(
+        "| round | workers | tree | runs/s | worker CPU ms/run (runs only) | worker CPU ms/run (whole life) |", end=""
+    )
+    print(" server CPU ms/run | transactions/run | load |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    rows: dict[tuple[int, str], list[Fleet]] = {}
+    per_run_tx: dict[tuple[int, str], list[float]] = {}
+    for n in range(rounds):
+        for count in workers:
+            for label, src in (("before", before), ("after", here)):
+                SOURCE["src"] = str(src)
+                costs: list[list[float]] = []
+                fleet = _fleet_round(postgres_cluster.new_database(), count, runs, sessions, costs)
+                rows.setdefault((count, label), []).append(fleet)
+                per_run_tx.setdefault((count, label), []).append(costs[0][0] / runs)
+                print(
+                    f"| {n + 1} | {count} | {label} | {fleet.rate:.1f} | {fleet.worker_busy_ms:.0f} | "
+                    f"{fleet.worker_ms:.0f} | {fleet.server_ms:.0f} | {costs[0][0] / runs:.1f} | "
+                    f"{os.getloadavg()[0]:.1f} |"
+                )
+    SOURCE.clear()
+    print("\nmedians:\n")
+    print("| workers | tree | runs/s | worker CPU ms/run (runs only) | transactions/run |\n|---:|---|---:|---:|---:|")
+    for (count, label), fleets in rows.items():
+        print(
+            f"| {count} | {label} | {statistics.median(f.rate for f in fleets):.1f} | "
+            f"{statistics.median(f.worker_busy_ms for f in fleets):.0f} | "
+            f"{statistics.median(per_run_tx[count, label]):.1f} |"
+        )
     postgres_cluster.stop_cluster()
 
 
