@@ -207,27 +207,6 @@ def _fleet_round(
     costs: list[list[float]] | None = None,
     profile: Path | None = None,
 ) -> Fleet:
-    fleet = _fleet(dsn, workers, runs, sessions, costs, profile)
-    if STATEMENTS and dsn is not None and costs is not None:
-        print(f"\nstatements of {runs} measured runs, {workers} worker(s), per run (calls, rows):\n")
-        for calls, rows, statement in WATCHED[-1].statements:
-            print(f"    {calls / runs:6.2f} {rows / runs:7.1f}  {statement}")
-        print()
-    return fleet
-
-
-WATCHED: list[DbWatch] = []
-"""Every fleet's `DbWatch`, the last one last."""
-
-
-def _fleet(
-    dsn: str | None,
-    workers: int,
-    runs: int,
-    sessions: int,
-    costs: list[list[float]] | None = None,
-    profile: Path | None = None,
-) -> Fleet:
     """One fleet: an API-only server and `workers` worker processes. With `costs`, appends what the round cost the
     database (`DbWatch`). With `profile` (a directory), every worker runs under cProfile (its main thread's CPU
     time) and writes `worker-<W>of<N>.prof` there."""
@@ -302,7 +281,11 @@ def _fleet(
         cpu_server = _cpu_s(server)
         if watch is not None and costs is not None:
             costs.append(watch.stop())
-            WATCHED.append(watch)
+            if STATEMENTS:
+                print(f"\nstatements of {runs} measured runs, {workers} worker(s), per run (calls, rows):\n")
+                for calls, rows, statement in watch.statements:
+                    print(f"    {calls / runs:6.2f} {rows / runs:7.1f}  {statement}")
+                print()
         total = runs + sessions  # the warm-up's too
         return Fleet(rate, cpu_workers / total * 1000, busy_cpu / runs * 1000, cpu_server / total * 1000)
 

@@ -31,15 +31,10 @@ async def _until(done: Callable[[], bool], within_s: float = 20.0) -> bool:
     return done()
 
 
-def test_a_slot_that_frees_while_its_own_lanes_are_starting_takes_the_next_session(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # concurrency 5 takes 5 sessions' runs; their RunStarted commits wait. One is let go and ends: 1 slot free, so
-    # the scan asks for 4 heads (1 x SPREAD), and the 4 oldest are the worker's own lanes, still queued. It must read
-    # past them and take the next session's run; reading only the 4 it took nothing, at every poll, until one of
-    # its own started
-    root, env = done_workspace(tmp_path)
-    came: list[RunId] = []  # the runs whose RunStarted commit came, in order
+def _held_starts(monkeypatch: pytest.MonkeyPatch) -> tuple[list[RunId], Callable[[RunId], asyncio.Event]]:
+    """Every RunStarted commit waits until its run's gate is set: the runs whose RunStarted came (in order), and
+    the gate of a run."""
+    came: list[RunId] = []
     gates: dict[RunId, asyncio.Event] = {}
     real_commit, real_now = SqliteEventStore.commit, SqliteEventStore.commit_now
 
@@ -57,6 +52,18 @@ def test_a_slot_that_frees_while_its_own_lanes_are_starting_takes_the_next_sessi
 
     monkeypatch.setattr(SqliteEventStore, "commit_now", now_unless_start)
     monkeypatch.setattr(SqliteEventStore, "commit", held)
+    return came, gate
+
+
+def test_a_slot_that_frees_while_its_own_lanes_are_starting_takes_the_next_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # concurrency 5 takes 5 sessions' runs; their RunStarted commits wait. One is let go and ends: 1 slot free, so
+    # the scan asks for 4 heads (1 x SPREAD), and the 4 oldest are the worker's own lanes, still queued. It must read
+    # past them and take the next session's run; reading only the 4 it took nothing, at every poll, until one of
+    # its own started
+    root, env = done_workspace(tmp_path)
+    came, gate = _held_starts(monkeypatch)
 
     async def scenario() -> tuple[list[RunId], list[RunId], list[str]]:
         async with serving(root, env, workers=1, concurrency=5) as manager:
@@ -167,24 +174,7 @@ def test_a_worker_takes_a_lane_it_served_before_older_lanes_it_never_served(
     # commit waits) while B1, B2, B3 and then A queue. When C ends, the window holds B1, B2, B3, A (oldest first,
     # the random order replaced by that one): A must go first
     root, env = done_workspace(tmp_path)
-    came: list[RunId] = []
-    gates: dict[RunId, asyncio.Event] = {}
-    real_commit, real_now = SqliteEventStore.commit, SqliteEventStore.commit_now
-
-    def gate(run_id: RunId) -> asyncio.Event:
-        return gates.setdefault(run_id, asyncio.Event())
-
-    def now_unless_start(self: SqliteEventStore, commit: RunCommit) -> bool:
-        return commit.events[0].event_type != "RunStarted" and real_now(self, commit)
-
-    async def held(self: SqliteEventStore, commit: RunCommit) -> None:
-        if commit.events[0].event_type == "RunStarted":
-            came.append(commit.events[0].run_id)
-            await gate(commit.events[0].run_id).wait()
-        await real_commit(self, commit)
-
-    monkeypatch.setattr(SqliteEventStore, "commit_now", now_unless_start)
-    monkeypatch.setattr(SqliteEventStore, "commit", held)
+    came, gate = _held_starts(monkeypatch)
 
     async def scenario() -> tuple[list[RunId], list[RunId]]:
         async with serving(root, env, workers=1, concurrency=1) as manager:
