@@ -245,6 +245,7 @@ class Worker:
             self._failed = {run_id: until for run_id, until in self._failed.items() if until > moment}
         for workspace_id in self._workspaces():
             if self.free <= 0 or self._stopping:
+                self._look_for_resumes |= resumes  # the workspaces not looked at are looked at in full next time
                 break
             # as many lane heads as this worker could take (its window), and those it leaves alone for a while; its
             # own lanes being started (their runs still queued) are read past only when they took places among them
