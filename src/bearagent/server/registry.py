@@ -45,6 +45,10 @@ Strategy: TypeAlias = Literal["enqueue", "reject", "interrupt"]
 RuntimeListener: TypeAlias = Callable[[str, WorkspaceRuntime], None]
 _ID_RE = re.compile(r"[^a-z0-9-]+")
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+OWNERS_KEPT = 10_000
+"""How many runs' starting subjects a server remembers (`owner_of`), the latest kept: a fallback for a run whose
+log does not say who started it (every run this server starts records its initiator), so a long-lived server does
+not keep one entry per run it ever accepted."""
 _STOP_ATTEMPTS = 50
 DEFAULT_CONCURRENCY = 16
 """Runs one in-process worker executes at once (`serve --concurrency`)."""
@@ -185,7 +189,7 @@ class RunManager:
         if session is not None and strategy != "enqueue":
             await self._settle(runtime, SessionId(session), subject, strategy)
         run = await runtime.enqueue(prompt, options)
-        self._owner[run.run_id] = subject
+        self._remember_owner(run.run_id, subject)
         self._open.setdefault(subject, {})[run.run_id] = workspace_id
         self.worker.wake()
         return run
@@ -263,7 +267,7 @@ class RunManager:
     def _track(self, run_id: RunId, subject: str, task: asyncio.Task[RunResult], session: str | None) -> None:
         """The worker executes `run_id` in this process: cancel, the per-caller limit and the feed see it."""
         self._tasks[run_id] = task
-        self._owner.setdefault(run_id, subject)
+        self._remember_owner(run_id, subject)
         if session is not None:
             self._session_of[run_id] = session
 
@@ -277,7 +281,7 @@ class RunManager:
     def resume(self, workspace_id: str, subject: str, run: RunProjection) -> None:
         """A stopped run may continue (its approval was answered): the worker takes it, behind its session's
         earlier runs (here, or in whichever worker process sees it first)."""
-        owner = self._owner.setdefault(run.run_id, subject)
+        owner = self._remember_owner(run.run_id, subject)
         self._open.setdefault(owner, {}).setdefault(run.run_id, workspace_id)
         self.worker.wake()
 
@@ -291,6 +295,16 @@ class RunManager:
             found += [p.run.run_id for p in await pending_runs(probe.store) if p.action == "resume"]
         self.worker.wake()
         return found
+
+    def _remember_owner(self, run_id: RunId, subject: str) -> str:
+        """The subject `run_id` is remembered as started by: the one already remembered, else `subject`."""
+        known = self._owner.get(run_id)
+        if known is not None:
+            return known
+        if len(self._owner) >= OWNERS_KEPT:
+            del self._owner[next(iter(self._owner))]  # the longest remembered
+        self._owner[run_id] = subject
+        return subject
 
     def owner_of(self, run_id: RunId) -> str | None:
         """The subject that started a run through this server (detached runs have no session to say so)."""
