@@ -61,9 +61,8 @@ SPREAD = 4
 """A worker with `free` slots takes its lanes from the oldest `free * SPREAD` lane heads of a scan, in an order of
 its own: first the lanes it executed a run of lately (`SERVED_KEPT`; it holds their sessions' state already: the
 provider, the plan's caches), then the others, each group in a random order (per worker and scan), so workers woken
-together spread over different lanes. The queue's order across
-sessions stays near oldest-first (a head waits at most while the `free * SPREAD` older ones are taken); within a
-session it is exact (one lane, oldest first)."""
+together spread over different lanes. The queue's order across sessions stays near oldest-first (a head waits at
+most while the `free * SPREAD` older ones are taken); within a session it is exact (one lane, oldest first)."""
 SERVED_KEPT = 1_000
 """How many lanes a worker remembers having executed a run of, the latest kept (`SPREAD`)."""
 CALLERS_KEPT = 10_000
