@@ -1,7 +1,7 @@
 """A worker never runs a planted run as a caller other than the one that started it (issue 28, item 2).
 
-A worker takes the subject it executes a queued run as from the run's session row (`service/worker.py`
-`_subject_of`); the run's own initiator is inside the sealed `RunCreated` (`trust/run_seals.py`). The session row is
+A worker takes the subject it executes a queued run as from the run's session row (`service/lane_memory.py`
+`LaneMemory.subject_of`); the run's own initiator is inside the sealed `RunCreated` (`trust/run_seals.py`). The session row is
 not sealed: whoever can write to the store (a shipped `state.db`, another writer of a shared PostgreSQL database) can
 rename the session's caller. The worker then refuses the run (`unsealed_run`: started by one caller, not by the other),
 on SQLite and on PostgreSQL, and executes nothing; a run whose session still names its initiator executes.

@@ -36,6 +36,7 @@ from bearagent.domain.ids import RunId
 from bearagent.domain.state import TERMINAL_RUN_STATUSES
 from bearagent.ports import CommitNotice, commit_feed
 from bearagent.runtime.loop import HAND_BACK
+from bearagent.service.lane_memory import LaneMemory
 from bearagent.service.leases import recover_interrupted
 from bearagent.service.queue import SCAN_LIMIT, Pending, look_at_lanes
 from bearagent.service.run_types import RunResult
@@ -59,15 +60,10 @@ COALESCE_S = 0.01
 """After a wake, how long a worker lets further wakes gather before it scans once for all of them."""
 SPREAD = 4
 """A worker with `free` slots takes its lanes from the oldest `free * SPREAD` lane heads of a scan, in an order of
-its own: first the lanes it executed a run of lately (`SERVED_KEPT`; it holds their sessions' state already: the
+its own: first the lanes it executed a run of lately (`lane_memory.py`; it holds their sessions' state already: the
 provider, the plan's caches), then the others, each group in a random order (per worker and scan), so workers woken
 together spread over different lanes. The queue's order across sessions stays near oldest-first (a head waits at
 most while the `free * SPREAD` older ones are taken); within a session it is exact (one lane, oldest first)."""
-SERVED_KEPT = 1_000
-"""How many lanes a worker remembers having executed a run of, the latest kept (`SPREAD`)."""
-CALLERS_KEPT = 10_000
-"""How many sessions' callers a worker remembers (a session's caller never changes): a claim, won or lost, then
-reads nothing before it tries the session's lock."""
 CANCEL_REQUESTED = "cancel_requested"
 """The status of a cancel request's notice (`store/postgres/notify.py`)."""
 HEADS_ONLY = frozenset({"queued", *TERMINAL_RUN_STATUSES})
@@ -129,8 +125,7 @@ class Worker:
         self._recovered: dict[str, float] = {}  # workspace id -> when its dead owners were last looked for
         self._failed: dict[RunId, float] = {}  # a run that could not resume -> when to try it again
         self._lost: dict[tuple[str, str], float] = {}  # a lane another worker took first -> when to look again
-        self._callers: dict[tuple[str, str], str] = {}  # (workspace id, session id) -> the session's caller
-        self._served: dict[tuple[str, str], None] = {}  # lanes this worker executed a run of, the latest last
+        self._memory = LaneMemory()
         self.stats = WorkerStats()
         self.report: Callable[[str, str], None] | None = None
         """Told `(workspace id, what is wrong and what to do)` when a workspace cannot be served (a damaged store,
@@ -284,7 +279,7 @@ class Worker:
         window = max(self.free, 1) * SPREAD
         head, rest = pending[:window], pending[window:]
         self._order.shuffle(head)
-        head.sort(key=lambda item: (workspace_id, item.lane) not in self._served)  # stable: random within each
+        self._memory.served_first(workspace_id, head)  # stable: random within each group
         for item in [*head, *rest]:
             if self.free <= 0 or self._stopping:
                 break
@@ -294,7 +289,7 @@ class Worker:
                 continue
             if max(self._failed.get(item.run.run_id, 0.0), self._lost.get(key, 0.0)) > now:
                 continue
-            subject = await self._subject_of(workspace_id, probe, item)
+            subject = await self._memory.subject_of(workspace_id, probe.store, item)
             self._lanes.add(key)
             task = asyncio.create_task(self._take(workspace_id, subject, item, key))
             self._tasks.add(task)
@@ -344,10 +339,7 @@ class Worker:
                 self.stats.started += 1
             else:
                 self.stats.resumed += 1
-            self._served.pop(key, None)
-            self._served[key] = None
-            if len(self._served) > SERVED_KEPT:
-                del self._served[next(iter(self._served))]
+            self._memory.served(key)
         finally:
             self.stats.in_flight.pop(run_id, None)
             self._running.pop(run_id, None)
@@ -356,24 +348,6 @@ class Worker:
                 # that waited for this lane was seen by the last scan, which keeps `_look_for_resumes` set
                 self._look_for_cancels = True
                 self._wake.set()
-
-    async def _subject_of(self, workspace_id: str, probe: WorkspaceRuntime, item: Pending) -> str:
-        """Whose run it is: its session's caller, else the subject that started it, else the local user."""
-        run = item.run
-        if run.session_id is not None:
-            key = (workspace_id, str(run.session_id))
-            known = self._callers.get(key)
-            if known is not None:
-                return known
-            session = await probe.store.fetch_session(run.session_id)
-            if session is not None and session.caller:
-                if len(self._callers) >= CALLERS_KEPT:
-                    del self._callers[next(iter(self._callers))]  # the longest known
-                self._callers[key] = session.caller
-                return session.caller
-        if run.request is not None and run.request.initiator_ref:
-            return run.request.initiator_ref
-        return "local"
 
     async def stop(self, *, grace_s: float = 10.0) -> None:
         """Claim nothing more; let runs in flight finish for up to `grace_s`, then hand the rest back (cancel their
