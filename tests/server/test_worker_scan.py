@@ -18,6 +18,7 @@ from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
 
 from bearagent.domain.ids import RunId
 from bearagent.ports import RunCommit
+from bearagent.server.registry import RunManager, WorkspaceEntry
 from bearagent.service.resuming import answer_approval
 from bearagent.service.run_types import RunOptions
 from bearagent.service.runner import WorkspaceRuntime
@@ -211,3 +212,72 @@ def test_a_worker_takes_a_lane_it_served_before_older_lanes_it_never_served(
 
     order, later = asyncio.run(scenario())
     assert order[2] == later[-1], (order, later)  # A's second run, not B1's older one
+
+
+HOLD_THEN_DONE = """
+turns:
+  - text: "Held."
+    wait_for_file: release
+  - text: "done"
+"""
+ASK_THEN_DONE = """
+turns:
+  - text: "Writing."
+    tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "made\\n"}}]
+  - text: "Done."
+"""
+
+
+def test_a_scan_that_filled_its_slots_early_looks_at_the_other_workspaces_in_full_next(tmp_path: Path) -> None:
+    # a scan that was asked to read the runs to resume (here: an approval answered through this server) but filled
+    # its slots in the first workspace never looked at the second one; the next scan must still read them there, or
+    # the answered run waits for the poll (60 s here). Concurrency 1: B1 (second workspace) waits for an approval;
+    # A0 holds the slot (its turn waits for a file) while A1 queues behind it in A0's session; B1 is answered (a
+    # wake for a full look, with no slot free); then A0 and A1 end, each followed by a scan woken by its end
+    main = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")}
+    first = scripted_workspace(tmp_path / "a", HOLD_THEN_DONE, agents=main)
+    second = scripted_workspace(
+        tmp_path / "b", ASK_THEN_DONE, agents=main, config=CONFIG + "permission_mode: default\n"
+    )
+    env = isolated_env(tmp_path / "home")
+    caller = "local:tester"
+    entries = {name: WorkspaceEntry(id=name, name=name, root_path=root) for name, root in (("a", first), ("b", second))}
+
+    async def status_of(manager: RunManager, ws: str, run_id: RunId, want: str, within_s: float) -> str:
+        deadline = time.monotonic() + within_s
+        while True:
+            run = await manager.runtime(ws).store.fetch_run(run_id)
+            assert run is not None
+            if run.status == want or time.monotonic() > deadline:
+                return run.status
+            await asyncio.sleep(0.05)
+
+    async def scenario() -> str:
+        manager = RunManager(entries, env, workers=1, concurrency=1, poll_s=60.0)
+        manager.start_worker()
+        try:
+            b = manager.runtime("b")
+            b_session = str((await b.create_session(None, caller=caller)).session_id)
+            b1 = (
+                await manager.start("b", caller, "write it", RunOptions(session=b_session, wait_approvals=True))
+            ).run_id
+            assert await status_of(manager, "b", b1, "waiting", 30) == "waiting"
+            a = manager.runtime("a")
+            a_session = str((await a.create_session(None, caller=caller)).session_id)
+            a0 = (await manager.start("a", caller, "hold", RunOptions(session=a_session))).run_id
+            assert await status_of(manager, "a", a0, "running", 30) == "running"
+            a1 = (await manager.start("a", caller, "then", RunOptions(session=a_session))).run_id
+            waiting = await b.store.fetch_run(b1)
+            assert waiting is not None and waiting.pending_approval is not None
+            after = await answer_approval(b, b1, waiting.pending_approval.approval_id, "allow_once", answered_by=caller)
+            manager.resume("b", caller, after)  # as the approvals route does: a wake for a full look
+            await asyncio.sleep(0.5)  # that scan ran, with no slot free
+            (first / ".bearagent" / "release").write_text("")
+            assert await status_of(manager, "a", a1, "succeeded", 30) == "succeeded"
+            return await status_of(manager, "b", b1, "succeeded", 30)
+        finally:
+            await manager.aclose()
+
+    # not taken within 30 s of the slot freeing: only the poll (60 s) would have looked at the second workspace
+    assert asyncio.run(scenario()) == "succeeded"
+    assert (second / "out.txt").read_text() == "made\n"
