@@ -12,6 +12,7 @@ from collections.abc import Callable, MutableSequence
 from pathlib import Path
 
 import pytest
+from tests.server.test_http_approvals import WRITE
 from tests.support.config_ws import isolated_env
 from tests.support.run_manager import done_workspace, serving
 from tests.support.run_ws import CONFIG, agent_md, scripted_workspace
@@ -220,12 +221,6 @@ turns:
     wait_for_file: release
   - text: "done"
 """
-ASK_THEN_DONE = """
-turns:
-  - text: "Writing."
-    tool_calls: [{name: Write, arguments: {file_path: out.txt, content: "made\\n"}}]
-  - text: "Done."
-"""
 
 
 def test_a_scan_that_filled_its_slots_early_looks_at_the_other_workspaces_in_full_next(tmp_path: Path) -> None:
@@ -236,9 +231,7 @@ def test_a_scan_that_filled_its_slots_early_looks_at_the_other_workspaces_in_ful
     # wake for a full look, with no slot free); then A0 and A1 end, each followed by a scan woken by its end
     main = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Write]")}
     first = scripted_workspace(tmp_path / "a", HOLD_THEN_DONE, agents=main)
-    second = scripted_workspace(
-        tmp_path / "b", ASK_THEN_DONE, agents=main, config=CONFIG + "permission_mode: default\n"
-    )
+    second = scripted_workspace(tmp_path / "b", WRITE, agents=main, config=CONFIG + "permission_mode: default\n")
     env = isolated_env(tmp_path / "home")
     caller = "local:tester"
     entries = {name: WorkspaceEntry(id=name, name=name, root_path=root) for name, root in (("a", first), ("b", second))}
