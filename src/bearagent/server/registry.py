@@ -52,6 +52,12 @@ not keep one entry per run it ever accepted."""
 _STOP_ATTEMPTS = 50
 DEFAULT_CONCURRENCY = 16
 """Runs one in-process worker executes at once (`serve --concurrency`)."""
+ADMITTING_AT_ONCE = 4
+"""How many run submissions one server records at once (`RunManager.start`); the others wait their turn, in order.
+Recording a run is CPU on the server's one event loop (its checks, the store's reads and commit) in short steps
+between awaits, and the frames of the runs already executing wait behind every step that is ready before them: a
+burst of a thousand submissions, 64 in flight, held those frames 200-300 ms at its p99 (docs/benchmarks.md). A few
+at a time keeps the loop's turns short; the submissions' own rate is the CPU's either way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +131,7 @@ class RunManager:
         # accepted here and not seen finished, by the subject that sent them: run id -> workspace id
         self._open: dict[str, dict[RunId, str]] = {}
         self._listeners: list[RuntimeListener] = []
+        self._admitting = asyncio.Semaphore(ADMITTING_AT_ONCE)
         self.worker = Worker(
             lambda: list(self.workspaces),
             self.runtime,
@@ -182,13 +189,15 @@ class RunManager:
         strategy: Strategy = "enqueue",
     ) -> RunProjection:
         """Record a run `queued` and wake the worker; return its record at once. Configuration errors (untrusted
-        workspace, unknown agent, ...) raise here, before anything is recorded."""
+        workspace, unknown agent, ...) raise here, before anything is recorded. At most `ADMITTING_AT_ONCE`
+        submissions are recorded at once; the others wait their turn."""
         runtime = self.runtime(workspace_id)
         options = replace(options, caller=subject)
         session = options.session
         if session is not None and strategy != "enqueue":
-            await self._settle(runtime, SessionId(session), subject, strategy)
-        run = await runtime.enqueue(prompt, options)
+            await self._settle(runtime, SessionId(session), subject, strategy)  # may wait for a run to stop: not gated
+        async with self._admitting:
+            run = await runtime.enqueue(prompt, options)
         self._remember_owner(run.run_id, subject)
         self._open.setdefault(subject, {})[run.run_id] = workspace_id
         self.worker.wake()
