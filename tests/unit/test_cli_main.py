@@ -192,3 +192,33 @@ def test_imports_run_without_collection_and_what_they_built_is_frozen() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.strip() == "OK", done.stderr
+
+
+def test_a_long_lived_process_freezes_its_start_up_and_collects_in_full_less_often() -> None:
+    """`cli.startup.long_lived` (`serve`, `worker`): what start-up built is frozen, and a full collection comes after
+    `FULL_COLLECTION_AFTER` collections of the middle generation instead of Python's 10 (the young thresholds kept);
+    a middle collection is still triggered by the young one as before, and the full one still runs when its turn
+    comes."""
+    code = (
+        "import gc\n"
+        "from bearagent.cli.startup import FULL_COLLECTION_AFTER, long_lived\n"
+        "gc.set_threshold(50, 10, 10)  # a small young generation: the test's loop stays short\n"
+        "before = gc.get_freeze_count()\n"
+        "long_lived()\n"
+        "assert gc.get_freeze_count() > before\n"
+        "assert gc.get_threshold() == (50, 10, FULL_COLLECTION_AFTER), gc.get_threshold()\n"
+        "assert FULL_COLLECTION_AFTER > 10\n"
+        "seen = []\n"
+        "gc.callbacks.append(lambda phase, info: seen.append(info['generation']) if phase == 'stop' else None)\n"
+        "class Cycle:\n"
+        "    def __init__(self):\n"
+        "        self.me = self\n"
+        "kept = []\n"
+        "while seen.count(1) < 2 * FULL_COLLECTION_AFTER + 5 and len(kept) < 10_000_000:\n"
+        "    kept.append(Cycle())\n"
+        "full_ones, middle_ones = seen.count(2), seen.count(1)\n"
+        "assert 1 <= full_ones <= 2, (full_ones, middle_ones)  # at Python's 10: ~18\n"
+        "print('OK')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "OK", done.stderr

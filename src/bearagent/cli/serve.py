@@ -142,4 +142,7 @@ def serve(
         sys.stdout.flush()
 
     server.startup = startup  # type: ignore[method-assign]
+    from bearagent.cli.startup import long_lived
+
+    long_lived()
     server.run()

@@ -60,6 +60,9 @@ def worker(
         click.echo(f"worker {os.getpid()}: workspace {workspace_id} is not served: {problem}", err=True)
 
     manager.worker.report = report
+    from bearagent.cli.startup import long_lived
+
+    long_lived()
 
     async def main() -> None:
         stop = asyncio.Event()
