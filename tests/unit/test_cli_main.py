@@ -165,6 +165,14 @@ def test_the_console_script_is_the_fast_entry() -> None:
     assert "Commands:" in done.stdout
 
 
+def _passes_in_a_fresh_process(code: str) -> None:
+    """Run `code` in a new interpreter (the collector's state is per process) and check it got to its end."""
+    done = subprocess.run(
+        [sys.executable, "-c", code + "print('OK')\n"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.strip() == "OK", done.stderr
+
+
 def test_imports_run_without_collection_and_what_they_built_is_frozen() -> None:
     """`cli.startup.importing` (issue 37): the collector is off while a command imports, what was imported is frozen
     once per stage, and the collector comes back on only if it was on (a process that turned it off keeps it off)."""
@@ -188,10 +196,8 @@ def test_imports_run_without_collection_and_what_they_built_is_frozen() -> None:
         "except KeyError:\n"
         "    pass\n"
         "assert not gc.isenabled()\n"
-        "print('OK')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
-    assert done.stdout.strip() == "OK", done.stderr
+    _passes_in_a_fresh_process(code)
 
 
 def test_a_long_lived_process_freezes_its_start_up_and_collects_in_full_less_often() -> None:
@@ -218,7 +224,5 @@ def test_a_long_lived_process_freezes_its_start_up_and_collects_in_full_less_oft
         "    kept.append(Cycle())\n"
         "full_ones, middle_ones = seen.count(2), seen.count(1)\n"
         "assert 1 <= full_ones <= 2, (full_ones, middle_ones)  # at Python's 10: ~18\n"
-        "print('OK')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
-    assert done.stdout.strip() == "OK", done.stderr
+    _passes_in_a_fresh_process(code)
