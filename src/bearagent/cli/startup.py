@@ -16,10 +16,10 @@ Stage = Literal["cli", "command", "run_imports", "run", "serving"]
 FULL_COLLECTION_AFTER = 100
 """A long-lived process (`serve`, `worker`: `long_lived`) collects its oldest generation after this many collections
 of the middle one (Python's default: 10). A full collection traverses every object the process keeps, and a server
-with a thousand runs in flight keeps ~0.3 M of them: 15 full collections of 200-390 ms each stopped its event loop
-during one 1,000-run round of `benchmarks/bench_serve.py`, each one holding every stream's next frame, while each
-freed about a thousand objects (the young collections free the rest). At 100, one did (docs/benchmarks.md). What
-the young generations miss is still freed, only later."""
+with a thousand runs in flight keeps ~0.3 M of them: 15 full collections of 200-390 ms each (on a loaded machine)
+stopped its event loop during one 1,000-run round of `benchmarks/bench_serve.py`, each holding every stream's next
+frame, while each freed about a thousand objects (the young collections free the rest). At 100, one did
+(docs/benchmarks.md). What the young generations miss is still freed, only later."""
 
 
 def start_up_over(stage: Stage) -> None:

@@ -56,8 +56,9 @@ ADMITTING_AT_ONCE = 4
 """How many run submissions one server records at once (`RunManager.start`); the others wait their turn, in order.
 Recording a run is CPU on the server's one event loop (its checks, the store's reads and commit) in short steps
 between awaits, and the frames of the runs already executing wait behind every step that is ready before them: a
-burst of a thousand submissions, 64 in flight, held those frames 200-300 ms at its p99 (docs/benchmarks.md). A few
-at a time keeps the loop's turns short; the submissions' own rate is the CPU's either way."""
+burst of a thousand submissions, 64 in flight, held those frames 160-350 ms at its p99, 70-120 ms with the gate and
+`cli/startup.long_lived` (docs/benchmarks.md). A few at a time keeps the loop's turns short; the submissions' own
+rate is the CPU's either way."""
 
 
 @dataclass(frozen=True, slots=True)
