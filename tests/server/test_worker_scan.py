@@ -151,7 +151,12 @@ def test_an_answer_given_while_its_session_was_busy_is_taken_when_the_session_fr
             assert await settled(runtime, second, "succeeded", 30) == "succeeded"
             ended = time.monotonic()
             status = await settled(runtime, first, "succeeded", 30)
-            assert fleet.worker.stats.resumed == 1, fleet.worker.stats.to_json()
+            if status != "succeeded" or fleet.worker.stats.resumed != 1:  # say what became of both runs
+                logs = {
+                    name: [(e.event_type, e.occurred_at.isoformat()) for e in await runtime.store.fetch_events(run)]
+                    for name, run in (("A", first), ("B", second))
+                }
+                raise AssertionError(f"A is {status}; worker {fleet.worker.stats.to_json()}; logs {logs}")
             return status, time.monotonic() - ended
 
     status, after_s = asyncio.run(scenario())
