@@ -26,6 +26,12 @@ Issue 37's load: `--clients 1000 --runs 1000 --steps 5 --model-ms 200 --gate-ms 
 model-ms spread over the server's concurrency). "Commit-to-client" is the stored event's `occurred_at` (stamped
 just before its commit) to the client's receipt: it slightly overstates the commit-to-client time, never understates.
 
+`--stalls` gives the server process a `sitecustomize` (on its `PYTHONPATH` only) that times every event-loop
+callback and every garbage collection, and prints after the round what stopped the loop: the collections by
+generation (count, total, longest) and the callbacks of 20 ms or more, by what ran (a task's coroutine, and the
+innermost one it awaits when the callback ended). Its own cost (a timer around every callback) is in the round's
+figures.
+
 `--sessions N [--active K]` (issue 37) measures memory instead: one server, its resident memory (VmRSS) once up
 (the baseline), after N sessions are created (per idle session), and at its peak while K of them (default 100)
 each run at once against a scripted model holding its turn 3 s (per active run, beside the idle figure); then every
@@ -244,11 +250,70 @@ class Served:
     proc: subprocess.Popen[str]
 
 
+STALL_PROBE = """\
+import asyncio.events, atexit, gc, json, os, sys, time
+
+_OUT = os.environ.get("BENCH_STALLS_OUT")
+if _OUT and "serve" in sys.argv:
+    _calls, _gcs, _started = [], [], [0.0]
+    _run = asyncio.events.Handle._run
+
+    def _what(handle):
+        task = getattr(handle._callback, "__self__", None)
+        if not isinstance(task, asyncio.Task):
+            return getattr(handle._callback, "__qualname__", type(handle._callback).__name__)
+        inner = task.get_coro()
+        while getattr(inner, "cr_await", None) is not None and hasattr(inner.cr_await, "cr_await"):
+            inner = inner.cr_await
+        return f"{task.get_coro().__qualname__} <- {getattr(inner, '__qualname__', '?')}"
+
+    def _timed(self):
+        start = time.perf_counter()
+        try:
+            return _run(self)
+        finally:
+            took = time.perf_counter() - start
+            if took >= 0.02:
+                _calls.append((took * 1000, _what(self)))
+
+    def _collected(phase, info):
+        if phase == "start":
+            _started[0] = time.perf_counter()
+        else:
+            _gcs.append((info["generation"], (time.perf_counter() - _started[0]) * 1000))
+
+    asyncio.events.Handle._run = _timed
+    gc.callbacks.append(_collected)
+    atexit.register(lambda: open(_OUT, "w").write(json.dumps({"calls": _calls, "gcs": _gcs})))
+"""
+"""`--stalls`: the server's `sitecustomize` (see the module docstring). A callback is named after it ran, and only
+when it took 20 ms or more, so the probe costs little more than a clock read around each."""
+
+
+def print_stalls(found: Path) -> None:
+    """What stopped the server's event loop, from the file its `STALL_PROBE` wrote at exit."""
+    data = json.loads(found.read_text())
+    for generation in (0, 1, 2):
+        took = [ms for g, ms in data["gcs"] if g == generation]
+        if took:
+            print(
+                f"  stalls: {len(took)} collections of generation {generation}, {sum(took):.0f} ms in all, the longest "
+                f"{max(took):.1f} ms"
+            )
+    calls: list[tuple[float, str]] = [(float(ms), str(name)) for ms, name in data["calls"]]
+    by_name: dict[str, list[float]] = {}
+    for ms, name in calls:
+        by_name.setdefault(name, []).append(ms)
+    print(f"  stalls: {len(calls)} loop callbacks of 20 ms or more, {sum(ms for ms, _ in calls):.0f} ms in all")
+    for name, took in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:8]:
+        print(f"    {len(took):4d} x, {sum(took):7.0f} ms, longest {max(took):6.1f} ms: {name}")
+
+
 server_src: Path | None = None
 """`--server-src`: the `src/` directory whose package the server process runs (first on its PYTHONPATH)."""
 
 
-def serve(tmp: Path, config: str, profile: Path | None, concurrency: int) -> Served:
+def serve(tmp: Path, config: str, profile: Path | None, concurrency: int, stalls: Path | None = None) -> Served:
     home = tmp / "home"
     (home / "bearagent").mkdir(parents=True, exist_ok=True)
     (tmp / "server.yaml").write_text(config)
@@ -261,6 +326,11 @@ def serve(tmp: Path, config: str, profile: Path | None, concurrency: int) -> Ser
     }
     if server_src is not None:
         env["PYTHONPATH"] = str(server_src)
+    if stalls is not None:
+        (tmp / "stall_probe").mkdir(exist_ok=True)
+        (tmp / "stall_probe" / "sitecustomize.py").write_text(STALL_PROBE)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp / "stall_probe"), env.get("PYTHONPATH")) if p)
+        env["BENCH_STALLS_OUT"] = str(stalls)
     profiler = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
     argv = [sys.executable, *profiler, "-m", "bearagent", "serve", "--port", "0", "--config", str(tmp / "server.yaml")]
     argv += ["--concurrency", str(concurrency)]  # every run at once (the in-process worker's default is 16)
@@ -316,7 +386,8 @@ def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
         "limits: {max_active_runs_per_caller: 100000, max_sse_per_caller: 100000, "
         f"max_connections: {clients + runs + 500}}}\n"
     )
-    srv = serve(tmp, config, Path(args.profile).resolve() if args.profile else None, concurrency)
+    stalls = tmp / "stalls.json" if args.stalls else None
+    srv = serve(tmp, config, Path(args.profile).resolve() if args.profile else None, concurrency, stalls)
     role = [sys.executable, __file__, "--role", "clients", "--base", srv.base]
     role += ["--clients", str(clients), "--runs", str(runs), "--gate-ms", str(args.gate_ms)]
     try:
@@ -368,6 +439,8 @@ def orchestrate(args: argparse.Namespace, clients: int, runs: int) -> None:
         f"{result['burst_p99']:.1f} ms over {result['burst']}; after: {result['after_p99']:.1f} ms over "
         f"{result['after']}; the slowest 1% by frame: {result['slowest_kinds']}"
     )
+    if stalls is not None:
+        print_stalls(stalls)
     if args.profile:
         print(f"server profile: {args.profile} (python -m pstats {args.profile})")
 
@@ -440,6 +513,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--quick", action="store_true", help="40 clients, 10 runs")
     parser.add_argument("--profile", help="run the server under cProfile, stats to this file")
+    parser.add_argument(
+        "--stalls", action="store_true", help="time the server's loop callbacks and collections; print what stalled"
+    )
     parser.add_argument("--steps", type=int, default=1, help="model turns per run (a Read each, then the answer)")
     parser.add_argument("--model-ms", type=int, default=50, help="how long the scripted model takes per turn")
     parser.add_argument(
