@@ -31,6 +31,7 @@ from bearagent.config.model import ExecutionPolicy
 from bearagent.config.store_settings import StoreSettings
 from bearagent.domain.errors import BearAgentError, ErrorInfo
 from bearagent.domain.ids import RunId, SessionId
+from bearagent.domain.recent import remember
 from bearagent.domain.state import RunProjection, WorkspaceRecord
 from bearagent.service.cancelling import STOPPED, cancel_stopped, moved_on
 from bearagent.service.closing import close_all
@@ -309,12 +310,7 @@ class RunManager:
     def _remember_owner(self, run_id: RunId, subject: str) -> str:
         """The subject `run_id` is remembered as started by: the one already remembered, else `subject`."""
         known = self._owner.get(run_id)
-        if known is not None:
-            return known
-        if len(self._owner) >= OWNERS_KEPT:
-            del self._owner[next(iter(self._owner))]  # the longest remembered
-        self._owner[run_id] = subject
-        return subject
+        return known if known is not None else remember(self._owner, run_id, subject, OWNERS_KEPT)
 
     def owner_of(self, run_id: RunId) -> str | None:
         """The subject that started a run through this server (detached runs have no session to say so)."""

@@ -18,6 +18,7 @@ from bearagent.domain._base import JsonValue
 from bearagent.domain.budgets import BUDGET_FIELDS, BudgetLimits
 from bearagent.domain.diagnostics import name_list
 from bearagent.domain.errors import BearAgentError, ErrorInfo
+from bearagent.domain.recent import remember
 from bearagent.domain.specs import AgentSpec, ModelEntry, call_timeout_ms
 from bearagent.domain.tools import ToolSpec
 from bearagent.hooks.bridge import SessionHooks
@@ -77,10 +78,8 @@ class AgentPlans:
         cached = self._git.get(session_key)
         if cached is None:
             facts = await asyncio.to_thread(git_facts, self._rt.root)
-            cached = tuple(facts.section_lines()) if facts is not None else ()
-            if len(self._git) >= MAX_GIT_SESSIONS:
-                self._git.pop(next(iter(self._git)))
-            self._git[session_key] = cached
+            lines = tuple(facts.section_lines()) if facts is not None else ()
+            cached = remember(self._git, session_key, lines, MAX_GIT_SESSIONS)
         return cached
 
     def _preloaded_skills(self, agent: AgentSpec) -> tuple[tuple[str, str], ...]:

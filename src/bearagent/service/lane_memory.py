@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from bearagent.domain.recent import remember
 from bearagent.ports import WorkspaceStore
 from bearagent.service.queue import Pending
 
@@ -37,20 +38,14 @@ class LaneMemory:
                 return known
             session = await store.fetch_session(run.session_id)
             if session is not None and session.caller:
-                if len(self._callers) >= CALLERS_KEPT:
-                    del self._callers[next(iter(self._callers))]  # the longest known
-                self._callers[key] = session.caller
-                return session.caller
+                return remember(self._callers, key, session.caller, CALLERS_KEPT)
         if run.request is not None and run.request.initiator_ref:
             return run.request.initiator_ref
         return "local"
 
     def served(self, lane: Lane) -> None:
         """This worker executed a run of `lane`."""
-        self._served.pop(lane, None)
-        self._served[lane] = None
-        if len(self._served) > SERVED_KEPT:
-            del self._served[next(iter(self._served))]
+        remember(self._served, lane, None, SERVED_KEPT)
 
     def served_first(self, workspace_id: str, heads: list[Pending]) -> None:
         """Order `heads` (in place, stably): the lanes this worker served first, the others after them."""

@@ -22,6 +22,7 @@ import orjson
 from bearagent.domain._base import JsonValue, thaw_json_mapping
 from bearagent.domain.events import Event
 from bearagent.domain.ids import same_uuid
+from bearagent.domain.recent import remember
 from bearagent.ports import ActivityIdTaken, CommitRefused, EventIdTaken, RunCommit, StoredRun, VersionConflict
 from bearagent.runtime.run_state import ActivityState, RunState, iso
 from bearagent.store.errors import StoreError, translate_sqlite_error
@@ -221,10 +222,7 @@ def _refusal(cursor: sqlite3.Cursor, commit: RunCommit, run_id: str) -> CommitRe
 
 def _remember_status(key: tuple[str, str], version: int, status: str) -> None:
     with _STATUS_AT_LOCK:
-        _STATUS_AT.pop(key, None)  # re-inserted last: the oldest entry is the first one
-        _STATUS_AT[key] = (version, status)
-        if len(_STATUS_AT) > _STATUS_AT_LIMIT:
-            del _STATUS_AT[next(iter(_STATUS_AT))]
+        remember(_STATUS_AT, key, (version, status), _STATUS_AT_LIMIT)
 
 
 def _integrity_error(cursor: sqlite3.Cursor, path: Path, exc: sqlite3.IntegrityError, commit: RunCommit) -> Exception:
