@@ -151,6 +151,8 @@ def test_an_answer_given_while_its_session_was_busy_is_taken_when_the_session_fr
             assert await settled(runtime, second, "succeeded", 30) == "succeeded"
             ended = time.monotonic()
             status = await settled(runtime, first, "succeeded", 30)
+            # the worker counts a resume when its task for the run returns, a moment after the run's end commits
+            await _until(lambda: fleet.worker.stats.resumed == 1, within_s=10)
             if status != "succeeded" or fleet.worker.stats.resumed != 1:  # say what became of both runs
                 logs = {
                     name: [(e.event_type, e.occurred_at.isoformat()) for e in await runtime.store.fetch_events(run)]
