@@ -1,6 +1,7 @@
 """Session-wide fixtures: the throwaway PostgreSQL cluster of the postgres store tests (started on first use by
 `tests/support/postgres_cluster.py`, one per xdist worker, stopped here when the worker's session ends) and a fresh
-database per test. Also bytecode caches where `PYTHONDONTWRITEBYTECODE` forbids them (`_bytecode_to_the_checkout_cache`),
+database per test. Also bytecode caches where `PYTHONDONTWRITEBYTECODE` forbids them (`_bytecode_to_the_checkout_cache`)
+and a fresh checkout's assert rewrites done before the workers start (`pytest_configure`),
 the directory-wide `slow` marks (see `SLOW_DIRECTORIES`), and `sandbox_outside`: a host
 directory that the Bash sandbox shows read-only, wherever the checkout lives."""
 
@@ -50,6 +51,13 @@ SLOW_DIRECTORIES = ("e2e", "scale")
 servers, terminals) or a large workload, seconds apiece; `uv run pytest -m "not slow"`, the inner loop, leaves them
 to the full run. Tests elsewhere that take 2 s or more on the 2-core machine carry `@pytest.mark.slow` themselves
 (the rule and its measurement: docs/testing.md, "Which tests are slow")."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A fresh checkout's assert rewrites, in parallel before the workers start (tests/support/assert_rewrite.py)."""
+    from tests.support.assert_rewrite import prepare
+
+    prepare(config)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
