@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from bearagent.domain.errors import BearAgentError
 from bearagent.domain.events import Event
 from bearagent.domain.ids import RunId
+from bearagent.domain.recent import remember
 from bearagent.domain.run_events import RunEventPayload, event_type_of, parse_run_event_payload
 from bearagent.domain.state import RunProjection
 from bearagent.ports import (
@@ -256,10 +257,7 @@ class RunWriter:
                 f"event {exc.event_id} is already stored; every event needs a new event_id",
                 run_id=str(commit.run_id),
             ) from None
-        cache = self._cache
-        cache[str(commit.run_id)] = StoredRun(commit.state, commit.active)
-        if len(cache) > self._cache_size:
-            del cache[next(iter(cache))]
+        remember(self._cache, str(commit.run_id), StoredRun(commit.state, commit.active), self._cache_size)
         return cancelled
 
 
