@@ -9,12 +9,16 @@ What the listing shows came from a model (tool arguments): it goes through `safe
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bearagent.cli._config_common import emit_json, json_option, print_table, short, workspace_option
 from bearagent.cli._groups import ListGroup
 from bearagent.cli.safe_text import visible
+
+if TYPE_CHECKING:
+    from bearagent.workspace import LoadedWorkspace
 
 DECISIONS = {"allow": "allow_once", "allow-once": "allow_once", "allow-always": "allow_always", "deny": "deny"}
 QUESTION_ANSWERS = ("accept", "decline", "cancel")
@@ -140,7 +144,7 @@ def answer(
     from bearagent.cli._config_common import load
     from bearagent.cli._run_common import die_from, execute_and_exit
     from bearagent.cli.render import make_console
-    from bearagent.cli.runs import open_recovered, resolve_ref
+    from bearagent.cli.runs import recovered_store, resolve_ref
     from bearagent.cli.terminal_stream import attach_terminal
     from bearagent.domain.errors import BearAgentError
     from bearagent.runtime.observer import NullObserver, RunObserver
@@ -148,16 +152,17 @@ def answer(
     from bearagent.service.run_types import local_user_name
     from bearagent.service.runner import RunResult
 
-    store = open_recovered(workspace)
+    loaded = load(workspace)  # once: the store's recovery and the runtime share it
+    store = recovered_store(loaded)
     run_id = resolve_ref(store, run_ref)
     run = store.get_run(run_id)
     store.close()
     if approval_id.startswith("el_") or decision in QUESTION_ANSWERS or content is not None:
-        _answer_question(workspace, run_id, approval_id, decision, content, message, debug=debug)
+        _answer_question(loaded, run_id, approval_id, decision, content, message, debug=debug)
         return
     go_on = not no_continue and run is not None and not attached_elsewhere(run)
     try:
-        runtime = open_runtime(load(workspace))
+        runtime = open_runtime(loaded)
     except BearAgentError as exc:
         die_from(exc, debug=debug)
     who = f"cli:{local_user_name()}"
@@ -192,7 +197,7 @@ def answer(
 
 
 def _answer_question(
-    workspace: Path | None,
+    loaded: LoadedWorkspace,
     run_id: object,
     question_id: str,
     decision: str,
@@ -206,7 +211,6 @@ def _answer_question(
     import json
 
     from bearagent.app.runtime import open_runtime
-    from bearagent.cli._config_common import load
     from bearagent.cli._run_common import die_from
     from bearagent.domain.errors import BearAgentError, ErrorInfo
     from bearagent.domain.ids import RunId
@@ -227,7 +231,7 @@ def _answer_question(
             parsed: object = json.loads(content) if content is not None else None
         except json.JSONDecodeError as exc:
             raise refuse(f"--content is not JSON: {exc}", "e.g. --content '{\"proceed\": true}'") from None
-        runtime = open_runtime(load(workspace))
+        runtime = open_runtime(loaded)
     except BearAgentError as exc:
         die_from(exc, debug=debug)
     who = f"cli:{local_user_name()}"

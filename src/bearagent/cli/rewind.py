@@ -55,7 +55,7 @@ def rewind(
 
     from bearagent.app.stores import writer_over
     from bearagent.cli._config_common import load
-    from bearagent.cli.runs import open_recovered, resolve_ref
+    from bearagent.cli.runs import recovered_store, resolve_ref
     from bearagent.domain.errors import BearAgentError
     from bearagent.domain.ids import Uuid4IdGenerator
     from bearagent.ports import SystemClock
@@ -67,7 +67,7 @@ def rewind(
         fail("--to and --to-event exclude each other", "name the point once: a tool call, or an event's sequence")
     loaded = load(workspace)
     root = loaded.root
-    store = open_recovered(workspace)
+    store = recovered_store(loaded)
     run_id = resolve_ref(store, run_ref)
     run = store.get_run(run_id)
     if run is None:

@@ -29,12 +29,12 @@ def diff(run_ref: str, tool_call: str | None, workspace: Path | None, as_json: b
     kept in the blob store are named with what changed instead of a diff.
     """
     from bearagent.cli._config_common import load
-    from bearagent.cli.runs import open_recovered, resolve_ref
+    from bearagent.cli.runs import recovered_store, resolve_ref
     from bearagent.domain.errors import BearAgentError
     from bearagent.service.file_diffs import files_diff
 
     loaded = load(workspace)
-    store = open_recovered(workspace)
+    store = recovered_store(loaded)
     try:
         run_id = resolve_ref(store, run_ref)
         try:
