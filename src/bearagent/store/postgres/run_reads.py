@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from typing import LiteralString, cast
 
 import psycopg
-from psycopg import sql
 
 from bearagent.domain._base import JsonValue
 from bearagent.domain.events import Event
@@ -29,7 +28,7 @@ _RUN = "SELECT data, goal FROM {s}.run_projections"
 
 
 async def rows_of(
-    conn: Conn, statement: sql.Composed, params: Sequence[object], where: str, doing: str
+    conn: Conn, statement: bytes, params: Sequence[object], where: str, doing: str
 ) -> list[tuple[object, ...]]:
     """All rows of one statement; a psycopg error becomes a `StoreError` saying what was being done."""
     try:
