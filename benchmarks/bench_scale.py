@@ -186,6 +186,9 @@ class Fleet:
     """worker CPU ms per measured run, from after the warm-up (a run per session) to the last run's end"""
     server_ms: float
     """server CPU ms per run, whole life"""
+    busy_parts_ms: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """`worker_busy_ms` by where it went: the workers' main threads (the event loop), their other threads (the
+    store's I/O thread, executors), and of both the system time (syscalls, page faults)"""
 
 
 _PROFILE = (
@@ -263,6 +266,7 @@ def _fleet_round(
                 time.sleep(0.5)  # the workers' last scans are done: they are idle
                 watch = DbWatch(dsn) if dsn is not None and costs is not None else None  # the measured runs only
                 ready_cpu = sum(_proc_cpu_s(proc.pid) for proc in procs)
+                ready_parts = [_thread_cpu_s(proc.pid) for proc in procs]
                 started = time.monotonic()
                 sent = [
                     c.post(f"/v1/sessions/{ids[n % sessions]}/runs", json={"prompt": f"q{n}"}).json()["run_id"]
@@ -271,6 +275,11 @@ def _fleet_round(
                 _all_idle(c)
                 rate = runs / (time.monotonic() - started)
                 busy_cpu = sum(_proc_cpu_s(proc.pid) for proc in procs) - ready_cpu
+                ends = [_thread_cpu_s(proc.pid) for proc in procs]
+                main, other, system = (
+                    sum(end[i] - ready[i] for ready, end in zip(ready_parts, ends, strict=True)) / runs * 1000
+                    for i in range(3)
+                )
                 for run_id in sent:
                     assert c.get(f"/v1/runs/{run_id}").json()["status"] == "succeeded", run_id
         finally:
@@ -287,7 +296,9 @@ def _fleet_round(
                     print(f"    {calls / runs:6.2f} {rows / runs:7.1f}  {statement}")
                 print()
         total = runs + sessions  # the warm-up's too
-        return Fleet(rate, cpu_workers / total * 1000, busy_cpu / runs * 1000, cpu_server / total * 1000)
+        return Fleet(
+            rate, cpu_workers / total * 1000, busy_cpu / runs * 1000, cpu_server / total * 1000, (main, other, system)
+        )
 
 
 def _all_idle(c: httpx.Client) -> None:
@@ -319,6 +330,25 @@ def _proc_cpu_s(pid: int) -> float:
     """utime + stime of a live process (all its threads), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _thread_cpu_s(pid: int) -> tuple[float, float, float]:
+    """CPU seconds of a live process: its main thread's, its other threads' (those alive now: a thread that ended
+    meanwhile is missing), and the system time of all of them, from /proc/PID/task."""
+    main = other = system = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while being read
+        user_s, sys_s = int(fields[11]) / tick, int(fields[12]) / tick
+        if task.name == str(pid):
+            main += user_s + sys_s
+        else:
+            other += user_s + sys_s
+        system += sys_s
+    return main, other, system
 
 
 def _cpu_s(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> float:
@@ -438,6 +468,7 @@ def main() -> None:
     )
     print("|---:|---|---:|---:|---:|---:|")
     db_costs: dict[int, list[list[float]]] = {}
+    parts: dict[tuple[int, str], list[float]] = {}
     for workers in (1, 2, 4):
         for label, dsn_of in (("PostgreSQL", postgres_cluster.new_database), ("SQLite", lambda: None)):
             costs = db_costs.setdefault(workers, []) if label == "PostgreSQL" else None
@@ -448,6 +479,13 @@ def main() -> None:
                 for name in ("rate", "worker_ms", "worker_busy_ms", "server_ms")
             )
             print(f"| {workers} | {label} | {rate:.1f} | {life:.0f} | {busy:.0f} | {server:.0f} |")
+            parts[(workers, label)] = [statistics.median(r.busy_parts_ms[i] for r in results) for i in range(3)]
+
+    print("\nWorker CPU ms per measured run, by thread (medians; threads that ended meanwhile are not counted):\n")
+    print("| workers | store | main thread (event loop) | other threads | of both: system time |")
+    print("|---:|---|---:|---:|---:|")
+    for (workers, label), (main, other, system) in parts.items():
+        print(f"| {workers} | {label} | {main:.1f} | {other:.1f} | {system:.1f} |")
 
     print(f"\n## 4. what one run costs PostgreSQL (part 1's fleets; per run, median of rounds; {runs} runs)\n")
     print("| workers | " + " | ".join(DB_COST) + " | lifecycle notices | peak client connections |")
