@@ -560,11 +560,15 @@ def _ab(before: Path, workers: list[int], rounds: int, runs: int, sessions: int)
                 )
     SOURCE.clear()
     print("\nmedians:\n")
-    print("| workers | tree | runs/s | worker CPU ms/run (runs only) | transactions/run |\n|---:|---|---:|---:|---:|")
+    print(
+        "| workers | tree | runs/s | worker CPU ms/run (runs only) | of it: event loop / other threads | transactions/run |"
+    )
+    print("|---:|---|---:|---:|---:|---:|")
     for (count, label), fleets in rows.items():
+        loop, other = (statistics.median(f.busy_parts_ms[i] for f in fleets) for i in range(2))
         print(
             f"| {count} | {label} | {statistics.median(f.rate for f in fleets):.1f} | "
-            f"{statistics.median(f.worker_busy_ms for f in fleets):.0f} | "
+            f"{statistics.median(f.worker_busy_ms for f in fleets):.0f} | {loop:.1f} / {other:.1f} | "
             f"{statistics.median(per_run_tx[count, label]):.1f} |"
         )
     postgres_cluster.stop_cluster()
