@@ -50,7 +50,7 @@ def _seed_from_the_environment() -> None:
     """The prefix (`_bytecode_to_the_checkout_cache`) applies to every module, the environment's too, whose bytecode
     `uv sync` compiled beside its sources (`compile-bytecode` in pyproject.toml): a fresh clone's first run compiled
     ~1,000 dependency modules again, in every xdist worker at once. Once per checkout, that bytecode is linked into
-    the prefix (~10,000 files, ~0.8 s, before anything else is imported): a cold collection took ~1-1.5 s less
+    the prefix (~10,000 files, ~0.8 s, before anything else is imported): a cold collection took ~1 s less
     (2026-12-07, docs/testing.md). The standard library's is left out: linking it too cost more than it saved."""
     if sys.pycache_prefix != str(PYCACHE):
         return

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -52,23 +51,22 @@ def _test_modules(config: pytest.Config) -> list[Path]:
     return sorted(found)
 
 
-def prepare(config: pytest.Config) -> float | None:
-    """Rewrite the test modules that have no cached rewrite, one process per usable core; returns the seconds it
-    took, or None when there was nothing to do or pytest would not read what it writes."""
+def prepare(config: pytest.Config) -> None:
+    """Rewrite the test modules that have no cached rewrite, one process per usable core, unless there are few of
+    them or pytest would not read what the processes write."""
     if (
         os.environ.get("PYTEST_XDIST_WORKER")  # a worker: the controller did it already
         or sys.dont_write_bytecode
         or config.getoption("assertmode") != "rewrite"
         or config.getini("enable_assertion_pass_hook")
     ):
-        return None
+        return
     try:
         todo = [m for m in _test_modules(config) if not cached_rewrite(m).exists()]
     except (ImportError, OSError):
-        return None
+        return
     if len(todo) < SMALL_BATCH:
-        return None
-    started = time.monotonic()
+        return
     cores = max(1, len(os.sched_getaffinity(0)))
     todo.sort(key=lambda m: m.stat().st_size, reverse=True)  # largest first, dealt round the processes
     batches = [todo[i::cores] for i in range(cores)]
@@ -80,34 +78,39 @@ def prepare(config: pytest.Config) -> float | None:
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,  # whatever fails here, pytest does (and reports) itself
         )
         for batch in batches
         if batch
     ]
     for child in children:
         child.wait()  # a failed child leaves its modules to pytest, which rewrites them on import as before
-    return time.monotonic() - started
 
 
 class _Trace:
-    """The `state` `_write_pyc` reports a failed write to (the write is then left to pytest)."""
+    """The `state` `_write_pyc` tells of a failed write (the module is then left to pytest)."""
 
     def trace(self, message: str) -> None:
         print(message, file=sys.stderr)
 
 
 def main(files: list[str]) -> int:
+    """Rewrite and cache each of `files`; one that does not parse is left to pytest, which reports it on import.
+    Returns 1 when a module could not be cached."""
     from _pytest.assertion.rewrite import _rewrite_test, _write_pyc, try_makedirs  # pyright: ignore[reportPrivateUsage]
 
-    state = _Trace()
+    state, failed = _Trace(), 0
     for name in files:
         module = Path(name)
         target = cached_rewrite(module)
-        if not try_makedirs(target.parent):
-            return 1
-        source_hash, code = _rewrite_test(module, None)  # pyright: ignore[reportArgumentType]  # None: no pass hook
-        _write_pyc(state, code, source_hash, target)  # pyright: ignore[reportArgumentType]
-    return 0
+        try:
+            source_hash, code = _rewrite_test(module, None)  # pyright: ignore[reportArgumentType]  # None: no pass hook
+        except (SyntaxError, ValueError, OSError):
+            failed = 1
+            continue
+        if not (try_makedirs(target.parent) and _write_pyc(state, code, source_hash, target)):  # pyright: ignore[reportArgumentType]
+            failed = 1
+    return failed
 
 
 if __name__ == "__main__":

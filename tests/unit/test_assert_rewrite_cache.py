@@ -58,3 +58,26 @@ def test_pytest_runs_the_rewrite_written_ahead_of_it_without_rewriting_again(tmp
     after = written.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "pytest rewrote the module again"
     assert list(prefix.rglob("test_sample.*pytest*.pyc")) == [written]
+
+
+def test_a_module_that_does_not_parse_is_left_to_pytest_and_the_others_are_cached(tmp_path: Path) -> None:
+    broken, good = tmp_path / "test_broken.py", tmp_path / "test_good.py"
+    broken.write_text("def test_x(:\n", encoding="utf-8")
+    good.write_text("def test_y():\n    assert 1\n", encoding="utf-8")
+    prefix = tmp_path / "pycache"
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        "PYTHONPYCACHEPREFIX": str(prefix),
+        "PYTHONPATH": str(TESTS.parent),
+    }
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.assert_rewrite", str(broken), str(good)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert [p.name.split(".")[0] for p in prefix.rglob("test_*.pyc")] == ["test_good"]
