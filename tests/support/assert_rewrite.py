@@ -70,7 +70,8 @@ def prepare(config: pytest.Config) -> None:
     cores = max(1, len(os.sched_getaffinity(0)))
     todo.sort(key=lambda m: m.stat().st_size, reverse=True)  # largest first, dealt round the processes
     batches = [todo[i::cores] for i in range(cores)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(config.rootpath), os.environ.get("PYTHONPATH", "")])}
+    path = [str(config.rootpath), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}  # `tests.support` importable from the checkout
     children = [
         subprocess.Popen(
             [sys.executable, "-m", "tests.support.assert_rewrite", *map(str, batch)],
