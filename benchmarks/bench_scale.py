@@ -326,23 +326,27 @@ def _drain(proc: subprocess.Popen[str]) -> None:
         pass
 
 
+def _stat_s(stat: Path) -> tuple[float, float]:
+    """User and system CPU seconds from a /proc `stat` file (a process's, or one thread's under `task/`)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def _proc_cpu_s(pid: int) -> float:
     """utime + stime of a live process (all its threads), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(_stat_s(Path(f"/proc/{pid}/stat")))
 
 
 def _thread_cpu_s(pid: int) -> tuple[float, float, float]:
     """CPU seconds of a live process: its main thread's, its other threads' (those alive now: a thread that ended
     meanwhile is missing), and the system time of all of them, from /proc/PID/task."""
     main = other = system = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            user_s, sys_s = _stat_s(task / "stat")
         except OSError:
             continue  # it ended while being read
-        user_s, sys_s = int(fields[11]) / tick, int(fields[12]) / tick
         if task.name == str(pid):
             main += user_s + sys_s
         else:
