@@ -12,6 +12,17 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 
 
+def _env(prefix: Path) -> dict[str, str]:
+    """This environment with its bytecode under `prefix`, `tests.support` importable, and no installed pytest plugin
+    (seconds of imports these tests do not need)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS")}
+    return env | {
+        "PYTHONPYCACHEPREFIX": str(prefix),
+        "PYTHONPATH": str(TESTS.parent),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+
+
 def test_pytest_runs_the_rewrite_written_ahead_of_it_without_rewriting_again(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
@@ -19,12 +30,7 @@ def test_pytest_runs_the_rewrite_written_ahead_of_it_without_rewriting_again(tmp
     module = project / "test_sample.py"
     module.write_text("def test_sum():\n    a = 1\n    assert a + 1 == 3\n", encoding="utf-8")
     prefix = tmp_path / "pycache"
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS")},
-        "PYTHONPYCACHEPREFIX": str(prefix),
-        "PYTHONPATH": str(TESTS.parent),
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # no installed plugin: seconds of imports this test does not need
-    }
+    env = _env(prefix)
 
     subprocess.run(
         [sys.executable, "-m", "tests.support.assert_rewrite", str(module)], env=env, check=True, timeout=120
@@ -33,19 +39,7 @@ def test_pytest_runs_the_rewrite_written_ahead_of_it_without_rewriting_again(tmp
     before = written.stat()
 
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:xdist",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:schemathesis",
-            str(module),
-        ],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)],
         cwd=project,
         env=env,
         capture_output=True,
@@ -65,11 +59,7 @@ def test_a_module_that_does_not_parse_is_left_to_pytest_and_the_others_are_cache
     broken.write_text("def test_x(:\n", encoding="utf-8")
     good.write_text("def test_y():\n    assert 1\n", encoding="utf-8")
     prefix = tmp_path / "pycache"
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-        "PYTHONPYCACHEPREFIX": str(prefix),
-        "PYTHONPATH": str(TESTS.parent),
-    }
+    env = _env(prefix)
 
     done = subprocess.run(
         [sys.executable, "-m", "tests.support.assert_rewrite", str(broken), str(good)],
