@@ -14,7 +14,8 @@ the oldest lane heads a worker could take, it tries them in an order of its own 
 same notice mostly try different lanes instead of all racing for the oldest one (the loser of a race had read the
 run and tried its session's lock for nothing), and (4) a scan after what can only have added queued lane heads (a
 run queued or ended, here or elsewhere) reads only the lane heads, one store read, unless the previous scan found
-runs to resume; the poll, a wake from this process, and a run interrupted or answered read those as well.
+runs to resume; the poll, a wake from this process, and a run interrupted or answered read those as well, and (5) a
+worker woken by other processes' notices alone scans `NOTICE_COALESCE_S` later (`docs/scale-out.md`).
 
 Graceful stop (`stop`): no new claims; runs in flight may finish for `grace_s`; what still runs after it is handed
 back (its task is cancelled with `HAND_BACK`: the loop records `RunInterrupted`, not `RunCancelled`), and the next
@@ -58,6 +59,10 @@ a queued one that could not start for a retryable reason (the store locked too l
 tries again. A queued run refused for any other reason is failed with that reason (`_record_start_failure`)."""
 COALESCE_S = 0.01
 """After a wake, how long a worker lets further wakes gather before it scans once for all of them."""
+NOTICE_COALESCE_S = 0.05
+"""After a wake by other processes' notices alone, how long a worker waits before it scans (cut short by a wake from
+its own process): one scan for the notices of that while, and a lane whose run ended is by then taken by the worker
+that ran it (woken by its own run's end, no notice). A run queued elsewhere may start this much later."""
 SPREAD = 4
 """A worker with `free` slots takes its lanes from the oldest `free * SPREAD` lane heads of a scan, in an order of
 its own: first the lanes it executed a run of lately (`lane_memory.py`; it holds their sessions' state already: the
@@ -114,6 +119,7 @@ class Worker:
         self._track = track
         self.resume_interrupted = resume_interrupted
         self._wake = asyncio.Event()
+        self._near = asyncio.Event()  # set with `_wake` by this process's own wakes, not by other processes' notices
         self._look_for_cancels = True  # the next pass asks the store for cancel requests of this worker's runs
         self._look_for_resumes = True  # the next scan reads interrupted and answered runs, not only lane heads
         self._order = random.Random()
@@ -150,6 +156,7 @@ class Worker:
         stops)."""
         self._look_for_cancels = True
         self._look_for_resumes = True
+        self._near.set()
         self._wake.set()
 
     @property
@@ -164,6 +171,7 @@ class Worker:
         try:
             while not self._stopping:
                 self._wake.clear()
+                self._near.clear()
                 try:
                     if self._look_for_cancels:
                         self._look_for_cancels = False
@@ -179,6 +187,9 @@ class Worker:
                     # SQLite: none)
                     self._look_for_cancels = True
                     self._look_for_resumes = True
+                if self._wake.is_set() and not self._near.is_set():  # woken by other processes' notices alone
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._near.wait(), timeout=NOTICE_COALESCE_S)
                 await asyncio.sleep(COALESCE_S)  # a burst of commits elsewhere: one scan for all of them
         finally:
             for stop in unlisten:
@@ -347,6 +358,7 @@ class Worker:
             if not lost:  # the lane's next run may go now (and the slot is free for another lane); a run to resume
                 # that waited for this lane was seen by the last scan, which keeps `_look_for_resumes` set
                 self._look_for_cancels = True
+                self._near.set()
                 self._wake.set()
 
     async def stop(self, *, grace_s: float = 10.0) -> None:
