@@ -236,8 +236,9 @@ class Resources:
             close = getattr(provider, "aclose", None)  # not part of `ModelProvider`: a plugin's may have none
             if callable(close):
                 closers.append(close)
-        if store is not None:
-            closers.append(store.close)
+        if store is not None:  # a PostgreSQL store closes on the caller's loop when that is its own (`aclose`)
+            aclose = getattr(store, "aclose", None)
+            closers.append(aclose if callable(aclose) else store.close)
         await close_all(closers)
 
 

@@ -65,6 +65,9 @@ def worker(
     long_lived()
 
     async def main() -> None:
+        from bearagent.store.postgres.io_loop import use_this_loop
+
+        use_this_loop()  # this loop runs for the process's life: a PostgreSQL store's calls need no thread hops
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

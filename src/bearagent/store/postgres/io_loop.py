@@ -6,6 +6,12 @@ one store, the contract suite drives one handle from several `asyncio.run`s, and
 read commands, `SessionService`) is called from plain code and from inside running loops alike. psycopg's async
 connections and its pool belong to the loop they were opened on; here that is always this one. Callers on any loop
 await the result (`call`), which never blocks their loop; synchronous callers wait for it (`run`).
+
+A long-lived process whose loop outlives its stores (`bearagent worker`) calls `use_this_loop()` from that loop
+first: its stores then keep their connections on it, so a store call from that loop is a plain `await`, without the
+two hops between threads each call costs otherwise (issue 37: a third of a PostgreSQL worker's CPU per run was its
+store thread). Callers on other threads still reach it as above. A synchronous call made on that loop's own thread
+(it cannot wait for its own loop) runs on a thread of its own with a connection opened for it (`ONE_SHOT`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,25 @@ from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
+_HOME: list[tuple[asyncio.AbstractEventLoop, threading.Thread]] = []
+"""The loop `use_this_loop` named (at most one per process), and its thread."""
+
+
+def use_this_loop() -> None:
+    """From now on, every store loop started in this process is the running loop (see the module's docstring). Call
+    it from the loop that runs for the rest of the process, before the stores' first use; a store used earlier keeps
+    its own thread."""
+    _HOME[:] = [(asyncio.get_running_loop(), threading.current_thread())]
+
+
+def home_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop `use_this_loop` named, if any."""
+    return _HOME[0][0] if _HOME else None
+
+
+ONE_SHOT = "bearagent-pg-one-shot"
+"""The name of the thread a synchronous store call made on the process's own store loop runs on."""
+
 
 class IoLoop:
     """An asyncio loop running on a daemon thread, started on first use, stopped by `close`."""
@@ -28,11 +53,15 @@ class IoLoop:
         self._thread: threading.Thread | None = None
         self._guard = threading.Lock()
         self._closed = False
+        self._adopted = False  # the loop is the process's (`use_this_loop`), not one this object runs
 
     def _running(self) -> asyncio.AbstractEventLoop:
         with self._guard:
             if self._closed:
                 raise RuntimeError("the store is closed")
+            if self._loop is None and _HOME and not _HOME[0][0].is_closed():
+                self._loop, self._thread = _HOME[0]
+                self._adopted = True
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 ready = threading.Event()
@@ -51,6 +80,10 @@ class IoLoop:
     def in_loop(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
 
+    def serves(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether `loop` is the store's loop (else: a one-shot loop of a synchronous call, see `run`)."""
+        return loop is self._loop
+
     def submit(self, work: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
         try:
             loop = self._running()
@@ -62,25 +95,50 @@ class IoLoop:
     async def call(self, work: Coroutine[Any, Any, _T]) -> _T:
         """Run `work` on the store's loop; the caller's loop stays free meanwhile. Cancelling the caller cancels
         the work."""
+        if self._adopted and self.in_loop():
+            return await work
         return await asyncio.wrap_future(self.submit(work))
 
     async def call_shielded(self, work: Coroutine[Any, Any, _T]) -> _T:
         """`call`, but cancelling the caller does not stop the work (a lock release must finish)."""
+        if self._adopted and self.in_loop():
+            return await asyncio.shield(asyncio.ensure_future(work))
         return await asyncio.shield(asyncio.wrap_future(self.submit(work)))
 
     def run(self, work: Coroutine[Any, Any, _T]) -> _T:
-        """Run `work` on the store's loop and wait for it on this thread (the synchronous face)."""
-        if self.in_loop():
+        """Run `work` on the store's loop and wait for it on this thread (the synchronous face). On the thread of a
+        process's own store loop (`use_this_loop`), which cannot wait for itself, `work` runs on a thread and loop of
+        its own instead (the store gives it a connection of its own there: `serves`)."""
+        try:
+            loop = self._running()  # first: a first use may make this thread's loop the store's
+        except RuntimeError:
             work.close()
-            raise RuntimeError("a synchronous store call from the store's own loop would wait for itself")
-        return self.submit(work).result()
+            raise
+        if self.in_loop():
+            if not self._adopted:
+                work.close()
+                raise RuntimeError("a synchronous store call from the store's own loop would wait for itself")
+            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=ONE_SHOT) as one_shot:
+                return one_shot.submit(asyncio.run, work).result()
+        return asyncio.run_coroutine_threadsafe(work, loop).result()
 
     def close(self, last: Coroutine[Any, Any, None] | None = None) -> None:
-        """Run `last` (closing the connections) on the loop, then stop it and join its thread."""
+        """Run `last` (closing the connections) on the loop, then stop it and join its thread. A process's own loop
+        (`use_this_loop`) is not stopped: `last` runs on it, and this waits for it unless called on that loop's
+        thread, where it cannot (`aclose` can)."""
         with self._guard:
-            loop, thread = self._loop, self._thread
+            loop, thread, adopted = self._loop, self._thread, self._adopted
             self._closed = True
             self._loop = self._thread = None
+        if adopted and loop is not None and last is not None:
+            if threading.current_thread() is thread:
+                _CLOSING.add(task := loop.create_task(last))
+                task.add_done_callback(_CLOSING.discard)
+            elif not loop.is_closed():
+                asyncio.run_coroutine_threadsafe(last, loop).result()
+            else:
+                last.close()
+            return
         if loop is None or thread is None:
             if last is not None:
                 last.close()
@@ -89,6 +147,21 @@ class IoLoop:
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
         loop.close()
+
+    async def aclose(self, last: Coroutine[Any, Any, None] | None = None) -> None:
+        """`close` from a running loop: on a process's own store loop (`use_this_loop`), `last` is awaited there."""
+        if self._adopted and self.in_loop():
+            with self._guard:
+                self._closed = True
+                self._loop = self._thread = None
+            if last is not None:
+                await last
+            return
+        self.close(last)
+
+
+_CLOSING: set[asyncio.Task[None]] = set()
+"""Closings started by `IoLoop.close` on a process's own loop, kept until they end (a loop holds tasks weakly)."""
 
 
 async def _finish(last: Coroutine[Any, Any, None] | None) -> None:

@@ -90,12 +90,7 @@ class PostgresRunStorage(SyncFace):
                 try:
                     conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
                     async with conn:  # the real error of a bad DSN or a down server, not a pool timeout
-                        if not self._create and await applied_version(conn, self.location) is None:
-                            raise BearAgentError(
-                                ErrorInfo.of("not_found", "no_state", f"no runs have been stored in {self.path} yet"),
-                                hint='start a run with `bearagent run "..."` in this workspace first',
-                            )
-                        await migrate(conn, self.location)
+                        await self._prepare(conn)
                 except psycopg.Error as exc:
                     raise translate(self.path, exc, "opening the store") from exc
                 pool = AsyncConnectionPool(
@@ -112,13 +107,35 @@ class PostgresRunStorage(SyncFace):
                 self._pool = pool
         return self._pool
 
+    async def _prepare(self, conn: Conn) -> None:
+        """What opening the store does first: the schema must exist unless `create`; missing migrations applied."""
+        if not self._create and await applied_version(conn, self.location) is None:
+            raise BearAgentError(
+                ErrorInfo.of("not_found", "no_state", f"no runs have been stored in {self.path} yet"),
+                hint='start a run with `bearagent run "..."` in this workspace first',
+            )
+        await migrate(conn, self.location)
+
     async def _with(self, work: Callable[[Conn], Awaitable[_T]], doing: str = "using the store") -> _T:
-        """`work` on a pooled connection (on the store's loop)."""
+        """`work` on a pooled connection (on the store's loop), or on a connection of its own for a synchronous call
+        made on the thread of a process's own store loop (`IoLoop.run`: rare, and slower by a connection)."""
+        if not self._io.serves(asyncio.get_running_loop()):
+            return await self._one_shot(work, doing)
         pool = await self._open()
         try:
             async with pool.connection() as conn:
                 return await work(conn)
         except PoolTimeout as exc:
+            raise translate(self.path, exc, doing) from exc
+
+    async def _one_shot(self, work: Callable[[Conn], Awaitable[_T]], doing: str) -> _T:
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.location.dsn, autocommit=True)
+            async with conn:
+                if self._pool is None:  # the store not opened yet
+                    await self._prepare(conn)
+                return await work(conn)
+        except psycopg.Error as exc:
             raise translate(self.path, exc, doing) from exc
 
     def _port(self, work: Callable[[Conn], Awaitable[_T]]) -> Awaitable[_T]:
@@ -271,6 +288,12 @@ class PostgresRunStorage(SyncFace):
         """Close every connection (a held session lock goes with its connection) and stop the store's loop."""
         self._close_sync_writer()
         self._io.close(self._shutdown())
+
+    async def aclose(self) -> None:
+        """`close` from a running loop; on a process's own store loop (`io_loop.use_this_loop`) it awaits the
+        connections' closing there instead of waiting for its own loop."""
+        self._close_sync_writer()
+        await self._io.aclose(self._shutdown())
 
     def __enter__(self) -> Self:
         return self
