@@ -134,6 +134,9 @@ def serve(
     original = server.startup
 
     async def startup(sockets: object = None) -> None:
+        from bearagent.store.postgres.io_loop import use_this_loop
+
+        use_this_loop()  # uvicorn's loop runs for the process's life: PostgreSQL store calls need no thread hops
         await original(sockets)  # pyright: ignore[reportArgumentType]
         bound = server.servers[0].sockets[0].getsockname() if server.servers else (host, port)
         click.echo(f"serving {len(config.workspaces)} workspace(s) on http://{bound[0]}:{bound[1]}", err=True)
