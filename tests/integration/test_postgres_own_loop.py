@@ -129,6 +129,12 @@ def test_a_store_first_used_by_a_synchronous_call_on_the_loops_thread_is_created
             assert store.read_events(RunId("0b7a4f6e-2d1c-4b8a-9e3f-5a6b7c8d9e0f")) == []
             run_id = await _run_of_three_events(store)
             assert len(store.read_events(run_id)) == 3
+            # the synchronous appends too, each on a one-shot loop of its own, through the one writer they share
+            f = EventFactory(ids=Uuid4IdGenerator())
+            store.append(f.event(RunCreatedV2.model_validate({"budget_limits": BudgetLimits(), **CREATED})))
+            store.append_many([f.run_started(), f.event(RunSucceededV2())])
+            projection = await store.fetch_run(f.run_id)
+            assert projection is not None and (projection.status, projection.last_sequence) == ("succeeded", 3)
         finally:
             await store.aclose()
 
