@@ -7,8 +7,8 @@ read commands, `SessionService`) is called from plain code and from inside runni
 connections and its pool belong to the loop they were opened on; here that is always this one. Callers on any loop
 await the result (`call`), which never blocks their loop; synchronous callers wait for it (`run`).
 
-A long-lived process whose loop outlives its stores (`bearagent worker`) calls `use_this_loop()` from that loop
-first: its stores then keep their connections on it, so a store call from that loop is a plain `await`, without the
+A long-lived process whose loop outlives its stores (`bearagent worker`, `bearagent serve`) calls `use_this_loop()`
+from that loop first: its stores then keep their connections on it, so a store call from that loop is a plain `await`, without the
 two hops between threads each call costs otherwise (issue 37: a third of a PostgreSQL worker's CPU per run was its
 store thread). Callers on other threads still reach it as above. A synchronous call made on that loop's own thread
 (it cannot wait for its own loop) runs on a thread of its own with a connection opened for it (`ONE_SHOT`).
@@ -33,11 +33,6 @@ def use_this_loop() -> None:
     it from the loop that runs for the rest of the process, before the stores' first use; a store used earlier keeps
     its own thread."""
     _HOME[:] = [(asyncio.get_running_loop(), threading.current_thread())]
-
-
-def home_loop() -> asyncio.AbstractEventLoop | None:
-    """The loop `use_this_loop` named, if any."""
-    return _HOME[0][0] if _HOME else None
 
 
 ONE_SHOT = "bearagent-pg-one-shot"
@@ -130,7 +125,9 @@ class IoLoop:
             loop, thread, adopted = self._loop, self._thread, self._adopted
             self._closed = True
             self._loop = self._thread = None
-        if adopted and loop is not None and last is not None:
+        if adopted and loop is not None:  # never stopped here: the loop is the process's
+            if last is None:
+                return
             if threading.current_thread() is thread:
                 _CLOSING.add(task := loop.create_task(last))
                 task.add_done_callback(_CLOSING.discard)
