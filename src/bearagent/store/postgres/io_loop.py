@@ -8,10 +8,11 @@ connections and its pool belong to the loop they were opened on; here that is al
 await the result (`call`), which never blocks their loop; synchronous callers wait for it (`run`).
 
 A long-lived process whose loop outlives its stores (`bearagent worker`, `bearagent serve`) calls `use_this_loop()`
-from that loop first: its stores then keep their connections on it, so a store call from that loop is a plain `await`, without the
-two hops between threads each call costs otherwise (issue 37: a third of a PostgreSQL worker's CPU per run was its
-store thread). Callers on other threads still reach it as above. A synchronous call made on that loop's own thread
-(it cannot wait for its own loop) runs on a thread of its own with a connection opened for it (`ONE_SHOT`).
+from that loop first: its stores then keep their connections on it, so a store call from that loop is a plain
+`await`, without the two hops between threads each call costs otherwise (issue 37: over half of a PostgreSQL
+worker's CPU per run was its store thread). Callers on other threads still reach it as above. A synchronous call
+made on that loop's own thread (it cannot wait for its own loop) runs on a thread of its own with a connection
+opened for it (`ONE_SHOT`).
 """
 
 from __future__ import annotations
