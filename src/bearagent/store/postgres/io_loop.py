@@ -122,10 +122,7 @@ class IoLoop:
         """Run `last` (closing the connections) on the loop, then stop it and join its thread. A process's own loop
         (`use_this_loop`) is not stopped: `last` runs on it, and this waits for it unless called on that loop's
         thread, where it cannot (`aclose` can)."""
-        with self._guard:
-            loop, thread, adopted = self._loop, self._thread, self._adopted
-            self._closed = True
-            self._loop = self._thread = None
+        loop, thread, adopted = self._detach()
         if adopted and loop is not None:  # never stopped here: the loop is the process's
             if last is None:
                 return
@@ -149,13 +146,20 @@ class IoLoop:
     async def aclose(self, last: Coroutine[Any, Any, None] | None = None) -> None:
         """`close` from a running loop: on a process's own store loop (`use_this_loop`), `last` is awaited there."""
         if self._adopted and self.in_loop():
-            with self._guard:
-                self._closed = True
-                self._loop = self._thread = None
+            self._detach()
             if last is not None:
                 await last
             return
         self.close(last)
+
+    def _detach(self) -> tuple[asyncio.AbstractEventLoop | None, threading.Thread | None, bool]:
+        """Mark the store closed (no call gets through any more); returns the loop, its thread and whether it is
+        the process's own, for the closing to finish with."""
+        with self._guard:
+            detached = self._loop, self._thread, self._adopted
+            self._closed = True
+            self._loop = self._thread = None
+        return detached
 
 
 _CLOSING: set[asyncio.Task[None]] = set()
