@@ -1,7 +1,7 @@
 """Session-wide fixtures: the throwaway PostgreSQL cluster of the postgres store tests (started on first use by
 `tests/support/postgres_cluster.py`, one per xdist worker, stopped here when the worker's session ends) and a fresh
 database per test. Also bytecode caches where `PYTHONDONTWRITEBYTECODE` forbids them (`_bytecode_to_the_checkout_cache`)
-and a fresh checkout's assert rewrites done before the workers start (`pytest_configure`),
+and a fresh checkout's assert rewrites and other caches filled before the workers start (`pytest_configure`),
 the directory-wide `slow` marks (see `SLOW_DIRECTORIES`), and `sandbox_outside`: a host
 directory that the Bash sandbox shows read-only, wherever the checkout lives."""
 
@@ -43,23 +43,21 @@ def _bytecode_to_the_checkout_cache() -> None:
     os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     sys.dont_write_bytecode = False  # this process too: the test modules not imported yet, and their assert rewrites
     sys.pycache_prefix = str(PYCACHE)
-    _seed_from_the_environment()
 
 
 def _seed_from_the_environment() -> None:
     """The prefix (`_bytecode_to_the_checkout_cache`) applies to every module, the environment's too, whose bytecode
     `uv sync` compiled beside its sources (`compile-bytecode` in pyproject.toml): a fresh clone's first run compiled
     ~1,000 dependency modules again, in every xdist worker at once. Once per checkout, that bytecode is linked into
-    the prefix (~10,000 files, ~0.8 s, before anything else is imported): a cold collection took ~1 s less
-    (2026-12-07, docs/testing.md). The standard library's is left out: linking it too cost more than it saved."""
+    the prefix (~10,000 files, ~0.5-0.8 s): a cold collection took ~1 s less (2026-12-07, docs/testing.md). The
+    standard library's is left out: linking it too cost more than it saved. A fresh checkout's first run links it in
+    the process `tests/support/warm_caches.py` runs beside the assert rewrites; this is for the runs that start none
+    (a marker in the prefix says the link is done), before the collection imports the environment."""
     if sys.pycache_prefix != str(PYCACHE):
         return
-    import sysconfig
+    from tests.support.bytecode_prefix import link_environment
 
-    from tests.support.bytecode_prefix import link_compiled
-
-    libs = dict.fromkeys((sysconfig.get_path("purelib"), sysconfig.get_path("platlib")))
-    link_compiled(list(libs), PYCACHE / f".linked-{sys.implementation.cache_tag}")
+    link_environment()
 
 
 _bytecode_to_the_checkout_cache()
@@ -71,10 +69,12 @@ to the full run. Tests elsewhere that take 2 s or more on the 2-core machine car
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A fresh checkout's assert rewrites, in parallel before the workers start (tests/support/assert_rewrite.py)."""
+    """A fresh checkout's assert rewrites and other first-run caches, in parallel before the workers start
+    (tests/support/assert_rewrite.py, tests/support/warm_caches.py)."""
     from tests.support.assert_rewrite import prepare
 
     prepare(config)
+    _seed_from_the_environment()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:

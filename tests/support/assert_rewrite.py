@@ -6,6 +6,9 @@ clone there is no cache, and every xdist worker collects every module: three wor
 modules at once, ~7 s of CPU apiece on the 2-core machine, ~45% of a cold collection (py-spy, 2026-12-07,
 docs/testing.md). `prepare` gives the modules without a cached rewrite to one process per core, which write the same
 files pytest's import hook would (its own functions, `_rewrite_test` and `_write_pyc`); the workers then find them.
+Beside them, one more process fills the checkout's other first-run caches (`warm_caches`: the environment's
+bytecode linked, BearAgent's modules compiled, hypothesis's constants), which the collecting process did after the
+rewrites while one core idled.
 
 Only ever an early start of pytest's own work: a module this misses, or a file it writes that pytest does not accept
 (another pytest version names or checks them differently), is rewritten by pytest as before. It runs only where
@@ -23,6 +26,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import warm_caches
 
 SMALL_BATCH = 16
 """Fewer modules than this to rewrite (a warm checkout, or one file edited): pytest's own import does it."""
@@ -73,16 +78,19 @@ def prepare(config: pytest.Config) -> None:
     path = [str(config.rootpath), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}  # `tests.support` importable from the checkout
     children = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.support.assert_rewrite", *map(str, batch)],
-            cwd=config.rootpath,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,  # whatever fails here, pytest does (and reports) itself
-        )
-        for batch in batches
-        if batch
+        warm_caches.start(config.rootpath, config.invocation_params.dir, env),
+        *(
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.support.assert_rewrite", *map(str, batch)],
+                cwd=config.rootpath,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,  # whatever fails here, pytest does (and reports) itself
+            )
+            for batch in batches
+            if batch
+        ),
     ]
     for child in children:
         child.wait()  # a failed child leaves its modules to pytest, which rewrites them on import as before

@@ -42,3 +42,14 @@ def link_compiled(libs: Sequence[str], marker: Path) -> None:
         marker.touch()
     except OSError:
         return
+
+
+def link_environment() -> None:
+    """`link_compiled` for this interpreter's environment (its site-packages), once per prefix: the marker is kept
+    in the prefix. Nothing to do without a prefix."""
+    if sys.pycache_prefix is None:
+        return
+    import sysconfig
+
+    libs = dict.fromkeys((sysconfig.get_path("purelib"), sysconfig.get_path("platlib")))
+    link_compiled(list(libs), Path(sys.pycache_prefix) / f".linked-{sys.implementation.cache_tag}")
