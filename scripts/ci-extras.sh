@@ -111,6 +111,19 @@ if [ -z "$pg_found" ]; then
 fi
 # --- end store block -------------------------------------------------------------------------------------------
 
+# --- store behind a pooler: PgBouncer for the transaction-mode tests (tests/support/pgbouncer.py) ---------------
+# The tests start a PgBouncer of their own in front of their throwaway cluster (a free port on 127.0.0.1, as the
+# cluster's user when root); they skip naming this package where it is absent. No system pooler is configured.
+if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && apt-get install -y -qq pgbouncer >/dev/null) \
+      || echo "ci-extras: could not install pgbouncer; the transaction pooler tests will be skipped" >&2
+  else
+    echo "ci-extras: pgbouncer not found and no apt-get; the transaction pooler tests will be skipped" >&2
+  fi
+fi
+# --- end pooler block ------------------------------------------------------------------------------------------
+
 # --- TypeScript client: @types/node for tests/clients/test_typescript_client.py --------------------------------
 # The client's node:test suite (clients/typescript/test/) is compiled by the pinned TypeScript of the stream protocol
 # block with these Node types, installed into .cache/npm-types-node/ (gitignored; a prefix of its own, since an

@@ -40,6 +40,16 @@ def translate(where: str, exc: Exception, doing: str) -> StoreError:
         return StoreError(
             where, "busy", f"another writer held the store while {doing} ({first})", "Retry", retryable=True
         )
+    if isinstance(exc, (pg_errors.DuplicatePreparedStatement, pg_errors.InvalidSqlStatementName)):
+        # a prepared statement met on another client's server connection, or missing from the one this transaction
+        # runs on: a pooler hands transactions to any server connection
+        return StoreError(
+            where,
+            "pooler",
+            f"the PostgreSQL store's connections are shared by a transaction pooler while {doing} ({first})",
+            "Set `pooler: transaction` in the store config (PgBouncer's pool_mode = transaction), or run the pooler "
+            "in session mode (docs/scale-out.md, PgBouncer)",
+        )
     if isinstance(exc, pg_errors.QueryCanceled):
         return StoreError(
             where,

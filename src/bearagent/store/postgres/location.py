@@ -1,11 +1,17 @@
 """Where a PostgreSQL store lives: the server (a libpq connection string or URL, `dsn`) and the schema holding
-its tables. The DSN may carry a password: it is only ever handed to libpq. Messages, errors and logs name the store
-by `display`, which keeps host, port, database, user and schema and drops everything else."""
+its tables, and how it is reached. The DSN may carry a password: it is only ever handed to libpq. Messages, errors
+and logs name the store by `display`, which keeps host, port, database, user and schema and drops everything else.
+
+`transaction_pooler`: the DSN reaches PostgreSQL through a pooler that hands each transaction to any server
+connection (PgBouncer's `pool_mode = transaction`). Nothing may then live on a server connection beyond one
+transaction: no named prepared statements (psycopg's automatic ones are turned off), no session advisory locks (the
+session locks are leases in a table instead: `session_lock.LeasedLocks`), no LISTEN (it goes to `listen_dsn`, a
+direct connection, or the readers poll). `listen_dsn`: where the commit notices are listened for (None: nowhere)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import LiteralString, TypeAlias
+from typing import Any, LiteralString, TypeAlias
 
 import psycopg
 from psycopg import sql
@@ -45,9 +51,19 @@ class Location:
     dsn: str = field(repr=False)
     schema: str
     display: str
+    transaction_pooler: bool = False
+    listen_dsn: str | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, dsn: str, schema: str = DEFAULT_SCHEMA) -> Location:
+    def of(
+        cls,
+        dsn: str,
+        schema: str = DEFAULT_SCHEMA,
+        *,
+        transaction_pooler: bool = False,
+        listen_dsn: str | None = None,
+    ) -> Location:
+        """`listen_dsn` None: the store's DSN, unless a transaction pooler is in the way (then nothing listens)."""
         if not SCHEMA_RE.match(schema):
             raise BearAgentError(
                 ErrorInfo.of(
@@ -58,7 +74,20 @@ class Location:
                 ),
                 hint="use lower-case letters, digits and '_' (at most 63, not starting with a digit)",
             )
-        return cls(dsn, schema, display_of(dsn, schema))
+        if listen_dsn is not None:
+            display_of(listen_dsn, schema)  # a bad one is refused now, not at the first notice
+        elif not transaction_pooler:
+            listen_dsn = dsn
+        return cls(dsn, schema, display_of(dsn, schema), transaction_pooler, listen_dsn)
+
+    @property
+    def connect_kwargs(self) -> dict[str, Any]:
+        """psycopg's connection arguments for this store: autocommit (a transaction is always explicit), and behind a
+        transaction pooler no automatic prepared statements (a later transaction may run on another server
+        connection, where the statement does not exist)."""
+        if self.transaction_pooler:
+            return {"autocommit": True, "prepare_threshold": None}
+        return {"autocommit": True}
 
     def __str__(self) -> str:
         return self.display

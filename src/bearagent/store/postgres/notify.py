@@ -15,7 +15,9 @@ Two kinds of channel (issue 37: no broadcast of every commit to every process):
   the name stays under PostgreSQL's 63-byte limit, is a plain identifier, and differs between schemas.
 Both are shared by every schema of the database; the payload is `<schema> <run_id> <last_sequence> <status>` and
 listeners drop other schemas' notices. One LISTEN connection per store handle serves every channel it listens on
-(LISTEN / UNLISTEN as followers come and go), so PgBouncer must run in session mode for it (docs/scale-out.md).
+(LISTEN / UNLISTEN as followers come and go). It connects to the store's `listen_dsn`: the store's own DSN, or, where
+that goes through a transaction pooler (PgBouncer's transaction mode, which cannot keep a LISTEN), a direct one; with
+none, nothing listens and every reader polls (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -132,14 +134,16 @@ class CommitListeners:
 
     async def _kick(self) -> None:
         self._changed.set()
+        if self._location.listen_dsn is None:
+            return  # behind a transaction pooler with no direct connection: nothing is heard, the readers poll
         if self._listeners and (self._task is None or self._task.done()):
             self._task = asyncio.create_task(self._listen(), name=f"bearagent-listen-{self._location.schema}")
 
     async def _listen(self) -> None:
-        schema = self._location.schema
-        while self._listeners:
+        schema, dsn = self._location.schema, self._location.listen_dsn
+        while self._listeners and dsn is not None:
             try:
-                conn: Conn = await psycopg.AsyncConnection.connect(self._location.dsn, autocommit=True)
+                conn: Conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
                 async with conn:
                     self.connected.set()
                     while self._listeners:

@@ -133,6 +133,16 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     # 6: where a session was forked from (`bearagent sessions fork`: {session_id, run_id, sequence}; NULL for a
     #    session that was not forked)
     ("ALTER TABLE {s}.sessions ADD COLUMN forked_from json",),
+    # 7: session locks as leases, for a store reached through a transaction pooler, where a session's advisory lock
+    #    cannot stay on one server connection (`session_lock.LeasedLocks`): the lock's key, the store handle holding
+    #    it, and when it is free unless that handle renews it
+    (
+        """CREATE TABLE {s}.session_locks (
+            lock_key bigint PRIMARY KEY,
+            holder text COLLATE "C" NOT NULL,
+            expires_at timestamptz NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -15,14 +15,25 @@ What it does not survive: the server restarting, or the lock connection breaking
 then gone without the holders knowing (see docs/store.md); with one shared connection that is every session this
 handle holds at once. The next lock opens a new connection and, since the server released the old one's locks,
 re-takes what it asks for.
+
+Behind a transaction pooler (PgBouncer's `pool_mode = transaction`: `Location.transaction_pooler`) a lock cannot stay
+on a server connection, so the locks are leases instead (`LeasedLocks`): a row of `{s}.session_locks` per held lock,
+naming the store handle that holds it and when it expires; the handle renews its rows every third of `LEASE_S` while
+it holds any, and deletes a row when its run ends. A holder that dies stops renewing: its sessions are free once
+their leases run out (at most `LEASE_S`, where the advisory lock went with the connection at once, or after the
+~30 s of TCP keepalives for a vanished host). The times are the database's clock, so hosts need not agree.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import functools
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
+from typing import Protocol, TypeVar
 
 import psycopg
 
@@ -30,11 +41,32 @@ from bearagent.domain.errors import ErrorInfo
 from bearagent.domain.ids import SessionId
 from bearagent.store.postgres.errors import translate
 from bearagent.store.postgres.io_loop import IoLoop
-from bearagent.store.postgres.location import Conn, Location
+from bearagent.store.postgres.location import Conn, Location, Queries
 from bearagent.store.postgres.schema import lock_key
 from bearagent.store.session_lock import SessionBusy
 
 POLL_INTERVAL_S = 0.05
+LEASE_S = 30.0
+"""How long a leased session lock (`LeasedLocks`) stays taken after its holder's last renewal."""
+
+_T = TypeVar("_T")
+_log = logging.getLogger("bearagent.store")
+
+
+class OnConnection(Protocol):
+    """Runs `work` on one of the store's connections (the store's `_with`)."""
+
+    def __call__(self, work: Callable[[Conn], Awaitable[_T]], /) -> Awaitable[_T]: ...
+
+
+class Locks(Protocol):
+    """The session locks of one store handle (`SharedLocks` or `LeasedLocks`), used on the store's loop only."""
+
+    async def try_lock(self, key: int, token: object) -> bool: ...
+
+    async def release(self, key: int, token: object) -> None: ...
+
+    async def close_all(self) -> None: ...
 
 
 class SharedLocks:
@@ -125,11 +157,131 @@ class SharedLocks:
                 await conn.close()
 
 
+class LeasedLocks:
+    """The session locks of one store handle as leases in `{s}.session_locks` (a store behind a transaction pooler):
+    each statement runs on any pooled connection (`run`, the store's), so nothing stays on a server connection.
+    Used on the store's loop only."""
+
+    def __init__(
+        self,
+        where: Location,
+        run: OnConnection,
+        *,
+        lease_s: float = LEASE_S,
+    ) -> None:
+        self._where = where
+        self._run = run
+        self._q = Queries(where.schema)
+        self._lease_s = lease_s
+        self.holder = secrets.token_hex(16)
+        """This handle's name in the table: a lock row with it is this handle's."""
+        self._held: dict[int, object] = {}
+        """Lock key -> the token of the lock object holding (or taking) it in this process."""
+        self._renewing: asyncio.Task[None] | None = None
+        self._lost: set[int] = set()
+
+    async def try_lock(self, key: int, token: object) -> bool:
+        """Take `key` for `token`: False when a run of this process holds it, or another holder's lease is live."""
+        if key in self._held:
+            return False
+        self._held[key] = token  # before the await: a second local taker must not ask the server meanwhile
+        try:
+            got = await self._run(lambda conn: self._take(conn, key))
+        except BaseException as exc:
+            if self._held.get(key) is token:
+                del self._held[key]
+            if isinstance(exc, psycopg.Error):
+                raise translate(self._where.display, exc, "taking a session lock") from exc
+            raise
+        if not got:
+            if self._held.get(key) is token:
+                del self._held[key]
+            return False
+        if self._renewing is None or self._renewing.done():
+            self._renewing = asyncio.create_task(self._renew(), name=f"bearagent-leases-{self._where.schema}")
+        return True
+
+    async def _take(self, conn: Conn, key: int) -> bool:
+        # a row of another holder is taken over only once its lease ran out; a row of this handle's (left by a try
+        # whose answer was lost) is taken again, since `_held` already keeps two local runs apart
+        cur = await conn.execute(
+            self._q(
+                "INSERT INTO {s}.session_locks AS l (lock_key, holder, expires_at)"
+                " VALUES (%s, %s, now() + make_interval(secs => %s))"
+                " ON CONFLICT (lock_key) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at"
+                " WHERE l.expires_at < now() OR l.holder = excluded.holder RETURNING 1"
+            ),
+            (key, self.holder, self._lease_s),
+        )
+        return await cur.fetchone() is not None
+
+    async def _renew(self) -> None:
+        """Renew this handle's leases every third of `LEASE_S` while it holds any. A lease found taken by another
+        holder (this one's ran out: the database was unreachable for that long) is logged, as a broken lock
+        connection is for advisory locks: the runs go on, without the lock."""
+        while self._held:
+            await asyncio.sleep(self._lease_s / 3)
+            keys = sorted(self._held)
+            if not keys:
+                break
+            try:
+                kept = await self._run(functools.partial(self._extend, keys=keys))
+            except Exception as exc:  # the database is away: the next tick tries again, within the lease
+                _log.warning("renewing the session locks of %s failed: %s", self._where.display, exc)
+                continue
+            lost = set(keys) - kept - self._lost
+            if lost:
+                self._lost |= lost
+                _log.warning("%d session lock(s) of %s expired while held", len(lost), self._where.display)
+
+    async def _extend(self, conn: Conn, *, keys: Sequence[int]) -> set[int]:
+        cur = await conn.execute(
+            self._q(
+                "UPDATE {s}.session_locks SET expires_at = now() + make_interval(secs => %s)"
+                " WHERE holder = %s AND lock_key = ANY(%s) RETURNING lock_key"
+            ),
+            (self._lease_s, self.holder, list(keys)),
+        )
+        return {int(row[0]) for row in await cur.fetchall()}
+
+    async def _drop(self, keys: Sequence[int]) -> None:
+        async def delete(conn: Conn) -> None:
+            await conn.execute(
+                self._q("DELETE FROM {s}.session_locks WHERE holder = %s AND lock_key = ANY(%s)"),
+                (self.holder, list(keys)),
+            )
+
+        try:
+            await self._run(delete)
+        except Exception as exc:  # the leases run out on their own
+            _log.debug("releasing session locks of %s failed: %s", self._where.display, exc)
+
+    async def release(self, key: int, token: object) -> None:
+        """Delete `key`'s lease if `token` holds it (a no-op otherwise)."""
+        if self._held.get(key) is not token:
+            return
+        del self._held[key]
+        self._lost.discard(key)
+        await self._drop([key])
+
+    async def close_all(self) -> None:
+        """Stop renewing and delete every lease this handle holds (the store is closing)."""
+        task, self._renewing = self._renewing, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        keys, self._held = sorted(self._held), {}
+        self._lost.clear()
+        if keys:
+            await self._drop(keys)
+
+
 class PgSessionLock:
     def __init__(
         self,
         io: IoLoop,
-        locks: SharedLocks,
+        locks: Locks,
         where: Location,
         session_id: SessionId,
         *,

@@ -40,7 +40,7 @@ from bearagent.store.postgres.location import Conn, Location, Queries
 from bearagent.store.postgres.naming import DEFAULT_SCHEMA
 from bearagent.store.postgres.notify import CommitListeners
 from bearagent.store.postgres.schema import applied_version, migrate
-from bearagent.store.postgres.session_lock import PgSessionLock, SharedLocks
+from bearagent.store.postgres.session_lock import LEASE_S, LeasedLocks, Locks, PgSessionLock, SharedLocks
 from bearagent.store.postgres.sync_face import SyncFace
 
 _T = TypeVar("_T")
@@ -60,9 +60,14 @@ class PostgresRunStorage(SyncFace):
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_timeout_s: float = 30.0,
         create: bool = True,
+        transaction_pooler: bool = False,
+        listen_dsn: str | None = None,
+        lock_lease_s: float = LEASE_S,
     ) -> None:
-        """`create=False`: a schema that holds no store yet is `not_found.no_state` (nothing has run), not created."""
-        self.location = Location.of(dsn, schema)
+        """`create=False`: a schema that holds no store yet is `not_found.no_state` (nothing has run), not created.
+        `transaction_pooler` and `listen_dsn`: how the store is reached (`location.Location`); `lock_lease_s`: how
+        long a session lock outlives a dead holder behind a transaction pooler (`session_lock.LeasedLocks`)."""
+        self.location = Location.of(dsn, schema, transaction_pooler=transaction_pooler, listen_dsn=listen_dsn)
         self.path: str = self.location.display
         """What messages and errors name the store by: host, port, database, user and schema (no password)."""
         self._q = Queries(schema)
@@ -72,7 +77,11 @@ class PostgresRunStorage(SyncFace):
         self._io = IoLoop(f"bearagent-pg-{schema}")
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._opening: asyncio.Lock | None = None
-        self._locks = SharedLocks(self.location)
+        self._locks: Locks = (
+            LeasedLocks(self.location, self._with, lease_s=lock_lease_s)
+            if transaction_pooler
+            else SharedLocks(self.location)
+        )
         self.commits = CommitListeners(self._io, self.location)
         """Commit notices of this store from every process (LISTEN/NOTIFY): `commits.subscribe(listener)`."""
         super().__init__()
@@ -88,7 +97,7 @@ class PostgresRunStorage(SyncFace):
             if self._pool is None:
                 dsn = self.location.dsn
                 try:
-                    conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+                    conn = await psycopg.AsyncConnection.connect(dsn, **self.location.connect_kwargs)
                     async with conn:  # the real error of a bad DSN or a down server, not a pool timeout
                         await self._prepare(conn)
                 except psycopg.Error as exc:
@@ -96,7 +105,7 @@ class PostgresRunStorage(SyncFace):
                 pool = AsyncConnectionPool(
                     dsn,
                     connection_class=psycopg.AsyncConnection,
-                    kwargs={"autocommit": True},
+                    kwargs=self.location.connect_kwargs,
                     min_size=1,
                     max_size=self._pool_size,
                     open=False,
@@ -130,7 +139,7 @@ class PostgresRunStorage(SyncFace):
 
     async def _one_shot(self, work: Callable[[Conn], Awaitable[_T]], doing: str) -> _T:
         try:
-            conn = await psycopg.AsyncConnection.connect(self.location.dsn, autocommit=True)
+            conn = await psycopg.AsyncConnection.connect(self.location.dsn, **self.location.connect_kwargs)
             async with conn:
                 if self._pool is None:  # the store not opened yet
                     await self._prepare(conn)
@@ -269,8 +278,8 @@ class PostgresRunStorage(SyncFace):
         on_wait: Callable[[], None] | None = None,
         timeout_s: float | None = None,
     ) -> PgSessionLock:
-        """A PostgreSQL advisory lock of the session (across hosts), on the one connection all of this handle's
-        session locks share."""
+        """The session's lock across processes and hosts: a PostgreSQL advisory lock on the one connection all of
+        this handle's session locks share, or behind a transaction pooler a lease (`session_lock.py`)."""
         return PgSessionLock(
             self._io, self._locks, self.location, session_id, wait=wait, on_wait=on_wait, timeout_s=timeout_s
         )
