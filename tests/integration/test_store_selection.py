@@ -202,3 +202,67 @@ def test_a_bad_server_store_stops_the_server(tmp_path: Path, section: str, field
     message = caught.value.info.message
     assert caught.value.info.code == "configuration.server_config"
     assert message.startswith(f"{server_file}: {field}") and SECRET not in message and caught.value.hint
+
+
+def test_a_transaction_pooler_and_a_direct_dsn_for_listen_are_chosen_in_the_store_section(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    user_config(
+        tmp_path,
+        "store: {backend: postgres, dsn: '${TEAM_DB}', pooler: transaction, listen_dsn_env: TEAM_DB_DIRECT}\n",
+    )
+    env = isolated_env(tmp_path / "home", TEAM_DB="host=/pooler dbname=x", TEAM_DB_DIRECT="host=/direct dbname=x")
+    loaded = load(root, tmp_path / "home", env=env)
+    assert (loaded.config.store.pooler, loaded.config.store.listen_dsn_env) == ("transaction", "TEAM_DB_DIRECT")
+    assert not [d for d in loaded.diagnostics() if (d.field or "").startswith("store")]
+    opened = open_store(loaded)
+    try:
+        assert isinstance(opened, PostgresRunStorage)
+        assert opened.location.transaction_pooler and opened.location.listen_dsn == "host=/direct dbname=x"
+        assert opened.location.connect_kwargs == {"autocommit": True, "prepare_threshold": None}
+    finally:
+        opened.close()
+    # without a direct DSN, nothing listens behind the pooler; without the pooler, LISTEN uses the store's DSN
+    user_config(tmp_path, "store: {backend: postgres, dsn: '${TEAM_DB}', pooler: transaction}\n")
+    opened = open_store(load(root, tmp_path / "home", env=env))
+    try:
+        assert isinstance(opened, PostgresRunStorage) and opened.location.listen_dsn is None
+    finally:
+        opened.close()
+    user_config(tmp_path, "store: {backend: postgres, dsn: '${TEAM_DB}'}\n")
+    opened = open_store(load(root, tmp_path / "home", env=env))
+    try:
+        assert isinstance(opened, PostgresRunStorage) and opened.location.listen_dsn == "host=/pooler dbname=x"
+        assert opened.location.connect_kwargs == {"autocommit": True}
+    finally:
+        opened.close()
+
+
+@pytest.mark.parametrize(
+    ("option", "fix"),
+    [
+        ("pooler: session", "pooler: transaction"),
+        ("listen_dsn_env: 'postgresql://x@db/runs'", "listen_dsn_env: BEARAGENT_PG_DIRECT"),
+    ],
+)
+def test_a_bad_pooler_option_is_a_problem_with_its_fix(tmp_path: Path, option: str, fix: str) -> None:
+    root = workspace(tmp_path)
+    user_config(tmp_path, f"store: {{backend: postgres, dsn: '${{TEAM_DB}}', {option}}}\n")
+    loaded = load(root, tmp_path / "home", env=isolated_env(tmp_path / "home", TEAM_DB="host=/nowhere dbname=x"))
+    key = option.split(":", 1)[0]
+    problem = next(d for d in loaded.diagnostics() if d.field == f"store.{key}")
+    assert problem.fix is not None and fix in problem.fix
+    assert loaded.config.store.pooler == "none" and loaded.config.store.listen_dsn_env is None
+
+
+def test_a_missing_listen_dsn_variable_is_named_with_the_fix(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    path = user_config(
+        tmp_path, "store: {backend: postgres, dsn: '${TEAM_DB}', pooler: transaction, listen_dsn_env: NOT_SET}\n"
+    )
+    env = isolated_env(tmp_path / "home", TEAM_DB="host=/nowhere dbname=x")
+    with pytest.raises(BearAgentError) as caught:
+        open_store(load(root, tmp_path / "home", env=env))
+    assert caught.value.info.code == "configuration.missing_store_dsn"
+    assert "store.listen_dsn_env" in caught.value.info.message and str(path) in caught.value.info.message
+    assert "NOT_SET" in caught.value.info.message
+    assert caught.value.hint is not None and "export NOT_SET=" in caught.value.hint

@@ -95,7 +95,30 @@ def _open_postgres(loaded: LoadedWorkspace, settings: StoreSettings, *, create: 
         schema=postgres_schema(loaded, settings),
         pool_size=settings.pool_size,
         create=create,
+        transaction_pooler=settings.pooler == "transaction",
+        listen_dsn=listen_dsn(loaded, settings),
     )
+
+
+def listen_dsn(loaded: LoadedWorkspace, settings: StoreSettings) -> str | None:
+    """The direct DSN `store.listen_dsn_env` names, from BearAgent's own environment; None when no variable is
+    named (the store's own DSN is listened on, or nothing behind a transaction pooler)."""
+    if settings.listen_dsn_env is None:
+        return None
+    dsn = loaded.env.get(settings.listen_dsn_env)
+    if not dsn:
+        raise BearAgentError(
+            ErrorInfo.of(
+                "configuration",
+                "missing_store_dsn",
+                f"store.listen_dsn_env ({settings.source}) names the environment variable "
+                f"{settings.listen_dsn_env}, which is not set",
+                variable=settings.listen_dsn_env,
+            ),
+            hint=f"export {settings.listen_dsn_env}='postgresql://USER@HOST/DB' (a direct connection, not through "
+            "the pooler), or remove store.listen_dsn_env",
+        )
+    return dsn
 
 
 def open_sqlite_store(loaded: LoadedWorkspace, *, create: bool = True) -> SqliteEventStore:

@@ -12,6 +12,9 @@ is fixed), read from BearAgent's own environment (never from a settings file's `
       dsn: ${BEARAGENT_DATABASE_URL}   # or dsn_env: BEARAGENT_DATABASE_URL (default: BEARAGENT_PG_DSN)
       schema: team_docs            # optional; default: one schema per workspace (bearagent_<hash of its path>)
       pool_size: 4                 # optional; connections per process and store (1..64)
+      pooler: transaction          # optional; the DSN goes through PgBouncer in transaction mode (default: none)
+      listen_dsn_env: BEARAGENT_PG_DIRECT   # optional; a direct DSN for LISTEN (default: the store's, or none
+                                   # behind a transaction pooler: readers poll)
 
 Which settings apply (`choose_store`): the server config's `store:` (for the workspaces that server serves), else
 the user config's, else `BEARAGENT_DATABASE_URL` alone in BearAgent's environment (PostgreSQL with that DSN), else
@@ -32,7 +35,8 @@ from bearagent.store.postgres.naming import SCHEMA_RE
 
 StoreBackend = Literal["sqlite", "postgres"]
 StoreLevel = Literal["workspace", "platform", "server"]
-STORE_KEYS = ("backend", "dsn", "dsn_env", "schema", "pool_size")
+STORE_KEYS = ("backend", "dsn", "dsn_env", "schema", "pool_size", "pooler", "listen_dsn_env")
+StorePooler = Literal["none", "transaction"]
 DEFAULT_DSN_ENV = "BEARAGENT_PG_DSN"
 DATABASE_URL_ENV = "BEARAGENT_DATABASE_URL"
 """Set alone (no `store:` in the user or server config), it selects the PostgreSQL store it points at."""
@@ -50,6 +54,11 @@ class StoreSettings(DomainModel):
     pg_schema: str | None = None
     """`schema:`; None: a schema per workspace, named from the hash of its path (as separate as state.db files)."""
     pool_size: int = Field(default=4, ge=1, le=MAX_POOL_SIZE)
+    pooler: StorePooler = "none"
+    """`transaction`: the DSN reaches PostgreSQL through a transaction-pooling pooler (PgBouncer's
+    `pool_mode = transaction`): no prepared statements, session locks as leases, LISTEN only on `listen_dsn_env`."""
+    listen_dsn_env: str | None = None
+    """The environment variable holding a direct DSN for LISTEN (None: the store's DSN, or none behind a pooler)."""
     source: str | None = None
     """The config file that chose this store, or `environment (BEARAGENT_DATABASE_URL)` (None: the default)."""
     dsn_key: Literal["dsn", "dsn_env"] = "dsn_env"
@@ -153,6 +162,28 @@ def parse_store(value: object, *, level: str) -> tuple[dict[str, object], list[P
                 out["pool_size"] = item
             else:
                 problems.append(Problem(where, f"must be an integer from 1 to {MAX_POOL_SIZE}", "write `pool_size: 4`"))
+        elif key == "pooler":
+            if item in ("none", "transaction"):
+                out["pooler"] = item
+            else:
+                problems.append(
+                    Problem(
+                        where,
+                        f"{item!r} is not a pooler mode",
+                        "write `pooler: transaction` (PgBouncer's pool_mode = transaction) or `pooler: none`",
+                    )
+                )
+        elif key == "listen_dsn_env":
+            if isinstance(item, str) and _ENV_NAME_RE.match(item):
+                out["listen_dsn_env"] = item
+            else:
+                problems.append(
+                    Problem(
+                        where,
+                        "must name an environment variable (the DSN itself never goes in a file)",
+                        "write `listen_dsn_env: BEARAGENT_PG_DIRECT` and export BEARAGENT_PG_DIRECT=postgresql://...",
+                    )
+                )
         else:
             problems.append(
                 Problem(where, f"unknown key {key!r}", f"known keys: {', '.join(STORE_KEYS)}", severity="warning")
