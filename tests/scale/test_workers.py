@@ -7,6 +7,7 @@ and resumed by the others. And a client of the API-only server follows, over SSE
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ from httpx_sse import connect_sse
 from psycopg import sql
 
 from tests.server.test_http_api import Server, start
-from tests.support import postgres_cluster
+from tests.support import pgbouncer, postgres_cluster
 from tests.support.run_ws import agent_md, scripted_workspace
 
 BEARAGENT = str(Path(sys.executable).parent / "bearagent")
@@ -66,9 +67,11 @@ def _worker(server_config: Path, home: Path, extra: dict[str, str]) -> subproces
     )
 
 
-def _start_fleet(backend: str, tmp_path: Path, script: str, workers: int, dsn: str | None = None) -> Fleet:
+def _start_fleet(
+    backend: str, tmp_path: Path, script: str, workers: int, dsn: str | None = None, store_options: str = ""
+) -> Fleet:
     """An API-only server and `workers` worker processes on one store (a PostgreSQL database: `dsn`, or a new one
-    of the session's cluster)."""
+    of the session's cluster; `store_options`: more keys of the `store:` mapping, each with its leading comma)."""
     agents = {"main": agent_md("Main agent.", mode="primary", tools="[Read, Bash]")}
     root = scripted_workspace(tmp_path / "fleet", script, agents=agents)
     home = tmp_path / "home"
@@ -79,7 +82,7 @@ def _start_fleet(backend: str, tmp_path: Path, script: str, workers: int, dsn: s
     if backend == "postgres":  # every process on one PostgreSQL database, chosen by the server config
         postgres_cluster.require()
         extra["BEARAGENT_PG_DSN"] = dsn or postgres_cluster.new_database()
-        config += "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'}\n"
+        config += "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'" + store_options + "}\n"
     server = start(tmp_path, "--workers", "0", config=config, env=extra)
     procs = [_worker(tmp_path / "server.yaml", home, extra) for _ in range(workers)]
     return Fleet(root, server, procs, extra.get("BEARAGENT_PG_DSN"))
@@ -284,12 +287,23 @@ def test_a_run_a_worker_executes_is_cancelled_through_the_api_only_server(tmp_pa
 SMALL_PG_SESSIONS = 200
 SMALL_PG_WORKERS = 4
 SMALL_PG_MAX_CONNECTIONS = 50
+PGBOUNCER_POOL = 10
 
 
 @pytest.mark.timeout(600)
-def test_four_workers_and_200_sessions_run_on_a_postgres_with_50_connections(tmp_path: Path) -> None:
-    with postgres_cluster.own_cluster(max_connections=SMALL_PG_MAX_CONNECTIONS) as cluster:
+@pytest.mark.parametrize("through", ["direct", "pgbouncer"])
+def test_four_workers_and_200_sessions_run_on_a_postgres_with_50_connections(tmp_path: Path, through: str) -> None:
+    """`pgbouncer`: every process reaches the database only through a PgBouncer in transaction mode with 10 server
+    connections (`store.pooler: transaction`, no direct connection for LISTEN: the workers poll), as issue 37 asks."""
+    if through == "pgbouncer" and (why := pgbouncer.unavailable()) is not None:
+        pytest.skip(why)
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(postgres_cluster.own_cluster(max_connections=SMALL_PG_MAX_CONNECTIONS))
         dsn = postgres_cluster.database_in(cluster, "fleet")
+        store_options = ""
+        if through == "pgbouncer":
+            dsn = stack.enter_context(pgbouncer.transaction_pooler(cluster, "fleet", pool_size=PGBOUNCER_POOL))
+            store_options = ", pooler: transaction"
         peak = [0]
         done = threading.Event()
 
@@ -302,7 +316,12 @@ def test_four_workers_and_200_sessions_run_on_a_postgres_with_50_connections(tmp
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         fleet = _start_fleet(
-            "postgres", tmp_path, 'turns:\n  - text: "answer"\n    delay_ms: 100\n', SMALL_PG_WORKERS, dsn=dsn
+            "postgres",
+            tmp_path,
+            'turns:\n  - text: "answer"\n    delay_ms: 100\n',
+            SMALL_PG_WORKERS,
+            dsn=dsn,
+            store_options=store_options,
         )
         try:
             with fleet.server.client() as c:
@@ -326,8 +345,12 @@ def test_four_workers_and_200_sessions_run_on_a_postgres_with_50_connections(tmp
             _stop_fleet(fleet)
             done.set()
             watcher.join(timeout=5)
-        # server + 4 workers, each at most pool (4) + LISTEN + session locks per store, plus this test's watcher
-        assert peak[0] <= (1 + SMALL_PG_WORKERS) * 6 + 1, f"peak {peak[0]} client connections"
+        if through == "direct":
+            # server + 4 workers, each at most pool (4) + LISTEN + session locks per store, plus this test's watcher
+            assert peak[0] <= (1 + SMALL_PG_WORKERS) * 6 + 1, f"peak {peak[0]} client connections"
+        else:  # PgBouncer's server connections, plus this test's watcher
+            assert peak[0] <= PGBOUNCER_POOL + 1, f"peak {peak[0]} client connections"
         print(
-            f"{SMALL_PG_SESSIONS} runs in {took:.1f}s; peak {peak[0]} client connections of {SMALL_PG_MAX_CONNECTIONS}"
+            f"{SMALL_PG_SESSIONS} runs in {took:.1f}s ({through}); peak {peak[0]} client connections of "
+            f"{SMALL_PG_MAX_CONNECTIONS}"
         )
