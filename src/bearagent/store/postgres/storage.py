@@ -5,8 +5,8 @@ process on every host that opens the same DSN and schema.
 (`runtime/run_writer.py`): the writer reduces, this store commits if the run is still at the version the writer
 reduced on (`run_commit.py`). Every connection lives on the store's own event loop thread (`io_loop.py`): port calls
 await it from any loop without blocking it, and the synchronous face (`sync_face.py`, for the CLI's read commands)
-waits for it. A small psycopg pool serves the port; the held session locks share one connection of their own
-(`session_lock.py`). The first use connects and applies the missing migrations (`schema.py`), so opening a store
+waits for it. A small psycopg pool serves the port; the held session locks share one connection of their own, or
+behind a transaction pooler are leases written through the pool (`session_lock.py`). The first use connects and applies the missing migrations (`schema.py`), so opening a store
 never blocks, and a bad DSN or an unreachable server is a `StoreError` of the first call.
 
 This class only composes: the SQL of runs is `run_commit.py` and `run_reads.py`, of sessions `sessions.py`, of
