@@ -28,7 +28,9 @@ from bearagent.store.errors import StoreError
 from bearagent.store.postgres import PostgresRunStorage
 from bearagent.store.session_lock import SessionBusy
 
-LEASE_S = 1.5
+LEASE_S = 3.0
+"""The holder's lease in these tests (production: 30 s). It renews every third of it, so a holder process starved
+of the CPU for up to two seconds (a loaded machine) still keeps its lock."""
 
 HOLDER = """
 import asyncio, sys
@@ -47,39 +49,44 @@ asyncio.run(main())
 
 
 @pytest.fixture(scope="module")
-def pooled() -> Iterator[tuple[postgres_cluster.Cluster, str]]:
-    """A cluster of this module, and the DSN of its database `pooled` through a PgBouncer in transaction mode with
-    ONE server connection: every transaction of every client runs on it, so what a client leaves on a server
-    connection meets the others at once."""
+def cluster() -> Iterator[postgres_cluster.Cluster]:
+    """A cluster of this module, with its database `pooled`."""
     if (why := pgbouncer.unavailable()) is not None:
         pytest.skip(why)
-    with postgres_cluster.own_cluster(max_connections=20) as cluster:
-        postgres_cluster.database_in(cluster, "pooled")
-        with pgbouncer.transaction_pooler(cluster, "pooled", pool_size=1) as dsn:
-            yield cluster, dsn
+    with postgres_cluster.own_cluster(max_connections=20) as running:
+        postgres_cluster.database_in(running, "pooled")
+        yield running
+
+
+@pytest.fixture
+def pooled(cluster: postgres_cluster.Cluster) -> Iterator[tuple[postgres_cluster.Cluster, str]]:
+    """The cluster, and the DSN of its database `pooled` through a PgBouncer of this test alone, in transaction mode
+    with ONE server connection: every transaction of every client runs on it, so what a client leaves on a server
+    connection meets the others at once."""
+    with pgbouncer.transaction_pooler(cluster, "pooled", pool_size=1) as pooler:
+        yield cluster, pooler.dsn
 
 
 def test_without_the_pooler_setting_the_store_fails_naming_it(pooled: tuple[postgres_cluster.Cluster, str]) -> None:
     _cluster, dsn = pooled
-    stores = [PostgresRunStorage(dsn, schema="unaware") for _ in range(2)]
-
-    async def reads() -> None:
-        for _ in range(20):  # psycopg prepares a statement on its 5th execution on a connection
-            await asyncio.gather(*(s.fetch_sessions(limit=5) for s in stores), *(s.fetch_runs(limit=5) for s in stores))
-
+    # two stores opened one after the other, each migrating its schema: psycopg prepares the migrations' repeated
+    # INSERT on its 6th execution, and the second store's meets the first's on the pooler's one server connection
+    first, second = PostgresRunStorage(dsn, schema="unaware_a"), PostgresRunStorage(dsn, schema="unaware_b")
     try:
+        assert first.schema_version >= 7
         with pytest.raises(StoreError) as caught:
-            asyncio.run(reads())
+            asyncio.run(second.fetch_sessions(limit=5))
     finally:
-        for s in stores:
-            s.close()
+        first.close()
+        second.close()
     assert caught.value.info.code == "storage.pooler", caught.value.info.message
     assert caught.value.hint is not None and "pooler: transaction" in caught.value.hint
 
 
 def test_with_the_pooler_setting_the_same_reads_and_writes_pass(pooled: tuple[postgres_cluster.Cluster, str]) -> None:
     _cluster, dsn = pooled
-    stores = [PostgresRunStorage(dsn, schema="aware", transaction_pooler=True) for _ in range(2)]
+    stores = [PostgresRunStorage(dsn, schema=f"aware_{n}", transaction_pooler=True) for n in range(2)]
+    stores.append(PostgresRunStorage(dsn, schema="aware_0", transaction_pooler=True))  # a second handle of one
 
     async def work() -> None:
         for _ in range(20):
@@ -95,14 +102,14 @@ def test_with_the_pooler_setting_the_same_reads_and_writes_pass(pooled: tuple[po
             caller="local",
         )
         assert await stores[0].insert_session(session) == session
-        for n, s in enumerate(stores):  # writes through either store, read back through the other
+        for n, s in enumerate((stores[0], stores[2])):  # writes through either handle, read back through the other
             await s.queue_session_facts(session.session_id, [f"fact {n}"])
-        assert sorted(str(f) for f in await stores[1].take_session_facts(session.session_id)) == ["fact 0", "fact 1"]
-        assert await stores[1].fetch_session(session.session_id) == session
+        assert sorted(str(f) for f in await stores[2].take_session_facts(session.session_id)) == ["fact 0", "fact 1"]
+        assert await stores[2].fetch_session(session.session_id) == session
 
     try:
         asyncio.run(work())
-        assert stores[0].schema_version == stores[1].schema_version >= 7
+        assert stores[0].schema_version == stores[1].schema_version >= 7  # both schemas migrated through the pooler
     finally:
         for s in stores:
             s.close()
@@ -132,7 +139,7 @@ def test_a_session_lock_holds_across_processes_and_frees_itself_when_its_holder_
 
     async def scenario() -> float:
         assert await refused(), "another process took the lock it holds"
-        await asyncio.sleep(3 * LEASE_S)  # twice the lease: only the holder's renewals keep it
+        await asyncio.sleep(2 * LEASE_S)  # past the first lease: only the holder's renewals keep it
         assert holder.poll() is None and await refused(), "the holder's lease ran out while it lived"
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=10)
