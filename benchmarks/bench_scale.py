@@ -22,6 +22,11 @@ under cProfile (their event loop thread's CPU time) and writes `worker-<W>of<N>.
 
 Each figure is the median of `--rounds` rounds (the machine is shared and noisy); print them as a markdown table.
 
+`--pooler` runs only part 1's PostgreSQL fleets, at `--workers`, in alternating rounds: on the database directly,
+through a PgBouncer in transaction mode (Debian's `pgbouncer`; `store.pooler: transaction`, the workers polling),
+and through it with a direct connection for LISTEN; with PgBouncer's own CPU per run and the peak of the cluster's
+client connections (PgBouncer's server connections, when it is in the way).
+
 `--ab SRC` runs only part 1's PostgreSQL fleets, at `--workers` (default 1,4), in alternating rounds between the
 package in SRC (another tree's `src/`, first on the processes' PYTHONPATH: e.g. `git archive REV src | tar -x -C
 /tmp/before`) and this checkout's, with the transactions per run of each round. `--statements` (with or without
@@ -209,10 +214,15 @@ def _fleet_round(
     sessions: int,
     costs: list[list[float]] | None = None,
     profile: Path | None = None,
+    *,
+    store_dsn: str | None = None,
+    store_options: str = "",
+    store_env: dict[str, str] | None = None,
 ) -> Fleet:
     """One fleet: an API-only server and `workers` worker processes. With `costs`, appends what the round cost the
-    database (`DbWatch`). With `profile` (a directory), every worker runs under cProfile (its main thread's CPU
-    time) and writes `worker-<W>of<N>.prof` there."""
+    database (`DbWatch`, on `dsn`). With `profile` (a directory), every worker runs under cProfile (its main thread's
+    CPU time) and writes `worker-<W>of<N>.prof` there. `store_dsn` (default `dsn`), `store_options` (more keys of the
+    `store:` mapping, each with its leading comma) and `store_env`: how the processes reach the database (`--pooler`)."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         per_session = -(-runs // sessions) + 1  # and the warm-up's
@@ -223,8 +233,9 @@ def _fleet_round(
         config = f"workspaces:\n  - {{id: ws, path: {root}}}\nlimits: {{max_active_runs_per_caller: 100000}}\n"
         extra: dict[str, str] = {}
         if dsn is not None:
-            extra["BEARAGENT_PG_DSN"] = dsn
-            config += "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'}\n"
+            extra["BEARAGENT_PG_DSN"] = store_dsn or dsn
+            extra.update(store_env or {})
+            config += "store: {backend: postgres, dsn: '${BEARAGENT_PG_DSN}'" + store_options + "}\n"
         (base / "server.yaml").write_text(config)
         env = _env(home, extra)
         server = subprocess.Popen(
@@ -451,6 +462,9 @@ def main() -> None:
     parser.add_argument("--ab", metavar="SRC", help="part 1 on PostgreSQL only: SRC's package against this one's")
     parser.add_argument("--workers", default="1,4", help="with --ab: the numbers of workers (default 1,4)")
     parser.add_argument("--statements", action="store_true", help="the statements a run makes (pg_stat_statements)")
+    parser.add_argument(
+        "--pooler", action="store_true", help="part 1 on PostgreSQL only: direct, and through PgBouncer (transaction)"
+    )
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     runs = 40 if args.quick else args.runs
@@ -462,6 +476,9 @@ def main() -> None:
         STATEMENTS["on"] = True
     if args.ab:
         _ab(Path(args.ab), [int(w) for w in args.workers.split(",")], rounds, runs, args.sessions)
+        return
+    if args.pooler:
+        _pooler([int(w) for w in args.workers.split(",")], rounds, runs, args.sessions)
         return
     print(f"# bench_scale on {platform.node()} ({os.cpu_count()} cores), {datetime.now(UTC).isoformat()[:16]}Z")
     print(f"python {platform.python_version()}, {rounds} round(s), median\n")
@@ -574,6 +591,69 @@ def _ab(before: Path, workers: list[int], rounds: int, runs: int, sessions: int)
             f"| {count} | {label} | {statistics.median(f.rate for f in fleets):.1f} | "
             f"{statistics.median(f.worker_busy_ms for f in fleets):.0f} | {loop:.1f} / {other:.1f} | "
             f"{statistics.median(per_run_tx[count, label]):.1f} |"
+        )
+    postgres_cluster.stop_cluster()
+
+
+POOLER_MODES = ("direct", "pgbouncer", "pgbouncer + direct LISTEN")
+POOLER_SIZE = 10
+
+
+def _pooler(workers: list[int], rounds: int, runs: int, sessions: int) -> None:
+    """Part 1 on PostgreSQL, in alternating rounds: the processes on the database directly, through a PgBouncer in
+    transaction mode (`POOLER_SIZE` server connections; `store.pooler: transaction`, no direct connection: the
+    workers poll every 0.2 s), and the same with a direct connection for LISTEN (`store.listen_dsn_env`)."""
+    from tests.support import pgbouncer
+
+    if (why := pgbouncer.unavailable()) is not None:
+        raise SystemExit(why)
+    cluster = postgres_cluster.cluster()
+    print(f"## PostgreSQL fleets, {runs} runs over {sessions} sessions: directly and through PgBouncer\n")
+    print("| round | workers | reached | runs/s | worker CPU ms/run (runs only) | server CPU ms/run |", end="")
+    print(" PgBouncer CPU ms/run | transactions/run | peak connections to PostgreSQL | load |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows: dict[tuple[int, str], list[tuple[Fleet, float, float]]] = {}
+    made = 0
+    for n in range(rounds):
+        for count in workers:
+            for mode in POOLER_MODES:
+                made += 1
+                direct = postgres_cluster.database_in(cluster, f"pooler_{os.getpid()}_{made}")
+                costs: list[list[float]] = []
+                pooler_ms = 0.0
+                if mode == "direct":
+                    fleet = _fleet_round(direct, count, runs, sessions, costs)
+                else:
+                    name = direct.rsplit("dbname=", 1)[1]
+                    with pgbouncer.transaction_pooler(cluster, name, pool_size=POOLER_SIZE) as pooler:
+                        before = _proc_cpu_s(pooler.pid)
+                        listen = mode.endswith("LISTEN")
+                        fleet = _fleet_round(
+                            direct,
+                            count,
+                            runs,
+                            sessions,
+                            costs,
+                            store_dsn=pooler.dsn,
+                            store_options=", pooler: transaction" + (", listen_dsn_env: PG_DIRECT" if listen else ""),
+                            store_env={"PG_DIRECT": direct} if listen else {},
+                        )
+                        pooler_ms = (_proc_cpu_s(pooler.pid) - before) / (runs + sessions) * 1000
+                tx, peak = costs[0][0] / runs, costs[0][-1]
+                rows.setdefault((count, mode), []).append((fleet, pooler_ms, tx))
+                print(
+                    f"| {n + 1} | {count} | {mode} | {fleet.rate:.1f} | {fleet.worker_busy_ms:.0f} | "
+                    f"{fleet.server_ms:.0f} | {pooler_ms:.1f} | {tx:.1f} | {peak:.0f} | {os.getloadavg()[0]:.1f} |"
+                )
+    print("\nmedians:\n")
+    print("| workers | reached | runs/s | worker CPU ms/run (runs only) | server CPU ms/run | PgBouncer CPU ms/run |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for (count, mode), results in rows.items():
+        print(
+            f"| {count} | {mode} | {statistics.median(f.rate for f, _, _ in results):.1f} | "
+            f"{statistics.median(f.worker_busy_ms for f, _, _ in results):.0f} | "
+            f"{statistics.median(f.server_ms for f, _, _ in results):.0f} | "
+            f"{statistics.median(ms for _, ms, _ in results):.1f} |"
         )
     postgres_cluster.stop_cluster()
 

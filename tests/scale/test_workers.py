@@ -302,7 +302,7 @@ def test_four_workers_and_200_sessions_run_on_a_postgres_with_50_connections(tmp
         dsn = postgres_cluster.database_in(cluster, "fleet")
         store_options = ""
         if through == "pgbouncer":
-            dsn = stack.enter_context(pgbouncer.transaction_pooler(cluster, "fleet", pool_size=PGBOUNCER_POOL))
+            dsn = stack.enter_context(pgbouncer.transaction_pooler(cluster, "fleet", pool_size=PGBOUNCER_POOL)).dsn
             store_options = ", pooler: transaction"
         peak = [0]
         done = threading.Event()

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -40,9 +41,17 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Pooler:
+    dsn: str
+    """`dbname` of the cluster through the pooler."""
+    pid: int
+    """The PgBouncer process (its CPU time is part of what a pooled store costs)."""
+
+
 @contextlib.contextmanager
-def transaction_pooler(cluster: Cluster, dbname: str, *, pool_size: int) -> Generator[str]:
-    """The DSN of `dbname` through a new PgBouncer (transaction mode, at most `pool_size` server connections to the
+def transaction_pooler(cluster: Cluster, dbname: str, *, pool_size: int) -> Generator[Pooler]:
+    """A new PgBouncer in front of `dbname` (transaction mode, at most `pool_size` server connections to the
     cluster), stopped when the block ends."""
     pgbouncer = binary()
     assert pgbouncer is not None, unavailable()
@@ -84,7 +93,7 @@ def transaction_pooler(cluster: Cluster, dbname: str, *, pool_size: int) -> Gene
                     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
                     raise RuntimeError(f"PgBouncer did not start (exit {proc.poll()}): {err}\n{log}") from None
                 time.sleep(0.1)
-        yield dsn
+        yield Pooler(dsn, proc.pid)
     finally:
         proc.terminate()
         try:
