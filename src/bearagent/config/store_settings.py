@@ -37,6 +37,7 @@ StoreBackend = Literal["sqlite", "postgres"]
 StoreLevel = Literal["workspace", "platform", "server"]
 STORE_KEYS = ("backend", "dsn", "dsn_env", "schema", "pool_size", "pooler", "listen_dsn_env")
 StorePooler = Literal["none", "transaction"]
+LISTEN_DSN_ENV_EXAMPLE = "BEARAGENT_PG_DIRECT"
 DEFAULT_DSN_ENV = "BEARAGENT_PG_DSN"
 DATABASE_URL_ENV = "BEARAGENT_DATABASE_URL"
 """Set alone (no `store:` in the user or server config), it selects the PostgreSQL store it points at."""
@@ -139,15 +140,16 @@ def parse_store(value: object, *, level: str) -> tuple[dict[str, object], list[P
                 )
                 out["refusal"] = ("literal_store_dsn", f"store.dsn {what}", LITERAL_DSN_FIX)
                 problems.append(Problem(where, what, LITERAL_DSN_FIX))
-        elif key == "dsn_env":
+        elif key in ("dsn_env", "listen_dsn_env"):
             if isinstance(item, str) and _ENV_NAME_RE.match(item):
-                out["dsn_env"] = item
+                out[key] = item
             else:
+                example = DEFAULT_DSN_ENV if key == "dsn_env" else LISTEN_DSN_ENV_EXAMPLE
                 problems.append(
                     Problem(
                         where,
                         "must name an environment variable (the DSN itself never goes in a file)",
-                        f"write `dsn_env: {DEFAULT_DSN_ENV}` and export {DEFAULT_DSN_ENV}=postgresql://...",
+                        f"write `{key}: {example}` and export {example}=postgresql://...",
                     )
                 )
         elif key == "schema":
@@ -171,17 +173,6 @@ def parse_store(value: object, *, level: str) -> tuple[dict[str, object], list[P
                         where,
                         f"{item!r} is not a pooler mode",
                         "write `pooler: transaction` (PgBouncer's pool_mode = transaction) or `pooler: none`",
-                    )
-                )
-        elif key == "listen_dsn_env":
-            if isinstance(item, str) and _ENV_NAME_RE.match(item):
-                out["listen_dsn_env"] = item
-            else:
-                problems.append(
-                    Problem(
-                        where,
-                        "must name an environment variable (the DSN itself never goes in a file)",
-                        "write `listen_dsn_env: BEARAGENT_PG_DIRECT` and export BEARAGENT_PG_DIRECT=postgresql://...",
                     )
                 )
         else:
