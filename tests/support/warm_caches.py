@@ -5,11 +5,11 @@ one module at a time after the rewrites: it compiled BearAgent's ~330 modules in
 hypothesis's pytest plugin parsed each of them for its "local constants" (a file per module under `.hypothesis/`,
 keyed by the source's hash). Each xdist worker did both at once in a first full run. py-spy of a fresh clone's
 `--collect-only` (2026-12-08, docs/testing.md): ~1 s compiling and ~1 s reading constants in the collecting
-process, while one of the two cores sat idle waiting for nothing, and the environment's bytecode linked
-(`bytecode_prefix.link_compiled`, ~0.45 s) before any of it.
+process, on one core while the other idled, and the environment's bytecode linked (`bytecode_prefix.link_compiled`,
+~0.45 s) before any of it.
 
-`start` runs these in one process while the rewrite processes run, and `wait` joins it before collection. Each
-step only starts what the process would do anyway, the same way: Python's own `py_compile` writes the file an import
+`start` runs these in one process beside the rewrite processes (`assert_rewrite.prepare` starts it with them and
+waits for all of them before the collection). Each step only starts what the process would do anyway, the same way: Python's own `py_compile` writes the file an import
 would (`importlib.util.cache_from_source`, so the prefix when there is one), and hypothesis's own
 `constants_from_module` writes its cache file. A module this misses, or a file Python or hypothesis do not accept,
 is compiled or parsed on import as before.

@@ -48,7 +48,7 @@ def translate(where: str, exc: Exception, doing: str) -> StoreError:
             "pooler",
             f"the PostgreSQL store's connections are shared by a transaction pooler while {doing} ({first})",
             "Set `pooler: transaction` in the store config (PgBouncer's pool_mode = transaction), or run the pooler "
-            "in session mode (docs/scale-out.md, PgBouncer)",
+            "in session mode (docs/store.md, Behind PgBouncer)",
         )
     if isinstance(exc, pg_errors.QueryCanceled):
         return StoreError(
