@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -35,7 +34,6 @@ of the CPU for up to two seconds (a loaded machine) still keeps its lock."""
 HOLDER = """
 import asyncio, sys
 from bearagent.domain.ids import SessionId
-from bearagent.domain.state import SessionRecord
 from bearagent.store.postgres import PostgresRunStorage
 
 async def main() -> None:
@@ -120,13 +118,11 @@ def test_a_session_lock_holds_across_processes_and_frees_itself_when_its_holder_
 ) -> None:
     cluster, dsn = pooled
     session = SessionId(str(uuid.uuid4()))
-    src = Path(__file__).resolve().parents[2] / "src"
-    holder = subprocess.Popen(
+    holder = subprocess.Popen(  # this environment's: its bytecode goes where the suite's goes (tests/conftest.py)
         [sys.executable, "-c", HOLDER, dsn, str(session), str(LEASE_S)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(src)},
     )
     store = PostgresRunStorage(dsn, schema="pooled", transaction_pooler=True, lock_lease_s=LEASE_S)
 
