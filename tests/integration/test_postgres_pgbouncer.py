@@ -113,6 +113,7 @@ def test_with_the_pooler_setting_the_same_reads_and_writes_pass(pooled: tuple[po
             s.close()
 
 
+@pytest.mark.slow  # ~8 s: two leases held through renewals, then one left to run out
 def test_a_session_lock_holds_across_processes_and_frees_itself_when_its_holder_is_killed(
     pooled: tuple[postgres_cluster.Cluster, str],
 ) -> None:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parents[1]
 
 PROBE = """
@@ -31,6 +33,7 @@ print(json.dumps(report))
 """
 
 
+@pytest.mark.slow  # ~2.2 s: two processes that each import hypothesis
 def test_a_warmed_module_is_imported_and_read_by_hypothesis_without_compiling_or_parsing(tmp_path: Path) -> None:
     root = tmp_path / "project"
     package = root / "src" / "pkg"
