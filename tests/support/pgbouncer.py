@@ -9,7 +9,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support.postgres_cluster import SUPERUSER, Cluster
+from tests.support.postgres_cluster import SUPERUSER, Cluster, free_port
 
 
 def binary() -> str | None:
@@ -33,12 +32,6 @@ def unavailable() -> str | None:
     if binary() is None:
         return "PgBouncer not found: install Debian's `pgbouncer` package (scripts/ci-extras.sh does)"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -56,7 +49,7 @@ def transaction_pooler(cluster: Cluster, dbname: str, *, pool_size: int) -> Gene
     pgbouncer = binary()
     assert pgbouncer is not None, unavailable()
     root = Path(tempfile.mkdtemp(prefix="bearagent-pgbouncer-"))
-    port = _free_port()
+    port = free_port()
     (root / "users.txt").write_text(f'"{SUPERUSER}" ""\n')
     (root / "pgbouncer.ini").write_text(
         "[databases]\n"

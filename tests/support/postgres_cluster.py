@@ -66,7 +66,7 @@ def _run_as() -> str | None:
     raise RuntimeError("running as root and neither a `postgres` nor a `nobody` user exists to run PostgreSQL as")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -125,7 +125,7 @@ class Cluster:
         subprocess.run(initdb, check=True, capture_output=True, text=True, cwd=root)
         last: subprocess.CalledProcessError | None = None
         for _attempt in range(3):  # another process may take the free port before the server binds it
-            cluster.port = _free_port()
+            cluster.port = free_port()
             options = (
                 f"-c listen_addresses=127.0.0.1 -p {cluster.port} -k {cluster.socket_dir}"
                 " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
