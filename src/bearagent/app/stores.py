@@ -66,17 +66,18 @@ def store_dsn(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
         hint = f"export {settings.dsn_env}='postgresql://USER@HOST/DB' (see docs/store.md, PostgreSQL)"
         if loaded.env.get(DATABASE_URL_ENV) and settings.dsn_env != DATABASE_URL_ENV:
             hint = f"write `dsn: ${{{DATABASE_URL_ENV}}}` in the store section ({DATABASE_URL_ENV} is set), or {hint}"
-        raise BearAgentError(
-            ErrorInfo.of(
-                "configuration",
-                "missing_store_dsn",
-                f"the store is PostgreSQL ({settings.where}) but the environment variable {settings.dsn_env}, "
-                "which holds its connection string, is not set",
-                variable=settings.dsn_env,
-            ),
-            hint=hint,
+        raise _missing_dsn(
+            settings.dsn_env,
+            f"the store is PostgreSQL ({settings.where}) but the environment variable {settings.dsn_env}, "
+            "which holds its connection string, is not set",
+            hint,
         )
     return dsn
+
+
+def _missing_dsn(variable: str, message: str, hint: str) -> BearAgentError:
+    """`configuration.missing_store_dsn`: a variable the store section names for a DSN is not set."""
+    return BearAgentError(ErrorInfo.of("configuration", "missing_store_dsn", message, variable=variable), hint=hint)
 
 
 def postgres_schema(loaded: LoadedWorkspace, settings: StoreSettings) -> str:
@@ -107,16 +108,12 @@ def listen_dsn(loaded: LoadedWorkspace, settings: StoreSettings) -> str | None:
         return None
     dsn = loaded.env.get(settings.listen_dsn_env)
     if not dsn:
-        raise BearAgentError(
-            ErrorInfo.of(
-                "configuration",
-                "missing_store_dsn",
-                f"store.listen_dsn_env ({settings.source}) names the environment variable "
-                f"{settings.listen_dsn_env}, which is not set",
-                variable=settings.listen_dsn_env,
-            ),
-            hint=f"export {settings.listen_dsn_env}='postgresql://USER@HOST/DB' (a direct connection, not through "
-            "the pooler), or remove store.listen_dsn_env",
+        raise _missing_dsn(
+            settings.listen_dsn_env,
+            f"store.listen_dsn_env ({settings.source}) names the environment variable {settings.listen_dsn_env}, "
+            "which is not set",
+            f"export {settings.listen_dsn_env}='postgresql://USER@HOST/DB' (a direct connection, not through the "
+            "pooler), or remove store.listen_dsn_env",
         )
     return dsn
 
